@@ -1,0 +1,360 @@
+"""Plan and BackwardPlan: the lifecycle Descriptor -> select -> (sku, precision, workspace) -> run.
+
+``Plan.select`` is the single validation choke point for the problem; ``run`` only checks its arguments
+against the descriptor (shapes, dtypes, device, out=, workspace), converts them zero-copy to what the
+backend computes on, and launches.  Nothing is allocated inside ``run`` when ``out=`` and ``workspace=``
+are given (so a plan runs inside a CUDA graph capture).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .device import Device, as_device
+from .dtypes import DType
+from .errors import (BufferTooSmallError, DTypeMismatchError, InvalidProblemError, UnsupportedError,
+                     WorkspaceTooSmallError)
+from .options import DEFAULT_PREFERENCE, PlanPreference
+from .registry import Impl, explain, select_impl
+from .sku import KernelSku
+from .spec import Descriptor, TensorSpec
+from .tensors import ArrayKind, kind_of, restore, to_numpy, to_torch
+
+__all__ = ["Plan", "BackwardPlan", "plan_for"]
+
+
+class Plan:
+    """A selected implementation of one descriptor on one device; run it as often as you like.
+
+    >>> import numpy as np, baracuda as bc
+    >>> d = bc.Descriptor.make("add", ((2, 3), "f32"), ((3,), "f32"))
+    >>> p = bc.Plan.select(d, device="cpu")
+    >>> p.run(np.ones((2, 3), np.float32), np.arange(3, dtype=np.float32))[1]
+    array([1., 2., 3.], dtype=float32)
+    """
+
+    __slots__ = ("desc", "device", "pref", "impl", "sku", "precision", "workspace_size", "_np", "_tdt",
+                 "_in_shapes", "_out_specs", "_n_in", "_skip", "_torch_dev", "_out_tdt")
+
+    def __init__(self, desc: Descriptor, device: Device, pref: PlanPreference, impl: Impl):
+        self.desc, self.device, self.pref, self.impl = desc, device, pref, impl
+        prec = impl.precision(desc, pref)
+        aux = desc.outputs[0].dtype if desc.outputs and desc.outputs[0].dtype != desc.dtype else None
+        self.sku = KernelSku(desc.spec.category, desc.op, desc.dtype, aux,
+                             impl.layout(desc) if impl.layout else None,
+                             impl.epilogue(desc) if impl.epilogue else None,
+                             device.arch, impl.backend, impl.route_of(desc, pref), prec)
+        self.precision = prec
+        self.workspace_size = impl.workspace_of(desc)
+        self._np = impl.array_api == "numpy"
+        self._n_in = len(desc.inputs)
+        self._in_shapes = tuple(t.shape for t in desc.inputs)
+        self._out_specs = desc.outputs
+        self._skip = all(t.numel == 0 for t in desc.outputs)
+        self._tdt = None
+        self._out_tdt = None
+        self._torch_dev = None
+
+    # -- selection ---------------------------------------------------------------------------
+    @classmethod
+    def select(cls, desc: Descriptor, device=None, pref: PlanPreference | None = None) -> "Plan":
+        """Pick the best implementation of ``desc`` on ``device`` (default: the GPU if present, else CPU).
+
+        Raises UnsupportedError listing every backend and why it refused.
+        """
+        dev = as_device(device)
+        pref = pref or DEFAULT_PREFERENCE
+        impl = select_impl(desc, dev, pref)
+        return cls(desc, dev, pref, impl)
+
+    def explain(self):
+        return explain(self.desc, self.device, self.pref)
+
+    def backward(self) -> "BackwardPlan":
+        """The backward plan of this op, on the same device and preferences."""
+        return BackwardPlan.select(self.desc, self.device, self.pref)
+
+    def __repr__(self) -> str:
+        return f"Plan({self.desc}; {self.sku}; workspace={self.workspace_size}B)"
+
+    # -- argument checks ---------------------------------------------------------------------
+    def _torch_dtypes(self):
+        if self._tdt is None:
+            self._tdt = tuple(t.dtype.torch for t in self.desc.inputs)
+            self._out_tdt = tuple(t.dtype.torch for t in self._out_specs)
+            import torch
+
+            self._torch_dev = torch.device("cpu") if self.device.type == "cpu" else torch.device("cuda", self.device.index)
+        return self._tdt
+
+    def _check_inputs(self, inputs) -> tuple[list, ArrayKind]:
+        op = self.desc.op
+        if len(inputs) != self._n_in:
+            raise InvalidProblemError(op, "inputs", f"{self._n_in} arrays", f"{len(inputs)}")
+        natives = []
+        kind0 = None
+        for i, x in enumerate(inputs):
+            k = kind_of(x)
+            if kind0 is None:
+                kind0 = k
+            want = self.desc.inputs[i]
+            if k is ArrayKind.TORCH:
+                tdt = self._torch_dtypes()[i]
+                if tuple(x.shape) != want.shape:
+                    raise InvalidProblemError(op, self._arg(i), f"shape {want.shape}", tuple(x.shape))
+                if x.dtype != tdt:
+                    raise DTypeMismatchError(op, self._arg(i), str(want.dtype), str(x.dtype).replace("torch.", ""))
+                on_cuda = x.device.type == "cuda"
+                if on_cuda != (self.device.type == "cuda"):
+                    if not (self._np and on_cuda):
+                        raise InvalidProblemError(op, self._arg(i), f"an array on {self.device}", f"one on {x.device}")
+                natives.append(to_numpy(x) if self._np else x.detach())
+                continue
+            if self._np:
+                a = to_numpy(x)
+            else:
+                a = to_torch(x)
+                if (a.device.type == "cuda") != (self.device.type == "cuda"):
+                    raise InvalidProblemError(op, self._arg(i), f"an array on {self.device}", f"one on {a.device}")
+            shape = tuple(a.shape)
+            if shape != want.shape:
+                raise InvalidProblemError(op, self._arg(i), f"shape {want.shape}", shape)
+            from .dtypes import as_dtype
+
+            got = as_dtype(a.dtype)
+            if got != want.dtype:
+                raise DTypeMismatchError(op, self._arg(i), str(want.dtype), str(got))
+            natives.append(a)
+        return natives, (kind0 or ArrayKind.NUMPY)
+
+    def _arg(self, i: int) -> str:
+        names = self.desc.spec.arg_names
+        return names[i] if i < len(names) else f"input {i}"
+
+    def _outputs(self, out):
+        specs = self._out_specs
+        if out is None:
+            if self._np:
+                return [np.empty(t.shape, t.dtype.numpy) for t in specs], None
+            import torch
+
+            self._torch_dtypes()
+            return [torch.empty(t.shape, dtype=self._out_tdt[j], device=self._torch_dev) for j, t in enumerate(specs)], None
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        if len(outs) != len(specs):
+            raise InvalidProblemError(self.desc.op, "out", f"{len(specs)} arrays", len(outs))
+        natives = []
+        for j, (o, t) in enumerate(zip(outs, specs)):
+            a = to_numpy(o) if self._np else to_torch(o)
+            if self._np and kind_of(o) is ArrayKind.TORCH and o.device.type == "cuda":
+                raise InvalidProblemError(self.desc.op, "out", "a host array for the reference backend", "a CUDA tensor")
+            n = math.prod(a.shape)
+            if n < t.numel:
+                raise BufferTooSmallError(self.desc.op, f"out[{j}]", t.numel, n)
+            if tuple(a.shape) != t.shape:
+                raise InvalidProblemError(self.desc.op, f"out[{j}]", f"shape {t.shape}", tuple(a.shape))
+            from .dtypes import as_dtype
+
+            if as_dtype(a.dtype) != t.dtype:
+                raise DTypeMismatchError(self.desc.op, f"out[{j}]", str(t.dtype), str(as_dtype(a.dtype)))
+            natives.append(a)
+        return natives, outs
+
+    def _workspace(self, workspace):
+        need = self.workspace_size
+        if workspace is None:
+            if need == 0:
+                return None
+            if self._np:
+                return np.empty(need, np.uint8)
+            import torch
+
+            return torch.empty(need, dtype=torch.uint8, device=self._torch_dev)
+        got = int(workspace.nbytes) if hasattr(workspace, "nbytes") else int(workspace.numel() * workspace.element_size())
+        if got < need:
+            raise WorkspaceTooSmallError(self.desc.op, need, got)
+        return workspace
+
+    def can_implement(self, *inputs, out=None, workspace=None) -> bool:
+        """All argument checks of ``run``, without launching anything. Raises on the first problem."""
+        self._check_inputs(inputs)
+        if out is not None:
+            self._outputs(out)
+        if workspace is not None or self.workspace_size:
+            if workspace is None:
+                raise WorkspaceTooSmallError(self.desc.op, self.workspace_size, 0)
+            self._workspace(workspace)
+        return True
+
+    # -- run -----------------------------------------------------------------------------------
+    def run(self, *inputs, out=None, workspace=None, stream=None) -> Any:
+        """Run on ``inputs`` (any supported array type); returns the output(s) in the caller's type.
+
+        out: preallocated output array(s) (then nothing is allocated for outputs);
+        workspace: a byte buffer of at least ``workspace_size`` bytes;
+        stream: a torch.cuda.Stream to launch on (default: the current stream).
+        """
+        natives, kind = self._check_inputs(inputs)
+        outs, given = self._outputs(out)
+        ws = self._workspace(workspace)
+        if not self._skip:
+            if stream is not None and not self._np:
+                import torch
+
+                with torch.cuda.stream(stream):
+                    self.impl.run(self.desc, natives, outs, ws)
+            else:
+                self.impl.run(self.desc, natives, outs, ws)
+        if given is not None:
+            res = given
+        else:
+            res = [restore(kind, o, self.device) for o in outs] if (self._np or kind is not ArrayKind.TORCH) else outs
+        return res[0] if len(res) == 1 else tuple(res)
+
+    __call__ = run
+
+
+_PLAN_CACHE: dict = {}
+
+
+def plan_for(desc: Descriptor, device: Device, pref: PlanPreference) -> Plan:
+    """Cached ``Plan.select`` (plans are immutable, so one per (descriptor, device, preference))."""
+    key = (desc, device, pref)
+    p = _PLAN_CACHE.get(key)
+    if p is None:
+        p = _PLAN_CACHE[key] = Plan.select(desc, device, pref)
+    return p
+
+
+# -- backward ----------------------------------------------------------------------------------
+class _Ctx:
+    """What a backward rule computes with: other baracuda ops (``ctx.op``), reshape, reduce-to.
+
+    In trace mode the arrays are TensorSpecs (selection happens once, at BackwardPlan.select);
+    in run mode they are real arrays and each op runs through the plan chosen while tracing.
+    """
+
+    def __init__(self, bwp: "BackwardPlan", trace: bool):
+        self.bwp, self.trace = bwp, trace
+
+    @staticmethod
+    def spec_of(x) -> TensorSpec:
+        if isinstance(x, TensorSpec):
+            return x
+        from .tensors import shape_dtype_device
+
+        s, d, _ = shape_dtype_device(x)
+        return TensorSpec(tuple(s), d)
+
+    def op(self, name: str, *xs, **attrs):
+        desc = Descriptor(name, tuple(self.spec_of(x) for x in xs), tuple(sorted(attrs.items())))
+        plans = self.bwp._plans
+        p = plans.get(desc)
+        if p is None:
+            p = plans[desc] = Plan.select(desc, self.bwp.device, self.bwp.pref)
+        if self.trace:
+            outs = desc.outputs
+            return outs[0] if len(outs) == 1 else outs
+        return p.run(*xs)
+
+    def shape(self, x) -> tuple:
+        return tuple(x.shape)
+
+    def reshape(self, x, shape):
+        shape = tuple(shape)
+        if isinstance(x, TensorSpec):
+            return TensorSpec(shape, x.dtype)
+        return x.reshape(shape)
+
+    def reduce_to(self, g, shape):
+        """Sum a broadcast gradient ``g`` back to ``shape`` (the seeds' reduce-to)."""
+        shape = tuple(shape)
+        gshape = tuple(g.shape)
+        if gshape == shape:
+            return g
+        lead = len(gshape) - len(shape)
+        dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and gshape[lead + i] != 1)
+        r = self.op("sum", g, dims=dims, keepdim=False) if dims else g
+        return self.reshape(r, shape)
+
+
+class BackwardPlan:
+    """Backward of one op: gradients of the inputs from output gradients and the saved tensors.
+
+    ``saves`` names what the caller keeps from the forward pass (input names, or "out" / "out1" …).
+    The sub-plans are selected once here by tracing the op's backward rule on shapes; ``skus`` lists them.
+    """
+
+    def __init__(self, desc: Descriptor, device: Device, pref: PlanPreference):
+        spec = desc.spec
+        if not spec.is_differentiable:
+            raise UnsupportedError(desc.op, "has no backward (not differentiable)")
+        self.desc, self.device, self.pref = desc, device, pref
+        self.saves = tuple(self._save_names(spec))
+        self._plans: dict = {}
+        # trace once on shapes: selects every sub-plan and validates the rule against the descriptor
+        grads = tuple(desc.outputs)
+        saved = {n: self._spec_for(n) for n in self.saves}
+        res = spec.grad(_Ctx(self, True), desc, grads, saved)
+        for i, (r, t) in enumerate(zip(res, desc.inputs)):
+            if r is not None and (tuple(r.shape) != t.shape):
+                raise AssertionError(f"{desc.op} backward rule: grad {i} has shape {r.shape}, input is {t.shape}")
+        self.workspace_size = max((p.workspace_size for p in self._plans.values()), default=0)
+
+    @classmethod
+    def select(cls, desc: Descriptor, device=None, pref: PlanPreference | None = None) -> "BackwardPlan":
+        return cls(desc, as_device(device), pref or DEFAULT_PREFERENCE)
+
+    def _save_names(self, spec):
+        for s in spec.saves:
+            if s == "inputs":
+                yield from spec.arg_names[: len(self.desc.inputs)]
+            elif s == "outputs":
+                yield from (["out"] if len(self.desc.outputs) == 1 else [f"out{j}" for j in range(len(self.desc.outputs))])
+            else:
+                yield s
+
+    def _spec_for(self, name: str) -> TensorSpec:
+        names = self.desc.spec.arg_names
+        if name in names:
+            return self.desc.inputs[names.index(name)]
+        if name == "out":
+            return self.desc.outputs[0]
+        if name.startswith("out") and name[3:].isdigit():
+            return self.desc.outputs[int(name[3:])]
+        raise AssertionError(f"{self.desc.op}: unknown saved tensor {name!r}")
+
+    @property
+    def skus(self) -> list[KernelSku]:
+        return [p.sku for p in self._plans.values()]
+
+    @property
+    def sku(self) -> KernelSku:
+        """The SKU of the main sub-plan (the first one the rule runs)."""
+        return next(iter(self._plans.values())).sku
+
+    @property
+    def precision(self):
+        return self.sku.precision
+
+    def __repr__(self) -> str:
+        return f"BackwardPlan({self.desc.op}; saves={self.saves}; " + "; ".join(str(s) for s in self.skus) + ")"
+
+    def run(self, *grads, **saved):
+        """grads: one per output (None for an output with no gradient); saved: by the names in ``saves``.
+
+        Returns one gradient per input (None for inputs that are not differentiable).
+        """
+        desc = self.desc
+        if len(grads) != len(desc.outputs):
+            raise InvalidProblemError(desc.op + "_backward", "grads", f"{len(desc.outputs)} arrays", len(grads))
+        missing = [n for n in self.saves if n not in saved]
+        if missing:
+            raise InvalidProblemError(desc.op + "_backward", missing[0], "a saved tensor (saves = "
+                                      f"{self.saves})", "nothing")
+        for j, (g, t) in enumerate(zip(grads, desc.outputs)):
+            if g is not None and tuple(g.shape) != t.shape:
+                raise InvalidProblemError(desc.op + "_backward", f"grads[{j}]", f"shape {t.shape}", tuple(g.shape))
+        return tuple(desc.spec.grad(_Ctx(self, False), desc, grads, saved))

@@ -1,0 +1,251 @@
+"""Op specs and descriptors.
+
+An ``OpSpec`` is the single source of truth for one op: its signature, shape/dtype rule, torch peer,
+backward rule, sample and error inputs, tolerances, benchmark workloads and cost model.  The generic
+tests, the coverage matrix and the benchmark suite are all generated from the specs.
+
+A ``Descriptor`` is pure data (op name, operand shapes and dtypes, attributes), validated at
+construction by its spec's shape rule, which also fixes the output shapes and dtypes.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from .dtypes import DType, as_dtype
+from .errors import InvalidProblemError, UnsupportedError
+
+__all__ = ["TensorSpec", "Descriptor", "OpSpec", "Sample", "ErrorCase", "Workload", "register_spec",
+           "get_spec", "all_specs", "default_tol"]
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    shape: tuple[int, ...]
+    dtype: DType
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.dtype.itemsize
+
+    def __str__(self) -> str:
+        return f"{self.dtype}{list(self.shape)}"
+
+
+def _freeze(v):
+    if isinstance(v, list):
+        return tuple(_freeze(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((k, _freeze(x)) for k, x in v.items()))
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    """What to compute: ``op``, operand ``inputs`` (TensorSpec each) and ``attrs``.
+
+    Build one with :meth:`make` (``Descriptor.make("softmax", ((4096, 512), "bf16"), dim=-1)``) or
+    :meth:`like` (from arrays).  Construction validates through the op's spec and fills ``outputs``.
+    """
+
+    op: str
+    inputs: tuple[TensorSpec, ...]
+    attrs: tuple[tuple[str, Any], ...] = ()
+    outputs: tuple[TensorSpec, ...] = field(default=(), compare=False, hash=False)
+
+    def __post_init__(self):
+        spec = get_spec(self.op)
+        attrs, outputs = spec.check(self.inputs, dict(self.attrs))
+        object.__setattr__(self, "attrs", tuple(sorted((k, _freeze(v)) for k, v in attrs.items())))
+        object.__setattr__(self, "outputs", tuple(outputs))
+        object.__setattr__(self, "_attr_map", dict(self.attrs))
+
+    @classmethod
+    def make(cls, op: str, *inputs, **attrs) -> "Descriptor":
+        """inputs: TensorSpec, or (shape, dtype) pairs."""
+        ins = []
+        for i, x in enumerate(inputs):
+            if isinstance(x, TensorSpec):
+                ins.append(x)
+            else:
+                try:
+                    shape, dt = x
+                    shape = tuple(int(s) for s in shape)
+                except (TypeError, ValueError):
+                    raise InvalidProblemError(op, f"input {i}", "a (shape, dtype) pair or TensorSpec", repr(x)) from None
+                ins.append(TensorSpec(shape, as_dtype(dt)))
+        return cls(op, tuple(ins), tuple(sorted(attrs.items())))
+
+    @classmethod
+    def like(cls, op: str, *arrays, **attrs) -> "Descriptor":
+        from .tensors import shape_dtype_device
+
+        specs = []
+        for a in arrays:
+            shape, dt, _ = shape_dtype_device(a)
+            specs.append(TensorSpec(tuple(shape), dt))
+        return cls(op, tuple(specs), tuple(sorted(attrs.items())))
+
+    @property
+    def spec(self) -> "OpSpec":
+        return get_spec(self.op)
+
+    @property
+    def dtype(self) -> DType:
+        """The dtype the SKU is keyed on: the first input's (the output's for ops without inputs)."""
+        if self.inputs:
+            return self.inputs[0].dtype
+        return self.outputs[0].dtype
+
+    def attr(self, name: str):
+        return self._attr_map[name]
+
+    @property
+    def attr_dict(self) -> dict:
+        return dict(self._attr_map)
+
+    def __str__(self) -> str:
+        a = ", ".join(f"{k}={v}" for k, v in self.attrs)
+        ins = ", ".join(map(str, self.inputs))
+        outs = ", ".join(map(str, self.outputs))
+        return f"{self.op}({ins}{', ' + a if a else ''}) -> {outs}"
+
+
+@dataclass
+class Sample:
+    """One sample input: arrays (float64 NumPy, cast by the test to the dtype under test) and attrs."""
+
+    inputs: tuple
+    attrs: dict = field(default_factory=dict)
+    name: str = ""
+    grad: bool = True   # whether the gradient check uses this sample (keep finite-difference cases small)
+
+
+@dataclass
+class ErrorCase:
+    """Inputs (shape, dtype) pairs and attrs that must raise ``exc`` with a message matching ``match``."""
+
+    inputs: tuple
+    attrs: dict
+    exc: type
+    match: str
+    name: str = ""
+
+
+@dataclass
+class Workload:
+    """A benchmark problem: input shapes, dtype, attrs, and whether backward is timed too."""
+
+    name: str
+    shapes: tuple
+    dtype: DType
+    attrs: dict = field(default_factory=dict)
+    backward: bool = False
+
+
+Tol = tuple[float, float]
+_DEFAULT_TOL: dict[DType, Tol] = {
+    # rtol, atol. f32: a few ulps of accumulated rounding; f16/bf16: inputs and outputs are rounded to
+    # 11 / 8 significant bits (2^-11 ~ 5e-4, 2^-8 ~ 4e-3), so 1e-2 leaves room for one extra rounding.
+    DType.f64: (1e-10, 1e-12),
+    DType.f32: (1e-5, 1e-6),
+    DType.f16: (1e-2, 1e-3),
+    DType.bf16: (1.6e-2, 1e-2),
+    DType.f8e4m3: (1.3e-1, 1e-1),
+    DType.f8e5m2: (2.6e-1, 1e-1),
+}
+
+
+def default_tol(dt: DType) -> Tol:
+    return _DEFAULT_TOL.get(dt, (0.0, 0.0))
+
+
+@dataclass
+class OpSpec:
+    """Everything the library and its tests know about one op.
+
+    check(inputs, attrs) -> (normalized attrs, output TensorSpecs): the shape/dtype rule; raises
+        InvalidProblemError / DTypeMismatchError with the op and argument named.
+    torch_peer(*tensors, **attrs): the semantic peer in PyTorch (None where torch has no such op).
+    grad(ctx, grads, inputs, outputs, attrs) -> tuple of input grads (None where not needed):
+        composed from other baracuda ops through ``ctx``; ``saves`` names which of "inputs"/"outputs"
+        the backward plan keeps.
+    """
+
+    name: str
+    family: str
+    arg_names: tuple[str, ...]
+    check: Callable[[tuple, dict], tuple[dict, Sequence[TensorSpec]]]
+    dtypes: tuple[DType, ...]
+    defaults: dict = field(default_factory=dict)
+    torch_peer: Callable | None = None
+    torch_name: str | None = None      # e.g. "torch.nn.functional.gelu" (documentation + coverage)
+    jax_name: str | None = None
+    grad: Callable | None = None
+    saves: tuple[str, ...] = ("inputs",)
+    differentiable: tuple[int, ...] = ()  # indices of inputs that receive gradients
+    samples: Callable[[np.random.Generator], Iterable[Sample]] | None = None
+    errors: Callable[[], Iterable[ErrorCase]] | None = None
+    tol: Callable[[DType], Tol] = default_tol
+    grad_tol: Callable[[DType], Tol] | None = None
+    workloads: tuple[Workload, ...] = ()
+    cost: Callable[["Descriptor"], tuple[int, int]] | None = None   # (bytes moved, flops)
+    category: str | None = None
+    doc: str = ""
+
+    def __post_init__(self):
+        if self.category is None:
+            self.category = self.family
+
+    @property
+    def is_differentiable(self) -> bool:
+        return self.grad is not None and bool(self.differentiable)
+
+    def check_dtypes(self, inputs: tuple) -> None:
+        for i, t in enumerate(inputs):
+            if t.dtype not in self.dtypes:
+                raise UnsupportedError(
+                    self.name, f"argument '{self.arg_names[i] if i < len(self.arg_names) else i}' has dtype "
+                    f"{t.dtype}; the op is defined for {', '.join(map(str, self.dtypes))}")
+
+    def bytes_flops(self, desc: Descriptor) -> tuple[int, int]:
+        if self.cost is not None:
+            return self.cost(desc)
+        nbytes = sum(t.nbytes for t in desc.inputs) + sum(t.nbytes for t in desc.outputs)
+        return nbytes, sum(t.numel for t in desc.outputs)
+
+
+_SPECS: dict[str, OpSpec] = {}
+
+
+def register_spec(spec: OpSpec) -> OpSpec:
+    if spec.name in _SPECS:
+        raise ValueError(f"op spec {spec.name!r} registered twice")
+    _SPECS[spec.name] = spec
+    return spec
+
+
+def get_spec(name: str) -> OpSpec:
+    try:
+        return _SPECS[name]
+    except KeyError:
+        from .. import ops  # noqa: F401  (ensures every family registered its specs)
+
+        if name in _SPECS:
+            return _SPECS[name]
+        raise UnsupportedError(name, f"unknown op {name!r}; known ops: {len(_SPECS)} (see `baracuda ops`)") from None
+
+
+def all_specs() -> list[OpSpec]:
+    from .. import ops  # noqa: F401
+
+    return list(_SPECS.values())

@@ -1,0 +1,146 @@
+"""Test helpers driven by the op specs: backends to test, casting samples, per-dtype comparison,
+non-contiguous views, finite differences."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._core.device import Device, as_device, cuda_available
+from .._core.dtypes import DType, as_dtype
+from .._core.options import PlanPreference
+from .._core.plan import Plan
+from .._core.registry import implementations, refusal
+from .._core.sku import Backend
+from .._core.spec import Descriptor, OpSpec, Sample
+
+__all__ = ["test_device", "backends_for", "cast", "assert_close", "noncontig", "reference_f64",
+           "forced_plan", "finite_difference_grads"]
+
+
+def test_device() -> Device:
+    return as_device("cuda" if cuda_available() else "cpu")
+
+
+def backends_for(op: str, device: Device) -> list[Backend]:
+    """Backends with an implementation of ``op`` whose backend can run on ``device`` at all."""
+    from .._core.registry import _BACKENDS
+
+    out = []
+    for impl in implementations(op):
+        avail = _BACKENDS.get(impl.backend)
+        if avail is None or avail(device, PlanPreference(prefer=(impl.backend,))) is None:
+            if device.type in impl.devices:
+                out.append(impl.backend)
+    return out
+
+
+def forced_plan(desc: Descriptor, device: Device, backend: Backend, **pref_kw) -> Plan | str:
+    """The plan of exactly ``backend`` for ``desc``, or the reason that backend refuses it."""
+    pref = PlanPreference(prefer=(backend,), **pref_kw)
+    for impl in implementations(desc.op):
+        if impl.backend == backend:
+            why = refusal(impl, desc, device, pref)
+            if why:
+                return why
+            return Plan(desc, device, pref, impl)
+    return f"{backend} has no implementation of {desc.op}"
+
+
+def cast(x: np.ndarray, dtype: DType) -> np.ndarray:
+    dtype = as_dtype(dtype)
+    if dtype.is_floating or dtype.is_complex:
+        return np.asarray(x).astype(dtype.numpy)
+    if dtype == DType.bool:
+        return np.asarray(x) > 0
+    return np.asarray(x).astype(dtype.numpy)
+
+
+def to_f64(x) -> np.ndarray:
+    from .._core.tensors import to_numpy
+
+    a = to_numpy(x)
+    return a.astype(np.complex128 if a.dtype.kind == "c" else np.float64) if a.dtype.kind not in "iub" else a
+
+
+def assert_close(actual, expected, rtol: float, atol: float, what: str = ""):
+    """|actual - expected| <= atol + rtol * |expected| elementwise; NaN only where expected is NaN."""
+    a = to_f64(actual)
+    e = np.asarray(expected)
+    e = e.astype(np.float64) if e.dtype.kind not in "iubc" else e
+    if a.shape != e.shape:
+        raise AssertionError(f"{what}: shape {a.shape} != expected {e.shape}")
+    if a.dtype.kind in "iub" or e.dtype.kind in "iub":
+        bad = a != e
+    else:
+        with np.errstate(invalid="ignore"):
+            nan_a, nan_e = np.isnan(a), np.isnan(e)
+            same_inf = (a == e)
+            diff = np.abs(a - e)
+            bad = (diff > atol + rtol * np.abs(e)) & ~same_inf
+            bad = (bad & ~nan_e) | (nan_a != nan_e)
+    if bad.any():
+        idx = np.argwhere(bad)[:5]
+        worst = [(tuple(int(j) for j in i), a[tuple(i)], e[tuple(i)]) for i in idx]
+        raise AssertionError(f"{what}: {int(bad.sum())}/{bad.size} elements differ (rtol={rtol}, atol={atol}); "
+                             f"first (index, got, expected): {worst}")
+
+
+def noncontig(x):
+    """A non-contiguous view holding the same values (every other element of a wider buffer)."""
+    import torch
+
+    if isinstance(x, np.ndarray):
+        if x.ndim == 0 or x.size == 0:
+            return x
+        buf = np.empty(x.shape[:-1] + (2 * x.shape[-1],), x.dtype)
+        v = buf[..., ::2]
+        v[...] = x
+        return v
+    if x.dim() == 0 or x.numel() == 0:
+        return x
+    buf = torch.empty(x.shape[:-1] + (2 * x.shape[-1],), dtype=x.dtype, device=x.device)
+    v = buf[..., ::2]
+    v.copy_(x)
+    return v
+
+
+def reference_f64(desc: Descriptor, arrays) -> tuple:
+    """The reference backend's result on the same (already rounded) inputs upcast to float64."""
+    ins = []
+    specs = []
+    for x, t in zip(arrays, desc.inputs):
+        a = to_f64(x)
+        ins.append(a)
+        specs.append((t.shape, DType.f64 if t.dtype.is_floating else t.dtype))
+    d64 = Descriptor.make(desc.op, *specs, **desc.attr_dict)
+    p = Plan.select(d64, device="cpu", pref=PlanPreference(prefer=(Backend.REFERENCE,)))
+    r = p.run(*ins)
+    return r if isinstance(r, tuple) else (r,)
+
+
+def finite_difference_grads(desc: Descriptor, arrays, grads_out, eps: float = 1e-6):
+    """Central differences of sum(out_j * grads_out_j) w.r.t. each differentiable input (float64)."""
+    spec: OpSpec = desc.spec
+    base = [np.array(to_f64(a)) for a in arrays]
+    res = []
+    for i in range(len(base)):
+        if i not in spec.differentiable or not desc.inputs[i].dtype.is_floating:
+            res.append(None)
+            continue
+        g = np.zeros_like(base[i])
+        it = np.nditer(base[i], flags=["multi_index"])
+        for _ in it:
+            idx = it.multi_index
+            vals = []
+            for sgn in (1, -1):
+                xs = [b.copy() for b in base]
+                xs[i][idx] += sgn * eps
+                outs = reference_f64(desc, xs)
+                vals.append(sum(float(np.sum(o.astype(np.float64) * go)) for o, go in zip(outs, grads_out) if go is not None))
+            g[idx] = (vals[0] - vals[1]) / (2 * eps)
+        res.append(g)
+    return res
+
+
+def draw_samples(spec: OpSpec, seed: int = 0) -> list[Sample]:
+    rng = np.random.default_rng(seed)
+    return list(spec.samples(rng)) if spec.samples else []

@@ -1,0 +1,226 @@
+"""Generic tests, generated from the op specs: every op x backend x dtype this machine can run.
+
+forward vs the float64 reference (on the same rounded inputs) and vs the torch peer; non-contiguous and
+broadcast inputs; zero-size; plan reuse; determinism where the precision promises it; gradients vs
+float64 finite differences and torch.autograd; error inputs.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import baracuda as bc
+from baracuda._core.sku import Backend
+from baracuda.testing import (assert_close, backends_for, cast, draw_samples, finite_difference_grads,
+                              forced_plan, noncontig, reference_f64)
+from baracuda.testing import test_device as _test_device
+
+DEVICE = _test_device()
+SPECS = sorted(bc.all_specs(), key=lambda s: s.name)
+
+
+def _cases():
+    for spec in SPECS:
+        for backend in backends_for(spec.name, DEVICE):
+            for dt in spec.dtypes:
+                yield pytest.param(spec, backend, dt, id=f"{spec.name}-{backend}-{dt}")
+
+
+CASES = list(_cases())
+
+
+def _to_device(x):
+    if DEVICE.type == "cuda":
+        import torch
+
+        from baracuda._core.tensors import to_torch
+
+        return to_torch(x).to("cuda")
+    return x
+
+
+def _desc(spec, sample, dt):
+    arrays = [cast(x, dt if np.asarray(x).dtype.kind == "f" else bc.as_dtype(np.asarray(x).dtype)) for x in sample.inputs]
+    return bc.Descriptor.like(spec.name, *arrays, **sample.attrs), arrays
+
+
+def _plan_or_skip(desc, backend):
+    p = forced_plan(desc, DEVICE, backend)
+    return p
+
+
+@pytest.mark.parametrize("spec,backend,dt", CASES)
+def test_forward(spec, backend, dt):
+    rtol, atol = spec.tol(dt)
+    ran = 0
+    for sample in draw_samples(spec):
+        desc, arrays = _desc(spec, sample, dt)
+        plan = _plan_or_skip(desc, backend)
+        if isinstance(plan, str):
+            continue
+        assert plan.sku.backend == backend
+        ref = reference_f64(desc, arrays)
+        for layout in ("contig", "noncontig"):
+            xs = [_to_device(a) for a in arrays]
+            if layout == "noncontig":
+                xs = [noncontig(x) for x in xs]
+            out = plan.run(*xs)
+            outs = out if isinstance(out, tuple) else (out,)
+            for j, (o, r) in enumerate(zip(outs, ref)):
+                assert tuple(o.shape) == desc.outputs[j].shape
+                assert_close(o, r, rtol, atol, f"{spec.name}[{sample.name}] {backend} {dt} {layout} out{j}")
+        ran += 1
+    assert ran or not list(draw_samples(spec)), f"{spec.name}: {backend} refused every sample for {dt}"
+
+
+def _torch_peer_tol(dt, rtol, atol):
+    # the peer rounds intermediate results differently (e.g. bf16 ops in torch round once per op);
+    # allow two roundings of the output dtype
+    return 2 * rtol, 2 * atol
+
+
+@pytest.mark.parametrize("spec", [s for s in SPECS if s.torch_peer is not None], ids=lambda s: s.name)
+def test_torch_peer(spec):
+    """The reference agrees with PyTorch (the semantic peer) in float64 on every sample."""
+    torch = pytest.importorskip("torch")
+    for sample in draw_samples(spec):
+        desc, arrays = _desc(spec, sample, bc.DType.f64)
+        ref = reference_f64(desc, arrays)
+        peer = spec.torch_peer(*[torch.from_numpy(np.asarray(a)) for a in arrays], **desc.attr_dict)
+        peers = peer if isinstance(peer, (tuple, list)) else (peer,)
+        for j, (p, r) in enumerate(zip(peers, ref)):
+            assert_close(p.numpy(), r, 1e-9, 1e-9, f"{spec.name}[{sample.name}] torch peer out{j}")
+
+
+@pytest.mark.parametrize("spec,backend,dt", CASES)
+def test_plan_reuse_and_determinism(spec, backend, dt):
+    samples = [s for s in draw_samples(spec) if all(np.asarray(x).size for x in s.inputs)]
+    if not samples:
+        pytest.skip("no non-empty sample")
+    sample = samples[-1]
+    desc, arrays = _desc(spec, sample, dt)
+    plan = _plan_or_skip(desc, backend)
+    if isinstance(plan, str):
+        pytest.skip(plan)
+    rng = np.random.default_rng(7)
+    other = [cast(rng.standard_normal(np.shape(a)) + (2.0 if spec.name == "log" else 0.0) * 0, a.dtype) if a.dtype.kind == "f" else a for a in arrays]
+    if spec.name == "log" or spec.name.startswith("div"):
+        other = [cast(np.abs(np.asarray(o, np.float64)) + 0.5, a.dtype) if a.dtype.kind == "f" else o for o, a in zip(other, arrays)]
+    xs1 = [_to_device(a) for a in arrays]
+    xs2 = [_to_device(a) for a in other]
+    o1 = plan.run(*xs1)
+    o2 = plan.run(*xs2)
+    o1b = plan.run(*xs1)
+    o1, o2, o1b = [(o if isinstance(o, tuple) else (o,)) for o in (o1, o2, o1b)]
+    rtol, atol = spec.tol(dt)
+    for a, b, r in zip(o2, o1, reference_f64(desc, other)):
+        assert_close(a, r, rtol, atol, f"{spec.name} second run with new inputs")
+    if plan.precision.deterministic:
+        for a, b in zip(o1, o1b):
+            from baracuda.testing import to_f64
+
+            assert np.array_equal(to_f64(a), to_f64(b), equal_nan=True), f"{spec.name}: not deterministic"
+
+
+GRAD_SPECS = [s for s in SPECS if s.is_differentiable]
+
+
+def _grad_samples(spec):
+    out = []
+    for s in draw_samples(spec):
+        if s.grad and all(0 < np.asarray(x).size <= 64 for x in s.inputs):
+            out.append(s)
+    return out[:3]
+
+
+@pytest.mark.parametrize("spec", GRAD_SPECS, ids=lambda s: s.name)
+def test_grad_finite_differences(spec):
+    """Backward plan (reference backend, f64) vs central finite differences of the forward."""
+    rng = np.random.default_rng(3)
+    for sample in _grad_samples(spec):
+        desc, arrays = _desc(spec, sample, bc.DType.f64)
+        bw = bc.BackwardPlan.select(desc, "cpu")
+        gouts = [rng.standard_normal(t.shape) if t.dtype.is_floating else None for t in desc.outputs]
+        outs = reference_f64(desc, arrays)
+        saved = _saved(bw, desc, arrays, outs)
+        got = bw.run(*gouts, **saved)
+        want = finite_difference_grads(desc, arrays, gouts)
+        for i, (g, w) in enumerate(zip(got, want)):
+            if w is None:
+                continue
+            assert g is not None, f"{spec.name}: no gradient for input {i}"
+            assert_close(g, w, 1e-6, 1e-6, f"{spec.name}[{sample.name}] d/d{spec.arg_names[i]} vs finite differences")
+
+
+def _saved(bw, desc, arrays, outs):
+    names = desc.spec.arg_names
+    saved = {}
+    for n in bw.saves:
+        if n in names:
+            saved[n] = arrays[names.index(n)]
+        elif n == "out":
+            saved[n] = outs[0]
+        else:
+            saved[n] = outs[int(n[3:])]
+    return saved
+
+
+@pytest.mark.parametrize("spec", [s for s in GRAD_SPECS if s.torch_peer is not None], ids=lambda s: s.name)
+def test_grad_vs_torch_autograd(spec):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    for sample in _grad_samples(spec):
+        desc, arrays = _desc(spec, sample, bc.DType.f64)
+        bw = bc.BackwardPlan.select(desc, "cpu")
+        gouts = [rng.standard_normal(t.shape) if t.dtype.is_floating else None for t in desc.outputs]
+        ts = [torch.tensor(np.asarray(a), requires_grad=i in spec.differentiable) for i, a in enumerate(arrays)]
+        peer = spec.torch_peer(*ts, **desc.attr_dict)
+        peers = peer if isinstance(peer, (tuple, list)) else (peer,)
+        loss = sum((p * torch.from_numpy(g)).sum() for p, g in zip(peers, gouts) if g is not None)
+        want = torch.autograd.grad(loss, [t for t in ts if t.requires_grad], allow_unused=True)
+        outs = reference_f64(desc, arrays)
+        got = [g for i, g in enumerate(bw.run(*gouts, **_saved(bw, desc, arrays, outs))) if i in spec.differentiable]
+        for i, (g, w) in enumerate(zip(got, want)):
+            if w is None:
+                continue
+            assert_close(g, w.numpy(), 1e-9, 1e-9, f"{spec.name}[{sample.name}] grad {i} vs torch.autograd")
+
+
+@pytest.mark.parametrize("spec,backend,dt", [c for c in CASES if c.values[0].is_differentiable
+                                             and c.values[1] != Backend.REFERENCE], )
+def test_backward_backend(spec, backend, dt):
+    """The backward plan on a GPU backend (or Triton under the interpreter) vs the f64 reference backward."""
+    rng = np.random.default_rng(11)
+    gtol = spec.grad_tol(dt) if spec.grad_tol else tuple(2 * t for t in spec.tol(dt))
+    for sample in _grad_samples(spec):
+        desc, arrays = _desc(spec, sample, dt)
+        if isinstance(forced_plan(desc, DEVICE, backend), str):
+            continue
+        bw = bc.BackwardPlan.select(desc, DEVICE, bc.PlanPreference(prefer=(backend,)))
+        gouts = [cast(rng.standard_normal(t.shape), dt) if t.dtype.is_floating else None for t in desc.outputs]
+        fwd = bc.Plan.select(desc, DEVICE, bc.PlanPreference(prefer=(backend,)))
+        xs = [_to_device(a) for a in arrays]
+        outs = fwd.run(*xs)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        got = bw.run(*[_to_device(g) if g is not None else None for g in gouts], **_saved(bw, desc, xs, outs))
+        d64, a64 = _desc(spec, sample, bc.DType.f64)
+        a64 = [np.asarray(a, np.float64) if np.asarray(a).dtype.kind == "f" else a for a in
+               [cast(x, dt).astype(np.float64) if np.asarray(x).dtype.kind == "f" else x for x in sample.inputs]]
+        d64 = bc.Descriptor.like(spec.name, *a64, **sample.attrs)
+        bw64 = bc.BackwardPlan.select(d64, "cpu")
+        g64 = [g.astype(np.float64) if g is not None else None for g in gouts]
+        want = bw64.run(*g64, **_saved(bw64, d64, a64, reference_f64(d64, a64)))
+        for i, (g, w) in enumerate(zip(got, want)):
+            if w is None:
+                continue
+            assert_close(g, w, *gtol, f"{spec.name}[{sample.name}] {backend} {dt} grad {i}")
+
+
+@pytest.mark.parametrize("spec", [s for s in SPECS if s.errors is not None], ids=lambda s: s.name)
+def test_error_inputs(spec):
+    cases = list(spec.errors())
+    assert cases, f"{spec.name}: no error inputs"
+    for case in cases:
+        with pytest.raises(case.exc, match=case.match):
+            desc = bc.Descriptor.make(spec.name, *case.inputs, **case.attrs)
+            bc.Plan.select(desc, "cpu")
