@@ -17,7 +17,7 @@ import triton
 import triton.language as tl
 
 from ...ops.elementwise import EW_OPS
-from . import register_triton, torch_dtype_to_tl
+from . import register_triton
 from ._math import exp, log, sigmoid, tanh
 
 _MAX_RANK = 4
@@ -222,11 +222,14 @@ def _span(x: torch.Tensor) -> int:
     return 1 + sum((d - 1) * abs(s) for d, s in zip(x.shape, x.stride()) if d > 0)
 
 
-def _run(desc, inputs, outputs, ws):
-    out = outputs[0]
+def launch(fn, inputs, out, p0: float = 0.0, p1: float = 0.0, compute=None) -> None:
+    """Run the elementwise template: ``out = fn(*inputs, p0, p1)`` with broadcasting of ``inputs`` to
+    ``out.shape`` (any strides, 1 to 3 inputs).  ``compute``: the tl dtype to compute in (default f32, f64
+    for f64 outputs).  Other families reuse this (e.g. a broadcast copy with an identity body)."""
     target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
     n = target.numel()
-    fn, p0, p1 = BODIES[desc.op](desc)
+    if n == 0:
+        return
     shape = tuple(target.shape)
     nin = len(inputs)
     strided = not all(tuple(x.shape) == shape and x.is_contiguous() for x in inputs)
@@ -245,15 +248,22 @@ def _run(desc, inputs, outputs, ws):
             for k, st in enumerate(sts):
                 args_st[4 * k: 4 * k + 4] = [0] * pad + st
     i64 = max([n] + [_span(x) for x in ins]) >= 2 ** 31 - 65536
-    ct = torch_dtype_to_tl(torch.float64 if desc.outputs[0].dtype.short == "f64" else torch.float32)
+    if compute is None:
+        compute = tl.float64 if out.dtype == torch.float64 else tl.float32
     BLOCK = 1024 if strided else 4096
     while len(ins) < 3:
         ins.append(ins[0])
     grid = (triton.cdiv(n, BLOCK),)
     _ew_kernel[grid](target, ins[0], ins[1], ins[2], n, float(p0), float(p1), *S, *args_st,
-                     FN=fn, NIN=nin, STRIDED=strided, CT=ct, I64=i64, BLOCK=BLOCK, num_warps=8 if BLOCK >= 4096 else 4)
+                     FN=fn, NIN=nin, STRIDED=strided, CT=compute, I64=i64, BLOCK=BLOCK,
+                     num_warps=8 if BLOCK >= 4096 else 4)
     if target is not out:
         out.copy_(target)
+
+
+def _run(desc, inputs, outputs, ws):
+    fn, p0, p1 = BODIES[desc.op](desc)
+    launch(fn, inputs, outputs[0], p0, p1)
 
 
 def _route(desc, pref):
