@@ -189,6 +189,10 @@ class OpSpec:
     defaults: dict = field(default_factory=dict)
     torch_peer: Callable | None = None
     torch_name: str | None = None      # e.g. "torch.nn.functional.gelu" (documentation + coverage)
+    # dropin(*args, **kwargs) with exactly torch_name's signature -> (inputs tuple of tensors, attrs dict).
+    # baracuda.torch publishes one drop-in function per spec that has it; unsupported torch arguments must
+    # raise a clear error here (never be ignored).
+    dropin: Callable | None = None
     jax_name: str | None = None
     grad: Callable | None = None
     saves: tuple[str, ...] = ("inputs",)
