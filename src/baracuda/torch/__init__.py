@@ -1,0 +1,30 @@
+"""``baracuda.torch``: a drop-in namespace mirroring torch.
+
+``baracuda.torch.X`` stands for ``torch.X`` and ``baracuda.torch.nn.functional.Y`` for
+``torch.nn.functional.Y`` (likewise ``linalg``, ``fft``, ``special`` as families arrive), with torch's
+signatures for the arguments we support: an unsupported argument raises a clear error, never a silent
+difference. Every function runs through baracuda's plans (best backend per device), differentiates through
+baracuda's backward plans, and is a torch.library custom op, so ``torch.compile(fullgraph=True)`` traces it.
+
+>>> import torch, baracuda.torch as bt
+>>> x = torch.randn(4, 8, requires_grad=True)
+>>> y = bt.nn.functional.gelu(bt.exp(x)).sum()   # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import types
+
+from ._library import call, get_preference, preference
+from ._namespaces import build as _build
+
+nn = types.ModuleType("baracuda.torch.nn")
+nn.functional = types.ModuleType("baracuda.torch.nn.functional")
+linalg = types.ModuleType("baracuda.torch.linalg")
+fft = types.ModuleType("baracuda.torch.fft")
+special = types.ModuleType("baracuda.torch.special")
+
+PUBLISHED: dict[str, str] = _build(globals(), {"torch.nn.functional": nn.functional, "torch.nn": nn,
+                                               "torch.linalg": linalg, "torch.fft": fft, "torch.special": special})
+
+__all__ = ["call", "preference", "get_preference", "nn", "linalg", "fft", "special", "PUBLISHED"] + sorted(
+    n for n in PUBLISHED if "." not in n)

@@ -1,0 +1,214 @@
+"""Two generic torch.library custom ops carry every baracuda op into PyTorch:
+
+    baracuda::op(str name, str attrs, Tensor[] xs) -> Tensor[]
+    baracuda::op_backward(str name, str attrs, str sig, Tensor?[] args) -> Tensor[]
+
+``attrs`` is the descriptor's attributes as canonical JSON, ``sig`` the forward operands' shapes and dtypes.
+Each has a fake (meta) implementation computed from the op's shape rule, so torch.compile(fullgraph=True)
+traces models that call baracuda ops without graph breaks; autograd is registered once, generically, from
+each spec's backward rule (through BackwardPlan), so every differentiable op is differentiable in torch.
+"""
+from __future__ import annotations
+
+import ast
+import contextlib
+import functools
+import json
+
+import torch
+
+from .._core.device import Device
+from .._core.dtypes import DType, as_dtype
+from .._core.options import DEFAULT_PREFERENCE, PlanPreference
+from .._core.plan import BackwardPlan, plan_for
+from .._core.spec import Descriptor, TensorSpec, get_spec
+
+_lib = torch.library.Library("baracuda", "DEF")
+_lib.define("op(str name, str attrs, Tensor[] xs) -> Tensor[]")
+_lib.define("op_backward(str name, str attrs, str sig, Tensor?[] args) -> Tensor[]")
+
+_PREF = [DEFAULT_PREFERENCE]
+
+
+def get_preference() -> PlanPreference:
+    return _PREF[-1]
+
+
+@contextlib.contextmanager
+def preference(pref: PlanPreference):
+    """Run baracuda.torch ops under ``pref`` (e.g. force a backend, allow TF32) inside the ``with`` block."""
+    _PREF.append(pref)
+    try:
+        yield pref
+    finally:
+        _PREF.pop()
+
+
+# -- attribute encoding ------------------------------------------------------------------------
+# attrs travel as a Python literal (repr) so that Dynamo can constant-fold the encoding while tracing
+# (it cannot trace json); DTypes (ours or torch's) become ("__dtype__", "bf16").
+_DT_TAG = "__dtype__"
+
+
+def _enc(v):
+    if isinstance(v, DType):
+        return (_DT_TAG, v.short)
+    if isinstance(v, (tuple, list)):
+        return tuple(_enc(x) for x in v)
+    if isinstance(v, torch.dtype):
+        return (_DT_TAG, as_dtype(v).short)
+    return v
+
+
+def _dec(v):
+    if isinstance(v, tuple):
+        if len(v) == 2 and v[0] == _DT_TAG:
+            return as_dtype(v[1])
+        return tuple(_dec(x) for x in v)
+    return v
+
+
+def encode_attrs(attrs: dict) -> str:
+    return repr(tuple((k, _enc(attrs[k])) for k in sorted(attrs)))
+
+
+@functools.lru_cache(maxsize=4096)
+def decode_attrs(s: str) -> tuple:
+    return tuple((k, _dec(v)) for k, v in ast.literal_eval(s))
+
+
+@functools.lru_cache(maxsize=8192)
+def _descriptor(name: str, attrs: str, sig: tuple) -> Descriptor:
+    return Descriptor(name, tuple(TensorSpec(s, d) for s, d in sig), decode_attrs(attrs))
+
+
+def _sig(xs) -> tuple:
+    return tuple((tuple(x.shape), as_dtype(x.dtype)) for x in xs)
+
+
+def _device_of(xs) -> Device:
+    for x in xs:
+        if x is not None and x.device.type == "cuda":
+            return Device("cuda", x.device.index or 0)
+    return Device("cpu")
+
+
+# -- forward -----------------------------------------------------------------------------------
+def _op_impl(name: str, attrs: str, xs):
+    desc = _descriptor(name, attrs, _sig(xs))
+    plan = plan_for(desc, _device_of(xs), get_preference())
+    out = plan.run(*xs)
+    outs = list(out) if isinstance(out, tuple) else [out]
+    # a custom op must not return an input (aliasing): copy in the rare pass-through case
+    return [o.clone() if any(o is x for x in xs) else o for o in outs]
+
+
+def _op_fake(name: str, attrs: str, xs):
+    desc = _descriptor(name, attrs, _sig(xs))
+    dev = xs[0].device if xs else torch.device("cpu")
+    return [torch.empty(t.shape, dtype=t.dtype.torch, device=dev) for t in desc.outputs]
+
+
+_lib.impl("op", _op_impl, "CPU")
+_lib.impl("op", _op_impl, "CUDA")
+torch.library.register_fake("baracuda::op", _op_fake, lib=_lib)
+
+
+# -- backward ----------------------------------------------------------------------------------
+def _sig_str(desc: Descriptor) -> str:
+    return json.dumps([[list(t.shape), t.dtype.short] for t in desc.inputs], separators=(",", ":"))
+
+
+@functools.lru_cache(maxsize=8192)
+def _desc_from_sig(name: str, attrs: str, sig: str) -> Descriptor:
+    specs = tuple((tuple(s), as_dtype(d)) for s, d in json.loads(sig))
+    return _descriptor(name, attrs, specs)
+
+
+def _bw_impl(name: str, attrs: str, sig: str, args):
+    desc = _desc_from_sig(name, attrs, sig)
+    n_out = len(desc.outputs)
+    grads, saved_list = args[:n_out], args[n_out:]
+    bw = _bw_plan(desc, _device_of(args), get_preference())
+    saved = dict(zip(bw.saves, saved_list))
+    res = bw.run(*grads, **saved)
+    dev = next(a for a in args if a is not None).device
+    out = []
+    for r, t in zip(res, desc.inputs):
+        if r is None:
+            out.append(torch.empty(0, device=dev))
+        else:
+            out.append(r.clone() if any(r is a for a in args) else r)
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _bw_plan(desc, device, pref) -> BackwardPlan:
+    return BackwardPlan(desc, device, pref)
+
+
+def _bw_fake(name: str, attrs: str, sig: str, args):
+    desc = _desc_from_sig(name, attrs, sig)
+    dev = next(a for a in args if a is not None).device
+    spec = desc.spec
+    return [torch.empty(t.shape, dtype=t.dtype.torch, device=dev) if i in spec.differentiable and t.dtype.is_floating
+            else torch.empty(0, device=dev) for i, t in enumerate(desc.inputs)]
+
+
+_lib.impl("op_backward", _bw_impl, "CPU")
+_lib.impl("op_backward", _bw_impl, "CUDA")
+torch.library.register_fake("baracuda::op_backward", _bw_fake, lib=_lib)
+
+
+def _saved_names(desc: Descriptor) -> list[str]:
+    spec = desc.spec
+    names = []
+    for s in spec.saves:
+        if s == "inputs":
+            names += list(spec.arg_names[: len(desc.inputs)])
+        elif s == "outputs":
+            names += ["out"] if len(desc.outputs) == 1 else [f"out{j}" for j in range(len(desc.outputs))]
+        else:
+            names.append(s)
+    return names
+
+
+def _setup_context(ctx, inputs, output):
+    name, attrs, xs = inputs
+    desc = _descriptor(name, attrs, _sig(xs))
+    ctx.bc_desc = desc
+    ctx.bc_attrs = attrs
+    spec = desc.spec
+    if not spec.is_differentiable:
+        ctx.save_for_backward()
+        return
+    saved = []
+    argn = spec.arg_names
+    for n in _saved_names(desc):
+        if n in argn:
+            saved.append(xs[argn.index(n)])
+        elif n == "out":
+            saved.append(output[0])
+        else:
+            saved.append(output[int(n[3:])])
+    ctx.save_for_backward(*saved)
+
+
+def _backward(ctx, grads):
+    desc = ctx.bc_desc
+    spec = desc.spec
+    if not spec.is_differentiable:
+        raise RuntimeError(f"baracuda.{desc.op}: not differentiable")
+    args = list(grads) + list(ctx.saved_tensors)
+    res = torch.ops.baracuda.op_backward(desc.op, ctx.bc_attrs, _sig_str(desc), args)
+    out = [r if (i in spec.differentiable and desc.inputs[i].dtype.is_floating) else None for i, r in enumerate(res)]
+    return None, None, out
+
+
+torch.library.register_autograd("baracuda::op", _backward, setup_context=_setup_context, lib=_lib)
+
+
+def call(name: str, xs, attrs: dict):
+    """Run baracuda op ``name`` on torch tensors through the custom op (autograd + torch.compile aware)."""
+    outs = torch.ops.baracuda.op(name, encode_attrs(attrs), list(xs))
+    return outs[0] if len(outs) == 1 else tuple(outs)
