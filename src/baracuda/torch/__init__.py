@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import types
 
-from ._library import call, get_preference, preference
+from ._library import call, get_preference, preference, record
 from ._namespaces import build as _build
 
 nn = types.ModuleType("baracuda.torch.nn")
@@ -26,5 +26,5 @@ special = types.ModuleType("baracuda.torch.special")
 PUBLISHED: dict[str, str] = _build(globals(), {"torch.nn.functional": nn.functional, "torch.nn": nn,
                                                "torch.linalg": linalg, "torch.fft": fft, "torch.special": special})
 
-__all__ = ["call", "preference", "get_preference", "nn", "linalg", "fft", "special", "PUBLISHED"] + sorted(
+__all__ = ["call", "record", "preference", "get_preference", "nn", "linalg", "fft", "special", "PUBLISHED"] + sorted(
     n for n in PUBLISHED if "." not in n)

@@ -93,11 +93,68 @@ def _device_of(xs) -> Device:
     return Device("cpu")
 
 
+# -- recording (for the demo and debugging; off the hot path unless a recorder is active) --------
+_RECORDERS: list = []
+
+
+@contextlib.contextmanager
+def record(check: bool = True):
+    """Record every baracuda op that runs inside the block: kind (fw/bw), descriptor, SKU(s), time in ms
+    (device-synchronized), and with ``check`` the max error against the float64 reference backend."""
+    log: list[dict] = []
+    _RECORDERS.append((log, check))
+    try:
+        yield log
+    finally:
+        _RECORDERS.pop()
+
+
+def _timed(fn, device: Device):
+    import time
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device.index)
+    t0 = time.perf_counter()
+    res = fn()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device.index)
+    return res, (time.perf_counter() - t0) * 1e3
+
+
+def _max_err(got, want) -> float:
+    import numpy as np
+
+    from ..testing import to_f64
+
+    g, w = to_f64(got), np.asarray(want, dtype=np.float64)
+    if g.size == 0:
+        return 0.0
+    scale = max(float(np.nanmax(np.abs(w))), 1e-30)
+    return float(np.nanmax(np.abs(g - w))) / scale
+
+
+def _record_fw(desc, plan, xs, run):
+    log, check = _RECORDERS[-1]
+    out, ms = _timed(run, plan.device)
+    err = None
+    if check:
+        from ..testing import reference_f64
+
+        ref = reference_f64(desc, [x.detach().cpu() for x in xs])
+        outs = out if isinstance(out, tuple) else (out,)
+        err = max(_max_err(o.detach().cpu(), r) for o, r in zip(outs, ref)) if outs else 0.0
+    log.append({"kind": "fw", "op": desc.op, "desc": str(desc), "sku": str(plan.sku), "ms": ms, "rel_err": err})
+    return out
+
+
 # -- forward -----------------------------------------------------------------------------------
 def _op_impl(name: str, attrs: str, xs):
     desc = _descriptor(name, attrs, _sig(xs))
     plan = plan_for(desc, _device_of(xs), get_preference())
-    out = plan.run(*xs)
+    if _RECORDERS:
+        out = _record_fw(desc, plan, xs, lambda: plan.run(*xs))
+    else:
+        out = plan.run(*xs)
     outs = list(out) if isinstance(out, tuple) else [out]
     # a custom op must not return an input (aliasing): copy in the rare pass-through case
     return [o.clone() if any(o is x for x in xs) else o for o in outs]
@@ -131,7 +188,12 @@ def _bw_impl(name: str, attrs: str, sig: str, args):
     grads, saved_list = args[:n_out], args[n_out:]
     bw = _bw_plan(desc, _device_of(args), get_preference())
     saved = dict(zip(bw.saves, saved_list))
-    res = bw.run(*grads, **saved)
+    if _RECORDERS:
+        res, ms = _timed(lambda: bw.run(*grads, **saved), bw.device)
+        _RECORDERS[-1][0].append({"kind": "bw", "op": desc.op, "desc": str(desc),
+                                  "sku": "; ".join(str(k) for k in bw.skus), "ms": ms, "rel_err": None})
+    else:
+        res = bw.run(*grads, **saved)
     dev = next(a for a in args if a is not None).device
     out = []
     for r, t in zip(res, desc.inputs):
