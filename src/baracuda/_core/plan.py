@@ -36,7 +36,7 @@ class Plan:
     """
 
     __slots__ = ("desc", "device", "pref", "impl", "sku", "precision", "workspace_size", "_np", "_tdt",
-                 "_in_shapes", "_out_specs", "_n_in", "_skip", "_torch_dev", "_out_tdt")
+                 "_in_shapes", "_out_specs", "_n_in", "_skip", "_torch_dev", "_out_tdt", "_run", "_fast")
 
     def __init__(self, desc: Descriptor, device: Device, pref: PlanPreference, impl: Impl):
         self.desc, self.device, self.pref, self.impl = desc, device, pref, impl
@@ -48,6 +48,7 @@ class Plan:
                              device.arch, impl.backend, impl.route_of(desc, pref), prec)
         self.precision = prec
         self.workspace_size = impl.workspace_of(desc)
+        self._run = impl.bind(desc, pref) if impl.bind is not None else impl.run
         self._np = impl.array_api == "numpy"
         self._n_in = len(desc.inputs)
         self._in_shapes = tuple(t.shape for t in desc.inputs)
@@ -56,6 +57,9 @@ class Plan:
         self._tdt = None
         self._out_tdt = None
         self._torch_dev = None
+        # the hot path (torch tensors of exactly the planned shapes/dtypes/device, nothing else given):
+        # built lazily on the first run; see _fast_path
+        self._fast = None if (not self._np and self.workspace_size == 0 and not self._skip) else False
 
     # -- selection ---------------------------------------------------------------------------
     @classmethod
@@ -196,6 +200,10 @@ class Plan:
         workspace: a byte buffer of at least ``workspace_size`` bytes;
         stream: a torch.cuda.Stream to launch on (default: the current stream).
         """
+        if self._fast is not False and out is None and workspace is None and stream is None:
+            res = self._fast_path(inputs)
+            if res is not None:
+                return res
         natives, kind = self._check_inputs(inputs)
         outs, given = self._outputs(out)
         ws = self._workspace(workspace)
@@ -204,9 +212,9 @@ class Plan:
                 import torch
 
                 with torch.cuda.stream(stream):
-                    self.impl.run(self.desc, natives, outs, ws)
+                    self._run(self.desc, natives, outs, ws)
             else:
-                self.impl.run(self.desc, natives, outs, ws)
+                self._run(self.desc, natives, outs, ws)
         if given is not None:
             res = given
         else:
@@ -214,6 +222,28 @@ class Plan:
         return res[0] if len(res) == 1 else tuple(res)
 
     __call__ = run
+
+    def _fast_path(self, inputs):
+        """Plain torch tensors matching the plan exactly: the checks are a few attribute compares per
+        operand (host overhead is what small ops pay); anything else takes the general path."""
+        fast = self._fast
+        if fast is None:
+            import torch
+
+            self._torch_dtypes()
+            cuda = self.device.type == "cuda"
+            fast = self._fast = (torch.Tensor, tuple(torch.Size(s) for s in self._in_shapes), self._tdt, cuda,
+                                 tuple((torch.Size(t.shape), self._out_tdt[j]) for j, t in enumerate(self._out_specs)),
+                                 self._torch_dev, torch.empty)
+        tensor_t, shapes, dts, cuda, outs_spec, dev, empty = fast
+        if len(inputs) != len(shapes):
+            return None
+        for x, shp, dt in zip(inputs, shapes, dts):
+            if type(x) is not tensor_t or x.dtype is not dt or x.shape != shp or x.is_cuda is not cuda:
+                return None
+        outs = [empty(shp, dtype=dt, device=dev) for shp, dt in outs_spec]
+        self._run(self.desc, inputs, outs, None)
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 _PLAN_CACHE: dict = {}

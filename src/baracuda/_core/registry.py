@@ -15,7 +15,8 @@ from .errors import UnsupportedError
 from .options import PlanPreference
 from .sku import Arch, Backend, PrecisionGuarantee
 
-__all__ = ["Impl", "register", "implementations", "select_impl", "explain", "Explanation", "register_backend"]
+__all__ = ["Impl", "register", "implementations", "select_impl", "explain", "Explanation", "register_backend",
+           "backend_availability"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,9 @@ class Impl:
     array_api: str = "torch"                     # what run() receives: "numpy" or "torch"
     layout: Callable | None = None               # (desc) -> layout tag for the SKU (GEMM)
     epilogue: Callable | None = None             # (desc) -> epilogue tag for the SKU (GEMM)
+    # (desc, pref) -> run callable with run's signature, bound once per Plan: for kernels whose code depends
+    # on the preference (TF32 for f32 GEMM) and to hoist per-descriptor setup (tile config) out of run.
+    bind: Callable | None = None
 
     def prio(self, desc, device) -> float:
         return self.priority(desc, device) if callable(self.priority) else self.priority
@@ -74,6 +78,13 @@ def import_submodules(package: str) -> None:
 
 def register_backend(backend: Backend, availability: Callable) -> None:
     _BACKENDS[backend] = availability
+
+
+def backend_availability(device: Device, pref: PlanPreference | None = None) -> dict[Backend, str | None]:
+    """Every registered backend -> None (it can run on ``device`` under ``pref``) or the reason it cannot."""
+    _ensure_loaded()
+    pref = pref if pref is not None else PlanPreference()
+    return {b: avail(device, pref) for b, avail in _BACKENDS.items()}
 
 
 def register(impl: Impl) -> Impl:
