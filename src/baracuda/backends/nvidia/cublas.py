@@ -1,0 +1,240 @@
+"""cuBLAS / cuBLASLt for the GEMM family, through torch's thin entry points.
+
+torch.mm / torch.bmm / torch.matmul call cublasGemmEx / cublasGemmStridedBatchedEx with op flags for
+transposed views (a ``.mT`` view costs nothing: the adapter passes ``a.mT`` for trans_a); torch.addmm with
+a 1-D contiguous bias calls cublasLtMatmul with the BIAS epilogue, and torch._addmm_activation with the
+RELU_BIAS / GELU_BIAS epilogues (cuBLASLt's GELU is the tanh approximation).  Views whose strides cuBLAS
+cannot express (no unit stride in the last two axes, stride-0 expands) are copied by torch first: slower,
+never wrong.  For activations cuBLASLt lacks (silu, erf-gelu), the GEMM adds the bias and the activation
+runs in place on the output with the Triton elementwise template (a second pass: 2 bytes read + 2 written
+per bf16 output element); the route says so.
+
+Precision flags: torch reads its cuBLAS math flags at every call, so the adapter sets them for the duration
+of one call from the plan's PlanPreference and restores them after (they are process-global: a matmul run
+concurrently from another Python thread sees them):
+* f32: TF32 tensor cores only when ``allow_reduced_precision``; otherwise true f32 (SGEMM).
+* bf16/f16: cuBLAS may reduce split-K partial sums in the half type unless told not to
+  (CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION); that is allowed only with ``allow_reduced_precision``,
+  so the default promises f32 accumulation throughout.
+
+Determinism: for a fixed problem, library version and GPU, cuBLAS picks one algorithm and its reductions are
+fixed-order (no atomics unless split-K with atomics is chosen, which cuBLAS does not do on one stream with
+the default workspace), so ``deterministic=True``.  ``bit_stable=False``: the algorithm cuBLAS(Lt) picks
+depends on pointer alignment, workspace size and library version, so the same values at other addresses or
+on another install may round differently.
+"""
+from __future__ import annotations
+
+from ..._core.dtypes import DType
+from ..._core.registry import Impl, register
+from ..._core.sku import Backend, MathPrecision, PrecisionGuarantee
+from ...ops.gemm import GEMM_OPS, epilogue_tag, layout_tag, linear_dims
+
+# torch._C accessors of the math flag that matters per dtype: (getter, setter)
+_FLAG_FNS = {
+    DType.f32: ("_get_cublas_allow_tf32", "_set_cublas_allow_tf32"),
+    DType.bf16: ("_get_cublas_allow_bf16_reduced_precision_reduction",
+                 "_set_cublas_allow_bf16_reduced_precision_reduction"),
+    DType.f16: ("_get_cublas_allow_fp16_reduced_precision_reduction",
+                "_set_cublas_allow_fp16_reduced_precision_reduction"),
+}
+
+
+class MathMode:
+    """``with MathMode(dtype, allow):`` sets torch's cuBLAS flag for ``dtype`` to ``allow``, restores it after.
+
+    The reduced-precision-reduction flags are a bool in older torch and a pair (allow, allow_split_k) in
+    newer; the pair keeps its second member.  If the caller set TF32 through torch's newer
+    ``fp32_precision`` API, the legacy getter refuses (mixed API state): the new API is used then.
+    """
+
+    __slots__ = ("get", "set", "want", "prev", "new_api")
+
+    def __init__(self, dt: DType, allow: bool):
+        import torch
+
+        names = _FLAG_FNS.get(dt)
+        self.get = getattr(torch._C, names[0]) if names else None
+        self.set = getattr(torch._C, names[1]) if names else None
+        self.want = bool(allow)
+        self.prev = None
+        self.new_api = None
+
+    def __enter__(self):
+        self.prev = self.new_api = None
+        if self.get is None:
+            return self
+        try:
+            cur = self.get()
+        except RuntimeError:   # TF32 state set through the newer fp32_precision API
+            import torch
+
+            m = torch.backends.cuda.matmul
+            self.new_api = m.fp32_precision
+            m.fp32_precision = "tf32" if self.want else "ieee"
+            return self
+        if isinstance(cur, tuple):
+            if cur[0] != self.want:
+                self.set(self.want, *cur[1:])
+                self.prev = cur
+        elif bool(cur) != self.want:
+            self.set(self.want)
+            self.prev = (cur,)
+        return self
+
+    def __exit__(self, *exc):
+        if self.new_api is not None:
+            import torch
+
+            torch.backends.cuda.matmul.fp32_precision = self.new_api
+        elif self.prev is not None:
+            self.set(*self.prev)
+        return False
+
+
+def _allow(pref) -> bool:
+    return bool(pref is not None and pref.allow_reduced_precision)
+
+
+def cublas_precision(desc, pref=None) -> PrecisionGuarantee:
+    dt, rp = desc.dtype, _allow(pref)
+    if dt == DType.f64:
+        return PrecisionGuarantee(MathPrecision.F64, DType.f64, bit_stable=False, deterministic=True)
+    if dt == DType.f32:
+        return PrecisionGuarantee(MathPrecision.TF32 if rp else MathPrecision.F32, DType.f32, False, True)
+    math = MathPrecision.BF16 if dt == DType.bf16 else MathPrecision.F16
+    # with reduced-precision reduction allowed, split-K partials may be summed in the half type
+    return PrecisionGuarantee(math, dt if rp else DType.f32, False, True)
+
+
+# -- matmul / mm / bmm -------------------------------------------------------------------------------------
+def _bind_gemm(desc, pref=None):
+    import torch
+
+    fn = {"matmul": torch.matmul, "mm": torch.mm, "bmm": torch.bmm}[desc.op]
+    ta, tb = desc.attr("trans_a"), desc.attr("trans_b")
+    mode = MathMode(desc.dtype, _allow(pref))
+
+    def run(d, inputs, outputs, ws):
+        a, b = inputs
+        with mode:
+            fn(a.mT if ta else a, b.mT if tb else b, out=outputs[0])
+    return run
+
+
+# -- linear / linear_act ---------------------------------------------------------------------------------
+# cuBLASLt epilogues torch exposes through _addmm_activation: activation -> use_gelu
+_LT_ACT = {"relu": False, "gelu_tanh": True}
+_LT_DTYPES = (DType.f16, DType.bf16, DType.f32)
+
+
+def _lt_bias_ok(desc) -> bool:
+    """torch takes the cuBLASLt bias-epilogue path when the bias is a contiguous [N] vector, K > 1 and N > 1
+    (CUDA >= 12.1) and the output is contiguous (the adapter guarantees both); otherwise it copies the bias
+    into the output and runs a beta=1 GEMM (then applies the activation itself)."""
+    m, k, n = linear_dims(desc.op, desc.inputs)
+    return len(desc.inputs) == 3 and k > 1 and n > 1 and desc.dtype in _LT_DTYPES
+
+
+def _plan_linear(desc):
+    """-> (gemm kind: 'mm' | 'addmm' | 'addmm_act', fused activation or None, separate activation or None)."""
+    act = desc.attr("activation") if desc.op == "linear_act" else None
+    save = desc.op == "linear_act" and desc.attr("save_preact")
+    has_bias = len(desc.inputs) == 3
+    if act is not None and not save and act in _LT_ACT and _lt_bias_ok(desc):
+        return "addmm_act", act, None
+    return ("addmm" if has_bias else "mm"), None, act
+
+
+def _bind_linear(desc, pref=None):
+    import torch
+
+    m, k, n = linear_dims(desc.op, desc.inputs)
+    kind, fused, separate = _plan_linear(desc)
+    save = desc.op == "linear_act" and desc.attr("save_preact")
+    mode = MathMode(desc.dtype, _allow(pref))
+    act_fn = _triton_act(separate) if separate else None
+    use_gelu = _LT_ACT.get(fused, False)
+
+    def run(d, inputs, outputs, ws):
+        x, w = inputs[0], inputs[1]
+        x2, wt = x.reshape(m, k), w.mT   # x2: a view whenever x's leading axes fold, else a copy
+        targets = [o if o.is_contiguous() else torch.empty(o.shape, dtype=o.dtype, device=o.device)
+                   for o in outputs]
+        y2 = targets[0].view(m, n)
+        pre2 = targets[1].view(m, n) if save else y2
+        with mode:
+            if kind == "mm":
+                torch.mm(x2, wt, out=pre2)
+            elif kind == "addmm":
+                torch.addmm(inputs[2], x2, wt, out=pre2)
+            else:
+                torch._addmm_activation(inputs[2], x2, wt, use_gelu=use_gelu, out=pre2)
+        if act_fn is not None:
+            from ..triton.elementwise import launch
+
+            launch(act_fn, [pre2], y2)   # in place when pre2 is y2 (elementwise: each element read, then written)
+        for t, o in zip(targets, outputs):
+            if t is not o:
+                o.copy_(t)
+    return run
+
+
+def _triton_act(act: str):
+    from ..triton.gemm import ACT_FN
+
+    return ACT_FN[act]
+
+
+def _needs_triton(desc) -> bool:
+    return desc.op == "linear_act" and _plan_linear(desc)[2] is not None
+
+
+def _supports(desc):
+    if _needs_triton(desc):
+        from .. import triton_import_error
+
+        err = triton_import_error()
+        if err:
+            return f"the {desc.attr('activation')} epilogue runs as a Triton elementwise pass, and {err}"
+    return None
+
+
+# -- routes, priorities ------------------------------------------------------------------------------------
+_GEMM_ROUTE = {"matmul": "torch.matmul->cublas", "mm": "torch.mm->cublas",
+               "bmm": "torch.bmm->cublas(strided batched)"}
+_KIND_ROUTE = {"mm": "torch.mm->cublas", "addmm": "torch.addmm->{lt}",
+               "addmm_act": "torch._addmm_activation->cublasLt(bias+{act} epilogue)"}
+
+
+def _route(desc, pref):
+    suffix = "[tf32]" if desc.dtype == DType.f32 and _allow(pref) else ""
+    if desc.op in GEMM_OPS:
+        return _GEMM_ROUTE[desc.op] + suffix
+    kind, fused, separate = _plan_linear(desc)
+    lt = "cublasLt(bias epilogue)" if _lt_bias_ok(desc) else "cublas(bias copied into out, beta=1)"
+    r = _KIND_ROUTE[kind].format(lt=lt, act=fused)
+    if separate:
+        where = "preact->out" if desc.attr("save_preact") else "in place"
+        r += f"+triton:ew({separate}, {where})"
+    return r + suffix
+
+
+def _priority(desc, dev) -> float:
+    # cuBLAS first on a GPU for every dtype: its kernels are the fastest GEMMs on H100 for plain products and
+    # the bias / relu / gelu_tanh epilogues; Triton's fused linear_act (60, see backends/triton/gemm.py) wins
+    # only for the epilogues cuBLASLt lacks.
+    return 50.0
+
+
+def _run_default(bind):
+    """Impl.run for callers that bypass Plan (no preference): the strict precision."""
+    def run(desc, inputs, outputs, ws):
+        bind(desc, None)(desc, inputs, outputs, ws)
+    return run
+
+
+for _op, _bind in [(o, _bind_gemm) for o in GEMM_OPS] + [("linear", _bind_linear), ("linear_act", _bind_linear)]:
+    register(Impl(op=_op, backend=Backend.CUBLAS, run=_run_default(_bind), bind=_bind, precision=cublas_precision,
+                  devices=frozenset({"cuda"}), priority=_priority, route=_route, supports=_supports,
+                  layout=layout_tag, epilogue=epilogue_tag, array_api="torch"))

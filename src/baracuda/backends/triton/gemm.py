@@ -1,0 +1,401 @@
+"""Bespoke Triton GEMM: one tiled kernel for matmul / mm / bmm / linear / linear_act.
+
+``_gemm_kernel`` computes C[b] = act(A[b] @ B[b] + bias) for A [*, M, K], B [*, K, N] given by element
+strides (any layout: row-major, transposed views, sliced rows, broadcast batch with stride 0), with
+constexpr epilogue switches (bias, activation, a second store of the pre-activation) and f32
+accumulation (f64 for f64).  The batch rides on grid axis 0 together with the tiles (up to 2 collapsed
+batch axes with their own strides), so broadcast batches are never materialized.
+
+Why these choices, with numbers (H100 SXM: 989 TFLOP/s dense bf16, 3.35 TB/s HBM, 50 MB L2, 132 SMs,
+228 KB shared memory per SM):
+* a 128x256x64 bf16 tile does 2*128*256*64 = 4.2 MFLOP per (128+256)*64*2 = 48 KB loaded: 85 FLOP/B
+  from L2/shared memory, and 3 stages take 144 KB of shared memory; 8 warps = 2 warpgroups for wgmma.
+* grouped ("swizzled") program order: GROUP_M=8 row tiles share their B column tiles while they are in
+  L2, so a 8192^3 bf16 problem reads each operand from HBM ~once per 8 tile rows instead of once per row.
+* the M/N tails are handled by wrapping row/column indices (``% M``): loads need no mask along M/N and stay
+  vectorized; the duplicated rows are discarded by the masked store.  Contiguity hints are given only when
+  the dimension is a multiple of the tile (no wrap, so the hint is true).
+* K tails use a masked load (EVEN_K=False); offsets switch to int64 when an operand spans >= 2^31 elements;
+  batch offsets are always computed in int64 (one scalar multiply per program).
+* f32: ``input_precision="tf32"`` only when PlanPreference.allow_reduced_precision, else "ieee" (exact f32
+  FMAs: no tensor cores, ~10x slower on H100 - cuBLAS SGEMM is preferred then, see priorities).
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+from ..._core.device import triton_interpreting
+from ..._core.dtypes import DType
+from ..._core.sku import MathPrecision, PrecisionGuarantee
+from ...ops.gemm import GEMM_OPS, epilogue_tag, gemm_dims, layout_tag, linear_dims
+from . import register_triton
+
+_SQRT1_2 = tl.constexpr(0.7071067811865476)
+_SQRT_2_OVER_PI = tl.constexpr(0.7978845608028654)
+
+# Under TRITON_INTERPRET=1 (Triton 3.6) scalar kernel arguments are 1-element arrays and range() over them
+# calls int() on a 1-d array, which NumPy >= 2.4 rejects: the K-loop bound goes through _bound, a plain
+# Python function under the interpreter and the identity in compiled kernels (one code path).
+if triton_interpreting():
+    def _bound(n):
+        return int(n.handle.data.reshape(-1)[0]) if hasattr(n, "handle") else int(n)
+else:
+    @triton.jit
+    def _bound(n):
+        return n
+
+
+# -- epilogue activations: (x, p0, p1) -> value, so that the elementwise ``launch`` template can run them too.
+# They run on a 128x256 f32 accumulator (128 values per thread), so they are written for few live registers:
+# sigmoid via the hardware exp2 (tl.exp: ~2 ulp in f32, far below the bf16/f16 output rounding and the
+# f32 tolerance) and gelu_tanh as x * sigmoid(2u), which equals 0.5x(1 + tanh(u)) without the cancellation
+# of 1 + tanh(u) for negative u and without a libdevice tanh call.
+@triton.jit
+def _sigmoid(z):
+    return 1.0 / (1.0 + tl.exp(-z))
+
+
+@triton.jit
+def act_none(x, p0, p1):
+    return x
+
+
+@triton.jit
+def act_relu(x, p0, p1):
+    return tl.where(x > 0, x, tl.zeros_like(x))
+
+
+@triton.jit
+def act_gelu(x, p0, p1):
+    return 0.5 * x * (1.0 + tl.erf(x * _SQRT1_2))
+
+
+@triton.jit
+def act_gelu_tanh(x, p0, p1):
+    return x * _sigmoid((2.0 * _SQRT_2_OVER_PI) * (x + 0.044715 * x * x * x))
+
+
+@triton.jit
+def act_silu(x, p0, p1):
+    return x * _sigmoid(x)
+
+
+ACT_FN = {"none": act_none, "relu": act_relu, "gelu": act_gelu, "gelu_tanh": act_gelu_tanh, "silu": act_silu}
+
+
+@triton.jit
+def _gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, p_ptr,
+                 M, N, K, NB1, TILES,
+                 sa0, sa1, sam, sak,
+                 sb0, sb1, sbk, sbn,
+                 sc0, sc1, scm, scn,
+                 spm, spn, s_bias,
+                 ACT: tl.constexpr, HAS_BIAS: tl.constexpr, SAVE_PRE: tl.constexpr,
+                 PREC: tl.constexpr, ACC: tl.constexpr, EVEN_K: tl.constexpr,
+                 HINT_M: tl.constexpr, HINT_N: tl.constexpr, I64: tl.constexpr, DOT_F32: tl.constexpr,
+                 BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr):
+    pid = tl.program_id(0)
+    bid = pid // TILES
+    tile = pid % TILES
+    # grouped order within one matrix: GROUP_M tile rows sweep the tile columns together (L2 reuse of B)
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    width = GROUP_M * num_pid_n
+    first_m = (tile // width) * GROUP_M
+    group_rows = tl.minimum(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (tile % width) % group_rows
+    pid_n = (tile % width) // group_rows
+
+    b0 = (bid // NB1).to(tl.int64)
+    b1 = (bid % NB1).to(tl.int64)
+    a_ptr += b0 * sa0 + b1 * sa1
+    b_ptr += b0 * sb0 + b1 * sb1
+    c_ptr += b0 * sc0 + b1 * sc1
+
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    if I64:
+        rm = rm.to(tl.int64)
+        rn = rn.to(tl.int64)
+    ram = rm % M
+    rbn = rn % N
+    if HINT_M:
+        ram = tl.max_contiguous(tl.multiple_of(ram, BM), BM)
+    if HINT_N:
+        rbn = tl.max_contiguous(tl.multiple_of(rbn, BN), BN)
+    rk = tl.arange(0, BK)
+    a_ptrs = a_ptr + ram[:, None] * sam + rk[None, :] * sak
+    b_ptrs = b_ptr + rk[:, None] * sbk + rbn[None, :] * sbn
+    acc = tl.zeros((BM, BN), dtype=ACC)
+    for kt in range(0, _bound(tl.cdiv(K, BK))):
+        if EVEN_K:
+            a = tl.load(a_ptrs)
+            b = tl.load(b_ptrs)
+        else:
+            k_left = K - kt * BK
+            a = tl.load(a_ptrs, mask=rk[None, :] < k_left, other=0.0)
+            b = tl.load(b_ptrs, mask=rk[:, None] < k_left, other=0.0)
+        if DOT_F32:   # interpreter only: its dot multiplies bf16 bit patterns as integers (exact upcast)
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
+        acc = tl.dot(a, b, acc, input_precision=PREC, out_dtype=ACC)
+        a_ptrs += BK * sak
+        b_ptrs += BK * sbk
+
+    if HAS_BIAS:
+        bias = tl.load(bias_ptr + rn * s_bias, mask=rn < N, other=0.0)
+        acc = acc + bias.to(ACC)[None, :]
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    if SAVE_PRE:
+        tl.store(p_ptr + rm[:, None] * spm + rn[None, :] * spn, acc.to(p_ptr.dtype.element_ty), mask=mask)
+    y = ACT(acc, 0.0, 0.0)
+    tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, y.to(c_ptr.dtype.element_ty), mask=mask)
+
+
+# -- configuration table -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GemmConfig:
+    bm: int
+    bn: int
+    bk: int
+    group_m: int
+    warps: int
+    stages: int
+
+
+# (math class, size class) -> config.  Size class: the largest tile that still gives every SM at least one
+# tile ("large": >= 1 wave of 128x256 tiles; "medium": >= 1 wave of 128x128; else "small"), so small problems
+# do not leave SMs idle.  Shared memory per stage: (bm + bn) * bk * itemsize.
+CONFIGS: dict[tuple[str, str], GemmConfig] = {
+    # bf16/f16 (wgmma): 48 KB/stage x 3 = 144 KB; 128x128: 32 KB x 4 = 128 KB; 64x64: 16 KB x 4
+    ("half", "large"): GemmConfig(128, 256, 64, 8, 8, 3),
+    ("half", "medium"): GemmConfig(128, 128, 64, 8, 8, 4),
+    ("half", "small"): GemmConfig(64, 64, 64, 8, 4, 4),
+    # tf32 (wgmma on f32 operands, 2x the bytes of bf16 per element): 32 KB/stage x 3
+    ("tf32", "large"): GemmConfig(128, 128, 32, 8, 8, 3),
+    ("tf32", "medium"): GemmConfig(128, 64, 32, 8, 4, 4),
+    ("tf32", "small"): GemmConfig(64, 64, 32, 8, 4, 3),
+    # ieee f32 and f64: CUDA-core FMAs (f64 may use DMMA); register-bound, smaller tiles
+    ("ieee", "large"): GemmConfig(128, 128, 16, 8, 8, 3),
+    ("ieee", "medium"): GemmConfig(64, 64, 16, 8, 4, 3),
+    ("ieee", "small"): GemmConfig(64, 64, 16, 8, 4, 3),
+    ("f64", "large"): GemmConfig(64, 64, 16, 8, 4, 3),
+    ("f64", "medium"): GemmConfig(64, 64, 16, 8, 4, 3),
+    ("f64", "small"): GemmConfig(32, 32, 16, 8, 4, 3),
+}
+# Under the interpreter (CPU, NumPy) cost grows with the tile size: small tiles, and a group of 2 so that
+# the small test shapes still exercise the grouped order, the wrapped M/N tails and the K tail.
+INTERPRET_CONFIG = GemmConfig(16, 16, 16, 2, 1, 1)
+_INTERPRET = triton_interpreting()
+_MATH_CLASS = {DType.bf16: "half", DType.f16: "half", DType.f64: "f64"}
+
+
+@functools.lru_cache(maxsize=None)
+def _num_sms() -> int:
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    return 132
+
+
+def math_class(dt: DType, allow_tf32: bool) -> str:
+    return _MATH_CLASS.get(dt, "tf32" if allow_tf32 else "ieee")
+
+
+def pick_config(dt: DType, allow_tf32: bool, m: int, n: int, nbatch: int) -> GemmConfig:
+    if triton_interpreting():
+        return INTERPRET_CONFIG
+    cls = math_class(dt, allow_tf32)
+    big, mid = CONFIGS[(cls, "large")], CONFIGS[(cls, "medium")]
+    sms = _num_sms()
+    if math.ceil(m / big.bm) * math.ceil(n / big.bn) * nbatch >= sms:
+        return big
+    if math.ceil(m / mid.bm) * math.ceil(n / mid.bn) * nbatch >= sms:
+        return mid
+    return CONFIGS[(cls, "small")]
+
+
+# -- launcher ------------------------------------------------------------------------------------------
+def _span(shape, strides) -> int:
+    return 1 + sum((d - 1) * abs(s) for d, s in zip(shape, strides) if d > 0)
+
+
+def _collapse_batch(batch, strides_list):
+    """Drop size-1 batch axes and merge axes that are nested in every operand; returns (sizes, strides_list)."""
+    dims = [(s, [st[i] for st in strides_list]) for i, s in enumerate(batch) if s != 1]
+    merged: list = []
+    for s, sts in dims:
+        if merged and all(pst == st * s for pst, st in zip(merged[-1][1], sts)):
+            merged[-1] = (merged[-1][0] * s, sts)
+        else:
+            merged.append((s, sts))
+    return [m[0] for m in merged], [[m[1][k] for m in merged] for k in range(len(strides_list))]
+
+
+def launch_gemm(A, B, C, cfg: GemmConfig, prec: str, bias=None, act: str = "none", P=None) -> None:
+    """C[*batch, M, N] = act(A[*, M, K] @ B[*, K, N] + bias); P (optional, [M, N]) gets the pre-activation.
+
+    A and B are views broadcast to C's batch shape (stride 0 on broadcast axes); C must not overlap itself.
+    """
+    M, K = A.shape[-2:]
+    N = B.shape[-1]
+    if C.numel() == 0:
+        return
+    if cfg.bk * abs(A.stride(-1)) >= 2 ** 31:   # the per-step pointer increment BK * stride is int32 in the
+        A = A.contiguous()                        # kernel: a K stride that large (>= 33M) gets a documented copy
+    if cfg.bk * abs(B.stride(-2)) >= 2 ** 31:
+        B = B.mT.contiguous().mT
+    batch = tuple(C.shape[:-2])
+    sizes, (sa, sb, sc) = _collapse_batch(batch, [A.stride()[:-2], B.stride()[:-2], C.stride()[:-2]])
+    sam, sak = A.stride()[-2:]
+    sbk, sbn = B.stride()[-2:]
+    scm, scn = C.stride()[-2:]
+    if len(sizes) == 1 and sb[0] == 0 and sa[0] == M * sam and sc[0] == M * scm and P is None:
+        # B shared by the whole batch and A, C stacked along the rows: one GEMM with batch*M rows
+        M, sizes, sa, sb, sc = M * sizes[0], [], [], [], []
+    if len(sizes) > 2:   # rare (> 2 batch axes that do not merge): loop over the leading ones on the host
+        for idx in itertools.product(*(range(s) for s in C.shape[:-2][: C.dim() - 4])):
+            launch_gemm(A[idx], B[idx], C[idx], cfg, prec, bias, act, P)
+        return
+    sizes = [1] * (2 - len(sizes)) + sizes
+    sa, sb, sc = ([0] * (2 - len(x)) + list(x) for x in (sa, sb, sc))
+    tiles = triton.cdiv(M, cfg.bm) * triton.cdiv(N, cfg.bn)
+    i64 = max(_span((M, K), (sam, sak)), _span((K, N), (sbk, sbn)), _span((M, N), (scm, scn))) >= 2 ** 31
+    dt = A.dtype
+    acc = tl.float64 if dt == torch.float64 else tl.float32
+    spm, spn = P.stride() if P is not None else (0, 0)
+    grid = (sizes[0] * sizes[1] * tiles,)
+    _gemm_kernel[grid](
+        A, B, C, bias if bias is not None else C, P if P is not None else C,
+        M, N, K, sizes[1], tiles, sa[0], sa[1], sam, sak, sb[0], sb[1], sbk, sbn, sc[0], sc[1], scm, scn,
+        spm, spn, bias.stride(0) if bias is not None else 0,
+        ACT=ACT_FN[act], HAS_BIAS=bias is not None, SAVE_PRE=P is not None, PREC=prec, ACC=acc,
+        EVEN_K=K % cfg.bk == 0, HINT_M=M % cfg.bm == 0, HINT_N=N % cfg.bn == 0, I64=i64,
+        DOT_F32=dt == torch.bfloat16 and _INTERPRET,
+        BM=cfg.bm, BN=cfg.bn, BK=cfg.bk, GROUP_M=cfg.group_m, num_warps=cfg.warps, num_stages=cfg.stages)
+
+
+def _writable(out):
+    """``out`` itself when the kernel may store into it directly, else a contiguous scratch tensor (copied back):
+    a strided ``out=`` could overlap itself (stride 0), which a parallel store cannot honour."""
+    return out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+
+
+def _prec(desc, pref) -> str:
+    return "tf32" if (desc.dtype == DType.f32 and pref is not None and pref.allow_reduced_precision) else "ieee"
+
+
+def _bind_gemm(desc, pref=None):
+    ta, tb = desc.attr("trans_a"), desc.attr("trans_b")
+    dims = gemm_dims(desc.op, desc.inputs[0].shape, desc.inputs[1].shape, ta, tb)
+    prec = _prec(desc, pref)
+    cfg = pick_config(desc.dtype, prec == "tf32", dims.m, dims.n, dims.nbatch)
+    full = dims.batch + (dims.m, dims.n)
+
+    def run(desc_, inputs, outputs, ws):
+        a, b = inputs
+        out = outputs[0]
+        a = a.unsqueeze(0) if a.dim() == 1 else a
+        b = b.unsqueeze(1) if b.dim() == 1 else b
+        a = a.mT if ta else a
+        b = b.mT if tb else b
+        A = a.expand(dims.batch + (dims.m, dims.k))
+        B = b.expand(dims.batch + (dims.k, dims.n))
+        target = _writable(out)
+        launch_gemm(A, B, target.view(full), cfg, prec)
+        if target is not out:
+            out.copy_(target)
+    return run
+
+
+def _bind_linear(desc, pref=None):
+    m, k, n = linear_dims(desc.op, desc.inputs)
+    act = desc.attr("activation") if desc.op == "linear_act" else "none"
+    save = desc.op == "linear_act" and desc.attr("save_preact")
+    prec = _prec(desc, pref)
+    cfg = pick_config(desc.dtype, prec == "tf32", m, n, 1)
+
+    def run(desc_, inputs, outputs, ws):
+        x, w = inputs[0], inputs[1]
+        bias = inputs[2] if len(inputs) == 3 else None
+        x2 = x.reshape(m, k)   # a view when x's leading axes fold (any contiguous-rows x); else a copy
+        targets = [_writable(o) for o in outputs]
+        P = targets[1].view(m, n) if save else None
+        launch_gemm(x2, w.mT, targets[0].view(m, n), cfg, prec, bias=bias, act=act, P=P)
+        for t, o in zip(targets, outputs):
+            if t is not o:
+                o.copy_(t)
+    return run
+
+
+def _run_default(bind):
+    """Impl.run for callers that bypass Plan (no preference): the strict precision."""
+    def run(desc, inputs, outputs, ws):
+        bind(desc, None)(desc, inputs, outputs, ws)
+    return run
+
+
+def gemm_precision(desc, pref=None) -> PrecisionGuarantee:
+    """One tiled kernel, no split-K, no atomics: deterministic and bit-stable for a fixed descriptor."""
+    dt = desc.dtype
+    if dt == DType.f64:
+        return PrecisionGuarantee(MathPrecision.F64, DType.f64, True, True)
+    if dt == DType.f32:
+        tf32 = pref is not None and pref.allow_reduced_precision
+        return PrecisionGuarantee(MathPrecision.TF32 if tf32 else MathPrecision.F32, DType.f32, True, True)
+    return PrecisionGuarantee(MathPrecision.BF16 if dt == DType.bf16 else MathPrecision.F16, DType.f32, True, True)
+
+
+# Priorities (cuBLAS registers 50 on CUDA): Triton comes first only where it fuses what cuBLAS(Lt) cannot:
+# the silu / erf-gelu epilogues (and the pre-activation store) of linear_act in bf16/f16.  There the
+# alternative is cuBLAS + a second elementwise pass over the output: for 8192x4096 -> 4096 bf16 that pass
+# moves 2 * 64 MB = 134 MB (~45 us at 3 TB/s) next to a ~0.3-0.4 ms GEMM, ~10-15%, about the gap between a
+# pointer-based Triton GEMM and cuBLAS on H100; measure with PlanPreference(autotune=True) to confirm.
+FUSED_ONLY_HERE = ("silu", "gelu")
+
+
+def _priority(desc, dev) -> float:
+    if dev.type != "cuda":
+        return -200.0   # the interpreter is a correctness tool, never a CPU default
+    if (desc.op == "linear_act" and desc.attr("activation") in FUSED_ONLY_HERE
+            and desc.dtype in (DType.bf16, DType.f16)):
+        return 60.0
+    return 10.0
+
+
+def _route(desc, pref):
+    cfg = pick_config(desc.dtype, _prec(desc, pref) == "tf32", *_mn_batch(desc))
+    tag = f"triton:gemm[{cfg.bm}x{cfg.bn}x{cfg.bk},w{cfg.warps},s{cfg.stages},{_prec(desc, pref)}"
+    if desc.op == "linear_act":
+        tag += f",epilogue=bias+{desc.attr('activation')}" if len(desc.inputs) == 3 else \
+            f",epilogue={desc.attr('activation')}"
+    elif desc.op == "linear" and len(desc.inputs) == 3:
+        tag += ",epilogue=bias"
+    return tag + "]"
+
+
+def _mn_batch(desc):
+    if desc.op in GEMM_OPS:
+        d = gemm_dims(desc.op, desc.inputs[0].shape, desc.inputs[1].shape, desc.attr("trans_a"), desc.attr("trans_b"))
+        return d.m, d.n, d.nbatch
+    m, _, n = linear_dims(desc.op, desc.inputs)
+    return m, n, 1
+
+
+def _supports(desc):
+    m, n, nb = _mn_batch(desc)
+    cfg = pick_config(desc.dtype, desc.dtype == DType.f32, m, n, nb)
+    if nb * triton.cdiv(max(m, 1), cfg.bm) * triton.cdiv(max(n, 1), cfg.bn) >= 2 ** 31:
+        return "more than 2^31 output tiles (grid axis 0 limit)"
+    return None
+
+
+for _op, _bind in [(o, _bind_gemm) for o in GEMM_OPS] + [("linear", _bind_linear), ("linear_act", _bind_linear)]:
+    register_triton(_op, _run_default(_bind), bind=_bind, precision=gemm_precision, priority=_priority,
+                    route=_route, supports=_supports, layout=layout_tag, epilogue=epilogue_tag)

@@ -1,0 +1,306 @@
+"""Normalization family: rms_norm and layer_norm over the trailing ``normalized_shape`` (issue 4).
+
+rms_norm(x[, weight], normalized_shape, eps)        y = x * rsqrt(mean(x^2) + eps) * weight
+layer_norm(x[, weight[, bias]], normalized_shape, eps)  y = (x - mean) * rsqrt(var + eps) * weight + bias
+Statistics are computed in f32 (f64 for f64), like torch.  ``eps=None`` (rms_norm) is torch's default: the
+machine epsilon of the input dtype.
+
+add_rms_norm(x, residual, weight, normalized_shape, eps) -> (s, y): s = x + residual (rounded to the
+dtype, as the unfused pair would) and y = rms_norm(s): the pre-norm transformer's residual step in one pass.
+
+Backward: one fused op each, ``rms_norm_backward(grad, x[, weight])`` -> (dx[, dweight]) and
+``layer_norm_backward(grad, x[, weight])`` -> (dx[, dweight, dbias]; ``has_bias`` says whether dbias is
+wanted).  The row statistics are recomputed in the backward kernel from x, which it reads anyway (the row is
+in registers), instead of being saved as extra forward outputs: the bytes moved are the same (mean/rstd are
+4 B per row) and every output of the forward op stays a real result with a gradient.
+"""
+from __future__ import annotations
+
+import math
+
+from .._core.dtypes import FLOAT_TYPES, DType
+from .._core.errors import DTypeMismatchError, InvalidProblemError
+from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from ._common import check_nonneg
+
+__all__ = ["NORM_OPS"]
+
+NORM_OPS = ("rms_norm", "layer_norm")
+_MAX_AFFINE = {"rms_norm": 1, "layer_norm": 2}   # weight / weight+bias
+
+
+def _norm_shape(op, x, attrs):
+    ns = attrs.get("normalized_shape")
+    if isinstance(ns, int):
+        ns = (ns,)
+    try:
+        ns = tuple(int(d) for d in ns)
+    except TypeError:
+        raise InvalidProblemError(op, "normalized_shape", "a tuple of ints", repr(ns)) from None
+    if not ns or len(ns) > len(x.shape) or tuple(x.shape[len(x.shape) - len(ns):]) != ns:
+        raise InvalidProblemError(op, "normalized_shape", f"a non-empty trailing part of the input shape {x.shape}", ns)
+    return ns
+
+
+def _eps(op, attrs, dt):
+    """eps=None resolves here to torch's default (rms_norm: the input dtype's machine epsilon; layer_norm:
+    1e-5), so the descriptor always carries the number the kernels use."""
+    eps = attrs.get("eps")
+    if eps is None:
+        import ml_dtypes
+
+        return float(ml_dtypes.finfo(dt.numpy).eps) if "rms" in op else 1e-5
+    try:
+        eps = float(eps)
+    except (TypeError, ValueError):
+        raise InvalidProblemError(op, "eps", "a non-negative real number or None", repr(eps)) from None
+    if not eps >= 0:
+        raise InvalidProblemError(op, "eps", "a non-negative real number or None", eps)
+    return eps
+
+
+def _attrs(op, attrs, allowed):
+    unknown = set(attrs) - set(allowed)
+    if unknown:
+        raise InvalidProblemError(op, sorted(unknown)[0], f"one of the attributes {sorted(allowed)}",
+                                  "an unknown attribute")
+
+
+def _check_fw(op):
+    def check(inputs, attrs):
+        _attrs(op, attrs, ("normalized_shape", "eps"))
+        if not 1 <= len(inputs) <= 1 + _MAX_AFFINE[op]:
+            raise InvalidProblemError(op, "inputs", f"1 to {1 + _MAX_AFFINE[op]} operands (x, weight, bias)",
+                                      len(inputs))
+        x = inputs[0]
+        _SPECS[op].check_dtypes(inputs)
+        check_nonneg(op, ("x",), (x.shape,))
+        ns = _norm_shape(op, x, attrs)
+        for n, t in zip(("weight", "bias"), inputs[1:]):
+            if t.shape != ns:
+                raise InvalidProblemError(op, n, f"shape {ns} (normalized_shape)", t.shape)
+            if t.dtype != x.dtype:
+                raise DTypeMismatchError(op, n, str(x.dtype), str(t.dtype))
+        return {"normalized_shape": ns, "eps": _eps(op, attrs, x.dtype)}, (TensorSpec(x.shape, x.dtype),)
+    return check
+
+
+def _check_bw(op):
+    fw = op[: -len("_backward")]
+
+    def check(inputs, attrs):
+        allowed = ("normalized_shape", "eps") + (("has_bias",) if fw == "layer_norm" else ())
+        _attrs(op, attrs, allowed)
+        if len(inputs) not in (2, 3):
+            raise InvalidProblemError(op, "inputs", "2 or 3 operands (grad, x[, weight])", len(inputs))
+        g, x = inputs[:2]
+        _SPECS[op].check_dtypes(inputs)
+        check_nonneg(op, ("grad", "x"), (g.shape, x.shape))
+        if g.shape != x.shape:
+            raise InvalidProblemError(op, "x", f"the shape of 'grad' {g.shape}", x.shape)
+        for n, t in zip(("x", "weight"), inputs[1:]):
+            if t.dtype != g.dtype:
+                raise DTypeMismatchError(op, n, str(g.dtype), str(t.dtype))
+        ns = _norm_shape(op, x, attrs)
+        if len(inputs) == 3 and inputs[2].shape != ns:
+            raise InvalidProblemError(op, "weight", f"shape {ns} (normalized_shape)", inputs[2].shape)
+        a = {"normalized_shape": ns, "eps": _eps(op, attrs, x.dtype)}
+        outs = [TensorSpec(x.shape, x.dtype)]
+        if len(inputs) == 3:
+            outs.append(TensorSpec(ns, x.dtype))
+        if fw == "layer_norm":
+            a["has_bias"] = bool(attrs.get("has_bias", False))
+            if a["has_bias"]:
+                if len(inputs) != 3:
+                    raise InvalidProblemError(op, "has_bias", "False without a weight operand", True)
+                outs.append(TensorSpec(ns, x.dtype))
+        return a, tuple(outs)
+    return check
+
+
+# -- backward rules ------------------------------------------------------------------------------
+def _g_rms(ctx, d, grads, s):
+    a = dict(normalized_shape=d.attr("normalized_shape"), eps=d.attr("eps"))
+    ins = (grads[0], s["x"]) + ((s["weight"],) if len(d.inputs) == 2 else ())
+    r = ctx.op("rms_norm_backward", *ins, **a)
+    return tuple(r) if isinstance(r, tuple) else (r,)
+
+
+def _g_ln(ctx, d, grads, s):
+    a = dict(normalized_shape=d.attr("normalized_shape"), eps=d.attr("eps"), has_bias=len(d.inputs) == 3)
+    ins = (grads[0], s["x"]) + ((s["weight"],) if len(d.inputs) >= 2 else ())
+    r = ctx.op("layer_norm_backward", *ins, **a)
+    return tuple(r) if isinstance(r, tuple) else (r,)
+
+
+def _check_add_rms(inputs, attrs):
+    op = "add_rms_norm"
+    _attrs(op, attrs, ("normalized_shape", "eps"))
+    if len(inputs) != 3:
+        raise InvalidProblemError(op, "inputs", "3 operands (x, residual, weight)", len(inputs))
+    x, r, w = inputs
+    _SPECS[op].check_dtypes(inputs)
+    check_nonneg(op, ("x",), (x.shape,))
+    if r.shape != x.shape:
+        raise InvalidProblemError(op, "residual", f"the shape of 'x' {x.shape}", r.shape)
+    ns = _norm_shape(op, x, attrs)
+    if w.shape != ns:
+        raise InvalidProblemError(op, "weight", f"shape {ns} (normalized_shape)", w.shape)
+    for n, t in (("residual", r), ("weight", w)):
+        if t.dtype != x.dtype:
+            raise DTypeMismatchError(op, n, str(x.dtype), str(t.dtype))
+    out = TensorSpec(x.shape, x.dtype)
+    return {"normalized_shape": ns, "eps": _eps(op, attrs, x.dtype)}, (out, out)
+
+
+def _g_add_rms(ctx, d, grads, s):
+    gs, gy = grads
+    a = dict(normalized_shape=d.attr("normalized_shape"), eps=d.attr("eps"))
+    if gy is None:
+        return gs, gs, None
+    ds, dw = ctx.op("rms_norm_backward", gy, s["out0"], s["weight"], **a)
+    if gs is not None:
+        ds = ctx.op("add", ds, gs)
+    return ds, ds, dw
+
+
+def _peer_add_rms(x, r, w, *, normalized_shape, eps):
+    import torch.nn.functional as F
+
+    s = x + r
+    return s, F.rms_norm(s, normalized_shape, w, eps)
+
+
+# -- peers and drop-ins --------------------------------------------------------------------------
+def _peer_rms(x, weight=None, *, normalized_shape, eps):
+    import torch.nn.functional as F
+
+    return F.rms_norm(x, normalized_shape, weight, eps)
+
+
+def _peer_ln(x, weight=None, bias=None, *, normalized_shape, eps):
+    import torch.nn.functional as F
+
+    return F.layer_norm(x, normalized_shape, weight, bias, 1e-5 if eps is None else eps)
+
+
+def _dropin_rms(input, normalized_shape, weight=None, eps=None):
+    ins = (input,) if weight is None else (input, weight)
+    return ins, {"normalized_shape": tuple(normalized_shape), "eps": eps}
+
+
+def _dropin_ln(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    if bias is not None and weight is None:   # same result as torch: an explicit unit weight
+        import torch
+
+        weight = torch.ones(tuple(normalized_shape), dtype=input.dtype, device=input.device)
+    ins = (input,) + tuple(t for t in (weight, bias) if t is not None)
+    return ins, {"normalized_shape": tuple(normalized_shape), "eps": eps}
+
+
+# -- samples, errors, workloads ------------------------------------------------------------------
+_SHAPES = [((3, 5), (5,)), ((2, 3, 4), (3, 4)), ((7,), (7,)), ((4, 1), (1,)), ((33, 65), (65,)), ((0, 4), (4,)),
+           ((2, 300), (300,))]
+
+
+def _fw_samples(op):
+    def samples(rng):
+        for naff in range(_MAX_AFFINE[op] + 1):
+            for shape, ns in _SHAPES:
+                ins = (rng.standard_normal(shape) * 2 + 0.5,) + tuple(rng.standard_normal(ns) for _ in range(naff))
+                yield Sample(ins, {"normalized_shape": ns, "eps": 1e-5}, name=f"{shape}{ns}aff{naff}")
+        yield Sample((rng.standard_normal((3, 6)),), {"normalized_shape": (6,), "eps": None}, name="eps=None")
+    return samples
+
+
+_BW_SHAPES = [((3, 5), (5,)), ((2, 3, 4), (3, 4)), ((4, 1), (1,)), ((0, 4), (4,)), ((2, 300), (300,))]
+
+
+def _bw_samples(op):
+    # fewer shapes than the forward: the interpreter runs one backward program per row (CI time)
+    def samples(rng):
+        for shape, ns in _BW_SHAPES:
+            for w in (False, True):
+                ins = (rng.standard_normal(shape), rng.standard_normal(shape) * 2 + 0.5)
+                ins += (rng.standard_normal(ns),) if w else ()
+                attrs = {"normalized_shape": ns, "eps": 1e-5}
+                for hb in ((False, True) if (op == "layer_norm_backward" and w) else (False,)):
+                    if op == "layer_norm_backward":
+                        attrs = dict(attrs, has_bias=hb)
+                    yield Sample(ins, dict(attrs), name=f"{shape}w{w}b{hb}", grad=False)
+    return samples
+
+
+def _errors(op, bw):
+    def errors():
+        from .._core.errors import UnsupportedError
+
+        pre = (((3, 4), "f32"),) if bw else ()
+        yield ErrorCase(pre + (((3, 4), "f32"),), {"normalized_shape": (3,)}, InvalidProblemError,
+                        rf"{op}: argument 'normalized_shape': expected a non-empty trailing part", "bad-shape")
+        yield ErrorCase(pre + (((3, 4), "f32"), ((5,), "f32")), {"normalized_shape": (4,)}, InvalidProblemError,
+                        rf"{op}: argument 'weight': expected shape \(4,\)", "bad-weight")
+        yield ErrorCase(pre + (((3, 4), "f32"), ((4,), "f16")), {"normalized_shape": (4,)}, DTypeMismatchError,
+                        r"expected dtype f32, got f16", "weight-dtype")
+        yield ErrorCase(pre + (((3, 4), "i32"),), {"normalized_shape": (4,)}, UnsupportedError, r"dtype i32", "int")
+        yield ErrorCase(pre + (((3, 4), "f32"),), {"normalized_shape": (4,), "eps": -1.0}, InvalidProblemError,
+                        r"argument 'eps'", "neg-eps")
+    return errors
+
+
+def _workloads(op, bw):
+    n_aff = 1 if op.startswith("rms") else 2
+    if bw:
+        return (Workload(f"{op}-16384x4096-bf16", ((16384, 4096), (16384, 4096), (4096,)), DType.bf16,
+                         {"normalized_shape": (4096,), "eps": 1e-5} | ({"has_bias": True} if n_aff == 2 else {})),)
+    return tuple(Workload(f"{op}-16384x4096-{dt}", ((16384, 4096),) + ((4096,),) * n_aff, dt,
+                          {"normalized_shape": (4096,), "eps": 1e-5}, backward=True) for dt in (DType.bf16, DType.f32))
+
+
+def _cost(desc):
+    nbytes = sum(t.nbytes for t in desc.inputs) + sum(t.nbytes for t in desc.outputs)
+    return nbytes, 6 * math.prod(desc.inputs[0].shape)
+
+
+def _bw_tol(dt):
+    # dx is a difference of row means of products (N up to 300 here); dweight sums over the rows
+    return {DType.f64: (1e-9, 1e-10), DType.f32: (5e-5, 5e-5), DType.f16: (2e-2, 1e-2),
+            DType.bf16: (3e-2, 3e-2)}[dt]
+
+
+def _add_rms_samples(rng):
+    for shape, ns in _SHAPES:
+        yield Sample((rng.standard_normal(shape), rng.standard_normal(shape), rng.standard_normal(ns)),
+                     {"normalized_shape": ns, "eps": 1e-5}, name=f"{shape}{ns}")
+
+
+def _add_rms_errors():
+    yield ErrorCase((((3, 4), "f32"), ((3, 5), "f32"), ((4,), "f32")), {"normalized_shape": (4,)},
+                    InvalidProblemError, r"argument 'residual': expected the shape", "bad-residual")
+    yield ErrorCase((((3, 4), "f32"), ((3, 4), "f32")), {"normalized_shape": (4,)}, InvalidProblemError,
+                    r"add_rms_norm: argument 'inputs': expected 3 operands", "no-weight")
+
+
+_SPECS: dict[str, OpSpec] = {}
+_SPECS["add_rms_norm"] = register_spec(OpSpec(
+    name="add_rms_norm", family="norm", arg_names=("x", "residual", "weight"), check=_check_add_rms,
+    dtypes=FLOAT_TYPES, defaults={"eps": None}, torch_peer=_peer_add_rms, grad=_g_add_rms,
+    saves=("weight", "outputs"), differentiable=(0, 1, 2), samples=_add_rms_samples, errors=_add_rms_errors,
+    workloads=(Workload("add_rms_norm-16384x4096-bf16", ((16384, 4096), (16384, 4096), (4096,)), DType.bf16,
+                        {"normalized_shape": (4096,), "eps": 1e-5}, backward=True),),
+    cost=_cost, grad_tol=_bw_tol, category="norm",
+    doc="fused residual add + rms_norm: returns (x + residual, rms_norm(x + residual) * weight)."))
+for _op, _grad, _peer, _dropin in (("rms_norm", _g_rms, _peer_rms, _dropin_rms),
+                                   ("layer_norm", _g_ln, _peer_ln, _dropin_ln)):
+    _SPECS[_op] = register_spec(OpSpec(
+        name=_op, family="norm", arg_names=("x", "weight", "bias")[: 1 + _MAX_AFFINE[_op]], check=_check_fw(_op),
+        dtypes=FLOAT_TYPES, defaults={"eps": None}, torch_peer=_peer, torch_name=f"torch.nn.functional.{_op}",
+        dropin=_dropin, grad=_grad, saves=("inputs",), differentiable=(0, 1, 2)[: 1 + _MAX_AFFINE[_op]],
+        samples=_fw_samples(_op), errors=_errors(_op, False), workloads=_workloads(_op, False), cost=_cost,
+        grad_tol=_bw_tol, category="norm", doc=f"{_op} over the trailing normalized_shape (fused Triton kernel)."))
+    _bw = f"{_op}_backward"
+    _SPECS[_bw] = register_spec(OpSpec(
+        name=_bw, family="norm", arg_names=("grad", "x", "weight"), check=_check_bw(_bw), dtypes=FLOAT_TYPES,
+        defaults={"eps": None}, samples=_bw_samples(_bw), errors=_errors(_bw, True), tol=_bw_tol,
+        workloads=_workloads(_bw, True), cost=_cost, category="norm",
+        doc=f"fused backward of {_op}: dx, and dweight/dbias reduced deterministically (no atomics)."))

@@ -1,0 +1,244 @@
+"""Softmax family: softmax, log_softmax and their fused backward ops (issue 2).
+
+softmax(x, dim, dtype=None)      y = exp(x - max) / sum(exp(x - max))  along ``dim``
+log_softmax(x, dim, dtype=None)  y = x - max - log(sum(exp(x - max)))
+softmin(x, dim, dtype=None)      y = softmax(-x): the same kernels, negating on load
+                                 (backward: softmax_backward(-grad, y))
+``dtype`` follows torch's ``dtype=`` argument: the input is cast to it first and the output has it.
+
+Backward (each one fused kernel: one read of grad and out, one write of grad_in; saves the OUTPUT):
+softmax_backward(grad, out, dim, dtype=None)      grad_in = out * (grad - sum(grad * out))
+log_softmax_backward(grad, out, dim, dtype=None)  grad_in = grad - exp(out) * sum(grad)
+``dtype`` there is the gradient's dtype (torch's ``input_dtype`` of _softmax_backward_data): the input's
+dtype when the forward upcast with ``dtype=``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._core.dtypes import FLOAT_TYPES, DType, as_dtype
+from .._core.errors import DTypeMismatchError, InvalidProblemError
+from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from ._common import check_nonneg, norm_axis
+
+__all__ = ["SOFTMAX_OPS"]
+
+SOFTMAX_OPS = ("softmax", "log_softmax")
+_DEFAULTS = {"dtype": None}
+
+
+def _attrs(op: str, attrs: dict, rank: int) -> dict:
+    unknown = set(attrs) - {"dim", "dtype"}
+    if unknown:
+        raise InvalidProblemError(op, sorted(unknown)[0], "one of the attributes ['dim', 'dtype']",
+                                  "an unknown attribute")
+    if "dim" not in attrs or attrs["dim"] is None:
+        raise InvalidProblemError(op, "dim", "an int (the axis to normalize over; implicit dim is not supported)",
+                                  "nothing")
+    dim = attrs["dim"]
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+        raise InvalidProblemError(op, "dim", "an int", repr(dim))
+    dt = attrs.get("dtype")
+    if dt is not None:
+        try:
+            dt = as_dtype(dt)
+        except TypeError:
+            raise InvalidProblemError(op, "dtype", "None or a floating dtype", repr(dt)) from None
+        if dt not in FLOAT_TYPES:
+            raise InvalidProblemError(op, "dtype", f"None or one of {', '.join(map(str, FLOAT_TYPES))}", str(dt))
+    return {"dim": norm_axis(op, "dim", int(dim), rank), "dtype": dt}
+
+
+def _check_fw(op: str):
+    def check(inputs, attrs):
+        if len(inputs) != 1:
+            raise InvalidProblemError(op, "inputs", "1 operand", len(inputs))
+        (x,) = inputs
+        _SPECS[op].check_dtypes(inputs)
+        check_nonneg(op, ("x",), (x.shape,))
+        a = _attrs(op, attrs, len(x.shape))
+        return a, (TensorSpec(x.shape, a["dtype"] or x.dtype),)
+    return check
+
+
+def _check_bw(op: str):
+    def check(inputs, attrs):
+        if len(inputs) != 2:
+            raise InvalidProblemError(op, "inputs", "2 operands (grad, out)", len(inputs))
+        g, y = inputs
+        _SPECS[op].check_dtypes(inputs)
+        check_nonneg(op, ("grad", "out"), (g.shape, y.shape))
+        if g.shape != y.shape:
+            raise InvalidProblemError(op, "out", f"the shape of 'grad' {g.shape}", y.shape)
+        if g.dtype != y.dtype:
+            raise DTypeMismatchError(op, "out", str(g.dtype), str(y.dtype))
+        a = _attrs(op, attrs, len(g.shape))
+        return a, (TensorSpec(g.shape, a["dtype"] or g.dtype),)
+    return check
+
+
+# -- backward rules: one fused op each, fed with the saved OUTPUT --------------------------------
+def _g_softmax(ctx, d, grads, s):
+    dt = d.inputs[0].dtype
+    return (ctx.op("softmax_backward", grads[0], s["out"], dim=d.attr("dim"),
+                   dtype=None if dt == d.outputs[0].dtype else dt),)
+
+
+def _g_softmin(ctx, d, grads, s):
+    # d softmax(-x) / dx = -J^T g = J^T (-g): the softmax backward of the negated gradient
+    dt = d.inputs[0].dtype
+    return (ctx.op("softmax_backward", ctx.op("neg", grads[0]), s["out"], dim=d.attr("dim"),
+                   dtype=None if dt == d.outputs[0].dtype else dt),)
+
+
+def _g_log_softmax(ctx, d, grads, s):
+    dt = d.inputs[0].dtype
+    return (ctx.op("log_softmax_backward", grads[0], s["out"], dim=d.attr("dim"),
+                   dtype=None if dt == d.outputs[0].dtype else dt),)
+
+
+# -- torch peers and drop-in adapters ------------------------------------------------------------
+def _tdt(dtype):
+    return None if dtype is None else as_dtype(dtype).torch
+
+
+def _peer(name):
+    def peer(x, dim, dtype=None):
+        import torch.nn.functional as F
+
+        return getattr(F, name)(x, dim=dim, dtype=_tdt(dtype))
+    return peer
+
+
+def _peer_bw(aten):
+    def peer(g, y, dim, dtype=None):
+        import torch
+
+        return getattr(torch.ops.aten, aten)(g, y, dim, _tdt(dtype) or g.dtype)
+    return peer
+
+
+def _dropin(name):
+    # torch.nn.functional.softmax(input, dim=None, _stacklevel=3, dtype=None)
+    def dropin(input, dim=None, _stacklevel=3, dtype=None):
+        if dim is None:
+            raise InvalidProblemError(name, "dim", "an explicit dim (torch's implicit dim choice is deprecated; "
+                                      f"call {name}(x, dim=-1) for the last axis)", "None")
+        return (input,), {"dim": dim, "dtype": None if dtype is None else as_dtype(dtype)}
+    return dropin
+
+
+# -- samples, errors, workloads, cost ------------------------------------------------------------
+_FW_SHAPES = [((), -1), ((7,), 0), ((5, 1), -1), ((3, 5), -1), ((3, 5), 0), ((2, 3, 4, 5), 1), ((2, 3, 4, 5), -1),
+              ((33, 65), -1), ((4, 300), 1), ((0, 4), 1), ((3, 0), 0)]
+
+
+def _fw_samples(rng):
+    for shape, dim in _FW_SHAPES:
+        yield Sample((3.0 * rng.standard_normal(shape),), {"dim": dim}, name=f"{shape}dim{dim}")
+    # dtype=f64: exact for every input dtype (f64 output), so the generic tolerances hold
+    yield Sample((rng.standard_normal((3, 9)),), {"dim": 1, "dtype": DType.f64}, name="(3,9)dtype=f64")
+
+
+def _bw_samples(op):
+    def samples(rng):
+        for shape, dim in _FW_SHAPES:
+            z = 3.0 * rng.standard_normal(shape)
+            ax = dim % max(len(shape), 1)
+            zz = z.reshape(z.shape or (1,))
+            with np.errstate(all="ignore"):
+                m = np.max(zz, axis=ax, keepdims=True) if zz.size else zz
+                lse = m + np.log(np.sum(np.exp(zz - m), axis=ax, keepdims=True)) if zz.size else zz
+            y = (np.exp(zz - lse) if op == "softmax_backward" else zz - lse).reshape(shape)
+            yield Sample((rng.standard_normal(shape), y), {"dim": dim}, name=f"{shape}dim{dim}", grad=False)
+    return samples
+
+
+def _errors(op, nin):
+    def errors():
+        from .._core.errors import UnsupportedError
+
+        f = ((3, 4), "f32")
+        yield ErrorCase(((((3, 4), "i32"),) * nin), {"dim": 1}, UnsupportedError, r"dtype i32; the op is defined for",
+                        "int-dtype")
+        yield ErrorCase((f,) * nin, {"dim": 2}, InvalidProblemError,
+                        rf"{op}: argument 'dim': expected an axis in \[-2, 1\]",
+                        "bad-dim")
+        yield ErrorCase((f,) * nin, {}, InvalidProblemError, rf"{op}: argument 'dim': expected an int", "no-dim")
+        yield ErrorCase((f,) * nin, {"dim": 1, "dtype": "i32"}, InvalidProblemError,
+                        r"argument 'dtype': expected None or",
+                        "int-dtype-attr")
+        yield ErrorCase((f,) * nin, {"dim": 1, "bogus": 1}, InvalidProblemError, r"argument 'bogus'", "bad-attr")
+        if nin == 2:
+            yield ErrorCase((f, ((3, 5), "f32")), {"dim": 1}, InvalidProblemError,
+                            r"argument 'out': expected the shape",
+                            "shape-mismatch")
+            yield ErrorCase((f, ((3, 4), "f16")), {"dim": 1}, DTypeMismatchError, r"argument 'out': expected dtype f32",
+                            "dtype-mismatch")
+    return errors
+
+
+_WL_SHAPES = ((16384, 4096), (4096, 32768), (1024, 131072), (512, 262144))
+
+
+def _workloads(op):
+    w = [Workload(f"{op}-{r}x{c}-bf16", ((r, c),), DType.bf16, {"dim": -1}, backward=True) for r, c in _WL_SHAPES]
+    w.append(Workload(f"{op}-16384x4096-f32", ((16384, 4096),), DType.f32, {"dim": -1}, backward=True))
+    return tuple(w)
+
+
+def _bw_workloads(op):
+    return tuple(Workload(f"{op}-{r}x{c}-{dt}", ((r, c), (r, c)), dt, {"dim": -1})
+                 for (r, c), dt in [(s, DType.bf16) for s in _WL_SHAPES] + [((16384, 4096), DType.f32)])
+
+
+def _cost(flops_per_elem):
+    def cost(desc):
+        nbytes = sum(t.nbytes for t in desc.inputs) + sum(t.nbytes for t in desc.outputs)
+        return nbytes, flops_per_elem * math.prod(desc.outputs[0].shape)
+    return cost
+
+
+def _tol(dt):
+    # one rounding of the output dtype, plus the f32 accumulation of the row sum for f32 (rows up to 300 here)
+    return {DType.f64: (1e-10, 1e-12), DType.f32: (2e-5, 2e-6), DType.f16: (1e-2, 1e-3),
+            DType.bf16: (1.6e-2, 1e-2)}[dt]
+
+
+def _tol_lsm_bw(dt):
+    # grad - exp(out) * sum(grad): the result is a difference of terms as large as |exp(out) * sum(grad)|
+    # (~300 for the generic suite's arbitrary `out` of N(0,1) over 300-wide rows), so f32's absolute error is
+    # ~300 * 2^-24 * a few roundings ~ 5e-5 even where the result itself is small.
+    return (2e-5, 5e-5) if dt == DType.f32 else _tol(dt)
+
+
+_SPECS: dict[str, OpSpec] = {}
+for _op, _aten, _grad in (("softmax", "_softmax_backward_data", _g_softmax),
+                          ("log_softmax", "_log_softmax_backward_data", _g_log_softmax)):
+    _SPECS[_op] = register_spec(OpSpec(
+        name=_op, family="softmax", arg_names=("x",), check=_check_fw(_op), dtypes=FLOAT_TYPES,
+        defaults=dict(_DEFAULTS), torch_peer=_peer(_op), torch_name=f"torch.nn.functional.{_op}",
+        dropin=_dropin(_op), jax_name=f"jax.nn.{_op}", grad=_grad, saves=("outputs",), differentiable=(0,),
+        samples=_fw_samples, errors=_errors(_op, 1), tol=_tol, workloads=_workloads(_op),
+        cost=_cost(5 if _op == "softmax" else 4), category="softmax",
+        doc=f"{_op} along `dim` (numerically stable; torch's dtype= argument).",
+    ))
+    _bw = f"{_op}_backward"
+    _SPECS[_bw] = register_spec(OpSpec(
+        name=_bw, family="softmax", arg_names=("grad", "out"), check=_check_bw(_bw), dtypes=FLOAT_TYPES,
+        defaults=dict(_DEFAULTS), torch_peer=_peer_bw(_aten), torch_name=f"aten.{_aten}",
+        samples=_bw_samples(_bw), errors=_errors(_bw, 2), tol=_tol_lsm_bw if _op == "log_softmax" else _tol,
+        workloads=_bw_workloads(_bw),
+        cost=_cost(4), category="softmax",
+        doc=f"fused backward of {_op} from grad and the saved output (one read of each, one write).",
+    ))
+
+_SPECS["softmin"] = register_spec(OpSpec(
+    name="softmin", family="softmax", arg_names=("x",), check=_check_fw("softmin"), dtypes=FLOAT_TYPES,
+    defaults=dict(_DEFAULTS), torch_peer=_peer("softmin"), torch_name="torch.nn.functional.softmin",
+    dropin=_dropin("softmin"), grad=_g_softmin, saves=("outputs",), differentiable=(0,),
+    samples=_fw_samples, errors=_errors("softmin", 1), tol=_tol,
+    workloads=(Workload("softmin-16384x4096-bf16", ((16384, 4096),), DType.bf16, {"dim": -1}, backward=True),),
+    cost=_cost(5), category="softmax", doc="softmin along `dim`: softmax(-x) in the softmax kernels."))

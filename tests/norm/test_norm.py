@@ -1,0 +1,119 @@
+"""Norm-family checks beyond the generic suite: several rows per backward program (forced small grid) so the
+deterministic dweight/dbias partial sums are exercised, bit-identical reruns, torch autograd in low
+precision, the refusal for rows that do not fit, eps=None, and the drop-in adapters."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import baracuda as bc
+from baracuda._core.device import triton_interpreting
+from baracuda._core.sku import Backend
+from baracuda.testing import assert_close, forced_plan, noncontig, test_device
+
+DEVICE = test_device()
+
+
+def _tm():
+    from baracuda.backends.triton import norm as m
+
+    return m
+
+
+def _dev(x):
+    return x.to("cuda") if DEVICE.type == "cuda" else x
+
+
+def _bw_plan(op, xs, **attrs):
+    desc = bc.Descriptor.like(op, *xs, **attrs)
+    pref = bc.PlanPreference(prefer=(Backend.TRITON,))
+    return bc.Plan.select(desc, DEVICE, pref), bc.BackwardPlan.select(desc, DEVICE, pref)
+
+
+@pytest.mark.parametrize("op,naff", [("rms_norm", 1), ("layer_norm", 2), ("layer_norm", 1), ("rms_norm", 0)])
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16])
+def test_forward_backward_vs_torch(op, naff, dt):
+    g = torch.Generator().manual_seed(0)
+    x = (torch.randn(37, 48, generator=g) * 3 + 1).to(dt)
+    aff = [torch.randn(48, generator=g).to(dt) for _ in range(naff)]
+    gy = torch.randn(37, 48, generator=g).to(dt)
+    with _tm().forced(programs=5):   # 8 rows per program, 5 partial rows of dweight to fold
+        fw, bw = _bw_plan(op, [x] + aff, normalized_shape=(48,), eps=1e-5)
+        assert "p5" in bw.sku.route, bw.sku.route
+        y = fw.run(*[_dev(t) for t in [x] + aff])
+        grads = bw.run(_dev(gy), **{n: _dev(t) for n, t in zip(("x", "weight", "bias"), [x] + aff)})
+        grads2 = bw.run(_dev(gy), **{n: _dev(t) for n, t in zip(("x", "weight", "bias"), [x] + aff)})
+    for a, b in zip(grads, grads2):
+        assert torch.equal(a, b), "backward is not bit-identical across runs"
+    ts = [t.double().requires_grad_() for t in [x] + aff]
+    F = torch.nn.functional
+    fn = F.rms_norm if op == "rms_norm" else F.layer_norm
+    ref = fn(ts[0], (48,), *ts[1:], eps=1e-5)
+    ref.backward(gy.double())
+    tol = (2e-5, 2e-5) if dt == torch.float32 else (3e-2, 3e-2)
+    assert_close(y.cpu(), ref.detach().numpy(), *tol, f"{op} forward")
+    # dweight sums 37 rows: allow the accumulated rounding of the low-precision output
+    for i, (got, t) in enumerate(zip(grads, ts)):
+        scale = 1.0 if i == 0 else 4.0
+        assert_close(got.cpu(), t.grad.numpy(), tol[0] * scale, tol[1] * scale, f"{op} grad {i} {dt}")
+
+
+def test_strided_input_and_refusal():
+    x = torch.randn(6, 40)
+    w = torch.randn(40)
+    desc = bc.Descriptor.like("rms_norm", x, w, normalized_shape=(40,))
+    p = forced_plan(desc, DEVICE, Backend.TRITON)
+    assert torch.equal(p.run(noncontig(_dev(x)), _dev(w)).cpu(), p.run(_dev(x), _dev(w)).cpu())
+    with _tm().forced(max_n=32):
+        why = forced_plan(desc, DEVICE, Backend.TRITON)
+        assert isinstance(why, str) and "fit in registers" in why
+        assert bc.Plan.select(desc, DEVICE).sku.backend != Backend.TRITON or DEVICE.type == "cuda"
+
+
+def test_eps_none_is_torch_default():
+    x = torch.randn(3, 8, dtype=torch.bfloat16)
+    d = bc.Descriptor.like("rms_norm", x, normalized_shape=(8,))
+    assert d.attr("eps") == torch.finfo(torch.bfloat16).eps
+    assert bc.Descriptor.like("layer_norm", x, normalized_shape=(8,)).attr("eps") == 1e-5
+
+
+def test_zero_rows_give_zero_dweight():
+    x = torch.randn(0, 8)
+    w = torch.randn(8)
+    fw, bw = _bw_plan("layer_norm", [x, w, w], normalized_shape=(8,))
+    dx, dw, db = bw.run(_dev(x), x=_dev(x), weight=_dev(w), bias=_dev(w))
+    assert dx.shape == (0, 8) and torch.equal(dw.cpu(), torch.zeros(8)) and torch.equal(db.cpu(), torch.zeros(8))
+
+
+def test_dropins():
+    x = torch.randn(2, 3, 4)
+    b = torch.randn(3, 4)
+    spec = bc.Descriptor.make("layer_norm", ((2, 4), "f32"), normalized_shape=(4,)).spec
+    ins, attrs = spec.dropin(x, (3, 4), None, b, 1e-6)
+    assert len(ins) == 3 and torch.equal(ins[1], torch.ones(3, 4)) and ins[2] is b
+    assert attrs == {"normalized_shape": (3, 4), "eps": 1e-6}
+    spec = bc.Descriptor.make("rms_norm", ((2, 4), "f32"), normalized_shape=(4,)).spec
+    ins, attrs = spec.dropin(x, [4])
+    assert ins == (x,) and attrs == {"normalized_shape": (4,), "eps": None}
+
+
+def test_add_rms_norm_matches_unfused_torch():
+    g = torch.Generator().manual_seed(2)
+    x, r = (torch.randn(9, 64, generator=g).bfloat16() for _ in range(2))
+    w = torch.randn(64, generator=g).bfloat16()
+    fw, bw = _bw_plan("add_rms_norm", [x, r, w], normalized_shape=(64,), eps=1e-6)
+    s, y = fw.run(_dev(x), _dev(r), _dev(w))
+    if triton_interpreting():   # the interpreter's f32 -> bf16 conversion truncates instead of rounding
+        assert_close(s.cpu(), (x + r).double().numpy(), 2 ** -7, 0.0, "add_rms_norm s")
+    else:                       # on the GPU the sum is rounded exactly like torch's x + r
+        assert torch.equal(s.cpu(), x + r)
+    ref = torch.nn.functional.rms_norm((x + r).double(), (64,), w.double(), eps=1e-6)
+    assert_close(y.cpu(), ref.numpy(), 1.6e-2, 1e-2, "add_rms_norm y")
+    gs, gy = torch.randn(9, 64).bfloat16(), torch.randn(9, 64).bfloat16()
+    dx, dr, dw = bw.run(_dev(gs), _dev(gy), weight=_dev(w), out0=s, out1=y)
+    xt, rt, wt = (t.double().requires_grad_() for t in (x, r, w))
+    st = xt + rt
+    ((st * gs.double()).sum() + (torch.nn.functional.rms_norm(st, (64,), wt, eps=1e-6) * gy.double()).sum()).backward()
+    assert_close(dx.cpu(), xt.grad.numpy(), 3e-2, 3e-2, "add_rms_norm dx")
+    assert torch.equal(dx, dr)
+    assert_close(dw.cpu(), wt.grad.numpy(), 6e-2, 6e-2, "add_rms_norm dweight")

@@ -1,0 +1,205 @@
+"""Softmax-family checks the generic suite does not make: extreme values, -inf rows, the dtype= argument,
+the long-row (multi-tile, persistent, split + workspace) and non-last-dim multi-tile paths of the Triton
+kernels (forced to small tiles so the interpreter stays fast), and the drop-in adapters."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import baracuda as bc
+from baracuda._core.errors import InvalidProblemError
+from baracuda._core.sku import Backend
+from baracuda.testing import assert_close, forced_plan, noncontig, test_device
+
+DEVICE = test_device()
+FW = ("softmax", "log_softmax")
+TOL = {torch.float64: (1e-10, 1e-12), torch.float32: (2e-5, 2e-6), torch.float16: (1e-2, 1e-3),
+       torch.bfloat16: (1.6e-2, 1e-2)}
+
+
+def _triton_mod():
+    from baracuda.backends.triton import softmax as m
+
+    return m
+
+
+def _plan(op, *xs, backend=Backend.TRITON, **attrs):
+    desc = bc.Descriptor.like(op, *xs, **attrs)
+    p = forced_plan(desc, DEVICE, backend)
+    if isinstance(p, str):
+        pytest.skip(p)
+    return p
+
+
+def _ref(op, *xs, **attrs):
+    xs64 = [x.double() for x in xs]
+    a = dict(attrs)
+    if a.get("dtype") is not None:  # the reference rounds to dtype= itself; run it at f64 on pre-rounded input
+        xs64 = [x.to(bc.as_dtype(a["dtype"]).torch).double() for x in xs]
+        a["dtype"] = None
+    return _plan(op, *xs64, backend=Backend.REFERENCE, **a).run(*xs64)
+
+
+def _dev(x):
+    return x.to("cuda") if DEVICE.type == "cuda" else x
+
+
+def _check(op, x, dim, dtype=None, tol=None):
+    x = _dev(x)
+    got = _plan(op, x, dim=dim, dtype=dtype).run(x)
+    want = _ref(op, x.cpu(), dim=dim, dtype=dtype)
+    rtol, atol = tol or TOL[got.dtype]
+    assert_close(got.cpu(), want.numpy(), rtol, atol, f"{op} {tuple(x.shape)} dim={dim} {x.dtype}")
+    return got
+
+
+@pytest.mark.parametrize("op", FW)
+@pytest.mark.parametrize("dt", [torch.float32, torch.float16, torch.bfloat16])
+def test_extreme_values(op, dt):
+    g = torch.Generator().manual_seed(0)
+    x = (torch.randn(6, 37, generator=g) * 1e4).to(dt)
+    x[0] = 1e4                         # a constant row of large values
+    x[1, :5] = -1e4
+    _check(op, x, -1)
+    _check(op, x, 0)
+
+
+@pytest.mark.parametrize("op", FW)
+def test_neg_inf_rows_like_torch(op):
+    x = torch.randn(4, 9, dtype=torch.float32)
+    x[0] = float("-inf")               # a row of -inf gives NaN, as torch
+    x[1, ::2] = float("-inf")          # partial -inf: zero probability there
+    x[2, 3] = float("inf")
+    got = _dev_run(op, x, -1)
+    want = getattr(torch.nn.functional, op)(x, dim=-1)
+    assert torch.isnan(got[0]).all()
+    assert_close(got, want.numpy(), 2e-5, 2e-6, f"{op} with infinities")
+
+
+def _dev_run(op, x, dim, **attrs):
+    x = _dev(x)
+    return _plan(op, x, dim=dim, **attrs).run(x).cpu()
+
+
+@pytest.mark.parametrize("op", FW)
+def test_dtype_argument(op):
+    x = torch.randn(5, 33, dtype=torch.bfloat16)
+    got = _check(op, x, -1, dtype=bc.DType.f32)
+    assert got.dtype == torch.float32
+    peer = getattr(torch.nn.functional, op)(x, dim=-1, dtype=torch.float32)
+    assert_close(got.cpu(), peer.double().numpy(), 2e-5, 2e-6, f"{op} dtype=f32 vs torch")
+    got = _check(op, torch.randn(5, 33, dtype=torch.float32), 0, dtype=bc.DType.bf16)   # downcast first
+    assert got.dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("op", FW)
+def test_dtype_argument_backward(op):
+    """dtype= upcasts in the forward; the gradient comes back in the input's dtype (one fused kernel)."""
+    x = torch.randn(3, 20, dtype=torch.bfloat16)
+    desc = bc.Descriptor.like(op, x, dim=1, dtype="f32")
+    pref = bc.PlanPreference(prefer=(Backend.TRITON,))
+    y = bc.Plan.select(desc, DEVICE, pref).run(_dev(x))
+    g = torch.randn(3, 20, dtype=torch.float32)
+    bw = bc.BackwardPlan.select(desc, DEVICE, pref)
+    assert len(bw.skus) == 1 and bw.saves == ("out",)
+    (dx,) = bw.run(_dev(g), out=y)
+    assert dx.dtype == torch.bfloat16
+    xt = x.float().requires_grad_()
+    getattr(torch.nn.functional, op)(xt, dim=1).backward(g)
+    assert_close(dx.cpu(), xt.grad.double().numpy(), 1.6e-2, 1e-2, f"{op} backward with dtype=")
+
+
+LONG = [((3, 70), -1, dict(max_single=16, tile=16, splits=1)),                     # fused, 5 tiles per row
+        ((5, 40), 1, dict(max_single=16, tile=16, splits=1, programs=2)),           # persistent: 3 rows / program
+        ((2, 2, 50), -1, dict(max_single=16, tile=8, splits=4)),                    # split + workspace
+        ((1, 2, 64), 2, dict(max_single=16, tile=16, splits=9)),                    # more splits than tiles
+        ((3, 50, 7), 1, dict(block_r=16)),                                          # non-last dim, 4 R-tiles
+        ((70, 2, 3), 0, dict(block_r=32))]
+
+
+@pytest.mark.parametrize("shape,dim,force", LONG, ids=lambda v: str(v))
+@pytest.mark.parametrize("op", FW)
+def test_long_rows_forced_paths(op, shape, dim, force):
+    tm = _triton_mod()
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(*shape, generator=g) * 4
+    x.select(dim, 0).fill_(float("-inf"))   # the first tile of every row is partly -inf
+    with tm.forced(**force):
+        p = _plan(op, x, dim=dim)
+        path = p.sku.route
+        if force.get("splits", 1) > 1:
+            assert "split" in path and p.workspace_size > 0, path
+        elif "tile" in force:
+            assert "online" in path and "split" not in path and p.workspace_size == 0, path
+        got = p.run(_dev(x)).cpu()
+        want = _ref(op, x, dim=dim)
+        assert_close(got, want.numpy(), 2e-5, 2e-6, f"{op} {shape} forced {force} ({path})")
+        assert torch.equal(p.run(noncontig(_dev(x))).cpu().nan_to_num(), got.nan_to_num())   # strided input
+        # backward of the same geometry through the fused backward kernels
+        bop = f"{op}_backward"
+        gy = torch.randn(*shape, generator=g)
+        pb = _plan(bop, gy, got, dim=dim)
+        dx = pb.run(_dev(gy), _dev(got)).cpu()
+        wb = _ref(bop, gy, got, dim=dim)
+        rtol, atol = (2e-5, 5e-5) if op == "log_softmax" else (2e-5, 2e-6)
+        assert_close(dx, wb.numpy(), rtol, atol, f"{bop} {shape} forced {force} ({pb.sku.route})")
+
+
+def test_all_neg_inf_row_on_long_paths():
+    tm = _triton_mod()
+    x = torch.randn(3, 40)
+    x[1] = float("-inf")
+    for force in (dict(max_single=8, tile=8), dict(max_single=8, tile=8, splits=3)):
+        with tm.forced(**force):
+            for op in FW:
+                got = _dev_run(op, x, -1)
+                assert torch.isnan(got[1]).all() and not torch.isnan(got[[0, 2]]).any(), (op, force)
+
+
+def test_row_length_one_and_empty():
+    for op in FW:
+        got = _dev_run(op, torch.randn(4, 1), -1)
+        want = torch.zeros(4, 1) if op == "log_softmax" else torch.ones(4, 1)
+        assert torch.equal(got, want)
+        assert _dev_run(op, torch.randn(0, 5), 1).shape == (0, 5)
+
+
+def test_configs_for_the_workloads():
+    """The shapes of the benchmark workloads take the intended paths (no GPU needed to check)."""
+    tm = _triton_mod()
+    assert tm.choose(16384, 4096, 1, 2).path == "rows"
+    c = tm.choose(4096, 32768, 1, 2)
+    assert c.path == "online" and c.splits == 1 and c.programs >= 132
+    c = tm.choose(8, 1 << 20, 1, 2)
+    assert c.path == "online" and c.splits > 1
+
+
+def test_dropin_adapters():
+    spec = bc.Descriptor.make("softmax", ((2, 3), "f32"), dim=1).spec
+    x = torch.randn(2, 3)
+    ins, attrs = spec.dropin(x, 1, dtype=torch.float64)
+    assert ins == (x,) and attrs == {"dim": 1, "dtype": bc.DType.f64}
+    ins, attrs = spec.dropin(x, dim=-1)
+    assert attrs == {"dim": -1, "dtype": None}
+    for op in FW:
+        s = bc.Descriptor.make(op, ((2, 3), "f32"), dim=1).spec
+        with pytest.raises(InvalidProblemError, match="explicit dim"):
+            s.dropin(x)
+
+
+@pytest.mark.parametrize("shape,dim,force", LONG[::2] + [((4, 33), -1, {})], ids=lambda v: str(v))
+def test_softmin_paths_and_backward(shape, dim, force):
+    tm = _triton_mod()
+    x = torch.randn(*shape) * 4
+    x.select(dim, 0).fill_(float("inf"))   # softmin: +inf is the value with zero weight
+    with tm.forced(**force):
+        got = _dev_run("softmin", x, dim)
+    assert_close(got, torch.nn.functional.softmin(x.double(), dim).numpy(), 2e-5, 2e-6, f"softmin {shape}")
+    xt = x.clone().requires_grad_()
+    g = torch.randn(*shape)
+    (torch.nn.functional.softmin(xt, dim) * g).sum().backward()
+    desc = bc.Descriptor.like("softmin", x, dim=dim)
+    bw = bc.BackwardPlan.select(desc, DEVICE, bc.PlanPreference(prefer=(Backend.TRITON,)))
+    (dx,) = bw.run(_dev(g), out=_dev(got))
+    assert_close(dx.cpu(), xt.grad.double().numpy(), 2e-5, 2e-6, f"softmin backward {shape}")
