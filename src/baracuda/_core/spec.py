@@ -143,13 +143,20 @@ class ErrorCase:
 
 @dataclass
 class Workload:
-    """A benchmark problem: input shapes, dtype, attrs, and whether backward is timed too."""
+    """A benchmark problem: input shapes, dtype, attrs, and whether backward is timed too.
+
+    shapes: one entry per input, a shape (the input takes ``dtype``, or the samples' integer dtype where the
+    samples hold integers, e.g. class targets) or a (shape, dtype) pair.
+    pref: PlanPreference keyword arguments for this workload (e.g. {"allow_reduced_precision": True} for a
+    TF32 row); the PyTorch peers then run with the matching torch math flags, so the comparison is like for like.
+    """
 
     name: str
     shapes: tuple
     dtype: DType
     attrs: dict = field(default_factory=dict)
     backward: bool = False
+    pref: dict = field(default_factory=dict)
 
 
 Tol = tuple[float, float]

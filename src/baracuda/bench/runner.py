@@ -116,8 +116,8 @@ def _backends(spec: OpSpec, device) -> list[Backend]:
     return out
 
 
-def _forced(desc: Descriptor, device, backend: Backend) -> Plan | str:
-    pref = PlanPreference(prefer=(backend,))
+def _forced(desc: Descriptor, device, backend: Backend, **pref_kw) -> Plan | str:
+    pref = PlanPreference(prefer=(backend,), **pref_kw)
     try:
         plan = Plan.select(desc, device, pref)
     except Exception as e:  # noqa: BLE001  (no backend at all: report why)
@@ -241,6 +241,33 @@ def _n_sets(ctx: _Ctx, desc: Descriptor) -> int:
     return 1 if foot >= 2 * L2_BYTES else max(1, min(16, math.ceil(2 * L2_BYTES / max(foot, 1))))
 
 
+class _torch_math:
+    """Run a PyTorch peer with the math flags matching the workload's preference: TF32 for f32 matmuls and
+    half-precision split-K reductions for bf16/f16 matmuls only when the workload allows reduced precision,
+    as baracuda's plans do (torch's own defaults: TF32 off, half reductions on)."""
+
+    _FLAGS = ("allow_tf32", "allow_bf16_reduced_precision_reduction", "allow_fp16_reduced_precision_reduction")
+
+    def __init__(self, reduced: bool):
+        self.reduced = reduced
+
+    def __enter__(self):
+        import torch
+
+        m = torch.backends.cuda.matmul
+        self.prev = {f: getattr(m, f) for f in self._FLAGS}
+        for f in self._FLAGS:
+            setattr(m, f, self.reduced)
+        return self
+
+    def __exit__(self, *exc):
+        import torch
+
+        for f, v in self.prev.items():
+            setattr(torch.backends.cuda.matmul, f, v)
+        return False
+
+
 # -- one workload ----------------------------------------------------------------------------------
 def bench_workload(ctx: _Ctx, spec: OpSpec, wl: Workload) -> None:
     import torch
@@ -273,12 +300,23 @@ def bench_workload(ctx: _Ctx, spec: OpSpec, wl: Workload) -> None:
     ref_out = None
     peers = {}
     if peer is not None:
-        peers["torch"] = lambda *xs: peer(*xs, **attrs_n)
+        reduced = bool(wl.pref.get("allow_reduced_precision"))
+
+        def eager(*xs):
+            with _torch_math(reduced):
+                return peer(*xs, **attrs_n)
+        peers["torch"] = eager
         if opts.compile:
             _fresh_dynamo()
+
             def f(*xs):
                 return peer(*xs, **attrs_n)
-            peers["torch.compile"] = torch.compile(f, dynamic=False)
+            compiled = torch.compile(f, dynamic=False)
+
+            def comp(*xs):
+                with _torch_math(reduced):
+                    return compiled(*xs)
+            peers["torch.compile"] = comp
 
     # -- forward: PyTorch peers first (eager's output is the reference for rel_err) -------------
     for name, fn in peers.items():
@@ -304,7 +342,7 @@ def bench_workload(ctx: _Ctx, spec: OpSpec, wl: Workload) -> None:
 
     plans = {}
     for b in _backends(spec, ctx.device):
-        plan = _forced(desc, ctx.device, b)
+        plan = _forced(desc, ctx.device, b, **wl.pref)
         if isinstance(plan, str):
             _row(ctx, base, str(b), nbytes, flops, status=f"refused: {plan}")
             continue
@@ -381,7 +419,7 @@ def _bench_backward(ctx, spec, desc, base, sets, peers, plans, over_budget):
         if over_budget():
             _row(ctx, base, str(b), nbytes, flops, status="skipped: workload time budget")
             continue
-        bwp, err = _attempt(ctx, lambda: BackwardPlan.select(desc, ctx.device, PlanPreference(prefer=(b,))))
+        bwp, err = _attempt(ctx, lambda: BackwardPlan.select(desc, ctx.device, PlanPreference(prefer=(b,), **wl.pref)))
         if err:
             _row(ctx, base, str(b), nbytes, flops, status=f"refused: {err}")
             continue

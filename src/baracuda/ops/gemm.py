@@ -486,13 +486,18 @@ _WORKLOADS = {
     "mm": (Workload("mm-8192^3-bf16", ((_BIG, _BIG), (_BIG, _BIG)), DType.bf16, backward=True),
            # f32: the preference decides the math; the name says which PlanPreference to run it under
            Workload("mm-4096^3-f32-ieee", ((4096, 4096), (4096, 4096)), DType.f32),
-           Workload("mm-4096^3-f32-allow_tf32", ((4096, 4096), (4096, 4096)), DType.f32)),
+           Workload("mm-4096^3-f32-allow_tf32", ((4096, 4096), (4096, 4096)), DType.f32,
+                    pref={"allow_reduced_precision": True})),
     "bmm": (Workload("bmm-[32,2048,128]x[32,128,2048]-bf16", ((32, 2048, 128), (32, 128, 2048)), DType.bf16,
                      backward=True),),
     "matmul": (Workload("matmul-[8,1024,4096]x[4096,4096]-bf16", ((8, 1024, 4096), (4096, 4096)), DType.bf16,
                         backward=True),),
+    # default: f32 accumulation throughout (no half-precision split-K reduction); "-reduced": the half
+    # reductions torch allows by default, so both are compared like for like with eager
     "linear": (Workload("linear-8192x4096->4096-bf16-bias", ((_BIG, 4096), (4096, 4096), (4096,)), DType.bf16,
-                        backward=True),),
+                        backward=True),
+               Workload("linear-8192x4096->4096-bf16-bias-reduced", ((_BIG, 4096), (4096, 4096), (4096,)),
+                        DType.bf16, backward=True, pref={"allow_reduced_precision": True})),
     "linear_act": tuple(
         Workload(f"linear_act-8192x4096->4096-bf16-bias-{act}", ((_BIG, 4096), (4096, 4096), (4096,)), DType.bf16,
                  {"activation": act}, backward=True) for act in ("gelu_tanh", "silu")),
