@@ -200,6 +200,7 @@ class OpSpec:
     # baracuda.torch publishes one drop-in function per spec that has it; unsupported torch arguments must
     # raise a clear error here (never be ignored).
     dropin: Callable | None = None
+    torch_aliases: tuple[str, ...] = ()  # more torch names with the same signature (torch.softmax for F.softmax)
     jax_name: str | None = None
     grad: Callable | None = None
     saves: tuple[str, ...] = ("inputs",)

@@ -7,15 +7,15 @@ from .._core.spec import all_specs
 from ._library import call
 
 
-def _make(spec):
+def _make(spec, torch_name):
     @functools.wraps(spec.dropin)
     def dropin(*args, **kwargs):
         inputs, attrs = spec.dropin(*args, **kwargs)
         return call(spec.name, inputs, attrs)
 
-    dropin.__name__ = spec.torch_name.rsplit(".", 1)[-1]
+    dropin.__name__ = torch_name.rsplit(".", 1)[-1]
     dropin.__qualname__ = dropin.__name__
-    dropin.__doc__ = (f"baracuda drop-in for ``{spec.torch_name}`` (op ``{spec.name}``).\n\n"
+    dropin.__doc__ = (f"baracuda drop-in for ``{torch_name}`` (op ``{spec.name}``).\n\n"
                       + (spec.doc or ""))
     return dropin
 
@@ -24,17 +24,20 @@ def build(top_ns: dict, submodules: dict) -> dict[str, str]:
     """Set the drop-ins on ``baracuda.torch`` (``top_ns``) and its sub-namespaces; returns torch name -> op."""
     published: dict[str, str] = {}
     for spec in all_specs():
-        if spec.dropin is None or not spec.torch_name or not spec.torch_name.startswith("torch."):
+        if spec.dropin is None:
             continue
-        mod_name, fn_name = spec.torch_name.rsplit(".", 1)
-        if not fn_name.isidentifier():
-            continue
-        fn = _make(spec)
-        if mod_name == "torch":
-            top_ns[fn_name] = fn
-        elif mod_name in submodules:
-            setattr(submodules[mod_name], fn_name, fn)
-        else:
-            continue
-        published[spec.torch_name[len("torch."):]] = spec.name
+        for torch_name in ((spec.torch_name,) if spec.torch_name else ()) + tuple(spec.torch_aliases):
+            if not torch_name.startswith("torch."):
+                continue
+            mod_name, fn_name = torch_name.rsplit(".", 1)
+            if not fn_name.isidentifier():
+                continue
+            fn = _make(spec, torch_name)
+            if mod_name == "torch":
+                top_ns[fn_name] = fn
+            elif mod_name in submodules:
+                setattr(submodules[mod_name], fn_name, fn)
+            else:
+                continue
+            published[torch_name[len("torch."):]] = spec.name
     return published

@@ -1,0 +1,55 @@
+"""Host cost of launching a Triton kernel: Triton's normal path vs baracuda's Launcher (GPU only).
+
+    python bench/launch_overhead.py      # prints us/launch for each, and checks the results agree
+"""
+import time
+
+import torch
+import triton
+import triton.language as tl
+
+from baracuda.backends.triton._launch import Launcher
+
+
+@triton.jit
+def _k(out_ptr, a_ptr, b_ptr, c_ptr, n, p0, p1, S1, S2, S3, s0, s1, s2, s3, t0, t1, t2, t3, u0, u1, u2, u3,
+       NIN: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    a = tl.load(a_ptr + offs, mask=m)
+    b = tl.load(b_ptr + offs, mask=m)
+    tl.store(out_ptr + offs, a + p0 * b, mask=m)
+
+
+def main():
+    n = 1024
+    a, b = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    out = torch.empty_like(a)
+    args = (out, a, b, a, n, 1.0, 0.0, 1, 1, 1) + (0,) * 12
+    grid = (triton.cdiv(n, 1024),)
+    _k[grid](*args, NIN=2, BLOCK=1024)
+    torch.cuda.synchronize()
+    L = Launcher(_k)
+    for _ in range(3):
+        L(grid, args, {"NIN": 2, "BLOCK": 1024})
+    torch.cuda.synchronize()
+    assert torch.equal(out, a + b), "Launcher result differs"
+    assert L.cache and not L.broken, "Launcher never took the direct path"
+    res = {}
+    for name, fn in [("triton kernel[grid]", lambda: _k[grid](*args, NIN=2, BLOCK=1024)),
+                     ("baracuda Launcher", lambda: L(grid, args, {"NIN": 2, "BLOCK": 1024})),
+                     ("torch.add", lambda: torch.add(a, b, out=out))]:
+        for _ in range(200):
+            fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(5000):
+            fn()
+        torch.cuda.synchronize()
+        res[name] = (time.perf_counter() - t0) / 5000 * 1e6
+    for k, v in res.items():
+        print(f"{k:22s} {v:6.1f} us/launch")
+
+
+if __name__ == "__main__":
+    main()
