@@ -369,10 +369,10 @@ def bench_workload(ctx: _Ctx, spec: OpSpec, wl: Workload) -> None:
 
     has_diff = any(i < len(desc.inputs) and desc.inputs[i].dtype.is_floating for i in spec.differentiable)
     if wl.backward and opts.backward and spec.is_differentiable and has_diff and ctx.fatal is None:
-        _bench_backward(ctx, spec, desc, dict(base, direction="bw"), sets, peers, plans, over_budget)
+        _bench_backward(ctx, spec, desc, dict(base, direction="bw"), sets, peers, plans, over_budget, wl)
 
 
-def _bench_backward(ctx, spec, desc, base, sets, peers, plans, over_budget):
+def _bench_backward(ctx, spec, desc, base, sets, peers, plans, over_budget, wl):
     import torch
 
     diff = [i for i in spec.differentiable if i < len(desc.inputs) and desc.inputs[i].dtype.is_floating]
