@@ -1,0 +1,176 @@
+"""NumPy float64 bodies of the loss family (the oracle for the Triton kernels)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..._core.errors import InvalidProblemError
+from ...ops.loss import LOSS_OPS, POINTWISE_LOSSES
+from . import register_reference
+
+
+def _split(desc, xs):
+    bw = desc.op.endswith("_backward")
+    g = xs[0] if bw else None
+    xs = xs[1:] if bw else xs
+    x, t = xs[0], xs[1]
+    w = xs[2] if len(xs) > 2 else None
+    return g, x, t, w
+
+
+def _index_rows(desc, x, t, w):
+    """(valid row mask, safe class index, w[t] with 0 on ignored rows). Raises on out-of-range indices."""
+    n, c = x.shape
+    t = np.asarray(t).astype(np.int64)
+    valid = t != desc.attr("ignore_index")
+    bad = valid & ((t < 0) | (t >= c))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise InvalidProblemError(desc.op, "target", f"class indices in [0, {c}) or ignore_index="
+                                  f"{desc.attr('ignore_index')}", f"target[{i}] = {int(t[i])}")
+    ts = np.where(valid, t, 0)
+    wv = np.ones(c) if w is None else w
+    return valid, ts, np.where(valid, wv[ts], 0.0)
+
+
+def _lse(x):
+    if x.size == 0:
+        return np.zeros(x.shape[0])
+    m = x.max(axis=1, keepdims=True)
+    return (m + np.log(np.exp(x - m).sum(axis=1, keepdims=True)))[:, 0]
+
+
+def _reduce(desc, loss, denom):
+    red = desc.attr("reduction")
+    if red == "none":
+        return loss
+    s = loss.sum()
+    if red == "sum":
+        return np.asarray(s)
+    with np.errstate(all="ignore"):
+        return np.asarray(s / denom)
+
+
+def _scale(desc, g, denom, n):
+    red = desc.attr("reduction")
+    if red == "none":
+        return g
+    with np.errstate(all="ignore"):
+        return np.full(n, g / denom if red == "mean" else g)
+
+
+def _smoothed(desc, x, t, w):
+    """Per row: (lse, target distribution y' [N, C], class weights [C], row weight for the mean)."""
+    n, c = x.shape
+    eps = desc.attr("label_smoothing")
+    wc = np.ones(c) if w is None else w
+    if np.asarray(t).dtype.kind == "f":
+        y = t * (1 - eps) + eps / c
+        return y, wc, np.ones(n), np.ones(n, bool)
+    valid, ts, wt = _index_rows(desc, x, t, w)
+    y = np.full((n, c), eps / c)
+    y[np.arange(n), ts] += 1 - eps
+    return y, wc, wt, valid
+
+
+def _ce(desc, *xs):
+    _, x, t, w = _split(desc, xs)
+    y, wc, wrow, valid = _smoothed(desc, x, t, w)
+    lse = _lse(x)
+    loss = np.where(valid, (wc * y * (lse[:, None] - x)).sum(axis=1), 0.0)
+    return _reduce(desc, loss, wrow.sum())
+
+
+def _ce_bw(desc, *xs):
+    g, x, t, w = _split(desc, xs)
+    n = x.shape[0]
+    y, wc, wrow, valid = _smoothed(desc, x, t, w)
+    p = np.exp(x - _lse(x)[:, None])
+    wy = wc * y
+    d = p * wy.sum(axis=1, keepdims=True) - wy
+    sc = np.where(valid, _scale(desc, g, wrow.sum(), n), 0.0)
+    return d * sc[:, None]
+
+
+def _nll(desc, *xs):
+    _, x, t, w = _split(desc, xs)
+    valid, ts, wt = _index_rows(desc, x, t, w)
+    loss = np.where(valid, -wt * x[np.arange(x.shape[0]), ts], 0.0)
+    return _reduce(desc, loss, wt.sum())
+
+
+def _nll_bw(desc, *xs):
+    g, x, t, w = _split(desc, xs)
+    n = x.shape[0]
+    valid, ts, wt = _index_rows(desc, x, t, w)
+    d = np.zeros(x.shape)
+    sc = np.where(valid, _scale(desc, g, wt.sum(), n), 0.0)
+    d[np.arange(n), ts] = -wt * sc
+    return d
+
+
+def _lce(desc, x, w, t, b=None):
+    """linear_cross_entropy: (loss, dx, dW[, db]) for grad_out = 1, all in float64 on the full logits."""
+    n, v = x.shape[0], w.shape[0]
+    l = x @ w.T + (b if b is not None else 0.0)
+    cap = desc.attr("softcap")
+    u = cap * np.tanh(l / cap) if cap is not None else l
+    eps, z = desc.attr("label_smoothing"), desc.attr("z_loss")
+    valid, ts, _ = _index_rows(desc, u, t, None)
+    lse = _lse(u)
+    y = np.full((n, v), eps / v)
+    y[np.arange(n), ts] += 1 - eps
+    per = np.where(valid, (y * (lse[:, None] - u)).sum(axis=1) + z * lse ** 2, 0.0)
+    kept = valid.sum()
+    mean = desc.attr("reduction") == "mean"
+    with np.errstate(all="ignore"):
+        loss = per.sum() / kept if mean else per.sum()
+        scale = np.where(valid, 1.0 / kept if mean else 1.0, 0.0)
+    p = np.exp(u - lse[:, None])
+    du = (p * (1 + 2 * z * lse[:, None]) - y) * scale[:, None]
+    dl = du * (1 - (u / cap) ** 2) if cap is not None else du
+    res = (np.asarray(loss), dl @ w, dl.T @ x)
+    return res + ((dl.sum(axis=0),) if b is not None else ())
+
+
+def _pw_f(base, d, desc):
+    """(f(d), f'(d)) of the pointwise losses."""
+    a = np.abs(d)
+    if base == "mse_loss":
+        return d * d, 2 * d
+    if base == "l1_loss":
+        return a, np.sign(d)
+    if base == "smooth_l1_loss":
+        b = desc.attr("beta")
+        if b == 0.0:
+            return a, np.sign(d)
+        return np.where(a < b, 0.5 * d * d / b, a - 0.5 * b), np.where(a < b, d / b, np.sign(d))
+    dl = desc.attr("delta")
+    return np.where(a < dl, 0.5 * d * d, dl * (a - 0.5 * dl)), np.where(a < dl, d, dl * np.sign(d))
+
+
+def _pw(base):
+    def fw(desc, x, y):
+        f, _ = _pw_f(base, x - y, desc)
+        red = desc.attr("reduction")
+        if red == "none":
+            return f
+        with np.errstate(all="ignore"):
+            return np.asarray(f.sum() / f.size if red == "mean" else f.sum())
+
+    def bw(desc, g, x, y):
+        _, fp = _pw_f(base, x - y, desc)
+        red = desc.attr("reduction")
+        with np.errstate(all="ignore"):
+            sc = g if red == "none" else (g / x.size if red == "mean" else g)
+        return fp * sc
+    return fw, bw
+
+
+BODIES = {"cross_entropy": _ce, "cross_entropy_backward": _ce_bw, "nll_loss": _nll, "nll_loss_backward": _nll_bw}
+assert set(LOSS_OPS) <= set(BODIES)
+BODIES["linear_cross_entropy"] = _lce
+for _base in POINTWISE_LOSSES:
+    BODIES[_base], BODIES[f"{_base}_backward"] = _pw(_base)
+
+for _name, _fn in BODIES.items():
+    register_reference(_name, _fn)

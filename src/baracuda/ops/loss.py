@@ -1,0 +1,503 @@
+"""Loss family (issue 4): cross_entropy, nll_loss, mse_loss, l1_loss, smooth_l1_loss, huber_loss and their fused
+backward ops (linear_cross_entropy lives in loss_ce.py).  The pointwise losses are at the end of this module.
+
+cross_entropy(input [N, C], target, weight=None; reduction, ignore_index, label_smoothing)
+  target integer [N] (class indices; rows equal to ignore_index contribute nothing):
+    loss_i = (1 - eps) * w[t_i] * (lse_i - x[i, t_i]) + eps / C * sum_c w_c * (lse_i - x[i, c])
+    mean divides by sum_i w[t_i] over non-ignored rows (torch's rule; NaN when every row is ignored)
+  target floating [N, C] (class probabilities, smoothed as y * (1 - eps) + eps / C):
+    loss_i = -sum_c w_c * y'[i, c] * (x[i, c] - lse_i);  mean divides by N
+nll_loss(input [N, C] log-probabilities, target [N] integer, weight=None; reduction, ignore_index)
+  loss_i = -w[t_i] * x[i, t_i];  mean divides by sum_i w[t_i] over non-ignored rows.
+
+Backward ops (not differentiable themselves, one fused kernel each):
+cross_entropy_backward(grad, input, target[, weight]) -> dinput [N, C]
+  = (softmax(x) * sum_c(w_c y'_c) - w * y') * scale_i  with y' the smoothed one-hot (or probability) target,
+  scale_i = grad_i (none) | grad (sum) | grad / denominator (mean).  It recomputes the row's logsumexp instead
+  of saving it: the loss is the op's only output (the drop-in returns what torch returns), and the second
+  read of each row is served from L2 by the persistent kernel (see backends/triton/loss.py).
+nll_loss_backward(grad, input, target[, weight]) -> dinput: -w[t_i] * scale_i at (i, t_i), 0 elsewhere.
+
+Only 2-D [N, C] inputs: N-D inputs [N, C, d1, ...] raise a clear error (move C last and flatten).
+Out-of-range class indices (other than ignore_index) raise InvalidProblemError; no kernel ever reads out of
+bounds (the reference checks on the host; the Triton kernels clamp the index and record a flag; see there).
+"""
+from __future__ import annotations
+
+
+import numpy as np
+
+from .._core.dtypes import FLOAT_TYPES, DType
+from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
+from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+
+__all__ = ["LOSS_OPS", "legacy_reduction", "INDEX_DTYPES"]
+
+LOSS_OPS = ("cross_entropy", "nll_loss", "cross_entropy_backward", "nll_loss_backward")
+INDEX_DTYPES = (DType.i64, DType.i32)
+_REDUCTIONS = ("none", "mean", "sum")
+_ATTRS = {"cross_entropy": ("reduction", "ignore_index", "label_smoothing"),
+          "nll_loss": ("reduction", "ignore_index")}
+_DEFAULTS = {"reduction": "mean", "ignore_index": -100, "label_smoothing": 0.0}
+
+
+def legacy_reduction(size_average, reduce, reduction: str) -> str:
+    """torch's mapping of the deprecated size_average / reduce arguments onto ``reduction``."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    return "mean" if (size_average and reduce) else "sum" if reduce else "none"
+
+
+def _attrs(op: str, base: str, attrs: dict) -> dict:
+    names = _ATTRS[base]
+    unknown = set(attrs) - set(names)
+    if unknown:
+        raise InvalidProblemError(op, sorted(unknown)[0], f"one of the attributes {list(names)}", "an unknown attribute")
+    out = {n: attrs.get(n, _DEFAULTS[n]) for n in names}
+    if out["reduction"] not in _REDUCTIONS:
+        raise InvalidProblemError(op, "reduction", "one of 'none', 'mean', 'sum'", repr(out["reduction"]))
+    ii = out["ignore_index"]
+    if isinstance(ii, bool) or not isinstance(ii, (int, np.integer)):
+        raise InvalidProblemError(op, "ignore_index", "an int", repr(ii))
+    out["ignore_index"] = int(ii)
+    if "label_smoothing" in out:
+        ls = out["label_smoothing"]
+        if isinstance(ls, bool) or not isinstance(ls, (int, float, np.floating, np.integer)) or not 0.0 <= float(ls) <= 1.0:
+            raise InvalidProblemError(op, "label_smoothing", "a float in [0.0, 1.0]", repr(ls))
+        out["label_smoothing"] = float(ls)
+    return out
+
+
+def _check(op: str):
+    base = op.replace("_backward", "")
+    bw = op.endswith("_backward")
+
+    def check(inputs, attrs):
+        off = 1 if bw else 0
+        if len(inputs) not in (off + 2, off + 3):
+            what = "(grad, input, target[, weight])" if bw else "(input, target[, weight])"
+            raise InvalidProblemError(op, "inputs", f"{off + 2} or {off + 3} operands {what}", len(inputs))
+        x, t = inputs[off], inputs[off + 1]
+        w = inputs[off + 2] if len(inputs) == off + 3 else None
+        if x.dtype not in FLOAT_TYPES:
+            raise UnsupportedError(op, f"argument 'input' has dtype {x.dtype}; the op is defined for "
+                                   f"{', '.join(map(str, FLOAT_TYPES))}")
+        if any(d < 0 for d in x.shape):
+            raise InvalidProblemError(op, "input", "non-negative dimensions", x.shape)
+        if len(x.shape) != 2:
+            raise InvalidProblemError(op, "input", "a 2-D [N, C] tensor (for N-D [N, C, d1, ...] inputs move C last "
+                                      "and flatten to [N*d1*..., C])", x.shape)
+        n, c = x.shape
+        if c < 1:
+            raise InvalidProblemError(op, "input", "at least one class (C >= 1)", x.shape)
+        if t.dtype in INDEX_DTYPES:
+            if t.shape != (n,):
+                raise InvalidProblemError(op, "target", f"class indices of shape {(n,)}", t.shape)
+        elif t.dtype in FLOAT_TYPES and base == "cross_entropy":
+            if t.shape != x.shape:
+                raise InvalidProblemError(op, "target", f"class probabilities of the input's shape {x.shape}", t.shape)
+            if t.dtype != x.dtype:
+                raise DTypeMismatchError(op, "target", str(x.dtype), str(t.dtype))
+        else:
+            kinds = "i64/i32 class indices" + (" or probabilities of the input's dtype" if base == "cross_entropy" else "")
+            raise DTypeMismatchError(op, "target", kinds, str(t.dtype))
+        if w is not None:
+            if w.shape != (c,):
+                raise InvalidProblemError(op, "weight", f"one weight per class, shape {(c,)}", w.shape)
+            if w.dtype != x.dtype:
+                raise DTypeMismatchError(op, "weight", str(x.dtype), str(w.dtype))
+        a = _attrs(op, base, attrs)
+        loss_shape = (n,) if a["reduction"] == "none" else ()
+        if not bw:
+            return a, (TensorSpec(loss_shape, x.dtype),)
+        g = inputs[0]
+        if g.shape != loss_shape:
+            raise InvalidProblemError(op, "grad", f"the loss's shape {loss_shape}", g.shape)
+        if g.dtype != x.dtype:
+            raise DTypeMismatchError(op, "grad", str(x.dtype), str(g.dtype))
+        return a, (TensorSpec(x.shape, x.dtype),)
+    return check
+
+
+# -- backward rules: one fused op each ----------------------------------------------------------
+def _grad_rule(bw_op):
+    def rule(ctx, d, grads, s):
+        names = ("input", "target", "weight")[: len(d.inputs)]
+        return (ctx.op(bw_op, grads[0], *[s[n] for n in names], **d.attr_dict),) + (None,) * (len(d.inputs) - 1)
+    return rule
+
+
+# -- torch peers and drop-in adapters -----------------------------------------------------------
+def _tt(t):
+    import torch
+
+    return t.long() if not torch.is_floating_point(t) else t
+
+
+def _peer_ce(x, t, w=None, reduction="mean", ignore_index=-100, label_smoothing=0.0):
+    import torch.nn.functional as F
+
+    return F.cross_entropy(x, _tt(t), weight=w, ignore_index=ignore_index, reduction=reduction,
+                           label_smoothing=label_smoothing)
+
+
+def _peer_nll(x, t, w=None, reduction="mean", ignore_index=-100):
+    import torch.nn.functional as F
+
+    return F.nll_loss(x, _tt(t), weight=w, ignore_index=ignore_index, reduction=reduction)
+
+
+def _dropin_ce(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+               label_smoothing=0.0):
+    ins = (input, target) if weight is None else (input, target, weight)
+    return ins, {"reduction": legacy_reduction(size_average, reduce, reduction), "ignore_index": ignore_index,
+                 "label_smoothing": float(label_smoothing)}
+
+
+def _dropin_nll(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    ins = (input, target) if weight is None else (input, target, weight)
+    return ins, {"reduction": legacy_reduction(size_average, reduce, reduction), "ignore_index": ignore_index}
+
+
+# -- samples --------------------------------------------------------------------------------------
+def _targets(rng, n, c, ignore=-100, p_ignore=0.2):
+    t = rng.integers(0, c, size=n).astype(np.int64)
+    if n:
+        t[rng.random(n) < p_ignore] = ignore
+    return t
+
+
+def _log_probs(z):
+    if z.size == 0:
+        return z
+    m = z.max(axis=1, keepdims=True)
+    return z - m - np.log(np.exp(z - m).sum(axis=1, keepdims=True))
+
+
+def _fw_cases(rng, base):
+    """(inputs, attrs, name, grad) of the forward samples; the last one has no weight (the plan-reuse test
+    redraws float inputs from N(0, 1), and a mean over random-sign weights would divide by ~0)."""
+    nll = base == "nll_loss"
+    conv = _log_probs if nll else (lambda z: z)
+    out = []
+    # every reduction on a small shape; the wider shapes (multi-row blocks, 300-wide rows) once each
+    for n, c, reds in ((3, 5, _REDUCTIONS), (1, 7, ("mean",)), (33, 65, ("none",)), (6, 300, ("sum",)),
+                       (5, 1, ("mean",))):
+        for red in reds:
+            x = conv(2.0 * rng.standard_normal((n, c)))
+            out.append(((x, _targets(rng, n, c)), {"reduction": red}, f"{n}x{c}-{red}", True))
+    x = conv(rng.standard_normal((4, 6)))
+    w = rng.uniform(0.2, 2.0, 6)
+    for red in _REDUCTIONS:
+        out.append(((x, _targets(rng, 4, 6, ignore=3), w), {"reduction": red, "ignore_index": 3}, f"weight-ign3-{red}", True))
+    out.append(((conv(rng.standard_normal((0, 5))), np.zeros(0, np.int64)), {"reduction": "mean"}, "N=0-mean", False))
+    out.append(((conv(rng.standard_normal((0, 5))), np.zeros(0, np.int64)), {"reduction": "sum"}, "N=0-sum", False))
+    out.append(((conv(rng.standard_normal((0, 5))), np.zeros(0, np.int64), rng.uniform(0.5, 1, 5)),
+                {"reduction": "none"}, "N=0-none-weight", False))
+    out.append(((conv(rng.standard_normal((4, 3))), np.full(4, -100, np.int64)), {"reduction": "sum"}, "all-ignored", True))
+    if not nll:
+        for red in _REDUCTIONS:
+            x = rng.standard_normal((5, 9))
+            out.append(((x, _targets(rng, 5, 9), rng.uniform(0.2, 2.0, 9)), {"reduction": red, "label_smoothing": 0.1},
+                        f"smooth-weight-{red}", True))
+            p = rng.dirichlet(np.ones(9), 5)
+            out.append(((x, p), {"reduction": red, "label_smoothing": 0.2 if red == "sum" else 0.0}, f"prob-{red}", True))
+        out.append(((rng.standard_normal((4, 7)), rng.dirichlet(np.ones(7), 4), rng.uniform(0.2, 2.0, 7)),
+                    {"reduction": "mean", "label_smoothing": 0.05}, "prob-weight-smooth", True))
+        out.append(((2 * rng.standard_normal((7, 33)), _targets(rng, 7, 33)), {"reduction": "mean", "label_smoothing": 0.3},
+                    "smooth-mean", True))
+    else:
+        out.append(((conv(rng.standard_normal((7, 33))), _targets(rng, 7, 33)), {"reduction": "mean"}, "7x33-mean", True))
+    return out
+
+
+def _fw_samples(base):
+    def samples(rng):
+        for ins, attrs, name, grad in _fw_cases(rng, base):
+            yield Sample(ins, attrs, name=name, grad=grad)
+    return samples
+
+
+def _bw_samples(base):
+    def samples(rng):
+        for ins, attrs, name, _ in _fw_cases(rng, base):
+            n = ins[0].shape[0]
+            g = rng.standard_normal((n,) if attrs["reduction"] == "none" else ())
+            yield Sample((g,) + tuple(ins), attrs, name=name, grad=False)
+    return samples
+
+
+def _errors(op):
+    bw = op.endswith("_backward")
+    base = op.replace("_backward", "")
+
+    def mk(x, t, w=None, g=None, **attrs):
+        ins = ((x, t) if w is None else (x, t, w))
+        if bw:
+            ins = ((g if g is not None else ((), x[1])),) + ins
+        return ins
+
+    def errors():
+        f = ((4, 5), "f32")
+        t = ((4,), "i64")
+        yield ErrorCase(mk(((4, 5), "i32"), t, g=((), "i32")), {}, UnsupportedError, r"argument 'input' has dtype i32", "int-input")
+        yield ErrorCase(mk(((2, 5, 3), "f32"), ((2, 3), "i64")), {}, InvalidProblemError, r"argument 'input': expected a 2-D",
+                        "nd-input")
+        yield ErrorCase(mk(f, ((5,), "i64")), {}, InvalidProblemError, r"argument 'target': expected class indices", "target-shape")
+        yield ErrorCase(mk(f, ((4,), "f32")), {}, (InvalidProblemError, DTypeMismatchError), r"argument 'target'", "target-kind")
+        yield ErrorCase(mk(f, t, ((4,), "f32")), {}, InvalidProblemError, r"argument 'weight': expected one weight", "weight-shape")
+        yield ErrorCase(mk(f, t, ((5,), "f16")), {}, DTypeMismatchError, r"argument 'weight': expected dtype f32", "weight-dtype")
+        yield ErrorCase(mk(f, t), {"reduction": "avg"}, InvalidProblemError, r"argument 'reduction'", "bad-reduction")
+        yield ErrorCase(mk(f, t), {"ignore_index": 1.5}, InvalidProblemError, r"argument 'ignore_index'", "bad-ignore")
+        yield ErrorCase(mk(f, t), {"bogus": 1}, InvalidProblemError, r"argument 'bogus'", "bad-attr")
+        yield ErrorCase(mk(((4, 0), "f32"), t), {}, InvalidProblemError, r"at least one class", "no-classes")
+        if base == "cross_entropy":
+            yield ErrorCase(mk(f, t), {"label_smoothing": 1.5}, InvalidProblemError, r"argument 'label_smoothing'", "bad-ls")
+            yield ErrorCase(mk(f, ((4, 5), "f16")), {}, DTypeMismatchError, r"argument 'target': expected dtype f32", "prob-dtype")
+        if bw:
+            yield ErrorCase(((((4,), "f32"),) + mk(f, t)[1:]), {}, InvalidProblemError, r"argument 'grad': expected the loss",
+                            "grad-shape")
+    return errors
+
+
+# -- workloads and cost -------------------------------------------------------------------------
+_WL = ((4096, 128256, DType.bf16), (8192, 32000, DType.bf16), (16384, 1000, DType.f32), (4096, 128256, DType.f32))
+
+
+def _workloads(base):
+    return tuple(Workload(f"{base}-{n}x{c}-{dt}", ((n, c), (n,)), dt, {}, backward=True) for n, c, dt in _WL)
+
+
+def _bw_workloads(base):
+    return tuple(Workload(f"{base}_backward-{n}x{c}-{dt}", ((), (n, c), (n,)), dt, {}) for n, c, dt in _WL[:2])
+
+
+def _cost(desc):
+    """Bytes at the floor: cross_entropy forward reads the logits once; its backward reads them once more from
+    HBM (the second pass is an L2 hit) and writes dinput; nll_loss reads one element per row forward and
+    writes dinput backward. flops: ~5 per logit (max, sub, exp, add, and the gradient's fma)."""
+    bw = desc.op.endswith("_backward")
+    x = desc.inputs[1 if bw else 0]
+    others = sum(t.nbytes for t in desc.inputs if t is not x) + sum(t.nbytes for t in desc.outputs)
+    if desc.op.startswith("nll_loss"):
+        n = x.shape[0]
+        return others + (0 if bw else n * x.dtype.itemsize), 2 * (x.numel if bw else n)
+    return x.nbytes + others, 5 * x.numel
+
+
+def _tol(dt):
+    # one rounding of the output dtype; f32: the lse of rows up to 300 wide and a sum over up to 33 rows
+    return {DType.f64: (1e-10, 1e-12), DType.f32: (2e-5, 2e-6), DType.f16: (1e-2, 1e-3),
+            DType.bf16: (1.6e-2, 1e-2)}[dt]
+
+
+def _register_input_makers():
+    from ..bench.inputs import register_input_maker
+
+    def maker(desc, device, gen):
+        import torch
+
+        bw = desc.op.endswith("_backward")
+        ins = []
+        for i, t in enumerate(desc.inputs):
+            if t.dtype in INDEX_DTYPES:
+                c = desc.inputs[1 if bw else 0].shape[1]
+                ins.append(torch.randint(0, c, t.shape, generator=gen, device="cpu").to(t.dtype.torch).to(device))
+            else:
+                r = torch.randn(t.shape, generator=gen, device="cpu", dtype=torch.float32)
+                ins.append(r.to(t.dtype.torch).to(device))
+        return ins
+
+    for op in LOSS_OPS:
+        register_input_maker(op, maker)
+
+
+_SPECS: dict[str, OpSpec] = {}
+for _base, _peer, _dropin in (("cross_entropy", _peer_ce, _dropin_ce), ("nll_loss", _peer_nll, _dropin_nll)):
+    _bw = f"{_base}_backward"
+    _defaults = {k: _DEFAULTS[k] for k in _ATTRS[_base]}
+    _SPECS[_base] = register_spec(OpSpec(
+        name=_base, family="loss", arg_names=("input", "target", "weight"), check=_check(_base), dtypes=FLOAT_TYPES,
+        defaults=dict(_defaults), torch_peer=_peer, torch_name=f"torch.nn.functional.{_base}", dropin=_dropin,
+        grad=_grad_rule(_bw), saves=("inputs",), differentiable=(0,), samples=_fw_samples(_base),
+        errors=_errors(_base), tol=_tol, workloads=_workloads(_base), cost=_cost, category="loss",
+        doc=f"{_base} over [N, C] inputs: class-index targets with ignore_index and weights"
+            + (", probability targets, label smoothing" if _base == "cross_entropy" else "")
+            + "; reductions none/sum/mean (mean divides by the summed weights of the kept rows, as torch).",
+    ))
+    _SPECS[_bw] = register_spec(OpSpec(
+        name=_bw, family="loss", arg_names=("grad", "input", "target", "weight"), check=_check(_bw),
+        dtypes=FLOAT_TYPES, defaults=dict(_defaults), samples=_bw_samples(_base), errors=_errors(_bw), tol=_tol,
+        workloads=_bw_workloads(_base), cost=_cost, category="loss",
+        doc=f"fused backward of {_base}: d input from grad (the loss's gradient) in one kernel.",
+    ))
+
+try:
+    _register_input_makers()
+except ImportError:   # the bench package is optional at import time
+    pass
+
+
+# == pointwise regression losses: mse_loss, l1_loss, smooth_l1_loss(beta), huber_loss(delta) ==================
+# loss = reduce(f(input - target)); f and f' per op (d = input - target):
+#   mse d^2 | 2d;  l1 |d| | sign d;  smooth_l1 |d| < beta ? d^2 / (2 beta) : |d| - beta / 2 | d / beta or sign d
+#   huber |d| < delta ? d^2 / 2 : delta (|d| - delta / 2) | d or delta sign d
+# Backward op <op>_backward(grad, input, target) -> d input (d target is its negation, via `neg`).
+POINTWISE_LOSSES = {"mse_loss": None, "l1_loss": None, "smooth_l1_loss": ("beta", 1.0), "huber_loss": ("delta", 1.0)}
+
+
+def _pw_attrs(op: str, base: str, attrs: dict) -> dict:
+    par = POINTWISE_LOSSES[base]
+    names = ("reduction",) + ((par[0],) if par else ())
+    unknown = set(attrs) - set(names)
+    if unknown:
+        raise InvalidProblemError(op, sorted(unknown)[0], f"one of the attributes {list(names)}", "an unknown attribute")
+    out = {"reduction": attrs.get("reduction", "mean")}
+    if out["reduction"] not in _REDUCTIONS:
+        raise InvalidProblemError(op, "reduction", "one of 'none', 'mean', 'sum'", repr(out["reduction"]))
+    if par:
+        v = attrs.get(par[0], par[1])
+        ok = not isinstance(v, bool) and isinstance(v, (int, float, np.integer, np.floating))
+        lo_ok = ok and (float(v) >= 0.0 if base == "smooth_l1_loss" else float(v) > 0.0)
+        if not lo_ok:
+            raise InvalidProblemError(op, par[0], "a float >= 0" if base == "smooth_l1_loss" else "a float > 0", repr(v))
+        out[par[0]] = float(v)
+    return out
+
+
+def _pw_check(op: str):
+    base = op.replace("_backward", "")
+    bw = op.endswith("_backward")
+
+    def check(inputs, attrs):
+        k = 3 if bw else 2
+        if len(inputs) != k:
+            raise InvalidProblemError(op, "inputs", f"{k} operands", len(inputs))
+        x, y = inputs[-2], inputs[-1]
+        for name, t in (("input", x), ("target", y)):
+            if t.dtype not in FLOAT_TYPES:
+                raise UnsupportedError(op, f"argument '{name}' has dtype {t.dtype}; the op is defined for "
+                                       f"{', '.join(map(str, FLOAT_TYPES))}")
+            if any(d < 0 for d in t.shape):
+                raise InvalidProblemError(op, name, "non-negative dimensions", t.shape)
+        if y.shape != x.shape:
+            raise InvalidProblemError(op, "target", f"the input's shape {x.shape} (no broadcasting)", y.shape)
+        if y.dtype != x.dtype:
+            raise DTypeMismatchError(op, "target", str(x.dtype), str(y.dtype))
+        a = _pw_attrs(op, base, attrs)
+        loss_shape = x.shape if a["reduction"] == "none" else ()
+        if not bw:
+            return a, (TensorSpec(loss_shape, x.dtype),)
+        g = inputs[0]
+        if g.shape != loss_shape:
+            raise InvalidProblemError(op, "grad", f"the loss's shape {loss_shape}", g.shape)
+        if g.dtype != x.dtype:
+            raise DTypeMismatchError(op, "grad", str(x.dtype), str(g.dtype))
+        return a, (TensorSpec(x.shape, x.dtype),)
+    return check
+
+
+def _pw_grad(bw_op):
+    def rule(ctx, d, grads, s):
+        gi = ctx.op(bw_op, grads[0], s["input"], s["target"], **d.attr_dict)
+        return gi, ctx.op("neg", gi)
+    return rule
+
+
+def _pw_peer(base):
+    def peer(x, y, **attrs):
+        import torch.nn.functional as F
+
+        return getattr(F, base)(x, y, **attrs)
+    return peer
+
+
+def _pw_dropin(base):
+    par = POINTWISE_LOSSES[base]
+    if par is None:
+        def dropin(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+            if weight is not None:
+                raise UnsupportedError(base, "the weight= argument (torch >= 2.6) is not supported")
+            return (input, target), {"reduction": legacy_reduction(size_average, reduce, reduction)}
+    elif base == "smooth_l1_loss":
+        def dropin(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+            return (input, target), {"reduction": legacy_reduction(size_average, reduce, reduction), "beta": beta}
+    else:
+        def dropin(input, target, reduction="mean", delta=1.0, weight=None):
+            if weight is not None:
+                raise UnsupportedError(base, "the weight= argument (torch >= 2.6) is not supported")
+            return (input, target), {"reduction": reduction, "delta": delta}
+    return dropin
+
+
+def _pw_cases(rng, base):
+    par = POINTWISE_LOSSES[base]
+    out = []
+    for shape, red in (((3, 5), "none"), ((3, 5), "sum"), ((3, 5), "mean"), ((7,), "mean"), ((), "sum"),
+                       ((2, 3, 4, 5), "none"), ((33, 65), "mean"), ((0, 4), "mean"), ((0, 4), "sum")):
+        attrs = {"reduction": red}
+        if par and shape == (3, 5):
+            attrs[par[0]] = {"none": 0.5, "sum": 2.0, "mean": par[1]}[red]
+        out.append(((1.5 * rng.standard_normal(shape), rng.standard_normal(shape)), attrs,
+                    f"{shape}-{attrs}", True))
+    if base == "smooth_l1_loss":
+        out.append(((rng.standard_normal((4, 3)), rng.standard_normal((4, 3))), {"reduction": "sum", "beta": 0.0},
+                    "beta=0", True))
+    return out
+
+
+def _pw_samples(base, bw):
+    def samples(rng):
+        for (x, y), attrs, name, grad in _pw_cases(rng, base):
+            if bw:
+                g = rng.standard_normal(x.shape if attrs["reduction"] == "none" else ())
+                yield Sample((g, x, y), attrs, name=name, grad=False)
+            else:
+                yield Sample((x, y), attrs, name=name, grad=grad)
+    return samples
+
+
+def _pw_errors(op):
+    bw = op.endswith("_backward")
+    base = op.replace("_backward", "")
+    par = POINTWISE_LOSSES[base]
+
+    def ins(a, b, g=None):
+        return ((g or ((), a[1])), a, b) if bw else (a, b)
+
+    def errors():
+        f = ((3, 4), "f32")
+        yield ErrorCase(ins(((3, 4), "i32"), ((3, 4), "i32"), ((), "i32")), {}, UnsupportedError, r"dtype i32", "int")
+        yield ErrorCase(ins(f, ((4,), "f32")), {}, InvalidProblemError, r"argument 'target': expected the input's shape",
+                        "shape")
+        yield ErrorCase(ins(f, ((3, 4), "f16")), {}, DTypeMismatchError, r"argument 'target': expected dtype f32", "dtype")
+        yield ErrorCase(ins(f, f), {"reduction": "max"}, InvalidProblemError, r"argument 'reduction'", "reduction")
+        yield ErrorCase(ins(f, f), {"bogus": 1}, InvalidProblemError, r"argument 'bogus'", "attr")
+        if par:
+            yield ErrorCase(ins(f, f), {par[0]: -1.0}, InvalidProblemError, rf"argument '{par[0]}'", "param")
+    return errors
+
+
+def _pw_cost(desc):
+    nbytes = sum(t.nbytes for t in desc.inputs) + sum(t.nbytes for t in desc.outputs)
+    return nbytes, 4 * desc.inputs[-1].numel
+
+
+for _base in POINTWISE_LOSSES:
+    _bw = f"{_base}_backward"
+    _SPECS[_base] = register_spec(OpSpec(
+        name=_base, family="loss", arg_names=("input", "target"), check=_pw_check(_base), dtypes=FLOAT_TYPES,
+        defaults={"reduction": "mean"}, torch_peer=_pw_peer(_base), torch_name=f"torch.nn.functional.{_base}",
+        dropin=_pw_dropin(_base), grad=_pw_grad(_bw), saves=("inputs",), differentiable=(0, 1),
+        samples=_pw_samples(_base, False), errors=_pw_errors(_base), tol=_tol, cost=_pw_cost, category="loss",
+        workloads=(Workload(f"{_base}-16384x4096-bf16", ((16384, 4096), (16384, 4096)), DType.bf16, {}, backward=True),
+                   Workload(f"{_base}-16384x4096-f32", ((16384, 4096), (16384, 4096)), DType.f32, {}, backward=True)),
+        doc=f"{_base}: one fused Triton kernel (elementwise + per-program partial sums + a one-program fold).",
+    ))
+    _SPECS[_bw] = register_spec(OpSpec(
+        name=_bw, family="loss", arg_names=("grad", "input", "target"), check=_pw_check(_bw), dtypes=FLOAT_TYPES,
+        defaults={"reduction": "mean"}, samples=_pw_samples(_base, True), errors=_pw_errors(_bw), tol=_tol,
+        cost=_pw_cost, category="loss", doc=f"fused backward of {_base}: d input in one pass.",
+    ))
