@@ -31,7 +31,8 @@ def test_autograd_matches_torch(spec):
               for i, x in enumerate(sample.inputs)]
         ys = [x.detach().clone().requires_grad_(x.requires_grad) for x in xs]
         ours = bt.call(spec.name, xs, sample.attrs)
-        peer = spec.torch_peer(*ys, **{**spec.defaults, **sample.attrs})
+        attrs = bc.Descriptor.like(spec.name, *[y.detach() for y in ys], **sample.attrs).attr_dict  # normalized
+        peer = spec.torch_peer(*ys, **attrs)
         ours = ours if isinstance(ours, tuple) else (ours,)
         peer = peer if isinstance(peer, (tuple, list)) else (peer,)
         gs = [torch.randn_like(p) if p.is_floating_point() else None for p in peer]

@@ -50,7 +50,7 @@ def cast(x: np.ndarray, dtype: DType) -> np.ndarray:
     if dtype.is_floating or dtype.is_complex:
         return np.asarray(x).astype(dtype.numpy)
     if dtype == DType.bool:
-        return np.asarray(x) > 0
+        return np.asarray(np.asarray(x) > 0)   # 0-d stays an array
     return np.asarray(x).astype(dtype.numpy)
 
 
@@ -110,7 +110,7 @@ def reference_f64(desc: Descriptor, arrays) -> tuple:
     for x, t in zip(arrays, desc.inputs):
         a = to_f64(x)
         ins.append(a)
-        specs.append((t.shape, DType.f64 if t.dtype.is_floating else t.dtype))
+        specs.append((t.shape, DType.f64 if t.dtype.is_floating else DType.c128 if t.dtype.is_complex else t.dtype))
     d64 = Descriptor.make(desc.op, *specs, **desc.attr_dict)
     p = Plan.select(d64, device="cpu", pref=PlanPreference(prefer=(Backend.REFERENCE,)))
     r = p.run(*ins)

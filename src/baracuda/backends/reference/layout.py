@@ -1,0 +1,172 @@
+"""NumPy bodies of the layout family (exact: pure data movement, no upcast needed)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..._core.dtypes import DType
+from ...ops.layout_join import pad_pairs
+from . import register_reference
+
+
+def _perm_movedim(d, x):
+    return np.moveaxis(x, d.attr("source"), d.attr("destination"))
+
+
+def _slice(d, x):
+    idx = [slice(None)] * x.ndim
+    idx[d.attr("dim")] = slice(d.attr("start"), d.attr("end"))
+    return x[tuple(idx)]
+
+
+def _roll(d, x):
+    dims = d.attr("dims")
+    return np.roll(x, d.attr("shifts"), dims) if dims is not None else np.roll(x, d.attr("shifts")[0])
+
+
+def _repeat(d, x):
+    reps = d.attr("repeats")
+    return np.tile(x.reshape((1,) * (len(reps) - x.ndim) + x.shape), reps)
+
+
+def _rinter(d, x):
+    dim = d.attr("dim")
+    return np.repeat(x.reshape(-1) if dim is None else x, d.attr("repeats"), axis=0 if dim is None else dim)
+
+
+def _tri(d, x):
+    fn = np.triu if d.op == "triu" else np.tril
+    return fn(x, d.attr("diagonal")) if x.size else x
+
+
+def _cat(d, *xs):
+    from ...ops.layout_join import cat_inputs
+
+    keep = cat_inputs(d.inputs) or [0]
+    return np.concatenate([xs[i] for i in keep], axis=d.attr("dim"))
+
+
+_NP_MODE = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+
+def _pad_index(n, a, m, mode):
+    """For each of the m output positions along a dim, the input index it reads (-1: constant fill)."""
+    i = np.arange(m) - a
+    if mode == "constant":
+        return np.where((i >= 0) & (i < n), i, -1)
+    if mode == "reflect":
+        i = np.abs(i)
+        return np.where(i >= n, 2 * (n - 1) - i, i)
+    if mode == "replicate":
+        return np.clip(i, 0, n - 1)
+    return i % n
+
+
+def _pad(d, x):
+    pairs = pad_pairs(x.ndim, d.attr("pad"))
+    mode = d.attr("mode")
+    out_shape = tuple(n + a + b for n, (a, b) in zip(x.shape, pairs))
+    out = np.full(out_shape, d.attr("value"), dtype=np.float64 if x.dtype.kind == "f" else x.dtype)
+    if mode == "constant" and x.dtype == np.bool_:
+        out = np.full(out_shape, bool(d.attr("value")))
+    idx = [_pad_index(n, a, m, mode) for n, (a, _), m in zip(x.shape, pairs, out_shape)]
+    valid = np.ones(out_shape, bool)
+    for k, ix in enumerate(idx):
+        shp = [1] * x.ndim
+        shp[k] = -1
+        valid &= (ix >= 0).reshape(shp)
+    if x.size and out.size:
+        src = x[np.ix_(*[np.maximum(ix, 0) for ix in idx])]
+        out[valid] = src[valid]
+    return out
+
+
+def _pad_backward(d, g):
+    shape = d.attr("shape")
+    pairs = pad_pairs(len(shape), d.attr("pad"))
+    out = np.zeros(shape, np.float64)
+    idx = [_pad_index(n, a, m, d.attr("mode")) for n, (a, _), m in zip(shape, pairs, g.shape)]
+    if g.size:
+        np.add.at(out, np.ix_(*idx), g)
+    return out
+
+
+def _full(d):
+    dt = d.attr("dtype")
+    v = d.attr("value")
+    return np.full(d.attr("shape"), v if dt.is_floating else (bool(v) if dt == DType.bool else int(v)))
+
+
+def _scatter(d, x, src):
+    out = x.copy()
+    idx = [slice(None)] * x.ndim
+    dim = d.attr("dim")
+    if d.op == "select_scatter":
+        idx[dim] = d.attr("index")
+    elif d.op == "write_slice":
+        idx[dim] = slice(d.attr("start"), d.attr("start") + src.shape[dim])
+    else:
+        idx[dim] = slice(d.attr("start"), d.attr("end"))
+    out[tuple(idx)] = src
+    return out
+
+
+BODIES = {
+    "contiguous": lambda d, x: x.copy(),
+    "permute": lambda d, x: np.transpose(x, d.attr("dims")),
+    "transpose": lambda d, x: np.swapaxes(x, d.attr("dim0"), d.attr("dim1")) if x.ndim else x,
+    "movedim": _perm_movedim,
+    "slice": _slice,
+    "flip": lambda d, x: np.flip(x, d.attr("dims")) if x.ndim else x,
+    "fliplr": lambda d, x: np.flip(x, 1),
+    "flipud": lambda d, x: np.flip(x, 0),
+    "roll": _roll,
+    "rot90": lambda d, x: np.rot90(x, d.attr("k"), d.attr("dims")),
+    "repeat": _repeat,
+    "tile": _repeat,
+    "repeat_interleave": _rinter,
+    "triu": _tri,
+    "tril": _tri,
+    "cat": _cat,
+    "stack": lambda d, *xs: np.stack(xs, axis=d.attr("dim")),
+    "pad": _pad,
+    "pad_backward": _pad_backward,
+    "full": _full,
+    "slice_scatter": _scatter,
+    "select_scatter": _scatter,
+    "write_slice": _scatter,
+}
+
+for _name, _fn in BODIES.items():
+    register_reference(_name, _fn, upcast_inputs=_name == "pad_backward")   # the one op that adds
+
+
+def _diagonal(d, x):
+    return np.diagonal(x, d.attr("offset"), d.attr("dim1"), d.attr("dim2")).copy()
+
+
+def _diag_write(shape, g, offset, d1, d2, dtype):
+    out = np.zeros(shape, dtype)
+    view = np.diagonal(out, offset, d1, d2)
+    view.setflags(write=True)
+    view[...] = g
+    return out
+
+
+def _diagonal_bw(d, g):
+    return _diag_write(d.attr("shape"), g, d.attr("offset"), d.attr("dim1"), d.attr("dim2"), g.dtype)
+
+
+def _diag_embed(d, x):
+    return _diag_write(d.outputs[0].shape, x, d.attr("offset"), d.attr("dim1"), d.attr("dim2"), x.dtype)
+
+
+def _diag(d, x):
+    k = d.attr("diagonal")
+    if x.ndim == 1:
+        return _diag_write(d.outputs[0].shape, x, k, 0, 1, x.dtype)
+    return np.diagonal(x, k).copy()
+
+
+for _name, _fn in (("diagonal", _diagonal), ("diagonal_backward", _diagonal_bw), ("diag_embed", _diag_embed),
+                   ("diag", _diag)):
+    register_reference(_name, _fn, upcast_inputs=False)

@@ -1,0 +1,489 @@
+"""Layout family, part 1: one-input data movement that materializes a view.
+
+contiguous, permute, movedim, transpose, slice (narrow, step 1), flip/fliplr/flipud, roll, rot90,
+repeat/tile, repeat_interleave (int repeats), triu/tril.  Every op here is an N-d gather: each output
+element reads one input element (or writes 0 for triu/tril), so the Triton backend runs all of them
+through one kernel (backends/triton/layout.py) parametrized by per-dim index maps.
+
+Multi-input ops (cat, stack, pad, full, slice_scatter, select_scatter, write_slice) live in
+``layout_join.py``.  Outputs are always new contiguous tensors; the dtype is the input's (no promotion).
+Backward rules: permute -> inverse permute, flip -> flip, roll -> roll back, rot90(k) -> rot90(-k),
+repeat -> sum over the repeats, slice -> zero-pad back, triu/tril -> the same mask.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._core.dtypes import DType
+from .._core.errors import InvalidProblemError
+from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, default_tol, register_spec
+from ._common import check_nonneg, norm_axis
+
+__all__ = ["LAYOUT_TYPES", "norm_dims_list", "layout_spec", "ints", "Variadic"]
+
+LAYOUT_TYPES = (DType.f64, DType.f32, DType.f16, DType.bf16, DType.i64, DType.i32, DType.i8, DType.u8, DType.bool)
+_KV = (32, 8, 4096, 128)   # a KV-cache block [batch, kv_heads, seq, head_dim]
+
+
+def ints(op: str, arg: str, v, n: int | None = None) -> tuple[int, ...]:
+    """An int or a sequence of ints -> tuple (length n when given)."""
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        v = (int(v),)
+    try:
+        out = tuple(int(x) for x in v)
+        if any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in v):
+            raise TypeError
+    except TypeError:
+        raise InvalidProblemError(op, arg, "an int or a sequence of ints", repr(v)) from None
+    if n is not None and len(out) != n:
+        raise InvalidProblemError(op, arg, f"{n} ints", repr(v))
+    return out
+
+
+def norm_dims_list(op: str, arg: str, dims, rank: int) -> tuple[int, ...]:
+    """Dims in the given order, normalized (negative allowed), duplicates rejected."""
+    out = tuple(norm_axis(op, arg, d, rank) for d in ints(op, arg, dims))
+    if len(set(out)) != len(out):
+        raise InvalidProblemError(op, arg, "distinct dims", repr(dims))
+    return out
+
+
+def _unknown(op, attrs, allowed):
+    extra = set(attrs) - set(allowed)
+    if extra:
+        raise InvalidProblemError(op, sorted(extra)[0], f"one of the attributes {sorted(allowed)}", "an unknown attribute")
+
+
+def _one(op, spec, inputs):
+    if len(inputs) != 1:
+        raise InvalidProblemError(op, "inputs", "1 operand", len(inputs))
+    check_nonneg(op, ("x",), [inputs[0].shape])
+    spec().check_dtypes(inputs)
+    return inputs[0]
+
+
+class Variadic(tuple):
+    """arg_names of a variadic op: shows as ('tensors',), names input i 'tensors[i]' for any i."""
+
+    def __new__(cls, name):
+        self = super().__new__(cls, (name,))
+        self.base = name
+        return self
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return tuple(f"{self.base}[{k}]" for k in range(*i.indices(1 << 20)))
+        return f"{self.base}[{i}]"
+
+
+_REG: dict[str, OpSpec] = {}
+
+
+def _float_only(rule):
+    """Gradients flow to floating inputs only; integer/bool layouts have none (and get no output grad)."""
+    if rule is None:
+        return None
+
+    def grad(ctx, d, grads, saved):
+        if all(g is None for g in grads) or not any(t.dtype.is_floating for t in d.inputs):
+            return (None,) * len(d.inputs)
+        res = tuple(rule(ctx, d, grads, saved))
+        return tuple(r if t.dtype.is_floating else None for r, t in zip(res, d.inputs))
+    return grad
+
+
+def layout_spec(name, check, *, samples, errors, torch_name=None, peer=None, dropin=None, grad=None, defaults=None,
+                workloads=(), arg_names=("x",), dtypes=LAYOUT_TYPES, jax_name=None, doc="", cost=None,
+                differentiable=None, tol=None):
+    """Register a layout op (bit-exact unless ``tol``; saves nothing: every rule needs only shapes)."""
+    spec = register_spec(OpSpec(
+        name=name, family="layout", arg_names=arg_names, check=check, dtypes=dtypes, defaults=defaults or {},
+        torch_peer=peer, torch_name=torch_name, dropin=dropin, jax_name=jax_name, grad=_float_only(grad), saves=(),
+        differentiable=differentiable if differentiable is not None else ((0,) if grad else ()),
+        samples=samples, errors=errors, tol=tol or (lambda dt: (0.0, 0.0)),
+        # repeat/pad backward sum (one rounding each)
+        grad_tol=lambda dt: tuple(2 * t for t in default_tol(dt)), workloads=tuple(workloads),
+        cost=cost, doc=doc))
+    _REG[name] = spec
+    return spec
+
+
+def _spec(name):
+    return lambda: _REG[name]
+
+
+def _out(x, shape):
+    return (TensorSpec(tuple(shape), x.dtype),)
+
+
+def _rng_samples(shapes, attr_sets, grad_max=64):
+    def samples(rng):
+        for shape in shapes:
+            for a in attr_sets(shape):
+                yield Sample((rng.standard_normal(shape),), dict(a), name=f"{shape}{a}",
+                             grad=0 < math.prod(shape) <= grad_max)
+    return samples
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+# -- contiguous ---------------------------------------------------------------------------------------
+def _check_contig(inputs, attrs):
+    _unknown("contiguous", attrs, ())
+    x = _one("contiguous", _spec("contiguous"), inputs)
+    return {}, _out(x, x.shape)
+
+
+layout_spec("contiguous", _check_contig, torch_name="torch.Tensor.contiguous",
+            peer=lambda x: x.contiguous(), grad=lambda ctx, d, g, s: (g[0],),
+            dropin=lambda self, memory_format=None: ((self,), {}) if memory_format in (None, _torch().contiguous_format)
+            else (_ for _ in ()).throw(NotImplementedError("baracuda contiguous: only torch.contiguous_format")),
+            samples=_rng_samples(((7,), (3, 5), (2, 3, 4), (0, 3), ()), lambda s: [{}]),
+            errors=lambda: [ErrorCase((((3,), "f32"),), {"x": 1}, InvalidProblemError, r"argument 'x'", "bad-attr")],
+            workloads=[Workload("contiguous-[8,32,4096,128]-bf16", ((8, 32, 4096, 128),), DType.bf16)],
+            doc="Materialize x in row-major order (the input may be any strided view, e.g. after permute).")
+
+
+# -- permute / transpose / movedim ----------------------------------------------------------------------
+def _check_permute(inputs, attrs):
+    _unknown("permute", attrs, ("dims",))
+    x = _one("permute", _spec("permute"), inputs)
+    if "dims" not in attrs:
+        raise InvalidProblemError("permute", "dims", "a permutation of the dims", "nothing")
+    dims = norm_dims_list("permute", "dims", attrs["dims"], len(x.shape)) if x.shape else ints("permute", "dims", attrs["dims"])
+    if len(dims) != len(x.shape) or (not x.shape and dims):
+        raise InvalidProblemError("permute", "dims", f"a permutation of {len(x.shape)} dims", repr(attrs["dims"]))
+    return {"dims": dims}, _out(x, [x.shape[d] for d in dims])
+
+
+def _inverse(p):
+    inv = [0] * len(p)
+    for i, d in enumerate(p):
+        inv[d] = i
+    return tuple(inv)
+
+
+layout_spec("permute", _check_permute, torch_name="torch.permute", peer=lambda x, dims: x.permute(dims).contiguous(),
+            dropin=lambda input, dims: ((input,), {"dims": tuple(dims)}), jax_name="jax.numpy.transpose",
+            grad=lambda ctx, d, g, s: (ctx.op("permute", g[0], dims=_inverse(d.attr("dims"))),),
+            samples=_rng_samples(((3, 5), (2, 3, 4), (2, 1, 3, 4), (0, 3, 2)),
+                                 lambda s: [{"dims": tuple(reversed(range(len(s))))}, {"dims": (-1,) + tuple(range(len(s) - 1))}]),
+            errors=lambda: [
+                ErrorCase((((3, 4), "f32"),), {"dims": (0, 0)}, InvalidProblemError, r"permute: argument 'dims': expected distinct", "dup"),
+                ErrorCase((((3, 4), "f32"),), {"dims": (0, 2)}, InvalidProblemError, r"argument 'dims': expected an axis in \[-2, 1\]", "range"),
+                ErrorCase((((3, 4), "f32"),), {"dims": (0,)}, InvalidProblemError, r"a permutation of 2 dims", "short")],
+            workloads=[Workload("permute-[8,4096,32,128]->[0,2,1,3]-bf16", ((8, 4096, 32, 128),), DType.bf16,
+                                {"dims": (0, 2, 1, 3)}, backward=True)],
+            doc="Permuted copy (torch.permute(...).contiguous()).")
+
+
+def _check_transpose(inputs, attrs):
+    _unknown("transpose", attrs, ("dim0", "dim1"))
+    x = _one("transpose", _spec("transpose"), inputs)
+    r = len(x.shape)
+    d0 = norm_axis("transpose", "dim0", int(attrs.get("dim0", 0)), r)
+    d1 = norm_axis("transpose", "dim1", int(attrs.get("dim1", 1 if r > 1 else 0)), r)
+    shape = list(x.shape)
+    if shape:
+        shape[d0], shape[d1] = shape[d1], shape[d0]
+    return {"dim0": d0, "dim1": d1}, _out(x, shape)
+
+
+layout_spec("transpose", _check_transpose, torch_name="torch.transpose",
+            peer=lambda x, dim0, dim1: x.transpose(dim0, dim1).contiguous(),
+            dropin=lambda input, dim0, dim1: ((input,), {"dim0": dim0, "dim1": dim1}),
+            grad=lambda ctx, d, g, s: (ctx.op("transpose", g[0], dim0=d.attr("dim0"), dim1=d.attr("dim1")),),
+            samples=_rng_samples(((3, 5), (2, 3, 4), (0, 3)), lambda s: [{"dim0": 0, "dim1": -1}]),
+            errors=lambda: [ErrorCase((((3, 4), "f32"),), {"dim0": 2, "dim1": 0}, InvalidProblemError,
+                                      r"transpose: argument 'dim0': expected an axis in \[-2, 1\], got 2", "range")],
+            workloads=[Workload("transpose-[8,4096,32,128](1,2)-bf16", ((8, 4096, 32, 128),), DType.bf16,
+                                {"dim0": 1, "dim1": 2})],
+            doc="transpose(dim0, dim1), materialized.")
+
+
+def _movedim_perm(rank, src, dst):
+    order = [None] * rank
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(i for i in range(rank) if i not in src)
+    return tuple(o if o is not None else next(rest) for o in order)
+
+
+def _check_movedim(inputs, attrs):
+    op = "movedim"
+    _unknown(op, attrs, ("source", "destination"))
+    x = _one(op, _spec(op), inputs)
+    r = len(x.shape)
+    src = norm_dims_list(op, "source", attrs.get("source", ()), r)
+    dst = norm_dims_list(op, "destination", attrs.get("destination", ()), r)
+    if len(src) != len(dst):
+        raise InvalidProblemError(op, "destination", f"as many dims as source ({len(src)})", len(dst))
+    perm = _movedim_perm(r, src, dst)
+    return {"source": src, "destination": dst}, _out(x, [x.shape[p] for p in perm])
+
+
+layout_spec("movedim", _check_movedim, torch_name="torch.movedim",
+            peer=lambda x, source, destination: x.movedim(source, destination).contiguous(),
+            dropin=lambda input, source, destination: ((input,), {"source": source, "destination": destination}),
+            grad=lambda ctx, d, g, s: (ctx.op("movedim", g[0], source=d.attr("destination"), destination=d.attr("source")),),
+            samples=_rng_samples(((2, 3, 4), (2, 0, 3)), lambda s: [{"source": 0, "destination": -1},
+                                                                    {"source": (0, 2), "destination": (1, 0)}]),
+            errors=lambda: [ErrorCase((((3, 4), "f32"),), {"source": (0, 1), "destination": (0,)}, InvalidProblemError,
+                                      r"movedim: argument 'destination': expected as many dims", "len")],
+            workloads=[Workload("movedim-[8,4096,32,128](2->1)-bf16", ((8, 4096, 32, 128),), DType.bf16,
+                                {"source": 2, "destination": 1})],
+            doc="torch.movedim(source, destination), materialized.")
+
+
+# -- slice (narrow with step 1): the backward of cat / stack / slice_scatter ------------------------------
+def slice_bounds(op, shape, dim, start, end):
+    n = shape[dim]
+    start = 0 if start is None else int(start)
+    end = n if end is None else int(end)
+    start = max(0, min(n, start + n if start < 0 else start))
+    end = max(start, min(n, end + n if end < 0 else end))
+    return start, end
+
+
+def _check_slice(inputs, attrs):
+    op = "slice"
+    _unknown(op, attrs, ("dim", "start", "end", "step"))
+    x = _one(op, _spec(op), inputs)
+    if not x.shape:
+        raise InvalidProblemError(op, "x", "at least 1 dim", x.shape)
+    dim = norm_axis(op, "dim", int(attrs.get("dim", 0)), len(x.shape))
+    if int(attrs.get("step", 1)) != 1:
+        from .._core.errors import UnsupportedError
+
+        raise UnsupportedError(op, f"argument 'step' is {attrs['step']}; only step=1 is supported")
+    start, end = slice_bounds(op, x.shape, dim, attrs.get("start"), attrs.get("end"))
+    shape = list(x.shape)
+    shape[dim] = end - start
+    return {"dim": dim, "start": start, "end": end}, _out(x, shape)
+
+
+def _g_slice(ctx, d, g, s):
+    dim, n = d.attr("dim"), d.inputs[0].shape[d.attr("dim")]
+    return (ctx.op("pad", g[0], pad=pad_for_dim(len(d.inputs[0].shape), dim, d.attr("start"), n - d.attr("end"))),)
+
+
+def pad_for_dim(rank, dim, before, after):
+    """torch.nn.functional.pad's pad tuple (last dim first) padding only ``dim``."""
+    p = [0] * (2 * (rank - dim))
+    p[-2], p[-1] = before, after
+    return tuple(p)
+
+
+layout_spec("slice", _check_slice, torch_name="torch.narrow",
+            peer=lambda x, dim, start, end: x.narrow(dim, start, end - start).contiguous(),
+            dropin=lambda input, dim, start, length: ((input,), {"dim": dim, "start": start, "end": start + length}),
+            grad=_g_slice,
+            samples=_rng_samples(((7,), (3, 5), (2, 6, 4), (0, 4)),
+                                 lambda s: [{"dim": -1, "start": 1, "end": -1}, {"dim": 0, "start": 0, "end": 2}]),
+            errors=lambda: [ErrorCase((((3, 4), "f32"),), {"dim": 2}, InvalidProblemError, r"slice: argument 'dim'", "dim"),
+                            ErrorCase((((), "f32"),), {}, InvalidProblemError, r"at least 1 dim", "scalar")],
+            workloads=[Workload("slice-KV-[32,8,4096,128][:,:,:2048]-bf16", (_KV,), DType.bf16,
+                                {"dim": 2, "start": 0, "end": 2048}, backward=True)],
+            doc="x[..., start:end, ...] along ``dim`` (Python slice clamping; step 1), materialized.")
+
+
+# -- flip / fliplr / flipud / roll / rot90 ------------------------------------------------------------------
+def _check_flip_like(op, fixed=None, min_rank=0):
+    def check(inputs, attrs):
+        _unknown(op, attrs, () if fixed is not None else ("dims",))
+        x = _one(op, _spec(op), inputs)
+        if len(x.shape) < min_rank:
+            raise InvalidProblemError(op, "x", f"at least {min_rank} dims", x.shape)
+        dims = fixed if fixed is not None else attrs.get("dims", ())
+        dims = tuple(sorted(norm_dims_list(op, "dims", dims, len(x.shape)))) if x.shape else ()
+        return ({} if fixed is not None else {"dims": dims}), _out(x, x.shape)
+    return check
+
+
+def _flip_dims(d):
+    return d.attr("dims") if d.op == "flip" else ((1,) if d.op == "fliplr" else (0,))
+
+
+for _name, _fixed, _min in (("flip", None, 0), ("fliplr", (1,), 2), ("flipud", (0,), 1)):
+    layout_spec(
+        _name, _check_flip_like(_name, _fixed, _min), torch_name=f"torch.{_name}",
+        peer=(lambda x, dims: x.flip(dims)) if _name == "flip" else (lambda x, _n=_name: getattr(x, _n)()),
+        dropin=(lambda input, dims: ((input,), {"dims": tuple(dims)})) if _name == "flip" else (lambda input: ((input,), {})),
+        grad=(lambda ctx, d, g, s: (ctx.op(d.op, g[0], **d.attr_dict),)),
+        samples=_rng_samples(((7,), (3, 5), (2, 3, 4), (0, 4)) if _name != "fliplr" else ((3, 5), (2, 3, 4), (0, 4)),
+                             (lambda s: [{"dims": (0,)}, {"dims": tuple(range(len(s)))}]) if _name == "flip" else (lambda s: [{}])),
+        errors=(lambda _n=_name, _m=_min: [ErrorCase((((3,) * max(_m, 1), "f32"),), {"dims": (0, 0)} if _n == "flip" else {"bogus": 1},
+                                                     InvalidProblemError, r"argument '(dims|bogus)'", "bad")]
+                + ([ErrorCase(((( 3,), "f32"),), {}, InvalidProblemError, r"at least 2 dims", "rank")] if _m == 2 else [])),
+        workloads=[Workload(f"{_name}-[4096,4096]-bf16", ((4096, 4096),), DType.bf16, {"dims": (1,)} if _name == "flip" else {})],
+        doc=f"torch.{_name}, materialized.")
+
+
+def _check_roll(inputs, attrs):
+    op = "roll"
+    _unknown(op, attrs, ("shifts", "dims"))
+    x = _one(op, _spec(op), inputs)
+    shifts = ints(op, "shifts", attrs.get("shifts", 0))
+    dims = attrs.get("dims")
+    if dims is None or dims == ():
+        if len(shifts) != 1:
+            raise InvalidProblemError(op, "shifts", "one shift when dims is None", repr(shifts))
+        dims = None
+    else:
+        dims = tuple(norm_axis(op, "dims", d, len(x.shape)) for d in ints(op, "dims", dims))
+        if len(dims) != len(shifts):
+            raise InvalidProblemError(op, "dims", f"as many dims as shifts ({len(shifts)})", repr(attrs["dims"]))
+    return {"shifts": shifts, "dims": dims}, _out(x, x.shape)
+
+
+layout_spec("roll", _check_roll, torch_name="torch.roll",
+            peer=lambda x, shifts, dims: x.roll(shifts, dims) if dims is not None else x.roll(shifts),
+            dropin=lambda input, shifts, dims=None: ((input,), {"shifts": shifts, "dims": dims}),
+            grad=lambda ctx, d, g, s: (ctx.op("roll", g[0], shifts=tuple(-k for k in d.attr("shifts")), dims=d.attr("dims")),),
+            samples=_rng_samples(((7,), (3, 5), (2, 3, 4), (0, 4)),
+                                 lambda s: [{"shifts": 2, "dims": 0}, {"shifts": -9}, {"shifts": (1, -1), "dims": (0, -1)}]
+                                 if len(s) > 1 else [{"shifts": 3, "dims": 0}, {"shifts": -9}]),
+            errors=lambda: [ErrorCase((((3, 4), "f32"),), {"shifts": (1, 2), "dims": (0,)}, InvalidProblemError,
+                                      r"roll: argument 'dims': expected as many dims as shifts", "len"),
+                            ErrorCase((((3, 4), "f32"),), {"shifts": (1, 2)}, InvalidProblemError, r"one shift when dims is None", "flat")],
+            workloads=[Workload("roll-[8,4096,4096]-bf16", ((8, 4096, 4096),), DType.bf16, {"shifts": 7, "dims": 1})],
+            doc="torch.roll (dims=None rolls the flattened tensor).")
+
+
+def _check_rot90(inputs, attrs):
+    op = "rot90"
+    _unknown(op, attrs, ("k", "dims"))
+    x = _one(op, _spec(op), inputs)
+    if len(x.shape) < 2:
+        raise InvalidProblemError(op, "x", "at least 2 dims", x.shape)
+    dims = norm_dims_list(op, "dims", attrs.get("dims", (0, 1)), len(x.shape))
+    if len(dims) != 2:
+        raise InvalidProblemError(op, "dims", "2 dims", repr(attrs.get("dims")))
+    k = int(attrs.get("k", 1)) % 4
+    shape = list(x.shape)
+    if k % 2:
+        shape[dims[0]], shape[dims[1]] = shape[dims[1]], shape[dims[0]]
+    return {"k": k, "dims": dims}, _out(x, shape)
+
+
+layout_spec("rot90", _check_rot90, torch_name="torch.rot90", peer=lambda x, k, dims: x.rot90(k, dims),
+            dropin=lambda input, k=1, dims=(0, 1): ((input,), {"k": k, "dims": tuple(dims)}),
+            grad=lambda ctx, d, g, s: (ctx.op("rot90", g[0], k=-d.attr("k"), dims=d.attr("dims")),),
+            samples=_rng_samples(((3, 5), (2, 3, 4), (0, 4)), lambda s: [{"k": 1}, {"k": 2, "dims": (1, 0)}, {"k": -1, "dims": (0, -1)}]),
+            errors=lambda: [ErrorCase((((3,), "f32"),), {}, InvalidProblemError, r"rot90: argument 'x': expected at least 2 dims", "rank"),
+                            ErrorCase((((3, 4), "f32"),), {"dims": (0, 0)}, InvalidProblemError, r"distinct dims", "dup")],
+            workloads=[Workload("rot90-[64,3,512,512]-bf16", ((64, 3, 512, 512),), DType.bf16, {"k": 1, "dims": (2, 3)})],
+            doc="torch.rot90(k, dims): rotation by 90 degrees k times, from dims[0] towards dims[1].")
+
+
+# -- repeat / tile / repeat_interleave ---------------------------------------------------------------------
+def _check_repeat(op):
+    def check(inputs, attrs):
+        _unknown(op, attrs, ("repeats",))
+        x = _one(op, _spec(op), inputs)
+        reps = ints(op, "repeats", attrs.get("repeats", ()))
+        if any(r < 0 for r in reps):
+            raise InvalidProblemError(op, "repeats", "non-negative repeats", reps)
+        if op == "repeat" and len(reps) < len(x.shape):
+            raise InvalidProblemError(op, "repeats", f"at least {len(x.shape)} repeats (one per dim)", reps)
+        if op == "tile":
+            reps = (1,) * (len(x.shape) - len(reps)) + reps
+        shape = (1,) * (len(reps) - len(x.shape)) + x.shape
+        return {"repeats": reps}, _out(x, [s * r for s, r in zip(shape, reps)])
+    return check
+
+
+def _g_repeat(ctx, d, g, s):
+    reps, xs = d.attr("repeats"), d.inputs[0].shape
+    shape = (1,) * (len(reps) - len(xs)) + xs
+    split = []
+    for r, n in zip(reps, shape):
+        split += [r, n]
+    gr = ctx.reshape(g[0], split)
+    summed = ctx.op("sum", gr, dims=tuple(range(0, 2 * len(reps), 2)), keepdim=False)
+    return (ctx.reshape(summed, xs),)
+
+
+for _name in ("repeat", "tile"):
+    layout_spec(
+        _name, _check_repeat(_name), torch_name="torch.Tensor.repeat" if _name == "repeat" else "torch.tile",
+        peer=(lambda x, repeats: x.repeat(*repeats)),
+        dropin=(lambda self, *sizes: ((self,), {"repeats": tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes}))
+        if _name == "repeat" else (lambda input, dims: ((input,), {"repeats": tuple(dims)})),
+        grad=_g_repeat,
+        samples=_rng_samples(((3,), (2, 3), (2, 1, 3), (0, 2)),
+                             (lambda s: [{"repeats": (2,) * len(s)}, {"repeats": (2,) + (1,) * (len(s) - 1) + (3,)}])
+                             if _name == "repeat" else (lambda s: [{"repeats": (2,)}, {"repeats": (2, 1, 3)}])),
+        errors=lambda _n=_name: [ErrorCase((((3, 4), "f32"),), {"repeats": (2, -1)}, InvalidProblemError,
+                                           rf"{_n}: argument 'repeats': expected non-negative", "neg")]
+        + ([ErrorCase((((3, 4), "f32"),), {"repeats": (2,)}, InvalidProblemError, r"at least 2 repeats", "short")] if _n == "repeat" else []),
+        workloads=[Workload(f"{_name}-[4096,1024]x(1,4)-bf16", ((4096, 1024),), DType.bf16, {"repeats": (1, 4)}, backward=True)],
+        doc=f"torch.{'Tensor.repeat' if _name == 'repeat' else 'tile'}.")
+
+
+def _check_rinter(inputs, attrs):
+    op = "repeat_interleave"
+    _unknown(op, attrs, ("repeats", "dim"))
+    x = _one(op, _spec(op), inputs)
+    r = attrs.get("repeats")
+    if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or r < 0:
+        raise InvalidProblemError(op, "repeats", "a non-negative int (tensor repeats are not supported)", repr(r))
+    dim = attrs.get("dim")
+    if dim is None:
+        return {"repeats": int(r), "dim": None}, _out(x, (math.prod(x.shape) * int(r),))
+    dim = norm_axis(op, "dim", int(dim), len(x.shape))
+    shape = list(x.shape) or [1]
+    shape[dim] *= int(r)
+    return {"repeats": int(r), "dim": dim}, _out(x, shape if x.shape else shape)
+
+
+def _g_rinter(ctx, d, g, s):
+    xs, r, dim = d.inputs[0].shape, d.attr("repeats"), d.attr("dim")
+    flat = (math.prod(xs),) if dim is None else (xs or (1,))
+    dim = 0 if dim is None else dim
+    split = tuple(flat[:dim + 1]) + (r,) + tuple(flat[dim + 1:])
+    summed = ctx.op("sum", ctx.reshape(g[0], split), dims=(dim + 1,), keepdim=False)
+    return (ctx.reshape(summed, xs),)
+
+
+layout_spec("repeat_interleave", _check_rinter, torch_name="torch.repeat_interleave",
+            peer=lambda x, repeats, dim: x.repeat_interleave(repeats, dim),
+            dropin=lambda input, repeats, dim=None, *, output_size=None: ((input,), {"repeats": repeats, "dim": dim}),
+            grad=_g_rinter,
+            samples=_rng_samples(((5,), (2, 3), (2, 3, 2), (0, 2)),
+                                 lambda s: [{"repeats": 2, "dim": -1}, {"repeats": 3, "dim": 0}, {"repeats": 2, "dim": None}]),
+            errors=lambda: [ErrorCase((((3, 4), "f32"),), {"repeats": (1, 2), "dim": 0}, InvalidProblemError,
+                                      r"repeat_interleave: argument 'repeats': expected a non-negative int", "tensor-repeats")],
+            workloads=[Workload("repeat_interleave-GQA-[8,8,4096,128]x4-bf16", ((8, 8, 4096, 128),), DType.bf16,
+                                {"repeats": 4, "dim": 1}, backward=True)],
+            doc="torch.repeat_interleave with an int repeats (the GQA KV-head expansion).")
+
+
+# -- triu / tril -------------------------------------------------------------------------------------------
+def _check_tri(op):
+    def check(inputs, attrs):
+        _unknown(op, attrs, ("diagonal",))
+        x = _one(op, _spec(op), inputs)
+        if len(x.shape) < 2:
+            raise InvalidProblemError(op, "x", "at least 2 dims", x.shape)
+        return {"diagonal": int(attrs.get("diagonal", 0))}, _out(x, x.shape)
+    return check
+
+
+for _name in ("triu", "tril"):
+    layout_spec(_name, _check_tri(_name), torch_name=f"torch.{_name}",
+                peer=(lambda x, diagonal, _n=_name: getattr(x, _n)(diagonal)),
+                dropin=lambda input, diagonal=0: ((input,), {"diagonal": diagonal}),
+                grad=lambda ctx, d, g, s: (ctx.op(d.op, g[0], diagonal=d.attr("diagonal")),),
+                samples=_rng_samples(((4, 4), (3, 5), (2, 3, 4), (0, 3)),
+                                     lambda s: [{"diagonal": 0}, {"diagonal": 1}, {"diagonal": -2}]),
+                errors=lambda _n=_name: [ErrorCase((((3,), "f32"),), {}, InvalidProblemError,
+                                                   rf"{_n}: argument 'x': expected at least 2 dims", "rank")],
+                workloads=[Workload(f"{_name}-[4096,4096]-bf16", ((4096, 4096),), DType.bf16, {"diagonal": 0})],
+                doc=f"torch.{_name}(diagonal): zero the elements {'below' if _name == 'triu' else 'above'} the diagonal.")

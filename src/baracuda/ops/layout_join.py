@@ -1,0 +1,481 @@
+"""Layout family, part 2: ops that join, pad, fill or overwrite.
+
+cat / stack (any number of inputs), pad (torch.nn.functional.pad: constant, reflect, replicate, circular)
+with its fold ``pad_backward``, full (no inputs: shape and dtype are attributes), slice_scatter,
+select_scatter and the seeds' ``write_slice`` (KV-cache append).
+
+write_slice(dst, src, dim, start) returns dst with ``dst.narrow(dim, start, src.shape[dim])`` replaced by
+src; every other extent of src must equal dst's (the seeds' contract, with the range on one axis).
+Out of place it reads dst + src and writes a new tensor.  ``Plan.run(dst, src, out=dst)`` is the in-place
+KV-cache append: only src's bytes are copied, and when the slab is contiguous in dst (every dim before
+``dim`` has size 1, e.g. a [seq, heads, head_dim] cache appended along seq) that is one device memcpy.
+Not differentiable (as in the seeds).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._core.dtypes import DType, as_dtype
+from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
+from .._core.spec import ErrorCase, Sample, TensorSpec, Workload
+from ._common import check_nonneg, norm_axis
+from .._core.spec import default_tol
+from .layout import LAYOUT_TYPES, _KV, Variadic, _unknown, ints, layout_spec, slice_bounds
+
+__all__ = ["PAD_MODES", "cat_inputs"]
+
+PAD_MODES = ("constant", "reflect", "replicate", "circular")
+_ALL = tuple(range(1024))   # "every input" for variadic ops
+
+
+def _same_dtype(op, inputs, names=None):
+    dt = inputs[0].dtype
+    for i, t in enumerate(inputs):
+        if t.dtype != dt:
+            name = names[i] if names else f"tensors[{i}]"
+            raise DTypeMismatchError(op, name, f"{dt} (the dtype of the first input; cast first)", str(t.dtype))
+        if t.dtype not in LAYOUT_TYPES:
+            raise UnsupportedError(op, f"dtype {t.dtype}; the op is defined for {', '.join(map(str, LAYOUT_TYPES))}")
+
+
+def cat_inputs(inputs):
+    """torch.cat's legacy rule: 1-D empty inputs are skipped when other inputs have more dims."""
+    ranks = {len(t.shape) for t in inputs}
+    if max(ranks) > 1:
+        return [i for i, t in enumerate(inputs) if not (t.shape == (0,))]
+    return list(range(len(inputs)))
+
+
+# -- cat / stack -------------------------------------------------------------------------------------------
+def _check_cat(inputs, attrs):
+    op = "cat"
+    _unknown(op, attrs, ("dim",))
+    if not inputs:
+        raise InvalidProblemError(op, "tensors", "at least one tensor", "none")
+    check_nonneg(op, [f"tensors[{i}]" for i in range(len(inputs))], [t.shape for t in inputs])
+    _same_dtype(op, inputs)
+    keep = cat_inputs(inputs)
+    if not keep:
+        keep = [0]
+    first = inputs[keep[0]]
+    if not first.shape:
+        raise InvalidProblemError(op, "tensors[0]", "tensors with at least 1 dim (zero-dim tensors cannot be concatenated)", ())
+    dim = norm_axis(op, "dim", int(attrs.get("dim", 0)), len(first.shape))
+    total = 0
+    for i in keep:
+        s = inputs[i].shape
+        if len(s) != len(first.shape) or any(a != b for j, (a, b) in enumerate(zip(s, first.shape)) if j != dim):
+            raise InvalidProblemError(op, f"tensors[{i}]", f"shape {first.shape} except in dim {dim}", s)
+        total += s[dim]
+    shape = list(first.shape)
+    shape[dim] = total
+    return {"dim": dim}, (TensorSpec(tuple(shape), first.dtype),)
+
+
+def _g_cat(ctx, d, grads, s):
+    dim, g = d.attr("dim"), grads[0]
+    keep = set(cat_inputs(d.inputs))
+    out, off = [], 0
+    for i, t in enumerate(d.inputs):
+        if i not in keep and len(d.outputs[0].shape) > 1:
+            out.append(ctx.op("full", shape=t.shape, value=0.0, dtype=t.dtype))
+            continue
+        n = t.shape[dim]
+        out.append(ctx.op("slice", g, dim=dim, start=off, end=off + n))
+        off += n
+    return tuple(out)
+
+
+def _cat_samples(rng):
+    n = rng.standard_normal
+    yield Sample((n((2, 3)), n((4, 3))), {"dim": 0}, name="rows")
+    yield Sample((n((2, 3, 4)), n((2, 1, 4)), n((2, 0, 4))), {"dim": 1}, name="3-way-with-empty")
+    yield Sample((n((3, 2)), n((3, 5))), {"dim": -1}, name="last")
+    yield Sample((n((2, 3)), n((0,))), {"dim": 0}, name="legacy-empty", grad=False)
+    yield Sample((n((4,)),), {"dim": 0}, name="single")
+
+
+def _cat_errors():
+    yield ErrorCase((((2, 3), "f32"), ((2, 4), "f32")), {"dim": 0}, InvalidProblemError,
+                    r"cat: argument 'tensors\[1\]': expected shape \(2, 3\) except in dim 0", "mismatch")
+    yield ErrorCase((((2, 3), "f32"), ((2, 3), "f16")), {}, DTypeMismatchError, r"argument 'tensors\[1\]'", "dtype")
+    yield ErrorCase((((2, 3), "f32"),), {"dim": 2}, InvalidProblemError, r"cat: argument 'dim'", "dim")
+    yield ErrorCase((), {}, InvalidProblemError, r"at least one tensor", "empty")
+    yield ErrorCase((((), "f32"),), {}, InvalidProblemError, r"zero-dim", "scalar")
+
+
+def _cat_dropin(tensors, dim=0, *, out=None):
+    if out is not None:
+        raise NotImplementedError("baracuda cat drop-in: out= is not supported (Plan.run(out=) is)")
+    return tuple(tensors), {"dim": dim}
+
+
+layout_spec("cat", _check_cat, arg_names=Variadic("tensors"), torch_name="torch.cat", jax_name="jax.numpy.concatenate",
+            peer=lambda *xs, dim: __import__("torch").cat(list(xs), dim), dropin=_cat_dropin, grad=_g_cat,
+            differentiable=_ALL, samples=_cat_samples, errors=_cat_errors,
+            workloads=[Workload("cat-KV-2x[32,8,4096,128]-dim2-bf16", (_KV, _KV), DType.bf16, {"dim": 2}, backward=True),
+                       Workload("cat-3x[8192,4096]-dim1-bf16", ((8192, 4096),) * 3, DType.bf16, {"dim": 1})],
+            doc="torch.cat (same dtype for all inputs; torch's promotion is not applied: cast first).")
+
+
+def _check_stack(inputs, attrs):
+    op = "stack"
+    _unknown(op, attrs, ("dim",))
+    if not inputs:
+        raise InvalidProblemError(op, "tensors", "at least one tensor", "none")
+    check_nonneg(op, [f"tensors[{i}]" for i in range(len(inputs))], [t.shape for t in inputs])
+    _same_dtype(op, inputs)
+    first = inputs[0].shape
+    for i, t in enumerate(inputs):
+        if t.shape != first:
+            raise InvalidProblemError(op, f"tensors[{i}]", f"shape {first} (stack needs equal shapes)", t.shape)
+    dim = norm_axis(op, "dim", int(attrs.get("dim", 0)), len(first) + 1)
+    shape = first[:dim] + (len(inputs),) + first[dim:]
+    return {"dim": dim}, (TensorSpec(shape, inputs[0].dtype),)
+
+
+def _g_stack(ctx, d, grads, s):
+    dim = d.attr("dim")
+    return tuple(ctx.reshape(ctx.op("slice", grads[0], dim=dim, start=i, end=i + 1), t.shape)
+                 for i, t in enumerate(d.inputs))
+
+
+def _stack_samples(rng):
+    n = rng.standard_normal
+    yield Sample((n((2, 3)), n((2, 3))), {"dim": 0}, name="dim0")
+    yield Sample((n((2, 3)), n((2, 3)), n((2, 3))), {"dim": -1}, name="last")
+    yield Sample((n((4,)), n((4,))), {"dim": 1}, name="1d")
+    yield Sample((n((0, 2)), n((0, 2))), {"dim": 1}, name="empty")
+
+
+layout_spec("stack", _check_stack, arg_names=Variadic("tensors"), torch_name="torch.stack", jax_name="jax.numpy.stack",
+            peer=lambda *xs, dim: __import__("torch").stack(list(xs), dim),
+            dropin=lambda tensors, dim=0, *, out=None: (tuple(tensors), {"dim": dim}) if out is None else
+            (_ for _ in ()).throw(NotImplementedError("baracuda stack drop-in: out= is not supported")),
+            grad=_g_stack, differentiable=_ALL, samples=_stack_samples,
+            errors=lambda: [ErrorCase((((2, 3), "f32"), ((3, 2), "f32")), {}, InvalidProblemError,
+                                      r"stack: argument 'tensors\[1\]': expected shape \(2, 3\)", "shape"),
+                            ErrorCase((((2, 3), "f32"),), {"dim": 3}, InvalidProblemError, r"argument 'dim'", "dim")],
+            workloads=[Workload("stack-2x[8,4096,4096]-bf16", ((8, 4096, 4096),) * 2, DType.bf16, {"dim": 0})],
+            doc="torch.stack (same dtype and shape for all inputs).")
+
+
+# -- pad / pad_backward ------------------------------------------------------------------------------------
+def pad_pairs(rank, pad):
+    """torch pad tuple (last dim first) -> per-dim (before, after)."""
+    pairs = [(0, 0)] * rank
+    for k in range(len(pad) // 2):
+        pairs[rank - 1 - k] = (pad[2 * k], pad[2 * k + 1])
+    return pairs
+
+
+def _check_pad(inputs, attrs):
+    op = "pad"
+    _unknown(op, attrs, ("pad", "mode", "value"))
+    if len(inputs) != 1:
+        raise InvalidProblemError(op, "inputs", "1 operand", len(inputs))
+    x = inputs[0]
+    check_nonneg(op, ("input",), [x.shape])
+    _same_dtype(op, inputs, ("input",))
+    pad = ints(op, "pad", attrs.get("pad", ()))
+    mode = attrs.get("mode", "constant")
+    if mode not in PAD_MODES:
+        raise InvalidProblemError(op, "mode", f"one of {PAD_MODES}", repr(mode))
+    r = len(x.shape)
+    if len(pad) % 2 or len(pad) // 2 > r:
+        raise InvalidProblemError(op, "pad", f"an even number of values, at most {2 * r} (2 per padded dim)", pad)
+    value = attrs.get("value")
+    if mode != "constant":
+        if value not in (None, 0, 0.0):
+            raise InvalidProblemError(op, "value", "None for non-constant padding modes", value)
+        k = len(pad) // 2
+        if not (k + 1 <= r <= k + 2) or k > 3:
+            raise UnsupportedError(op, f"{mode} padding of {k} dims needs a {k + 1}-D or {k + 2}-D input (as torch), got {r}-D")
+        if any(p < 0 for p in pad):
+            raise InvalidProblemError(op, "pad", f"non-negative padding for mode '{mode}'", pad)
+    pairs = pad_pairs(r, pad)
+    shape = []
+    for d, (n, (a, b)) in enumerate(zip(x.shape, pairs)):
+        if mode == "reflect" and (a >= n or b >= n) and (a or b):
+            raise InvalidProblemError(op, "pad", f"padding smaller than the input size {n} of dim {d} (reflect)", (a, b))
+        if mode == "circular" and (a > n or b > n):
+            raise InvalidProblemError(op, "pad", f"padding at most the input size {n} of dim {d} (circular)", (a, b))
+        if mode == "replicate" and n == 0 and (a or b):
+            raise InvalidProblemError(op, "pad", f"a non-empty dim {d} to replicate", (a, b))
+        m = n + a + b
+        if m < 0:
+            raise InvalidProblemError(op, "pad", f"a non-negative output size for dim {d}", m)
+        shape.append(m)
+    return ({"pad": pad, "mode": mode, "value": float(value or 0.0) if mode == "constant" else 0.0},
+            (TensorSpec(tuple(shape), x.dtype),))
+
+
+def _g_pad(ctx, d, grads, s):
+    mode, pad = d.attr("mode"), d.attr("pad")
+    if mode == "constant":
+        return (ctx.op("pad", grads[0], pad=tuple(-p for p in pad), mode="constant"),)
+    return (ctx.op("pad_backward", grads[0], pad=pad, mode=mode, shape=d.inputs[0].shape),)
+
+
+def _peer_pad(x, pad, mode, value):
+    import torch.nn.functional as F
+
+    return F.pad(x, pad, mode=mode, value=value) if mode == "constant" else F.pad(x, pad, mode=mode)
+
+
+def _pad_samples(rng):
+    n = rng.standard_normal
+    yield Sample((n((3, 4)),), {"pad": (1, 2), "value": 1.5}, name="const-last")
+    yield Sample((n((2, 3, 4)),), {"pad": (1, 0, -1, 2)}, name="const-negative")
+    yield Sample((n((0, 3)),), {"pad": (1, 1, 2, 0)}, name="const-empty", grad=False)
+    for mode in ("reflect", "replicate", "circular"):
+        yield Sample((n((2, 5)),), {"pad": (2, 3), "mode": mode}, name=f"{mode}-1d")
+        yield Sample((n((1, 3, 4)),), {"pad": (1, 2, 2, 1), "mode": mode}, name=f"{mode}-2d")
+
+
+def _pad_errors():
+    yield ErrorCase((((2, 3), "f32"),), {"pad": (3, 0), "mode": "reflect"}, InvalidProblemError,
+                    r"pad: argument 'pad': expected padding smaller than the input size 3", "reflect-too-big")
+    yield ErrorCase((((2, 3), "f32"),), {"pad": (1,)}, InvalidProblemError, r"an even number", "odd")
+    yield ErrorCase((((2, 3), "f32"),), {"pad": (1, 1), "mode": "wrap"}, InvalidProblemError, r"argument 'mode'", "mode")
+    yield ErrorCase((((3,), "f32"),), {"pad": (-2, -2)}, InvalidProblemError, r"non-negative output size", "crop")
+    yield ErrorCase((((2, 3), "f32"),), {"pad": (4, 0), "mode": "circular"}, InvalidProblemError, r"at most the input size", "circ")
+
+
+layout_spec("pad", _check_pad, arg_names=("input",), torch_name="torch.nn.functional.pad", jax_name="jax.numpy.pad",
+            peer=_peer_pad, defaults={"mode": "constant", "value": None},
+            dropin=lambda input, pad, mode="constant", value=None: ((input,), {"pad": tuple(pad), "mode": mode, "value": value}),
+            grad=_g_pad, samples=_pad_samples, errors=_pad_errors,
+            workloads=[Workload("pad-const-[8,64,512,512]-bf16", ((8, 64, 512, 512),), DType.bf16, {"pad": (1, 1, 1, 1)}, backward=True),
+                       Workload("pad-reflect-[8,64,512,512]-bf16", ((8, 64, 512, 512),), DType.bf16,
+                                {"pad": (3, 3, 3, 3), "mode": "reflect"}, backward=True)],
+            doc="torch.nn.functional.pad; pad lists (before, after) pairs from the last dim backwards.")
+
+
+def _check_pad_bw(inputs, attrs):
+    op = "pad_backward"
+    _unknown(op, attrs, ("pad", "mode", "shape"))
+    if len(inputs) != 1:
+        raise InvalidProblemError(op, "inputs", "1 operand", len(inputs))
+    _same_dtype(op, inputs, ("grad",))
+    shape = ints(op, "shape", attrs.get("shape", ()))
+    fwd_attrs, (o,) = _check_pad((TensorSpec(shape, inputs[0].dtype),), {"pad": attrs.get("pad", ()), "mode": attrs.get("mode")})
+    if o.shape != inputs[0].shape:
+        raise InvalidProblemError(op, "grad", f"shape {o.shape} (the padded output)", inputs[0].shape)
+    return {"pad": fwd_attrs["pad"], "mode": fwd_attrs["mode"], "shape": shape}, (TensorSpec(shape, inputs[0].dtype),)
+
+
+def _pad_bw_samples(rng):
+    n = rng.standard_normal
+    for mode in ("reflect", "replicate", "circular"):
+        yield Sample((n((2, 10)),), {"pad": (2, 3), "mode": mode, "shape": (2, 5)}, name=f"{mode}-1d")
+        yield Sample((n((1, 6, 7)),), {"pad": (1, 2, 2, 1), "mode": mode, "shape": (1, 3, 4)}, name=f"{mode}-2d")
+
+
+def _peer_pad_bw(g, pad, mode, shape):
+    import torch
+
+    x = torch.zeros(shape, dtype=g.dtype, requires_grad=True)
+    y = _peer_pad(x, pad, mode, None)
+    return torch.autograd.grad(y, x, g)[0]
+
+
+layout_spec("pad_backward", _check_pad_bw, arg_names=("grad",), peer=_peer_pad_bw, dtypes=(DType.f64, DType.f32, DType.f16, DType.bf16),
+            tol=lambda dt: tuple(2 * t for t in default_tol(dt)),   # sums up to 3 (reflect) or pad+1 terms
+            samples=_pad_bw_samples,
+            errors=lambda: [ErrorCase((((2, 9), "f32"),), {"pad": (2, 3), "mode": "reflect", "shape": (2, 5)}, InvalidProblemError,
+                                      r"pad_backward: argument 'grad': expected shape \(2, 10\)", "shape")],
+            doc="Gradient of non-constant pad: each input element sums the output elements that read it.")
+
+
+# -- full ------------------------------------------------------------------------------------------------------
+def _check_full(inputs, attrs):
+    op = "full"
+    _unknown(op, attrs, ("shape", "value", "dtype"))
+    if inputs:
+        raise InvalidProblemError(op, "inputs", "no operands (shape and dtype are attributes)", len(inputs))
+    shape = ints(op, "shape", attrs.get("shape", ()))
+    if any(s < 0 for s in shape):
+        raise InvalidProblemError(op, "shape", "non-negative sizes", shape)
+    dt = as_dtype(attrs.get("dtype") or DType.f32)
+    if dt not in LAYOUT_TYPES + (DType.f8e4m3, DType.f8e5m2):
+        raise UnsupportedError(op, f"argument 'dtype' is {dt}")
+    v = attrs.get("value", 0.0)
+    if isinstance(v, (bool, np.bool_)):
+        v = float(v)
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        raise InvalidProblemError(op, "value", "a real number", repr(v)) from None
+    if (dt.is_integer or dt == DType.bool) and (not math.isfinite(v) or v != int(v)):
+        raise InvalidProblemError(op, "value", f"an integer value for {dt}", v)
+    return {"shape": shape, "value": v, "dtype": dt}, (TensorSpec(shape, dt),)
+
+
+def _full_samples(rng):
+    yield Sample((), {"shape": (3, 5), "value": 1.5, "dtype": DType.f32}, name="f32")
+    yield Sample((), {"shape": (7,), "value": -2.0, "dtype": DType.bf16}, name="bf16")
+    yield Sample((), {"shape": (2, 3), "value": 7.0, "dtype": DType.i32}, name="i32")
+    yield Sample((), {"shape": (4,), "value": 1.0, "dtype": DType.bool}, name="bool")
+    yield Sample((), {"shape": (0, 3), "value": 1.0, "dtype": DType.f16}, name="empty")
+    yield Sample((), {"shape": (), "value": float("inf"), "dtype": DType.f64}, name="scalar-inf")
+
+
+def _peer_full(shape, value, dtype):
+    import torch
+
+    from .cast import _widen
+
+    return _widen(torch.full(shape, value, dtype=dtype.torch))
+
+
+def _full_dropin(size, fill_value, *, out=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
+    if out is not None or requires_grad or pin_memory:
+        raise NotImplementedError("baracuda full drop-in: out=/requires_grad/pin_memory are not supported")
+    raise NotImplementedError("baracuda full drop-in: a tensor factory has no tensor inputs to place it; use "
+                              "Plan.select(Descriptor.make('full', shape=..., value=..., dtype=...), device)")
+
+
+layout_spec("full", _check_full, arg_names=(), dtypes=LAYOUT_TYPES, peer=_peer_full, samples=_full_samples,
+            errors=lambda: [ErrorCase((), {"shape": (2, -1)}, InvalidProblemError, r"full: argument 'shape'", "neg"),
+                            ErrorCase((), {"shape": (2,), "value": 1.5, "dtype": "i32"}, InvalidProblemError,
+                                      r"an integer value for i32", "frac"),
+                            ErrorCase((((2,), "f32"),), {"shape": (2,)}, InvalidProblemError, r"no operands", "inputs")],
+            workloads=[Workload("full-[8,4096,4096]-bf16", (), DType.bf16, {"shape": (8, 4096, 4096), "value": 0.0,
+                                                                             "dtype": DType.bf16})],
+            cost=lambda d: (d.outputs[0].nbytes, 0),
+            doc="A tensor of ``shape`` filled with ``value`` (torch.full / fill_).")
+
+
+# -- slice_scatter / select_scatter / write_slice -------------------------------------------------------------
+def _two(op, inputs, names):
+    if len(inputs) != 2:
+        raise InvalidProblemError(op, "inputs", "2 operands", len(inputs))
+    check_nonneg(op, names, [t.shape for t in inputs])
+    _same_dtype(op, inputs, names)
+    return inputs
+
+
+def _check_slice_scatter(inputs, attrs):
+    op = "slice_scatter"
+    _unknown(op, attrs, ("dim", "start", "end", "step"))
+    x, src = _two(op, inputs, ("input", "src"))
+    if not x.shape:
+        raise InvalidProblemError(op, "input", "at least 1 dim", x.shape)
+    dim = norm_axis(op, "dim", int(attrs.get("dim", 0)), len(x.shape))
+    if int(attrs.get("step", 1) or 1) != 1:
+        raise UnsupportedError(op, f"argument 'step' is {attrs['step']}; only step=1 is supported")
+    start, end = slice_bounds(op, x.shape, dim, attrs.get("start"), attrs.get("end"))
+    want = x.shape[:dim] + (end - start,) + x.shape[dim + 1:]
+    if src.shape != want:
+        raise InvalidProblemError(op, "src", f"shape {want}", src.shape)
+    return {"dim": dim, "start": start, "end": end}, (TensorSpec(x.shape, x.dtype),)
+
+
+def _g_slice_scatter(ctx, d, grads, s):
+    g, src = grads[0], d.inputs[1]
+    kw = dict(dim=d.attr("dim"), start=d.attr("start"), end=d.attr("end"))
+    zeros = ctx.op("full", shape=src.shape, value=0.0, dtype=src.dtype)
+    return ctx.op("slice_scatter", g, zeros, **kw), ctx.op("slice", g, **kw)
+
+
+def _check_select_scatter(inputs, attrs):
+    op = "select_scatter"
+    _unknown(op, attrs, ("dim", "index"))
+    x, src = _two(op, inputs, ("input", "src"))
+    if not x.shape:
+        raise InvalidProblemError(op, "input", "at least 1 dim", x.shape)
+    dim = norm_axis(op, "dim", int(attrs.get("dim", 0)), len(x.shape))
+    n = x.shape[dim]
+    idx = int(attrs.get("index", 0))
+    if not -n <= idx < n:
+        raise InvalidProblemError(op, "index", f"an index in [{-n}, {n - 1}]", idx)
+    want = x.shape[:dim] + x.shape[dim + 1:]
+    if src.shape != want:
+        raise InvalidProblemError(op, "src", f"shape {want}", src.shape)
+    return {"dim": dim, "index": idx % n}, (TensorSpec(x.shape, x.dtype),)
+
+
+def _g_select_scatter(ctx, d, grads, s):
+    g, src = grads[0], d.inputs[1]
+    dim, i = d.attr("dim"), d.attr("index")
+    zeros = ctx.op("full", shape=src.shape, value=0.0, dtype=src.dtype)
+    return (ctx.op("select_scatter", g, zeros, dim=dim, index=i),
+            ctx.reshape(ctx.op("slice", g, dim=dim, start=i, end=i + 1), src.shape))
+
+
+def _check_write_slice(inputs, attrs):
+    op = "write_slice"
+    _unknown(op, attrs, ("dim", "start"))
+    dst, src = _two(op, inputs, ("dst", "src"))
+    if not dst.shape:
+        raise InvalidProblemError(op, "dst", "at least 1 dim (rank-0 tensors are not supported)", dst.shape)
+    if len(src.shape) != len(dst.shape):
+        raise InvalidProblemError(op, "src", f"{len(dst.shape)} dims (dst's rank)", src.shape)
+    dim = norm_axis(op, "dim", int(attrs.get("dim", 0)), len(dst.shape))
+    start = int(attrs.get("start", 0))
+    for j, (a, b) in enumerate(zip(src.shape, dst.shape)):
+        if j != dim and a != b:
+            raise InvalidProblemError(op, "src", f"extent {b} in dim {j} (dst's; only dim {dim} is ranged)", src.shape)
+    if not 0 <= start <= dst.shape[dim] - src.shape[dim]:
+        raise InvalidProblemError(op, "start", f"0 <= start <= {dst.shape[dim] - src.shape[dim]} "
+                                               f"(start + src.shape[{dim}] <= dst.shape[{dim}])", start)
+    return {"dim": dim, "start": start}, (TensorSpec(dst.shape, dst.dtype),)
+
+
+def _peer_slice_scatter(x, src, dim, start, end):
+    return x.slice_scatter(src, dim, start, end)
+
+
+def _peer_write_slice(dst, src, dim, start):
+    return dst.slice_scatter(src, dim, start, start + src.shape[dim])
+
+
+def _scatter_samples(kind):
+    def samples(rng):
+        n = rng.standard_normal
+        if kind == "select":
+            yield Sample((n((3, 4)), n((4,))), {"dim": 0, "index": -1}, name="row")
+            yield Sample((n((2, 3, 4)), n((2, 4))), {"dim": 1, "index": 1}, name="mid")
+            yield Sample((n((0, 3)), n((0,))), {"dim": 1, "index": 2}, name="empty", grad=False)
+            return
+        yield Sample((n((5, 3)), n((2, 3))), {"dim": 0, "start": 1, **({"end": 3} if kind == "slice" else {})}, name="dim0")
+        yield Sample((n((2, 6, 3)), n((2, 3, 3))), {"dim": 1, "start": 3, **({"end": 6} if kind == "slice" else {})}, name="mid")
+        yield Sample((n((4, 5)), n((4, 0))), {"dim": 1, "start": 2, **({"end": 2} if kind == "slice" else {})}, name="empty-src")
+    return samples
+
+
+layout_spec("slice_scatter", _check_slice_scatter, arg_names=("input", "src"), torch_name="torch.slice_scatter",
+            peer=_peer_slice_scatter,
+            dropin=lambda input, src, dim=0, start=None, end=None, step=1: ((input, src), {"dim": dim, "start": start, "end": end, "step": step}),
+            grad=_g_slice_scatter, differentiable=(0, 1), samples=_scatter_samples("slice"),
+            errors=lambda: [ErrorCase((((5, 3), "f32"), ((3, 3), "f32")), {"dim": 0, "start": 1, "end": 3}, InvalidProblemError,
+                                      r"slice_scatter: argument 'src': expected shape \(2, 3\)", "shape"),
+                            ErrorCase((((5, 3), "f32"), ((2, 3), "f32")), {"dim": 0, "start": 0, "end": 4, "step": 2},
+                                      UnsupportedError, r"step", "step")],
+            workloads=[Workload("slice_scatter-KV-[32,8,4096,128]<-[..,1024,..]-bf16", (_KV, (32, 8, 1024, 128)), DType.bf16,
+                                {"dim": 2, "start": 1024, "end": 2048}, backward=True)],
+            doc="torch.slice_scatter (step 1).")
+layout_spec("select_scatter", _check_select_scatter, arg_names=("input", "src"), torch_name="torch.select_scatter",
+            peer=lambda x, src, dim, index: x.select_scatter(src, dim, index),
+            dropin=lambda input, src, dim, index: ((input, src), {"dim": dim, "index": index}),
+            grad=_g_select_scatter, differentiable=(0, 1), samples=_scatter_samples("select"),
+            errors=lambda: [ErrorCase((((3, 4), "f32"), ((4,), "f32")), {"dim": 0, "index": 3}, InvalidProblemError,
+                                      r"select_scatter: argument 'index': expected an index in \[-3, 2\]", "index")],
+            workloads=[Workload("select_scatter-[32,8,4096,128]-dim2-bf16", (_KV, (32, 8, 128)), DType.bf16,
+                                {"dim": 2, "index": 4095})],
+            doc="torch.select_scatter.")
+layout_spec("write_slice", _check_write_slice, arg_names=("dst", "src"), peer=_peer_write_slice,
+            samples=_scatter_samples("write"),
+            errors=lambda: [ErrorCase((((5, 3), "f32"), ((2, 3), "f32")), {"dim": 0, "start": 4}, InvalidProblemError,
+                                      r"write_slice: argument 'start': expected 0 <= start <= 3", "range"),
+                            ErrorCase((((5, 3), "f32"), ((2, 4), "f32")), {"dim": 0}, InvalidProblemError,
+                                      r"argument 'src': expected extent 3 in dim 1", "extent"),
+                            ErrorCase((((5, 3), "f32"), ((2, 3), "f16")), {"dim": 0}, DTypeMismatchError, r"argument 'src'", "dtype")],
+            workloads=[Workload("write_slice-KV-append-[16384,8,128]<-[4096,8,128]-bf16", ((16384, 8, 128), (4096, 8, 128)),
+                                DType.bf16, {"dim": 0, "start": 8192}),
+                       Workload("write_slice-[32,8,4096,128]<-[32,8,1,128]-decode-bf16", (_KV, (32, 8, 1, 128)), DType.bf16,
+                                {"dim": 2, "start": 4000})],
+            doc=__doc__.split("\n\n")[1])
