@@ -37,7 +37,7 @@ def block(bt, x, p, heads: int, use_baracuda: bool = True):
 
     def linear_act(h, w, b, act):
         if use_baracuda:
-            return bt.call("linear_act", [h, w, b], {"activation": act})
+            return bt.call("linear_act", [h, w, b], {"activation": act})[0]   # (y, pre): pre is kept for backward
         return torch.nn.functional.gelu(torch.nn.functional.linear(h, w, b), approximate="tanh")
 
     h = rms(x, p["norm1"])

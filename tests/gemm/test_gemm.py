@@ -224,26 +224,28 @@ def test_math_mode_sets_and_restores_flags():
         m.allow_tf32, m.allow_bf16_reduced_precision_reduction, m.allow_fp16_reduced_precision_reduction = before
 
 
-# -- the cuBLAS adapter's logic, on CPU torch (same torch entry points; cuBLAS itself only on a GPU) -------
+# -- the cuBLAS adapter's logic: on a GPU on CUDA tensors (real cuBLAS(Lt) and the Triton activation pass); on
+# the CPU on CPU tensors (the same torch entry points; the Triton pass under TRITON_INTERPRET=1) ----------------
 @needs_triton
 @pytest.mark.parametrize("act,bias,save", [("gelu_tanh", True, False), ("relu", True, False), ("silu", True, False),
                                            ("gelu", False, False), ("relu", False, True), ("silu", True, True)])
-def test_cublas_adapter_logic_on_cpu_tensors(act, bias, save):
+def test_cublas_adapter_logic(act, bias, save):
     from baracuda.backends.nvidia import cublas
 
-    x, w, b = _t(3, 5, 8, seed=1).cpu(), _t(6, 8, seed=2).cpu(), _t(6, seed=3).cpu()
+    x, w, b = _t(3, 5, 8, seed=1), _t(6, 8, seed=2), _t(6, seed=3)
     xs = (x, w, b) if bias else (x, w)
     desc = bc.Descriptor.like("linear_act", *xs, activation=act, save_preact=save)
-    outs = [torch.empty(t.shape, dtype=t.dtype.torch) for t in desc.outputs]
+    outs = [torch.empty(t.shape, dtype=t.dtype.torch, device=TDEV) for t in desc.outputs]
     cublas._bind_linear(desc, bc.PlanPreference())(desc, list(xs), outs, None)
-    pre = torch.nn.functional.linear(*(t.double() for t in xs))
+    pre = torch.nn.functional.linear(*(t.double().cpu() for t in xs))
     fused = act in ("relu", "gelu_tanh") and bias and not save
     want = _ACT_PEER[act](pre)
-    if fused and act == "gelu_tanh":
+    if fused and act == "gelu_tanh" and TDEV == "cpu":
         # torch's CPU _addmm_activation(use_gelu=True) applies erf-gelu; on CUDA it is the cuBLASLt GELU epilogue
         # (tanh approximation) or, on its fallback path, gelu(approximate="tanh") - so on CPU tensors only the
         # adapter's plumbing (fold, transpose, out=) is checked against the same torch call
-        want = torch._addmm_activation(b.double(), x.double().reshape(-1, 8), w.double().T, use_gelu=True).reshape(3, 5, 6)
+        want = torch._addmm_activation(b.double(), x.double().reshape(-1, 8), w.double().T,
+                                       use_gelu=True).reshape(3, 5, 6)
     assert_close(outs[0], want.numpy(), *TOL[torch.float32], f"cublas adapter {act}")
     if save:
         assert_close(outs[1], pre.numpy(), *TOL[torch.float32], "cublas adapter preact")
@@ -251,25 +253,79 @@ def test_cublas_adapter_logic_on_cpu_tensors(act, bias, save):
     assert ("cublasLt(bias+" in route) == fused and ("triton:ew" in route) == (not fused)
 
 
-def test_cublas_gemm_adapter_on_cpu_tensors():
+def test_cublas_adapter_strided_out_and_unfoldable_x():
+    """Non-contiguous out= buffers get a scratch result copied back; an x whose rows do not fold is copied by
+    reshape (never wrong, only slower)."""
     from baracuda.backends.nvidia import cublas
 
-    a, b = _t(2, 7, 5, seed=1).cpu(), _t(3, 7, seed=2).cpu()
-    desc = bc.Descriptor.like("matmul", a, b, trans_a=True, trans_b=True)
-    out = torch.empty(desc.outputs[0].shape)
-    cublas._bind_gemm(desc, bc.PlanPreference())(desc, [a, b], [out], None)
-    assert_close(out, _ref(a.mT, b.mT), *TOL[torch.float32], "cublas adapter matmul")
+    x = _t(3, 10, 8, seed=1)[:, ::2]                   # [3, 5, 8], rows do not fold into one stride
+    w, b = _t(6, 8, seed=2), _t(6, seed=3)
+    desc = bc.Descriptor.like("linear", x, w, b)
+    buf = torch.full((6, 3, 5), float("nan"), device=TDEV)
+    out = buf.permute(1, 2, 0)                         # [3, 5, 6], not contiguous
+    cublas._bind_linear(desc, bc.PlanPreference())(desc, [x, w, b], [out], None)
+    assert_close(out, torch.nn.functional.linear(x.double().cpu(), w.double().cpu(), b.double().cpu()).numpy(),
+                 *TOL[torch.float32], "strided out")
+
+
+@pytest.mark.parametrize("sa,sb,attrs", [((2, 7, 5), (3, 7), {"trans_a": True, "trans_b": True}),
+                                         ((2, 4, 7), (7, 3), {}), ((2, 4, 7), (3, 7), {"trans_b": True}),
+                                         ((5, 7), (7, 3), {}), ((7,), (7, 3), {})])
+def test_cublas_gemm_adapter(sa, sb, attrs):
+    """Including the [batch, M, K] @ [K, N] fold to one 2-D GEMM (contiguous a: views; strided a: matmul)."""
+    from baracuda.backends.nvidia import cublas
+
+    a, b = _t(*sa, seed=1), _t(*sb, seed=2)
+    desc = bc.Descriptor.like("matmul", a, b, **attrs)
+    run = cublas._bind_gemm(desc, bc.PlanPreference())
+    want = _ref(a.mT if attrs.get("trans_a") else a, b.mT if attrs.get("trans_b") else b)
+    out = torch.empty(desc.outputs[0].shape, device=TDEV)
+    run(desc, [a, b], [out], None)
+    assert_close(out, want, *TOL[torch.float32], "cublas adapter matmul")
+    if len(sa) == 3 and not attrs.get("trans_a"):
+        a_strided = _t(sa[0], 2 * sa[1], sa[2], seed=1)[:, ::2]
+        out = torch.empty(desc.outputs[0].shape, device=TDEV)
+        run(desc, [a_strided, b], [out], None)
+        assert_close(out, _ref(a_strided, b.mT if attrs.get("trans_b") else b), *TOL[torch.float32], "strided a")
 
 
 # -- heuristics -----------------------------------------------------------------------------------------
-def test_priorities_prefer_cublas_except_fused_epilogues():
+def test_priorities_prefer_cublas():
+    """Measured on H200: cuBLAS(Lt) + a separate activation pass beats the fused Triton epilogue, so cuBLAS
+    comes first for every GEMM op and activation (Triton stays selectable by preference / autotune)."""
     cuda = bc.Device("cuda")
     tri, cub = _impl("linear_act", Backend.TRITON), _impl("linear_act", Backend.CUBLAS)
-    for act, triton_first in [("silu", True), ("gelu", True), ("gelu_tanh", False), ("relu", False)]:
+    for act in ("silu", "gelu", "gelu_tanh", "relu"):
         d = bc.Descriptor.make("linear_act", ((64, 32), "bf16"), ((16, 32), "bf16"), ((16,), "bf16"), activation=act)
-        assert (tri.prio(d, cuda) > cub.prio(d, cuda)) == triton_first, act
+        assert cub.prio(d, cuda) > tri.prio(d, cuda), act
     d = bc.Descriptor.make("mm", ((64, 32), "bf16"), ((32, 16), "bf16"))
     assert _impl("mm", Backend.CUBLAS).prio(d, cuda) > _impl("mm", Backend.TRITON).prio(d, cuda)
+
+
+def test_save_preact_default_follows_the_backward():
+    """Default: keep the pre-activation where the backward needs it (not relu), as eager does: no recompute GEMM."""
+    shapes = (((8, 6), "f32"), ((4, 6), "f32"), ((4,), "f32"))
+    for act, save in [("gelu_tanh", True), ("gelu", True), ("silu", True), ("relu", False)]:
+        d = bc.Descriptor.make("linear_act", *shapes, activation=act)
+        assert d.attr("save_preact") is save and len(d.outputs) == (2 if save else 1), act
+        ops = [s.op for s in bc.BackwardPlan.select(d, "cpu").skus]
+        assert "linear" not in ops, (act, ops)    # the backward never recomputes the pre-activation
+    d = bc.Descriptor.make("linear_act", *shapes, activation="silu", save_preact=False)
+    assert len(d.outputs) == 1 and "linear" in [s.op for s in bc.BackwardPlan.select(d, "cpu").skus]
+
+
+def test_tile_config_choice():
+    """GPU tile heuristic (pure function of the problem and the SM count; H100/H200: 132 SMs)."""
+    from baracuda.backends.triton.gemm import CONFIGS, choose_config
+
+    large, medium, shallow = (CONFIGS[("half", s)] for s in ("large", "medium", "shallow"))
+    assert choose_config("half", 8192, 8192, 1, 8192, 132) == large
+    assert choose_config("half", 8192, 4096, 1, 4096, 132) == large           # linear 8192x4096->4096
+    assert choose_config("half", 2048, 2048, 32, 128, 132) == shallow         # bmm K=128: store-bound
+    # bmm backward dA = dC @ B^T: N = 128 would fill half of a 256-wide tile (every column computed twice)
+    assert choose_config("half", 2048, 128, 32, 2048, 132) == medium
+    assert choose_config("half", 128, 2048, 32, 2048, 132) == large           # dB = A^T @ dC: M = 128 fits
+    assert choose_config("half", 512, 512, 1, 512, 132).bm == 64             # 16 large tiles: too few for 132 SMs
 
 
 def test_cost_model():
@@ -336,17 +392,20 @@ def test_gpu_tf32_numerics_follow_preference(backend):
 
 # -- offline GPU compile of the Triton kernel (sm90), no GPU needed --------------------------------------------
 _COMPILE_CHECK = textwrap.dedent("""
-    import re, triton, triton.language as tl
+    import os, re, subprocess, tempfile, triton, triton.language as tl
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
     from baracuda.backends.triton import gemm as g
     k = g._gemm_kernel
-    def build(ptr, cfg, prec, act, bias):
+    PTXAS = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
+    def build(ptr, cfg, prec, act, bias, layout="rc"):
+        # layout: storage of A and B ("r": row-major, unit stride along K for A / along N for B; "c": the
+        # transposed view, as trans_a / trans_b and the backward rules pass them); linear is "rc"
         sig = {n: ptr for n in ["a_ptr", "b_ptr", "c_ptr", "bias_ptr", "p_ptr"]}
         names = ["M", "N", "K", "NB1", "TILES", "sa0", "sa1", "sam", "sak", "sb0", "sb1", "sbk", "sbn",
                  "sc0", "sc1", "scm", "scn", "spm", "spn", "s_bias"]
         sig.update({n: "i32" for n in names})
-        ce = {"sak": 1, "sbk": 1, "scn": 1}   # linear: x row-major, W^T column-major
+        ce = {"scn": 1, ("sak" if layout[0] == "r" else "sam"): 1, ("sbn" if layout[1] == "r" else "sbk"): 1}
         ce.update(ACT=g.ACT_FN[act], HAS_BIAS=bias, SAVE_PRE=False, PREC=prec,
                   ACC=tl.float32, EVEN_K=True, HINT_M=True, HINT_N=True, I64=False, DOT_F32=False,
                   BM=cfg.bm, BN=cfg.bn, BK=cfg.bk, GROUP_M=cfg.group_m)
@@ -356,10 +415,27 @@ _COMPILE_CHECK = textwrap.dedent("""
         c = triton.compile(ASTSource(fn=k, signature=sig, constexprs=ce, attrs=attrs),
                            target=GPUTarget("cuda", 90, 32), options=dict(num_warps=cfg.warps, num_stages=cfg.stages))
         stage = (cfg.bm + cfg.bn) * cfg.bk * (2 if ptr == "*bf16" else 4)
-        assert "wgmma.mma_async" in c.asm["ptx"], "no wgmma"
-        assert c.metadata.shared >= cfg.stages * stage, ("not pipelined", c.metadata.shared, stage)
-    build("*bf16", g.CONFIGS[("half", "large")], "ieee", "silu", True)
+        ptx = c.asm["ptx"]
+        assert "wgmma.mma_async" in ptx, ("no wgmma", layout)
+        assert c.metadata.shared >= cfg.stages * stage, ("not pipelined", layout, c.metadata.shared, stage)
+        # 16-byte async copies (cp.async ..., 16): the operand loads are vectorized along the unit stride
+        assert re.search(r"cp\.async\.cg\.shared\.global[^;]*, (16|0x10)", ptx), ("loads not 16 B", layout)
+        with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
+            f.write(ptx)
+        r = subprocess.run([PTXAS, "-v", "--gpu-name=sm_90a", f.name, "-o", os.devnull], capture_output=True, text=True)
+        os.unlink(f.name)
+        regs = int(re.search(r"Used (\d+) registers", r.stderr).group(1))
+        assert " 0 bytes spill stores" in r.stderr, ("spills", layout, r.stderr)
+        return c.metadata.shared, regs
+    for layout in ("rr", "rc", "cr", "cc"):   # every trans_a / trans_b combination pipelines the same way
+        build("*bf16", g.CONFIGS[("half", "large")], "ieee", "silu" if layout == "rc" else "none", layout == "rc",
+              layout)
     build("*fp32", g.CONFIGS[("tf32", "large")], "tf32", "gelu_tanh", True)
+    # shallow K: two CTAs must fit on one SM (228 KB shared memory, 64K registers) so that one's stores
+    # overlap the other's loads
+    cfg = g.CONFIGS[("half", "shallow")]
+    shared, regs = build("*bf16", cfg, "ieee", "none", False, "rr")
+    assert 2 * (shared + 1024) <= 228 * 1024 and 2 * regs * 32 * cfg.warps <= 65536, (shared, regs)
     print("ok")
 """)
 

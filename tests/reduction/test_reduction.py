@@ -1,10 +1,16 @@
 """Reduction semantics the generic spec-driven suite does not reach: NaN, ties, empty reductions,
 ``dtype=`` narrowing, accuracy on large-mean data, the two-stage (split) path, the amax tie-split
-gradient and the drop-in signatures."""
+gradient, the drop-in signatures, and an offline sm_90 compile (registers, spills, vector loads)."""
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
+import triton
 
 torch = pytest.importorskip("torch")
 
@@ -131,8 +137,8 @@ def test_split_two_stage(split, shape, dims):
 def test_split_workspace_is_declared(split):
     desc = bc.Descriptor.make("argmax", ((203,), "bf16"))
     plan = forced_plan(desc, DEVICE, Backend.TRITON)
-    S = int(plan.sku.route.rsplit("split", 1)[1])   # 203 rows in splits of 16 (a multiple of the R-block 8)
-    assert S == 13
+    S = int(plan.sku.route.rsplit("split", 1)[1])   # 203 in splits of 8 (32 programs, the R-block is 8)
+    assert S == 26
     assert plan.workspace_size >= S * (4 + 8)   # f32 partial values + i64 partial indices
     with pytest.raises(bc.WorkspaceTooSmallError):
         plan.run(torch.randn(203).to(torch.bfloat16).to(TDEV), workspace=torch.empty(8, dtype=torch.uint8, device=TDEV))
@@ -182,3 +188,55 @@ def test_dropin_signatures():
         got = getattr(bt, name)(*args, **kw)
         assert got.dtype == want.dtype and got.shape == want.shape, (name, args, kw)
         torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+
+
+# -- offline sm_90 compile of the benchmark configurations (Triton's bundled ptxas/cuobjdump, no GPU) -----
+_COMPILE_CHECK = textwrap.dedent("""
+    import os, re, subprocess, tempfile, triton, triton.language as tl
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from baracuda.backends.triton import reduction as r
+    BIN = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
+    def build(outer, R, inner, ptr, item, mode):
+        kind, b0, b1, n, S, chunk = r._blocks(outer, R, inner, item, mode == r._ARG)
+        sig = {"x_ptr": ptr, "xi_ptr": "*i64", "out_ptr": "*fp32", "oi_ptr": "*i64"}
+        ce = dict(MODE=mode, NEG_IN=False, NEG_OUT=False, IDX_IN=False, WRITE_VAL=mode != r._ARG,
+                  WRITE_IDX=mode == r._ARG, DIVIDE=False, ACC=tl.float32, I64=False)
+        if kind == "row":
+            k, ints = r._row_kernel, ["M", "R", "chunk", "sxm", "S", "count"]
+            ce.update(sxr=1, BLOCK_M=b0, BLOCK_N=b1)
+            per = 16 if mode == r._ARG else r._THREAD_BYTES
+            warps = min(8, max(1, triton.next_power_of_2(b0 * b1 * item // (32 * per))))
+        else:
+            k, ints = r._col_kernel, ["inner", "R", "chunk", "sxo", "sxr", "S", "n_iblk", "count"]
+            ce.update(sxi=1, BLOCK_R=b0, BLOCK_I=b1)
+            warps = r._COL_WARPS
+        sig.update({n_: "i32" for n_ in ints})
+        sig.update({n_: "constexpr" for n_ in ce})
+        div = [n_ for n_ in sig if sig[n_] != "constexpr" and n_ not in ("S", "n_iblk")]
+        attrs = {(k.arg_names.index(n_),): [["tt.divisibility", 16]] for n_ in div}
+        c = triton.compile(ASTSource(fn=k, signature=sig, constexprs=ce, attrs=attrs),
+                           target=GPUTarget("cuda", 90, 32), options=dict(num_warps=warps))
+        p = os.path.join(tempfile.mkdtemp(), "k.cubin")
+        open(p, "wb").write(c.asm["cubin"])
+        res = subprocess.run([os.path.join(BIN, "cuobjdump"), "-res-usage", p], capture_output=True, text=True).stdout
+        regs, local = (int(re.search(key + r":(\\d+)", res).group(1)) for key in ("REG", "LOCAL"))
+        sass = subprocess.run([os.path.join(BIN, "cuobjdump"), "-sass", p], capture_output=True, text=True).stdout
+        assert local == 0, (kind, mode, "spills", res)
+        assert regs <= 64, (kind, mode, b0, b1, "regs", regs)      # >= 4 programs of 256 threads per SM
+        assert "LDG.E.128" in sass, (kind, mode, "loads not 16 B vectors")
+    for mode in (r._SUM, r._MAX, r._ARG):
+        build(16384, 4096, 1, "*bf16", 2, mode)       # last axis, one [2, 4096] tile per program
+        build(1, 4096, 16384, "*bf16", 2, mode)       # first axis, split, [8, 1024] tiles
+        build(1, 16384, 4096, "*fp32", 4, mode)       # first axis f32
+        build(1, 64 << 20, 1, "*fp32", 4, mode)       # all-reduce stage 1
+    print("ok")
+""")
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin",
+                                                    "cuobjdump")), reason="Triton's bundled cuobjdump not found")
+def test_kernels_compile_for_sm90_without_spills():
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    r = subprocess.run([sys.executable, "-c", _COMPILE_CHECK], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]

@@ -1,8 +1,21 @@
-"""Elementwise family: unary, binary (broadcasting, torch type promotion) and the backward helpers.
+"""Elementwise family: one table mechanism (``EwDef``) for unary, binary, ternary and gated ops.
 
-One table, ``EW_OPS``: adding an op is one ``EwDef`` row here, one NumPy body in
-``backends/reference/elementwise.py`` and one Triton body in ``backends/triton/elementwise.py``.
-Backward rules compose other baracuda ops through ``ctx`` (see ``_core/plan.py``).
+Adding an op is one ``EwDef`` row (here, in ``ew_math.py``, ``ew_binary.py`` or ``activation.py``), one
+NumPy body in ``backends/reference/elementwise.py`` and one Triton body in ``backends/triton/``.
+``add_ew_ops`` turns rows into ``OpSpec``s: shape rule (broadcast, or the gated split), dtype rule, samples,
+error cases, workloads, and — for rows with ``bw`` — an internal ``<op>_backward(g, saved)`` op plus the
+backward rule that calls it.
+
+Dtype rule (torch's): the operands named by ``value_args`` are promoted with torch's priority rule
+(dimensioned tensors > 0-d tensors; Python scalars arrive as 0-d tensors from the drop-in adapters, see
+``weak_scalar_dtype``), then ``out`` maps the promoted type to the output: "promote"/"same" keep it,
+"float" turns integers and bool into f32 (torch's default dtype, e.g. ``exp(int)`` and true division),
+"bool" gives bool (comparisons, isnan, logical ops).
+
+>>> import numpy as np, baracuda as bc
+>>> d = bc.Descriptor.make("add", ((2, 3), "i32"), ((3,), "i64"))
+>>> d.outputs[0].dtype
+DType.i64
 """
 from __future__ import annotations
 
@@ -12,11 +25,19 @@ from typing import Callable
 import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType, result_type
-from .._core.errors import InvalidProblemError
-from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from ._common import ODD_SHAPES, broadcast_shapes
+from .._core.errors import InvalidProblemError, UnsupportedError
+from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, default_tol, register_spec
+from ._common import broadcast_shapes, norm_axis
 
-__all__ = ["EwDef", "EW_OPS"]
+__all__ = ["EwDef", "EW_OPS", "EW_SPECS", "add_ew_ops", "ew_result_type", "ew_compute_dtype", "weak_scalar_dtype",
+           "FLOAT", "INT", "BOOL", "NUM", "ALL", "tp", "check_float", "dropin_ew"]
+
+FLOAT = FLOAT_TYPES
+INT = (DType.i64, DType.i32, DType.i16, DType.i8, DType.u8)
+BOOL = (DType.bool,)
+NUM = FLOAT + INT
+ALL = NUM + BOOL
+_CAT = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
 
 
 @dataclass(frozen=True)
@@ -30,160 +51,102 @@ class EwDef:
     saves: tuple = ("inputs",)
     defaults: dict = field(default_factory=dict)
     check_attrs: Callable | None = None       # (op, attrs) -> attrs, raises on bad values
-    domain: str = "any"                       # sample domain: any | positive | nonzero
+    # sample domain, one for all operands or a tuple (one per operand); see ``_DOMAINS``
+    domain: str | tuple = "any"
+    avoid: tuple = ()                         # kinks: samples stay >= 0.05 away from these points
     internal: bool = False                    # a backward helper: not part of the drop-in namespaces
-    dtypes: tuple = FLOAT_TYPES
+    dtypes: tuple = FLOAT
+    out: str = "promote"                      # "promote" | "same" | "float" | "bool"
+    dtype_rule: Callable | None = None        # (op, inputs, attrs, promoted) -> out dtype (overrides ``out``)
+    value_args: tuple | None = None           # operands that take part in promotion (default: all)
+    arg_dtypes: dict = field(default_factory=dict)   # operand index -> its own dtype set (e.g. where's cond)
+    shape: str = "broadcast"                  # "broadcast" | "gated" (split ``dim`` in halves)
+    attr_samples: tuple = ({},)
+    bw: str | None = None                     # "x" | "out": generate ``<name>_backward(g, x|out)``
+    bw_peer: Callable | None = None           # torch peer of the generated backward (default: autograd)
+    dropin: Callable | None = None
+    tol: Callable | None = None
+    lean: bool = False                        # fewer samples (internal helpers, keeps interpreter CI short)
+    diff_args: tuple | None = None            # operands that get gradients (default: value_args, or all)
+    same_shape: bool = False                  # samples give every operand the same shape (backward helpers)
+    doc: str = ""
 
 
-def _arg_names(arity: int):
-    return ("x",) if arity == 1 else ("a", "b", "c")[:arity]
+EW_OPS: dict[str, EwDef] = {}
+EW_SPECS: dict[str, OpSpec] = {}
 
 
-# -- backward rules (ctx.op runs other baracuda ops; ctx.reduce_to sums broadcast grads back) ----
-def _g_neg(ctx, d, grads, s):
-    return (ctx.op("neg", grads[0]),)
+def _arg_names(e: EwDef):
+    if e.shape == "gated" or e.arity == 1:
+        return ("x",)
+    return ("a", "b", "c")[:e.arity]
 
 
-def _g_exp(ctx, d, grads, s):
-    return (ctx.op("mul", grads[0], s["out"]),)
+# -- dtype rule ----------------------------------------------------------------------------------
+def ew_result_type(specs) -> DType:
+    """torch's promotion with priorities: dimensioned tensors win over 0-d tensors unless a 0-d tensor
+    has a higher category (bool < integer < float), in which case the 0-d tensors of that category decide."""
+    dims = [t.dtype for t in specs if len(t.shape) > 0]
+    zero = [t.dtype for t in specs if len(t.shape) == 0]
+    if not dims:
+        return result_type(*zero)
+    r = result_type(*dims)
+    if zero:
+        z = result_type(*zero)
+        if _CAT[z.kind] > _CAT[r.kind]:
+            r = z
+    return r
 
 
-def _g_log(ctx, d, grads, s):
-    return (ctx.op("div", grads[0], s["x"]),)
+def weak_scalar_dtype(value, tensor_dtypes, any_dimensioned: bool) -> DType:
+    """The 0-d dtype a Python scalar becomes in a drop-in call, so that ``ew_result_type`` then gives
+    torch's answer for (tensors, Python scalar): bool -> bool, int -> i64, float -> f32 (the defaults);
+    when every operand is 0-d the scalar is weakest, so it takes the tensors' dtype where its category
+    is not higher (``tensor(1, dtype=bf16) + 1.5`` stays bf16)."""
+    d = DType.bool if isinstance(value, bool) else DType.i64 if isinstance(value, int) else DType.f32
+    if not any_dimensioned and tensor_dtypes:
+        r = result_type(*tensor_dtypes)
+        if _CAT[r.kind] >= _CAT[d.kind]:
+            return r
+    return d
 
 
-def _g_tanh(ctx, d, grads, s):
-    return (ctx.op("tanh_backward", grads[0], s["out"]),)
+_OUT_RULE = {
+    "promote": lambda r: r,
+    "same": lambda r: r,
+    "float": lambda r: r if r.is_floating else DType.f32,
+    "bool": lambda r: DType.bool,
+}
 
 
-def _g_relu(ctx, d, grads, s):
-    return (ctx.op("relu_backward", grads[0], s["x"]),)
+def _value_specs(e: EwDef, inputs):
+    idx = e.value_args if e.value_args is not None else range(len(inputs))
+    return [inputs[i] for i in idx]
 
 
-def _g_gelu(ctx, d, grads, s):
-    return (ctx.op("gelu_backward", grads[0], s["x"], approximate=d.attr("approximate")),)
+def ew_compute_dtype(desc) -> DType:
+    """The dtype a kernel computes in: f64 when the promoted operands or the output are f64, f32 for every
+    other float (half types compute in f32), the integer type itself for integer math (wrap-around like
+    torch), and bool for pure-bool math (kernels hold it as 0/1 int8)."""
+    e = EW_OPS[desc.op]
+    r = ew_result_type(_value_specs(e, desc.inputs))
+    out = desc.outputs[0].dtype
+    if r.is_floating or out.is_floating:
+        return DType.f64 if DType.f64 in (r, out) else DType.f32
+    return r
 
 
-def _g_silu(ctx, d, grads, s):
-    return (ctx.op("silu_backward", grads[0], s["x"]),)
-
-
-def _g_add(ctx, d, grads, s):
-    g = grads[0]
-    alpha = d.attr("alpha")
-    gb = g if alpha == 1.0 else ctx.op("mul_scalar", g, scalar=alpha)
-    return ctx.reduce_to(g, d.inputs[0].shape), ctx.reduce_to(gb, d.inputs[1].shape)
-
-
-def _g_sub(ctx, d, grads, s):
-    g = grads[0]
-    alpha = d.attr("alpha")
-    gb = ctx.op("neg", g) if alpha == 1.0 else ctx.op("mul_scalar", g, scalar=-alpha)
-    return ctx.reduce_to(g, d.inputs[0].shape), ctx.reduce_to(gb, d.inputs[1].shape)
-
-
-def _g_mul(ctx, d, grads, s):
-    g = grads[0]
-    return ctx.reduce_to(ctx.op("mul", g, s["b"]), d.inputs[0].shape), ctx.reduce_to(ctx.op("mul", g, s["a"]), d.inputs[1].shape)
-
-
-def _g_div(ctx, d, grads, s):
-    g = grads[0]
-    return (ctx.reduce_to(ctx.op("div", g, s["b"]), d.inputs[0].shape),
-            ctx.reduce_to(ctx.op("div_backward_b", g, s["a"], s["b"]), d.inputs[1].shape))
-
-
-def _g_mul_scalar(ctx, d, grads, s):
-    return (ctx.op("mul_scalar", grads[0], scalar=d.attr("scalar")),)
-
-
-def _check_gelu(op, attrs):
-    if attrs["approximate"] not in ("none", "tanh"):
-        raise InvalidProblemError(op, "approximate", "'none' or 'tanh'", repr(attrs["approximate"]))
-    return attrs
-
-
-def _check_float(name):
-    def check(op, attrs):
-        try:
-            attrs[name] = float(attrs[name])
-        except (TypeError, ValueError):
-            raise InvalidProblemError(op, name, "a real number", repr(attrs[name])) from None
-        return attrs
-    return check
-
-
-def _tp(name):
-    """torch peer: torch.<name> or torch.nn.functional.<name>, resolved lazily."""
-    def peer(*xs, **kw):
-        import torch
-        import torch.nn.functional as F
-
-        fn = getattr(torch, name, None) or getattr(F, name)
-        return fn(*xs, **kw)
-    return peer
-
-
-def _peer_gelu_bw(g, x, approximate):
-    import torch
-
-    return torch.ops.aten.gelu_backward(g, x, approximate=approximate)
-
-
-def _peer_silu_bw(g, x):
-    import torch
-
-    return torch.ops.aten.silu_backward(g, x)
-
-
-def _peer_tanh_bw(g, y):
-    import torch
-
-    return torch.ops.aten.tanh_backward(g, y)
-
-
-def _peer_relu_bw(g, x):
-    import torch
-
-    return torch.ops.aten.threshold_backward(g, x, 0)
-
-
-def _peer_div_bw_b(g, a, b):
-    return -g * a / (b * b)
-
-
-_G = dict(grad=None)
-EW_OPS: dict[str, EwDef] = {e.name: e for e in [
-    # unary
-    EwDef("neg", 1, _tp("neg"), "torch.neg", "jax.lax.neg", _g_neg, saves=()),
-    EwDef("exp", 1, _tp("exp"), "torch.exp", "jax.lax.exp", _g_exp, saves=("outputs",)),
-    EwDef("log", 1, _tp("log"), "torch.log", "jax.lax.log", _g_log, domain="positive"),
-    EwDef("tanh", 1, _tp("tanh"), "torch.tanh", "jax.lax.tanh", _g_tanh, saves=("outputs",)),
-    EwDef("relu", 1, _tp("relu"), "torch.nn.functional.relu", "jax.nn.relu", _g_relu, domain="nonzero"),
-    EwDef("gelu", 1, _tp("gelu"), "torch.nn.functional.gelu", "jax.nn.gelu", _g_gelu,
-          defaults={"approximate": "none"}, check_attrs=_check_gelu),
-    EwDef("silu", 1, _tp("silu"), "torch.nn.functional.silu", "jax.nn.silu", _g_silu),
-    EwDef("mul_scalar", 1, lambda x, scalar: x * scalar, "torch.mul (Python scalar)", "jax.lax.mul", _g_mul_scalar,
-          saves=(), defaults={"scalar": 1.0}, check_attrs=_check_float("scalar")),
-    # binary (broadcasting)
-    EwDef("add", 2, _tp("add"), "torch.add", "jax.lax.add", _g_add, saves=(), defaults={"alpha": 1.0},
-          check_attrs=_check_float("alpha")),
-    EwDef("sub", 2, _tp("sub"), "torch.sub", "jax.lax.sub", _g_sub, saves=(), defaults={"alpha": 1.0},
-          check_attrs=_check_float("alpha")),
-    EwDef("mul", 2, _tp("mul"), "torch.mul", "jax.lax.mul", _g_mul),
-    EwDef("div", 2, _tp("div"), "torch.div", "jax.lax.div", _g_div, domain="nonzero"),
-    # backward helpers (binary/ternary elementwise kernels from the same template)
-    EwDef("tanh_backward", 2, _peer_tanh_bw, "aten.tanh_backward", internal=True),
-    EwDef("relu_backward", 2, _peer_relu_bw, "aten.threshold_backward", internal=True, domain="nonzero"),
-    EwDef("gelu_backward", 2, _peer_gelu_bw, "aten.gelu_backward", internal=True,
-          defaults={"approximate": "none"}, check_attrs=_check_gelu),
-    EwDef("silu_backward", 2, _peer_silu_bw, "aten.silu_backward", internal=True),
-    EwDef("div_backward_b", 3, _peer_div_bw_b, None, internal=True, domain="nonzero"),
-]}
+def _check_dtypes(e: EwDef, inputs):
+    names = _arg_names(e)
+    for i, t in enumerate(inputs):
+        allowed = e.arg_dtypes.get(i, e.dtypes)
+        if t.dtype not in allowed:
+            raise UnsupportedError(e.name, f"argument '{names[i] if i < len(names) else i}' has dtype {t.dtype}; "
+                                   f"the op is defined for {', '.join(map(str, allowed))}")
 
 
 def _make_check(e: EwDef):
-    names = _arg_names(e.arity)
+    names = _arg_names(e)
 
     def check(inputs, attrs):
         op = e.name
@@ -196,84 +159,314 @@ def _make_check(e: EwDef):
         a = {**e.defaults, **attrs}
         if e.check_attrs:
             a = e.check_attrs(op, a)
-        spec = EW_SPECS[op]
-        spec.check_dtypes(inputs)
+        _check_dtypes(e, inputs)
+        r = ew_result_type(_value_specs(e, inputs))
+        out_dt = e.dtype_rule(op, inputs, a, r) if e.dtype_rule else _OUT_RULE[e.out](r)
+        if e.shape == "gated":
+            shape = list(inputs[0].shape)
+            ax = norm_axis(op, "dim", int(a["dim"]), len(shape))
+            if not shape or shape[ax] % 2:
+                raise InvalidProblemError(op, "x", f"an even size along dim {a['dim']}", tuple(shape))
+            a["dim"] = ax
+            shape[ax] //= 2
+            return a, (TensorSpec(tuple(shape), out_dt),)
+        if e.shape == "gated_bw":   # (g, x): g has x's shape with ``dim`` halved; dx has x's shape
+            xs = tuple(inputs[1].shape)
+            ax = norm_axis(op, "dim", int(a["dim"]), len(xs))
+            want = xs[:ax] + (xs[ax] // 2,) + xs[ax + 1:]
+            if xs[ax] % 2 or tuple(inputs[0].shape) != want:
+                raise InvalidProblemError(op, "a", f"shape {want} (x with dim {a['dim']} halved)", inputs[0].shape)
+            a["dim"] = ax
+            return a, (TensorSpec(xs, out_dt),)
         shape = broadcast_shapes(op, names, [t.shape for t in inputs])
-        out_dt = result_type(*(t.dtype for t in inputs))
         return a, (TensorSpec(shape, out_dt),)
     return check
 
 
-_UNARY_SHAPES = ODD_SHAPES
-_BINARY_SHAPES = [((3, 5), (3, 5)), ((2, 3, 4, 5), (4, 5)), ((3, 1, 5), (4, 1)), ((7,), ()), ((0, 4), (4,)),
-                  ((33, 65), (33, 1))]
-
-
-def _draw(rng: np.random.Generator, shape, domain: str):
-    x = rng.standard_normal(shape)
-    if domain == "positive":
-        return np.abs(x) + 0.5
-    if domain == "nonzero":
-        return np.where(np.abs(x) < 0.1, np.sign(x + 1e-30) * 0.1 + x, x)
+# -- samples ---------------------------------------------------------------------------------------
+def _push_from(x, points, gap=0.05):
+    for p in points:
+        near = np.abs(x - p) < gap
+        x = np.where(near, p + np.where(x >= p, gap, -gap) * 1.5, x)
     return x
 
 
+def _nonint(x):
+    """Values whose fractional part is in [0.1, 0.4] or [0.6, 0.9] (floor/round/trunc stay differentiable)."""
+    x = 3.0 * x
+    f = x - np.floor(x)
+    f = np.where(np.abs(f - 0.5) < 0.1, f + 0.2, f)
+    f = np.clip(f, 0.1, 0.9)
+    return np.floor(x) + f
+
+
+_DOMAINS = {
+    "any": lambda rng, s: rng.standard_normal(s),
+    "wide": lambda rng, s: 4.0 * rng.standard_normal(s),             # integers see more than {-1, 0, 1}
+    "positive": lambda rng, s: np.abs(rng.standard_normal(s)) + 0.5,
+    "nonneg": lambda rng, s: np.abs(2.0 * rng.standard_normal(s)) + 0.05,
+    "nonzero": lambda rng, s: (lambda x: np.sign(x + 1e-30) * (np.abs(x) + 1.0))(2.0 * rng.standard_normal(s)),
+    "unit": lambda rng, s: rng.uniform(-0.9, 0.9, s),                 # asin/acos/atanh/erfinv
+    "ge1": lambda rng, s: 1.1 + np.abs(rng.standard_normal(s)),       # acosh
+    "prob": lambda rng, s: rng.uniform(0.05, 0.95, s),                # logit
+    "nonint": lambda rng, s: _nonint(rng.standard_normal(s)),         # floor/ceil/round/trunc/frac
+    "shift": lambda rng, s: rng.integers(0, 7, s).astype(np.float64),  # shift amounts
+    "expo": lambda rng, s: rng.uniform(0.0, 3.0, s),                  # pow exponents (ints: 0..2)
+    "cond": lambda rng, s: rng.standard_normal(s),                    # where's condition (cast to bool: x > 0)
+}
+
+# Shapes are few on purpose: under Triton's interpreter each launch costs ~35 ms whatever its size, and the
+# table has ~180 ops x up to 10 dtypes.  Zero-size samples launch nothing; odd sizes and the non-contiguous
+# copy of every sample (made by the generic tests) exercise masks and the strided path.
+_UNARY_SHAPES = ((), (33, 65), (0, 4))
+_UNARY_LEAN = ((7,), (0, 4))
+_BINARY_SHAPES = (((2, 3, 4, 5), (4, 5)), ((3, 1, 5), (4, 1)), ((7,), ()), ((0, 4), (4,)))
+_BINARY_LEAN = (((3, 1, 5), (4, 1)), ((0, 4), (4,)))
+_SAME_LEAN = (((3, 5), (3, 5)), ((0, 4), (0, 4)))
+_TERNARY_SHAPES = (((3, 5), (3, 5), (3, 5)), ((0, 2), (0, 2), (0, 2)), ((2, 3, 4), (3, 4), (4,)))
+_GATED_SHAPES = (((2, 3, 6),), ((0, 4),), ((5, 130),))
+# mixed-dtype samples: (operand index, fixed dtype) — exercise promotion (int/bool operands with float ones)
+_MIXED = {2: ((1, "i64"), (1, "bool")), 3: ((2, "i32"),)}
+
+
+def _draw(rng, shape, domain: str, avoid):
+    x = _DOMAINS[domain](rng, shape)
+    return _push_from(x, avoid) if avoid else x
+
+
+def _cast_fixed(x, dt):
+    if dt == "bool":
+        return x > 0
+    return np.round(x).astype(DType[dt].numpy)
+
+
 def _make_samples(e: EwDef):
+    doms = e.domain if isinstance(e.domain, tuple) else (e.domain,) * e.arity
+    if e.shape == "gated":
+        shapes = _GATED_SHAPES
+    elif e.shape == "gated_bw":
+        shapes = [(s[:-1] + (s[-1] // 2,), s) for (s,) in _GATED_SHAPES[:2]]
+    elif e.arity == 1:
+        shapes = [(s,) for s in (_UNARY_LEAN if e.lean else _UNARY_SHAPES)]
+    elif e.arity == 2 and e.same_shape:
+        shapes = _SAME_LEAN
+    elif e.arity == 2:
+        shapes = _BINARY_LEAN if e.lean else _BINARY_SHAPES
+    else:
+        shapes = _TERNARY_SHAPES[:2] if e.lean else _TERNARY_SHAPES
+
     def samples(rng):
-        attr_sets = [{}]
-        if e.name in ("gelu", "gelu_backward"):
-            attr_sets = [{"approximate": "none"}, {"approximate": "tanh"}]
-        if e.name in ("add", "sub"):
-            attr_sets = [{}, {"alpha": 0.5}]
-        if e.name == "mul_scalar":
-            attr_sets = [{"scalar": -1.75}]
-        if e.arity == 1:
-            shapes = [(s,) for s in _UNARY_SHAPES]
-        elif e.arity == 2:
-            shapes = _BINARY_SHAPES
-        else:
-            shapes = [(s, s, s) for s in ((3, 5), (0, 2))] + [((2, 3, 4), (3, 4), (4,))]
-        for attrs in attr_sets:
+        for attrs in e.attr_samples:
             for sh in shapes:
-                yield Sample(tuple(_draw(rng, s, e.domain) for s in sh), dict(attrs), name=f"{sh}{attrs or ''}")
+                xs = tuple(_draw(rng, s, doms[i], e.avoid) if e.arg_dtypes.get(i) != BOOL else
+                           _DOMAINS[doms[i]](rng, s) > 0 for i, s in enumerate(sh))
+                yield Sample(xs, dict(attrs), name=f"{sh}{attrs or ''}")
+        if e.lean or e.arity not in _MIXED or e.shape != "broadcast":
+            return
+        for i, dt in _MIXED[e.arity]:
+            allowed = e.arg_dtypes.get(i, e.dtypes)
+            if DType[dt] not in allowed or DType[dt] not in e.dtypes:
+                continue
+            sh = shapes[0]
+            xs = [_draw(rng, s, doms[k], e.avoid) if e.arg_dtypes.get(k) != BOOL else _DOMAINS[doms[k]](rng, s) > 0
+                  for k, s in enumerate(sh)]
+            xs[i] = _cast_fixed(xs[i], dt)
+            yield Sample(tuple(xs), dict(e.attr_samples[0]), name=f"mixed-{dt}@{i}", grad=False)
     return samples
 
 
 def _make_errors(e: EwDef):
-    def errors():
-        if e.arity >= 2:
-            yield ErrorCase((((3, 4), "f32"), ((5,), "f32")) + (((4,), "f32"),) * (e.arity - 2), {},
-                            InvalidProblemError, r"argument 'b': expected a shape broadcastable", "bad-broadcast")
-        ins = (((3,), "i32"),) * e.arity
-        from .._core.errors import UnsupportedError
+    def dt(i):
+        return "bool" if e.arg_dtypes.get(i) == BOOL else "f32" if DType.f32 in e.dtypes else e.dtypes[0].short
 
-        yield ErrorCase(ins, {}, UnsupportedError, r"dtype i32; the op is defined for", "int-dtype")
-        if e.name == "gelu":
-            yield ErrorCase((((3,), "f32"),), {"approximate": "fast"}, InvalidProblemError,
-                            r"gelu: argument 'approximate': expected 'none' or 'tanh'", "bad-approximate")
-        yield ErrorCase((((3,), "f32"),) * e.arity, {"bogus": 1}, InvalidProblemError, r"argument 'bogus'", "bad-attr")
+    def errors():
+        if e.shape == "gated":
+            base = [((4,), "f32")]
+        elif e.shape == "gated_bw":
+            base = [((2,), "f32"), ((4,), "f32")]
+        else:
+            base = [((3,), dt(i)) for i in range(e.arity)]
+        if e.shape == "broadcast" and e.arity >= 2:
+            ins = [((3, 4), dt(0)), ((5,), dt(1))] + [((4,), dt(i)) for i in range(2, e.arity)]
+            yield ErrorCase(tuple(ins), dict(e.attr_samples[0]), InvalidProblemError,
+                            r"argument 'b': expected a shape broadcastable", "bad-broadcast")
+        bad = next((d for d in (DType.c64, DType.f8e4m3, DType.u32) if d not in e.dtypes), None)
+        if bad is not None:
+            ins = list(base)
+            k = next(i for i in range(e.arity) if i not in e.arg_dtypes)
+            ins[k] = (ins[k][0], bad.short)
+            yield ErrorCase(tuple(ins), dict(e.attr_samples[0]), UnsupportedError,
+                            rf"{e.name}: argument '\w+' has dtype {bad.short}; the op is defined for", "bad-dtype")
+        yield ErrorCase(tuple(base), {"bogus": 1}, InvalidProblemError, r"argument 'bogus'", "bad-attr")
+        if e.shape == "gated":
+            yield ErrorCase((((3, 5), "f32"),), {}, InvalidProblemError, r"expected an even size along dim", "odd")
+        for case in _EXTRA_ERRORS.get(e.name, ()):
+            yield case
     return errors
 
 
+_EXTRA_ERRORS: dict[str, list] = {}
+
+
 def _workloads(e: EwDef):
-    if e.internal:
+    if e.internal or e.lean:
         return ()
     n = 64 * 1024 * 1024
+    bf, f32 = DType.bf16, DType.f32
+    if e.shape == "gated":
+        return (Workload(f"{e.name}-[8192,2x11008]-bf16", ((8192, 2 * 11008),), bf, backward=True),)
+    # the dtypes the op is defined for: bf16 and f32 where it has them, else its integer types (bitwise ops)
+    dts = tuple(dt for dt in (bf, f32) if dt in e.dtypes) or tuple(dt for dt in (DType.i32, DType.u8) if dt in e.dtypes)
+    attrs = dict(e.attr_samples[0]) if e.attr_samples else {}
     if e.arity == 1:
-        return tuple(Workload(f"{e.name}-64M-{dt}", ((n,),), dt, backward=True) for dt in (DType.bf16, DType.f32))
-    w = [Workload(f"{e.name}-64M-{dt}", ((n,), (n,)), dt, backward=e.name in ("add", "mul")) for dt in (DType.bf16, DType.f32)]
-    if e.name == "add":
-        w.append(Workload("add-bcast-[8,4096,2048]+[2048]-bf16", ((8, 4096, 2048), (2048,)), DType.bf16))
+        return tuple(Workload(f"{e.name}-64M-{dt}", ((n,),), dt, attrs=attrs, backward=e.grad is not None)
+                     for dt in dts)
+    shapes = ((n,),) * e.arity
+    w = [Workload(f"{e.name}-64M-{dt}", shapes, dt, attrs=attrs, backward=e.name in ("add", "mul")) for dt in dts]
+    if e.name in ("add", "mul"):
+        w.append(Workload(f"{e.name}-bcast-[8,4096,2048]+[2048]-bf16", ((8, 4096, 2048), (2048,)), bf))
     return tuple(w)
 
 
-EW_SPECS: dict[str, OpSpec] = {}
-for _e in EW_OPS.values():
-    EW_SPECS[_e.name] = register_spec(OpSpec(
-        name=_e.name, family="elementwise", arg_names=_arg_names(_e.arity), check=_make_check(_e),
-        dtypes=_e.dtypes, defaults=dict(_e.defaults), torch_peer=_e.torch_peer, torch_name=_e.torch_name,
-        jax_name=_e.jax_name, grad=_e.grad, saves=_e.saves,
-        differentiable=tuple(range(_e.arity)) if _e.grad else (),
-        samples=_make_samples(_e), errors=_make_errors(_e), workloads=_workloads(_e),
-        category="elementwise",
-    ))
+def _ew_tol(e: EwDef):
+    def tol(dt):
+        # integer/bool inputs: the output is an integer (compared exactly) or f32 (true division, exp(int))
+        if not dt.is_floating:
+            return default_tol(DType.f32)
+        return default_tol(dt)
+    return e.tol or tol
+
+
+# -- backward plumbing ---------------------------------------------------------------------------
+def _float_only(e: EwDef, rule, diff):
+    """Wrap a backward rule: no gradients through integer outputs; None for integer/bool inputs."""
+    def grad(ctx, d, grads, s):
+        if (grads[0] is None or not d.outputs[0].dtype.is_floating
+                or not any(t.dtype.is_floating for t in d.inputs)):
+            return (None,) * e.arity
+        res = tuple(rule(ctx, d, grads, s)) + (None,) * e.arity
+        return tuple(r if d.inputs[i].dtype.is_floating and i in diff else None for i, r in enumerate(res[:e.arity]))
+    return grad
+
+
+def _autograd_peer(e: EwDef):
+    def peer(g, x, **attrs):
+        import torch
+
+        xr = x.detach().clone().requires_grad_(True)
+        y = e.torch_peer(xr, **attrs)
+        (dx,) = torch.autograd.grad(y, xr, g)
+        return dx
+    return peer
+
+
+def _bw_row(e: EwDef) -> EwDef:
+    """The internal ``<op>_backward(g, x|out)`` row generated for a unary row with ``bw``."""
+    peer = e.bw_peer
+    if peer is None and e.bw == "x" and e.torch_peer is not None:
+        peer = _autograd_peer(e)
+    dom = e.domain if isinstance(e.domain, str) else e.domain[0]
+    return EwDef(f"{e.name}_backward", 2, peer, None, defaults=dict(e.defaults), check_attrs=e.check_attrs,
+                 shape="gated_bw" if e.shape == "gated" else "broadcast",
+                 domain=("any", dom if e.bw == "x" else "any"), avoid=e.avoid, internal=True, dtypes=FLOAT,
+                 attr_samples=e.attr_samples, lean=True, value_args=None, same_shape=True)
+
+
+def _bw_rule(e: EwDef):
+    name, saved = f"{e.name}_backward", e.bw
+
+    def rule(ctx, d, grads, s):
+        return (ctx.op(name, grads[0], s[saved], **d.attr_dict),)
+    return rule
+
+
+def add_ew_ops(defs) -> None:
+    """Register table rows (and their generated backward rows) as op specs."""
+    rows = []
+    for e in defs:
+        if e.bw:
+            e = EwDef(**{**e.__dict__, "grad": _bw_rule(e), "saves": ("inputs",) if e.bw == "x" else ("outputs",)})
+            rows.extend([e, _bw_row(e)])
+        else:
+            rows.append(e)
+    for e in rows:
+        if e.name in EW_OPS:
+            raise ValueError(f"elementwise op {e.name!r} defined twice")
+        EW_OPS[e.name] = e
+        diff = tuple(range(e.arity if e.shape != "gated" else 1)) if e.grad else ()
+        if e.value_args is not None and e.grad:
+            diff = tuple(e.value_args)
+        if e.diff_args is not None and e.grad:
+            diff = tuple(e.diff_args)
+        EW_SPECS[e.name] = register_spec(OpSpec(
+            name=e.name, family="elementwise", arg_names=_arg_names(e), check=_make_check(e),
+            dtypes=tuple(e.dtypes),
+            defaults=dict(e.defaults), torch_peer=e.torch_peer, torch_name=e.torch_name, dropin=e.dropin,
+            jax_name=e.jax_name, grad=_float_only(e, e.grad, diff) if e.grad else None, saves=e.saves,
+            differentiable=diff, samples=_make_samples(e), errors=_make_errors(e), workloads=_workloads(e),
+            tol=_ew_tol(e), category="elementwise", doc=e.doc,
+        ))
+
+
+# -- shared helpers for the rows -------------------------------------------------------------------
+def tp(name):
+    """torch peer: torch.<name>, torch.special.<name> or torch.nn.functional.<name>, resolved lazily."""
+    def peer(*xs, **kw):
+        import torch
+        import torch.nn.functional as F
+
+        fn = getattr(torch, name, None) or getattr(torch.special, name, None) or getattr(F, name)
+        return fn(*xs, **kw)
+    return peer
+
+
+def check_float(*names):
+    def check(op, attrs):
+        for name in names:
+            v = attrs[name]
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+                raise InvalidProblemError(op, name, "a real number", repr(v))
+            attrs[name] = float(v)
+        return attrs
+    return check
+
+
+def dropin_ew(e_name: str, *arg_names: str, attr_names: tuple = (), unsupported: tuple = ()):
+    """A drop-in adapter with torch's signature ``fn(<arg_names>, *, <attr_names>)``: tensor operands are passed
+    through, Python scalars become 0-d tensors on the first tensor's device with torch's weak-scalar dtype."""
+    def adapter(*args, **kwargs):
+        import torch
+
+        for u in unsupported:
+            if kwargs.get(u) is not None:
+                raise UnsupportedError(e_name, f"argument '{u}' of the torch signature is not supported")
+        kwargs = {k: v for k, v in kwargs.items() if k not in unsupported}
+        names = list(arg_names) + list(attr_names)
+        if len(args) > len(names):
+            raise TypeError(f"{e_name}() takes {len(names)} positional arguments but {len(args)} were given")
+        vals = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in names or k in vals:
+                raise TypeError(f"{e_name}() got an unexpected or repeated argument '{k}'")
+            vals[k] = v
+        ops = [vals[n] for n in arg_names if n in vals]
+        if len(ops) != len(arg_names):
+            raise TypeError(f"{e_name}() missing operand(s): {[n for n in arg_names if n not in vals]}")
+        tensors = [x for x in ops if isinstance(x, torch.Tensor)]
+        if not tensors:
+            raise TypeError(f"{e_name}(): at least one operand must be a tensor")
+        dev = tensors[0].device
+        tdts = [DType[_tname(t)] for t in tensors]
+        any_dim = any(t.dim() > 0 for t in tensors)
+        ins = tuple(x if isinstance(x, torch.Tensor) else
+                    torch.tensor(x, dtype=weak_scalar_dtype(x, tdts, any_dim).torch, device=dev) for x in ops)
+        attrs = {n: vals[n] for n in attr_names if n in vals}
+        return ins, attrs
+    return adapter
+
+
+def _tname(t):
+    from .._core.dtypes import as_dtype
+
+    return as_dtype(t.dtype).name
+

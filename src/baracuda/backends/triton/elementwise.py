@@ -1,5 +1,7 @@
 """One Triton template for every elementwise op: ``_ew_kernel`` is parametrized by the op's scalar body
-(a ``@triton.jit`` function passed as a constexpr), its arity, and whether operands are strided.
+(a ``@triton.jit`` function passed as a constexpr, from ``_ew_bodies`` / ``_ew_act``), its arity, the compute
+dtype (f32 / f64 / the integer type) and whether operands are strided.  Gated ops (swiglu & co.) have their
+own split+gate kernels (``_gated_fwd_kernel`` / ``_gated_bwd_kernel``) below.
 
 Contiguous fast path: one flat index, each operand read once and the output written once
 (2 B read + 2 B written per element for a bf16 unary op; Triton emits 16-byte vector accesses when the
@@ -16,150 +18,47 @@ import torch
 import triton
 import triton.language as tl
 
-from ...ops.elementwise import EW_OPS
+from ...ops.elementwise import EW_OPS, ew_compute_dtype
+from ..._core.device import triton_interpreting
+from ..._core.dtypes import DType
 from . import register_triton
-from ._math import exp, log, sigmoid, tanh
+from ._ew_act import BODIES as _ACT_BODIES
+from ._ew_bodies import BODIES as _MATH_BODIES
+from ._math import sigmoid, tanh
 
 _MAX_RANK = 4
+_INTERP = triton_interpreting()
 _SQRT1_2 = 0.7071067811865476
 _SQRT_2_OVER_PI = 0.7978845608028654
 _INV_SQRT_2PI = 0.3989422804014327
 
+# op -> (desc, is_int) -> (body, p0, p1, p2)
+BODIES = {**_MATH_BODIES, **_ACT_BODIES}
 
-# -- scalar bodies: (operands..., p0, p1) -> value, computed in the compute dtype ------------------
-@triton.jit
-def _neg(x, p0, p1):
-    return -x
-
-
-@triton.jit
-def _exp(x, p0, p1):
-    return exp(x)
+_TL = {DType.f64: tl.float64, DType.f32: tl.float32, DType.i64: tl.int64, DType.i32: tl.int32, DType.i16: tl.int16,
+       DType.i8: tl.int8, DType.u8: tl.uint8, DType.bool: tl.int8}   # bool math holds 0/1 in int8
 
 
 @triton.jit
-def _log(x, p0, p1):
-    return log(x)
+def _param(p, CT: tl.constexpr, INTERP: tl.constexpr):
+    """A kernel scalar (an f64 argument) in the compute dtype; integers go through i64 so that negative values
+    wrap like torch's scalar cast (e.g. alpha=-2 on uint8) instead of an undefined float->unsigned cast.
+    The interpreter hands Python floats over unconverted (they would become f32): tl.full keeps them f64."""
+    if INTERP:
+        v = tl.full([], p, tl.float64)
+    else:
+        v = p
+    if CT.is_int():
+        return v.to(tl.int64).to(CT)
+    return v.to(CT)
 
 
 @triton.jit
-def _tanh(x, p0, p1):
-    return tanh(x)
-
-
-@triton.jit
-def _relu(x, p0, p1):
-    return tl.where(x > 0, x, tl.zeros_like(x))
-
-
-@triton.jit
-def _gelu_erf(x, p0, p1):
-    return 0.5 * x * (1.0 + tl.erf(x * _SQRT1_2))
-
-
-@triton.jit
-def _gelu_tanh(x, p0, p1):
-    return 0.5 * x * (1.0 + tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)))
-
-
-@triton.jit
-def _silu(x, p0, p1):
-    return x * sigmoid(x)
-
-
-@triton.jit
-def _mul_scalar(x, p0, p1):
-    return x * p0
-
-
-@triton.jit
-def _add(a, b, p0, p1):
-    return a + p0 * b
-
-
-@triton.jit
-def _sub(a, b, p0, p1):
-    return a - p0 * b
-
-
-@triton.jit
-def _mul(a, b, p0, p1):
-    return a * b
-
-
-@triton.jit
-def _div(a, b, p0, p1):
-    return a / b
-
-
-@triton.jit
-def _tanh_bw(g, y, p0, p1):
-    return g * (1.0 - y * y)
-
-
-@triton.jit
-def _relu_bw(g, x, p0, p1):
-    return tl.where(x > 0, g, tl.zeros_like(g))
-
-
-@triton.jit
-def _gelu_erf_bw(g, x, p0, p1):
-    cdf = 0.5 * (1.0 + tl.erf(x * _SQRT1_2))
-    pdf = exp(-0.5 * x * x) * _INV_SQRT_2PI
-    return g * (cdf + x * pdf)
-
-
-@triton.jit
-def _gelu_tanh_bw(g, x, p0, p1):
-    u = _SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)
-    t = tanh(u)
-    du = _SQRT_2_OVER_PI * (1.0 + 3.0 * 0.044715 * x * x)
-    return g * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du)
-
-
-@triton.jit
-def _silu_bw(g, x, p0, p1):
-    s = sigmoid(x)
-    return g * s * (1.0 + x * (1.0 - s))
-
-
-@triton.jit
-def _div_bw_b(g, a, b, p0, p1):
-    return -g * a / (b * b)
-
-
-def _p(name, default=0.0):
-    return lambda d: float(d.attr(name)) if name else default
-
-
-# op -> (desc -> (body, p0, p1))
-BODIES = {
-    "neg": lambda d: (_neg, 0.0, 0.0),
-    "exp": lambda d: (_exp, 0.0, 0.0),
-    "log": lambda d: (_log, 0.0, 0.0),
-    "tanh": lambda d: (_tanh, 0.0, 0.0),
-    "relu": lambda d: (_relu, 0.0, 0.0),
-    "gelu": lambda d: (_gelu_tanh if d.attr("approximate") == "tanh" else _gelu_erf, 0.0, 0.0),
-    "silu": lambda d: (_silu, 0.0, 0.0),
-    "mul_scalar": lambda d: (_mul_scalar, d.attr("scalar"), 0.0),
-    "add": lambda d: (_add, d.attr("alpha"), 0.0),
-    "sub": lambda d: (_sub, d.attr("alpha"), 0.0),
-    "mul": lambda d: (_mul, 0.0, 0.0),
-    "div": lambda d: (_div, 0.0, 0.0),
-    "tanh_backward": lambda d: (_tanh_bw, 0.0, 0.0),
-    "relu_backward": lambda d: (_relu_bw, 0.0, 0.0),
-    "gelu_backward": lambda d: (_gelu_tanh_bw if d.attr("approximate") == "tanh" else _gelu_erf_bw, 0.0, 0.0),
-    "silu_backward": lambda d: (_silu_bw, 0.0, 0.0),
-    "div_backward_b": lambda d: (_div_bw_b, 0.0, 0.0),
-}
-
-
-@triton.jit
-def _ew_kernel(out_ptr, a_ptr, b_ptr, c_ptr, n, p0, p1,
+def _ew_kernel(out_ptr, a_ptr, b_ptr, c_ptr, n, p0: tl.float64, p1: tl.float64, p2: tl.float64,
                S1, S2, S3,
                sa0, sa1, sa2, sa3, sb0, sb1, sb2, sb3, sc0, sc1, sc2, sc3,
                FN: tl.constexpr, NIN: tl.constexpr, STRIDED: tl.constexpr, CT: tl.constexpr,
-               I64: tl.constexpr, BLOCK: tl.constexpr):
+               I64: tl.constexpr, BLOCK: tl.constexpr, NP: tl.constexpr, INTERP: tl.constexpr):
     pid = tl.program_id(0)
     if I64:
         offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
@@ -180,16 +79,29 @@ def _ew_kernel(out_ptr, a_ptr, b_ptr, c_ptr, n, p0, p1,
         oa = offs
         ob = offs
         oc = offs
+    # scalar parameters arrive as f64 (exact for f64 ops) and are cast once to the compute dtype
+    q0 = _param(p0, CT, INTERP)
+    q1 = _param(p1, CT, INTERP)
+    q2 = _param(p2, CT, INTERP)
     a = tl.load(a_ptr + oa, mask=mask).to(CT)
     if NIN == 1:
-        y = FN(a, p0, p1)
+        if NP == 3:
+            y = FN(a, q0, q1, q2)
+        else:
+            y = FN(a, q0, q1)
     elif NIN == 2:
         b = tl.load(b_ptr + ob, mask=mask).to(CT)
-        y = FN(a, b, p0, p1)
+        if NP == 3:
+            y = FN(a, b, q0, q1, q2)
+        else:
+            y = FN(a, b, q0, q1)
     else:
         b = tl.load(b_ptr + ob, mask=mask).to(CT)
         c = tl.load(c_ptr + oc, mask=mask).to(CT)
-        y = FN(a, b, c, p0, p1)
+        if NP == 3:
+            y = FN(a, b, c, q0, q1, q2)
+        else:
+            y = FN(a, b, c, q0, q1)
     tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
@@ -222,10 +134,11 @@ def _span(x: torch.Tensor) -> int:
     return 1 + sum((d - 1) * abs(s) for d, s in zip(x.shape, x.stride()) if d > 0)
 
 
-def launch(fn, inputs, out, p0: float = 0.0, p1: float = 0.0, compute=None) -> None:
-    """Run the elementwise template: ``out = fn(*inputs, p0, p1)`` with broadcasting of ``inputs`` to
-    ``out.shape`` (any strides, 1 to 3 inputs).  ``compute``: the tl dtype to compute in (default f32, f64
-    for f64 outputs).  Other families reuse this (e.g. a broadcast copy with an identity body)."""
+def launch(fn, inputs, out, p0: float = 0.0, p1: float = 0.0, compute=None, p2: float = 0.0, nparams: int = 2) -> None:
+    """Run the elementwise template: ``out = fn(*inputs, p0, p1)`` (``nparams=3``: ``fn(*inputs, p0, p1, p2)``)
+    with broadcasting of ``inputs`` to ``out.shape`` (any strides, 1 to 3 inputs).  ``compute``: the tl dtype
+    to compute in (default f32, f64 for f64 outputs); the scalars are cast to it.  Other families reuse this
+    (e.g. a broadcast copy with an identity body)."""
     target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
     n = target.numel()
     if n == 0:
@@ -254,25 +167,177 @@ def launch(fn, inputs, out, p0: float = 0.0, p1: float = 0.0, compute=None) -> N
     while len(ins) < 3:
         ins.append(ins[0])
     grid = (triton.cdiv(n, BLOCK),)
-    _ew_kernel[grid](target, ins[0], ins[1], ins[2], n, float(p0), float(p1), *S, *args_st,
-                     FN=fn, NIN=nin, STRIDED=strided, CT=compute, I64=i64, BLOCK=BLOCK,
+    _ew_kernel[grid](target, ins[0], ins[1], ins[2], n, float(p0), float(p1), float(p2), *S, *args_st,
+                     FN=fn, NIN=nin, STRIDED=strided, CT=compute, I64=i64, BLOCK=BLOCK, NP=nparams,
+                     INTERP=_INTERP,
                      num_warps=8 if BLOCK >= 4096 else 4)
     if target is not out:
         out.copy_(target)
 
 
 def _run(desc, inputs, outputs, ws):
-    fn, p0, p1 = BODIES[desc.op](desc)
-    launch(fn, inputs, outputs[0], p0, p1)
+    ct = ew_compute_dtype(desc)
+    fn, p0, p1, p2 = BODIES[desc.op](desc, not ct.is_floating)
+    launch(fn, inputs, outputs[0], p0, p1, compute=_TL[ct], p2=p2, nparams=3)
 
 
 def _route(desc, pref):
     return "triton:ew_template"
 
 
-missing = set(EW_OPS) - set(BODIES)
+# -- gated ops: x = [a | b] split along dim; one program row per outer index ------------------------------
+# FW reads a and b once and writes y once: for bf16, 4 B read + 2 B written per output element (3 passes
+# of H elements, vs 5 for eager silu(a) * b).  BW reads a, b, g and writes da, db: 5 passes (eager: ~12).
+@triton.jit
+def _gate_glu(a, b, APPROX: tl.constexpr):
+    return a * sigmoid(b)
+
+
+@triton.jit
+def _gate_swiglu(a, b, APPROX: tl.constexpr):
+    return a * sigmoid(a) * b
+
+
+@triton.jit
+def _gate_geglu(a, b, APPROX: tl.constexpr):
+    if APPROX:
+        y = 0.5 * a * (1.0 + tanh(0.7978845608028654 * (a + 0.044715 * a * a * a)))
+    else:
+        y = 0.5 * a * (1.0 + tl.erf(a * 0.7071067811865476))
+    return y * b
+
+
+@triton.jit
+def _gate_reglu(a, b, APPROX: tl.constexpr):
+    return tl.where(a > 0, a, 0.0) * b
+
+
+@triton.jit
+def _dgate_glu(g, a, b, APPROX: tl.constexpr):
+    s = sigmoid(b)
+    return g * s, g * a * s * (1.0 - s)
+
+
+@triton.jit
+def _dgate_swiglu(g, a, b, APPROX: tl.constexpr):
+    s = sigmoid(a)
+    return g * b * s * (1.0 + a * (1.0 - s)), g * a * s
+
+
+@triton.jit
+def _dgate_geglu(g, a, b, APPROX: tl.constexpr):
+    if APPROX:
+        t = tanh(0.7978845608028654 * (a + 0.044715 * a * a * a))
+        act = 0.5 * a * (1.0 + t)
+        dact = 0.5 * (1.0 + t) + 0.5 * a * (1.0 - t * t) * 0.7978845608028654 * (1.0 + 3.0 * 0.044715 * a * a)
+    else:
+        cdf = 0.5 * (1.0 + tl.erf(a * 0.7071067811865476))
+        act = a * cdf
+        dact = cdf + a * tl.exp(-0.5 * a * a) * 0.3989422804014327
+    return g * b * dact, g * act
+
+
+@triton.jit
+def _dgate_reglu(g, a, b, APPROX: tl.constexpr):
+    pos = a > 0
+    return tl.where(pos, g * b, 0.0), tl.where(pos, g * a, 0.0)
+
+
+@triton.jit
+def _gated_fwd_kernel(x_ptr, y_ptr, M, GATE: tl.constexpr, APPROX: tl.constexpr, CT: tl.constexpr,
+                      I64: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    if I64:
+        row = row.to(tl.int64)
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    mask = cols < M
+    xa = x_ptr + row * (2 * M)
+    a = tl.load(xa + cols, mask=mask).to(CT)
+    b = tl.load(xa + M + cols, mask=mask).to(CT)
+    y = GATE(a, b, APPROX)
+    tl.store(y_ptr + row * M + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _gated_bwd_kernel(g_ptr, x_ptr, dx_ptr, M, DGATE: tl.constexpr, APPROX: tl.constexpr, CT: tl.constexpr,
+                      I64: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    if I64:
+        row = row.to(tl.int64)
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    mask = cols < M
+    xa = x_ptr + row * (2 * M)
+    a = tl.load(xa + cols, mask=mask).to(CT)
+    b = tl.load(xa + M + cols, mask=mask).to(CT)
+    g = tl.load(g_ptr + row * M + cols, mask=mask).to(CT)
+    da, db = DGATE(g, a, b, APPROX)
+    dxa = dx_ptr + row * (2 * M)
+    tl.store(dxa + cols, da.to(dx_ptr.dtype.element_ty), mask=mask)
+    tl.store(dxa + M + cols, db.to(dx_ptr.dtype.element_ty), mask=mask)
+
+
+_GATES = {"glu": (_gate_glu, _dgate_glu), "swiglu": (_gate_swiglu, _dgate_swiglu),
+          "geglu": (_gate_geglu, _dgate_geglu), "reglu": (_gate_reglu, _dgate_reglu)}
+
+
+def _gated_geometry(desc, x):
+    dim = desc.attr("dim")
+    shape = tuple(x.shape)
+    outer = math.prod(shape[:dim])
+    m = (shape[dim] // 2) * math.prod(shape[dim + 1:])
+    block = max(128, min(2048, triton.next_power_of_2(max(m, 1))))
+    i64 = outer * 2 * m >= 2 ** 31 - 65536
+    return outer, m, block, i64
+
+
+def _run_gated(desc, inputs, outputs, ws):
+    (x,), y = inputs, outputs[0]
+    x = x if x.is_contiguous() else x.contiguous()   # documented copy: the kernel reads rows of [a | b]
+    outer, m, block, i64 = _gated_geometry(desc, x)
+    if outer * m == 0:
+        return
+    tgt = y if y.is_contiguous() else torch.empty(y.shape, dtype=y.dtype, device=y.device)
+    ct = tl.float64 if x.dtype == torch.float64 else tl.float32
+    approx = desc.attr_dict.get("approximate") == "tanh"
+    _gated_fwd_kernel[(outer, triton.cdiv(m, block))](x, tgt, m, GATE=_GATES[desc.op][0], APPROX=approx, CT=ct,
+                                                     I64=i64, BLOCK=block, num_warps=4 if block <= 1024 else 8)
+    if tgt is not y:
+        y.copy_(tgt)
+
+
+def _run_gated_bw(desc, inputs, outputs, ws):
+    g, x = (t if t.is_contiguous() else t.contiguous() for t in inputs)
+    dx = outputs[0]
+    outer, m, block, i64 = _gated_geometry(desc, x)
+    if outer * m == 0:
+        return
+    tgt = dx if dx.is_contiguous() else torch.empty(dx.shape, dtype=dx.dtype, device=dx.device)
+    ct = tl.float64 if x.dtype == torch.float64 else tl.float32
+    approx = desc.attr_dict.get("approximate") == "tanh"
+    op = desc.op[: -len("_backward")]
+    _gated_bwd_kernel[(outer, triton.cdiv(m, block))](g, x, tgt, m, DGATE=_GATES[op][1], APPROX=approx, CT=ct,
+                                                     I64=i64, BLOCK=block, num_warps=4 if block <= 1024 else 8)
+    if tgt is not dx:
+        dx.copy_(tgt)
+
+
+def _gated_supports(desc):
+    m = desc.inputs[-1].shape
+    outer = math.prod(m[:desc.attr("dim")])
+    if outer >= 2 ** 31:
+        return f"{outer} rows exceed the grid's first dimension (2^31 - 1)"
+    half = (m[desc.attr("dim")] // 2) * math.prod(m[desc.attr("dim") + 1:]) if m else 0
+    if triton.cdiv(max(half, 1), 2048) > 65535:
+        return f"gated half-row of {half} elements exceeds 65535 column blocks"
+    return None
+
+
+missing = set(EW_OPS) - set(BODIES) - {n for g in _GATES for n in (g, f"{g}_backward")}
 if missing:
     raise ImportError(f"triton elementwise: no body for {sorted(missing)}")
 
 for _name in BODIES:
     register_triton(_name, _run, route=_route)
+for _g in _GATES:
+    register_triton(_g, _run_gated, route=f"triton:gated_fwd[{_g}]", supports=_gated_supports)
+    register_triton(f"{_g}_backward", _run_gated_bw, route=f"triton:gated_bwd[{_g}]", supports=_gated_supports)

@@ -6,9 +6,10 @@ weight from L2; ~2.9 TB/s expected on H100), with statistics in f32.
 
 Backward: program p owns a contiguous block of rows; per row it reads grad and x once, recomputes the row's
 statistics from the registers, writes dx, and accumulates grad * xhat (and grad, for dbias) into per-program
-partial sums held in registers.  The partials go to the workspace ([P, N] each) and a second small kernel sums
-them over P in a fixed order: deterministic, no atomics.  P = 2 x SMs keeps the workspace traffic small
-(264 x 4096 x 4 B = 4.3 MB per partial vs 384 MB of grad/x/dx for 16384x4096 bf16).
+[N] f32 partial sums held in registers; the next row's grad and x are prefetched while the current one is
+reduced and stored (see _bw_step).  The partials go to the workspace ([P, N] each) and a second small
+kernel sums them over P in a fixed order: deterministic, no atomics.  P = 2 x SMs keeps the workspace
+traffic small (264 x 4096 x 4 B = 4.3 MB per partial vs 402 MB of grad/x/dx for 16384x4096 bf16).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from . import register_triton
 # are `while` loops (same semantics); on the GPU they are `for` loops.
 _WHILE = triton_interpreting()
 _FORCE: dict = {}
+_BW_ELEMS = {2: 16, 4: 8, 8: 4}   # backward: row elements per thread per operand, by bytes per element
 
 
 @contextlib.contextmanager
@@ -79,6 +81,16 @@ def _supports(desc):
 
 
 @triton.jit
+def _eps(eps_hi, eps_lo, F64: tl.constexpr):
+    # Triton passes a Python float as an f32 scalar: eps = hi + lo (both f32) restores ~48 bits for f64,
+    # where eps rounded to f32 alone moves dx by ~1e-8 relative when mean(x^2) ~ eps
+    if F64:
+        return tl.cast(eps_hi, tl.float64) + tl.cast(eps_lo, tl.float64)
+    else:
+        return eps_hi
+
+
+@triton.jit
 def _row_stats(x, mask, N, eps, RMS: tl.constexpr):
     """(xhat, rstd) of rows x [ROWS, BLOCK] (masked entries are 0 and stay 0)."""
     if RMS:
@@ -90,9 +102,9 @@ def _row_stats(x, mask, N, eps, RMS: tl.constexpr):
 
 
 @triton.jit
-def _norm_fw(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, s_ptr, M, N, sxm, sxn, sw, sb, srm, srn, eps, RMS: tl.constexpr,
-             HAS_W: tl.constexpr, HAS_B: tl.constexpr, RES: tl.constexpr, F64: tl.constexpr, ROWS: tl.constexpr,
-             BLOCK: tl.constexpr, I64: tl.constexpr):
+def _norm_fw(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, s_ptr, M, N, sxm, sxn, sw, sb, srm, srn, eps_hi, eps_lo,
+             RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, RES: tl.constexpr, F64: tl.constexpr,
+             ROWS: tl.constexpr, BLOCK: tl.constexpr, I64: tl.constexpr):
     # RES: fused residual add, s = x + r (rounded to the dtype and stored), y = norm(s): 2 reads + 2 writes
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
@@ -107,7 +119,7 @@ def _norm_fw(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, s_ptr, M, N, sxm, sxn, sw, sb, s
         sv = (x + r).to(s_ptr.dtype.element_ty)
         tl.store(s_ptr + rows[:, None] * N + cols[None, :], sv, mask=mask)
         x = sv.to(CT)
-    y, rstd = _row_stats(x, mask, N, eps, RMS)
+    y, rstd = _row_stats(x, mask, N, _eps(eps_hi, eps_lo, F64), RMS)
     if HAS_W:
         y = y * tl.load(w_ptr + cols * sw, mask=cm, other=0.0).to(CT)[None, :]
     if HAS_B:
@@ -115,35 +127,60 @@ def _norm_fw(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, s_ptr, M, N, sxm, sxn, sw, sb, s
     tl.store(y_ptr + rows[:, None] * N + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
+# -- backward ----------------------------------------------------------------------------------------
+# One row per step as 1-D [BLOCK] vectors: the row reductions are full reductions to scalars and the
+# dweight/dbias accumulators share the layout of g and x (no shared-memory layout conversions per row).
+# The next row's g and x are loaded (raw dtype, 8 B per column in bf16) before the current row is
+# reduced and stored: each program always has ~16 KB (bf16 N=4096) of loads in flight, 2 programs per SM
+# give ~32 KB/SM ~ latency x (4.25 TB/s / 132 SMs), where the un-prefetched loop idled during its
+# reduction/store phase (0.18 ms, 53% of the copy roofline, on H200 bf16 16384x4096).
 @triton.jit
-def _bw_row(g_ptr, x_ptr, dx_ptr, row, w, N, sgm, sgn, sxm, sxn, eps, dw, db, RMS: tl.constexpr,
-            HAS_W: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr, I64: tl.constexpr):
-    CT: tl.constexpr = tl.float64 if F64 else tl.float32
+def _bw_load(g_ptr, x_ptr, row, end, cols, cm, sgm, sgn, sxm, sxn, I64: tl.constexpr):
+    ok = cm & (row < end)
     if I64:
         row = row.to(tl.int64)
-    cols = tl.arange(0, BLOCK)
-    cm = cols < N
-    mask = cm[None, :]
-    g = tl.load(g_ptr + row * sgm + cols[None, :] * sgn, mask=mask, other=0.0).to(CT)
-    x = tl.load(x_ptr + row * sxm + cols[None, :] * sxn, mask=mask, other=0.0).to(CT)
-    xhat, rstd = _row_stats(x, mask, N, eps, RMS)
-    if HAS_W:
-        wg = g * w[None, :]
-    else:
-        wg = g
-    dx = wg - xhat * (tl.sum(wg * xhat, 1) / N)[:, None]
-    if not RMS:
-        dx = dx - (tl.sum(wg, 1) / N)[:, None]
-    dx = tl.where(mask, dx * rstd[:, None], 0.0)
-    tl.store(dx_ptr + row * N + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask)
-    return dw + tl.sum(g * xhat, 0), db + tl.sum(g, 0)
+    g = tl.load(g_ptr + row * sgm + cols * sgn, mask=ok, other=0.0)
+    x = tl.load(x_ptr + row * sxm + cols * sxn, mask=ok, other=0.0)
+    return g, x
 
 
 @triton.jit
-def _norm_bw(g_ptr, x_ptr, w_ptr, dx_ptr, ws_ptr, M, N, RPP, sgm, sgn, sxm, sxn, sw, eps, RMS: tl.constexpr,
-             HAS_W: tl.constexpr, HAS_B: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr, I64: tl.constexpr,
-             WHILE: tl.constexpr):
+def _bw_step(g_ptr, x_ptr, dx_ptr, row, end, gr, xr, w, cols, cm, N, sgm, sgn, sxm, sxn, eps, dw, db,
+             RMS: tl.constexpr, HAS_W: tl.constexpr, F64: tl.constexpr, I64: tl.constexpr):
+    """dx of row ``row`` (its g and x already loaded as gr, xr); prefetches row + 1; returns the updated
+    partial sums and the prefetched row."""
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
+    g = gr.to(CT)
+    x = xr.to(CT)
+    gn, xn = _bw_load(g_ptr, x_ptr, row + 1, end, cols, cm, sgm, sgn, sxm, sxn, I64)
+    if RMS:
+        xc = x
+    else:
+        xc = tl.where(cm, x - tl.sum(x, 0) / N, 0.0)
+    rstd = 1.0 / tl.sqrt(tl.sum(xc * xc, 0) / N + eps)
+    xhat = xc * rstd
+    if HAS_W:
+        wg = g * w.to(CT)
+    else:
+        wg = g
+    if RMS:
+        dx = (wg - xhat * (tl.sum(wg * xhat, 0) / N)) * rstd
+    else:
+        dx = (wg - xhat * (tl.sum(wg * xhat, 0) / N) - tl.sum(wg, 0) / N) * rstd
+    if I64:
+        row = row.to(tl.int64)
+    tl.store(dx_ptr + row * N + cols, dx.to(dx_ptr.dtype.element_ty), mask=cm)
+    return dw + g * xhat, db + g, gn, xn
+
+
+@triton.jit
+def _norm_bw(g_ptr, x_ptr, w_ptr, dx_ptr, ws_ptr, M, N, RPP, sgm, sgn, sxm, sxn, sw, eps_hi, eps_lo,
+             RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr,
+             I64: tl.constexpr, WHILE: tl.constexpr):
+    # program p owns rows [p*RPP, (p+1)*RPP): one pass over g and x, per-program [BLOCK] partial sums of
+    # g*xhat (dweight) and g (dbias) in registers, written once to the workspace at the end
+    CT: tl.constexpr = tl.float64 if F64 else tl.float32
+    eps = _eps(eps_hi, eps_lo, F64)
     p = tl.program_id(0)
     nprog = tl.num_programs(0)
     start = p * RPP
@@ -151,21 +188,22 @@ def _norm_bw(g_ptr, x_ptr, w_ptr, dx_ptr, ws_ptr, M, N, RPP, sgm, sgn, sxm, sxn,
     cols = tl.arange(0, BLOCK)
     cm = cols < N
     if HAS_W:
-        w = tl.load(w_ptr + cols * sw, mask=cm, other=0.0).to(CT)
+        w = tl.load(w_ptr + cols * sw, mask=cm, other=0.0)   # raw dtype: half the registers in bf16
     else:
         w = tl.full([BLOCK], 1.0, CT)
     dw = tl.zeros([BLOCK], CT)
     db = tl.zeros([BLOCK], CT)
+    gr, xr = _bw_load(g_ptr, x_ptr, start, end, cols, cm, sgm, sgn, sxm, sxn, I64)
     if WHILE:
         row = start
         while row < end:
-            dw, db = _bw_row(g_ptr, x_ptr, dx_ptr, row, w, N, sgm, sgn, sxm, sxn, eps, dw, db, RMS, HAS_W, F64,
-                             BLOCK, I64)
+            dw, db, gr, xr = _bw_step(g_ptr, x_ptr, dx_ptr, row, end, gr, xr, w, cols, cm, N, sgm, sgn, sxm, sxn,
+                                      eps, dw, db, RMS, HAS_W, F64, I64)
             row += 1
     else:
         for row in range(start, end):
-            dw, db = _bw_row(g_ptr, x_ptr, dx_ptr, row, w, N, sgm, sgn, sxm, sxn, eps, dw, db, RMS, HAS_W, F64,
-                             BLOCK, I64)
+            dw, db, gr, xr = _bw_step(g_ptr, x_ptr, dx_ptr, row, end, gr, xr, w, cols, cm, N, sgm, sgn, sxm, sxn,
+                                      eps, dw, db, RMS, HAS_W, F64, I64)
     if HAS_W:   # per-program partials; summed over programs by _col_sum (fixed order)
         tl.store(ws_ptr + p * N + cols, dw, mask=cm)
         if HAS_B:
@@ -174,6 +212,8 @@ def _norm_bw(g_ptr, x_ptr, w_ptr, dx_ptr, ws_ptr, M, N, RPP, sgm, sgn, sxm, sxn,
 
 @triton.jit
 def _col_sum(ws_ptr, out_ptr, P, N, BP: tl.constexpr, BC: tl.constexpr, WHILE: tl.constexpr):
+    # [P, N] partials -> [N]: BC = 32 f32 columns (one 128 B line per partial row) per program gives
+    # N/32 = 128 programs at N = 4096 (the previous 256-wide blocks ran 16 programs over 4.3 MB)
     CT: tl.constexpr = ws_ptr.dtype.element_ty
     cols = tl.program_id(0) * BC + tl.arange(0, BC)
     cm = cols < N
@@ -215,6 +255,8 @@ def _bind(desc, pref=None):
     block, rows, warps, progs = choose(m, n, f64)
     rms = not desc.op.startswith("layer")
     eps = float(desc.attr("eps"))
+    eps_hi = float(torch.tensor(eps, dtype=torch.float32))
+    eps_lo = eps - eps_hi   # exact in f64; see _eps
     i64 = desc.inputs[0].numel >= 2 ** 31 - 65536
     wdt = torch.float64 if f64 else torch.float32
 
@@ -234,7 +276,8 @@ def _bind(desc, pref=None):
             outs = [o if o.is_contiguous() else torch.empty_like(o, memory_format=torch.contiguous_format)
                     for o in outputs]
             y, s = (outs[1], outs[0]) if res else (outs[0], outs[0])
-            _norm_fw[(triton.cdiv(m, rows),)](x, w, b, y, r, s, m, n, xs_m, xs_n, sw, sb, rs_m, rs_n, eps, RMS=rms,
+            _norm_fw[(triton.cdiv(m, rows),)](x, w, b, y, r, s, m, n, xs_m, xs_n, sw, sb, rs_m, rs_n, eps_hi,
+                                              eps_lo, RMS=rms,
                                               HAS_W=len(aff) > 0, HAS_B=len(aff) > 1, RES=res, F64=f64, ROWS=rows,
                                               BLOCK=block, I64=i64, num_warps=warps)
             for o, t in zip(outputs, outs):
@@ -246,8 +289,10 @@ def _bind(desc, pref=None):
     has_b = len(desc.outputs) == 3
     rpp = triton.cdiv(m, progs) if m else 0
     nprog = triton.cdiv(m, rpp) if m else 0
-    # 127 registers per thread at 16 elements per operand (sm_90 ptxas): 32 warps at 16384 avoid spills
-    bw_warps = 4 if block <= 1024 else 8 if block <= 4096 else 16 if block <= 8192 else 32
+    # elements per thread per operand: 16 (16-bit), 8 (f32), 4 (f64) keep the prefetching backward at
+    # <= ~128 registers with no spills on sm_90 (ptxas: bf16 N=4096 8 warps 127 regs, f32 16 warps 89-97);
+    # N = 16384 (and f64 8192) needs more than 32 warps allow and spills a little
+    bw_warps = max(4, min(32, block // (32 * _BW_ELEMS[desc.inputs[0].dtype.itemsize])))
 
     def run_bw(desc_, inputs, outputs, ws):
         g, sgm, sgn = _rows2d(inputs[0], m, n)
@@ -261,14 +306,14 @@ def _bind(desc, pref=None):
             part = ws.reshape(-1)[: ws.numel() // k * k].view(wdt)
         if nprog:
             _norm_bw[(nprog,)](g, x, w, outs[0], part if part is not None else outs[0], m, n, rpp, sgm, sgn, sxm, sxn,
-                               sw, eps, RMS=rms, HAS_W=has_w, HAS_B=has_b, F64=f64, BLOCK=block, I64=i64,
+                               sw, eps_hi, eps_lo, RMS=rms, HAS_W=has_w, HAS_B=has_b, F64=f64, BLOCK=block, I64=i64,
                                WHILE=_WHILE, num_warps=bw_warps)
         for j, o in enumerate(outs[1:]):
             if nprog == 0:
                 o.zero_()
                 continue
-            bc = min(256, triton.next_power_of_2(n))
-            _col_sum[(triton.cdiv(n, bc),)](part[j * nprog * n:], o, nprog, n, BP=16, BC=bc, WHILE=_WHILE,
+            bc = min(32, triton.next_power_of_2(n))
+            _col_sum[(triton.cdiv(n, bc),)](part[j * nprog * n:], o, nprog, n, BP=64, BC=bc, WHILE=_WHILE,
                                             num_warps=4)
         for o, t in zip(outputs, outs):
             if t is not o:

@@ -5,15 +5,16 @@ Every tensor is viewed as (outer, R, inner) with its own strides, R being the no
 * inner == 1, R <= MAX_SINGLE ("rows"): the whole row lives in registers: one read, one write
   (bf16 16384x4096: 2 B read + 2 B written per element, the floor; ~2.9-3.0 TB/s expected on H100).
   Short rows pack several rows per program so each program still moves >= ~8 KB.
-* inner == 1, R > MAX_SINGLE ("online"): pass 1 keeps a running max and a rescaled sum over TILE-wide
-  tiles (one exp per element, so the MUFU stays under ~45% busy at 3 TB/s of bf16), pass 2 re-reads the
-  tile and writes: 2 reads + 1 write.  Counted as "read once + write once", 3 HBM passes cap the effective
-  bandwidth at 2/3 of HBM (~2.1-2.2 TB/s on H100), so the fused form (SPLITS == 1) is a persistent grid
-  sized so the rows in flight fit in ~24 MB of L2 and pass 2 is served from L2 (4096x32768 bf16: 384
-  programs x 64 KB rows).  Rows of 512 KB (256k bf16) x 132 SMs overflow L2: expect ~2.2 TB/s there.
-  With fewer rows than SMs (SPLITS > 1) stage 1 writes per-chunk (max, sum) into the workspace and stage 2
-  folds them in a fixed order and writes: deterministic, no atomics.  Stage 2 walks the programs in
-  reverse so the first chunks it re-reads are the last ones stage 1 streamed (still in L2).
+* inner == 1, R > MAX_SINGLE (32k elements; 8k in f64) ("online"): pass 1 keeps a running max and a
+  rescaled sum over 4096-wide tiles (one exp per element), pass 2 re-reads the tile and writes: 2 reads +
+  1 write.  While at least one row per SM fits in ~24 MB of L2 (rows <= ~190 KB) the fused form
+  (SPLITS == 1) is a persistent grid sized so the rows in flight stay in L2 and pass 2 is an L2 hit
+  (4096x65536 bf16: 192 programs x 128 KB rows).  Longer rows, or fewer rows than SMs (SPLITS > 1): each
+  row is cut into chunks of ~4 tiles (32 KB bf16), stage 1 writes per-chunk (max, sum) into the workspace
+  and stage 2 folds them in a fixed order and writes: deterministic, no atomics, thousands of small
+  programs (~32 registers, 8 per SM) keep enough bytes in flight; 3 HBM passes cap it at ~2/3 of the copy
+  roofline (512x262144 bf16: was 37% fused with 132 x 512 KB rows overflowing L2).  Stage 2 walks the
+  chunks in reverse so the first it re-reads are the last ones stage 1 streamed (still in L2).
 * inner > 1 ("cols", non-last dim): tiles of [BLOCK_R, BLOCK_I] with the contiguous inner axis across
   lanes (coalesced), online statistics per column, then a write pass.  No permute/contiguous copies.
 Inputs that cannot be viewed as (outer, R, inner) with strides are made contiguous first (one extra copy).
@@ -77,29 +78,40 @@ def _num_sms() -> int:
 def choose(outer: int, R: int, inner: int, itemsize: int, f64: bool = False) -> Config:
     """The launch configuration of an (outer, R, inner) problem.  itemsize: bytes per element in memory
     (the widest operand); f64: computes in float64 (twice the registers per element)."""
-    max_single = _FORCE.get("max_single", 8192 if f64 else 16384)
+    # up to 32k elements the row stays in registers: one HBM read + one write (bf16 32768: 64 KB per row,
+    # 32 warps x 32 elements per thread, 63 registers, no spills on sm_90; f32 the same register count)
+    max_single = _FORCE.get("max_single", 8192 if f64 else 32768)
     if inner > 1:
         bi = 64 if inner >= 64 else triton.next_power_of_2(inner)
         br = _FORCE.get("block_r", max(1, min(triton.next_power_of_2(R), 4096 // bi)))
         return Config("cols", br, bi, 1, 4)
     if R <= max_single:
         block = triton.next_power_of_2(max(R, 1))
-        # ~2048+ elements per program; warps grow with the row (16 f32 registers per thread per operand)
+        # ~2048+ elements per program; warps grow with the row (16 f32 registers per thread per operand,
+        # 32 at 32k)
         rows = max(1, min(2048 // block, triton.next_power_of_2(max(outer, 1))))
         warps = 4 if block <= 2048 else 8 if block <= 4096 else 16 if block <= 8192 else 32
         return Config("rows", block, rows, 1, warps)
     row_bytes = R * itemsize
-    big = R >= 65536
-    # 16 warps and 8192-wide tiles on very long rows so one program per SM keeps ~16 KB of loads in flight
+    sms = _num_sms()
+    fused = outer >= sms and row_bytes * sms <= (24 << 20)
+    # fused rows >= 64k: 8192-wide tiles and 16 warps, so each of the ~1.5 programs per SM the L2 budget
+    # allows keeps 16 KB of loads in flight; split chunks: 4096 x 8 warps (~32 registers, 8 programs/SM)
+    big = fused and R >= 65536
     tile = _FORCE.get("tile", 8192 if big else 4096)
     warps = 16 if big else 8
-    sms = _num_sms()
     ntiles = triton.cdiv(R, tile)
-    splits = _FORCE.get("splits", 1 if outer >= sms else min(ntiles, triton.cdiv(2 * sms, max(outer, 1))))
+    # fused (one program per row, persistent) only while >= 1 row per SM fits in ~24 MB of L2, so that the
+    # second read of the row is an L2 hit.  Otherwise (few rows, or rows > ~190 KB: 512x262144 bf16 ran at
+    # 37% of the copy roofline fused, 132 x 512 KB rows overflowing L2 and 16 KB in flight per SM) split
+    # every row into chunks of ~4 tiles (32 KB bf16): stage 1 reads, stage 2 re-reads + writes, 3 HBM
+    # passes at full occupancy (thousands of 8-warp programs), <= 2/3 of the copy rate counted as 2 passes
+    auto = 1 if fused else max(triton.cdiv(2 * sms, max(outer, 1)), triton.cdiv(ntiles, 4))
+    splits = _FORCE.get("splits", auto)
     # persistent grid: as many rows in flight as fit in ~24 MB of L2 (half of H100's 50 MB), at least one
     # program per SM, at most 8 per SM: pass 2 re-reads a row that pass 1 brought into L2 moments before
     progs = _FORCE.get("programs", max(sms, min(8 * sms, (24 << 20) // max(row_bytes, 1))))
-    return Config("online", tile, 1, min(splits, ntiles), warps, progs)
+    return Config("online", tile, 1, max(1, min(splits, ntiles)), warps, progs)
 
 
 # -- device helpers ------------------------------------------------------------------------------

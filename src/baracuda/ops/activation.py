@@ -1,0 +1,132 @@
+"""Elementwise rows: activations (torch.nn.functional) and the gated split+gate ops.
+
+Gated ops (``shape="gated"``) split ``x`` in halves ``a, b`` along ``dim`` (``[..., 2H] -> [..., H]``):
+glu = a * sigmoid(b) (torch), swiglu = silu(a) * b, geglu = gelu(a) * b, reglu = relu(a) * b (gate first, as
+in a fused ``[W_gate; W_up]`` projection).  Their backward is one fused kernel: ``<op>_backward(g, x)`` reads
+``x`` and ``g`` once and writes ``dx`` once.
+"""
+from __future__ import annotations
+
+from .._core.errors import InvalidProblemError
+from .elementwise import FLOAT, NUM, EwDef, add_ew_ops, check_float, dropin_ew, tp
+
+
+def _check_gelu(op, attrs):
+    if attrs["approximate"] not in ("none", "tanh"):
+        raise InvalidProblemError(op, "approximate", "'none' or 'tanh'", repr(attrs["approximate"]))
+    return attrs
+
+
+def _chk(*names, extra=None):
+    base = check_float(*names)
+
+    def check(op, attrs):
+        attrs = base(op, attrs)
+        return extra(op, attrs) if extra else attrs
+    return check
+
+
+def _nonneg(name):
+    def check(op, attrs):
+        if attrs[name] < 0:
+            raise InvalidProblemError(op, name, "a non-negative number", attrs[name])
+        return attrs
+    return check
+
+
+def _minmax(op, attrs):
+    if attrs["min_val"] > attrs["max_val"]:
+        raise InvalidProblemError(op, "max_val", f"a value >= min_val={attrs['min_val']}", attrs["max_val"])
+    return attrs
+
+
+def _check_dim(op, attrs):
+    if isinstance(attrs["dim"], bool) or not isinstance(attrs["dim"], int):
+        raise InvalidProblemError(op, "dim", "an integer", repr(attrs["dim"]))
+    return attrs
+
+
+def _check_geglu(op, attrs):
+    return _check_gelu(op, _check_dim(op, attrs))
+
+
+def _aten(name):
+    def peer(*xs, **kw):
+        import torch
+
+        return getattr(torch.ops.aten, name)(*xs, **kw)
+    return peer
+
+
+def _peer_relu_bw(g, x):
+    import torch
+
+    return torch.ops.aten.threshold_backward(g, x, 0)
+
+
+def _gated_peer(act):
+    def peer(x, dim=-1, **kw):
+        import torch
+        import torch.nn.functional as F
+
+        a, b = torch.chunk(x, 2, dim)
+        return getattr(F, act)(a, **kw) * b
+    return peer
+
+
+def _di(name, attrs=(), first="input"):
+    return dropin_ew(name, first, attr_names=attrs, unsupported=("inplace",))
+
+
+def _act(name, *, defaults=None, check=None, samples=({},), avoid=(), domain="any", bw="x", dtypes=FLOAT, **kw):
+    return EwDef(name, 1, tp(name), f"torch.nn.functional.{name}", kw.pop("jax", None), defaults=defaults or {},
+                 check_attrs=check, attr_samples=samples, avoid=avoid, domain=domain, bw=bw, dtypes=dtypes,
+                 dropin=kw.pop("dropin", None) or _di(name, tuple(defaults or ())), **kw)
+
+
+def _gated(name, act_peer, defaults=None, check=_check_dim, samples=({},)):
+    d = {"dim": -1, **(defaults or {})}
+    return EwDef(name, 1, _gated_peer(act_peer) if act_peer else tp(name),
+                 f"torch.nn.functional.{name}" if not act_peer else None, None, shape="gated", bw="x", avoid=(0.0,),
+                 defaults=d, check_attrs=check, attr_samples=samples,
+                 dropin=dropin_ew(name, "input", attr_names=tuple(d)) if not act_peer else None)
+
+
+add_ew_ops([
+    _act("relu", bw_peer=_peer_relu_bw, avoid=(0.0,), domain="wide", dtypes=NUM, jax="jax.nn.relu"),
+    _act("gelu", defaults={"approximate": "none"}, check=_check_gelu,
+         samples=({"approximate": "none"}, {"approximate": "tanh"}), bw_peer=_aten("gelu_backward"), jax="jax.nn.gelu"),
+    _act("silu", bw_peer=_aten("silu_backward"), jax="jax.nn.silu"),
+    _act("relu6", avoid=(0.0, 6.0), domain="wide", jax="jax.nn.relu6"),
+    _act("leaky_relu", defaults={"negative_slope": 0.01}, check=_chk("negative_slope"), avoid=(0.0,),
+         samples=({}, {"negative_slope": 0.2}), jax="jax.nn.leaky_relu"),
+    _act("elu", defaults={"alpha": 1.0}, check=_chk("alpha"), samples=({}, {"alpha": 0.5}), avoid=(0.0,),
+         jax="jax.nn.elu"),
+    _act("selu", avoid=(0.0,), jax="jax.nn.selu"),
+    _act("celu", defaults={"alpha": 1.0}, check=_chk("alpha", extra=lambda op, a: a if a["alpha"] != 0 else
+                                                       (_ for _ in ()).throw(InvalidProblemError(op, "alpha", "a non-zero alpha", 0.0))),
+         samples=({}, {"alpha": 2.0}), avoid=(0.0,), jax="jax.nn.celu"),
+    _act("mish", jax=None),
+    _act("softplus", defaults={"beta": 1.0, "threshold": 20.0}, check=_chk("beta", "threshold"),
+         samples=({}, {"beta": 2.0, "threshold": 3.0}), avoid=(1.5,), jax="jax.nn.softplus"),
+    _act("softsign", jax="jax.nn.soft_sign"),
+    _act("tanhshrink"),
+    _act("hardtanh", defaults={"min_val": -1.0, "max_val": 1.0}, check=_chk("min_val", "max_val", extra=_minmax),
+         samples=({}, {"min_val": -0.5, "max_val": 2.0}), avoid=(-1.0, 1.0, -0.5, 2.0), domain="wide",
+         jax="jax.nn.hard_tanh"),
+    _act("hardswish", avoid=(-3.0, 3.0), domain="wide", jax="jax.nn.hard_swish"),
+    _act("hardsigmoid", avoid=(-3.0, 3.0), domain="wide", jax="jax.nn.hard_sigmoid"),
+    _act("hardshrink", defaults={"lambd": 0.5}, check=_chk("lambd", extra=_nonneg("lambd")),
+         samples=({}, {"lambd": 1.0}), avoid=(-1.0, -0.5, 0.5, 1.0)),
+    _act("softshrink", defaults={"lambd": 0.5}, check=_chk("lambd", extra=_nonneg("lambd")),
+         samples=({}, {"lambd": 1.0}), avoid=(-1.0, -0.5, 0.5, 1.0)),
+    _act("threshold", defaults={"threshold": 0.0, "value": 0.0}, check=_chk("threshold", "value"),
+         samples=({"threshold": 0.5, "value": -2.0},), avoid=(0.5,)),
+    _act("logsigmoid", jax="jax.nn.log_sigmoid"),
+    # gated
+    _gated("glu", None),
+    _gated("swiglu", "silu"),
+    _gated("geglu", "gelu", defaults={"approximate": "none"}, check=_check_geglu,
+           samples=({"approximate": "none"}, {"approximate": "tanh"})),
+    _gated("reglu", "relu"),
+])

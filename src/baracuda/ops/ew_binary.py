@@ -1,0 +1,363 @@
+"""Elementwise rows: arithmetic, comparisons, logical/bitwise, binary math and the ternary ops.
+
+Rows only (see ``elementwise.py`` for the mechanism).  Backward rules compose other baracuda ops through
+``ctx``; ``ctx.reduce_to`` sums broadcast gradients back to the operand's shape.
+"""
+from __future__ import annotations
+
+from .._core.dtypes import DType
+from .._core.errors import InvalidProblemError, UnsupportedError
+from .._core.spec import ErrorCase
+from .elementwise import (ALL, BOOL, FLOAT, INT, NUM, EwDef, _EXTRA_ERRORS, add_ew_ops, check_float, dropin_ew,
+                          tp)
+
+
+def _r(ctx, d, i, g):
+    return ctx.reduce_to(g, d.inputs[i].shape)
+
+
+def _scaled(ctx, g, k):
+    return g if k == 1.0 else ctx.op("mul_scalar", g, scalar=k)
+
+
+# -- backward rules ----------------------------------------------------------------------------------
+def _g_add(ctx, d, grads, s):
+    g = grads[0]
+    return _r(ctx, d, 0, g), _r(ctx, d, 1, _scaled(ctx, g, d.attr("alpha")))
+
+
+def _g_sub(ctx, d, grads, s):
+    g = grads[0]
+    return _r(ctx, d, 0, g), _r(ctx, d, 1, _scaled(ctx, g, -d.attr("alpha")))
+
+
+def _g_mul(ctx, d, grads, s):
+    g = grads[0]
+    return _r(ctx, d, 0, ctx.op("mul", g, s["b"])), _r(ctx, d, 1, ctx.op("mul", g, s["a"]))
+
+
+def _g_div(ctx, d, grads, s):
+    g = grads[0]
+    if d.attr("rounding_mode") is not None:   # piecewise constant: zero gradient (as torch)
+        z = ctx.op("mul_scalar", g, scalar=0.0)
+        return _r(ctx, d, 0, z), _r(ctx, d, 1, z)
+    return (_r(ctx, d, 0, ctx.op("div", g, s["b"])),
+            _r(ctx, d, 1, ctx.op("div_backward_b", g, s["a"], s["b"])))
+
+
+def _g_mul_scalar(ctx, d, grads, s):
+    return (ctx.op("mul_scalar", grads[0], scalar=d.attr("scalar")),)
+
+
+def _g_minmax(mode):
+    def rule(ctx, d, grads, s):
+        g = grads[0]
+        return (_r(ctx, d, 0, ctx.op("minmax_backward", g, s["a"], s["b"], mode=mode)),
+                _r(ctx, d, 1, ctx.op("minmax_backward", g, s["b"], s["a"], mode=mode)))
+    return rule
+
+
+def _g_mod(rounding):
+    def rule(ctx, d, grads, s):   # a - b * q(a / b): da = g, db = -g * q
+        g = grads[0]
+        q = ctx.op("div", s["a"], s["b"], rounding_mode=rounding)
+        return _r(ctx, d, 0, g), _r(ctx, d, 1, ctx.op("neg", ctx.op("mul", g, q)))
+    return rule
+
+
+def _g_pow(ctx, d, grads, s):
+    g = grads[0]
+    return (_r(ctx, d, 0, ctx.op("pow_backward_a", g, s["a"], s["b"])),
+            _r(ctx, d, 1, ctx.op("pow_backward_b", g, s["a"], s["b"])))
+
+
+def _g_atan2(ctx, d, grads, s):   # d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2)
+    g, a, b = grads[0], s["a"], s["b"]
+    den = ctx.op("hypot", a, b)
+    den = ctx.op("mul", den, den)
+    w = ctx.op("div", g, den)
+    return _r(ctx, d, 0, ctx.op("mul", w, b)), _r(ctx, d, 1, ctx.op("neg", ctx.op("mul", w, a)))
+
+
+def _g_hypot(ctx, d, grads, s):
+    w = ctx.op("div", grads[0], s["out"])
+    return _r(ctx, d, 0, ctx.op("mul", w, s["a"])), _r(ctx, d, 1, ctx.op("mul", w, s["b"]))
+
+
+def _g_copysign(ctx, d, grads, s):   # |a| keeps its slope times the sign flip; zero where a == 0
+    flip = ctx.op("mul", ctx.op("sign", s["a"]), ctx.op("sign", s["out"]))
+    return (_r(ctx, d, 0, ctx.op("mul", grads[0], flip)),)
+
+
+def _g_logaddexp(base2):
+    e = "exp2" if base2 else "exp"
+
+    def rule(ctx, d, grads, s):
+        g, out = grads[0], s["out"]
+        return (_r(ctx, d, 0, ctx.op("mul", g, ctx.op(e, ctx.op("sub", s["a"], out)))),
+                _r(ctx, d, 1, ctx.op("mul", g, ctx.op(e, ctx.op("sub", s["b"], out)))))
+    return rule
+
+
+def _g_xlogy(ctx, d, grads, s):
+    g = grads[0]
+    return (_r(ctx, d, 0, ctx.op("mul", g, ctx.op("log", s["b"]))),
+            _r(ctx, d, 1, ctx.op("div", ctx.op("mul", g, s["a"]), s["b"])))
+
+
+def _g_lerp(ctx, d, grads, s):
+    w = d.attr("weight")
+    return _r(ctx, d, 0, _scaled(ctx, grads[0], 1.0 - w)), _r(ctx, d, 1, _scaled(ctx, grads[0], w))
+
+
+def _g_where(ctx, d, grads, s):
+    g = grads[0]
+    return (None, _r(ctx, d, 1, ctx.op("where_backward", g, s["a"], branch=1)),
+            _r(ctx, d, 2, ctx.op("where_backward", g, s["a"], branch=2)))
+
+
+def _g_addcmul(ctx, d, grads, s):
+    g, v = grads[0], d.attr("value")
+    return (_r(ctx, d, 0, g), _r(ctx, d, 1, _scaled(ctx, ctx.op("mul", g, s["c"]), v)),
+            _r(ctx, d, 2, _scaled(ctx, ctx.op("mul", g, s["b"]), v)))
+
+
+def _g_addcdiv(ctx, d, grads, s):
+    g, v = grads[0], d.attr("value")
+    return (_r(ctx, d, 0, g), _r(ctx, d, 1, _scaled(ctx, ctx.op("div", g, s["c"]), v)),
+            _r(ctx, d, 2, _scaled(ctx, ctx.op("div_backward_b", g, s["b"], s["c"]), v)))
+
+
+# -- attribute / dtype rules ---------------------------------------------------------------------------
+def _check_alpha(name):
+    chk = check_float(name)
+
+    def check(op, attrs):
+        return chk(op, attrs)
+    return check
+
+
+def _alpha_dtype(op, inputs, attrs, r):
+    """torch: integer results need an integral alpha (bool results: alpha acts as its truthiness)."""
+    if r.is_integer and attrs["alpha"] != int(attrs["alpha"]):
+        raise InvalidProblemError(op, "alpha", "an integral value for integer operands", attrs["alpha"])
+    return r
+
+
+_ROUNDING = (None, "trunc", "floor")
+
+
+def _check_rounding(op, attrs):
+    if attrs["rounding_mode"] not in _ROUNDING:
+        raise InvalidProblemError(op, "rounding_mode", "None, 'trunc' or 'floor'", repr(attrs["rounding_mode"]))
+    return attrs
+
+
+def _div_dtype(op, inputs, attrs, r):
+    return r if attrs["rounding_mode"] is not None or r.is_floating else DType.f32
+
+
+def _bounds(op, attrs):
+    for k in ("min", "max"):
+        v = attrs[k]
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise InvalidProblemError(op, k, "None or a real number", repr(v))
+    if attrs["min"] is None and attrs["max"] is None:
+        raise InvalidProblemError(op, "min", "at least one of 'min' and 'max'", "neither")
+    return attrs
+
+
+def _weak_float_dtype(*names):
+    """An integer tensor with a Python-float attribute computes in the default float dtype (torch)."""
+    def rule(op, inputs, attrs, r):
+        if not r.is_floating and any(isinstance(attrs[n], float) for n in names):
+            return DType.f32
+        return r
+    return rule
+
+
+def _pow_scalar_dtype(op, inputs, attrs, r):
+    e = attrs["exponent"]
+    if r.is_integer and isinstance(e, int) and e < 0:
+        raise InvalidProblemError(op, "exponent", "a non-negative exponent for integer tensors", e)
+    return _weak_float_dtype("exponent")(op, inputs, attrs, r)
+
+
+def _check_real(*names):
+    def check(op, attrs):
+        for k in names:
+            v = attrs[k]
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise InvalidProblemError(op, k, "a real number", repr(v))
+        return attrs
+    return check
+
+
+def _check_mode(op, attrs):
+    if attrs["mode"] not in ("max", "min", "fmax", "fmin"):
+        raise InvalidProblemError(op, "mode", "'max', 'min', 'fmax' or 'fmin'", repr(attrs["mode"]))
+    return attrs
+
+
+def _check_branch(op, attrs):
+    if attrs["branch"] not in (1, 2):
+        raise InvalidProblemError(op, "branch", "1 or 2", repr(attrs["branch"]))
+    return attrs
+
+
+# -- peers -------------------------------------------------------------------------------------------
+def _peer_div_bw_b(g, a, b):
+    return -g * a / (b * b)
+
+
+def _peer_minmax_bw(g, a, b, mode):
+    import torch
+
+    ar, br = a.detach().clone().requires_grad_(True), b.detach().clone()
+    fn = {"max": torch.maximum, "min": torch.minimum, "fmax": torch.fmax, "fmin": torch.fmin}[mode]
+    (da,) = torch.autograd.grad(fn(ar, br), ar, g)
+    return da
+
+
+def _peer_pow_bw(i):
+    def peer(g, a, b):
+        import torch
+
+        xs = [a.detach().clone().requires_grad_(i == 0), b.detach().clone().requires_grad_(i == 1)]
+        (d,) = torch.autograd.grad(torch.pow(*xs), xs[i], g)
+        return d
+    return peer
+
+
+def _peer_where_bw(g, c, branch):
+    import torch
+
+    return torch.where(c if branch == 1 else ~c, g, torch.zeros_like(g))
+
+
+def _peer_clamp(x, min=None, max=None):
+    import torch
+
+    return torch.clamp(x, min=min, max=max)
+
+
+def _peer_pow_scalar(x, exponent):
+    import torch
+
+    return torch.pow(x, exponent)
+
+
+def _di(name, n=2, attrs=(), unsupported=("out",)):
+    return dropin_ew(name, *(("input", "other") if n == 2 else ("input",)), attr_names=attrs, unsupported=unsupported)
+
+
+_SHIFT = ("wide", "shift")
+_A = dict(avoid=(0.0,))
+add_ew_ops([
+    # arithmetic (the first rows: other families and baracuda.torch build on them)
+    EwDef("neg", 1, tp("neg"), "torch.neg", "jax.lax.neg", lambda ctx, d, g, s: (ctx.op("neg", g[0]),), saves=(),
+          dtypes=NUM, dropin=_di("neg", 1)),
+    EwDef("mul_scalar", 1, lambda x, scalar: x * scalar, "torch.mul (Python scalar)", "jax.lax.mul", _g_mul_scalar,
+          saves=(), defaults={"scalar": 1.0}, check_attrs=check_float("scalar"), attr_samples=({"scalar": -1.75},),
+          dtypes=FLOAT),
+    EwDef("add", 2, tp("add"), "torch.add", "jax.lax.add", _g_add, saves=(), defaults={"alpha": 1.0},
+          check_attrs=_check_alpha("alpha"), dtype_rule=_alpha_dtype, dtypes=ALL, domain="wide",
+          attr_samples=({}, {"alpha": -2.0}), dropin=_di("add", attrs=("alpha",))),
+    EwDef("sub", 2, tp("sub"), "torch.sub", "jax.lax.sub", _g_sub, saves=(), defaults={"alpha": 1.0},
+          check_attrs=_check_alpha("alpha"), dtype_rule=_alpha_dtype, dtypes=NUM, domain="wide",
+          attr_samples=({}, {"alpha": 3.0}), dropin=_di("sub", attrs=("alpha",))),
+    EwDef("mul", 2, tp("mul"), "torch.mul", "jax.lax.mul", _g_mul, dtypes=ALL, domain="wide", dropin=_di("mul")),
+    EwDef("div", 2, tp("div"), "torch.div", "jax.lax.div", _g_div, domain=("wide", "nonzero"), dtypes=NUM,
+          defaults={"rounding_mode": None}, check_attrs=_check_rounding, dtype_rule=_div_dtype,
+          attr_samples=({}, {"rounding_mode": "trunc"}, {"rounding_mode": "floor"}),
+          dropin=_di("div", attrs=("rounding_mode",))),
+    EwDef("floor_divide", 2, tp("floor_divide"), "torch.floor_divide", "jax.numpy.floor_divide",
+          domain=("wide", "nonzero"), dtypes=NUM, dropin=_di("floor_divide")),
+    EwDef("remainder", 2, tp("remainder"), "torch.remainder", "jax.numpy.remainder", _g_mod("floor"),
+          domain=("wide", "nonzero"), dtypes=NUM, dropin=_di("remainder")),
+    EwDef("fmod", 2, tp("fmod"), "torch.fmod", "jax.lax.rem", _g_mod("trunc"), domain=("wide", "nonzero"),
+          dtypes=NUM, dropin=_di("fmod")),
+    EwDef("pow", 2, tp("pow"), "torch.pow", "jax.lax.pow", _g_pow, domain=("positive", "expo"), dtypes=NUM,
+          dropin=dropin_ew("pow", "input", "exponent", unsupported=("out",))),
+    EwDef("pow_scalar", 1, _peer_pow_scalar, "torch.pow (Python exponent)", "jax.lax.pow", domain="positive",
+          dtypes=NUM, defaults={"exponent": 2.0}, check_attrs=_check_real("exponent"), dtype_rule=_pow_scalar_dtype,
+          attr_samples=({"exponent": 2}, {"exponent": 0.5}, {"exponent": -1.5}), bw="x"),
+    EwDef("atan2", 2, tp("atan2"), "torch.atan2", "jax.lax.atan2", _g_atan2, out="float", dtypes=NUM,
+          domain=("any", "nonzero"), dropin=_di("atan2")),
+    EwDef("hypot", 2, tp("hypot"), "torch.hypot", "jax.numpy.hypot", _g_hypot, saves=("inputs", "outputs"),
+          dtypes=FLOAT, domain="nonzero", dropin=_di("hypot")),
+    EwDef("copysign", 2, tp("copysign"), "torch.copysign", "jax.numpy.copysign", _g_copysign,
+          saves=("inputs", "outputs"), out="float", dtypes=NUM, domain="nonzero", diff_args=(0,),
+          dropin=_di("copysign")),
+    EwDef("maximum", 2, tp("maximum"), "torch.maximum", "jax.lax.max", _g_minmax("max"), dtypes=ALL, domain="wide",
+          dropin=_di("maximum")),
+    EwDef("minimum", 2, tp("minimum"), "torch.minimum", "jax.lax.min", _g_minmax("min"), dtypes=ALL, domain="wide",
+          dropin=_di("minimum")),
+    EwDef("fmax", 2, tp("fmax"), "torch.fmax", "jax.numpy.fmax", _g_minmax("fmax"), dtypes=NUM, domain="wide",
+          dropin=_di("fmax")),
+    EwDef("fmin", 2, tp("fmin"), "torch.fmin", "jax.numpy.fmin", _g_minmax("fmin"), dtypes=NUM, domain="wide",
+          dropin=_di("fmin")),
+    EwDef("logaddexp", 2, tp("logaddexp"), "torch.logaddexp", "jax.numpy.logaddexp", _g_logaddexp(False),
+          saves=("inputs", "outputs"), dropin=_di("logaddexp")),
+    EwDef("logaddexp2", 2, tp("logaddexp2"), "torch.logaddexp2", "jax.numpy.logaddexp2", _g_logaddexp(True),
+          saves=("inputs", "outputs"), dropin=_di("logaddexp2")),
+    EwDef("xlogy", 2, tp("xlogy"), "torch.xlogy", "jax.scipy.special.xlogy", _g_xlogy, out="float", dtypes=NUM,
+          domain=("any", "positive"), dropin=_di("xlogy")),
+    EwDef("lerp", 2, lambda a, b, weight: __import__("torch").lerp(a, b, weight), "torch.lerp (scalar weight)",
+          None, _g_lerp, saves=(), defaults={"weight": 0.5}, check_attrs=check_float("weight"),
+          attr_samples=({"weight": 0.25},), dropin=dropin_ew("lerp", "input", "end", attr_names=("weight",),
+                                                             unsupported=("out",))),
+    # comparisons and logical / bitwise (no gradients)
+    *[EwDef(n, 2, tp(n), f"torch.{n}", f"jax.numpy.{j}", out="bool", dtypes=ALL, domain="wide", dropin=_di(n))
+      for n, j in (("eq", "equal"), ("ne", "not_equal"), ("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
+                   ("ge", "greater_equal"))],
+    *[EwDef(f"logical_{n}", 2, tp(f"logical_{n}"), f"torch.logical_{n}", f"jax.numpy.logical_{n}", out="bool",
+            dtypes=ALL, domain="wide", dropin=_di(f"logical_{n}")) for n in ("and", "or", "xor")],
+    *[EwDef(f"bitwise_{n}", 2, tp(f"bitwise_{n}"), f"torch.bitwise_{n}", f"jax.numpy.bitwise_{n}",
+            dtypes=INT + BOOL, domain="wide", dropin=_di(f"bitwise_{n}")) for n in ("and", "or", "xor")],
+    *[EwDef(f"bitwise_{n}", 2, tp(f"bitwise_{n}"), f"torch.bitwise_{n}", f"jax.lax.shift_{j}", dtypes=INT,
+            domain=_SHIFT, dropin=_di(f"bitwise_{n}")) for n, j in (("left_shift", "left"),
+                                                                    ("right_shift", "right_arithmetic"))],
+    # ternary
+    EwDef("where", 3, lambda c, a, b: __import__("torch").where(c, a, b), "torch.where", "jax.numpy.where", _g_where,
+          dtypes=ALL, arg_dtypes={0: BOOL}, value_args=(1, 2), domain=("cond", "any", "any"),
+          dropin=dropin_ew("where", "condition", "input", "other", unsupported=("out",))),
+    EwDef("clamp", 1, _peer_clamp, "torch.clamp", "jax.numpy.clip", defaults={"min": None, "max": None},
+          check_attrs=_bounds, dtype_rule=_weak_float_dtype("min", "max"), dtypes=NUM, domain="wide",
+          attr_samples=({"min": -0.5, "max": 0.75}, {"min": 1, "max": 5}, {"min": 0.25}, {"max": 0.5}),
+          avoid=(-0.5, 0.25, 0.5, 0.75, 1.0, 5.0), bw="x", dropin=_di("clamp", 1, ("min", "max"))),
+    EwDef("clamp_tensor", 3, lambda x, lo, hi: __import__("torch").clamp(x, lo, hi), "torch.clamp (tensor bounds)",
+          "jax.numpy.clip", dtypes=NUM, domain="wide"),
+    EwDef("addcmul", 3, lambda a, b, c, value: __import__("torch").addcmul(a, b, c, value=value), "torch.addcmul",
+          None, _g_addcmul, dtypes=NUM, defaults={"value": 1.0}, check_attrs=_check_real("value"),
+          dtype_rule=_weak_float_dtype("value"), attr_samples=({"value": 2},),
+          dropin=dropin_ew("addcmul", "input", "tensor1", "tensor2", attr_names=("value",), unsupported=("out",))),
+    EwDef("addcdiv", 3, lambda a, b, c, value: __import__("torch").addcdiv(a, b, c, value=value), "torch.addcdiv",
+          None, _g_addcdiv, dtypes=FLOAT, defaults={"value": 1.0}, check_attrs=check_float("value"),
+          domain=("any", "any", "nonzero"), attr_samples=({"value": -0.5},),
+          dropin=dropin_ew("addcdiv", "input", "tensor1", "tensor2", attr_names=("value",), unsupported=("out",))),
+    # backward helpers (their own kernels from the same template)
+    EwDef("div_backward_b", 3, _peer_div_bw_b, None, internal=True, domain=("any", "any", "nonzero"), lean=True),
+    EwDef("minmax_backward", 3, _peer_minmax_bw, None, internal=True, defaults={"mode": "max"},
+          check_attrs=_check_mode, attr_samples=({"mode": "max"}, {"mode": "fmin"}), lean=True),
+    EwDef("pow_backward_a", 3, _peer_pow_bw(0), None, internal=True, domain=("any", "positive", "any"), lean=True),
+    EwDef("pow_backward_b", 3, _peer_pow_bw(1), None, internal=True, domain=("any", "positive", "any"), lean=True),
+    EwDef("where_backward", 2, _peer_where_bw, None, internal=True, defaults={"branch": 1}, arg_dtypes={1: BOOL},
+          value_args=(0,), domain=("any", "cond"),
+          check_attrs=_check_branch, attr_samples=({"branch": 1}, {"branch": 2}), lean=True),
+])
+
+_EXTRA_ERRORS.update({
+    "add": [ErrorCase((((3,), "i32"), ((3,), "i32")), {"alpha": 0.5}, InvalidProblemError,
+                      r"add: argument 'alpha': expected an integral value", "int-alpha")],
+    "div": [ErrorCase((((3,), "f32"), ((3,), "f32")), {"rounding_mode": "ceil"}, InvalidProblemError,
+                      r"div: argument 'rounding_mode': expected None, 'trunc' or 'floor'", "bad-rounding")],
+    "sub": [ErrorCase((((3,), "bool"), ((3,), "bool")), {}, UnsupportedError, r"sub: argument 'a' has dtype bool",
+                      "bool-sub")],
+    "clamp": [ErrorCase((((3,), "f32"),), {}, InvalidProblemError, r"clamp: argument 'min': expected at least one",
+                        "no-bounds")],
+    "pow_scalar": [ErrorCase((((3,), "i32"),), {"exponent": -1}, InvalidProblemError,
+                             r"pow_scalar: argument 'exponent': expected a non-negative exponent", "int-neg-exp")],
+    "where": [ErrorCase((((3,), "f32"), ((3,), "f32"), ((3,), "f32")), {}, UnsupportedError,
+                        r"where: argument 'a' has dtype f32; the op is defined for bool", "float-cond")],
+})

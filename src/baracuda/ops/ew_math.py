@@ -1,0 +1,98 @@
+"""Elementwise rows: unary math (torch.exp ... torch.nan_to_num), with generated ``<op>_backward`` helpers.
+
+``bw="x"`` rows save the input, ``bw="out"`` rows the output (cheaper where the derivative is a function of
+the output: exp, tanh, sigmoid, sqrt, ...).  Float-only functions take integer/bool inputs and return f32
+(``out="float"``, as torch); rounding functions keep integer dtypes unchanged (``out="same"``).
+"""
+from __future__ import annotations
+
+import math
+
+from .._core.errors import InvalidProblemError
+from .elementwise import ALL, BOOL, FLOAT, INT, NUM, EwDef, add_ew_ops, dropin_ew, tp
+
+
+def _scale_rule(k):
+    return lambda ctx, d, grads, s: (ctx.op("mul_scalar", grads[0], scalar=k),)
+
+
+def _check_eps(op, attrs):
+    eps = attrs["eps"]
+    if eps is not None:
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0.0 <= eps <= 0.5:
+            raise InvalidProblemError(op, "eps", "None or a number in [0, 0.5]", repr(eps))
+        attrs["eps"] = float(eps)
+    return attrs
+
+
+def _check_n2n(op, attrs):
+    for k in ("nan", "posinf", "neginf"):
+        v = attrs[k]
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise InvalidProblemError(op, k, "None or a real number", repr(v))
+        if v is not None:
+            attrs[k] = float(v)
+    return attrs
+
+
+def _di(name, attrs=()):
+    return dropin_ew(name, "input", attr_names=attrs, unsupported=("out",))
+
+
+def _f(name, domain="any", bw="x", jax=None, torch_name=None, dtypes=ALL, **kw):
+    """A float-valued math function: integer/bool inputs give f32 (torch)."""
+    return EwDef(name, 1, tp(name), torch_name or f"torch.{name}", jax or f"jax.numpy.{name}", domain=domain,
+                 bw=bw, out="float", dtypes=dtypes, dropin=_di(name), **kw)
+
+
+add_ew_ops([
+    _f("exp", bw="out", jax="jax.lax.exp"),
+    _f("log", "positive", jax="jax.lax.log"),
+    _f("tanh", bw="out", jax="jax.lax.tanh"),
+    _f("exp2", bw="out"),
+    _f("expm1", bw="out"),
+    _f("log2", "positive"),
+    _f("log10", "positive"),
+    _f("log1p", "positive"),
+    _f("sqrt", "positive", bw="out"),
+    _f("rsqrt", "positive", bw="out", jax="jax.lax.rsqrt"),
+    _f("reciprocal", "nonzero", bw="out", jax="jax.numpy.reciprocal"),
+    _f("sin"), _f("cos"), _f("tan", "unit"), _f("asin", "unit", jax="jax.numpy.arcsin"),
+    _f("acos", "unit", jax="jax.numpy.arccos"), _f("atan", jax="jax.numpy.arctan"),
+    _f("sinh"), _f("cosh"), _f("asinh", jax="jax.numpy.arcsinh"), _f("acosh", "ge1", jax="jax.numpy.arccosh"),
+    _f("atanh", "unit", jax="jax.numpy.arctanh"),
+    _f("erf", jax="jax.lax.erf"), _f("erfc", jax="jax.lax.erfc"),
+    _f("erfinv", "unit", bw="out", jax="jax.lax.erf_inv"),
+    _f("sigmoid", bw="out", jax="jax.nn.sigmoid"),
+    _f("lgamma", "positive", jax="jax.lax.lgamma"),
+    _f("digamma", "positive", bw=None, jax="jax.lax.digamma"),
+    _f("i0", jax="jax.numpy.i0"),
+    _f("sinc", "nonzero", jax="jax.numpy.sinc"),
+    EwDef("logit", 1, tp("logit"), "torch.logit", "jax.scipy.special.logit", domain="prob", bw="x", out="float",
+          dtypes=FLOAT, defaults={"eps": None}, check_attrs=_check_eps, attr_samples=({}, {"eps": 0.2}),
+          avoid=(0.2, 0.8), dropin=_di("logit", ("eps",))),
+    EwDef("deg2rad", 1, tp("deg2rad"), "torch.deg2rad", "jax.numpy.deg2rad", _scale_rule(math.pi / 180.0), saves=(),
+          out="float", dtypes=NUM, dropin=_di("deg2rad")),
+    EwDef("rad2deg", 1, tp("rad2deg"), "torch.rad2deg", "jax.numpy.rad2deg", _scale_rule(180.0 / math.pi), saves=(),
+          out="float", dtypes=NUM, dropin=_di("rad2deg")),
+    # integer-preserving
+    EwDef("abs", 1, tp("abs"), "torch.abs", "jax.lax.abs", domain="wide", avoid=(0.0,), bw="x", dtypes=NUM,
+          dropin=_di("abs")),
+    EwDef("sign", 1, tp("sign"), "torch.sign", "jax.lax.sign", domain="wide", dtypes=ALL, dropin=_di("sign")),
+    EwDef("square", 1, tp("square"), "torch.square", "jax.numpy.square", domain="wide", bw="x", dtypes=NUM,
+          dropin=_di("square")),
+    *[EwDef(n, 1, tp(n), f"torch.{n}", f"jax.numpy.{n}", domain="nonint", dtypes=NUM, dropin=_di(n))
+      for n in ("floor", "ceil", "trunc")],
+    EwDef("round", 1, tp("round"), "torch.round (half to even)", "jax.numpy.round", domain="nonint", dtypes=NUM,
+          dropin=_di("round")),
+    EwDef("frac", 1, tp("frac"), "torch.frac", None, domain="nonint", bw="x", dtypes=FLOAT, dropin=_di("frac")),
+    EwDef("nan_to_num", 1, tp("nan_to_num"), "torch.nan_to_num", "jax.numpy.nan_to_num", bw="x", dtypes=NUM + BOOL,
+          defaults={"nan": 0.0, "posinf": None, "neginf": None}, check_attrs=_check_n2n,
+          attr_samples=({}, {"nan": 1.5, "posinf": 7.0, "neginf": -7.0}),
+          dropin=_di("nan_to_num", ("nan", "posinf", "neginf"))),
+    # predicates (bool results) and bitwise
+    *[EwDef(n, 1, tp(n), f"torch.{n}", f"jax.numpy.{n}", out="bool", dtypes=ALL, dropin=_di(n))
+      for n in ("isnan", "isinf", "isfinite", "signbit", "logical_not")],
+    EwDef("bitwise_not", 1, tp("bitwise_not"), "torch.bitwise_not", "jax.numpy.invert", domain="wide",
+          dtypes=INT + BOOL, dropin=_di("bitwise_not")),
+])

@@ -1,0 +1,230 @@
+"""Elementwise semantics beyond the generic suite: torch's type promotion (incl. 0-d priority and weak Python
+scalars), integer wrap-around and division, special values (NaN, +-inf, +-0) against torch, gated ops, the
+drop-in adapters.  Every check runs on the reference backend and on Triton where it can run here."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import baracuda as bc
+from baracuda._core.sku import Backend
+from baracuda.testing import backends_for, forced_plan, test_device
+
+DEV = test_device()
+
+
+def _backends(op):
+    return backends_for(op, DEV)
+
+
+def _run(op, backend, *xs, **attrs):
+    desc = bc.Descriptor.like(op, *xs, **attrs)
+    plan = forced_plan(desc, DEV, backend)
+    assert not isinstance(plan, str), plan
+    return plan.run(*[x.to(DEV.type) if DEV.type == "cuda" else x for x in xs]).cpu()
+
+
+def _same(got, want, what):
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != torch {want.dtype}"
+    if got.dtype.is_floating_point:
+        torch.testing.assert_close(got, want, rtol=1e-6, atol=0, equal_nan=True, msg=what)
+        # signed zeros must match too
+        z = want == 0
+        assert torch.equal(torch.signbit(got[z]), torch.signbit(want[z])), f"{what}: sign of zero differs"
+    else:
+        assert torch.equal(got, want), f"{what}: {got} != {want}"
+
+
+# -- promotion -----------------------------------------------------------------------------------------
+PROMO = [  # (op, a dtype, a shape, b dtype, b shape)
+    ("add", torch.int32, (3,), torch.int64, (3,)), ("add", torch.uint8, (3,), torch.int8, (3,)),
+    ("add", torch.bool, (3,), torch.bool, (3,)), ("mul", torch.bool, (3,), torch.int16, (3,)),
+    ("add", torch.bfloat16, (3,), torch.float16, (3,)), ("add", torch.int32, (3,), torch.float16, (3,)),
+    ("add", torch.bfloat16, (3,), torch.float64, ()), ("add", torch.int32, (3,), torch.float64, ()),
+    ("add", torch.int8, (3,), torch.int64, ()), ("div", torch.int32, (3,), torch.int32, (3,)),
+    ("lt", torch.int32, (3,), torch.float32, (3,)), ("maximum", torch.uint8, (3,), torch.bool, (3,)),
+    ("atan2", torch.int16, (3,), torch.int16, (3,)),
+]
+
+
+@pytest.mark.parametrize("op,da,sa,db,sb", PROMO)
+def test_promotion_matches_torch(op, da, sa, db, sb):
+    a = (torch.arange(1, 4).reshape(sa or ()) if sa else torch.tensor(2)).to(da)
+    b = (torch.arange(2, 5).reshape(sb) if sb else torch.tensor(3)).to(db)
+    want = getattr(torch, op)(a, b)
+    for be in _backends(op):
+        _same(_run(op, be, a, b), want, f"{op}({da}{list(sa)}, {db}{list(sb)}) {be}")
+
+
+@pytest.mark.parametrize("op", ["exp", "sqrt", "sigmoid", "reciprocal", "erf"])
+@pytest.mark.parametrize("dt", [torch.int32, torch.uint8, torch.bool])
+def test_float_ops_on_integers_give_f32(op, dt):
+    x = torch.tensor([0, 1, 3, 7]).to(dt)
+    for be in _backends(op):
+        got = _run(op, be, x)
+        assert got.dtype == torch.float32
+        torch.testing.assert_close(got, getattr(torch, op)(x), rtol=1e-6, atol=1e-6)
+
+
+# -- integers --------------------------------------------------------------------------------------------
+INT_CASES = [
+    ("add", torch.int8, [127, -128, 100], [1, -1, 100]), ("mul", torch.int16, [300, -300, 2 ** 14], [300, 200, 4]),
+    ("sub", torch.uint8, [0, 5, 255], [1, 10, 255]), ("neg", torch.int8, [-128, 5, 0], None),
+    ("abs", torch.int8, [-128, -5, 7], None), ("square", torch.int32, [46341, -3, 65536], None),
+    ("floor_divide", torch.int32, [7, -7, 7, -7, 0], [2, 2, -2, -2, 3]),
+    ("remainder", torch.int32, [7, -7, 7, -7, 0], [2, 2, -2, -2, 3]),
+    ("fmod", torch.int64, [7, -7, 7, -7, 0], [2, 2, -2, -2, 3]),
+    ("pow", torch.int32, [2, 3, -2, 1, -1, 5], [31, 21, 3, -4, -3, 0]),
+    ("pow", torch.int8, [3, 2, -3], [5, 7, 3]),
+    ("bitwise_left_shift", torch.int32, [1, 3, -1, 5], [31, 2, 40, 0]),
+    ("bitwise_right_shift", torch.int8, [-128, 64, -1, 77], [7, 3, 9, 20]),
+    ("bitwise_xor", torch.int16, [0x0F0F, -1, 5], [0x00FF, 7, 5]),
+    ("bitwise_not", torch.uint8, [0, 255, 17], None), ("sign", torch.int64, [-5, 0, 9], None),
+    ("maximum", torch.int64, [2 ** 62, -3, 4], [-(2 ** 62), 5, 4]),
+]
+
+
+@pytest.mark.parametrize("op,dt,a,b", INT_CASES, ids=lambda v: str(v) if isinstance(v, (str, torch.dtype)) else None)
+def test_integer_semantics(op, dt, a, b):
+    xs = [torch.tensor(a, dtype=dt)] + ([torch.tensor(b, dtype=dt)] if b is not None else [])
+    want = getattr(torch, op)(*xs)
+    for be in _backends(op):
+        _same(_run(op, be, *xs), want, f"{op} {dt} {be}")
+
+
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+def test_integer_div_rounding(mode):
+    a = torch.tensor([7, -7, 7, -7, -128, 0], dtype=torch.int8)
+    b = torch.tensor([2, 2, -2, -2, -1, 5], dtype=torch.int8)
+    want = torch.div(a, b, rounding_mode=mode)
+    for be in _backends("div"):
+        _same(_run("div", be, a, b, rounding_mode=mode), want, f"div {mode} {be}")
+
+
+@pytest.mark.parametrize("op,attrs", [("floor_divide", {}), ("remainder", {}), ("fmod", {}),
+                                      ("div", {"rounding_mode": "trunc"})])
+def test_integer_division_by_zero_raises_on_reference(op, attrs):
+    a, b = torch.tensor([1, 2], dtype=torch.int32), torch.tensor([1, 0], dtype=torch.int32)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        getattr(torch, op)(a, b, **attrs)
+    with pytest.raises(ZeroDivisionError, match="integer division by zero"):
+        _run(op, Backend.REFERENCE, a, b, **attrs)
+
+
+# -- special values ---------------------------------------------------------------------------------------
+SPECIAL = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 0.5, 1e-30,
+                        3.0, -3.0, 6.0, 1e30], dtype=torch.float64)
+UNARY_SPECIAL = ["exp", "log", "sqrt", "rsqrt", "reciprocal", "abs", "sign", "neg", "floor", "ceil", "round", "trunc",
+                 "frac", "sigmoid", "tanh", "expm1", "log1p", "sin", "atan", "asinh", "erf", "erfc", "isnan", "isinf",
+                 "isfinite", "signbit", "nan_to_num", "relu", "relu6", "hardswish", "hardsigmoid", "silu", "softsign",
+                 "logsigmoid", "softplus", "square", "exp2", "log2"]
+
+
+def _peer(op):
+    import torch.nn.functional as F
+
+    return getattr(torch, op, None) or getattr(F, op)
+
+
+@pytest.mark.parametrize("op", UNARY_SPECIAL)
+@pytest.mark.parametrize("dt", [torch.float64, torch.float32])
+def test_unary_special_values(op, dt):
+    x = SPECIAL.to(dt)
+    want = _peer(op)(x)
+    for be in _backends(op):
+        got = _run(op, be, x)
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got, want, rtol=2e-6, atol=1e-30, equal_nan=True, msg=f"{op} {dt} {be}")
+        z = (want == 0) & ~torch.isnan(want) if want.dtype.is_floating_point else None
+        if z is not None and z.any() and op not in ("erfc",):
+            assert torch.equal(torch.signbit(got[z]), torch.signbit(want[z])), f"{op} {be}: sign of zero"
+
+
+BINARY_SPECIAL = ["add", "mul", "div", "maximum", "minimum", "fmax", "fmin", "atan2", "hypot", "copysign", "remainder",
+                  "fmod", "floor_divide", "logaddexp", "xlogy", "pow", "eq", "lt"]
+
+
+@pytest.mark.parametrize("op", BINARY_SPECIAL)
+def test_binary_special_values(op):
+    a = SPECIAL[:, None].expand(15, 15).contiguous()
+    b = SPECIAL[None, :].expand(15, 15).contiguous()
+    want = getattr(torch, op)(a, b)
+    for be in _backends(op):
+        got = _run(op, be, a, b)
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=0, equal_nan=True, msg=f"{op} {be}")
+
+
+def test_round_half_to_even():
+    x = torch.tensor([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2.4999], dtype=torch.float32)
+    for be in _backends("round"):
+        _same(_run("round", be, x), torch.round(x), f"round {be}")
+
+
+# -- gated ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("op", ["swiglu", "geglu", "reglu", "glu"])
+def test_gated_matches_torch_fw_bw(op):
+    import torch.nn.functional as F
+
+    x = torch.randn(3, 4, 10, dtype=torch.float64, requires_grad=True)
+    g = torch.randn(3, 4, 5, dtype=torch.float64)
+    a, b = x.chunk(2, -1)
+    want = {"swiglu": lambda: F.silu(a) * b, "geglu": lambda: F.gelu(a) * b, "reglu": lambda: F.relu(a) * b,
+            "glu": lambda: F.glu(x, -1)}[op]()
+    (dx,) = torch.autograd.grad(want, x, g)
+    for be in _backends(op):
+        got = _run(op, be, x.detach())
+        torch.testing.assert_close(got, want.detach(), rtol=1e-10, atol=1e-12)
+        d = bc.Descriptor.like(op, x.detach())
+        bw = bc.BackwardPlan.select(d, DEV, bc.PlanPreference(prefer=(be,)))
+        (gx,) = bw.run(g, x=x.detach())
+        torch.testing.assert_close(gx, dx, rtol=1e-10, atol=1e-12)
+
+
+def test_glu_on_inner_dim():
+    x = torch.randn(4, 6, 3, dtype=torch.float64)
+    for be in _backends("glu"):
+        torch.testing.assert_close(_run("glu", be, x, dim=1), torch.nn.functional.glu(x, 1))
+
+
+# -- drop-in adapters --------------------------------------------------------------------------------------
+def _dropin(op, *args, **kwargs):
+    spec = bc.get_spec(op)
+    ins, attrs = spec.dropin(*args, **kwargs)
+    return bc.Plan.select(bc.Descriptor.like(op, *ins, **attrs), "cpu").run(*ins)
+
+
+@pytest.mark.parametrize("op,args,kwargs", [
+    ("add", (torch.ones(3, dtype=torch.bfloat16), 2.5), {}),
+    ("add", (torch.arange(3, dtype=torch.int32), 2.5), {}),
+    ("add", (torch.arange(3, dtype=torch.int8), 300), {}),
+    ("mul", (torch.tensor([True, False]), 2), {}),
+    ("sub", (torch.arange(3, dtype=torch.int32), torch.tensor(2, dtype=torch.int64)), {"alpha": 3}),
+    ("div", (torch.arange(3, dtype=torch.int32), 2), {"rounding_mode": "floor"}),
+    ("add", (torch.tensor(1.0, dtype=torch.bfloat16), 1.5), {}),
+    ("pow", (torch.arange(4, dtype=torch.float32), 2), {}),
+    ("lt", (torch.arange(3, dtype=torch.int32), 1.5), {}),
+    ("where", (torch.tensor([True, False]), torch.ones(2, dtype=torch.float16), 0.0), {}),
+])
+def test_dropin_weak_scalars(op, args, kwargs):
+    if op == "add" and args[0].dtype == torch.int8:
+        want = torch.add(args[0], torch.tensor(300, dtype=torch.int64))
+    else:
+        want = getattr(torch, op)(*args, **kwargs)
+    got = _dropin(op, *args, **kwargs)
+    assert got.dtype == want.dtype, f"{op}{args}: {got.dtype} != {want.dtype}"
+    torch.testing.assert_close(got.to(torch.float64), want.to(torch.float64))
+
+
+def test_dropin_rejects_out():
+    with pytest.raises(bc.UnsupportedError, match="argument 'out'"):
+        bc.get_spec("exp").dropin(torch.ones(2), out=torch.empty(2))
+
+
+def test_dropin_activation_kwargs():
+    x = torch.randn(5, dtype=torch.float64)
+    import torch.nn.functional as F
+
+    torch.testing.assert_close(_dropin("gelu", x, approximate="tanh"), F.gelu(x, approximate="tanh"))
+    torch.testing.assert_close(_dropin("leaky_relu", x, 0.2), F.leaky_relu(x, 0.2))
+    torch.testing.assert_close(_dropin("softplus", x, beta=2.0, threshold=1.0), F.softplus(x, 2.0, 1.0))
