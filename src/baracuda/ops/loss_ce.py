@@ -103,6 +103,8 @@ def _check(inputs, attrs):
 
 def _grad(ctx, d, grads, s):
     g = grads[0]
+    if g is None:  # the loss was not used: dx, dW, db are saved values scaled by grad_out = 0
+        return (None,) * len(d.inputs)
     res = [ctx.op("mul", g, s["out1"]), ctx.op("mul", g, s["out2"]), None]
     if len(d.inputs) == 4:
         res.append(ctx.op("mul", g, s["out3"]))

@@ -240,6 +240,9 @@ def _setup_context(ctx, inputs, output):
     desc = _descriptor(name, attrs, _sig(xs))
     ctx.bc_desc = desc
     ctx.bc_attrs = attrs
+    # an output nobody used gets None, not a zero tensor: backward rules skip its term (e.g. linear_act's
+    # saved pre-activation: no zero-fill and no extra add)
+    ctx.set_materialize_grads(False)
     spec = desc.spec
     if not spec.is_differentiable:
         ctx.save_for_backward()
@@ -261,6 +264,8 @@ def _backward(ctx, grads):
     spec = desc.spec
     if not spec.is_differentiable:
         raise RuntimeError(f"baracuda.{desc.op}: not differentiable")
+    if all(g is None for g in grads):
+        return None, None, [None] * len(desc.inputs)
     args = list(grads) + list(ctx.saved_tensors)
     res = torch.ops.baracuda.op_backward(desc.op, ctx.bc_attrs, _sig_str(desc), args)
     out = [r if (i in spec.differentiable and desc.inputs[i].dtype.is_floating) else None for i, r in enumerate(res)]
