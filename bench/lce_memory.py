@@ -1,0 +1,78 @@
+"""Fused linear cross-entropy vs eager F.cross_entropy(x @ W.T) and torch.compile of it: peak memory and time
+of forward + backward, at 8192 tokens x 4096 hidden x 128256 vocab, bf16 (GPU only).
+
+    python bench/lce_memory.py [--json OUT]
+Peak memory is torch.cuda.max_memory_allocated above what is allocated before the step (x, W, targets, and for
+the fused op nothing else), so both sides count their logits/gradient buffers and the gradients dx, dW.
+"""
+import argparse
+import json
+import time
+
+import torch
+import torch.nn.functional as F
+
+import baracuda as bc
+import baracuda.torch as bt
+
+
+def step_fused(x, w, t):
+    out = bt.call("linear_cross_entropy", [x, w, t], {})
+    loss = out[0]
+    loss.backward()
+    return loss
+
+
+def step_eager(x, w, t):
+    loss = F.cross_entropy((x @ w.T).float(), t)
+    loss.backward()
+    return loss
+
+
+def measure(fn, x, w, t, reps=3):
+    x.grad = w.grad = None
+    fn(x, w, t)          # warm-up (compiles)
+    x.grad = w.grad = None
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    loss = fn(x, w, t)
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated() - base
+    times = []
+    for _ in range(reps):
+        x.grad = w.grad = None
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn(x, w, t)
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e))
+    return {"peak_GB": peak / 1e9, "ms": sorted(times)[len(times) // 2], "loss": float(loss)}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json")
+    ap.add_argument("--tokens", type=int, default=8192)
+    ap.add_argument("--hidden", type=int, default=4096)
+    ap.add_argument("--vocab", type=int, default=128256)
+    a = ap.parse_args()
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = (torch.randn(a.tokens, a.hidden, device="cuda", generator=g) * 0.5).bfloat16().requires_grad_()
+    w = (torch.randn(a.vocab, a.hidden, device="cuda", generator=g) * a.hidden ** -0.5).bfloat16().requires_grad_()
+    t = torch.randint(0, a.vocab, (a.tokens,), device="cuda", generator=g)
+    res = {"device": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d"),
+           "problem": f"{a.tokens}x{a.hidden}x{a.vocab} bf16"}
+    res["fused"] = measure(step_fused, x, w, t)
+    res["eager"] = measure(step_eager, x, w, t)
+    res["compile"] = measure(torch.compile(step_eager), x, w, t)
+    res["peak_ratio_vs_eager"] = res["fused"]["peak_GB"] / res["eager"]["peak_GB"]
+    res["time_ratio_vs_compile"] = res["fused"]["ms"] / res["compile"]["ms"]
+    print(json.dumps(res, indent=1))
+    if a.json:
+        json.dump(res, open(a.json, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
