@@ -188,7 +188,7 @@ def _row(ctx: _Ctx, base: dict, impl: str, nbytes: int, flops: int, timing=None,
     r.update(bytes=nbytes, flops=flops, floor_ms=floor, bound=bound)
     if timing is not None:
         ms = timing.ms
-        r.update(ms=ms, reps=timing.reps, spread=timing.spread,
+        r.update(ms=ms, reps=timing.reps, spread=timing.spread, timing=getattr(timing, "how", "host"),
                  gbps=nbytes / (ms * 1e-3) / 1e9 if ms > 0 else None,
                  tflops=flops / (ms * 1e-3) / 1e12 if ms > 0 else None,
                  roofline_pct=100.0 * floor / ms if ms > 0 else None)

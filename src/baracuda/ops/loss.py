@@ -304,9 +304,9 @@ def _register_input_makers():
         for i, t in enumerate(desc.inputs):
             if t.dtype in INDEX_DTYPES:
                 c = desc.inputs[1 if bw else 0].shape[1]
-                ins.append(torch.randint(0, c, t.shape, generator=gen, device="cpu").to(t.dtype.torch).to(device))
+                ins.append(torch.randint(0, c, t.shape, generator=gen, device=gen.device).to(t.dtype.torch).to(device))
             else:
-                r = torch.randn(t.shape, generator=gen, device="cpu", dtype=torch.float32)
+                r = torch.randn(t.shape, generator=gen, device=gen.device, dtype=torch.float32)
                 ins.append(r.to(t.dtype.torch).to(device))
         return ins
 

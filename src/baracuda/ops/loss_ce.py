@@ -207,11 +207,12 @@ def _register_input_maker():
         import torch
 
         x, w, t = desc.inputs[:3]
-        ins = [torch.randn(x.shape, generator=gen).to(x.dtype.torch).to(device),
-               (torch.randn(w.shape, generator=gen) / max(w.shape[1], 1) ** 0.5).to(w.dtype.torch).to(device),
-               torch.randint(0, w.shape[0], t.shape, generator=gen).to(t.dtype.torch).to(device)]
+        g = dict(generator=gen, device=gen.device)   # the generator's device (CPU in tests, CUDA in the bench)
+        ins = [torch.randn(x.shape, **g).to(x.dtype.torch).to(device),
+               (torch.randn(w.shape, **g) / max(w.shape[1], 1) ** 0.5).to(w.dtype.torch).to(device),
+               torch.randint(0, w.shape[0], t.shape, **g).to(t.dtype.torch).to(device)]
         if len(desc.inputs) == 4:
-            ins.append(torch.randn(desc.inputs[3].shape, generator=gen).to(x.dtype.torch).to(device))
+            ins.append(torch.randn(desc.inputs[3].shape, **g).to(x.dtype.torch).to(device))
         return ins
 
     register_input_maker(_OP, maker)
