@@ -177,8 +177,8 @@ def test_gated_matches_torch_fw_bw(op):
         torch.testing.assert_close(got, want.detach(), rtol=1e-10, atol=1e-12)
         d = bc.Descriptor.like(op, x.detach())
         bw = bc.BackwardPlan.select(d, DEV, bc.PlanPreference(prefer=(be,)))
-        (gx,) = bw.run(g, x=x.detach())
-        torch.testing.assert_close(gx, dx, rtol=1e-10, atol=1e-12)
+        (gx,) = bw.run(g.to(DEV.type), x=x.detach().to(DEV.type))   # CUDA plans take CUDA tensors
+        torch.testing.assert_close(gx.cpu(), dx, rtol=1e-10, atol=1e-12)
 
 
 def test_glu_on_inner_dim():

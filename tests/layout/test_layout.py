@@ -7,21 +7,23 @@ import torch
 
 import baracuda as bc
 from baracuda._core.sku import Backend
-from baracuda.testing import forced_plan
+from baracuda.testing import forced_plan, test_device
 
 BACKENDS = [Backend.REFERENCE, Backend.TRITON]
+DEVICE = test_device()   # cuda on a GPU machine (plans then take CUDA tensors), else cpu (interpreter)
+DEV = "cuda" if DEVICE.type == "cuda" else "cpu"
 
 
 def _plan(backend, op, *xs, **attrs):
-    p = forced_plan(bc.Descriptor.like(op, *xs, **attrs), bc.as_device("cpu"), backend)
+    p = forced_plan(bc.Descriptor.like(op, *xs, **attrs), DEVICE, backend)
     assert not isinstance(p, str), p
     return p
 
 
 @pytest.mark.parametrize("backend", BACKENDS, ids=str)
 def test_write_slice_out_of_place_and_in_place(backend):
-    cache = torch.randn(12, 2, 4, dtype=torch.bfloat16)
-    new = torch.randn(3, 2, 4, dtype=torch.bfloat16)
+    cache = torch.randn(12, 2, 4, dtype=torch.bfloat16, device=DEV)
+    new = torch.randn(3, 2, 4, dtype=torch.bfloat16, device=DEV)
     p = _plan(backend, "write_slice", cache, new, dim=0, start=5)
     want = cache.clone()
     want[5:8] = new
@@ -35,8 +37,8 @@ def test_write_slice_out_of_place_and_in_place(backend):
 
 @pytest.mark.parametrize("backend", BACKENDS, ids=str)
 def test_write_slice_inner_dim(backend):
-    kv = torch.randn(2, 2, 6, 4)
-    step = torch.randn(2, 2, 1, 4)
+    kv = torch.randn(2, 2, 6, 4, device=DEV)
+    step = torch.randn(2, 2, 1, 4, device=DEV)
     out = _plan(backend, "write_slice", kv, step, dim=2, start=4).run(kv, step)
     want = kv.clone()
     want[:, :, 4:5] = step
@@ -45,7 +47,8 @@ def test_write_slice_inner_dim(backend):
 
 @pytest.mark.parametrize("backend", BACKENDS, ids=str)
 def test_cat_kv_shaped(backend):
-    a, b = torch.randn(2, 2, 8, 4, dtype=torch.bfloat16), torch.randn(2, 2, 3, 4, dtype=torch.bfloat16)
+    a = torch.randn(2, 2, 8, 4, dtype=torch.bfloat16, device=DEV)
+    b = torch.randn(2, 2, 3, 4, dtype=torch.bfloat16, device=DEV)
     out = _plan(backend, "cat", a, b, dim=2).run(a, b)
     assert torch.equal(out, torch.cat([a, b], 2))
     at = a.transpose(1, 2)            # strided input goes through the gather kernel
@@ -86,10 +89,15 @@ def test_reflect_pad_rule_matches_torch():
 @pytest.mark.parametrize("backend", BACKENDS, ids=str)
 def test_full_and_zero_size(backend):
     d = bc.Descriptor.make("full", shape=(2, 3), value=-1.5, dtype="bf16")
-    p = forced_plan(d, bc.as_device("cpu"), backend)
+    p = forced_plan(d, DEVICE, backend)
+    assert not isinstance(p, str), p
     out = p.run()
-    assert torch.equal(torch.as_tensor(out.astype("float32")) if not isinstance(out, torch.Tensor) else out.float(),
-                       torch.full((2, 3), -1.5))
-    e = torch.zeros(0, 4)
+    if isinstance(out, torch.Tensor):   # triton: a tensor on the plan's device
+        assert out.device.type == DEV and out.dtype == torch.bfloat16
+        out = out.float().cpu()
+    else:                               # no input to follow: the reference hands back its NumPy array
+        out = torch.as_tensor(out.astype("float32"))
+    assert torch.equal(out, torch.full((2, 3), -1.5))
+    e = torch.zeros(0, 4, device=DEV)
     assert _plan(backend, "permute", e, dims=(1, 0)).run(e).shape == (4, 0)
     assert _plan(backend, "pad", e, pad=(1, 1, 2, 0), value=3.0).run(e).eq(3.0).all()

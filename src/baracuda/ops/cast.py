@@ -7,7 +7,10 @@ and the seeds' ``affine`` (a*x + b).
   are reached *through f32*, as torch does (c10's half types are built from a float): f64 -> bf16 can
   therefore round twice (``1 + 2**-8 + 2**-30`` -> 1.0 in torch, and here).
 * fp8 e4m3fn has no infinity: torch saturates (|x| beyond 448 after rounding, and +-inf, become +-448),
-  NaN stays NaN.  fp8 e5m2 rounds overflow to +-inf like IEEE.
+  NaN stays NaN.  fp8 e5m2 rounds overflow to +-inf like IEEE.  That is torch >= 2.13 (CPU and CUDA share
+  one C10_HOST_DEVICE encoder); torch 2.11 and earlier were non-saturating and gave NaN (0x7f) for |x| > 464
+  and for +-inf (it still rounded (448, 464] to 448).  baracuda keeps the saturating rule on every torch:
+  ``torch_e4m3fn_saturated`` maps an older torch's result onto it for comparisons.
 * integers -> float: round to nearest even (i64 -> bf16 goes through f32, like torch).
 * float -> integer: truncation toward zero through int64, then two's-complement wrap to the target width
   (torch's u8 rule; torch's own result for signed targets outside their range, and for NaN/inf, is
@@ -32,7 +35,7 @@ from .._core.errors import InvalidProblemError, UnsupportedError
 from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from ._common import check_nonneg
 
-__all__ = ["CAST_TYPES", "FP8_TYPES", "INT4_SOURCES", "UNPACK_TARGETS"]
+__all__ = ["CAST_TYPES", "FP8_TYPES", "INT4_SOURCES", "UNPACK_TARGETS", "torch_e4m3fn_saturated"]
 
 FP8_TYPES = (DType.f8e4m3, DType.f8e5m2)
 CAST_TYPES = (DType.f64, DType.f32, DType.f16, DType.bf16, DType.f8e4m3, DType.f8e5m2, DType.i64, DType.i32,
@@ -93,8 +96,23 @@ def _grad_to(ctx, d, grads, s):
     return (ctx.op("to_dtype", g, dtype=src),)
 
 
+def torch_e4m3fn_saturated(x, y):
+    """``y = x.to(float8_e4m3fn)`` from any torch, with the saturating rule of torch >= 2.13: an older
+    torch's NaN for a non-NaN source (overflow, +-inf) becomes +-448 with the source's sign."""
+    import torch
+
+    if y.dtype != torch.float8_e4m3fn:
+        return y
+    src = x.real if x.is_complex() else x
+    over = torch.isnan(y.float()) & ~torch.isnan(src.float())
+    if not bool(over.any()):
+        return y
+    sat = torch.where(torch.signbit(src.float()), -448.0, 448.0).to(y.device)
+    return torch.where(over, sat, y.float()).to(torch.float8_e4m3fn)
+
+
 def _peer_to(x, dtype):
-    return _widen(x.to(as_dtype(dtype).torch))
+    return _widen(torch_e4m3fn_saturated(x, x.to(as_dtype(dtype).torch)))
 
 
 def _dropin_to(self, dtype, non_blocking=False, copy=False, *, memory_format=None):

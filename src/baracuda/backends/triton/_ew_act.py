@@ -68,13 +68,23 @@ def _tanhshrink(x, p0, p1, p2):
 
 
 @triton.jit
-def _hardswish(x, p0, p1, p2):
-    return x * tl.minimum(tl.maximum(x + 3.0, 0.0), 6.0) / 6.0
+def _relu6_nan(x):
+    # clamp(x, 0, 6) by compares, not tl.minimum/maximum: on the GPU those lower to min/max.f32, which return
+    # the non-NaN operand (hardsigmoid(NaN) would be 0.5); a NaN fails both compares and passes through, as torch
+    return tl.where(x < 0.0, 0.0, tl.where(x > 6.0, 6.0, x))
+
+
+@triton.jit
+def _hardswish(x, p0, p1, p2):   # p0 = 1/6 in the compute dtype
+    return x * _relu6_nan(x + 3.0) * p0
 
 
 @triton.jit
 def _hardsigmoid(x, p0, p1, p2):
-    return tl.minimum(tl.maximum(x / 6.0 + 0.5, 0.0), 1.0)
+    # torch's formula: relu6(x + 3) * (1/6).  Clamping x + 3 first makes x = -3 give exactly +0.0 (x / 6 + 0.5
+    # does not when f32 `/` is the approximate div.full.f32), and multiplying by p0 = 1/6 rounded to the
+    # compute dtype is what torch's CUDA kernel does in f32 (bit-identical there); in f64 it is within 1 ulp of /6
+    return _relu6_nan(x + 3.0) * p0
 
 
 @triton.jit
@@ -394,7 +404,7 @@ BODIES = {
     "elu": lambda d, i: (_elu, d.attr("alpha"), 1.0, 1.0), "selu": _c(_elu, _SELU_A, _SELU_S, 1.0),
     "celu": lambda d, i: (_elu, d.attr("alpha"), 1.0, 1.0 / d.attr("alpha")), "mish": _c(_mish),
     "softplus": _a(_softplus, "beta", "threshold"), "softsign": _c(_softsign), "tanhshrink": _c(_tanhshrink),
-    "hardtanh": _a(_hardtanh, "min_val", "max_val"), "hardswish": _c(_hardswish), "hardsigmoid": _c(_hardsigmoid),
+    "hardtanh": _a(_hardtanh, "min_val", "max_val"), "hardswish": _c(_hardswish, 1.0 / 6.0), "hardsigmoid": _c(_hardsigmoid, 1.0 / 6.0),
     "hardshrink": _a(_hardshrink, "lambd"), "softshrink": _a(_softshrink, "lambd"),
     "threshold": _a(_threshold, "threshold", "value"), "logsigmoid": _c(_logsigmoid),
     # backward helpers

@@ -13,7 +13,7 @@ import triton
 import triton.language as tl
 
 from ._math import (acos, acosh, asin, asinh, atan, atan2, atanh, copysign, cos, cosh, digamma, erf, erfc, erfinv,
-                    exp, exp2, expm1, hypot, i0, i1, lgamma, log, log1p, log2, log10, pow, rint, rsqrt, sigmoid,
+                    exp, exp2, expm1, fmod, hypot, i0, i1, lgamma, log, log1p, log2, log10, pow, rint, rsqrt, sigmoid,
                     sin, sinh, sinpi, sqrt, tan, tanh, trunc)
 
 _LN2, _LN10, _PI = 0.6931471805599453, 2.302585092994046, 3.141592653589793
@@ -79,7 +79,7 @@ def _idiv_trunc(a, b, p0, p1, p2):
 def _fdiv_floor(a, b, p0, p1, p2):
     # torch's (and NumPy's) floor division: exact via fmod, then corrected — not floor(a / b), which
     # rounds wrongly when a / b is within an ulp of an integer
-    m = a % b              # float % is C fmod in Triton
+    m = fmod(a, b)         # exact C fmod (see _ffmod), as torch's CUDA kernel
     q = (a - m) / b
     q = tl.where((m != 0) & ((b < 0) != (m < 0)), q - 1.0, q)
     fq = tl.floor(q)
@@ -95,14 +95,28 @@ def _idiv_floor(a, b, p0, p1, p2):
 
 
 @triton.jit
-def _remainder(a, b, p0, p1, p2):   # sign of the divisor (Python), for ints and floats
+def _iremainder(a, b, p0, p1, p2):  # sign of the divisor (Python); integer % is C remainder in Triton
     r = a % b
     return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
 
 
 @triton.jit
-def _fmod(a, b, p0, p1, p2):        # sign of the dividend (C)
+def _fremainder(a, b, p0, p1, p2):  # torch's CUDA formula: fmod, then moved to the divisor's sign
+    r = fmod(a, b)
+    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+
+
+@triton.jit
+def _ifmod(a, b, p0, p1, p2):       # sign of the dividend (C)
     return a % b
+
+
+@triton.jit
+def _ffmod(a, b, p0, p1, p2):
+    # Not the float `%`: on the GPU it lowers to LLVM frem, which NVPTX expands to a - trunc(a / b) * b --
+    # wrong once |a / b| passes 2^24 (f32) / 2^53 (f64), e.g. fmod(1e30, 2.5), and +0.0 for fmod(-1, 1).
+    # libdevice's fmod is exact (as is the interpreter's np.fmod) and is what torch's CUDA kernel calls.
+    return fmod(a, b)
 
 
 @triton.jit
@@ -620,7 +634,8 @@ def _bnot_sel(d, is_int):
 BODIES = {
     "neg": _int_float(_neg, _fneg), "mul_scalar": lambda d, i: (_scale, d.attr("scalar"), 0.0, 0.0),
     "add": _alpha(_add, _add_alpha), "sub": _alpha(_sub, _sub_alpha), "mul": _c(_mul), "div": _div_sel,
-    "floor_divide": _int_float(_idiv_floor, _fdiv_floor), "remainder": _c(_remainder), "fmod": _c(_fmod),
+    "floor_divide": _int_float(_idiv_floor, _fdiv_floor), "remainder": _int_float(_iremainder, _fremainder),
+    "fmod": _int_float(_ifmod, _ffmod),
     "pow": _int_float(_ipow, _pow), "pow_scalar": _pow_scalar_sel, "atan2": _c(_atan2), "hypot": _c(_hypot),
     "copysign": _c(_copysign), "maximum": _c(_maximum), "minimum": _c(_minimum), "fmax": _c(_fmax),
     "fmin": _c(_fmin), "logaddexp": _c(_logaddexp), "logaddexp2": _c(_logaddexp2), "xlogy": _c(_xlogy),

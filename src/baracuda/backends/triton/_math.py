@@ -25,7 +25,7 @@ _HOST = {
     "cosh": np.cosh, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "erfc": None, "erfinv": None,
     "lgamma": None, "cyl_bessel_i0": np.i0, "cyl_bessel_i1": None, "rint": np.rint, "trunc": np.trunc,
     "atan2": np.arctan2, "hypot": np.hypot, "copysign": np.copysign, "pow": np.power, "sinpi": None,
-    "cospi": None, "erf": None,
+    "cospi": None, "erf": None, "fmod": np.fmod,
 }
 
 
@@ -69,7 +69,7 @@ sinh, cosh, asinh, acosh, atanh, erf, erfc, erfinv = (_F[n] for n in ("sinh", "c
                                                                        "erfc", "erfinv"))
 lgamma, i0, i1, rint, trunc, atan2, hypot, copysign = (_F[n] for n in ("lgamma", "cyl_bessel_i0", "cyl_bessel_i1",
                                                                         "rint", "trunc", "atan2", "hypot", "copysign"))
-pow, sinpi, cospi = _F["pow"], _F["sinpi"], _F["cospi"]
+pow, sinpi, cospi, fmod = _F["pow"], _F["sinpi"], _F["cospi"], _F["fmod"]
 
 
 @triton.jit

@@ -22,6 +22,7 @@ from ...ops.elementwise import EW_OPS, ew_compute_dtype
 from ..._core.device import triton_interpreting
 from ..._core.dtypes import DType
 from . import register_triton
+from ._launch import Launcher
 from ._ew_act import BODIES as _ACT_BODIES
 from ._ew_bodies import BODIES as _MATH_BODIES
 from ._math import sigmoid, tanh
@@ -181,6 +182,40 @@ def _run(desc, inputs, outputs, ws):
     launch(fn, inputs, outputs[0], p0, p1, compute=_TL[ct], p2=p2, nparams=3)
 
 
+def _bind(desc, pref):
+    """Per-plan run: body, scalars and compute dtype are fixed by the descriptor; when every operand has the
+    output's shape, the contiguous launch is prepared once and relaunched through ``Launcher`` (host cost
+    ~9 us instead of ~17 us through ``kernel[grid]`` on the H200 host: bench/results/*/launch.txt).  Strided
+    or broadcast operands take the general ``launch``."""
+    ct = ew_compute_dtype(desc)
+    fn, p0, p1, p2 = BODIES[desc.op](desc, not ct.is_floating)
+    compute = _TL[ct]
+
+    def general(d, inputs, outputs, ws):
+        launch(fn, inputs, outputs[0], p0, p1, compute=compute, p2=p2, nparams=3)
+
+    shape = desc.outputs[0].shape
+    n = desc.outputs[0].numel
+    if n == 0 or any(t.shape != shape for t in desc.inputs):
+        return general
+    nin = len(desc.inputs)
+    grid = (triton.cdiv(n, 4096),)
+    tail = (n, float(p0), float(p1), float(p2), 1, 1, 1) + (0,) * 12
+    const = dict(FN=fn, NIN=nin, STRIDED=False, CT=compute, I64=n >= 2 ** 31 - 65536, BLOCK=4096, NP=3,
+                 INTERP=_INTERP)
+    launcher = Launcher(_ew_kernel)
+
+    def run(d, inputs, outputs, ws):
+        out = outputs[0]
+        if not out.is_contiguous() or not all(x.is_contiguous() for x in inputs):
+            return general(d, inputs, outputs, ws)
+        a = inputs[0]
+        b = inputs[1] if nin > 1 else a
+        c = inputs[2] if nin > 2 else a
+        launcher(grid, (out, a, b, c) + tail, const, num_warps=8)
+    return run
+
+
 def _route(desc, pref):
     return "triton:ew_template"
 
@@ -337,7 +372,7 @@ if missing:
     raise ImportError(f"triton elementwise: no body for {sorted(missing)}")
 
 for _name in BODIES:
-    register_triton(_name, _run, route=_route)
+    register_triton(_name, _run, route=_route, bind=_bind)
 for _g in _GATES:
     register_triton(_g, _run_gated, route=f"triton:gated_fwd[{_g}]", supports=_gated_supports)
     register_triton(f"{_g}_backward", _run_gated_bw, route=f"triton:gated_bwd[{_g}]", supports=_gated_supports)
