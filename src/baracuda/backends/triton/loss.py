@@ -25,7 +25,6 @@ loss is the signal.
 """
 from __future__ import annotations
 
-import contextlib
 
 import torch
 import triton
@@ -37,27 +36,13 @@ from ..._core.errors import InvalidProblemError
 from ._math import exp as _exp_acc
 from ._math import log as _log_acc
 from . import register_triton
+from ._config import num_sms, overrides
 
 _WHILE = triton_interpreting()   # see softmax.py: `while` loops under the interpreter, `for` on the GPU
-_FORCE: dict = {}
+_FORCE, forced = overrides("""Force ``tile`` / ``rows`` / ``programs`` in :func:`choose` (tests: multi-tile rows under the interpreter).""")
 
 
-@contextlib.contextmanager
-def forced(**kw):
-    """Force ``tile`` / ``rows`` / ``programs`` in :func:`choose` (tests: multi-tile rows under the interpreter)."""
-    old = dict(_FORCE)
-    _FORCE.update(kw)
-    try:
-        yield
-    finally:
-        _FORCE.clear()
-        _FORCE.update(old)
-
-
-def _num_sms() -> int:
-    if torch.cuda.is_available():
-        return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-    return 132
+_num_sms = num_sms
 
 
 def choose(n: int, c: int, itemsize: int):

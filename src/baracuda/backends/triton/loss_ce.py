@@ -19,7 +19,6 @@ Out-of-range targets: clamped + flagged as in loss.py; the host raises after the
 """
 from __future__ import annotations
 
-import contextlib
 
 import torch
 import triton
@@ -29,22 +28,11 @@ from ..._core.device import triton_interpreting
 from ..._core.errors import InvalidProblemError
 from ._math import exp as _exp_acc
 from . import register_triton
+from ._config import overrides
 from .loss import _denom, _fold, _lg, _num_sms, _ws_view
 
 _WHILE = triton_interpreting()
-_FORCE: dict = {}
-
-
-@contextlib.contextmanager
-def forced(**kw):
-    """Force ``chunk`` / ``tile`` / ``rows`` / ``programs`` (tests: several chunks and tiles under the interpreter)."""
-    old = dict(_FORCE)
-    _FORCE.update(kw)
-    try:
-        yield
-    finally:
-        _FORCE.clear()
-        _FORCE.update(old)
+_FORCE, forced = overrides("""Force ``chunk`` / ``tile`` / ``rows`` / ``programs`` (tests: several chunks and tiles under the interpreter).""")
 
 
 def choose(n: int, v: int, itemsize: int):

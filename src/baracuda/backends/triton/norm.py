@@ -13,8 +13,6 @@ traffic small (264 x 4096 x 4 B = 4.3 MB per partial vs 402 MB of grad/x/dx for 
 """
 from __future__ import annotations
 
-import contextlib
-import functools
 
 import torch
 import triton
@@ -23,31 +21,14 @@ import triton.language as tl
 from ..._core.device import triton_interpreting
 from ..._core.dtypes import DType
 from . import register_triton
+from ._config import num_sms, overrides
 
 # Triton 3.6's interpreter cannot take range() over runtime ints with NumPy >= 2.4: there the row loops
 # are `while` loops (same semantics); on the GPU they are `for` loops.
 _WHILE = triton_interpreting()
-_FORCE: dict = {}
 _BW_ELEMS = {2: 16, 4: 8, 8: 4}   # backward: row elements per thread per operand, by bytes per element
-
-
-@contextlib.contextmanager
-def forced(**kw):
-    """Force ``programs`` (backward row blocks) or ``max_n`` in the configuration (tests)."""
-    old = dict(_FORCE)
-    _FORCE.update(kw)
-    try:
-        yield
-    finally:
-        _FORCE.clear()
-        _FORCE.update(old)
-
-
-@functools.lru_cache(maxsize=None)
-def _num_sms() -> int:
-    if torch.cuda.is_available():
-        return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-    return 132
+_FORCE, forced = overrides("""Force ``programs`` (backward row blocks) or ``max_n`` in the configuration (tests).""")
+_num_sms = num_sms
 
 
 def _geom(desc):

@@ -21,8 +21,6 @@ Inputs that cannot be viewed as (outer, R, inner) with strides are made contiguo
 """
 from __future__ import annotations
 
-import contextlib
-import functools
 import math
 from dataclasses import dataclass
 
@@ -35,6 +33,7 @@ from ..._core.dtypes import DType
 from ._math import exp as _exp_acc
 from ._math import log as _log_acc
 from . import register_triton
+from ._config import num_sms, overrides
 
 # Triton 3.6's interpreter cannot take range() over runtime ints with NumPy >= 2.4 (it calls int() on a
 # 1-element array); under the interpreter the loops are written as `while` (same semantics).  On the GPU
@@ -53,26 +52,10 @@ class Config:
     programs: int = 0   # online path, splits == 1: persistent grid size (rows are strided over it)
 
 
-_FORCE: dict = {}
+_FORCE, forced = overrides("""Force ``max_single`` / ``tile`` / ``splits`` / ``block_r`` in :func:`choose` (tests).""")
 
 
-@contextlib.contextmanager
-def forced(**kw):
-    """Force ``max_single`` / ``tile`` / ``splits`` / ``block_r`` in :func:`choose` (tests)."""
-    old = dict(_FORCE)
-    _FORCE.update(kw)
-    try:
-        yield
-    finally:
-        _FORCE.clear()
-        _FORCE.update(old)
-
-
-@functools.lru_cache(maxsize=None)
-def _num_sms() -> int:
-    if torch.cuda.is_available():
-        return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-    return 132  # H100 SXM; only the split heuristic uses it
+_num_sms = num_sms
 
 
 def choose(outer: int, R: int, inner: int, itemsize: int, f64: bool = False) -> Config:
