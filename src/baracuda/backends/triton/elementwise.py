@@ -23,6 +23,8 @@ from ..._core.device import triton_interpreting
 from ..._core.dtypes import DType
 from . import register_triton
 from ._launch import Launcher
+from ._strided import collapse as _collapse
+from ._strided import span as _span
 from ._ew_act import BODIES as _ACT_BODIES
 from ._ew_bodies import BODIES as _MATH_BODIES
 from ._math import sigmoid, tanh
@@ -106,22 +108,6 @@ def _ew_kernel(out_ptr, a_ptr, b_ptr, c_ptr, n, p0: tl.float64, p1: tl.float64, 
     tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-def _collapse(shape, strides_list):
-    """Drop size-1 dims and merge dims that are contiguous in every operand. Returns (shape, strides_list)."""
-    dims = [(s, [st[i] for st in strides_list]) for i, s in enumerate(shape) if s != 1]
-    merged: list = []
-    for s, sts in dims:
-        if merged:
-            ps, psts = merged[-1]
-            if all(pst == st * s for pst, st in zip(psts, sts)):
-                merged[-1] = (ps * s, sts)
-                continue
-        merged.append((s, sts))
-    if not merged:
-        merged = [(1, [0] * len(strides_list))]
-    return [m[0] for m in merged], [[m[1][k] for m in merged] for k in range(len(strides_list))]
-
-
 def _expanded_strides(x: torch.Tensor, shape) -> list[int]:
     """Strides of ``x`` broadcast to ``shape`` (0 on broadcast axes)."""
     lead = len(shape) - x.dim()
@@ -129,10 +115,6 @@ def _expanded_strides(x: torch.Tensor, shape) -> list[int]:
     for i, (d, s) in enumerate(zip(x.shape, x.stride())):
         st.append(0 if (d == 1 and shape[lead + i] != 1) else s)
     return st
-
-
-def _span(x: torch.Tensor) -> int:
-    return 1 + sum((d - 1) * abs(s) for d, s in zip(x.shape, x.stride()) if d > 0)
 
 
 def launch(fn, inputs, out, p0: float = 0.0, p1: float = 0.0, compute=None, p2: float = 0.0, nparams: int = 2) -> None:

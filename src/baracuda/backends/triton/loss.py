@@ -33,9 +33,9 @@ import triton.language as tl
 from ..._core.device import triton_interpreting
 from ..._core.dtypes import DType
 from ..._core.errors import InvalidProblemError
-from ._math import exp as _exp_acc
-from ._math import log as _log_acc
 from . import register_triton
+from ._math import exp_acc as _ex
+from ._math import log_acc as _lg
 from ._config import num_sms, overrides
 
 _WHILE = triton_interpreting()   # see softmax.py: `while` loops under the interpreter, `for` on the GPU
@@ -56,22 +56,6 @@ def choose(n: int, c: int, itemsize: int):
     row_bytes = max(c * itemsize * rows, 1)
     progs = _FORCE.get("programs", max(sms, min(8 * sms, (24 << 20) // row_bytes)))
     return tile, rows, warps, progs
-
-
-@triton.jit
-def _ex(x, F64: tl.constexpr):
-    if F64:
-        return _exp_acc(x)
-    else:
-        return tl.exp(x)
-
-
-@triton.jit
-def _lg(x, F64: tl.constexpr):
-    if F64:
-        return _log_acc(x)
-    else:
-        return tl.log(x)
 
 
 @triton.jit

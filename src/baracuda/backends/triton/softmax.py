@@ -30,9 +30,9 @@ import triton.language as tl
 
 from ..._core.device import triton_interpreting
 from ..._core.dtypes import DType
-from ._math import exp as _exp_acc
-from ._math import log as _log_acc
 from . import register_triton
+from ._math import exp_acc as _ex
+from ._math import log_acc as _lg
 from ._config import num_sms, overrides
 
 # Triton 3.6's interpreter cannot take range() over runtime ints with NumPy >= 2.4 (it calls int() on a
@@ -98,23 +98,6 @@ def choose(outer: int, R: int, inner: int, itemsize: int, f64: bool = False) -> 
 
 
 # -- device helpers ------------------------------------------------------------------------------
-@triton.jit
-def _ex(x, F64: tl.constexpr):
-    # f32: ex2.approx via tl.exp (rel. error ~1e-7, far below the f32 tolerance); f64: libdevice
-    if F64:
-        return _exp_acc(x)
-    else:
-        return tl.exp(x)
-
-
-@triton.jit
-def _lg(x, F64: tl.constexpr):
-    if F64:
-        return _log_acc(x)
-    else:
-        return tl.log(x)
-
-
 @triton.jit
 def _safe(m):
     # a running max of -inf (nothing finite seen yet) must not produce exp(-inf - -inf) = NaN
