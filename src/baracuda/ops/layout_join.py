@@ -331,13 +331,6 @@ def _peer_full(shape, value, dtype):
     return _widen(torch.full(shape, value, dtype=dtype.torch))
 
 
-def _full_dropin(size, fill_value, *, out=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
-    if out is not None or requires_grad or pin_memory:
-        raise NotImplementedError("baracuda full drop-in: out=/requires_grad/pin_memory are not supported")
-    raise NotImplementedError("baracuda full drop-in: a tensor factory has no tensor inputs to place it; use "
-                              "Plan.select(Descriptor.make('full', shape=..., value=..., dtype=...), device)")
-
-
 layout_spec("full", _check_full, arg_names=(), dtypes=LAYOUT_TYPES, peer=_peer_full, samples=_full_samples,
             errors=lambda: [ErrorCase((), {"shape": (2, -1)}, InvalidProblemError, r"full: argument 'shape'", "neg"),
                             ErrorCase((), {"shape": (2,), "value": 1.5, "dtype": "i32"}, InvalidProblemError,
