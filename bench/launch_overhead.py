@@ -43,8 +43,20 @@ def main():
     def raw():  # the floor: the compiled kernel's own launcher, nothing else
         kernel.run(grid[0], 1, 1, stream, kernel.function, kernel.packed_metadata, None, None, None, *args, *tail)
 
+    bound = Launcher(_k).bind(grid, args[4:], {"NIN": 2, "BLOCK": 1024})
+    for _ in range(3):
+        bound(*args[:4])
+    assert bound.hits, "BoundLaunch never took the direct path"
+    import baracuda as bc
+    from baracuda._core.options import PlanPreference
+    plan = bc.Plan.select(bc.Descriptor.make("add", ((n,), "f32"), ((n,), "f32")), "cuda",
+                          PlanPreference(prefer=("triton",)))
+    torch.testing.assert_close(plan.run(a, b), a + b)
     for name, fn in [("triton kernel[grid]", lambda: _k[grid](*args, NIN=2, BLOCK=1024)),
                      ("baracuda Launcher", lambda: L(grid, args, {"NIN": 2, "BLOCK": 1024})),
+                     ("baracuda BoundLaunch", lambda: bound(*args[:4])),
+                     ("plan.run (add 1024)", lambda: plan.run(a, b)),
+                     ("torch.add (alloc)", lambda: torch.add(a, b)),
                      ("compiled kernel.run", raw),
                      ("torch.empty", lambda: torch.empty(n, device="cuda")),
                      ("torch.add", lambda: torch.add(a, b, out=out))]:

@@ -7,6 +7,8 @@ are given (so a plan runs inside a CUDA graph capture).
 """
 from __future__ import annotations
 
+import functools
+
 import math
 from typing import Any
 
@@ -231,17 +233,18 @@ class Plan:
             import torch
 
             self._torch_dtypes()
-            cuda = self.device.type == "cuda"
-            fast = self._fast = (torch.Tensor, tuple(torch.Size(s) for s in self._in_shapes), self._tdt, cuda,
-                                 tuple((torch.Size(t.shape), self._out_tdt[j]) for j, t in enumerate(self._out_specs)),
-                                 self._torch_dev, torch.empty)
-        tensor_t, shapes, dts, cuda, outs_spec, dev, empty = fast
-        if len(inputs) != len(shapes):
+            didx = -1 if self.device.type == "cpu" else self.device.index
+            fast = self._fast = (torch.Tensor, tuple(zip(tuple(torch.Size(s) for s in self._in_shapes), self._tdt)),
+                                 didx, tuple(functools.partial(torch.empty, torch.Size(t.shape), dtype=self._out_tdt[j],
+                                                               device=self._torch_dev)
+                                             for j, t in enumerate(self._out_specs)))
+        tensor_t, sigs, didx, allocs = fast
+        if len(inputs) != len(sigs):
             return None
-        for x, shp, dt in zip(inputs, shapes, dts):
-            if type(x) is not tensor_t or x.dtype is not dt or x.shape != shp or x.is_cuda is not cuda:
+        for x, (shp, dt) in zip(inputs, sigs):
+            if type(x) is not tensor_t or x.dtype is not dt or x.shape != shp or x.get_device() != didx:
                 return None
-        outs = [empty(shp, dtype=dt, device=dev) for shp, dt in outs_spec]
+        outs = [alloc() for alloc in allocs]
         self._run(self.desc, inputs, outs, None)
         return outs[0] if len(outs) == 1 else tuple(outs)
 

@@ -200,6 +200,8 @@ class OpSpec:
     # baracuda.torch publishes one drop-in function per spec that has it; unsupported torch arguments must
     # raise a clear error here (never be ignored).
     dropin: Callable | None = None
+    # dropin_result(out) -> what the torch function returns, e.g. torch.return_types.max(out) for (values, indices).
+    dropin_result: Callable | None = None
     torch_aliases: tuple[str, ...] = ()  # more torch names with the same signature (torch.softmax for F.softmax)
     jax_name: str | None = None
     grad: Callable | None = None

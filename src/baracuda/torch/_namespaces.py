@@ -11,7 +11,8 @@ def _make(spec, torch_name):
     @functools.wraps(spec.dropin)
     def dropin(*args, **kwargs):
         inputs, attrs = spec.dropin(*args, **kwargs)
-        return call(spec.name, inputs, attrs)
+        out = call(spec.name, inputs, attrs)
+        return out if spec.dropin_result is None else spec.dropin_result(out)
 
     dropin.__name__ = torch_name.rsplit(".", 1)[-1]
     dropin.__qualname__ = dropin.__name__

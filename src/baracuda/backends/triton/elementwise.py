@@ -185,16 +185,18 @@ def _bind(desc, pref):
     tail = (n, float(p0), float(p1), float(p2), 1, 1, 1) + (0,) * 12
     const = dict(FN=fn, NIN=nin, STRIDED=False, CT=compute, I64=n >= 2 ** 31 - 65536, BLOCK=4096, NP=3,
                  INTERP=_INTERP)
-    launcher = Launcher(_ew_kernel)
+    bound = Launcher(_ew_kernel).bind(grid, tail, const, num_warps=8)
 
     def run(d, inputs, outputs, ws):
         out = outputs[0]
-        if not out.is_contiguous() or not all(x.is_contiguous() for x in inputs):
-            return general(d, inputs, outputs, ws)
         a = inputs[0]
-        b = inputs[1] if nin > 1 else a
-        c = inputs[2] if nin > 2 else a
-        launcher(grid, (out, a, b, c) + tail, const, num_warps=8)
+        if not (out.is_contiguous() and a.is_contiguous() and (nin < 2 or inputs[1].is_contiguous())
+                and (nin < 3 or inputs[2].is_contiguous())):
+            return general(d, inputs, outputs, ws)
+        if nin == 3:
+            bound(out, a, inputs[1], inputs[2])
+        else:   # unused operand slots take the first input (never read: NIN is a constexpr)
+            bound(out, a, inputs[1] if nin == 2 else a, a)
     return run
 
 
