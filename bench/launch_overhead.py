@@ -21,6 +21,15 @@ def _k(out_ptr, a_ptr, b_ptr, c_ptr, n, p0, p1, S1, S2, S3, s0, s1, s2, s3, t0, 
     tl.store(out_ptr + offs, a + p0 * b, mask=m)
 
 
+@triton.jit
+def _k8(out_ptr, a_ptr, b_ptr, c_ptr, n, p0, p1, p2, NIN: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    a = tl.load(a_ptr + offs, mask=m)
+    b = tl.load(b_ptr + offs, mask=m)
+    tl.store(out_ptr + offs, a + p0 * b, mask=m)
+
+
 def main():
     n = 1024
     a, b = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
@@ -36,6 +45,12 @@ def main():
     assert torch.equal(out, a + b), "Launcher result differs"
     assert L.cache and not L.broken, "Launcher never took the direct path"
     res = {}
+    L8 = Launcher(_k8)
+    for _ in range(3):
+        L8(grid, (out, a, b, a, n, 1.0, 0.0, 0.0), {"NIN": 2, "BLOCK": 1024})
+    k8 = next(iter(L8.cache.values()))[0]
+    args8 = (out, a, b, a, n, 1.0, 0.0, 0.0)
+    shape = torch.Size([n])
     kernel = next(iter(L.cache.values()))[0]
     stream = torch.cuda.current_stream().cuda_stream
     tail = (2, 1024)
@@ -46,7 +61,7 @@ def main():
     bound = Launcher(_k).bind(grid, args[4:], {"NIN": 2, "BLOCK": 1024})
     for _ in range(3):
         bound(*args[:4])
-    assert bound.hits, "BoundLaunch never took the direct path"
+    assert bound.hit, "BoundLaunch never took the direct path"
     import baracuda as bc
     from baracuda._core.options import PlanPreference
     plan = bc.Plan.select(bc.Descriptor.make("add", ((n,), "f32"), ((n,), "f32")), "cuda",
@@ -58,7 +73,14 @@ def main():
                      ("plan.run (add 1024)", lambda: plan.run(a, b)),
                      ("torch.add (alloc)", lambda: torch.add(a, b)),
                      ("compiled kernel.run", raw),
+                     ("compiled kernel.run 8 args", lambda: k8.run(grid[0], 1, 1, stream, k8.function,
+                                                                   k8.packed_metadata, None, None, None, *args8, 2, 1024)),
                      ("torch.empty", lambda: torch.empty(n, device="cuda")),
+                     ("torch.empty(Size, dtype, device)", lambda: torch.empty(shape, dtype=torch.float32, device=a.device)),
+                     ("torch.empty_like", lambda: torch.empty_like(a)),
+                     ("x.new_empty", lambda: a.new_empty(shape)),
+                     ("raw stream query", lambda: torch._C._cuda_getCurrentRawStream(0)),
+                     ("data_ptr x4", lambda: [t.data_ptr() for t in (out, a, b, a)]),
                      ("torch.add", lambda: torch.add(a, b, out=out))]:
         for _ in range(200):
             fn()
@@ -69,7 +91,7 @@ def main():
         torch.cuda.synchronize()
         res[name] = (time.perf_counter() - t0) / 5000 * 1e6
     for k, v in res.items():
-        print(f"{k:22s} {v:6.1f} us/launch")
+        print(f"{k:34s} {v:6.1f} us/launch")
 
 
 if __name__ == "__main__":

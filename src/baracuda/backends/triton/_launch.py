@@ -19,14 +19,15 @@ __all__ = ["Launcher", "BoundLaunch"]
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
-def _hooks():
-    """The launch hooks Triton would pass, or None when a hook is installed (profilers such as proton want
-    the launch metadata that only Triton's normal path computes: then we take that path)."""
-    rt = knobs.runtime
-    enter, exit_ = rt.launch_enter_hook, rt.launch_exit_hook
-    if getattr(enter, "calls", enter is not None) or getattr(exit_, "calls", exit_ is not None):
-        return None
-    return True
+_RT = knobs.runtime
+
+
+def _plain_hooks() -> bool:
+    """True when no launch hook is installed.  Profilers (e.g. proton) install hooks that want the launch
+    metadata only Triton's normal path computes, so with a hook we always take that path.  The direct path
+    reads ``.calls`` of Triton 3.6's HookChain objects; another Triton falls back to the normal path."""
+    enter, exit_ = _RT.launch_enter_hook, _RT.launch_exit_hook
+    return (not getattr(enter, "calls", True)) and (not getattr(exit_, "calls", True))
 
 
 class Launcher:
@@ -82,39 +83,41 @@ class Launcher:
 class BoundLaunch:
     """``fn[grid](*tensors, *tail, **constexprs, **options)`` for a plan whose integers never change.
 
-    The first call with a given pointer-alignment pattern goes through :class:`Launcher` (Triton's normal
-    path: compile or find the variant); later calls pass the tensors' addresses straight to the compiled
-    kernel's C launcher with everything else prepared once.  Host cost per call: one ``data_ptr()`` per
-    tensor, one stream query and the C launch (bench/launch_overhead.py measures it against the rest).
-    Launch hooks (profilers) and the interpreter always take the normal path."""
+    The first call with every pointer 16-byte aligned (what the caching allocator hands out) goes through
+    :class:`Launcher` (Triton's normal path: compile or find the variant); later such calls pass the tensors'
+    addresses straight to the compiled kernel's C launcher with everything else prepared once.  Host cost
+    per call: one ``data_ptr()`` per tensor, one stream query and the C launch (bench/launch_overhead.py).
+    Other alignments (views at odd offsets), launch hooks (profilers) and the interpreter take the normal path."""
 
-    __slots__ = ("launcher", "grid", "tail", "constexprs", "options", "hits")
+    __slots__ = ("launcher", "grid", "tail", "constexprs", "options", "hit")
 
     def __init__(self, launcher: Launcher, grid: tuple, tail: tuple, constexprs: dict, options: dict):
         self.launcher, self.tail, self.constexprs, self.options = launcher, tail, constexprs, options
         self.grid = (grid + (1, 1))[:3]
-        self.hits: dict = {}   # alignment bitmask -> (run, function, packed_metadata, tail incl. constexprs)
+        self.hit = None   # (run, g0, g1, g2, function, packed_metadata, device, tail incl. constexprs)
 
     def __call__(self, *tensors):
-        ptrs = [t.data_ptr() for t in tensors]
-        mask = 0
-        for p in ptrs:
-            mask = (mask << 1) | (p & 15 == 0)
-        hit = self.hits.get(mask)
-        if hit is not None and _hooks():
-            run, function, packed, dev, tail = hit
-            g0, g1, g2 = self.grid
-            try:
-                run(g0, g1, g2, _raw_stream(dev), function, packed, None, None, None, *ptrs, *tail)
-                return
-            except Exception:  # noqa: BLE001  (private API changed: the normal path from now on)
-                self.launcher.broken = True
-                self.hits.clear()
+        hit = self.hit
+        if hit is not None:
+            ptrs = [t.data_ptr() for t in tensors]
+            m = 0
+            for p in ptrs:
+                m |= p
+            if not m & 15:
+                run, g0, g1, g2, function, packed, dev, tail = hit
+                try:
+                    if not (_RT.launch_enter_hook.calls or _RT.launch_exit_hook.calls):
+                        run(g0, g1, g2, _raw_stream(dev), function, packed, None, None, None, *ptrs, *tail)
+                        return
+                except Exception:  # noqa: BLE001  (private API changed: the normal path from now on)
+                    self.launcher.broken = True
+                    self.hit = None
         L = self.launcher
         L(self.grid, tensors + self.tail, self.constexprs, **self.options)
-        key = (tuple([p & 15 == 0 for p in ptrs]), self.tail, tuple(self.constexprs.values()),
-               tuple(self.options.values()))
-        entry = None if L.broken else L.cache.get(key)
+        if L.broken or any(t.data_ptr() & 15 for t in tensors) or not _plain_hooks():
+            return
+        key = ((True,) * len(tensors), self.tail, tuple(self.constexprs.values()), tuple(self.options.values()))
+        entry = L.cache.get(key)
         if entry is not None:
             kernel, ctail = entry
-            self.hits[mask] = (kernel.run, kernel.function, kernel.packed_metadata, L.dev, self.tail + ctail)
+            self.hit = (kernel.run, *self.grid, kernel.function, kernel.packed_metadata, L.dev, self.tail + ctail)
