@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+
 __all__ = ["Timing", "time_cuda", "time_host", "Ceilings", "measure_ceilings", "host_overhead"]
 
 
@@ -203,10 +204,10 @@ def _overhead_problem(device):
     return None
 
 
-def host_overhead(device, calls: int = 1000) -> dict:
+def host_overhead(device, calls: int = 1000, repeats: int = 7) -> dict:
     """Host cost per call of ``plan.run`` on a tiny problem (1024 f32 elements, so the kernel itself takes
-    a few microseconds and the loop measures the Python + launch path): a loop of ``calls`` runs with one
-    synchronize at the end, no CUDA graph.  ``plan_run_us``: ``plan.run(*xs)``; ``plan_run_out_us``: with
+    a few microseconds and the loop measures the Python + launch path): ``repeats`` loops of ``calls`` runs,
+    each with one synchronize at the end, no CUDA graph; the median loop (and the fastest, ``*_min_us``).  ``plan_run_us``: ``plan.run(*xs)``; ``plan_run_out_us``: with
     ``out=`` (the general argument-checking path); ``launch_us``: the implementation's run called directly
     (no argument checks: the launch cost itself); ``torch_us``: the torch peer, for comparison."""
     import torch
@@ -230,14 +231,20 @@ def host_overhead(device, calls: int = 1000) -> dict:
     if spec.torch_peer is not None:
         attrs = desc.attr_dict
         loops["torch_us"] = lambda: spec.torch_peer(*xs, **attrs)
-    res = {"op": desc.op, "problem": str(desc), "sku": str(plan.sku), "calls": calls}
+    res = {"op": desc.op, "problem": str(desc), "sku": str(plan.sku), "calls": calls, "repeats": repeats}
+    samples: dict = {name: [] for name in loops}
     for name, fn in loops.items():
         for _ in range(50):
             fn()
-        sync()
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        sync()
-        res[name] = (time.perf_counter() - t0) / calls * 1e6
+    sync()
+    for _ in range(repeats):   # interleaved repeats, median: the host is shared and noisy
+        for name, fn in loops.items():
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            sync()
+            samples[name].append((time.perf_counter() - t0) / calls * 1e6)
+    for name, v in samples.items():
+        res[name] = float(statistics.median(v))
+        res[name.replace("_us", "_min_us")] = float(min(v))
     return res
