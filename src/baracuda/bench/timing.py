@@ -17,7 +17,6 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-
 __all__ = ["Timing", "time_cuda", "time_host", "Ceilings", "measure_ceilings", "host_overhead"]
 
 
