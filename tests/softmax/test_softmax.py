@@ -195,8 +195,12 @@ def test_configs_for_the_workloads():
     c = tm.choose(4096, 65536, 1, 2)   # 128 KB rows: 132 of them fit in L2, fused persistent
     assert c.path == "online" and c.splits == 1 and c.programs >= 132
     for outer, r in ((8, 1 << 20), (512, 262144), (1024, 131072)):   # few rows / rows overflowing L2: split
-        c = tm.choose(outer, r, 1, 2)
+        with tm.forced(coop=False):
+            c = tm.choose(outer, r, 1, 2)
         assert c.path == "online" and c.splits > 1 and outer * c.splits >= 2 * 132, (outer, r, c)
+        with tm.forced(coop=True):   # on the GPU: single-read chunks exchanging statistics (softmax_long.py)
+            c = tm.choose(outer, r, 1, 2)
+        assert c.path == "coop" and c.splits * c.block >= r and c.splits <= 132, (outer, r, c)
 
 
 def test_dropin_adapters():
@@ -254,13 +258,31 @@ for log in (False, True):   # the 32k-element bf16 row in registers: 1024 thread
                         dict(sxr=1, LOG=log, F64=False, NEG=False, ROWS=1, BLOCK=c.block, I64=False),
                         ["x_ptr", "y_ptr", "R", "sxo"], c.num_warps)
     assert regs <= 64 and stack == 0, ("rows", log, regs, stack)
-c = m.choose(512, 262144, 1, 2)
+with m.forced(coop=False):
+    c = m.choose(512, 262144, 1, 2)
 for st in (1, 2):           # split chunks: <= 32 registers at 8 warps lets 8 programs share an SM
     regs, stack = usage(m._fw_split, {"x_ptr": "*bf16", "y_ptr": "*bf16", "ws_ptr": "*fp32", "n_rows": "i32",
                                       "R": "i32", "CHUNK": "i32", "sxo": "i32"},
                         dict(sxr=1, LOG=False, F64=False, NEG=False, TILE=c.block, STAGE=st, SP=16, I64=False,
                              WHILE=False), ["x_ptr", "y_ptr", "ws_ptr", "R", "CHUNK", "sxo"], c.num_warps)
     assert regs <= 32 and stack == 0, ("split", st, regs, stack)
+from baracuda.backends.triton import softmax_long as L
+c = m.choose(512, 262144, 1, 2)
+assert c.path == "coop"
+# single-read chunks: <= 64 registers at 8 warps keeps 4 programs per SM resident (the kernels wait on each other)
+regs, stack = usage(L._fw_coop, {"x_ptr": "*bf16", "y_ptr": "*bf16", "part_ptr": "*fp32", "cnt_ptr": "*i32",
+                                 "n_rows": "i32", "R": "i32", "sxo": "i32", "NSPLIT": "i32"},
+                    dict(sxr=1, LOG=False, F64=False, NEG=False, CHUNK=c.block, SP=32, I64=False),
+                    ["x_ptr", "y_ptr", "part_ptr", "cnt_ptr", "R", "sxo", "NSPLIT"], L.WARPS)
+assert regs <= 128 and stack == 0, ("coop fw", regs, stack)
+print("coop fw regs", regs)
+regs, stack = usage(L._bw_coop, {"g_ptr": "*bf16", "y_ptr": "*bf16", "dx_ptr": "*bf16", "part_ptr": "*fp32",
+                                 "cnt_ptr": "*i32", "n_rows": "i32", "R": "i32", "sgo": "i32", "syo": "i32",
+                                 "NSPLIT": "i32"},
+                    dict(sgr=1, syr=1, LOG=False, F64=False, CHUNK=c.block, SP=32, I64=False),
+                    ["g_ptr", "y_ptr", "dx_ptr", "part_ptr", "cnt_ptr", "R", "sgo", "syo", "NSPLIT"], L.WARPS)
+assert regs <= 128 and stack == 0, ("coop bw", regs, stack)
+print("coop bw regs", regs)
 print("ok")
 """
 _CUOBJDUMP = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")

@@ -33,6 +33,7 @@ from ..._core.dtypes import DType
 from . import register_triton
 from ._math import exp_acc as _ex
 from ._math import log_acc as _lg
+from . import softmax_long as _long
 from ._config import num_sms, overrides
 
 # Triton 3.6's interpreter cannot take range() over runtime ints with NumPy >= 2.4 (it calls int() on a
@@ -44,10 +45,10 @@ _WHILE = triton_interpreting()
 # -- configuration (a plain function so tests can force the multi-tile / split paths cheaply) -----
 @dataclass(frozen=True)
 class Config:
-    path: str           # "rows" | "online" | "cols"
-    block: int          # rows: next_pow2(R); online: TILE; cols: BLOCK_R
+    path: str           # "rows" | "online" | "cols" | "coop"
+    block: int          # rows: next_pow2(R); online: TILE; cols: BLOCK_R; coop: CHUNK
     rows_per_prog: int  # rows path; cols: BLOCK_I
-    splits: int         # online path: programs per row (> 1: two-stage split kernels + workspace)
+    splits: int         # online path: programs per row (> 1: two-stage split kernels + workspace); coop: chunks
     num_warps: int
     programs: int = 0   # online path, splits == 1: persistent grid size (rows are strided over it)
 
@@ -78,6 +79,12 @@ def choose(outer: int, R: int, inner: int, itemsize: int, f64: bool = False) -> 
     row_bytes = R * itemsize
     sms = _num_sms()
     fused = outer >= sms and row_bytes * sms <= (24 << 20)
+    # rows that overflow L2 (or too few of them): on the GPU, one read + one write with the row's chunks
+    # exchanging statistics between co-resident programs (softmax_long.py); the interpreter runs programs
+    # one at a time, so there (and when a row has more chunks than SMs) the split path below
+    chunk = _FORCE.get("chunk", _long.CHUNK)
+    if not fused and _FORCE.get("coop", not _WHILE) and _long.splits(R, chunk) <= _long.capacity():
+        return Config("coop", chunk, 1, _long.splits(R, chunk), _long.WARPS)
     # fused rows >= 64k: 8192-wide tiles and 16 warps, so each of the ~1.5 programs per SM the L2 budget
     # allows keeps 16 KB of loads in flight; split chunks: 4096 x 8 warps (~32 registers, 8 programs/SM)
     big = fused and R >= 65536
@@ -561,6 +568,9 @@ def _config(desc) -> Config:
 
 def _workspace(desc) -> int:
     c = _config(desc)
+    if c.path == "coop":
+        outer, R, _ = _geom(desc.inputs[0].shape, desc.attr("dim"))
+        return _long.workspace_bytes(outer, R, desc.op.endswith("_backward"), _f64(desc), c.block)
     if c.path != "online" or c.splits == 1:
         return 0
     outer, _, _ = _geom(desc.inputs[0].shape, desc.attr("dim"))
@@ -579,6 +589,19 @@ def _bind(desc, pref=None):
     if not bw:
         kw["NEG"] = desc.op == "softmin"
     loops = dict(WHILE=_WHILE)
+    if c.path == "coop":
+        ckw = dict(LOG=kw["LOG"], F64=f64, **({} if bw else {"NEG": kw["NEG"]}))
+
+        def run_coop(desc_, inputs, outputs, ws):
+            out = outputs[0]
+            target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+            views = [_view3(x, dim) for x in inputs]
+            i64 = max([target.numel()] + [_span(v[0]) for v in views]) >= 2 ** 31 - 65536
+            args = tuple(v[0] for v in views) + (target,) + tuple(s for v in views for s in v[1][:2])
+            _long.launch(bw, args, ws, outer, R, f64, dict(ckw, I64=i64), c.block)
+            if target is not out:
+                out.copy_(target)
+        return run_coop
     if c.path == "cols":
         nib = triton.cdiv(inner, c.rows_per_prog)
         kern, grid = (_bw_cols if bw else _fw_cols), (outer * nib,)
@@ -635,6 +658,7 @@ def _run(desc, inputs, outputs, ws):
 def _route(desc, pref):
     c = _config(desc)
     tag = {"rows": f"rows{c.block}x{c.rows_per_prog}", "cols": f"cols{c.block}x{c.rows_per_prog}",
+           "coop": f"coop{c.block}x{c.splits}",
            "online": f"online{c.block}" + (f"-split{c.splits}" if c.splits > 1 else f"-persistent{c.programs}")}[c.path]
     return f"triton:{desc.op}:{tag}"
 

@@ -1,0 +1,166 @@
+"""Single-read softmax / log_softmax (forward and backward) for rows too long for one program (GPU only).
+
+The split path of ``softmax.py`` reads a long row twice (stage 1 statistics, stage 2 re-read + write): three
+HBM passes, at most ~2/3 of the copy roofline once the tensor overflows L2 (1024x131072 and 512x262144 bf16
+measured 59% on the H200).  Here each program keeps one chunk of a row in registers (8192 elements: 32 per
+thread at 8 warps), publishes the chunk's partial statistics, waits until every chunk of its row has
+published, folds all partials in a fixed order and writes its chunk from registers: one read + one write,
+the floor.
+
+Waiting on sibling programs needs them resident at the same time: the grid is persistent (P programs,
+at most what the SMs hold at once, computed from the compiled kernel's registers), P is a multiple of the
+chunks per row, and work item w = (row, chunk) runs on program w % P in round w // P, so the programs a
+chunk waits for are in the same round on other resident programs.  The partials are plain stores; a
+per-row counter (zeroed before the launch) is bumped with a release atomic after them and polled with an
+acquire atomic before the partials are read back (volatile, past L1).  The counter orders, never sums,
+values: every program of a row folds the same partials in the same order, so the result is deterministic
+and bit-identical to a rerun.  The interpreter runs programs one after another (a waiting program would
+never see its siblings), so under TRITON_INTERPRET=1 the split path is used and these kernels are tested
+on the GPU (tests/softmax/test_softmax_long.py).
+"""
+from __future__ import annotations
+
+import functools
+
+import torch
+import triton
+import triton.language as tl
+
+from ._config import num_sms
+from ._math import exp_acc as _ex
+from ._math import log_acc as _lg
+
+CHUNK = 8192      # elements per program: 16 KB bf16 / 32 KB f32 in flight per program, 32 per thread
+WARPS = 8
+
+
+@triton.jit
+def _safe(m):
+    return tl.where(m == float("-inf"), 0.0, m)
+
+
+@triton.jit
+def _wait_row(cnt_ptr, row, NSPLIT):
+    """Publish this chunk's partials (already stored) and wait for the row's other chunks."""
+    tl.debug_barrier()   # every thread's partial stores are issued before the release below
+    tl.atomic_add(cnt_ptr + row, 1, sem="release")
+    n = tl.atomic_add(cnt_ptr + row, 0, sem="acquire")
+    while n < NSPLIT:
+        n = tl.atomic_add(cnt_ptr + row, 0, sem="acquire")
+    tl.debug_barrier()
+
+
+@triton.jit
+def _fw_coop(x_ptr, y_ptr, part_ptr, cnt_ptr, n_rows, R, sxo, sxr, NSPLIT, LOG: tl.constexpr, F64: tl.constexpr,
+             NEG: tl.constexpr, CHUNK: tl.constexpr, SP: tl.constexpr, I64: tl.constexpr):
+    CT: tl.constexpr = tl.float64 if F64 else tl.float32
+    total = n_rows * NSPLIT
+    k = tl.arange(0, SP)
+    for w in range(tl.program_id(0), total, tl.num_programs(0)):
+        row = w // NSPLIT
+        if I64:
+            row = row.to(tl.int64)
+        c = (w - row * NSPLIT) * CHUNK + tl.arange(0, CHUNK)
+        mask = c < R
+        x = tl.load(x_ptr + row * sxo + c * sxr, mask=mask, other=float("-inf"))
+        x = x.to(y_ptr.dtype.element_ty).to(CT)   # dtype=: torch casts the input first
+        if NEG:
+            x = tl.where(mask, -x, x)
+        m = tl.max(x, 0)
+        tl.store(part_ptr + w, m)
+        tl.store(part_ptr + total + w, tl.sum(_ex(x - _safe(m), F64), 0))
+        _wait_row(cnt_ptr, row, NSPLIT)
+        km = k < NSPLIT
+        ms = tl.load(part_ptr + row * NSPLIT + k, mask=km, other=float("-inf"), volatile=True)
+        ss = tl.load(part_ptr + total + row * NSPLIT + k, mask=km, other=0.0, volatile=True)
+        mr = tl.max(ms, 0)
+        s = tl.sum(ss * _ex(ms - _safe(mr), F64), 0)
+        if LOG:
+            y = x - (mr + _lg(s, F64))
+        else:
+            y = _ex(x - _safe(mr), F64) / s
+        tl.store(y_ptr + row * R + c, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _bw_coop(g_ptr, y_ptr, dx_ptr, part_ptr, cnt_ptr, n_rows, R, sgo, sgr, syo, syr, NSPLIT, LOG: tl.constexpr,
+             F64: tl.constexpr, CHUNK: tl.constexpr, SP: tl.constexpr, I64: tl.constexpr):
+    # softmax: dx = y * (g - sum(g*y));  log_softmax: dx = g - exp(y) * sum(g)
+    CT: tl.constexpr = tl.float64 if F64 else tl.float32
+    total = n_rows * NSPLIT
+    k = tl.arange(0, SP)
+    for w in range(tl.program_id(0), total, tl.num_programs(0)):
+        row = w // NSPLIT
+        if I64:
+            row = row.to(tl.int64)
+        c = (w - row * NSPLIT) * CHUNK + tl.arange(0, CHUNK)
+        mask = c < R
+        g = tl.load(g_ptr + row * sgo + c * sgr, mask=mask, other=0.0).to(CT)
+        y = tl.load(y_ptr + row * syo + c * syr, mask=mask, other=0.0).to(CT)
+        if LOG:
+            tl.store(part_ptr + w, tl.sum(g, 0))
+        else:
+            tl.store(part_ptr + w, tl.sum(g * y, 0))
+        _wait_row(cnt_ptr, row, NSPLIT)
+        d = tl.sum(tl.load(part_ptr + row * NSPLIT + k, mask=k < NSPLIT, other=0.0, volatile=True), 0)
+        if LOG:
+            dx = g - _ex(y, F64) * d
+        else:
+            dx = y * (g - d)
+        tl.store(dx_ptr + row * R + c, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+
+
+def capacity() -> int:
+    """Chunks of one row that are certainly resident together: one program per SM (the kernels use 8 warps
+    and < 128 registers per thread, so 2 per SM usually fit; the bound used for the decision stays safe)."""
+    return num_sms()
+
+
+def splits(R: int, chunk: int = CHUNK) -> int:
+    return triton.cdiv(R, chunk)
+
+
+def workspace_bytes(outer: int, R: int, bw: bool, f64: bool, chunk: int = CHUNK) -> int:
+    n = outer * splits(R, chunk)
+    return (1 if bw else 2) * n * (8 if f64 else 4) + 4 * outer + 16
+
+
+_PER_SM: dict = {}
+
+
+@functools.lru_cache(maxsize=None)
+def _per_sm(n_regs: int, warps: int, shared: int) -> int:
+    """Programs of this kernel one SM holds at once (sm_80/sm_90: 64K registers, 2048 threads, 227 KB smem)."""
+    by_regs = 65536 // max(1, ((n_regs + 7) // 8 * 8) * 32 * warps)
+    by_threads = 2048 // (32 * warps)
+    by_smem = (227 * 1024) // shared if shared else by_threads
+    return max(1, min(by_regs, by_threads, by_smem, 4))
+
+
+def launch(bw: bool, args: tuple, ws: torch.Tensor, outer: int, R: int, f64: bool, kw: dict,
+           chunk: int = CHUNK) -> None:
+    """Run the forward (args = x, y, strides...) or backward (g, y, dx, strides...) kernel; ``ws`` a byte
+    buffer of at least :func:`workspace_bytes`."""
+    nsplit = splits(R, chunk)
+    wdt = torch.float64 if f64 else torch.float32
+    npart = (1 if bw else 2) * outer * nsplit
+    esz = 8 if f64 else 4
+    flat = ws.reshape(-1)
+    part = flat[: npart * esz].view(wdt)
+    off = (npart * esz + 15) // 16 * 16
+    cnt = flat[off: off + 4 * outer].view(torch.int32)
+    cnt.zero_()
+    kern = _bw_coop if bw else _fw_coop
+    n_t = 3 if bw else 2
+    tensors, strides = args[:n_t], args[n_t:]
+    full = (*tensors, part, cnt, outer, R, *strides, nsplit)
+    const = dict(kw, CHUNK=chunk, SP=triton.next_power_of_2(nsplit))
+    key = (bw, tuple(sorted(const.items())))
+    per_sm = _PER_SM.get(key)
+    if per_sm is None:   # compile (or find) the kernel once to read its register and shared-memory use
+        compiled = kern.warmup(*full, grid=(1,), **const, num_warps=WARPS)
+        compiled._init_handles()
+        per_sm = _PER_SM[key] = _per_sm(compiled.n_regs, WARPS, compiled.metadata.shared)
+    progs = max(nsplit, (num_sms() * per_sm) // nsplit * nsplit)
+    progs = min(progs, triton.cdiv(outer * nsplit, nsplit) * nsplit)
+    kern[(progs,)](*full, **const, num_warps=WARPS)
