@@ -146,7 +146,7 @@ def test_long_rows_forced_paths(op, shape, dim, force):
     g = torch.Generator().manual_seed(1)
     x = torch.randn(*shape, generator=g) * 4
     x.select(dim, 0).fill_(float("-inf"))   # the first tile of every row is partly -inf
-    with tm.forced(**force):
+    with tm.forced(coop=False, **force):
         p = _plan(op, x, dim=dim)
         path = p.sku.route
         if force.get("splits", 1) > 1:
@@ -172,7 +172,7 @@ def test_all_neg_inf_row_on_long_paths():
     x = torch.randn(3, 40)
     x[1] = float("-inf")
     for force in (dict(max_single=8, tile=8), dict(max_single=8, tile=8, splits=3)):
-        with tm.forced(**force):
+        with tm.forced(coop=False, **force):
             for op in FW:
                 got = _dev_run(op, x, -1)
                 assert torch.isnan(got[1]).all() and not torch.isnan(got[[0, 2]]).any(), (op, force)
@@ -221,7 +221,7 @@ def test_softmin_paths_and_backward(shape, dim, force):
     tm = _triton_mod()
     x = torch.randn(*shape) * 4
     x.select(dim, 0).fill_(float("inf"))   # softmin: +inf is the value with zero weight
-    with tm.forced(**force):
+    with tm.forced(coop=False, **force):
         got = _dev_run("softmin", x, dim)
     assert_close(got, torch.nn.functional.softmin(x.double(), dim).numpy(), 2e-5, 2e-6, f"softmin {shape}")
     xt = x.clone().requires_grad_()
@@ -269,20 +269,20 @@ for st in (1, 2):           # split chunks: <= 32 registers at 8 warps lets 8 pr
 from baracuda.backends.triton import softmax_long as L
 c = m.choose(512, 262144, 1, 2)
 assert c.path == "coop"
-# single-read chunks: <= 64 registers at 8 warps keeps 4 programs per SM resident (the kernels wait on each other)
+# single-read chunks: <= 128 registers at 8 warps keeps >= 2 programs per SM resident (they wait on each other)
 regs, stack = usage(L._fw_coop, {"x_ptr": "*bf16", "y_ptr": "*bf16", "part_ptr": "*fp32", "cnt_ptr": "*i32",
                                  "n_rows": "i32", "R": "i32", "sxo": "i32", "NSPLIT": "i32"},
                     dict(sxr=1, LOG=False, F64=False, NEG=False, CHUNK=c.block, SP=32, I64=False),
                     ["x_ptr", "y_ptr", "part_ptr", "cnt_ptr", "R", "sxo", "NSPLIT"], L.WARPS)
-assert regs <= 128 and stack == 0, ("coop fw", regs, stack)
-print("coop fw regs", regs)
+assert regs <= 128 and stack <= 16, ("coop fw", regs, stack)
+print("coop fw regs", regs, stack)
 regs, stack = usage(L._bw_coop, {"g_ptr": "*bf16", "y_ptr": "*bf16", "dx_ptr": "*bf16", "part_ptr": "*fp32",
                                  "cnt_ptr": "*i32", "n_rows": "i32", "R": "i32", "sgo": "i32", "syo": "i32",
                                  "NSPLIT": "i32"},
                     dict(sgr=1, syr=1, LOG=False, F64=False, CHUNK=c.block, SP=32, I64=False),
                     ["g_ptr", "y_ptr", "dx_ptr", "part_ptr", "cnt_ptr", "R", "sgo", "syo", "NSPLIT"], L.WARPS)
-assert regs <= 128 and stack == 0, ("coop bw", regs, stack)
-print("coop bw regs", regs)
+assert regs <= 128 and stack <= 16, ("coop bw", regs, stack)
+print("coop bw regs", regs, stack)
 print("ok")
 """
 _CUOBJDUMP = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
