@@ -32,6 +32,7 @@ from ._math import log_acc as _lg
 
 CHUNK = 8192      # elements per program: 16 KB bf16 / 32 KB f32 in flight per program, 32 per thread
 WARPS = 8
+FW_MAXNREG = 64
 
 
 @triton.jit
@@ -65,6 +66,14 @@ def _chunk(w, NSPLIT, R, CHUNK: tl.constexpr, I64: tl.constexpr):
 
 
 @triton.jit
+def _widen(xr, mask, y_ptr, CT: tl.constexpr, NEG: tl.constexpr):
+    x = xr.to(y_ptr.dtype.element_ty).to(CT)   # dtype=: torch casts the input first
+    if NEG:
+        x = tl.where(mask, -x, x)
+    return x
+
+
+@triton.jit
 def _fw_coop(x_ptr, y_ptr, part_ptr, cnt_ptr, n_rows, R, sxo, sxr, NSPLIT, LOG: tl.constexpr, F64: tl.constexpr,
              NEG: tl.constexpr, CHUNK: tl.constexpr, SP: tl.constexpr, I64: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
@@ -77,9 +86,10 @@ def _fw_coop(x_ptr, y_ptr, part_ptr, cnt_ptr, n_rows, R, sxo, sxr, NSPLIT, LOG: 
     for w in range(w0, total, nprog):
         row, c = _chunk(w, NSPLIT, R, CHUNK, I64)
         mask = c < R
-        x = x_next.to(y_ptr.dtype.element_ty).to(CT)   # dtype=: torch casts the input first
-        if NEG:
-            x = tl.where(mask, -x, x)
+        # the chunk stays in its storage dtype between the two uses (16 registers for 32 bf16 values instead
+        # of 32 as f32), which helps the forward fit FW_MAXNREG beside the prefetched chunk
+        xr = x_next
+        x = _widen(xr, mask, y_ptr, CT, NEG)
         m = tl.max(x, 0)
         tl.store(part_ptr + w, m)
         tl.store(part_ptr + total + w, tl.sum(_ex(x - _safe(m), F64), 0))
@@ -94,6 +104,7 @@ def _fw_coop(x_ptr, y_ptr, part_ptr, cnt_ptr, n_rows, R, sxo, sxr, NSPLIT, LOG: 
         ss = tl.load(part_ptr + total + row * NSPLIT + k, mask=km, other=0.0, volatile=True)
         mr = tl.max(ms, 0)
         s = tl.sum(ss * _ex(ms - _safe(mr), F64), 0)
+        x = _widen(xr, mask, y_ptr, CT, NEG)
         if LOG:
             y = x - (mr + _lg(s, F64))
         else:   # one reciprocal per row, a multiply per element (an f32 division is ~10 instructions)
@@ -182,12 +193,15 @@ def launch(bw: bool, args: tuple, ws: torch.Tensor, outer: int, R: int, f64: boo
     tensors, strides = args[:n_t], args[n_t:]
     full = (*tensors, part, cnt, outer, R, *strides, nsplit)
     const = dict(kw, CHUNK=chunk, SP=triton.next_power_of_2(nsplit))
+    # forward (f32/f16/bf16 compute): capped at 64 registers, which it fits without spilling (sm_90: 64 with a
+    # 0-byte stack, tests/softmax/test_softmax.py), so 4 programs share an SM instead of 3 (80 uncapped)
+    opts = dict(num_warps=WARPS, **({} if (bw or f64) else {"maxnreg": FW_MAXNREG}))
     key = (bw, tuple(sorted(const.items())))
     per_sm = _PER_SM.get(key)
     if per_sm is None:   # compile (or find) the kernel once to read its register and shared-memory use
-        compiled = kern.warmup(*full, grid=(1,), **const, num_warps=WARPS)
+        compiled = kern.warmup(*full, grid=(1,), **const, **opts)
         compiled._init_handles()
         per_sm = _PER_SM[key] = _per_sm(compiled.n_regs, WARPS, compiled.metadata.shared)
     progs = max(nsplit, (num_sms() * per_sm) // nsplit * nsplit)
     progs = min(progs, triton.cdiv(outer * nsplit, nsplit) * nsplit)
-    kern[(progs,)](*full, **const, num_warps=WARPS)
+    kern[(progs,)](*full, **const, **opts)
