@@ -354,8 +354,8 @@ class BackwardPlan:
                 yield from spec.arg_names[: len(self.desc.inputs)]
             elif s == "outputs":
                 yield from (["out"] if len(self.desc.outputs) == 1 else [f"out{j}" for j in range(len(self.desc.outputs))])
-            else:
-                yield s
+            elif s not in spec.arg_names or spec.arg_names.index(s) < len(self.desc.inputs):
+                yield s   # (an optional trailing operand this descriptor does not have is not saved)
 
     def _spec_for(self, name: str) -> TensorSpec:
         names = self.desc.spec.arg_names

@@ -46,8 +46,10 @@ def preference(pref: PlanPreference):
 
 # -- attribute encoding ------------------------------------------------------------------------
 # attrs travel as a Python literal (repr) so that Dynamo can constant-fold the encoding while tracing
-# (it cannot trace json); DTypes (ours or torch's) become ("__dtype__", "bf16").
+# (it cannot trace json); DTypes (ours or torch's) become ("__dtype__", "bf16"); non-finite floats (repr 'inf' /
+# 'nan' are not literals: vector_norm's ord=inf, cdist's p=inf) become ("__float__", "inf").
 _DT_TAG = "__dtype__"
+_FL_TAG = "__float__"
 
 
 def _enc(v):
@@ -57,6 +59,8 @@ def _enc(v):
         return tuple(_enc(x) for x in v)
     if isinstance(v, torch.dtype):
         return (_DT_TAG, as_dtype(v).short)
+    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+        return (_FL_TAG, repr(v))
     return v
 
 
@@ -64,6 +68,8 @@ def _dec(v):
     if isinstance(v, tuple):
         if len(v) == 2 and v[0] == _DT_TAG:
             return as_dtype(v[1])
+        if len(v) == 2 and v[0] == _FL_TAG:
+            return float(v[1])
         return tuple(_dec(x) for x in v)
     return v
 
@@ -230,8 +236,8 @@ def _saved_names(desc: Descriptor) -> list[str]:
             names += list(spec.arg_names[: len(desc.inputs)])
         elif s == "outputs":
             names += ["out"] if len(desc.outputs) == 1 else [f"out{j}" for j in range(len(desc.outputs))]
-        else:
-            names.append(s)
+        elif s not in spec.arg_names or spec.arg_names.index(s) < len(desc.inputs):
+            names.append(s)   # (an optional trailing operand this descriptor does not have is not saved)
     return names
 
 

@@ -10,8 +10,11 @@ from ._library import call
 def _make(spec, torch_name):
     @functools.wraps(spec.dropin)
     def dropin(*args, **kwargs):
-        inputs, attrs = spec.dropin(*args, **kwargs)
+        res = spec.dropin(*args, **kwargs)
+        inputs, attrs = res[0], res[1]
         out = call(spec.name, inputs, attrs)
+        if len(res) == 3:   # the adapter's finisher (batch_norm: copy the new running stats into the buffers)
+            out = res[2](out)
         return out if spec.dropin_result is None else spec.dropin_result(out)
 
     dropin.__name__ = torch_name.rsplit(".", 1)[-1]
