@@ -7,8 +7,10 @@ in a fused ``[W_gate; W_up]`` projection).  Their backward is one fused kernel: 
 """
 from __future__ import annotations
 
-from .._core.errors import InvalidProblemError
-from .elementwise import FLOAT, NUM, EwDef, add_ew_ops, check_float, dropin_ew, tp
+from .._core.dtypes import DType
+from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
+from .._core.spec import ErrorCase, Workload
+from .elementwise import FLOAT, NUM, EwDef, _EXTRA_ERRORS, add_ew_ops, check_float, dropin_ew, tp
 
 
 def _check_gelu(op, attrs):
@@ -84,6 +86,60 @@ def _act(name, *, defaults=None, check=None, samples=({},), avoid=(), domain="an
                  dropin=kw.pop("dropin", None) or _di(name, tuple(defaults or ())), **kw)
 
 
+# -- prelu: weight of 1 element, or one per channel (dim 1 of x), acting as [C, 1, ..., 1] ---------------
+def _prelu_align(op, shapes, attrs):
+    """(x, weight) or (g, x, weight) -> the shapes they broadcast as; torch's rules for the weight."""
+    xs, ws = shapes[-2], shapes[-1]
+    if len(ws) > 1:
+        raise InvalidProblemError(op, "weight", "a 0-d or 1-D weight", f"shape {ws}")
+    n = ws[0] if ws else 1
+    if n == 1:
+        return tuple(shapes[:-1]) + ((),)
+    c = xs[1] if len(xs) >= 2 else 1
+    if n != c:
+        raise InvalidProblemError(op, "weight", f"1 or {c} (the channel size, dim 1 of x) elements", n)
+    return tuple(shapes[:-1]) + ((c,) + (1,) * (len(xs) - 2),)
+
+
+def _g_prelu(ctx, d, grads, s):
+    g, x, w = grads[0], s["a"], s["b"]
+    wshape = d.inputs[1].shape
+    view = _prelu_align(d.op, (d.inputs[0].shape, wshape), {})[1]
+    dw = ctx.reshape(ctx.reduce_to(ctx.op("prelu_weight_grad", g, x), view), wshape)
+    return ctx.op("prelu_backward", g, x, w), dw
+
+
+def _peer_prelu_bw(g, x, w):
+    import torch
+
+    xr = x.detach().clone().requires_grad_(True)
+    (dx,) = torch.autograd.grad(torch.nn.functional.prelu(xr, w), xr, g)
+    return dx
+
+
+def _peer_prelu_wg(g, x):
+    import torch
+
+    return torch.where(x > 0, torch.zeros_like(g), x * g)
+
+
+# -- rrelu: eval mode only (training draws one random slope per element) ----------------------------------
+def _check_rrelu(op, attrs):
+    attrs = check_float("lower", "upper")(op, attrs)
+    if attrs["training"] not in (False, True):
+        raise InvalidProblemError(op, "training", "a bool", repr(attrs["training"]))
+    if attrs["training"]:
+        raise UnsupportedError(op, "training=True draws a random slope per element, which baracuda does not "
+                               "implement; eval mode (training=False, slope (lower + upper) / 2) is supported")
+    if attrs["lower"] > attrs["upper"]:
+        raise InvalidProblemError(op, "upper", f"a value >= lower={attrs['lower']}", attrs["upper"])
+    return attrs
+
+
+_PRELU_SHAPES = (((2, 3, 4, 5), (3,)), ((7,), (1,)), ((5, 4), ()), ((0, 3), (3,)), ((3, 6), (6,)))
+_PRELU_BW_SHAPES = (((2, 3, 4), (2, 3, 4), (3,)), ((0, 3), (0, 3), (1,)))
+
+
 def _gated(name, act_peer, defaults=None, check=_check_dim, samples=({},)):
     d = {"dim": -1, **(defaults or {})}
     return EwDef(name, 1, _gated_peer(act_peer) if act_peer else tp(name),
@@ -93,7 +149,8 @@ def _gated(name, act_peer, defaults=None, check=_check_dim, samples=({},)):
 
 
 add_ew_ops([
-    _act("relu", bw_peer=_peer_relu_bw, avoid=(0.0,), domain="wide", dtypes=NUM, jax="jax.nn.relu"),
+    _act("relu", bw_peer=_peer_relu_bw, avoid=(0.0,), domain="wide", dtypes=NUM, jax="jax.nn.relu",
+         aliases=("torch.relu",)),
     _act("gelu", defaults={"approximate": "none"}, check=_check_gelu,
          samples=({"approximate": "none"}, {"approximate": "tanh"}), bw_peer=_aten("gelu_backward"), jax="jax.nn.gelu"),
     _act("silu", bw_peer=_aten("silu_backward"), jax="jax.nn.silu"),
@@ -102,7 +159,7 @@ add_ew_ops([
          samples=({}, {"negative_slope": 0.2}), jax="jax.nn.leaky_relu"),
     _act("elu", defaults={"alpha": 1.0}, check=_chk("alpha"), samples=({}, {"alpha": 0.5}), avoid=(0.0,),
          jax="jax.nn.elu"),
-    _act("selu", avoid=(0.0,), jax="jax.nn.selu"),
+    _act("selu", avoid=(0.0,), jax="jax.nn.selu", aliases=("torch.selu",)),
     _act("celu", defaults={"alpha": 1.0}, check=_chk("alpha", extra=lambda op, a: a if a["alpha"] != 0 else
                                                        (_ for _ in ()).throw(InvalidProblemError(op, "alpha", "a non-zero alpha", 0.0))),
          samples=({}, {"alpha": 2.0}), avoid=(0.0,), jax="jax.nn.celu"),
@@ -123,6 +180,20 @@ add_ew_ops([
     _act("threshold", defaults={"threshold": 0.0, "value": 0.0}, check=_chk("threshold", "value"),
          samples=({"threshold": 0.5, "value": -2.0},), avoid=(0.5,)),
     _act("logsigmoid", jax="jax.nn.log_sigmoid"),
+    EwDef("prelu", 2, tp("prelu"), "torch.nn.functional.prelu", None, _g_prelu, same_dtype=True,
+          align=_prelu_align, sample_shapes=_PRELU_SHAPES, domain=("any", "unit"), avoid=(0.0,),
+          dropin=dropin_ew("prelu", "input", "weight"), aliases=("torch.prelu",),
+          workloads=(Workload("prelu-[32,256,64,64]-bf16", ((32, 256, 64, 64), (256,)), DType.bf16, backward=True),
+                     Workload("prelu-[32,256,64,64]-f32", ((32, 256, 64, 64), (256,)), DType.f32)),
+          doc="weight of 1 element or one per channel (dim 1 of x); the weight gradient is the broadcast "
+              "gradient x*g (where x <= 0) summed back to the weight"),
+    EwDef("prelu_backward", 3, _peer_prelu_bw, None, internal=True, same_dtype=True, align=_prelu_align,
+          sample_shapes=_PRELU_BW_SHAPES, domain=("any", "any", "unit"), avoid=(0.0,), lean=True),
+    EwDef("prelu_weight_grad", 2, _peer_prelu_wg, None, internal=True, same_shape=True, avoid=(0.0,), lean=True),
+    _act("rrelu", defaults={"lower": 1.0 / 8.0, "upper": 1.0 / 3.0, "training": False}, check=_check_rrelu,
+         samples=({}, {"lower": 0.1, "upper": 0.5}), avoid=(0.0,),
+         dropin=dropin_ew("rrelu", "input", attr_names=("lower", "upper", "training"), unsupported=("inplace",)),
+         doc="eval mode: leaky_relu with slope (lower + upper) / 2; training=True raises UnsupportedError"),
     # gated
     _gated("glu", None),
     _gated("swiglu", "silu"),
@@ -130,3 +201,14 @@ add_ew_ops([
            samples=({"approximate": "none"}, {"approximate": "tanh"})),
     _gated("reglu", "relu"),
 ])
+
+_EXTRA_ERRORS.update({
+    "prelu": [ErrorCase((((2, 3, 4), "f32"), ((4,), "f32")), {}, InvalidProblemError,
+                        r"prelu: argument 'weight': expected 1 or 3 \(the channel size", "bad-channels"),
+              ErrorCase((((2, 3), "f32"), ((1, 3), "f32")), {}, InvalidProblemError,
+                        r"prelu: argument 'weight': expected a 0-d or 1-D weight", "2d-weight"),
+              ErrorCase((((2, 3), "f32"), ((3,), "f64")), {}, DTypeMismatchError,
+                        r"prelu: argument 'b': expected dtype f32", "mixed-dtypes")],
+    "rrelu": [ErrorCase((((3,), "f32"),), {"training": True}, UnsupportedError,
+                        r"rrelu: training=True draws a random slope", "training")],
+})

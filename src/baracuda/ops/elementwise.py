@@ -25,11 +25,12 @@ from typing import Callable
 import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType, result_type
-from .._core.errors import InvalidProblemError, UnsupportedError
+from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, default_tol, register_spec
 from ._common import broadcast_shapes, norm_axis
 
-__all__ = ["EwDef", "EW_OPS", "EW_SPECS", "add_ew_ops", "ew_result_type", "ew_compute_dtype", "weak_scalar_dtype",
+__all__ = ["EwDef", "EW_OPS", "EW_SPECS", "add_ew_ops", "ew_result_type", "ew_compute_dtype", "ew_operand_shapes",
+           "weak_scalar_dtype",
            "FLOAT", "INT", "BOOL", "NUM", "ALL", "tp", "check_float", "dropin_ew"]
 
 FLOAT = FLOAT_TYPES
@@ -69,6 +70,13 @@ class EwDef:
     lean: bool = False                        # fewer samples (internal helpers, keeps interpreter CI short)
     diff_args: tuple | None = None            # operands that get gradients (default: value_args, or all)
     same_shape: bool = False                  # samples give every operand the same shape (backward helpers)
+    same_dtype: bool = False                  # torch refuses mixed dtypes (heaviside, isclose, lerp, prelu)
+    # (op, shapes, attrs) -> the shape each operand broadcasts as (validates too); e.g. prelu's weight [C] acts
+    # as [C, 1, ..., 1] against x [N, C, ...].  Kernels take the operand as that view (no copy).
+    align: Callable | None = None
+    sample_shapes: tuple | None = None        # per-sample operand shapes (overrides the arity's default set)
+    workloads: tuple | None = None            # benchmark problems (overrides the generated 64M-element ones)
+    aliases: tuple = ()                       # more torch names with the same signature
     doc: str = ""
 
 
@@ -143,6 +151,19 @@ def _check_dtypes(e: EwDef, inputs):
         if t.dtype not in allowed:
             raise UnsupportedError(e.name, f"argument '{names[i] if i < len(names) else i}' has dtype {t.dtype}; "
                                    f"the op is defined for {', '.join(map(str, allowed))}")
+    if e.same_dtype:
+        for i, t in enumerate(inputs[1:], 1):
+            if t.dtype != inputs[0].dtype:
+                raise DTypeMismatchError(e.name, names[i] if i < len(names) else str(i),
+                                         f"{inputs[0].dtype} (the dtype of '{names[0]}'; the op does not promote)",
+                                         t.dtype)
+
+
+def ew_operand_shapes(desc):
+    """The shape each operand broadcasts as: its own shape, or the row's ``align`` view of it."""
+    e = EW_OPS[desc.op]
+    shapes = tuple(tuple(t.shape) for t in desc.inputs)
+    return tuple(e.align(desc.op, shapes, desc.attr_dict)) if e.align else shapes
 
 
 def _make_check(e: EwDef):
@@ -178,7 +199,10 @@ def _make_check(e: EwDef):
                 raise InvalidProblemError(op, "a", f"shape {want} (x with dim {a['dim']} halved)", inputs[0].shape)
             a["dim"] = ax
             return a, (TensorSpec(xs, out_dt),)
-        shape = broadcast_shapes(op, names, [t.shape for t in inputs])
+        shapes = [tuple(t.shape) for t in inputs]
+        if e.align:
+            shapes = e.align(op, tuple(shapes), a)
+        shape = broadcast_shapes(op, names, shapes)
         return a, (TensorSpec(shape, out_dt),)
     return check
 
@@ -213,6 +237,9 @@ _DOMAINS = {
     "shift": lambda rng, s: rng.integers(0, 7, s).astype(np.float64),  # shift amounts
     "expo": lambda rng, s: rng.uniform(0.0, 3.0, s),                  # pow exponents (ints: 0..2)
     "cond": lambda rng, s: rng.standard_normal(s),                    # where's condition (cast to bool: x > 0)
+    # multiples of 1/4 in [-6, 6]: exact in every dtype, so ties (x == 0, |a - b| == atol) are hit exactly
+    "grid": lambda rng, s: np.clip(np.round(rng.standard_normal(s) * 8.0), -24, 24) / 4.0,
+    "weight": lambda rng, s: rng.uniform(-0.25, 1.25, s),             # lerp weights on both sides of 0.5
 }
 
 # Shapes are few on purpose: under Triton's interpreter each launch costs ~35 ms whatever its size, and the
@@ -242,7 +269,9 @@ def _cast_fixed(x, dt):
 
 def _make_samples(e: EwDef):
     doms = e.domain if isinstance(e.domain, tuple) else (e.domain,) * e.arity
-    if e.shape == "gated":
+    if e.sample_shapes is not None:
+        shapes = e.sample_shapes
+    elif e.shape == "gated":
         shapes = _GATED_SHAPES
     elif e.shape == "gated_bw":
         shapes = [(s[:-1] + (s[-1] // 2,), s) for (s,) in _GATED_SHAPES[:2]]
@@ -261,7 +290,7 @@ def _make_samples(e: EwDef):
                 xs = tuple(_draw(rng, s, doms[i], e.avoid) if e.arg_dtypes.get(i) != BOOL else
                            _DOMAINS[doms[i]](rng, s) > 0 for i, s in enumerate(sh))
                 yield Sample(xs, dict(attrs), name=f"{sh}{attrs or ''}")
-        if e.lean or e.arity not in _MIXED or e.shape != "broadcast":
+        if e.lean or e.arity not in _MIXED or e.shape != "broadcast" or e.same_dtype or e.sample_shapes:
             return
         for i, dt in _MIXED[e.arity]:
             allowed = e.arg_dtypes.get(i, e.dtypes)
@@ -286,7 +315,7 @@ def _make_errors(e: EwDef):
             base = [((2,), "f32"), ((4,), "f32")]
         else:
             base = [((3,), dt(i)) for i in range(e.arity)]
-        if e.shape == "broadcast" and e.arity >= 2:
+        if e.shape == "broadcast" and e.arity >= 2 and e.align is None:
             ins = [((3, 4), dt(0)), ((5,), dt(1))] + [((4,), dt(i)) for i in range(2, e.arity)]
             yield ErrorCase(tuple(ins), dict(e.attr_samples[0]), InvalidProblemError,
                             r"argument 'b': expected a shape broadcastable", "bad-broadcast")
@@ -309,6 +338,8 @@ _EXTRA_ERRORS: dict[str, list] = {}
 
 
 def _workloads(e: EwDef):
+    if e.workloads is not None:
+        return e.workloads
     if e.internal or e.lean:
         return ()
     n = 64 * 1024 * 1024
@@ -402,6 +433,7 @@ def add_ew_ops(defs) -> None:
             name=e.name, family="elementwise", arg_names=_arg_names(e), check=_make_check(e),
             dtypes=tuple(e.dtypes),
             defaults=dict(e.defaults), torch_peer=e.torch_peer, torch_name=e.torch_name, dropin=e.dropin,
+            torch_aliases=tuple(e.aliases),
             jax_name=e.jax_name, grad=_float_only(e, e.grad, diff) if e.grad else None, saves=e.saves,
             differentiable=diff, samples=_make_samples(e), errors=_make_errors(e), workloads=_workloads(e),
             tol=_ew_tol(e), category="elementwise", doc=e.doc,
@@ -437,8 +469,9 @@ def dropin_ew(e_name: str, *arg_names: str, attr_names: tuple = (), unsupported:
     def adapter(*args, **kwargs):
         import torch
 
-        for u in unsupported:
-            if kwargs.get(u) is not None:
+        for u in unsupported:   # 'out=None' / 'inplace=False' are torch's defaults: accepted
+            v = kwargs.get(u)
+            if v is not None and v is not False:
                 raise UnsupportedError(e_name, f"argument '{u}' of the torch signature is not supported")
         kwargs = {k: v for k, v in kwargs.items() if k not in unsupported}
         names = list(arg_names) + list(attr_names)

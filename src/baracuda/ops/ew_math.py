@@ -39,10 +39,22 @@ def _di(name, attrs=()):
     return dropin_ew(name, "input", attr_names=attrs, unsupported=("out",))
 
 
+# more torch names with the same signature (torch.arccos for torch.acos, torch.special.expit for sigmoid, ...)
+_ALIASES = {
+    "asin": ("torch.arcsin",), "acos": ("torch.arccos",), "atan": ("torch.arctan",), "asinh": ("torch.arcsinh",),
+    "acosh": ("torch.arccosh",), "atanh": ("torch.arctanh",), "sigmoid": ("torch.special.expit",),
+    "erf": ("torch.special.erf",), "erfc": ("torch.special.erfc",), "erfinv": ("torch.special.erfinv",),
+    "exp2": ("torch.special.exp2",), "expm1": ("torch.special.expm1",), "log1p": ("torch.special.log1p",),
+    "i0": ("torch.special.i0",), "sinc": ("torch.special.sinc",), "lgamma": ("torch.special.gammaln",),
+    "digamma": ("torch.special.digamma", "torch.special.psi"), "logit": ("torch.special.logit",),
+    "abs": ("torch.absolute",), "trunc": ("torch.fix",),
+}
+
+
 def _f(name, domain="any", bw="x", jax=None, torch_name=None, dtypes=ALL, **kw):
     """A float-valued math function: integer/bool inputs give f32 (torch)."""
     return EwDef(name, 1, tp(name), torch_name or f"torch.{name}", jax or f"jax.numpy.{name}", domain=domain,
-                 bw=bw, out="float", dtypes=dtypes, dropin=_di(name), **kw)
+                 bw=bw, out="float", dtypes=dtypes, dropin=_di(name), aliases=_ALIASES.get(name, ()), **kw)
 
 
 add_ew_ops([
@@ -70,19 +82,19 @@ add_ew_ops([
     _f("sinc", "nonzero", jax="jax.numpy.sinc"),
     EwDef("logit", 1, tp("logit"), "torch.logit", "jax.scipy.special.logit", domain="prob", bw="x", out="float",
           dtypes=FLOAT, defaults={"eps": None}, check_attrs=_check_eps, attr_samples=({}, {"eps": 0.2}),
-          avoid=(0.2, 0.8), dropin=_di("logit", ("eps",))),
+          avoid=(0.2, 0.8), dropin=_di("logit", ("eps",)), aliases=_ALIASES["logit"]),
     EwDef("deg2rad", 1, tp("deg2rad"), "torch.deg2rad", "jax.numpy.deg2rad", _scale_rule(math.pi / 180.0), saves=(),
           out="float", dtypes=NUM, dropin=_di("deg2rad")),
     EwDef("rad2deg", 1, tp("rad2deg"), "torch.rad2deg", "jax.numpy.rad2deg", _scale_rule(180.0 / math.pi), saves=(),
           out="float", dtypes=NUM, dropin=_di("rad2deg")),
     # integer-preserving
     EwDef("abs", 1, tp("abs"), "torch.abs", "jax.lax.abs", domain="wide", avoid=(0.0,), bw="x", dtypes=NUM,
-          dropin=_di("abs")),
+          dropin=_di("abs"), aliases=_ALIASES["abs"]),
     EwDef("sign", 1, tp("sign"), "torch.sign", "jax.lax.sign", domain="wide", dtypes=ALL, dropin=_di("sign")),
     EwDef("square", 1, tp("square"), "torch.square", "jax.numpy.square", domain="wide", bw="x", dtypes=NUM,
           dropin=_di("square")),
-    *[EwDef(n, 1, tp(n), f"torch.{n}", f"jax.numpy.{n}", domain="nonint", dtypes=NUM, dropin=_di(n))
-      for n in ("floor", "ceil", "trunc")],
+    *[EwDef(n, 1, tp(n), f"torch.{n}", f"jax.numpy.{n}", domain="nonint", dtypes=NUM, dropin=_di(n),
+            aliases=_ALIASES.get(n, ())) for n in ("floor", "ceil", "trunc")],
     EwDef("round", 1, tp("round"), "torch.round (half to even)", "jax.numpy.round", domain="nonint", dtypes=NUM,
           dropin=_di("round")),
     EwDef("frac", 1, tp("frac"), "torch.frac", None, domain="nonint", bw="x", dtypes=FLOAT, dropin=_di("frac")),

@@ -11,7 +11,7 @@ import math
 import ml_dtypes
 import numpy as np
 
-from ...ops.elementwise import EW_OPS, ew_compute_dtype
+from ...ops.elementwise import EW_OPS, ew_compute_dtype, ew_operand_shapes
 from . import register_reference
 
 _SQRT2 = math.sqrt(2.0)
@@ -369,6 +369,116 @@ BODIES = {
 }
 
 
+# -- second table (ops/ew_extra.py, prelu/rrelu) --------------------------------------------------------
+_INT_OF = {2: np.int16, 4: np.int32, 8: np.int64}
+
+
+def _nextafter(d, a, b):
+    """One ulp of the result dtype towards b, on the bits (bf16/f16 step in their own format, as torch)."""
+    ft = np.dtype(d.outputs[0].dtype.numpy)
+    it = _INT_OF[ft.itemsize]
+    x, y = a.astype(ft), b.astype(ft)
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    bits = np.ascontiguousarray(x).view(it)
+    away = (y64 > x64) == (x64 > 0)            # away from zero: the magnitude bits grow by one
+    stepped = np.where(away, bits + 1, bits - 1).astype(it)
+    tiny = np.where(y64 > 0, 1, np.iinfo(it).min + 1).astype(it)   # smallest subnormal with y's sign
+    r = np.where(x64 == 0, tiny, stepped).astype(it).view(ft).astype(np.float64)
+    r = np.where(x64 == y64, y64, r)
+    return np.where(np.isnan(x64) | np.isnan(y64), np.nan, r)
+
+
+def _torch_gcd(a, b):
+    """torch's loop exactly: |a|, |b| (wrapping, so INT_MIN stays negative), then Euclid with C remainder."""
+    a, b = np.abs(a), np.abs(b)
+    while np.any(a != 0):
+        nz = a != 0
+        c = a
+        a = np.where(nz, np.fmod(b, np.where(nz, a, 1)), 0).astype(a.dtype)
+        b = np.where(nz, c, b)
+    return b
+
+
+def _lcm(d, a, b):
+    g = _torch_gcd(a, b)
+    gs = np.where(g == 0, 1, g)
+    wide = np.int32 if a.dtype.itemsize < 4 else a.dtype   # C++ computes 8/16-bit a / g * b in int
+    return np.where(g == 0, 0, np.abs((a // gs).astype(wide) * b.astype(wide)).astype(a.dtype)).astype(a.dtype)
+
+
+_HALF = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}
+
+
+def _isclose(d, a, b):
+    """torch's formula step by step: each intermediate is a tensor op rounded to the operands' dtype;
+    integer/bool operands compare equal as integers, the rest runs on both cast to f32."""
+    rtol, atol, eqnan = d.attr("rtol"), d.attr("atol"), d.attr("equal_nan")
+    close = a == b
+    src = d.inputs[0].dtype
+    if src.is_floating:
+        st = _HALF.get(src.short)
+        ct = np.float32 if st is not None else a.dtype.type
+
+        def rnd(v):
+            return v.astype(st).astype(ct) if st is not None else v.astype(ct)
+        x, y = a.astype(ct), b.astype(ct)
+        if eqnan:
+            close = close | (np.isnan(x) & np.isnan(y))
+        if rtol == 0 and atol == 0:
+            return close
+        allowed = rnd(ct(atol) + np.abs(rnd(ct(rtol) * y)))
+        actual = np.abs(rnd(x - y))
+        return close | (np.isfinite(actual) & (actual <= allowed))
+    if rtol == 0 and atol == 0:
+        return close
+    x, y = a.astype(np.float32), b.astype(np.float32)   # integers/bool: torch casts both to f32 (no wrap)
+    return close | (np.abs(x - y) <= np.float32(atol) + np.abs(np.float32(rtol) * y))
+
+
+def _prelu(d, x, w):
+    return np.where(x > 0, x, w * x)
+
+
+def _f64(*xs):
+    return [x.astype(np.float64) for x in xs]
+
+
+def _lerp_t(d, a, b, w):
+    """torch's two-sided formula (exact at w = 0 and w = 1); torch's kernels fuse each product and sum into
+    one fma, so the products and sums run in f64 here (the difference b - a is rounded once, as in torch)."""
+    diff = b - a
+    a, b, w, diff = _f64(a, b, w, diff)
+    return np.where(np.abs(w) < 0.5, a + w * diff, b - diff * (1.0 - w))
+
+
+def _rrelu_slope(d):
+    return (d.attr("lower") + d.attr("upper")) / 2.0
+
+
+BODIES.update({
+    "sgn": BODIES["sign"],
+    "isposinf": lambda d, x: np.isposinf(x.astype(np.float64)),
+    "isneginf": lambda d, x: np.isneginf(x.astype(np.float64)),
+    "true_divide": lambda d, a, b: a / b,
+    "float_power": lambda d, a, b: np.power(a, b),
+    "nextafter": _nextafter,
+    "ldexp": lambda d, a, b: a.astype(np.float64) * np.exp2(b.astype(np.float64)),   # no overflow of 2^b alone
+    "heaviside": lambda d, a, b: np.where(a == 0, b, (a > 0).astype(a.dtype)),
+    "gcd": lambda d, a, b: _torch_gcd(a, b),
+    "lcm": _lcm,
+    "isclose": _isclose,
+    "clamp_min": lambda d, a, b: np.maximum(a, b),
+    "clamp_max": lambda d, a, b: np.minimum(a, b),
+    "fma": lambda d, a, b, c: a * b + c if _int(a) else (lambda x, y, z: x * y + z)(*_f64(a, b, c)),
+    "lerp_tensor": _lerp_t,
+    "prelu": _prelu,
+    "prelu_backward": lambda d, g, x, w: np.where(x > 0, g, w * g),
+    "prelu_weight_grad": lambda d, g, x: np.where(x > 0, 0.0, x * g),
+    "rrelu": lambda d, x: np.where(x > 0, x, x * _rrelu_slope(d)),
+    "rrelu_backward": lambda d, g, x: np.where(x > 0, g, g * _rrelu_slope(d)),
+})
+
+
 def _div_floor(d, a, b):
     if _int(a):
         _nonzero_divisor(d.op, b)
@@ -385,7 +495,10 @@ def _convert(desc, xs):
     ct = ew_compute_dtype(desc).numpy
     e = EW_OPS[desc.op]
     vals = set(e.value_args if e.value_args is not None else range(len(xs)))
-    return [np.asarray(x).astype(ct, copy=False) if i in vals else np.asarray(x) for i, x in enumerate(xs)]
+    xs = [np.asarray(x).astype(ct, copy=False) if i in vals else np.asarray(x) for i, x in enumerate(xs)]
+    if e.align is not None:   # e.g. prelu's per-channel weight as [C, 1, ..., 1]
+        xs = [x.reshape(s) for x, s in zip(xs, ew_operand_shapes(desc))]
+    return xs
 
 
 for _name, _fn in BODIES.items():

@@ -26,6 +26,8 @@ _HOST = {
     "lgamma": None, "cyl_bessel_i0": np.i0, "cyl_bessel_i1": None, "rint": np.rint, "trunc": np.trunc,
     "atan2": np.arctan2, "hypot": np.hypot, "copysign": np.copysign, "pow": np.power, "sinpi": None,
     "cospi": None, "erf": None, "fmod": np.fmod,
+    # the interpreter's fma: exact product of two f32 in f64, then one f64 rounding before the f32 one
+    "fma": lambda a, b, c: a * b + c,
 }
 
 
@@ -69,7 +71,7 @@ sinh, cosh, asinh, acosh, atanh, erf, erfc, erfinv = (_F[n] for n in ("sinh", "c
                                                                        "erfc", "erfinv"))
 lgamma, i0, i1, rint, trunc, atan2, hypot, copysign = (_F[n] for n in ("lgamma", "cyl_bessel_i0", "cyl_bessel_i1",
                                                                         "rint", "trunc", "atan2", "hypot", "copysign"))
-pow, sinpi, cospi, fmod = _F["pow"], _F["sinpi"], _F["cospi"], _F["fmod"]
+pow, sinpi, cospi, fmod, fma = _F["pow"], _F["sinpi"], _F["cospi"], _F["fmod"], _F["fma"]
 
 
 @triton.jit

@@ -18,7 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ...ops.elementwise import EW_OPS, ew_compute_dtype
+from ...ops.elementwise import EW_OPS, ew_compute_dtype, ew_operand_shapes
 from ..._core.device import triton_interpreting
 from ..._core.dtypes import DType
 from . import register_triton
@@ -27,6 +27,7 @@ from ._strided import collapse as _collapse
 from ._strided import span as _span
 from ._ew_act import BODIES as _ACT_BODIES
 from ._ew_bodies import BODIES as _MATH_BODIES
+from ._ew_extra import BODIES as _EXTRA_BODIES
 from ._math import sigmoid, tanh
 
 _MAX_RANK = 4
@@ -35,15 +36,16 @@ _SQRT1_2 = 0.7071067811865476
 _SQRT_2_OVER_PI = 0.7978845608028654
 _INV_SQRT_2PI = 0.3989422804014327
 
-# op -> (desc, is_int) -> (body, p0, p1, p2)
-BODIES = {**_MATH_BODIES, **_ACT_BODIES}
+# op -> (desc, is_int) -> (body, p0, p1, p2[, float_params]); float_params=True: the body gets p0..p2 as f64
+# even when it computes in an integer type (isclose's tolerances on integer operands)
+BODIES = {**_MATH_BODIES, **_ACT_BODIES, **_EXTRA_BODIES}
 
 _TL = {DType.f64: tl.float64, DType.f32: tl.float32, DType.i64: tl.int64, DType.i32: tl.int32, DType.i16: tl.int16,
        DType.i8: tl.int8, DType.u8: tl.uint8, DType.bool: tl.int8}   # bool math holds 0/1 in int8
 
 
 @triton.jit
-def _param(p, CT: tl.constexpr, INTERP: tl.constexpr):
+def _param(p, CT: tl.constexpr, INTERP: tl.constexpr, PF: tl.constexpr):
     """A kernel scalar (an f64 argument) in the compute dtype; integers go through i64 so that negative values
     wrap like torch's scalar cast (e.g. alpha=-2 on uint8) instead of an undefined float->unsigned cast.
     The interpreter hands Python floats over unconverted (they would become f32): tl.full keeps them f64."""
@@ -51,19 +53,23 @@ def _param(p, CT: tl.constexpr, INTERP: tl.constexpr):
         v = tl.full([], p, tl.float64)
     else:
         v = p
-    if CT.is_int():
-        return v.to(tl.int64).to(CT)
-    return v.to(CT)
+    if PF:                  # the body wants the f64 value (isclose's tolerances on integer operands)
+        r = v
+    elif CT.is_int():
+        r = v.to(tl.int64).to(CT)
+    else:
+        r = v.to(CT)
+    return r
 
 
 @triton.jit
 def _apply(a_ptr, b_ptr, c_ptr, oa, ob, oc, mask, p0, p1, p2, FN: tl.constexpr, NIN: tl.constexpr,
-           CT: tl.constexpr, NP: tl.constexpr, INTERP: tl.constexpr):
+           CT: tl.constexpr, NP: tl.constexpr, INTERP: tl.constexpr, PF: tl.constexpr):
     """Load the operands at their offsets, run the body in the compute dtype; shared by both kernels."""
     # scalar parameters arrive as f64 (exact for f64 ops) and are cast once to the compute dtype
-    q0 = _param(p0, CT, INTERP)
-    q1 = _param(p1, CT, INTERP)
-    q2 = _param(p2, CT, INTERP)
+    q0 = _param(p0, CT, INTERP, PF)
+    q1 = _param(p1, CT, INTERP, PF)
+    q2 = _param(p2, CT, INTERP, PF)
     a = tl.load(a_ptr + oa, mask=mask).to(CT)
     if NIN == 1:
         if NP == 3:
@@ -101,7 +107,8 @@ def _ew_kernel(out_ptr, a_ptr, b_ptr, c_ptr, n, p0: tl.float64, p1: tl.float64, 
                S1, S2, S3,
                sa0, sa1, sa2, sa3, sb0, sb1, sb2, sb3, sc0, sc1, sc2, sc3,
                FN: tl.constexpr, NIN: tl.constexpr, STRIDED: tl.constexpr, CT: tl.constexpr,
-               I64: tl.constexpr, BLOCK: tl.constexpr, NP: tl.constexpr, INTERP: tl.constexpr):
+               I64: tl.constexpr, BLOCK: tl.constexpr, NP: tl.constexpr, INTERP: tl.constexpr,
+               PF: tl.constexpr):
     offs, mask = _flat_offsets(n, I64, BLOCK)
     if STRIDED:
         i3 = offs % S3
@@ -117,18 +124,18 @@ def _ew_kernel(out_ptr, a_ptr, b_ptr, c_ptr, n, p0: tl.float64, p1: tl.float64, 
         oa = offs
         ob = offs
         oc = offs
-    y = _apply(a_ptr, b_ptr, c_ptr, oa, ob, oc, mask, p0, p1, p2, FN, NIN, CT, NP, INTERP)
+    y = _apply(a_ptr, b_ptr, c_ptr, oa, ob, oc, mask, p0, p1, p2, FN, NIN, CT, NP, INTERP, PF)
     tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
 def _ew_flat_kernel(out_ptr, a_ptr, b_ptr, c_ptr, n, p0: tl.float64, p1: tl.float64, p2: tl.float64,
                     FN: tl.constexpr, NIN: tl.constexpr, CT: tl.constexpr, I64: tl.constexpr, BLOCK: tl.constexpr,
-                    NP: tl.constexpr, INTERP: tl.constexpr):
+                    NP: tl.constexpr, INTERP: tl.constexpr, PF: tl.constexpr):
     """The contiguous case with 8 runtime arguments instead of 22: a bound plan relaunches it directly, and
     the C launcher's cost grows with the argument count (bench/launch_overhead.py: 22 vs 8 arguments)."""
     offs, mask = _flat_offsets(n, I64, BLOCK)
-    y = _apply(a_ptr, b_ptr, c_ptr, offs, offs, offs, mask, p0, p1, p2, FN, NIN, CT, NP, INTERP)
+    y = _apply(a_ptr, b_ptr, c_ptr, offs, offs, offs, mask, p0, p1, p2, FN, NIN, CT, NP, INTERP, PF)
     tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
@@ -141,7 +148,8 @@ def _expanded_strides(x: torch.Tensor, shape) -> list[int]:
     return st
 
 
-def launch(fn, inputs, out, p0: float = 0.0, p1: float = 0.0, compute=None, p2: float = 0.0, nparams: int = 2) -> None:
+def launch(fn, inputs, out, p0: float = 0.0, p1: float = 0.0, compute=None, p2: float = 0.0, nparams: int = 2,
+           float_params: bool = False) -> None:
     """Run the elementwise template: ``out = fn(*inputs, p0, p1)`` (``nparams=3``: ``fn(*inputs, p0, p1, p2)``)
     with broadcasting of ``inputs`` to ``out.shape`` (any strides, 1 to 3 inputs).  ``compute``: the tl dtype
     to compute in (default f32, f64 for f64 outputs); the scalars are cast to it.  Other families reuse this
@@ -176,16 +184,31 @@ def launch(fn, inputs, out, p0: float = 0.0, p1: float = 0.0, compute=None, p2: 
     grid = (triton.cdiv(n, BLOCK),)
     _ew_kernel[grid](target, ins[0], ins[1], ins[2], n, float(p0), float(p1), float(p2), *S, *args_st,
                      FN=fn, NIN=nin, STRIDED=strided, CT=compute, I64=i64, BLOCK=BLOCK, NP=nparams,
-                     INTERP=_INTERP,
+                     INTERP=_INTERP, PF=float_params,
                      num_warps=8 if BLOCK >= 4096 else 4)
     if target is not out:
         out.copy_(target)
 
 
+def _select(desc):
+    """(body, p0, p1, p2, float_params, operand views or None) for a descriptor."""
+    ct = ew_compute_dtype(desc)
+    fn, p0, p1, p2, *pf = BODIES[desc.op](desc, not ct.is_floating)
+    views = ew_operand_shapes(desc) if EW_OPS[desc.op].align is not None else None
+    return fn, p0, p1, p2, bool(pf and pf[0]), views
+
+
+def _aligned(inputs, views):
+    """Operands as their broadcast views (prelu's weight [C] -> [C, 1, ..., 1]: adds unit dims, never copies)."""
+    if views is None:
+        return inputs
+    return [x if tuple(x.shape) == v else x.reshape(v) for x, v in zip(inputs, views)]
+
+
 def _run(desc, inputs, outputs, ws):
     ct = ew_compute_dtype(desc)
-    fn, p0, p1, p2 = BODIES[desc.op](desc, not ct.is_floating)
-    launch(fn, inputs, outputs[0], p0, p1, compute=_TL[ct], p2=p2, nparams=3)
+    fn, p0, p1, p2, pf, views = _select(desc)
+    launch(fn, _aligned(inputs, views), outputs[0], p0, p1, compute=_TL[ct], p2=p2, nparams=3, float_params=pf)
 
 
 def _bind(desc, pref):
@@ -194,11 +217,11 @@ def _bind(desc, pref):
     ~9 us instead of ~17 us through ``kernel[grid]`` on the H200 host: bench/results/*/launch.txt).  Strided
     or broadcast operands take the general ``launch``."""
     ct = ew_compute_dtype(desc)
-    fn, p0, p1, p2 = BODIES[desc.op](desc, not ct.is_floating)
+    fn, p0, p1, p2, pf, views = _select(desc)
     compute = _TL[ct]
 
     def general(d, inputs, outputs, ws):
-        launch(fn, inputs, outputs[0], p0, p1, compute=compute, p2=p2, nparams=3)
+        launch(fn, _aligned(inputs, views), outputs[0], p0, p1, compute=compute, p2=p2, nparams=3, float_params=pf)
 
     shape = desc.outputs[0].shape
     n = desc.outputs[0].numel
@@ -207,7 +230,7 @@ def _bind(desc, pref):
     nin = len(desc.inputs)
     grid = (triton.cdiv(n, 4096),)
     tail = (n, float(p0), float(p1), float(p2))
-    const = dict(FN=fn, NIN=nin, CT=compute, I64=n >= 2 ** 31 - 65536, BLOCK=4096, NP=3, INTERP=_INTERP)
+    const = dict(FN=fn, NIN=nin, CT=compute, I64=n >= 2 ** 31 - 65536, BLOCK=4096, NP=3, INTERP=_INTERP, PF=pf)
     bound = Launcher(_ew_flat_kernel).bind(grid, tail, const, num_warps=8)
 
     def run(d, inputs, outputs, ws):
