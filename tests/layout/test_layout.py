@@ -51,7 +51,7 @@ def test_cat_kv_shaped(backend):
     b = torch.randn(2, 2, 3, 4, dtype=torch.bfloat16, device=DEV)
     out = _plan(backend, "cat", a, b, dim=2).run(a, b)
     assert torch.equal(out, torch.cat([a, b], 2))
-    at = a.transpose(1, 2)            # strided input goes through the gather kernel
+    at = a.transpose(1, 2)            # strided input: an index-mapped copy (layout_copy.move)
     assert torch.equal(_plan(backend, "cat", at, at, dim=0).run(at, at), torch.cat([at, at], 0))
 
 

@@ -1,14 +1,17 @@
 """Layout family, part 1: one-input data movement that materializes a view.
 
-contiguous, permute, movedim, transpose, slice (narrow, step 1), flip/fliplr/flipud, roll, rot90,
-repeat/tile, repeat_interleave (int repeats), triu/tril.  Every op here is an N-d gather: each output
-element reads one input element (or writes 0 for triu/tril), so the Triton backend runs all of them
-through one kernel (backends/triton/layout.py) parametrized by per-dim index maps.
+contiguous, permute, movedim, transpose, slice (x[start:end:step] along a dim), flip/fliplr/flipud, roll,
+rot90, repeat/tile, repeat_interleave (int repeats, or a repeats tensor as second operand with its
+segment-sum backward ``repeat_interleave_backward``), triu/tril.  Every op here is an index map: each output
+element reads one input element (or writes 0 for triu/tril), so the Triton backend describes each op as
+per-dim (size, stride, offset, divisor) maps and one dispatcher (backends/triton/layout_copy.py) picks the
+tiled row copy, the tiled transpose or the per-element gather.
 
 Multi-input ops (cat, stack, pad, full, slice_scatter, select_scatter, write_slice) live in
-``layout_join.py``.  Outputs are always new contiguous tensors; the dtype is the input's (no promotion).
+``layout_join.py``.  Outputs are always new contiguous tensors; the dtype is the input's (cat/stack promote).
 Backward rules: permute -> inverse permute, flip -> flip, roll -> roll back, rot90(k) -> rot90(-k),
-repeat -> sum over the repeats, slice -> zero-pad back, triu/tril -> the same mask.
+repeat -> sum over the repeats, slice -> zero-pad back (step 1) or slice_scatter into zeros, triu/tril ->
+the same mask.
 """
 from __future__ import annotations
 
@@ -96,11 +99,12 @@ def _float_only(rule):
 
 def layout_spec(name, check, *, samples, errors, torch_name=None, peer=None, dropin=None, grad=None, defaults=None,
                 workloads=(), arg_names=("x",), dtypes=LAYOUT_TYPES, jax_name=None, doc="", cost=None,
-                differentiable=None, tol=None):
-    """Register a layout op (bit-exact unless ``tol``; saves nothing: every rule needs only shapes)."""
+                differentiable=None, tol=None, saves=(), aliases=()):
+    """Register a layout op (bit-exact unless ``tol``; saves nothing by default: the rules need only shapes)."""
     spec = register_spec(OpSpec(
         name=name, family="layout", arg_names=arg_names, check=check, dtypes=dtypes, defaults=defaults or {},
-        torch_peer=peer, torch_name=torch_name, dropin=dropin, jax_name=jax_name, grad=_float_only(grad), saves=(),
+        torch_peer=peer, torch_name=torch_name, torch_aliases=tuple(aliases), dropin=dropin, jax_name=jax_name,
+        grad=_float_only(grad), saves=tuple(saves),
         differentiable=differentiable if differentiable is not None else ((0,) if grad else ()),
         samples=samples, errors=errors, tol=tol or (lambda dt: (0.0, 0.0)),
         # repeat/pad backward sum (one rounding each)
@@ -179,7 +183,13 @@ layout_spec("permute", _check_permute, torch_name="torch.permute", peer=lambda x
                 ErrorCase((((3, 4), "f32"),), {"dims": (0, 2)}, InvalidProblemError, r"argument 'dims': expected an axis in \[-2, 1\]", "range"),
                 ErrorCase((((3, 4), "f32"),), {"dims": (0,)}, InvalidProblemError, r"a permutation of 2 dims", "short")],
             workloads=[Workload("permute-[8,4096,32,128]->[0,2,1,3]-bf16", ((8, 4096, 32, 128),), DType.bf16,
-                                {"dims": (0, 2, 1, 3)}, backward=True)],
+                                {"dims": (0, 2, 1, 3)}, backward=True),                    # tiled rows
+                       Workload("permute-[64,2048,2048]->[0,2,1]-bf16", ((64, 2048, 2048),), DType.bf16,
+                                {"dims": (0, 2, 1)}),                                      # tiled transpose
+                       Workload("permute-[16,4096,4096]->[0,2,1]-f32", ((16, 4096, 4096),), DType.f32,
+                                {"dims": (0, 2, 1)}),
+                       Workload("permute-[8,64,64,4096]->[0,3,1,2]-bf16", ((8, 64, 64, 4096),), DType.bf16,
+                                {"dims": (0, 3, 1, 2)})],                                  # NHWC -> NCHW
             doc="Permuted copy (torch.permute(...).contiguous()).")
 
 
@@ -195,7 +205,7 @@ def _check_transpose(inputs, attrs):
     return {"dim0": d0, "dim1": d1}, _out(x, shape)
 
 
-layout_spec("transpose", _check_transpose, torch_name="torch.transpose",
+layout_spec("transpose", _check_transpose, torch_name="torch.transpose", aliases=("torch.swapaxes", "torch.swapdims"),
             peer=lambda x, dim0, dim1: x.transpose(dim0, dim1).contiguous(),
             dropin=lambda input, dim0, dim1: ((input,), {"dim0": dim0, "dim1": dim1}),
             grad=lambda ctx, d, g, s: (ctx.op("transpose", g[0], dim0=d.attr("dim0"), dim1=d.attr("dim1")),),
@@ -228,7 +238,7 @@ def _check_movedim(inputs, attrs):
     return {"source": src, "destination": dst}, _out(x, [x.shape[p] for p in perm])
 
 
-layout_spec("movedim", _check_movedim, torch_name="torch.movedim",
+layout_spec("movedim", _check_movedim, torch_name="torch.movedim", aliases=("torch.moveaxis",),
             peer=lambda x, source, destination: x.movedim(source, destination).contiguous(),
             dropin=lambda input, source, destination: ((input,), {"source": source, "destination": destination}),
             grad=lambda ctx, d, g, s: (ctx.op("movedim", g[0], source=d.attr("destination"), destination=d.attr("source")),),
@@ -241,7 +251,7 @@ layout_spec("movedim", _check_movedim, torch_name="torch.movedim",
             doc="torch.movedim(source, destination), materialized.")
 
 
-# -- slice (narrow with step 1): the backward of cat / stack / slice_scatter ------------------------------
+# -- slice (x[start:end:step] along one dim): the backward of cat / stack / slice_scatter -----------------
 def slice_bounds(op, shape, dim, start, end):
     n = shape[dim]
     start = 0 if start is None else int(start)
@@ -251,6 +261,18 @@ def slice_bounds(op, shape, dim, start, end):
     return start, end
 
 
+def slice_step(op, attrs):
+    step = attrs.get("step", 1)
+    step = 1 if step is None else step
+    if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 1:
+        raise InvalidProblemError(op, "step", "a positive int (torch: slice step must be positive)", repr(step))
+    return int(step)
+
+
+def slice_len(start, end, step):
+    return max(0, -(-(end - start) // step))
+
+
 def _check_slice(inputs, attrs):
     op = "slice"
     _unknown(op, attrs, ("dim", "start", "end", "step"))
@@ -258,19 +280,20 @@ def _check_slice(inputs, attrs):
     if not x.shape:
         raise InvalidProblemError(op, "x", "at least 1 dim", x.shape)
     dim = norm_axis(op, "dim", int(attrs.get("dim", 0)), len(x.shape))
-    if int(attrs.get("step", 1)) != 1:
-        from .._core.errors import UnsupportedError
-
-        raise UnsupportedError(op, f"argument 'step' is {attrs['step']}; only step=1 is supported")
+    step = slice_step(op, attrs)
     start, end = slice_bounds(op, x.shape, dim, attrs.get("start"), attrs.get("end"))
     shape = list(x.shape)
-    shape[dim] = end - start
-    return {"dim": dim, "start": start, "end": end}, _out(x, shape)
+    shape[dim] = slice_len(start, end, step)
+    return {"dim": dim, "start": start, "end": end, "step": step}, _out(x, shape)
 
 
 def _g_slice(ctx, d, g, s):
-    dim, n = d.attr("dim"), d.inputs[0].shape[d.attr("dim")]
-    return (ctx.op("pad", g[0], pad=pad_for_dim(len(d.inputs[0].shape), dim, d.attr("start"), n - d.attr("end"))),)
+    dim, n, step = d.attr("dim"), d.inputs[0].shape[d.attr("dim")], d.attr("step")
+    if step == 1:
+        return (ctx.op("pad", g[0], pad=pad_for_dim(len(d.inputs[0].shape), dim, d.attr("start"), n - d.attr("end"))),)
+    x = d.inputs[0]
+    zeros = ctx.op("full", shape=x.shape, value=0.0, dtype=x.dtype)
+    return (ctx.op("slice_scatter", zeros, g[0], dim=dim, start=d.attr("start"), end=d.attr("end"), step=step),)
 
 
 def pad_for_dim(rank, dim, before, after):
@@ -280,17 +303,23 @@ def pad_for_dim(rank, dim, before, after):
     return tuple(p)
 
 
-layout_spec("slice", _check_slice, torch_name="torch.narrow",
-            peer=lambda x, dim, start, end: x.narrow(dim, start, end - start).contiguous(),
+def _peer_slice(x, dim, start, end, step):
+    return x[(slice(None),) * dim + (slice(start, end, step),)].contiguous()
+
+
+layout_spec("slice", _check_slice, torch_name="torch.narrow", peer=_peer_slice, defaults={"step": 1},
             dropin=lambda input, dim, start, length: ((input,), {"dim": dim, "start": start, "end": start + length}),
             grad=_g_slice,
             samples=_rng_samples(((7,), (3, 5), (2, 6, 4), (0, 4)),
-                                 lambda s: [{"dim": -1, "start": 1, "end": -1}, {"dim": 0, "start": 0, "end": 2}]),
+                                 lambda s: [{"dim": -1, "start": 1, "end": -1}, {"dim": 0, "start": 0, "end": 2},
+                                            {"dim": -1, "start": 0, "end": None, "step": 2},
+                                            {"dim": 0, "start": -5, "end": 6, "step": 3}]),
             errors=lambda: [ErrorCase((((3, 4), "f32"),), {"dim": 2}, InvalidProblemError, r"slice: argument 'dim'", "dim"),
-                            ErrorCase((((), "f32"),), {}, InvalidProblemError, r"at least 1 dim", "scalar")],
+                            ErrorCase((((), "f32"),), {}, InvalidProblemError, r"at least 1 dim", "scalar"),
+                            ErrorCase((((3, 4), "f32"),), {"step": 0}, InvalidProblemError, r"slice: argument 'step': expected a positive", "step")],
             workloads=[Workload("slice-KV-[32,8,4096,128][:,:,:2048]-bf16", (_KV,), DType.bf16,
                                 {"dim": 2, "start": 0, "end": 2048}, backward=True)],
-            doc="x[..., start:end, ...] along ``dim`` (Python slice clamping; step 1), materialized.")
+            doc="x[..., start:end:step, ...] along ``dim`` (Python slice clamping, positive step), materialized.")
 
 
 # -- flip / fliplr / flipud / roll / rot90 ------------------------------------------------------------------
@@ -427,23 +456,65 @@ for _name in ("repeat", "tile"):
         doc=f"torch.{'Tensor.repeat' if _name == 'repeat' else 'tile'}.")
 
 
+_INDEX_TYPES = (DType.i64, DType.i32)
+
+
 def _check_rinter(inputs, attrs):
     op = "repeat_interleave"
-    _unknown(op, attrs, ("repeats", "dim"))
+    if len(inputs) == 2:
+        return _check_rinter_tensor(inputs, attrs)
+    _unknown(op, attrs, ("repeats", "dim", "output_size"))
     x = _one(op, _spec(op), inputs)
     r = attrs.get("repeats")
     if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or r < 0:
-        raise InvalidProblemError(op, "repeats", "a non-negative int (tensor repeats are not supported)", repr(r))
+        raise InvalidProblemError(op, "repeats", "a non-negative int (or a repeats tensor as the second operand)", repr(r))
     dim = attrs.get("dim")
     if dim is None:
         return {"repeats": int(r), "dim": None}, _out(x, (math.prod(x.shape) * int(r),))
     dim = norm_axis(op, "dim", int(dim), len(x.shape))
     shape = list(x.shape) or [1]
     shape[dim] *= int(r)
-    return {"repeats": int(r), "dim": dim}, _out(x, shape if x.shape else shape)
+    return {"repeats": int(r), "dim": dim}, _out(x, shape)
+
+
+def rinter_extent(op, x_shape, dim):
+    """(number of elements repeated, output shape with the repeated extent left as -1) for dim (None: flat)."""
+    if dim is None:
+        return math.prod(x_shape), [-1]
+    shape = list(x_shape) or [1]
+    return shape[dim], shape
+
+
+def _check_rinter_tensor(inputs, attrs, op="repeat_interleave"):
+    """x, repeats (int64/int32, 1-D of x.shape[dim] counts, or 1 count for every element): output_size, the
+    sum of the counts, is an attribute because the output shape depends on the values (torch's drop-in
+    computes it on the host with one sync when it is not given, as torch does)."""
+    _unknown(op, attrs, ("dim", "output_size"))
+    x, reps = inputs
+    check_nonneg(op, ("x", "repeats"), [x.shape, reps.shape])
+    _spec("repeat_interleave")().check_dtypes((x,))
+    if reps.dtype not in _INDEX_TYPES:
+        raise InvalidProblemError(op, "repeats", "an int64 or int32 tensor (torch: repeats has to be Long or Int)", str(reps.dtype))
+    if len(reps.shape) > 1:
+        raise InvalidProblemError(op, "repeats", "a 0-D or 1-D tensor", reps.shape)
+    dim = attrs.get("dim")
+    dim = None if dim is None else norm_axis(op, "dim", int(dim), len(x.shape))
+    n, shape = rinter_extent(op, x.shape, dim)
+    k = math.prod(reps.shape)
+    if k != n and k != 1:
+        raise InvalidProblemError(op, "repeats", f"{n} counts (one per element along the dim) or 1", reps.shape)
+    size = attrs.get("output_size")
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+        raise InvalidProblemError(op, "output_size", "the non-negative sum of the repeats (the output extent along "
+                                                     "the dim; needed with a repeats tensor)", repr(size))
+    shape[0 if dim is None else dim] = int(size)
+    return {"dim": dim, "output_size": int(size)}, _out(x, shape)
 
 
 def _g_rinter(ctx, d, g, s):
+    if len(d.inputs) == 2:    # per-element counts: segment sums of the output gradient
+        return (ctx.op("repeat_interleave_backward", g[0], s["repeats"], dim=d.attr("dim"), shape=d.inputs[0].shape),
+                None)
     xs, r, dim = d.inputs[0].shape, d.attr("repeats"), d.attr("dim")
     flat = (math.prod(xs),) if dim is None else (xs or (1,))
     dim = 0 if dim is None else dim
@@ -452,17 +523,94 @@ def _g_rinter(ctx, d, g, s):
     return (ctx.reshape(summed, xs),)
 
 
-layout_spec("repeat_interleave", _check_rinter, torch_name="torch.repeat_interleave",
-            peer=lambda x, repeats, dim: x.repeat_interleave(repeats, dim),
-            dropin=lambda input, repeats, dim=None, *, output_size=None: ((input,), {"repeats": repeats, "dim": dim}),
-            grad=_g_rinter,
-            samples=_rng_samples(((5,), (2, 3), (2, 3, 2), (0, 2)),
-                                 lambda s: [{"repeats": 2, "dim": -1}, {"repeats": 3, "dim": 0}, {"repeats": 2, "dim": None}]),
-            errors=lambda: [ErrorCase((((3, 4), "f32"),), {"repeats": (1, 2), "dim": 0}, InvalidProblemError,
-                                      r"repeat_interleave: argument 'repeats': expected a non-negative int", "tensor-repeats")],
+def _peer_rinter(x, repeats=None, dim=None, output_size=None):
+    return x.repeat_interleave(repeats, dim, output_size=output_size)
+
+
+def _dropin_rinter(input, repeats=None, dim=None, *, output_size=None):
+    import torch
+
+    if repeats is None:          # torch.repeat_interleave(repeats): each index i repeated repeats[i] times
+        input, repeats, dim = torch.arange(input.numel(), device=input.device), input, 0
+    if not isinstance(repeats, torch.Tensor):
+        return (input,), {"repeats": repeats, "dim": dim}
+    if output_size is None:      # the host needs the total, as torch's own kernel does (one device sync)
+        n = input.numel() if dim is None else (input.shape[dim] if input.dim() else 1)
+        output_size = int(repeats.sum()) if repeats.numel() != 1 or n == 1 else int(repeats.reshape(())) * n
+    return (input, repeats), {"dim": dim, "output_size": int(output_size)}
+
+
+def _rinter_samples(rng):
+    yield from _rng_samples(((5,), (2, 3), (2, 3, 2), (0, 2)),
+                            lambda s: [{"repeats": 2, "dim": -1}, {"repeats": 3, "dim": 0}, {"repeats": 2, "dim": None}])(rng)
+    n, i = rng.standard_normal, (lambda *v: np.array(v, dtype=np.int64))
+    yield Sample((n((4, 3)), i(1, 0, 3, 2)), {"dim": 0, "output_size": 6}, name="counts-dim0")
+    yield Sample((n((2, 3, 2)), i(2, 1, 0)), {"dim": 1, "output_size": 3}, name="counts-mid")
+    yield Sample((n((2, 3)), i(1, 2, 0, 1, 3, 1)), {"dim": None, "output_size": 8}, name="counts-flat")
+    yield Sample((n((3, 2)), i(2)), {"dim": 0, "output_size": 6}, name="counts-broadcast")
+    yield Sample((n((2, 3)), i(0, 0, 0)), {"dim": -1, "output_size": 0}, name="counts-zero", grad=False)
+    yield Sample((n((0, 2)), np.zeros((0,), np.int64)), {"dim": 0, "output_size": 0}, name="counts-empty", grad=False)
+
+
+def _rinter_errors():
+    yield ErrorCase((((3, 4), "f32"),), {"repeats": (1, 2), "dim": 0}, InvalidProblemError,
+                    r"repeat_interleave: argument 'repeats': expected a non-negative int", "seq-repeats")
+    yield ErrorCase((((3, 4), "f32"), ((3,), "f32")), {"dim": 0, "output_size": 3}, InvalidProblemError,
+                    r"argument 'repeats': expected an int64 or int32 tensor", "float-repeats")
+    yield ErrorCase((((3, 4), "f32"), ((2,), "i64")), {"dim": 0, "output_size": 3}, InvalidProblemError,
+                    r"argument 'repeats': expected 3 counts", "length")
+    yield ErrorCase((((3, 4), "f32"), ((3,), "i64")), {"dim": 0}, InvalidProblemError,
+                    r"argument 'output_size': expected the non-negative sum", "no-size")
+
+
+layout_spec("repeat_interleave", _check_rinter, torch_name="torch.repeat_interleave", arg_names=("x", "repeats"),
+            peer=_peer_rinter, dropin=_dropin_rinter, grad=_g_rinter, saves=("repeats",),
+            samples=_rinter_samples, errors=_rinter_errors,
             workloads=[Workload("repeat_interleave-GQA-[8,8,4096,128]x4-bf16", ((8, 8, 4096, 128),), DType.bf16,
                                 {"repeats": 4, "dim": 1}, backward=True)],
-            doc="torch.repeat_interleave with an int repeats (the GQA KV-head expansion).")
+            doc="torch.repeat_interleave: an int repeats (the GQA KV-head expansion), or a repeats tensor of "
+                "per-element counts (second operand) with output_size = their sum.")
+
+
+def _check_rinter_bw(inputs, attrs):
+    op = "repeat_interleave_backward"
+    _unknown(op, attrs, ("dim", "shape"))
+    if len(inputs) != 2:
+        raise InvalidProblemError(op, "inputs", "2 operands (grad, repeats)", len(inputs))
+    g, reps = inputs
+    _spec(op)().check_dtypes((g,))
+    shape = ints(op, "shape", attrs.get("shape", ()))
+    dim = attrs.get("dim")
+    k = 0 if dim is None else norm_axis(op, "dim", int(dim), len(shape))
+    if len(g.shape) <= k:
+        raise InvalidProblemError(op, "grad", f"at least {k + 1} dims", g.shape)
+    fwd_attrs, (o,) = _check_rinter_tensor((TensorSpec(shape, g.dtype), reps), {"dim": dim, "output_size": g.shape[k]}, op)
+    if o.shape != g.shape:
+        raise InvalidProblemError(op, "grad", f"shape {o.shape} (the forward output)", g.shape)
+    return {"dim": fwd_attrs["dim"], "shape": shape}, _out(g, shape)
+
+
+def _peer_rinter_bw(g, repeats, dim, shape):
+    import torch
+
+    x = torch.zeros(shape, dtype=g.dtype, requires_grad=True)
+    return torch.autograd.grad(x.repeat_interleave(repeats, dim, output_size=g.shape[0 if dim is None else dim]), x, g)[0]
+
+
+def _rinter_bw_samples(rng):
+    n, i = rng.standard_normal, (lambda *v: np.array(v, dtype=np.int64))
+    yield Sample((n((6, 3)), i(1, 0, 3, 2)), {"dim": 0, "shape": (4, 3)}, name="dim0")
+    yield Sample((n((8,)), i(1, 2, 0, 1, 3, 1)), {"dim": None, "shape": (2, 3)}, name="flat")
+    yield Sample((n((2, 6)), i(2)), {"dim": 1, "shape": (2, 3)}, name="broadcast")
+
+
+layout_spec("repeat_interleave_backward", _check_rinter_bw, arg_names=("grad", "repeats"), peer=_peer_rinter_bw,
+            dtypes=(DType.f64, DType.f32, DType.f16, DType.bf16), samples=_rinter_bw_samples,
+            tol=lambda dt: tuple(2 * t for t in default_tol(dt)),   # sums of up to max(repeats) terms
+            errors=lambda: [ErrorCase((((5, 3), "f32"), ((4,), "i64")), {"dim": 0, "shape": (3, 3)}, InvalidProblemError,
+                                      r"repeat_interleave_backward: argument 'repeats': expected 3 counts", "len")],
+            doc="Gradient of repeat_interleave with a repeats tensor: x-grad[i] sums the output-grad rows "
+                "of segment i (deterministic, one program per tile of input rows).")
 
 
 # -- triu / tril -------------------------------------------------------------------------------------------

@@ -166,5 +166,6 @@ layout_spec("diag_embed", _check_diag_embed, arg_names=("input",), torch_name="t
 layout_spec("diag", _check_diag, arg_names=("input",), torch_name="torch.diag", peer=_tp("diag"),
             dropin=lambda input, diagonal=0, *, out=None: ((input,), {"diagonal": diagonal}),
             grad=_g_diag, samples=_samples("diag"),
+            workloads=[Workload("diag-[16384]->matrix-bf16", ((16384,),), DType.bf16, {}, backward=True)],
             errors=lambda: [ErrorCase((((2, 3, 4), "f32"),), {}, InvalidProblemError, r"diag: argument 'input': expected a 1-D or 2-D", "rank")],
             doc="torch.diag: a vector -> the matrix with it on diagonal k; a matrix -> its diagonal k.")

@@ -1,7 +1,8 @@
 """Layout family, part 2: ops that join, pad, fill or overwrite.
 
-cat / stack (any number of inputs), pad (torch.nn.functional.pad: constant, reflect, replicate, circular)
-with its fold ``pad_backward``, full (no inputs: shape and dtype are attributes), slice_scatter,
+cat / stack (any number of inputs; mixed dtypes promote like torch.result_type, the gradient of each input
+goes back in its own dtype), pad (torch.nn.functional.pad: constant, reflect, replicate, circular) with its
+fold ``pad_backward``, full (no inputs: shape and dtype are attributes), slice_scatter (any positive step),
 select_scatter and the seeds' ``write_slice`` (KV-cache append).
 
 write_slice(dst, src, dim, start) returns dst with ``dst.narrow(dim, start, src.shape[dim])`` replaced by
@@ -17,12 +18,12 @@ import math
 
 import numpy as np
 
-from .._core.dtypes import DType, as_dtype
+from .._core.dtypes import DType, as_dtype, result_type
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import ErrorCase, Sample, TensorSpec, Workload
 from ._common import check_nonneg, norm_axis
 from .._core.spec import default_tol
-from .layout import LAYOUT_TYPES, _KV, Variadic, _unknown, ints, layout_spec, slice_bounds
+from .layout import LAYOUT_TYPES, _KV, Variadic, _unknown, ints, layout_spec, slice_bounds, slice_len, slice_step
 
 __all__ = ["PAD_MODES", "cat_inputs"]
 
@@ -40,6 +41,20 @@ def _same_dtype(op, inputs, names=None):
             raise UnsupportedError(op, f"dtype {t.dtype}; the op is defined for {', '.join(map(str, LAYOUT_TYPES))}")
 
 
+def _promoted(op, inputs):
+    """torch.cat / torch.stack promotion: the result type of every input (including legacy-skipped empties)."""
+    for i, t in enumerate(inputs):
+        if t.dtype not in LAYOUT_TYPES:
+            raise UnsupportedError(op, f"argument 'tensors[{i}]' has dtype {t.dtype}; the op is defined for "
+                                       f"{', '.join(map(str, LAYOUT_TYPES))}")
+    return result_type(*(t.dtype for t in inputs))
+
+
+def _as(ctx, g, have, want):
+    """g (dtype ``have``) in ``want``: the gradient of a promoted input goes back in the input's own dtype."""
+    return g if have == want else ctx.op("to_dtype", g, dtype=want)
+
+
 def cat_inputs(inputs):
     """torch.cat's legacy rule: 1-D empty inputs are skipped when other inputs have more dims."""
     ranks = {len(t.shape) for t in inputs}
@@ -55,7 +70,7 @@ def _check_cat(inputs, attrs):
     if not inputs:
         raise InvalidProblemError(op, "tensors", "at least one tensor", "none")
     check_nonneg(op, [f"tensors[{i}]" for i in range(len(inputs))], [t.shape for t in inputs])
-    _same_dtype(op, inputs)
+    dt = _promoted(op, inputs)
     keep = cat_inputs(inputs)
     if not keep:
         keep = [0]
@@ -71,7 +86,7 @@ def _check_cat(inputs, attrs):
         total += s[dim]
     shape = list(first.shape)
     shape[dim] = total
-    return {"dim": dim}, (TensorSpec(tuple(shape), first.dtype),)
+    return {"dim": dim}, (TensorSpec(tuple(shape), dt),)
 
 
 def _g_cat(ctx, d, grads, s):
@@ -83,7 +98,8 @@ def _g_cat(ctx, d, grads, s):
             out.append(ctx.op("full", shape=t.shape, value=0.0, dtype=t.dtype))
             continue
         n = t.shape[dim]
-        out.append(ctx.op("slice", g, dim=dim, start=off, end=off + n))
+        out.append(_as(ctx, ctx.op("slice", g, dim=dim, start=off, end=off + n), d.outputs[0].dtype, t.dtype)
+                   if t.dtype.is_floating else None)    # integer/bool inputs of a promoted cat get no gradient
         off += n
     return tuple(out)
 
@@ -95,12 +111,14 @@ def _cat_samples(rng):
     yield Sample((n((3, 2)), n((3, 5))), {"dim": -1}, name="last")
     yield Sample((n((2, 3)), n((0,))), {"dim": 0}, name="legacy-empty", grad=False)
     yield Sample((n((4,)),), {"dim": 0}, name="single")
+    # an integer input promotes with the tested dtype (torch.cat([x, i64]) -> result_type(x, i64))
+    yield Sample((n((2, 3)), np.arange(-3, 3, dtype=np.int64).reshape(2, 3)), {"dim": 1}, name="mixed-int")
 
 
 def _cat_errors():
     yield ErrorCase((((2, 3), "f32"), ((2, 4), "f32")), {"dim": 0}, InvalidProblemError,
                     r"cat: argument 'tensors\[1\]': expected shape \(2, 3\) except in dim 0", "mismatch")
-    yield ErrorCase((((2, 3), "f32"), ((2, 3), "f16")), {}, DTypeMismatchError, r"argument 'tensors\[1\]'", "dtype")
+    yield ErrorCase((((2, 3), "f32"), ((2, 3), "c64")), {}, UnsupportedError, r"cat: argument 'tensors\[1\]' has dtype c64", "dtype")
     yield ErrorCase((((2, 3), "f32"),), {"dim": 2}, InvalidProblemError, r"cat: argument 'dim'", "dim")
     yield ErrorCase((), {}, InvalidProblemError, r"at least one tensor", "empty")
     yield ErrorCase((((), "f32"),), {}, InvalidProblemError, r"zero-dim", "scalar")
@@ -116,8 +134,11 @@ layout_spec("cat", _check_cat, arg_names=Variadic("tensors"), torch_name="torch.
             peer=lambda *xs, dim: __import__("torch").cat(list(xs), dim), dropin=_cat_dropin, grad=_g_cat,
             differentiable=_ALL, samples=_cat_samples, errors=_cat_errors,
             workloads=[Workload("cat-KV-2x[32,8,4096,128]-dim2-bf16", (_KV, _KV), DType.bf16, {"dim": 2}, backward=True),
-                       Workload("cat-3x[8192,4096]-dim1-bf16", ((8192, 4096),) * 3, DType.bf16, {"dim": 1})],
-            doc="torch.cat (same dtype for all inputs; torch's promotion is not applied: cast first).")
+                       Workload("cat-3x[8192,4096]-dim1-bf16", ((8192, 4096),) * 3, DType.bf16, {"dim": 1}),
+                       Workload("cat-[8192,4096]bf16+f32-dim0", (((8192, 4096), DType.bf16), ((8192, 4096), DType.f32)),
+                                DType.bf16, {"dim": 0})],
+            doc="torch.cat; mixed input dtypes promote as torch (torch.result_type: f16 + f32 -> f32, i64 + f16 -> f16, "
+                "f16 + bf16 -> f32), converted in the copy (no separate cast pass).")
 
 
 def _check_stack(inputs, attrs):
@@ -126,20 +147,20 @@ def _check_stack(inputs, attrs):
     if not inputs:
         raise InvalidProblemError(op, "tensors", "at least one tensor", "none")
     check_nonneg(op, [f"tensors[{i}]" for i in range(len(inputs))], [t.shape for t in inputs])
-    _same_dtype(op, inputs)
+    dt = _promoted(op, inputs)
     first = inputs[0].shape
     for i, t in enumerate(inputs):
         if t.shape != first:
             raise InvalidProblemError(op, f"tensors[{i}]", f"shape {first} (stack needs equal shapes)", t.shape)
     dim = norm_axis(op, "dim", int(attrs.get("dim", 0)), len(first) + 1)
     shape = first[:dim] + (len(inputs),) + first[dim:]
-    return {"dim": dim}, (TensorSpec(shape, inputs[0].dtype),)
+    return {"dim": dim}, (TensorSpec(shape, dt),)
 
 
 def _g_stack(ctx, d, grads, s):
     dim = d.attr("dim")
-    return tuple(ctx.reshape(ctx.op("slice", grads[0], dim=dim, start=i, end=i + 1), t.shape)
-                 for i, t in enumerate(d.inputs))
+    return tuple(_as(ctx, ctx.reshape(ctx.op("slice", grads[0], dim=dim, start=i, end=i + 1), t.shape),
+                     d.outputs[0].dtype, t.dtype) if t.dtype.is_floating else None for i, t in enumerate(d.inputs))
 
 
 def _stack_samples(rng):
@@ -148,6 +169,7 @@ def _stack_samples(rng):
     yield Sample((n((2, 3)), n((2, 3)), n((2, 3))), {"dim": -1}, name="last")
     yield Sample((n((4,)), n((4,))), {"dim": 1}, name="1d")
     yield Sample((n((0, 2)), n((0, 2))), {"dim": 1}, name="empty")
+    yield Sample((n((2, 3)), np.array([[1, 0, 1], [0, 0, 1]], dtype=np.bool_)), {"dim": 0}, name="mixed-bool")
 
 
 layout_spec("stack", _check_stack, arg_names=Variadic("tensors"), torch_name="torch.stack", jax_name="jax.numpy.stack",
@@ -159,7 +181,7 @@ layout_spec("stack", _check_stack, arg_names=Variadic("tensors"), torch_name="to
                                       r"stack: argument 'tensors\[1\]': expected shape \(2, 3\)", "shape"),
                             ErrorCase((((2, 3), "f32"),), {"dim": 3}, InvalidProblemError, r"argument 'dim'", "dim")],
             workloads=[Workload("stack-2x[8,4096,4096]-bf16", ((8, 4096, 4096),) * 2, DType.bf16, {"dim": 0})],
-            doc="torch.stack (same dtype and shape for all inputs).")
+            doc="torch.stack (equal shapes; mixed dtypes promote as torch.cat).")
 
 
 # -- pad / pad_backward ------------------------------------------------------------------------------------
@@ -358,18 +380,17 @@ def _check_slice_scatter(inputs, attrs):
     if not x.shape:
         raise InvalidProblemError(op, "input", "at least 1 dim", x.shape)
     dim = norm_axis(op, "dim", int(attrs.get("dim", 0)), len(x.shape))
-    if int(attrs.get("step", 1) or 1) != 1:
-        raise UnsupportedError(op, f"argument 'step' is {attrs['step']}; only step=1 is supported")
+    step = slice_step(op, attrs)
     start, end = slice_bounds(op, x.shape, dim, attrs.get("start"), attrs.get("end"))
-    want = x.shape[:dim] + (end - start,) + x.shape[dim + 1:]
+    want = x.shape[:dim] + (slice_len(start, end, step),) + x.shape[dim + 1:]
     if src.shape != want:
         raise InvalidProblemError(op, "src", f"shape {want}", src.shape)
-    return {"dim": dim, "start": start, "end": end}, (TensorSpec(x.shape, x.dtype),)
+    return {"dim": dim, "start": start, "end": end, "step": step}, (TensorSpec(x.shape, x.dtype),)
 
 
 def _g_slice_scatter(ctx, d, grads, s):
     g, src = grads[0], d.inputs[1]
-    kw = dict(dim=d.attr("dim"), start=d.attr("start"), end=d.attr("end"))
+    kw = dict(dim=d.attr("dim"), start=d.attr("start"), end=d.attr("end"), step=d.attr("step"))
     zeros = ctx.op("full", shape=src.shape, value=0.0, dtype=src.dtype)
     return ctx.op("slice_scatter", g, zeros, **kw), ctx.op("slice", g, **kw)
 
@@ -418,8 +439,8 @@ def _check_write_slice(inputs, attrs):
     return {"dim": dim, "start": start}, (TensorSpec(dst.shape, dst.dtype),)
 
 
-def _peer_slice_scatter(x, src, dim, start, end):
-    return x.slice_scatter(src, dim, start, end)
+def _peer_slice_scatter(x, src, dim, start, end, step):
+    return x.slice_scatter(src, dim, start, end, step)
 
 
 def _peer_write_slice(dst, src, dim, start):
@@ -437,6 +458,9 @@ def _scatter_samples(kind):
         yield Sample((n((5, 3)), n((2, 3))), {"dim": 0, "start": 1, **({"end": 3} if kind == "slice" else {})}, name="dim0")
         yield Sample((n((2, 6, 3)), n((2, 3, 3))), {"dim": 1, "start": 3, **({"end": 6} if kind == "slice" else {})}, name="mid")
         yield Sample((n((4, 5)), n((4, 0))), {"dim": 1, "start": 2, **({"end": 2} if kind == "slice" else {})}, name="empty-src")
+        if kind == "slice":
+            yield Sample((n((7, 3)), n((3, 3))), {"dim": 0, "start": 1, "end": 7, "step": 2}, name="step2")
+            yield Sample((n((2, 8)), n((2, 3))), {"dim": 1, "start": -8, "end": None, "step": 3}, name="step3-last")
     return samples
 
 
@@ -446,11 +470,15 @@ layout_spec("slice_scatter", _check_slice_scatter, arg_names=("input", "src"), t
             grad=_g_slice_scatter, differentiable=(0, 1), samples=_scatter_samples("slice"),
             errors=lambda: [ErrorCase((((5, 3), "f32"), ((3, 3), "f32")), {"dim": 0, "start": 1, "end": 3}, InvalidProblemError,
                                       r"slice_scatter: argument 'src': expected shape \(2, 3\)", "shape"),
-                            ErrorCase((((5, 3), "f32"), ((2, 3), "f32")), {"dim": 0, "start": 0, "end": 4, "step": 2},
-                                      UnsupportedError, r"step", "step")],
+                            ErrorCase((((5, 3), "f32"), ((3, 3), "f32")), {"dim": 0, "start": 0, "end": 4, "step": 2},
+                                      InvalidProblemError, r"argument 'src': expected shape \(2, 3\)", "step-shape"),
+                            ErrorCase((((5, 3), "f32"), ((2, 3), "f32")), {"dim": 0, "step": -1},
+                                      InvalidProblemError, r"slice_scatter: argument 'step': expected a positive", "step")],
             workloads=[Workload("slice_scatter-KV-[32,8,4096,128]<-[..,1024,..]-bf16", (_KV, (32, 8, 1024, 128)), DType.bf16,
-                                {"dim": 2, "start": 1024, "end": 2048}, backward=True)],
-            doc="torch.slice_scatter (step 1).")
+                                {"dim": 2, "start": 1024, "end": 2048}, backward=True),
+                       Workload("slice_scatter-[32,8,4096,128]<-[..,2048,..]-step2-bf16", (_KV, (32, 8, 2048, 128)),
+                                DType.bf16, {"dim": 2, "start": 0, "end": None, "step": 2}, backward=True)],
+            doc="torch.slice_scatter (any positive step).")
 layout_spec("select_scatter", _check_select_scatter, arg_names=("input", "src"), torch_name="torch.select_scatter",
             peer=lambda x, src, dim, index: x.select_scatter(src, dim, index),
             dropin=lambda input, src, dim, index: ((input, src), {"dim": dim, "index": index}),

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._core.dtypes import DType
+from ..._core.errors import InvalidProblemError
 from ...ops.layout_join import pad_pairs
 from . import register_reference
 
@@ -14,7 +15,7 @@ def _perm_movedim(d, x):
 
 def _slice(d, x):
     idx = [slice(None)] * x.ndim
-    idx[d.attr("dim")] = slice(d.attr("start"), d.attr("end"))
+    idx[d.attr("dim")] = slice(d.attr("start"), d.attr("end"), d.attr("step"))
     return x[tuple(idx)]
 
 
@@ -28,9 +29,42 @@ def _repeat(d, x):
     return np.tile(x.reshape((1,) * (len(reps) - x.ndim) + x.shape), reps)
 
 
-def _rinter(d, x):
+def _counts(d, reps, n):
+    """The per-element repeat counts (a 1-count tensor applies to every element), validated on the host."""
+    reps = np.asarray(reps).reshape(-1).astype(np.int64)
+    if reps.size == 1 and n != 1:
+        reps = np.full(n, reps[0], np.int64)
+    if (reps < 0).any():
+        raise InvalidProblemError("repeat_interleave", "repeats", "non-negative counts", reps.min())
+    return reps
+
+
+def _rinter(d, x, reps=None):
     dim = d.attr("dim")
-    return np.repeat(x.reshape(-1) if dim is None else x, d.attr("repeats"), axis=0 if dim is None else dim)
+    xx = x.reshape(-1) if dim is None else (x.reshape(1) if x.ndim == 0 else x)
+    axis = 0 if dim is None else dim
+    if reps is None:
+        return np.repeat(xx, d.attr("repeats"), axis=axis)
+    reps = _counts(d, reps, xx.shape[axis])
+    if int(reps.sum()) != d.attr("output_size"):
+        raise InvalidProblemError("repeat_interleave", "output_size", f"the sum of the repeats ({int(reps.sum())})",
+                                  d.attr("output_size"))
+    return np.repeat(xx, reps, axis=axis)
+
+
+def _rinter_backward(d, g, reps):
+    """x-grad[i] = sum of the grad rows j in segment i (the rows repeat_interleave wrote from element i)."""
+    shape, dim = d.attr("shape"), d.attr("dim")
+    axis = 0 if dim is None else dim
+    n = int(np.prod(shape)) if dim is None else (list(shape) or [1])[axis]
+    reps = _counts(d, reps, n)
+    ends = np.cumsum(reps)
+    out = np.zeros(g.shape[:axis] + (n,) + g.shape[axis + 1:], np.float64)
+    for i in range(n):
+        idx = [slice(None)] * g.ndim
+        idx[axis] = slice(int(ends[i] - reps[i]), int(ends[i]))
+        out[(slice(None),) * axis + (i,)] = g[tuple(idx)].sum(axis=axis)
+    return out.reshape(shape)
 
 
 def _tri(d, x):
@@ -42,7 +76,8 @@ def _cat(d, *xs):
     from ...ops.layout_join import cat_inputs
 
     keep = cat_inputs(d.inputs) or [0]
-    return np.concatenate([xs[i] for i in keep], axis=d.attr("dim"))
+    dt = d.outputs[0].dtype.numpy     # torch's promotion, decided by the spec
+    return np.concatenate([xs[i].astype(dt) for i in keep], axis=d.attr("dim"))
 
 
 _NP_MODE = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
@@ -105,7 +140,7 @@ def _scatter(d, x, src):
     elif d.op == "write_slice":
         idx[dim] = slice(d.attr("start"), d.attr("start") + src.shape[dim])
     else:
-        idx[dim] = slice(d.attr("start"), d.attr("end"))
+        idx[dim] = slice(d.attr("start"), d.attr("end"), d.attr("step"))
     out[tuple(idx)] = src
     return out
 
@@ -124,10 +159,11 @@ BODIES = {
     "repeat": _repeat,
     "tile": _repeat,
     "repeat_interleave": _rinter,
+    "repeat_interleave_backward": _rinter_backward,
     "triu": _tri,
     "tril": _tri,
     "cat": _cat,
-    "stack": lambda d, *xs: np.stack(xs, axis=d.attr("dim")),
+    "stack": lambda d, *xs: np.stack([x.astype(d.outputs[0].dtype.numpy) for x in xs], axis=d.attr("dim")),
     "pad": _pad,
     "pad_backward": _pad_backward,
     "full": _full,
@@ -137,7 +173,7 @@ BODIES = {
 }
 
 for _name, _fn in BODIES.items():
-    register_reference(_name, _fn, upcast_inputs=_name == "pad_backward")   # the one op that adds
+    register_reference(_name, _fn, upcast_inputs=_name.endswith("_backward"))   # the ops that add
 
 
 def _diagonal(d, x):
