@@ -197,15 +197,19 @@ _COMPILE_CHECK = textwrap.dedent("""
     from triton.compiler import ASTSource
     from baracuda.backends.triton import reduction as r
     BIN = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
-    def build(outer, R, inner, ptr, item, mode):
-        kind, b0, b1, n, S, chunk = r._blocks(outer, R, inner, item, mode == r._ARG)
-        sig = {"x_ptr": ptr, "xi_ptr": "*i64", "out_ptr": "*fp32", "oi_ptr": "*i64"}
+    def build(outer, R, inner, ptr, item, mode, acc=tl.float32, out="*fp32"):
+        kind, b0, b1, n, S, chunk = r._blocks(outer, R, inner, item, mode in (r._ARG, r._MINMAX))
+        flt = acc in (tl.float32, tl.float64)
+        sec = "*fp32" if mode == r._MINMAX else "*i64"
+        sig = {"x_ptr": ptr, "xi_ptr": sec, "out_ptr": out, "oi_ptr": sec}
         ce = dict(MODE=mode, NEG_IN=False, NEG_OUT=False, IDX_IN=False, WRITE_VAL=mode != r._ARG,
-                  WRITE_IDX=mode == r._ARG, DIVIDE=False, ACC=tl.float32, I64=False)
+                  WRITE_IDX=mode in (r._ARG, r._MINMAX), POST=0, ACC=acc, PRE=acc, HAS_PRE=False, FLT=flt,
+                  LOW=float("-inf") if flt else -2 ** 63, IDXT=tl.int32, IBIG=2 ** 31 - 1,
+                  SEC=acc if mode == r._MINMAX else tl.int64, HIGH=float("inf") if flt else 2 ** 63 - 1, I64=False)
         if kind == "row":
             k, ints = r._row_kernel, ["M", "R", "chunk", "sxm", "S", "count"]
             ce.update(sxr=1, BLOCK_M=b0, BLOCK_N=b1)
-            per = 16 if mode == r._ARG else r._THREAD_BYTES
+            per = r._ARG_THREAD_BYTES if mode == r._ARG else r._THREAD_BYTES
             warps = min(8, max(1, triton.next_power_of_2(b0 * b1 * item // (32 * per))))
         else:
             k, ints = r._col_kernel, ["inner", "R", "chunk", "sxo", "sxr", "S", "n_iblk", "count"]
@@ -226,10 +230,15 @@ _COMPILE_CHECK = textwrap.dedent("""
         assert regs <= 64, (kind, mode, b0, b1, "regs", regs)      # >= 4 programs of 256 threads per SM
         assert "LDG.E.128" in sass, (kind, mode, "loads not 16 B vectors")
     for mode in (r._SUM, r._MAX, r._ARG):
-        build(16384, 4096, 1, "*bf16", 2, mode)       # last axis, one [2, 4096] tile per program
+        build(16384, 4096, 1, "*bf16", 2, mode)       # last axis, one [2, 4096] tile per program (ARG: [1, 4096])
         build(1, 4096, 16384, "*bf16", 2, mode)       # first axis, split, [8, 1024] tiles
         build(1, 16384, 4096, "*fp32", 4, mode)       # first axis f32
         build(1, 64 << 20, 1, "*fp32", 4, mode)       # all-reduce stage 1
+    for mode in (r._PROD, r._NANSUM, r._MINMAX):
+        build(16384, 4096, 1, "*fp32", 4, mode)
+        build(1, 16384, 4096, "*bf16", 2, mode)
+    build(16384, 4096, 1, "*i1", 1, r._COUNT, tl.int64, "*i1")          # any/all over bool rows
+    build(16384, 4096, 1, "*i32", 4, r._ARG, tl.int64, "*i32")          # integer argmax
     print("ok")
 """)
 
@@ -240,3 +249,245 @@ def test_kernels_compile_for_sm90_without_spills():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     r = subprocess.run([sys.executable, "-c", _COMPILE_CHECK], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
+
+
+# -- prod, nansum, nanmean, any/all/count_nonzero, aminmax, max/min(dim) -----------------------------------
+def _bt():
+    import baracuda.torch as bt
+
+    return bt
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=str)
+def test_integer_widening_and_dtype_arg(backend):
+    x = torch.tensor([[3, -2, 7], [100, 5, -1]], dtype=torch.int32)
+    for op in ("sum", "prod", "nansum"):
+        for dims in (0, 1, None):
+            got = _run(op, x, backend, dims=dims)
+            want = getattr(torch, op)(x) if dims is None else getattr(torch, op)(x, dims)
+            assert got.dtype == torch.int64 == want.dtype
+            _same(got, want)
+    b = torch.tensor([[True, False, True], [True, True, True]])
+    _same(_run("sum", b, backend, dims=1), torch.sum(b, 1))
+    _same(_run("prod", b, backend, dims=1), torch.prod(b, 1))
+    big = torch.full((4, 40), 2 ** 40, dtype=torch.int64)          # wraps modulo 2^64, as torch
+    _same(_run("prod", big, backend, dims=1), torch.prod(big, 1))
+    f = torch.tensor([[1.7, -2.9, 3.2], [0.5, 0.5, 0.5]])
+    got = _run("sum", f, backend, dims=1, dtype=bc.DType.i32)        # converted (truncated) first
+    assert got.dtype == torch.int32
+    _same(got, torch.sum(f, 1, dtype=torch.int32))
+    u = torch.tensor([[200, 100], [255, 1]], dtype=torch.uint8)
+    _same(_run("sum", u, backend, dims=1), torch.sum(u, 1))
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=str)
+def test_integer_extrema(backend):
+    lo, hi = -2 ** 63, 2 ** 63 - 1
+    x = torch.tensor([[5, lo, 7, hi, hi], [lo, lo, 0, -1, 3]], dtype=torch.int64)
+    for op in ("amax", "amin"):
+        _same(_run(op, x, backend, dims=1), getattr(torch, op)(x, 1))
+    for op in ("argmax", "argmin"):
+        _same(_run(op, x, backend, dim=1), getattr(torch, op)(x, 1))   # first of the tied extremes
+    v, i = _run_multi("min", x, backend, dim=1)
+    _same(v, torch.min(x, 1).values)
+    _same(i, torch.min(x, 1).indices)
+    u = torch.tensor([[0, 255, 255], [7, 0, 0]], dtype=torch.uint8)
+    _same(_run("argmin", u, backend, dim=1), torch.argmin(u, 1))
+    mn, mx = _run_multi("aminmax", u, backend, dim=1)
+    _same(mn, torch.aminmax(u, dim=1).min)
+    _same(mx, torch.aminmax(u, dim=1).max)
+
+
+def _run_multi(op, x, backend, **attrs):
+    desc = bc.Descriptor.like(op, x, **attrs)
+    plan = forced_plan(desc, DEVICE, backend)
+    assert not isinstance(plan, str), plan
+    outs = plan.run(x.to(TDEV))
+    return tuple(o.cpu() if isinstance(o, torch.Tensor) else torch.as_tensor(np.asarray(o)) for o in outs)
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=str)
+def test_nan_reductions(backend):
+    x = torch.randn(4, 37, dtype=torch.float64)
+    x[0, :] = float("nan")                 # all NaN: nansum 0, nanmean NaN
+    x[1, 3] = x[1, 9] = float("nan")
+    x[2, 0], x[2, 1] = float("inf"), float("-inf")   # inf - inf stays NaN in nansum
+    for dim in (0, 1, None):
+        kw = {} if dim is None else {"dim": dim}
+        for op in ("nansum", "nanmean"):
+            _same(_run(op, x, backend, dims=dim), getattr(torch, op)(x, **kw), 1e-12, 1e-12)
+    assert torch.isnan(_run("nanmean", torch.empty(0, 3), backend, dims=0)).all()
+    _same(_run("nansum", torch.empty(0, 3), backend, dims=0), torch.zeros(3))
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=str)
+def test_logical_reductions(backend):
+    x = torch.tensor([[0.0, float("nan"), 0.0], [0.0, 0.0, 0.0], [1.0, -0.0, 2.0], [0.5, 3.0, -1.0]])
+    for op in ("any", "all"):
+        for dims in (0, 1, (0, 1), None):
+            want = getattr(torch, op)(x) if dims is None else getattr(torch, op)(x, dim=dims)
+            got = _run(op, x, backend, dims=dims)
+            assert got.dtype == torch.bool
+            _same(got, want)
+        e = torch.empty(0, 3)
+        _same(_run(op, e, backend, dims=0), getattr(torch, op)(e, dim=0))   # any: False, all: True
+        u = torch.tensor([[0, 3], [1, 1]], dtype=torch.uint8)
+        got = _run(op, u, backend, dims=1)
+        assert got.dtype == torch.uint8                                     # torch keeps uint8
+        _same(got, getattr(torch, op)(u, dim=1))
+    for dims in (0, 1, (0, 1), None):
+        got = _run("count_nonzero", x, backend, dims=dims)
+        want = torch.count_nonzero(x) if dims is None else torch.count_nonzero(x, dim=dims)
+        assert got.dtype == torch.int64
+        _same(got, want)
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=str)
+def test_max_min_with_indices(backend):
+    x = torch.tensor([[1.0, 3.0, 3.0, float("nan"), float("nan")], [2.0, -1.0, 2.0, -1.0, 0.0]])
+    for op in ("max", "min"):
+        for dim in (0, 1, -1):
+            for keep in (False, True):
+                v, i = _run_multi(op, x, backend, dim=dim, keepdim=keep)
+                w = getattr(torch, op)(x, dim, keepdim=keep)
+                _same(v, w.values)
+                _same(i, w.indices)
+        _same(_run(op, x[1], backend), getattr(torch, op)(x[1]))
+    mn, mx = _run_multi("aminmax", x, backend)
+    w = torch.aminmax(x)
+    _same(mn, w.min)
+    _same(mx, w.max)
+    with pytest.raises(bc.InvalidProblemError, match="aminmax: argument 'dim': expected a non-empty input"):
+        bc.Descriptor.like("aminmax", torch.empty(0, 3))
+    with pytest.raises(bc.InvalidProblemError, match="max: argument 'dim': expected reduction dim 0 to have non-zero"):
+        bc.Descriptor.like("max", torch.empty(0, 3), dim=0)
+
+
+def test_prod_gradient_with_zeros():
+    """torch's rule: no zero -> g * out / x; one zero -> only the zero's position gets the product of the
+    others; two zeros -> 0 everywhere; per slice, for one dim, several dims and all of them."""
+    bt = _bt()
+    x = torch.tensor([[2.0, 0.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0], [0.0, 5.0, 0.0, 2.0]], dtype=torch.float64)
+    for dims in (1, 0, None):
+        a = x.clone().requires_grad_()
+        b = x.clone().requires_grad_()
+        y = bt.call("prod", [a], {"dims": dims, "keepdim": False})
+        w = torch.randn_like(y)
+        (y * w).sum().backward()
+        yt = torch.prod(b) if dims is None else torch.prod(b, dims)
+        (yt * w).sum().backward()
+        torch.testing.assert_close(a.grad, b.grad, rtol=0, atol=1e-12)
+
+
+@pytest.mark.skipif(Backend.TRITON not in BACKENDS, reason="Triton not available")
+@pytest.mark.parametrize("dims", [(1,), (0,), (0, 1)])
+def test_prod_backward_triton(dims):
+    x = torch.tensor([[2.0, 0.0, 3.0, 4.0], [1.0, 2.0, -3.0, 4.0], [0.0, 5.0, 0.0, 2.0], [1.5, 0.5, 2.0, 0.0]])
+    out = torch.prod(x.reshape(-1)) if len(dims) == 2 else torch.prod(x, dims[0])
+    g = torch.randn_like(out)
+    desc = bc.Descriptor.like("prod_backward", g, x, dims=dims)
+    got = forced_plan(desc, DEVICE, Backend.TRITON).run(g.to(TDEV), x.to(TDEV)).cpu()
+    xr = x.clone().requires_grad_()
+    y = torch.prod(xr.reshape(-1)) if len(dims) == 2 else torch.prod(xr, dims[0])
+    (y * g).sum().backward()
+    torch.testing.assert_close(got, xr.grad, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_max_dim_gradient_goes_to_the_index(op):
+    bt = _bt()
+    x = torch.tensor([[1.0, 3.0, 3.0, 0.0], [2.0, 2.0, 2.0, 2.0], [5.0, -1.0, -1.0, 5.0]], dtype=torch.float64)
+    for dim in (0, 1):
+        a = x.clone().requires_grad_()
+        b = x.clone().requires_grad_()
+        r = getattr(bt, op)(a, dim)
+        assert isinstance(r, getattr(torch.return_types, op))
+        w = torch.randn_like(r.values)
+        (r.values * w).sum().backward()
+        (getattr(torch, op)(b, dim).values * w).sum().backward()
+        torch.testing.assert_close(a.grad, b.grad, rtol=0, atol=0)
+    # no dim: the value, gradient split among ties (and among NaNs for a NaN result)
+    y = torch.tensor([1.0, float("nan"), 4.0, float("nan")], dtype=torch.float64)
+    for t in (x, y):
+        a, b = t.clone().requires_grad_(), t.clone().requires_grad_()
+        getattr(bt, op)(a).backward()
+        getattr(torch, op)(b).backward()
+        torch.testing.assert_close(a.grad, b.grad, rtol=0, atol=0, equal_nan=True)
+
+
+def test_aminmax_and_nan_gradients():
+    bt = _bt()
+    x = torch.tensor([[1.0, 3.0, 3.0, 0.0], [float("nan"), 2.0, 1.0, 1.0]], dtype=torch.float64)
+    a, b = x.clone().requires_grad_(), x.clone().requires_grad_()
+    r = bt.aminmax(a, dim=1)
+    assert isinstance(r, torch.return_types.aminmax)
+    (r.min * 2 + r.max).sum().backward()
+    rt = torch.aminmax(b, dim=1)
+    (rt.min * 2 + rt.max).sum().backward()
+    torch.testing.assert_close(a.grad, b.grad, equal_nan=True)
+    for op in ("nansum", "nanmean"):
+        z = torch.tensor([[1.0, float("nan"), 2.0], [float("nan")] * 3], dtype=torch.float64)
+        a, b = z.clone().requires_grad_(), z.clone().requires_grad_()
+        getattr(bt, op)(a, 1).sum().backward()
+        getattr(torch, op)(b, 1).sum().backward()
+        torch.testing.assert_close(a.grad, b.grad, equal_nan=True)
+
+
+def test_new_dropin_signatures():
+    bt = _bt()
+    x = torch.randn(3, 4, 5, dtype=torch.float64, device=TDEV)
+    x[0, 1, 2] = 0.0
+    i = torch.randint(-3, 4, (3, 4), device=TDEV)
+    cases = [
+        ("prod", (x,), {}), ("prod", (x, 1), {"keepdim": True}), ("prod", (i,), {}), ("prod", (i, 0), {"dtype": torch.float32}),
+        ("nansum", (x, (0, 2)), {}), ("nanmean", (x,), {"dim": -1, "keepdim": True}), ("nansum", (i,), {}),
+        ("any", (x,), {}), ("any", (x, 1), {}), ("all", (x, (0, 2), True), {}), ("count_nonzero", (x,), {}),
+        ("count_nonzero", (x, (0, 1)), {}), ("aminmax", (x,), {"dim": 1}), ("aminmax", (x,), {}),
+        ("max", (x,), {}), ("max", (x, 1), {}), ("min", (x, -1, True), {}), ("max", (i, 0), {}),
+    ]
+    for name, args, kw in cases:
+        want = getattr(torch, name)(*args, **kw)
+        got = getattr(bt, name)(*args, **kw)
+        assert type(got) is type(want), (name, args, kw)
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            assert g.dtype == w.dtype and g.shape == w.shape, (name, args, kw)
+            torch.testing.assert_close(g, w, rtol=1e-6, atol=1e-6)
+    with pytest.raises(TypeError, match=r"binary form is the elementwise torch.maximum"):
+        bt.max(x, x)
+    with pytest.raises(TypeError, match="dim must be an int"):
+        bt.prod(x, (0, 1))
+
+
+@pytest.mark.skipif(Backend.TRITON not in BACKENDS, reason="Triton not available")
+@pytest.mark.parametrize("shape,dims", [((3, 50), 1), ((50, 3), 0), ((2, 41, 5), 1), ((203,), None)])
+def test_split_two_stage_new_modes(split, shape, dims):
+    g = torch.Generator().manual_seed(2)
+    x = torch.rand(shape, generator=g) + 0.5
+    x.view(-1)[5] = float("nan")
+    x.view(-1)[11] = 0.0
+    kw = {} if dims is None else {"dim": dims}
+    for op in ("nansum", "nanmean", "any", "all", "count_nonzero"):
+        desc = bc.Descriptor.like(op, x, dims=dims)
+        assert "split" in forced_plan(desc, DEVICE, Backend.TRITON).sku.route
+        _same(_run(op, x, Backend.TRITON, dims=dims), getattr(torch, op)(x, **kw), 1e-5, 1e-5)
+    y = torch.where(torch.isnan(x), torch.ones_like(x), x) * 0.05 + 0.98    # a product that stays representable
+    _same(_run("prod", y, Backend.TRITON, dims=dims), torch.prod(y) if dims is None else torch.prod(y, dims), 1e-5, 0)
+    d = dims if isinstance(dims, int) else None
+    for op in ("max", "min"):
+        outs = _run_multi(op, x, Backend.TRITON, dim=d) if d is not None else (_run(op, x, Backend.TRITON),)
+        want = getattr(torch, op)(x, d) if d is not None else (getattr(torch, op)(x),)
+        for o, w in zip(outs, want):
+            _same(o, w)
+    x.view(-1)[5] = 0.25                       # aminmax: one pass, min in the second accumulator
+    mn, mx = _run_multi("aminmax", x, Backend.TRITON, dim=d)
+    w = torch.aminmax(x, dim=d)
+    _same(mn, w.min)
+    _same(mx, w.max)
+    x.view(-1)[-3] = float("nan")
+    _same(_run_multi("aminmax", x, Backend.TRITON, dim=d)[0], torch.aminmax(x, dim=d).min)
+    xi = (x.nan_to_num() * 10).to(torch.int32)
+    _same(_run("argmin", xi, Backend.TRITON, dim=d), torch.argmin(xi, dim=d))
+    mn, mx = _run_multi("aminmax", xi, Backend.TRITON, dim=d)
+    _same(mn, torch.aminmax(xi, dim=d).min)
+    _same(mx, torch.aminmax(xi, dim=d).max)
+    _same(_run("sum", xi, Backend.TRITON, dims=dims), torch.sum(xi, **kw))

@@ -1,5 +1,6 @@
 """Reductions: sum, mean, amax, amin (any set of axes), argmax, argmin (one axis or all), and the fused
-backward of amax/amin (``amax_backward``).
+backward of amax/amin (``amax_backward``).  The rest of the family (prod, nansum, nanmean, any, all,
+count_nonzero, aminmax, max/min with indices) is in ``reduction_more.py``, on the same shape/dtype rules.
 
 Attribute names are fixed by the core: ``ctx.reduce_to`` calls ``sum`` with ``dims=``/``keepdim=``, so
 sum/mean/amax/amin take ``dims`` (None, an int or a tuple of ints; None or () = every axis, as torch),
@@ -10,6 +11,10 @@ Semantics follow torch: an empty sum is 0, an empty mean is NaN, amax/amin/argma
 reduction raise; NaN propagates (amax returns NaN, argmax the index of the first NaN); argmax/argmin
 return the first index on ties.  The gradient of amax/amin is split evenly among tied maxima
 (``(g / count) * (x == out)``, torch's ``scale_grad_by_count``).
+
+Dtypes (torch's rules): sum/prod/nansum of integers and bool accumulate and return int64 (wrapping on
+overflow); ``dtype=`` converts the input to that dtype first (a float or an integer type); mean/nanmean
+are defined for floating inputs only; amax/amin/argmax/argmin also take integers.
 """
 from __future__ import annotations
 
@@ -21,10 +26,15 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType, as_dtype
 from .._core.errors import InvalidProblemError, UnsupportedError
-from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, get_spec, register_spec
 from ._common import norm_axes, norm_axis
 
-__all__ = ["REDUCTIONS", "reduced_shape", "keepdim_shape", "sum_tol"]
+__all__ = ["REDUCTIONS", "RedDef", "reduced_shape", "keepdim_shape", "sum_tol", "register_reductions",
+           "INT_TYPES", "NUM_TYPES", "ALL_TYPES"]
+
+INT_TYPES = (DType.i64, DType.i32, DType.i16, DType.i8, DType.u8)
+NUM_TYPES = FLOAT_TYPES + INT_TYPES
+ALL_TYPES = NUM_TYPES + (DType.bool,)
 
 
 # -- shape rules --------------------------------------------------------------------------------
@@ -69,10 +79,11 @@ def _check_unknown(op, attrs, allowed):
 
 
 def _nonempty(op, shape, dims, all_axes: bool):
-    """amax/amin/argmax/argmin of an empty reduction raise, with torch's wording."""
+    """amax/amin/argmax/argmin/max/min/aminmax of an empty reduction raise, with torch's wording."""
     if all_axes and math.prod(shape) == 0:
-        raise InvalidProblemError(op, "dim", "a reduction dim to be specified for input.numel() == 0",
-                                  f"dim=None on an input of shape {tuple(shape)}")
+        want = ("a non-empty input (aminmax over an empty dimension has no identity)" if op == "aminmax"
+                else "a reduction dim to be specified for input.numel() == 0")
+        raise InvalidProblemError(op, "dim", want, f"dim=None on an input of shape {tuple(shape)}")
     for d in dims:
         if shape[d] == 0:
             raise InvalidProblemError(op, "dim", f"reduction dim {d} to have non-zero size", "size 0")
@@ -85,57 +96,83 @@ def _check_one_input(op, spec, inputs):
     return inputs[0]
 
 
+# kind -> attributes (and their defaults).  sum: sum/prod/nansum (ints -> i64, dtype= float or int);
+# mean: mean/nanmean (dtype= float); ext: amax/amin; logic: any/all; count: count_nonzero;
+# arg: argmax/argmin; sel: max/min (dim=None: the value, else (values, indices)); minmax: aminmax.
+DEFAULTS = {"sum": {"dims": None, "keepdim": False, "dtype": None},
+            "mean": {"dims": None, "keepdim": False, "dtype": None},
+            "ext": {"dims": None, "keepdim": False},
+            "logic": {"dims": None, "keepdim": False},
+            "count": {"dims": None},
+            "arg": {"dim": None, "keepdim": False},
+            "sel": {"dim": None, "keepdim": False},
+            "minmax": {"dim": None, "keepdim": False}}
+_DTYPE_ARG = {"sum": NUM_TYPES, "mean": FLOAT_TYPES}   # what dtype= may name
+
+
+def _check_dtype_arg(name, kind, dt):
+    if dt is None:
+        return None
+    try:
+        dt = as_dtype(dt)
+    except TypeError as e:
+        raise InvalidProblemError(name, "dtype", "a dtype", repr(dt)) from e
+    ok = _DTYPE_ARG[kind]
+    if dt not in ok:
+        raise UnsupportedError(name, f"argument 'dtype' is {dt}; supported: {', '.join(map(str, ok))}")
+    return dt
+
+
+def _one_dim(name, dim, rank):
+    if dim is None:
+        return None, tuple(range(rank))
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+        raise InvalidProblemError(name, "dim", "None or an int", repr(dim))
+    dim = norm_axis(name, "dim", int(dim), rank)
+    return dim, ((dim,) if rank else ())
+
+
 def _make_check(name: str, kind: str):
-    """kind: 'sum' (sum/mean: dims, keepdim, dtype), 'ext' (amax/amin: dims, keepdim), 'arg' (dim, keepdim)."""
-    allowed = {"sum": ("dims", "keepdim", "dtype"), "ext": ("dims", "keepdim"), "arg": ("dim", "keepdim")}[kind]
+    allowed = tuple(DEFAULTS[kind])
 
     def check(inputs, attrs):
         _check_unknown(name, attrs, allowed)
-        x = _check_one_input(name, SPECS[name], inputs)
+        x = _check_one_input(name, get_spec(name), inputs)
         a = {k: attrs.get(k, DEFAULTS[kind][k]) for k in allowed}
-        a["keepdim"] = _check_keepdim(name, a["keepdim"])
+        keep = a["keepdim"] = _check_keepdim(name, a.get("keepdim", False))
+        if kind == "count":
+            del a["keepdim"]
         rank = len(x.shape)
-        if kind == "arg":
-            dim = a["dim"]
-            if dim is not None:
-                if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
-                    raise InvalidProblemError(name, "dim", "None or an int", repr(dim))
-                dim = norm_axis(name, "dim", int(dim), rank)
-                dims = (dim,) if rank else ()
-            else:
-                dims = tuple(range(rank))
-            a["dim"] = dim
-            _nonempty(name, x.shape, dims, dim is None)
-            return a, (TensorSpec(reduced_shape(x.shape, dims, a["keepdim"]), DType.i64),)
-        dims = _norm_dims(name, a["dims"], rank)
-        a["dims"] = dims
+        if kind in ("arg", "sel", "minmax"):
+            a["dim"], dims = _one_dim(name, a["dim"], rank)
+            _nonempty(name, x.shape, dims, a["dim"] is None)
+            shape = reduced_shape(x.shape, dims, keep)
+            if kind == "arg":
+                return a, (TensorSpec(shape, DType.i64),)
+            if kind == "minmax":
+                return a, (TensorSpec(shape, x.dtype), TensorSpec(shape, x.dtype))
+            if a["dim"] is None:
+                return a, (TensorSpec(shape, x.dtype),)
+            return a, (TensorSpec(shape, x.dtype), TensorSpec(shape, DType.i64))
+        dims = a["dims"] = _norm_dims(name, a["dims"], rank)
+        shape = reduced_shape(x.shape, dims, keep)
         if kind == "ext":
             _nonempty(name, x.shape, dims, len(dims) == rank)
             out_dt = x.dtype
+        elif kind == "logic":
+            out_dt = DType.u8 if x.dtype == DType.u8 else DType.bool   # torch keeps uint8 for any/all
+        elif kind == "count":
+            out_dt = DType.i64
         else:
-            dt = a["dtype"]
-            if dt is not None:
-                try:
-                    dt = as_dtype(dt)
-                except TypeError as e:
-                    raise InvalidProblemError(name, "dtype", "a floating dtype", repr(dt)) from e
-                if dt not in FLOAT_TYPES:
-                    raise UnsupportedError(name, f"argument 'dtype' is {dt}; supported: "
-                                                 f"{', '.join(map(str, FLOAT_TYPES))}")
-                a["dtype"] = dt
-            out_dt = dt or x.dtype
-        return a, (TensorSpec(reduced_shape(x.shape, dims, a["keepdim"]), out_dt),)
+            a["dtype"] = _check_dtype_arg(name, kind, a["dtype"])
+            out_dt = a["dtype"] or (x.dtype if x.dtype.is_floating else DType.i64)
+        return a, (TensorSpec(shape, out_dt),)
     return check
-
-
-DEFAULTS = {"sum": {"dims": None, "keepdim": False, "dtype": None},
-            "ext": {"dims": None, "keepdim": False},
-            "arg": {"dim": None, "keepdim": False}}
 
 
 def _check_amax_backward(inputs, attrs):
     op = "amax_backward"
-    _check_unknown(op, attrs, ("dims", "keepdim"))
+    _check_unknown(op, attrs, ("dims", "keepdim", "nan"))
     if len(inputs) != 3:
         raise InvalidProblemError(op, "inputs", "3 operands (grad, x, out)", len(inputs))
     SPECS[op].check_dtypes(inputs)
@@ -150,11 +187,21 @@ def _check_amax_backward(inputs, attrs):
             from .._core.errors import DTypeMismatchError
 
             raise DTypeMismatchError(op, nm, str(x.dtype), str(t.dtype))
-    return {"dims": dims, "keepdim": keepdim}, (TensorSpec(x.shape, x.dtype),)
+    nan = attrs.get("nan", False)
+    if not isinstance(nan, (bool, np.bool_)):
+        raise InvalidProblemError(op, "nan", "a bool", repr(nan))
+    return {"dims": dims, "keepdim": keepdim, "nan": bool(nan)}, (TensorSpec(x.shape, x.dtype),)
 
 
 # -- backward rules -------------------------------------------------------------------------------
+def float_grad(d, grads) -> bool:
+    """Integer/bool inputs and integer outputs (``dtype=``) have no gradient, as in torch."""
+    return d.inputs[0].dtype.is_floating and d.outputs[0].dtype.is_floating and grads[0] is not None
+
+
 def _g_sum(ctx, d, grads, s):
+    if not float_grad(d, grads):
+        return (None,)
     x = d.inputs[0]
     g = ctx.reshape(grads[0], keepdim_shape(x.shape, d.attr("dims")))
     cast = x.dtype if d.outputs[0].dtype != x.dtype else None
@@ -215,6 +262,8 @@ def _mean_bw_errors():
 
 
 def _g_ext(ctx, d, grads, s):
+    if not float_grad(d, grads):
+        return (None,)
     return (ctx.op("amax_backward", grads[0], s["x"], s["out"], dims=d.attr("dims"), keepdim=d.attr("keepdim")),)
 
 
@@ -255,12 +304,13 @@ def _peer_arg(fn):
     return peer
 
 
-def _peer_amax_bw(g, x, out, dims=None, keepdim=False):
+def _peer_amax_bw(g, x, out, dims=None, keepdim=False, nan=False):
     d = _tdims(dims)
     d = [a % x.dim() for a in d] if d is not None and x.dim() else list(range(x.dim()))
     shape = keepdim_shape(tuple(x.shape), d)
     gk, ok = g.reshape(shape), out.reshape(shape)
-    mask = (x == ok).to(x.dtype)
+    mask = (x == ok) | (x.isnan() & ok.isnan()) if nan else (x == ok)
+    mask = mask.to(x.dtype)
     cnt = mask.sum(dim=d, keepdim=True) if x.dim() else mask
     return (gk / cnt) * mask
 
@@ -329,25 +379,40 @@ def _amax_bw_samples(rng):
         out = np.max(x, axis=dims, keepdims=keepdim) if x.size else np.zeros(reduced_shape(shape, dims, keepdim))
         g = rng.standard_normal(np.shape(out))
         yield Sample((g, x, np.asarray(out, np.float64)), {"dims": dims, "keepdim": keepdim}, name=f"{shape}-{dims}")
+    # max()/min() without dim: a NaN result sends the gradient evenly to the NaN elements (nan=True)
+    x = np.array([[1.0, np.nan, 3.0, np.nan], [2.0, 5.0, 5.0, 0.0]])
+    out = np.array(np.nan)
+    yield Sample((np.array(0.75), x, out), {"dims": None, "nan": True}, name="nan-result", grad=False)
+    yield Sample((np.array([0.5, -2.0]), x, np.array([np.nan, 5.0])), {"dims": (1,), "nan": True}, name="nan-rows",
+                 grad=False)
 
 
-def _errors(name, kind):
+def _errors(name, kind, dtypes=FLOAT_TYPES):
     def errors():
-        yield ErrorCase((((3,), "i32"),), {}, UnsupportedError, r"dtype i32; the op is defined for", "int-dtype")
+        bad = DType.i32 if DType.i32 not in dtypes else DType.c64
+        yield ErrorCase((((3,), bad.short),), {}, UnsupportedError, rf"dtype {bad}; the op is defined for", "bad-dtype")
         yield ErrorCase((((3, 4), "f32"),), {"bogus": 1}, InvalidProblemError, r"argument 'bogus'", "bad-attr")
-        dimattr = "dim" if kind == "arg" else "dims"
+        dimattr = "dim" if kind in ("arg", "sel", "minmax") else "dims"
         yield ErrorCase((((3, 4), "f32"),), {dimattr: 2}, InvalidProblemError,
                         rf"{name}: argument 'dim': expected an axis in \[-2, 1\], got 2", "bad-dim")
-        if kind != "arg":
+        if dimattr == "dims":
             yield ErrorCase((((3, 4), "f32"),), {"dims": (0, -2)}, InvalidProblemError, r"distinct axes", "dup-dims")
+        else:
+            yield ErrorCase((((3, 4), "f32"),), {"dim": (0, 1)}, InvalidProblemError, r"expected None or an int",
+                            "tuple-dim")
         if kind == "sum":
+            yield ErrorCase((((3, 4), "f32"),), {"dtype": "bool"}, UnsupportedError, r"argument 'dtype' is bool",
+                            "bool-out-dtype")
+        if kind == "mean":
             yield ErrorCase((((3, 4), "f32"),), {"dtype": "i32"}, UnsupportedError, r"argument 'dtype' is i32",
                             "int-out-dtype")
-        if kind in ("ext", "arg"):
+        if kind in ("ext", "arg", "sel", "minmax"):
+            want = "reduction dim 0 to have non-zero size"
             yield ErrorCase((((0, 4), "f32"),), {dimattr: 0}, InvalidProblemError,
-                            rf"{name}: argument 'dim': expected reduction dim 0 to have non-zero size", "empty-dim")
-            yield ErrorCase((((0, 4), "f32"),), {}, InvalidProblemError,
-                            rf"{name}: argument 'dim': expected a reduction dim to be specified", "empty-all")
+                            rf"{name}: argument 'dim': expected {want}", "empty-dim")
+            want = "a non-empty input" if kind == "minmax" else "a reduction dim to be specified"
+            yield ErrorCase((((0, 4), "f32"),), {}, InvalidProblemError, rf"{name}: argument 'dim': expected {want}",
+                            "empty-all")
     return errors
 
 
@@ -360,7 +425,7 @@ def _amax_bw_errors():
 def _workloads(name, kind):
     w = []
     dts = (DType.bf16, DType.f32)
-    if kind == "sum":
+    if kind in ("sum", "mean"):
         for dt in dts:
             w.append(Workload(f"{name}-last-[16384,4096]-{dt}", ((16384, 4096),), dt, {"dims": (1,)}, backward=True))
             w.append(Workload(f"{name}-first-[16384,4096]-{dt}", ((16384, 4096),), dt, {"dims": (0,)}))
@@ -395,41 +460,60 @@ def sum_tol(dt):
     return rtol, atol
 
 
+def exact_tol(dt):
+    return (0.0, 0.0)   # selections (amax, argmax, any, count_nonzero) are exact
+
+
 @dataclass(frozen=True)
 class RedDef:
     name: str
-    kind: str                   # sum | ext | arg
+    kind: str                   # a key of DEFAULTS
     torch_name: str
     jax_name: str | None
     peer: Callable
     dropin: Callable
     grad: Callable | None
     saves: tuple = ()
+    dtypes: tuple = FLOAT_TYPES
+    samples: Callable | None = None     # name -> (rng -> samples); default: by kind
+    tol: Callable | None = None         # default: sum_tol for sum/mean kinds, exact otherwise
+    dropin_result: Callable | None = None
+    aliases: tuple = ()
 
 
-REDUCTIONS: dict[str, RedDef] = {r.name: r for r in [
-    RedDef("sum", "sum", "torch.sum", "jax.numpy.sum", _peer_sum("sum"), _dropin_sum, _g_sum),
-    RedDef("mean", "sum", "torch.mean", "jax.numpy.mean", _peer_sum("mean"), _dropin_sum, _g_mean),
-    RedDef("amax", "ext", "torch.amax", "jax.numpy.max", _peer_ext("amax"), _dropin_ext, _g_ext, ("inputs", "outputs")),
-    RedDef("amin", "ext", "torch.amin", "jax.numpy.min", _peer_ext("amin"), _dropin_ext, _g_ext, ("inputs", "outputs")),
-    RedDef("argmax", "arg", "torch.argmax", "jax.numpy.argmax", _peer_arg("argmax"), _dropin_arg, None),
-    RedDef("argmin", "arg", "torch.argmin", "jax.numpy.argmin", _peer_arg("argmin"), _dropin_arg, None),
-]}
-
-_SAMPLES = {"sum": _sum_samples, "ext": _ext_samples, "arg": _arg_samples}
-
+REDUCTIONS: dict[str, RedDef] = {}
 SPECS: dict[str, OpSpec] = {}
-for _r in REDUCTIONS.values():
-    SPECS[_r.name] = register_spec(OpSpec(
-        name=_r.name, family="reduction", arg_names=("x",), check=_make_check(_r.name, _r.kind), dtypes=FLOAT_TYPES,
-        defaults=dict(DEFAULTS[_r.kind]), torch_peer=_r.peer, torch_name=_r.torch_name, dropin=_r.dropin,
-        jax_name=_r.jax_name, grad=_r.grad, saves=_r.saves, differentiable=(0,) if _r.grad else (),
-        samples=_SAMPLES[_r.kind](_r.name), errors=_errors(_r.name, _r.kind),
-        tol=sum_tol if _r.kind == "sum" else (lambda dt: (0.0, 0.0)),  # amax/argmax are exact selections
-        workloads=_workloads(_r.name, _r.kind), cost=_cost, category="reduction",
-        doc=f"{_r.torch_name} semantics; see the module docstring.",
-    ))
+_SAMPLES = {"sum": _sum_samples, "mean": _sum_samples, "ext": _ext_samples, "arg": _arg_samples}
 
+
+def register_reductions(defs, workloads: Callable) -> None:
+    """One OpSpec per RedDef (this module's ops and those of ``reduction_more``)."""
+    for r in defs:
+        REDUCTIONS[r.name] = r
+        SPECS[r.name] = register_spec(OpSpec(
+            name=r.name, family="reduction", arg_names=("x",), check=_make_check(r.name, r.kind), dtypes=r.dtypes,
+            defaults=dict(DEFAULTS[r.kind]), torch_peer=r.peer, torch_name=r.torch_name, dropin=r.dropin,
+            dropin_result=r.dropin_result, torch_aliases=r.aliases,
+            jax_name=r.jax_name, grad=r.grad, saves=r.saves, differentiable=(0,) if r.grad else (),
+            samples=(r.samples or _SAMPLES[r.kind])(r.name), errors=_errors(r.name, r.kind, r.dtypes),
+            tol=r.tol or (sum_tol if r.kind in ("sum", "mean") else exact_tol),
+            workloads=workloads(r.name, r.kind), cost=_cost, category="reduction",
+            doc=f"{r.torch_name} semantics; see the module docstring.",
+        ))
+
+
+register_reductions([
+    RedDef("sum", "sum", "torch.sum", "jax.numpy.sum", _peer_sum("sum"), _dropin_sum, _g_sum, dtypes=ALL_TYPES),
+    RedDef("mean", "mean", "torch.mean", "jax.numpy.mean", _peer_sum("mean"), _dropin_sum, _g_mean),
+    RedDef("amax", "ext", "torch.amax", "jax.numpy.max", _peer_ext("amax"), _dropin_ext, _g_ext, ("inputs", "outputs"),
+           dtypes=NUM_TYPES),
+    RedDef("amin", "ext", "torch.amin", "jax.numpy.min", _peer_ext("amin"), _dropin_ext, _g_ext, ("inputs", "outputs"),
+           dtypes=NUM_TYPES),
+    RedDef("argmax", "arg", "torch.argmax", "jax.numpy.argmax", _peer_arg("argmax"), _dropin_arg, None,
+           dtypes=NUM_TYPES),
+    RedDef("argmin", "arg", "torch.argmin", "jax.numpy.argmin", _peer_arg("argmin"), _dropin_arg, None,
+           dtypes=NUM_TYPES),
+], _workloads)
 SPECS["mean_backward"] = register_spec(OpSpec(
     name="mean_backward", family="reduction", arg_names=("grad",), check=_check_mean_backward,
     dtypes=FLOAT_TYPES, defaults={"dims": None, "keepdim": False, "dtype": None}, torch_peer=_peer_mean_bw,
@@ -440,9 +524,10 @@ SPECS["mean_backward"] = register_spec(OpSpec(
 
 SPECS["amax_backward"] = register_spec(OpSpec(
     name="amax_backward", family="reduction", arg_names=("grad", "x", "out"), check=_check_amax_backward,
-    dtypes=FLOAT_TYPES, defaults={"dims": None, "keepdim": False}, torch_peer=_peer_amax_bw,
+    dtypes=FLOAT_TYPES, defaults={"dims": None, "keepdim": False, "nan": False}, torch_peer=_peer_amax_bw,
     torch_name="torch autograd rule of amax/amin (scale_grad_by_count)", samples=_amax_bw_samples,
     errors=_amax_bw_errors, cost=_bw_cost, category="reduction",
     # one division g / count, rounded once to the dtype: the default per-dtype tolerance
-    doc="gradient of amax/amin: grad split evenly among the elements equal to the result",
+    doc="gradient of amax/amin: grad split evenly among the elements equal to the result (nan=True: NaN "
+        "elements match a NaN result, torch's evenly_distribute_backward of max()/min() without dim)",
 ))

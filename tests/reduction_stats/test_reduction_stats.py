@@ -1,0 +1,251 @@
+"""Statistical reductions: what the generic suite cannot express -- accuracy on large-mean data (one-read
+shifted Welford vs torch in f64), the split (two-stage) path, +-inf/NaN semantics of logsumexp and the
+norms, torch's gradient conventions (ties of the inf-norm, std == 0, mean-only gradients), the drop-in
+signatures, and an offline sm_90 compile of the kernels (registers, spills)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import triton
+
+torch = pytest.importorskip("torch")
+
+import baracuda as bc  # noqa: E402
+import baracuda.torch as bt  # noqa: E402
+from baracuda.backends.triton import reduction as tri  # noqa: E402
+from baracuda.testing import backends_for, forced_plan  # noqa: E402
+from baracuda.testing import test_device as _test_device  # noqa: E402
+
+DEVICE = _test_device()
+TDEV = "cuda" if DEVICE.type == "cuda" else "cpu"
+BACKENDS = backends_for("var", DEVICE)
+INF = float("inf")
+
+
+def _run(op, *xs, backend, **attrs):
+    desc = bc.Descriptor.like(op, *xs, **attrs)
+    plan = forced_plan(desc, DEVICE, backend)
+    assert not isinstance(plan, str), plan
+    out = plan.run(*[x.to(TDEV) for x in xs])
+    outs = out if isinstance(out, tuple) else (out,)
+    res = tuple(o.cpu() if isinstance(o, torch.Tensor) else torch.as_tensor(np.asarray(o)) for o in outs)
+    return res if isinstance(out, tuple) else res[0]
+
+
+def _same(got, want, rtol=0.0, atol=0.0):
+    torch.testing.assert_close(got.to(want.dtype), want, rtol=rtol, atol=atol, equal_nan=True)
+
+
+@pytest.fixture(params=[False, True], ids=["one-pass", "split"])
+def split(request, monkeypatch):
+    """Also force the two-stage path on small problems (splits of >= 8 elements, up to 16 programs)."""
+    if request.param:
+        monkeypatch.setattr(tri, "_MIN_CHUNK", 8)
+        monkeypatch.setattr(tri, "_TARGET_PROGRAMS", 16)
+    return request.param
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=str)
+def test_large_mean_is_accurate(backend, split):
+    """1e6 + N(0, 1) in f32: E[x^2] - E[x]^2 would lose every digit (the f32 ulp of 1e12 is 6e4)."""
+    g = torch.Generator().manual_seed(0)
+    x = (1e6 + torch.randn(6, 300, generator=g, dtype=torch.float64)).float()
+    x64 = x.double()
+    for dims in (1, 0, None):
+        d = None if dims is None else [dims]
+        for op in ("var", "std"):
+            _same(_run(op, x, backend=backend, dims=dims), getattr(torch, op)(x64, dim=d), 2e-6, 0)
+        v, m = _run("var_mean", x, backend=backend, dims=dims, correction=0)
+        wv, wm = torch.var_mean(x64, dim=d, correction=0)
+        _same(v, wv, 2e-6, 0)
+        _same(m, wm, 1e-7, 0)
+    # the backward: (x - mean) from the shifted sum, so dx keeps its digits too
+    g_out = torch.randn(6, generator=g, dtype=torch.float64).float()
+    out = x64.var(1).float()
+    dx = _run("var_backward", g_out, x, out, backend=backend, dims=1)
+    want = (2.0 / 299) * g_out.double()[:, None] * (x64 - x64.mean(1, keepdim=True))
+    _same(dx, want, 1e-5, 1e-9)
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=str)
+def test_logsumexp_special_values(backend, split):
+    x = torch.randn(6, 40, dtype=torch.float64)
+    x[0, :] = -INF                      # -inf
+    x[1, 7] = INF                       # +inf
+    x[2, 3] = float("nan")              # nan
+    x[3, :20] = -INF                    # finite
+    x[4, 5], x[4, 9] = INF, -INF        # +inf
+    for dt in (torch.float64, torch.float32, torch.bfloat16):
+        xd = x.to(dt)
+        for dims in (1, 0):
+            _same(_run("logsumexp", xd, backend=backend, dims=dims), torch.logsumexp(xd.double(), dims), 1e-2, 1e-2)
+    big = torch.full((3, 50), 1e30, dtype=torch.float32)   # no overflow: the max is subtracted
+    _same(_run("logsumexp", big, backend=backend, dims=1), torch.logsumexp(big, 1), 1e-6, 0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=str)
+def test_norm_special_values(backend, split):
+    x = torch.randn(5, 37, dtype=torch.float64)
+    x[1, 3] = float("nan")
+    x[2, :] = 0.0
+    for o in (INF, -INF, 0.0, 1.0, 2.0, 0.5, 3.0, -1.0):
+        for dims in (0, 1):
+            want = torch.linalg.vector_norm(x, o, dim=dims)
+            _same(_run("vector_norm", x, backend=backend, ord=o, dims=dims), want, 1e-9, 1e-12)
+    xf = x.float()
+    got = _run("vector_norm", xf, backend=backend, dims=1, dtype=bc.DType.f64)
+    assert got.dtype == torch.float64
+    _same(got, torch.linalg.vector_norm(xf, dim=1, dtype=torch.float64), 1e-12, 0)
+    e = torch.empty(0, 4)
+    _same(_run("vector_norm", e, backend=backend, dims=0), torch.zeros(4))
+    with pytest.raises(bc.InvalidProblemError, match="non-empty reduction for ord=inf"):
+        bc.Descriptor.like("vector_norm", e, ord=INF, dims=0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=str)
+def test_trace_strided(backend):
+    x = torch.randn(9, 13, dtype=torch.float64)
+    _same(_run("trace", x.t(), backend=backend), torch.trace(x.t()), 1e-12, 1e-12)
+    _same(_run("trace", x[::2, 1::3], backend=backend), torch.trace(x[::2, 1::3]), 1e-12, 1e-12)
+
+
+def _grad_pair(fn_ours, fn_torch, *xs):
+    a = [x.clone().requires_grad_() for x in xs]
+    b = [x.clone().requires_grad_() for x in xs]
+    ya, yb = fn_ours(*a), fn_torch(*b)
+    ya = ya if isinstance(ya, tuple) else (ya,)
+    yb = yb if isinstance(yb, tuple) else (yb,)
+    for p, q in zip(ya, yb):
+        torch.testing.assert_close(p, q, rtol=1e-9, atol=1e-9, equal_nan=True)
+    gs = [torch.randn_like(q) for q in yb]
+    sum((p * g).sum() for p, g in zip(ya, gs)).backward()
+    sum((q * g).sum() for q, g in zip(yb, gs)).backward()
+    for p, q in zip(a, b):   # torch leaves no gradient where it is identically 0 (p = 0)
+        want = q.grad if q.grad is not None else torch.zeros_like(q)
+        torch.testing.assert_close(p.grad, want, rtol=1e-9, atol=1e-9)
+
+
+def test_gradient_conventions_match_torch():
+    x = torch.tensor([[1.0, -3.0, 3.0, 2.0], [0.0, 0.0, 0.0, 0.0], [-2.0, 2.0, 2.0, -2.0]], dtype=torch.float64)
+    for o in (INF, -INF, 2.0, 1.0, 0.5, 3.0, 1.5, 0.0):   # ties split like torch's mask / count; 0 at 0
+        _grad_pair(lambda t: bt.linalg.vector_norm(t, o, dim=1), lambda t: torch.linalg.vector_norm(t, o, dim=1), x)
+    c = torch.tensor([[2.0, 2.0, 2.0], [1.0, 2.0, 4.0]], dtype=torch.float64)   # std == 0 row: gradient 0
+    _grad_pair(lambda t: bt.std(t, 1), lambda t: torch.std(t, 1), c)
+    _grad_pair(lambda t: bt.std_mean(t, 1, correction=0), lambda t: torch.std_mean(t, 1, correction=0), c)
+    _grad_pair(lambda t: bt.var_mean(t, (0, 1))[1] * 3, lambda t: torch.var_mean(t, (0, 1))[1] * 3, c)  # mean only
+    _grad_pair(lambda t: bt.logsumexp(t, 0), lambda t: torch.logsumexp(t, 0), c)
+    _grad_pair(lambda t: bt.trace(t), lambda t: torch.trace(t), c)
+    _grad_pair(lambda t: bt.norm(t, "fro", dim=(0, 1)), lambda t: torch.norm(t, "fro", dim=(0, 1)), c)
+
+
+def test_dropin_signatures():
+    x = torch.randn(4, 6, dtype=torch.float64)
+    pairs = [(lambda m: m.var(x, 1, True), None), (lambda m: m.var(x, True), None), (lambda m: m.var(x, False), None),
+             (lambda m: m.var(x, dim=(0, 1), correction=0, keepdim=True), None),
+             (lambda m: m.std(x, 0, keepdim=True, correction=2.5), None), (lambda m: m.var_mean(x, 1), tuple),
+             (lambda m: m.std_mean(x, dim=0, unbiased=False), tuple), (lambda m: m.logsumexp(x, 1), None),
+             (lambda m: m.logsumexp(x, (0, 1), keepdim=True), None), (lambda m: m.norm(x), None),
+             (lambda m: m.norm(x, 1, dim=1), None), (lambda m: m.norm(x, p=float("inf"), dim=0, keepdim=True), None),
+             (lambda m: m.norm(x, "fro", dim=(0, 1)), None), (lambda m: m.linalg.vector_norm(x, 3, dim=-1), None),
+             (lambda m: m.linalg.vector_norm(x.float(), dtype=torch.float64), None), (lambda m: m.trace(x), None)]
+    for f, kind in pairs:
+        want, got = f(torch), f(bt)
+        if kind is tuple:
+            assert type(got) is tuple and len(got) == 2
+            for g, w in zip(got, want):
+                torch.testing.assert_close(g, w, rtol=1e-9, atol=1e-9)
+        else:
+            assert got.dtype == want.dtype
+            torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-9)
+    with pytest.raises(bc.UnsupportedError, match="only 'fro' and numbers"):
+        bt.norm(x, "nuc")
+    with pytest.raises(bc.UnsupportedError, match="argument 'out'"):
+        bt.var(x, 1, out=torch.empty(4, dtype=torch.float64))
+    with pytest.raises(bc.InvalidProblemError, match="either 'unbiased' or 'correction'"):
+        bt.var(x, 1, True, correction=0)
+
+
+# -- offline sm_90 compile of the kernels at their benchmark configurations (no GPU needed) -----------------
+_COMPILE_CHECK = textwrap.dedent("""
+    import os, re, subprocess, tempfile, triton, triton.language as tl
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from baracuda.backends.triton import reduction as r, reduction_stats as s, distance as dd
+    BIN = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
+    def compile_(k, sig, ce, warps, vec=True, max_regs=128):
+        sig = dict(sig)
+        sig.update({n: "constexpr" for n in ce})
+        # runtime ints divisible by 16 are specialized as such by Triton (strides, lengths of the benchmark shapes)
+        div = [n for n in sig if sig[n] not in ("constexpr", "fp64") and n not in ("S", "n_iblk", "n_jblk", "n_lanes")]
+        attrs = {(k.arg_names.index(n),): [["tt.divisibility", 16]] for n in div}
+        c = triton.compile(ASTSource(fn=k, signature=sig, constexprs=ce, attrs=attrs),
+                           target=GPUTarget("cuda", 90, 32), options=dict(num_warps=warps))
+        p = os.path.join(tempfile.mkdtemp(), "k.cubin")
+        open(p, "wb").write(c.asm["cubin"])
+        res = subprocess.run([os.path.join(BIN, "cuobjdump"), "-res-usage", p], capture_output=True, text=True).stdout
+        regs, local = (int(re.search(key + r":(\\d+)", res).group(1)) for key in ("REG", "LOCAL"))
+        sass = subprocess.run([os.path.join(BIN, "cuobjdump"), "-sass", p], capture_output=True, text=True).stdout
+        assert local == 0, (k.fn.__name__, ce, "spills", res)
+        assert regs <= max_regs, (k.fn.__name__, ce, "regs", regs)
+        if vec:
+            assert "LDG.E.128" in sass or "LDG.E.64" in sass, (k.fn.__name__, ce, "no vector loads")
+        print(k.fn.__name__, {n: ce[n] for n in ("MODE", "PK", "STAGE", "AX") if n in ce}, "regs", regs)
+    def stats(shape, dims, ptr, item, mode, pk=0, nin=1, stage=0, acc=tl.float32):
+        (outer, R, inner, _), (kind, b0, b1, S, chunk) = s.plan_geometry(shape, dims, item)
+        warps = 8 if b0 * b1 * item >= 8192 else 4
+        if stage == 2:
+            row2, b0, b1 = s.stage2_tile(outer, S, inner)
+            kind, warps = ("row" if row2 else "col"), 4
+        ints = ["n_lanes", "inner", "n_iblk", "R", "chunk", "S", "sxo", "sxi", "tso", "tsi", "syo", "syi"]
+        sig = {"x_ptr": ptr, "y_ptr": ptr, "pa_ptr": "*fp32", "pb_ptr": "*fp32", "pc_ptr": "*fp32",
+               "o0_ptr": "*fp32", "o1_ptr": "*fp32", "o2_ptr": "*fp32", "p": "fp64", "corr": "fp64", "eps": "fp64"}
+        sig.update({n: "i32" for n in ints})
+        row = kind == "row"
+        ce = dict(MODE=mode, PK=pk, SQRT=False, STAGE=stage, NIN=nin, WRITE1=mode == 0, ACC=acc, I64=False,
+                  INTERP=False, tsr=1, syr=1, **s._tile(row, b0, b1))
+        compile_(s._stats_kernel, sig, ce, warps, vec=stage != 2)
+    for mode, pk in ((0, 0), (1, 0), (2, 2), (2, 3), (2, 4)):
+        stats((16384, 4096), (1,), "*bf16", 2, mode, pk)          # rows
+        stats((16384, 4096), (0,), "*bf16", 2, mode, pk, stage=1)  # columns, split
+        stats((16384, 4096), (1,), "*fp32", 4, mode, pk)
+    stats((16384, 4096), (1,), "*bf16", 2, 3, 0, nin=2)            # cosine
+    stats((16384, 4096), (1,), "*bf16", 2, 2, 2, nin=2)            # pairwise
+    stats((512, 262144), (1,), "*bf16", 2, 0, 0, stage=2)          # stage 2 of a split var (rows)
+    stats((16384, 4096), (0,), "*bf16", 2, 0, 0, stage=2)          # stage 2 of a split var (columns)
+    stats((64 << 20,), (0,), "*fp32", 4, 1, 0, stage=2)            # stage 2 of an all-reduce logsumexp
+    sig = {n: "*bf16" for n in ("g_ptr", "x_ptr", "o_ptr", "gm_ptr", "dx_ptr")}
+    sig.update({n: "i32" for n in ("inner", "R", "sxo", "sxi", "sdo", "sdr", "sgo", "n_iblk")})
+    sig.update({"scale": "fp64", "inv_n": "fp64"})
+    compile_(s._var_bw_kernel, sig, dict(STD=True, GM=True, ACC=tl.float32, I64=False, INTERP=False, sxr=1, sdi=1,
+                                         sgi=1, BLOCK_R=1024, BLOCK_I=4), 8)
+    sig = {n: "*bf16" for n in ("g_ptr", "a_ptr", "b_ptr", "da_ptr", "db_ptr")}
+    sig.update({n: "i32" for n in ("inner", "R", "sao", "sai", "sbo", "sbi", "sdo", "sdr", "sgo", "n_iblk")})
+    sig.update({"eps": "fp64"})
+    compile_(dd._cos_bw_kernel, sig, dict(ACC=tl.float32, I64=False, INTERP=False, sar=1, sbr=1, sdi=1, sgi=1,
+                                          BLOCK_R=1024, BLOCK_I=4), 8)
+    for pk in (1, 2, 3, 4):
+        sig = {"a_ptr": "*fp32", "b_ptr": "*fp32", "o_ptr": "*fp32", "tiles_ptr": "*i32", "p": "fp64"}
+        sig.update({n: "i32" for n in ("P", "NR", "M", "sab", "sap", "sbb", "sbr", "sob", "sop", "n_jblk")})
+        compile_(dd._dist_kernel, sig, dict(PK=pk, PDIST=pk == 2, ACC=tl.float32, INTERP=False, sam=1, sbm=1, sor=1,
+                                            BI=dd._BI, BJ=dd._BJ, BK=dd._BK), 8, vec=False, max_regs=255)
+        sig = {"g_ptr": "*fp32", "d_ptr": "*fp32", "a_ptr": "*fp32", "b_ptr": "*fp32", "o_ptr": "*fp32", "p": "fp64"}
+        sig.update({n: "i32" for n in ("P", "NR", "M", "sab", "sap", "sbb", "sbr", "sgb", "sgi", "sdb", "sdi",
+                                        "sob", "sop")})
+        compile_(dd._dist_bw_kernel, sig, dict(PK=pk, LT1=False, LT2=False, PDIST=False, ACC=tl.float32,
+                                               INTERP=False, sam=1, sbm=1, sgj=1, sdj=1, som=1, BI=dd._BW_BI,
+                                               BJ=dd._BW_BJ, BK=dd._BW_BK), 4, vec=False, max_regs=255)
+    print("ok")
+""")
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin",
+                                                    "cuobjdump")), reason="Triton's bundled cuobjdump not found")
+def test_kernels_compile_for_sm90_without_spills():
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    r = subprocess.run([sys.executable, "-c", _COMPILE_CHECK], env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-3000:] + r.stderr[-3000:]
