@@ -1,0 +1,121 @@
+"""Distances: semantics the generic suite cannot express -- multi-tile pdist/cdist (the tile kernels' edges
+and the upper-triangle table), gradients at torch's conventions (zero distances, inf-norm ties, the
+cosine eps clamp), broadcasting, and the drop-in signatures (cdist's compute_mode refusal)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import baracuda as bc  # noqa: E402
+import baracuda.torch as bt  # noqa: E402
+from baracuda.testing import backends_for, forced_plan  # noqa: E402
+from baracuda.testing import test_device as _test_device  # noqa: E402
+
+DEVICE = _test_device()
+TDEV = "cuda" if DEVICE.type == "cuda" else "cpu"
+BACKENDS = backends_for("cdist", DEVICE)
+INF = float("inf")
+F = torch.nn.functional
+
+
+def _run(op, *xs, backend, **attrs):
+    desc = bc.Descriptor.like(op, *xs, **attrs)
+    plan = forced_plan(desc, DEVICE, backend)
+    assert not isinstance(plan, str), plan
+    out = plan.run(*[x.to(TDEV) for x in xs])
+    return out.cpu() if isinstance(out, torch.Tensor) else torch.as_tensor(np.asarray(out))
+
+
+def _same(got, want, rtol=1e-9, atol=1e-9):
+    torch.testing.assert_close(got.to(want.dtype), want, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def _cdist(a, b, p):
+    return torch.cdist(a, b, p=p, compute_mode="donot_use_mm_for_euclid_dist")
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=str)
+@pytest.mark.parametrize("p", [2.0, 1.0, INF, 0.5, 0.0])
+def test_multi_tile_cdist_pdist_and_grads(backend, p):
+    """70 x 66 pairs: two tiles per axis (64-wide), partial edge tiles, the pdist diagonal tiles."""
+    g = torch.Generator().manual_seed(1)
+    a = torch.randn(70, 5, generator=g, dtype=torch.float64)
+    b = torch.randn(66, 5, generator=g, dtype=torch.float64)
+    if p == INF:
+        a, b = (2 * a).round() / 2, (2 * b).round() / 2   # exact ties
+    a[3] = a[40]                                           # a zero pdist distance
+    out = _run("cdist", a, b, backend=backend, p=p)
+    _same(out, _cdist(a, b, p))
+    pd = _run("pdist", a, backend=backend, p=p)
+    _same(pd, F.pdist(a, p))
+    gg = torch.randn(out.shape, generator=g, dtype=torch.float64)
+    aa, bb = a.clone().requires_grad_(), b.clone().requires_grad_()
+    ga, gb = torch.autograd.grad(_cdist(aa, bb, p), (aa, bb), gg)
+    _same(_run("cdist_backward", gg, a, b, out, backend=backend, p=p, wrt=0), ga)
+    _same(_run("cdist_backward", gg, a, b, out, backend=backend, p=p, wrt=1), gb)
+    gp = torch.randn(pd.shape, generator=g, dtype=torch.float64)
+    (want,) = torch.autograd.grad(F.pdist(aa, p), (aa,), gp)
+    _same(_run("pdist_backward", gp, a, pd, backend=backend, p=p), want)
+
+
+def _grad_pair(fn_ours, fn_torch, *xs):
+    a = [x.clone().requires_grad_() for x in xs]
+    b = [x.clone().requires_grad_() for x in xs]
+    ya, yb = fn_ours(*a), fn_torch(*b)
+    torch.testing.assert_close(ya, yb, rtol=1e-9, atol=1e-9)
+    g = torch.randn_like(yb)
+    (ya * g).sum().backward()
+    (yb * g).sum().backward()
+    for p, q in zip(a, b):   # torch leaves no gradient where it is identically 0 (p = 0)
+        want = q.grad if q.grad is not None else torch.zeros_like(q)
+        torch.testing.assert_close(p.grad, want, rtol=1e-9, atol=1e-9)
+
+
+def test_gradients_match_torch_autograd():
+    torch.manual_seed(0)
+    x = torch.randn(4, 6, dtype=torch.float64)
+    y = torch.randn(6, dtype=torch.float64)
+    z = x.clone()
+    z[1] = 0.0     # |x1| = 0: torch clamps the norm under no_grad; d|x|/dx is masked to 0
+    _grad_pair(lambda a, b: bt.nn.functional.cosine_similarity(a, b, dim=1),
+               lambda a, b: F.cosine_similarity(a, b, dim=1), z, x)
+    _grad_pair(lambda a, b: bt.cosine_similarity(a, b, dim=-1, eps=1e-3),
+               lambda a, b: torch.cosine_similarity(a, b, dim=-1, eps=1e-3), x, y)      # broadcast
+    h = (2 * x).round() / 2
+    for p in (2.0, 1.0, INF, 0.5, 3.0, 0.0, -1.0):
+        _grad_pair(lambda a, b: bt.nn.functional.pairwise_distance(a, b, p=p, keepdim=True),
+                   lambda a, b: F.pairwise_distance(a, b, p=p, keepdim=True), h, (2 * y).round() / 2)
+    w = torch.randn(2, 1, 5, 6, dtype=torch.float64)
+    _grad_pair(lambda a, b: bt.cdist(a, b, p=1.5), lambda a, b: torch.cdist(a, b, p=1.5), w, x)  # batch broadcast
+    d = x.clone()
+    d[2] = d[0]
+    _grad_pair(lambda a: bt.pdist(a), lambda a: torch.pdist(a), d)          # a zero distance: grad 0 there
+
+
+def test_dropins():
+    x = torch.randn(5, 4, dtype=torch.float64)
+    y = torch.randn(3, 4, dtype=torch.float64)
+    _same(bt.cdist(x, y), torch.cdist(x, y))
+    _same(bt.cdist(x, y, 0.0), torch.cdist(x, y, 0.0))
+    _same(bt.pdist(x, 1), torch.pdist(x, 1))
+    _same(bt.nn.functional.pdist(x), F.pdist(x))
+    _same(bt.pairwise_distance(x, x.flip(0)), torch.pairwise_distance(x, x.flip(0)))
+    _same(bt.nn.functional.cosine_similarity(x, x.flip(0), 0), F.cosine_similarity(x, x.flip(0), 0))
+    with pytest.raises(bc.UnsupportedError, match="compute_mode='use_mm_for_euclid_dist' is not supported"):
+        bt.cdist(x, y, compute_mode="use_mm_for_euclid_dist")
+    with pytest.raises(bc.InvalidProblemError, match="argument 'x2': expected the same number of columns"):
+        bt.cdist(x, torch.randn(3, 5, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=str)
+def test_halves_and_strided(backend):
+    a = torch.randn(40, 9).to(torch.bfloat16)
+    b = torch.randn(30, 9).to(torch.bfloat16)
+    _same(_run("cdist", a.t().contiguous().t(), b, backend=backend), _cdist(a.double(), b.double(), 2.0), 2e-2, 2e-2)
+    x = torch.randn(8, 300, dtype=torch.float32)
+    y = torch.randn(8, 300, dtype=torch.float32)
+    _same(_run("cosine_similarity", x[:, ::2], y[:, ::2], backend=backend, dim=1),
+          F.cosine_similarity(x[:, ::2].double(), y[:, ::2].double(), dim=1), 1e-5, 1e-6)
+    _same(_run("pairwise_distance", x, y, backend=backend, p=INF), F.pairwise_distance(x, y, p=INF), 1e-6, 1e-6)
