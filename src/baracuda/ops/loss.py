@@ -1,24 +1,24 @@
 """Loss family (issue 4): cross_entropy, nll_loss, mse_loss, l1_loss, smooth_l1_loss, huber_loss and their fused
 backward ops (linear_cross_entropy lives in loss_ce.py).  The pointwise losses are at the end of this module.
 
-cross_entropy(input [N, C], target, weight=None; reduction, ignore_index, label_smoothing)
-  target integer [N] (class indices; rows equal to ignore_index contribute nothing):
-    loss_i = (1 - eps) * w[t_i] * (lse_i - x[i, t_i]) + eps / C * sum_c w_c * (lse_i - x[i, c])
-    mean divides by sum_i w[t_i] over non-ignored rows (torch's rule; NaN when every row is ignored)
-  target floating [N, C] (class probabilities, smoothed as y * (1 - eps) + eps / C):
-    loss_i = -sum_c w_c * y'[i, c] * (x[i, c] - lse_i);  mean divides by N
-nll_loss(input [N, C] log-probabilities, target [N] integer, weight=None; reduction, ignore_index)
-  loss_i = -w[t_i] * x[i, t_i];  mean divides by sum_i w[t_i] over non-ignored rows.
+cross_entropy(input [N, C, d1, ...] (or unbatched [C]), target, weight=None; reduction, ignore_index, label_smoothing)
+  the class dim is dim 1 as in torch; a "row" below is one (n, d1, ...) position, R = N * d1 * ... rows.
+  target integer [N, d1, ...] (class indices; rows equal to ignore_index contribute nothing):
+    loss_r = (1 - eps) * w[t_r] * (lse_r - x[r, t_r]) + eps / C * sum_c w_c * (lse_r - x[r, c])
+    mean divides by sum_r w[t_r] over non-ignored rows (torch's rule; NaN when every row is ignored)
+  target floating, the input's shape (class probabilities, smoothed as y * (1 - eps) + eps / C):
+    loss_r = -sum_c w_c * y'[r, c] * (x[r, c] - lse_r);  mean divides by R
+nll_loss(input [N, C, d1, ...] (or [C]) log-probabilities, target [N, d1, ...] integer, weight=None; reduction, ignore_index)
+  loss_r = -w[t_r] * x[r, t_r];  mean divides by sum_r w[t_r] over non-ignored rows.
 
 Backward ops (not differentiable themselves, one fused kernel each):
-cross_entropy_backward(grad, input, target[, weight]) -> dinput [N, C]
-  = (softmax(x) * sum_c(w_c y'_c) - w * y') * scale_i  with y' the smoothed one-hot (or probability) target,
-  scale_i = grad_i (none) | grad (sum) | grad / denominator (mean).  It recomputes the row's logsumexp instead
-  of saving it: the loss is the op's only output (the drop-in returns what torch returns), and the second
-  read of each row is served from L2 by the persistent kernel (see backends/triton/loss.py).
-nll_loss_backward(grad, input, target[, weight]) -> dinput: -w[t_i] * scale_i at (i, t_i), 0 elsewhere.
+cross_entropy_backward(grad, input, target[, weight]) -> dinput (the input's shape)
+  = (softmax(x) * sum_c(w_c y'_c) - w * y') * scale_r  with y' the smoothed one-hot (or probability) target,
+  scale_r = grad_r (none) | grad (sum) | grad / denominator (mean).  It recomputes the row's logsumexp
+  instead of saving it (on the GPU in the same single read of the logits, see backends/triton/loss.py): the
+  loss is the op's only output, so the drop-in, the torch peer and the benchmark see torch's signature.
+nll_loss_backward(grad, input, target[, weight]) -> dinput: -w[t_r] * scale_r at (r, t_r), 0 elsewhere.
 
-Only 2-D [N, C] inputs: N-D inputs [N, C, d1, ...] raise a clear error (move C last and flatten).
 Out-of-range class indices (other than ignore_index) raise InvalidProblemError; no kernel ever reads out of
 bounds (the reference checks on the host; the Triton kernels clamp the index and record a flag; see there).
 """
@@ -31,7 +31,7 @@ from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 
-__all__ = ["LOSS_OPS", "legacy_reduction", "INDEX_DTYPES"]
+__all__ = ["LOSS_OPS", "legacy_reduction", "INDEX_DTYPES", "rows_shape"]
 
 LOSS_OPS = ("cross_entropy", "nll_loss", "cross_entropy_backward", "nll_loss_backward")
 INDEX_DTYPES = (DType.i64, DType.i32)
@@ -86,15 +86,16 @@ def _check(op: str):
                                    f"{', '.join(map(str, FLOAT_TYPES))}")
         if any(d < 0 for d in x.shape):
             raise InvalidProblemError(op, "input", "non-negative dimensions", x.shape)
-        if len(x.shape) != 2:
-            raise InvalidProblemError(op, "input", "a 2-D [N, C] tensor (for N-D [N, C, d1, ...] inputs move C last "
-                                      "and flatten to [N*d1*..., C])", x.shape)
-        n, c = x.shape
+        if len(x.shape) < 1:
+            raise InvalidProblemError(op, "input", "an [N, C, d1, ...] or unbatched [C] tensor", x.shape)
+        c = x.shape[0] if len(x.shape) == 1 else x.shape[1]
+        rs = rows_shape(x.shape)   # the target's / per-row loss's shape
         if c < 1:
-            raise InvalidProblemError(op, "input", "at least one class (C >= 1)", x.shape)
+            raise InvalidProblemError(op, "input", "at least one class (C >= 1, dim 1)", x.shape)
         if t.dtype in INDEX_DTYPES:
-            if t.shape != (n,):
-                raise InvalidProblemError(op, "target", f"class indices of shape {(n,)}", t.shape)
+            if t.shape != rs:
+                raise InvalidProblemError(op, "target", f"class indices of shape {rs} (the input's shape "
+                                          "without the class dim 1)", t.shape)
         elif t.dtype in FLOAT_TYPES and base == "cross_entropy":
             if t.shape != x.shape:
                 raise InvalidProblemError(op, "target", f"class probabilities of the input's shape {x.shape}", t.shape)
@@ -109,7 +110,7 @@ def _check(op: str):
             if w.dtype != x.dtype:
                 raise DTypeMismatchError(op, "weight", str(x.dtype), str(w.dtype))
         a = _attrs(op, base, attrs)
-        loss_shape = (n,) if a["reduction"] == "none" else ()
+        loss_shape = rs if a["reduction"] == "none" else ()
         if not bw:
             return a, (TensorSpec(loss_shape, x.dtype),)
         g = inputs[0]
@@ -172,8 +173,20 @@ def _targets(rng, n, c, ignore=-100, p_ignore=0.2):
 def _log_probs(z):
     if z.size == 0:
         return z
-    m = z.max(axis=1, keepdims=True)
-    return z - m - np.log(np.exp(z - m).sum(axis=1, keepdims=True))
+    ax = 1 if z.ndim > 1 else 0   # the class dim
+    m = z.max(axis=ax, keepdims=True)
+    return z - m - np.log(np.exp(z - m).sum(axis=ax, keepdims=True))
+
+
+def rows_shape(x_shape) -> tuple:
+    """The target's / per-row loss's shape: the input's shape without the class dim 1 (() for unbatched [C])."""
+    return () if len(x_shape) == 1 else (x_shape[0],) + tuple(x_shape[2:])
+
+
+def _nd_targets(rng, shape, c, ignore=-100, p_ignore=0.2):
+    t = rng.integers(0, c, size=shape).astype(np.int64)
+    t[rng.random(shape) < p_ignore] = ignore
+    return t
 
 
 def _fw_cases(rng, base):
@@ -197,6 +210,17 @@ def _fw_cases(rng, base):
     out.append(((conv(rng.standard_normal((0, 5))), np.zeros(0, np.int64), rng.uniform(0.5, 1, 5)),
                 {"reduction": "none"}, "N=0-none-weight", False))
     out.append(((conv(rng.standard_normal((4, 3))), np.full(4, -100, np.int64)), {"reduction": "sum"}, "all-ignored", True))
+    # N-D [N, C, d1, ...] (class dim 1, as torch) and unbatched [C]
+    w5 = rng.uniform(0.2, 2.0, 5)
+    for shape, red, wt in (((2, 5, 3), "none", None), ((3, 5, 2, 3), "mean", w5), ((2, 5, 7), "sum", w5)):
+        x = conv(2.0 * rng.standard_normal(shape))
+        ins = (x, _nd_targets(rng, rows_shape(shape), 5)) + ((wt,) if wt is not None else ())
+        out.append((ins, {"reduction": red}, f"nd{shape}-{red}", True))
+    out.append(((conv(rng.standard_normal((2, 4, 3))), _nd_targets(rng, (2, 3), 4, ignore=1)),
+                {"reduction": "mean", "ignore_index": 1}, "nd-ign1-mean", True))
+    out.append(((conv(rng.standard_normal((0, 5, 3))), np.zeros((0, 3), np.int64)), {"reduction": "mean"}, "nd-N=0", False))
+    out.append(((conv(rng.standard_normal((2, 5, 0))), np.zeros((2, 0), np.int64)), {"reduction": "none"}, "nd-d=0", False))
+    out.append(((conv(rng.standard_normal(6)), np.asarray(4, np.int64)), {"reduction": "none"}, "unbatched", True))
     if not nll:
         for red in _REDUCTIONS:
             x = rng.standard_normal((5, 9))
@@ -208,6 +232,13 @@ def _fw_cases(rng, base):
                     {"reduction": "mean", "label_smoothing": 0.05}, "prob-weight-smooth", True))
         out.append(((2 * rng.standard_normal((7, 33)), _targets(rng, 7, 33)), {"reduction": "mean", "label_smoothing": 0.3},
                     "smooth-mean", True))
+        x = rng.standard_normal((2, 4, 3, 2))
+        out.append(((x, _nd_targets(rng, (2, 3, 2), 4), rng.uniform(0.2, 2.0, 4)),
+                    {"reduction": "mean", "label_smoothing": 0.2}, "nd-smooth-weight-mean", True))
+        for red in ("none", "mean"):
+            p = np.moveaxis(rng.dirichlet(np.ones(4), (2, 3)), -1, 1)   # [2, 4, 3] probabilities over dim 1
+            out.append(((x[..., 0], p), {"reduction": red, "label_smoothing": 0.1}, f"nd-prob-{red}", True))
+        out.append(((rng.standard_normal(5), rng.dirichlet(np.ones(5))), {"reduction": "sum"}, "unbatched-prob", True))
     else:
         out.append(((conv(rng.standard_normal((7, 33))), _targets(rng, 7, 33)), {"reduction": "mean"}, "7x33-mean", True))
     return out
@@ -223,8 +254,7 @@ def _fw_samples(base):
 def _bw_samples(base):
     def samples(rng):
         for ins, attrs, name, _ in _fw_cases(rng, base):
-            n = ins[0].shape[0]
-            g = rng.standard_normal((n,) if attrs["reduction"] == "none" else ())
+            g = rng.standard_normal(rows_shape(ins[0].shape) if attrs["reduction"] == "none" else ())
             yield Sample((g,) + tuple(ins), attrs, name=name, grad=False)
     return samples
 
@@ -243,8 +273,9 @@ def _errors(op):
         f = ((4, 5), "f32")
         t = ((4,), "i64")
         yield ErrorCase(mk(((4, 5), "i32"), t, g=((), "i32")), {}, UnsupportedError, r"argument 'input' has dtype i32", "int-input")
-        yield ErrorCase(mk(((2, 5, 3), "f32"), ((2, 3), "i64")), {}, InvalidProblemError, r"argument 'input': expected a 2-D",
-                        "nd-input")
+        yield ErrorCase(mk(((2, 5, 3), "f32"), ((2, 5), "i64")), {}, InvalidProblemError,
+                        r"argument 'target': expected class indices of shape \(2, 3\)", "nd-target")
+        yield ErrorCase(mk(((), "f32"), ((), "i64")), {}, InvalidProblemError, r"argument 'input'", "0-d-input")
         yield ErrorCase(mk(f, ((5,), "i64")), {}, InvalidProblemError, r"argument 'target': expected class indices", "target-shape")
         yield ErrorCase(mk(f, ((4,), "f32")), {}, (InvalidProblemError, DTypeMismatchError), r"argument 'target'", "target-kind")
         yield ErrorCase(mk(f, t, ((4,), "f32")), {}, InvalidProblemError, r"argument 'weight': expected one weight", "weight-shape")
@@ -267,7 +298,11 @@ _WL = ((4096, 128256, DType.bf16), (8192, 32000, DType.bf16), (16384, 1000, DTyp
 
 
 def _workloads(base):
-    return tuple(Workload(f"{base}-{n}x{c}-{dt}", ((n, c), (n,)), dt, {}, backward=True) for n, c, dt in _WL)
+    wl = tuple(Workload(f"{base}-{n}x{c}-{dt}", ((n, c), (n,)), dt, {}, backward=True) for n, c, dt in _WL)
+    if base == "cross_entropy":   # N-D: a segmentation map, classes D = 512 x 512 apart (the hinted j-vector path)
+        wl += (Workload("cross_entropy-16x19x512x512-bf16", ((16, 19, 512, 512), (16, 512, 512)), DType.bf16, {},
+                        backward=True),)
+    return wl
 
 
 def _bw_workloads(base):
@@ -275,14 +310,14 @@ def _bw_workloads(base):
 
 
 def _cost(desc):
-    """Bytes at the floor: cross_entropy forward reads the logits once; its backward reads them once more from
-    HBM (the second pass is an L2 hit) and writes dinput; nll_loss reads one element per row forward and
+    """Bytes at the floor: cross_entropy forward reads the logits once; its backward reads them once and writes
+    dinput (the GPU's single-read path; the streaming pair of backends/triton/loss.py reads them twice); nll_loss reads one element per row forward and
     writes dinput backward. flops: ~5 per logit (max, sub, exp, add, and the gradient's fma)."""
     bw = desc.op.endswith("_backward")
     x = desc.inputs[1 if bw else 0]
     others = sum(t.nbytes for t in desc.inputs if t is not x) + sum(t.nbytes for t in desc.outputs)
     if desc.op.startswith("nll_loss"):
-        n = x.shape[0]
+        n = x.numel // max(x.shape[0 if len(x.shape) == 1 else 1], 1)   # rows
         return others + (0 if bw else n * x.dtype.itemsize), 2 * (x.numel if bw else n)
     return x.nbytes + others, 5 * x.numel
 
@@ -323,7 +358,7 @@ for _base, _peer, _dropin in (("cross_entropy", _peer_ce, _dropin_ce), ("nll_los
         defaults=dict(_defaults), torch_peer=_peer, torch_name=f"torch.nn.functional.{_base}", dropin=_dropin,
         grad=_grad_rule(_bw), saves=("inputs",), differentiable=(0,), samples=_fw_samples(_base),
         errors=_errors(_base), tol=_tol, workloads=_workloads(_base), cost=_cost, category="loss",
-        doc=f"{_base} over [N, C] inputs: class-index targets with ignore_index and weights"
+        doc=f"{_base} over [N, C, d1, ...] inputs (class dim 1, or unbatched [C]): class-index targets with ignore_index and weights"
             + (", probability targets, label smoothing" if _base == "cross_entropy" else "")
             + "; reductions none/sum/mean (mean divides by the summed weights of the kept rows, as torch).",
     ))

@@ -4,17 +4,47 @@ from __future__ import annotations
 import numpy as np
 
 from ..._core.errors import InvalidProblemError
-from ...ops.loss import LOSS_OPS, POINTWISE_LOSSES
+from ...ops.loss import LOSS_OPS, POINTWISE_LOSSES, rows_shape
 from . import register_reference
 
 
+def _rows(a):
+    """[N, C, d1, ...] (or [C]) -> [R, C] with the class dim last, R = N * d1 * ... rows."""
+    a = np.asarray(a)
+    if a.ndim == 1:
+        return a[None, :]
+    return np.moveaxis(a, 1, -1).reshape(-1, a.shape[1])
+
+
+def _unrows(d, shape):
+    """Inverse of _rows: [R, C] -> the input's shape."""
+    if len(shape) == 1:
+        return d.reshape(shape)
+    return np.moveaxis(d.reshape((shape[0],) + tuple(shape[2:]) + (shape[1],)), -1, 1)
+
+
 def _split(desc, xs):
+    """(grad, x [R, C], target [R] or [R, C], weight): N-D inputs flattened to rows (class dim last)."""
     bw = desc.op.endswith("_backward")
     g = xs[0] if bw else None
     xs = xs[1:] if bw else xs
-    x, t = xs[0], xs[1]
+    x, t = xs[0], np.asarray(xs[1])
     w = xs[2] if len(xs) > 2 else None
-    return g, x, t, w
+    t = _rows(t) if t.dtype.kind == "f" else t.reshape(-1)
+    if g is not None:
+        g = np.asarray(g).reshape(-1) if np.ndim(g) else g
+    return g, _rows(x), t, w
+
+
+def _shaped(fn):
+    """Wrap a row-wise body: 'none' losses take the rows' shape, input gradients the input's shape."""
+    def body(desc, *xs):
+        out = fn(desc, *xs)
+        shape = desc.outputs[0].shape
+        if desc.op.endswith("_backward"):
+            return _unrows(out, shape)
+        return np.asarray(out).reshape(shape)
+    return body
 
 
 def _index_rows(desc, x, t, w):
@@ -166,7 +196,8 @@ def _pw(base):
     return fw, bw
 
 
-BODIES = {"cross_entropy": _ce, "cross_entropy_backward": _ce_bw, "nll_loss": _nll, "nll_loss_backward": _nll_bw}
+BODIES = {k: _shaped(f) for k, f in (("cross_entropy", _ce), ("cross_entropy_backward", _ce_bw), ("nll_loss", _nll),
+                                      ("nll_loss_backward", _nll_bw))}
 assert set(LOSS_OPS) <= set(BODIES)
 BODIES["linear_cross_entropy"] = _lce
 for _base in POINTWISE_LOSSES:

@@ -1,20 +1,34 @@
 """Triton kernels of the loss family: cross_entropy / nll_loss forward and their fused backward.
 
-cross_entropy forward (one kernel per block of ROWS rows, online over C in TILE-wide tiles): a running
-  max and rescaled sum of exp (one exp per logit), plus, with label smoothing, sum_c w_c x_c, and for
-  probability targets sum_c w_c y'_c x_c and sum_c w_c y'_c.  The logits are read exactly once: bf16
-  4096x128256 moves 1.05 GB, ~0.35 ms at ~3 TB/s on H100.  Per-row losses and row weights go to the
-  workspace; a one-program second stage folds them in a fixed order (deterministic, no atomics; 4096 rows
-  are a few microseconds).
-cross_entropy backward (persistent grid over row blocks): pass 1 recomputes (max, sum) of the row, pass 2
-  re-reads the row and writes dlogits = (softmax * sum(w y') - w y') * scale in the same pass.  The grid is
-  sized so the rows in flight fit in ~24 MB of L2 (bf16 128256-wide rows: 250 KB, 132 programs ~ 33 MB),
-  so pass 2 is mostly an L2 hit: ~1 HBM read + 1 write, ~0.7 ms for 4096x128256 bf16.  FW+BW ~3 passes
-  over the logits where eager torch makes ~7 (log_softmax read+write, a zero-filled grad + scatter,
-  log_softmax_backward 2 reads + 1 write), so expect ~2.3-3x.
-  mean: a one-program pre-pass sums w[t_i] over the kept rows (N loads, negligible) into the workspace.
-nll_loss forward reads one element per row (a gather); backward writes the dense [N, C] gradient in
-  TILE-wide tiles (one write pass, the floor).
+Layout: the input is viewed as [N, C, D] (D = d1 * d2 * ..., 1 for 2-D inputs; a copy only when the trailing
+dims don't collapse to one stride); a "row" r = (n, j) is one class vector, R = N * D rows.  2-D inputs take a
+specialized path (ND=False: row offset r * stride, no division) so unit-stride rows get 16-byte vector loads.
+
+cross_entropy forward: two kernels + a fold.
+  _ce_part: grid (row blocks, SPLIT): program (b, k) reads columns [k CHUNK, (k+1) CHUNK) of ROWS rows in
+    TILE-wide steps and keeps the online (max, sum exp(x - max)) plus, with label smoothing, sum_c w_c (m - x_c)
+    and sum_c w_c (for probability targets the same sums weighted by w_c y'_c): 4 words per (row, split) in
+    the workspace.  Long rows of a few rows are split across programs (SPLIT > 1) so the grid holds >= 8
+    programs per SM; with 4096 x 128256 the 4096 row programs already do (SPLIT = 1).
+  _ce_fin: merges the SPLIT partials of each row, gathers x[r, t_r] and writes the row loss (or the loss and
+    the row weight for sum / mean, then the one-program _fold sums them in a fixed order: deterministic).
+  The logits are read exactly once: bf16 4096 x 128256 = 1.05 GB, ~0.25-0.3 ms at 3.5-4.2 TB/s on H200
+  (the 2026-11-22 bench measured 0.32 ms for the previous one-kernel version: the pass is the floor).
+cross_entropy backward, three paths (the route names them):
+  coop (GPU, 2-D, class-index targets, C > TILE): loss_ce_coop.py, each program holds an 8192-class chunk in
+    registers, exchanges (max, sum) partials with the other chunks of its row and writes dx from registers:
+    1 read + 1 write, so FW + BW make the 3-pass floor (3 x 1.05 GB for 4096 x 128256 bf16: ~0.8 ms at the
+    H200's ~4.2 TB/s copy rate, against 0.32 + 1.42 ms measured for the previous kernels and 1.03 + 1.32 ms
+    for eager torch: ~2.9x eager expected; the 1.35x measured before).
+  fused (one tile covers the row, C <= 4096): _ce_grad takes the statistics from the tile it writes from.
+  streaming pair (everything else: N-D, probability targets, strided class dim, and every long row under the
+    interpreter, where programs run one after another and could not wait for each other): _ce_part again
+    (1 read) then _ce_grad, one streaming pass per column chunk that merges its rows' partials (SPLIT x 4
+    words, from L2) and writes dx = (softmax * sum(w y') - w y') * scale: 2 reads + 1 write (~0.75 ms for
+    4096 x 128256 bf16).
+  mean: a one-program pre-pass sums w[t_r] over the kept rows (R loads, negligible) into the workspace.
+nll_loss forward reads one element per row (a gather); backward writes the dense gradient in
+  [ROWS, TILE] tiles (one write pass, the floor).
 
 Out-of-range targets: the kernels never read out of bounds: a class index outside [0, C) (other than
 ignore_index) is clamped to 0 for the loads, its row's loss is NaN, and the kernel stores 1 into a flag
@@ -25,6 +39,7 @@ loss is the signal.
 """
 from __future__ import annotations
 
+import math
 
 import torch
 import triton
@@ -37,38 +52,65 @@ from . import register_triton
 from ._math import exp_acc as _ex
 from ._math import log_acc as _lg
 from ._config import num_sms, overrides
+from . import loss_ce_coop as _long
 
 _WHILE = triton_interpreting()   # see softmax.py: `while` loops under the interpreter, `for` on the GPU
-_FORCE, forced = overrides("""Force ``tile`` / ``rows`` / ``programs`` in :func:`choose` (tests: multi-tile rows under the interpreter).""")
+_FORCE, forced = overrides("""Force ``tile`` / ``rows`` / ``split`` in :func:`choose` (tests: multi-tile and split rows under the interpreter).""")
 
 
 _num_sms = num_sms
 
 
-def choose(n: int, c: int, itemsize: int):
-    """(TILE, ROWS, num_warps, programs): TILE columns x ROWS rows per step; ~2-8K elements per step so each
-    program keeps >= 8 KB of loads in flight; persistent programs sized for L2 reuse in the backward."""
-    tile = _FORCE.get("tile", min(triton.next_power_of_2(max(c, 1)), 8192 if c >= 65536 else 4096))
-    rows = _FORCE.get("rows", max(1, min(2048 // tile, triton.next_power_of_2(max(n, 1)))))
+def choose(r: int, c: int, d: int, itemsize: int):
+    """(TILE, ROWS, num_warps, SPLIT, CHUNK) for R rows of C classes (D: the trailing-dims extent).
+
+    2-D rows (unit stride along C): TILE = up to 4096 columns per step (8 KB bf16 / 16 KB f32 per program-step,
+    8 warps: 16 elements = 2-4 16-byte vectors per thread); short rows stack ROWS rows per step (~2K elements).
+    N-D (D > 1): the rows are the contiguous direction (stride 1 along j), so ROWS = up to 64 rows x a
+    TILE of classes.  SPLIT: column chunks per row so the grid holds >= 8 programs per SM (at most
+    cdiv(C, 2 TILE): each chunk keeps >= 2 steps)."""
+    if d > 1:
+        rows = _FORCE.get("rows", min(64, triton.next_power_of_2(max(r, 1))))
+        tile = _FORCE.get("tile", min(triton.next_power_of_2(max(c, 1)), max(2, 2048 // rows)))
+    else:
+        tile = _FORCE.get("tile", min(triton.next_power_of_2(max(c, 1)), 4096))
+        rows = _FORCE.get("rows", max(1, min(2048 // tile, triton.next_power_of_2(max(r, 1)))))
     elems = tile * rows
-    warps = 4 if elems <= 2048 else 8 if elems <= 4096 else 16
-    sms = _num_sms()
-    row_bytes = max(c * itemsize * rows, 1)
-    progs = _FORCE.get("programs", max(sms, min(8 * sms, (24 << 20) // row_bytes)))
-    return tile, rows, warps, progs
+    warps = 4 if elems <= 2048 else 8
+    nblk = max(1, triton.cdiv(r, rows))
+    split = _FORCE.get("split", max(1, min(triton.cdiv(8 * _num_sms(), nblk), triton.cdiv(c, 2 * tile))))
+    chunk = triton.cdiv(triton.cdiv(c, split), tile) * tile
+    split = max(1, triton.cdiv(c, chunk))
+    return tile, rows, warps, split, chunk
 
 
 @triton.jit
-def _rows_info(t_ptr, w_ptr, rows, N, C, stn, IGNORE, HAS_W: tl.constexpr, PROB: tl.constexpr, CT: tl.constexpr):
+def _roff(rows, D, sn, sd, ND: tl.constexpr, RB: tl.constexpr):
+    """Offset of row r = (n, j) of an [N, *, D] operand with strides (sn, *, sd).  ND: 0 2-D; 1 N-D; 2 N-D with
+    D % RB == 0 and blocks of RB rows starting at multiples of RB: a block then shares n and its j run
+    contiguously, which the hints tell the compiler (the j direction has unit stride in a contiguous input, so
+    the [RB, TILE] tiles are loaded along j with 16-byte vectors instead of D-strided scalars)."""
+    if ND == 2:
+        n = tl.max_constancy(rows // D, RB)
+        j = tl.max_contiguous(tl.multiple_of(rows % D, RB), RB)
+        return n * sn + j * sd
+    elif ND:
+        return (rows // D) * sn + (rows % D) * sd
+    else:
+        return rows * sn
+
+
+@triton.jit
+def _rows_info(t_ptr, w_ptr, rows, R, C, toff, IGNORE, HAS_W: tl.constexpr, PROB: tl.constexpr, CT: tl.constexpr):
     """Per row: (kept, bad, safe class index, w[t] (0 where not kept)). Never reads out of bounds."""
-    rmask = rows < N
+    rmask = rows < R
     if PROB:
         keep = rmask
         bad = rows < 0
         tc = rows * 0
         wt = tl.where(keep, 1.0, 0.0).to(CT)
     else:
-        t = tl.load(t_ptr + rows * stn, mask=rmask, other=IGNORE).to(tl.int64)
+        t = tl.load(t_ptr + toff, mask=rmask, other=IGNORE).to(tl.int64)
         valid = rmask & (t != IGNORE)
         bad = valid & ((t < 0) | (t >= C))
         keep = valid & (t >= 0) & (t < C)
@@ -81,41 +123,16 @@ def _rows_info(t_ptr, w_ptr, rows, N, C, stn, IGNORE, HAS_W: tl.constexpr, PROB:
 
 
 @triton.jit
-def _stats(x_ptr, t_ptr, w_ptr, rows, N, C, sxn, sxc, stn, stc, tc, eps_ptr, HAS_W: tl.constexpr, PROB: tl.constexpr,
-           SMOOTH: tl.constexpr, F64: tl.constexpr, ROWS: tl.constexpr, TILE: tl.constexpr, WHILE: tl.constexpr):
-    """Online over the row: (max, sum exp(x - max), A, B) where
-    index targets: A = sum_c w_c x_c, B = sum_c w_c (only with SMOOTH);  prob targets: A = sum w y' x, B = sum w y'."""
-    CT: tl.constexpr = tl.float64 if F64 else tl.float32
-    m = tl.full([ROWS], float("-inf"), CT)
-    s = tl.zeros([ROWS], CT)
-    a = tl.zeros([ROWS], CT)
-    b = tl.zeros([ROWS], CT)
-    rmask = rows < N
-    if WHILE:
-        off = 0
-        while off < C:
-            m, s, a, b = _stats_step(x_ptr, t_ptr, w_ptr, rows, rmask, off, C, sxn, sxc, stn, stc, m, s, a, b, eps_ptr,
-                                     HAS_W, PROB, SMOOTH, F64, TILE)
-            off += TILE
-    else:
-        for off in range(0, C, TILE):
-            m, s, a, b = _stats_step(x_ptr, t_ptr, w_ptr, rows, rmask, off, C, sxn, sxc, stn, stc, m, s, a, b, eps_ptr,
-                                     HAS_W, PROB, SMOOTH, F64, TILE)
-    return m, s, a, b
-
-
-@triton.jit
-def _stats_step(x_ptr, t_ptr, w_ptr, rows, rmask, off, C, sxn, sxc, stn, stc, m, s, a, b, eps_ptr, HAS_W: tl.constexpr,
+def _stats_step(x_ptr, t_ptr, w_ptr, xo, to, rmask, off, hi, C, sxc, stc, m, s, a, b, EPS, HAS_W: tl.constexpr,
                 PROB: tl.constexpr, SMOOTH: tl.constexpr, F64: tl.constexpr, TILE: tl.constexpr):
     # a and b are kept relative to the running max (a = sum v_c (m - x_c), v_c = w_c or w_c y'_c, b = sum v_c):
     # sum_c v_c (lse - x_c) = b log(s) + a then never subtracts two lse-sized numbers (|x| ~ 1e4 in f32
     # would otherwise lose 3 digits)
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
-    EPS = tl.load(eps_ptr)   # label smoothing, in the compute dtype
     c = off + tl.arange(0, TILE)
-    cm = c < C
+    cm = c < hi
     mask = rmask[:, None] & cm[None, :]
-    x = tl.load(x_ptr + rows[:, None] * sxn + c[None, :] * sxc, mask=mask, other=float("-inf")).to(CT)
+    x = tl.load(x_ptr + xo[:, None] + c[None, :] * sxc, mask=mask, other=float("-inf")).to(CT)
     m_new = tl.maximum(m, tl.max(x, 1))
     ms = tl.where(m_new == float("-inf"), 0.0, m_new)
     s = s * _ex(m - ms, F64) + tl.sum(_ex(x - ms[:, None], F64), 1)
@@ -125,7 +142,7 @@ def _stats_step(x_ptr, t_ptr, w_ptr, rows, rmask, off, C, sxn, sxc, stn, stc, m,
         else:
             wc = tl.where(cm, 1.0, 0.0).to(CT)[None, :]
         if PROB:
-            y = tl.load(t_ptr + rows[:, None] * stn + c[None, :] * stc, mask=mask, other=0.0).to(CT)
+            y = tl.load(t_ptr + to[:, None] + c[None, :] * stc, mask=mask, other=0.0).to(CT)
             v = tl.where(mask, wc * (y * (1.0 - EPS) + EPS / C), 0.0)
         else:
             v = tl.where(mask, wc, 0.0)
@@ -136,34 +153,116 @@ def _stats_step(x_ptr, t_ptr, w_ptr, rows, rmask, off, C, sxn, sxc, stn, stc, m,
 
 
 @triton.jit
-def _ce_fw(x_ptr, t_ptr, w_ptr, loss_ptr, ws_ptr, N, C, sxn, sxc, stn, stc, IGNORE, eps_ptr, HAS_W: tl.constexpr,
-           PROB: tl.constexpr, SMOOTH: tl.constexpr, NONE: tl.constexpr, F64: tl.constexpr, ROWS: tl.constexpr,
-           TILE: tl.constexpr, I64: tl.constexpr, WHILE: tl.constexpr):
+def _ce_part(x_ptr, t_ptr, w_ptr, part_ptr, eps_ptr, loss_ptr, ws_ptr, R, C, D, CHUNK, sxn, sxc, sxd, stn, stc, std,
+             IGNORE, HAS_W: tl.constexpr, PROB: tl.constexpr, SMOOTH: tl.constexpr, ND: tl.constexpr,
+             F64: tl.constexpr, FIN: tl.constexpr, NONE: tl.constexpr, ROWS: tl.constexpr, TILE: tl.constexpr,
+             I64: tl.constexpr, WHILE: tl.constexpr):
+    """Partial row statistics (m, s, a, b) over one column chunk -> part[(k * 4 + q) * R + r].
+    FIN (forward, SPLIT = 1: the chunk is the whole row): the row losses instead, straight to the output
+    ('none') or summed per program with the row weights into ws[pid], ws[nblk + pid] for _fold: no partials
+    (16-32 bytes per row written and read back, as much as the logits themselves when C is small) and no
+    one-program pass over R rows (a 512 x 512 segmentation map has 4M rows)."""
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     EPS = tl.load(eps_ptr)   # label smoothing, in the compute dtype
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     if I64:
         rows = rows.to(tl.int64)
-    keep, bad, tc, wt = _rows_info(t_ptr, w_ptr, rows, N, C, stn, IGNORE, HAS_W, PROB, CT)
-    m, s, a, b = _stats(x_ptr, t_ptr, w_ptr, rows, N, C, sxn, sxc, stn, stc, tc, eps_ptr, HAS_W, PROB, SMOOTH, F64,
-                        ROWS, TILE, WHILE)
+    k = tl.program_id(1)
+    rmask = rows < R
+    xo = _roff(rows, D, sxn, sxd, ND, ROWS)
+    to = _roff(rows, D, stn, std, ND, ROWS)
+    lo = k * CHUNK
+    hi = tl.minimum(lo + CHUNK, C)
+    m = tl.full([ROWS], float("-inf"), CT)
+    s = tl.zeros([ROWS], CT)
+    a = tl.zeros([ROWS], CT)
+    b = tl.zeros([ROWS], CT)
+    if WHILE:
+        off = lo
+        while off < hi:
+            m, s, a, b = _stats_step(x_ptr, t_ptr, w_ptr, xo, to, rmask, off, hi, C, sxc, stc, m, s, a, b, EPS,
+                                     HAS_W, PROB, SMOOTH, F64, TILE)
+            off += TILE
+    else:
+        for off in range(lo, hi, TILE):
+            m, s, a, b = _stats_step(x_ptr, t_ptr, w_ptr, xo, to, rmask, off, hi, C, sxc, stc, m, s, a, b, EPS,
+                                     HAS_W, PROB, SMOOTH, F64, TILE)
+    if FIN:
+        keep, bad, tc, wt = _rows_info(t_ptr, w_ptr, rows, R, C, to, IGNORE, HAS_W, PROB, CT)
+        loss = _row_loss(x_ptr, xo, sxc, keep, bad, tc, wt, m, s, a, b, EPS, C, PROB, SMOOTH, F64)
+        if NONE:
+            tl.store(loss_ptr + rows, loss.to(loss_ptr.dtype.element_ty), mask=rmask)
+        else:
+            pid = tl.program_id(0)
+            tl.store(ws_ptr + pid, tl.sum(loss, 0))
+            tl.store(ws_ptr + tl.num_programs(0) + pid, tl.sum(wt, 0))
+        tl.store(ws_ptr + 2 * R + rows * 0, tl.full([ROWS], 1.0, CT), mask=bad)
+    else:
+        p = part_ptr + k * 4 * R + rows
+        tl.store(p, m, mask=rmask)
+        tl.store(p + R, s, mask=rmask)
+        tl.store(p + 2 * R, a, mask=rmask)
+        tl.store(p + 3 * R, b, mask=rmask)
+
+
+@triton.jit
+def _row_loss(x_ptr, xo, sxc, keep, bad, tc, wt, m, s, a, b, EPS, C, PROB: tl.constexpr, SMOOTH: tl.constexpr,
+              F64: tl.constexpr):
+    """The row's loss from its statistics (NaN on out-of-range targets, 0 on ignored rows)."""
     ls = _lg(s, F64)   # lse = m + ls
     if PROB:
         loss = b * ls + a
     else:
-        xt = tl.load(x_ptr + rows * sxn + tc * sxc, mask=keep, other=0.0).to(CT)
-        loss = (1.0 - EPS) * wt * ((m - xt) + ls)
+        xt = tl.load(x_ptr + xo + tc * sxc, mask=keep, other=0.0).to(m.dtype)
+        loss = (1.0 - EPS) * wt * ((tl.where(keep, m, 0.0) - xt) + ls)
         if SMOOTH:
             loss += EPS / C * (b * ls + a)
     loss = tl.where(keep, loss, 0.0)
-    loss = tl.where(bad, float("nan"), loss)
-    rmask = rows < N
+    return tl.where(bad, float("nan"), loss)
+
+
+@triton.jit
+def _merged(part_ptr, rows, rmask, R, SPLIT: tl.constexpr, F64: tl.constexpr):
+    """The row's (m, s, a, b) from its SPLIT partials (the online-softmax merge; empty chunks have m = -inf)."""
+    m = tl.load(part_ptr + rows, mask=rmask, other=float("-inf"))
+    s = tl.load(part_ptr + R + rows, mask=rmask, other=0.0)
+    a = tl.load(part_ptr + 2 * R + rows, mask=rmask, other=0.0)
+    b = tl.load(part_ptr + 3 * R + rows, mask=rmask, other=0.0)
+    for k in tl.static_range(1, SPLIT):
+        p = part_ptr + k * 4 * R + rows
+        mk = tl.load(p, mask=rmask, other=float("-inf"))
+        mn = tl.maximum(m, mk)
+        ms = tl.where(mn == float("-inf"), 0.0, mn)
+        s = s * _ex(m - ms, F64) + tl.load(p + R, mask=rmask, other=0.0) * _ex(mk - ms, F64)
+        bk = tl.load(p + 3 * R, mask=rmask, other=0.0)
+        a = a + b * tl.where(m == float("-inf"), 0.0, ms - m) + tl.load(p + 2 * R, mask=rmask, other=0.0) \
+            + bk * tl.where(mk == float("-inf"), 0.0, ms - mk)
+        b += bk
+        m = mn
+    return m, s, a, b
+
+
+@triton.jit
+def _ce_fin(x_ptr, t_ptr, w_ptr, part_ptr, loss_ptr, ws_ptr, eps_ptr, R, C, D, sxn, sxc, sxd, stn, std, IGNORE,
+            HAS_W: tl.constexpr, PROB: tl.constexpr, SMOOTH: tl.constexpr, NONE: tl.constexpr, ND: tl.constexpr,
+            F64: tl.constexpr, SPLIT: tl.constexpr, BLOCK: tl.constexpr, I64: tl.constexpr):
+    CT: tl.constexpr = tl.float64 if F64 else tl.float32
+    EPS = tl.load(eps_ptr)
+    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if I64:
+        rows = rows.to(tl.int64)
+    rmask = rows < R
+    keep, bad, tc, wt = _rows_info(t_ptr, w_ptr, rows, R, C, _roff(rows, D, stn, std, ND > 0, BLOCK), IGNORE, HAS_W,
+                                   PROB, CT)
+    m, s, a, b = _merged(part_ptr, rows, rmask, R, SPLIT, F64)
+    loss = _row_loss(x_ptr, _roff(rows, D, sxn, sxd, ND > 0, BLOCK), sxc, keep, bad, tc, wt, m, s, a, b, EPS, C,
+                     PROB, SMOOTH, F64)
     if NONE:
         tl.store(loss_ptr + rows, loss.to(loss_ptr.dtype.element_ty), mask=rmask)
     else:
         tl.store(ws_ptr + rows, loss, mask=rmask)
-        tl.store(ws_ptr + N + rows, wt, mask=rmask)
-    tl.store(ws_ptr + 2 * N + rows * 0, tl.full([ROWS], 1.0, CT), mask=bad)
+        tl.store(ws_ptr + R + rows, wt, mask=rmask)
+    tl.store(ws_ptr + 2 * R + rows * 0, tl.full([BLOCK], 1.0, CT), mask=bad)
 
 
 @triton.jit
@@ -191,22 +290,37 @@ def _fold(ws_ptr, out_ptr, N, MEAN: tl.constexpr, F64: tl.constexpr, BLOCK: tl.c
 
 
 @triton.jit
-def _denom(t_ptr, w_ptr, ws_ptr, N, C, stn, IGNORE, HAS_W: tl.constexpr, PROB: tl.constexpr, F64: tl.constexpr,
-           BLOCK: tl.constexpr, WHILE: tl.constexpr):
-    """One program: sum_i w[t_i] over the kept rows (the mean's denominator; N for probability targets)."""
+def _denom(t_ptr, w_ptr, ws_ptr, N, C, D, stn, std, IGNORE, HAS_W: tl.constexpr, PROB: tl.constexpr,
+           ND: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr, WHILE: tl.constexpr):
+    """One program: sum_r w[t_r] over the kept rows (the mean's denominator; R for probability targets)."""
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     acc = tl.zeros([BLOCK], CT)
     if WHILE:
         off = 0
         while off < N:
-            _k, _b, _t, wt = _rows_info(t_ptr, w_ptr, off + tl.arange(0, BLOCK), N, C, stn, IGNORE, HAS_W, PROB, CT)
+            r = off + tl.arange(0, BLOCK)
+            to = _roff(r, D, stn, std, ND > 0, BLOCK)
+            _k, _b, _t, wt = _rows_info(t_ptr, w_ptr, r, N, C, to, IGNORE, HAS_W, PROB, CT)
             acc += wt
             off += BLOCK
     else:
         for off in range(0, N, BLOCK):
-            _k, _b, _t, wt = _rows_info(t_ptr, w_ptr, off + tl.arange(0, BLOCK), N, C, stn, IGNORE, HAS_W, PROB, CT)
+            r = off + tl.arange(0, BLOCK)
+            to = _roff(r, D, stn, std, ND > 0, BLOCK)
+            _k, _b, _t, wt = _rows_info(t_ptr, w_ptr, r, N, C, to, IGNORE, HAS_W, PROB, CT)
             acc += wt
     tl.store(ws_ptr, tl.sum(acc, 0))
+
+
+@triton.jit
+def _denom_blk(t_ptr, w_ptr, out_ptr, N, C, D, stn, std, IGNORE, HAS_W: tl.constexpr, PROB: tl.constexpr,
+               ND: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr):
+    """Program i: sum of w[t_r] over the kept rows of block i (then _fold sums the blocks: no one-program pass
+    over millions of N-D rows)."""
+    CT: tl.constexpr = tl.float64 if F64 else tl.float32
+    r = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    _k, _b, _t, wt = _rows_info(t_ptr, w_ptr, r, N, C, _roff(r, D, stn, std, ND > 0, BLOCK), IGNORE, HAS_W, PROB, CT)
+    tl.store(out_ptr + tl.program_id(0), tl.sum(wt, 0))
 
 
 @triton.jit
@@ -222,122 +336,132 @@ def _row_scale(g_ptr, ws_ptr, rows, keep, N, RED: tl.constexpr, CT: tl.constexpr
 
 
 @triton.jit
-def _ce_bw_block(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, ws_ptr, blk, N, C, sxn, sxc, stn, stc, IGNORE, eps_ptr,
-                 HAS_W: tl.constexpr, PROB: tl.constexpr, SMOOTH: tl.constexpr, RED: tl.constexpr, F64: tl.constexpr,
-                 ROWS: tl.constexpr, TILE: tl.constexpr, I64: tl.constexpr, WHILE: tl.constexpr):
+def _ce_grad(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, part_ptr, ws_ptr, eps_ptr, R, C, D, CHUNK, sxn, sxc, sxd, stn, stc,
+             std, IGNORE, HAS_W: tl.constexpr, PROB: tl.constexpr, SMOOTH: tl.constexpr, RED: tl.constexpr,
+             ND: tl.constexpr, F64: tl.constexpr, SPLIT: tl.constexpr, FUSED: tl.constexpr, ROWS: tl.constexpr,
+             TILE: tl.constexpr, I64: tl.constexpr, WHILE: tl.constexpr):
+    """One streaming pass over a column chunk: dx = (p * coef - w y') * scale, p = exp(x - m) / s.
+    FUSED (one tile covers the row, SPLIT = 1): the row statistics come from the same tile (its second load is
+    an L1 hit) instead of _ce_part's partials: 1 HBM read + 1 write, one launch."""
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
-    EPS = tl.load(eps_ptr)   # label smoothing, in the compute dtype
-    rows = blk * ROWS + tl.arange(0, ROWS)
+    EPS = tl.load(eps_ptr)
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     if I64:
         rows = rows.to(tl.int64)
-    keep, bad, tc, wt = _rows_info(t_ptr, w_ptr, rows, N, C, stn, IGNORE, HAS_W, PROB, CT)
-    m, s, a, b = _stats(x_ptr, t_ptr, w_ptr, rows, N, C, sxn, sxc, stn, stc, tc, eps_ptr, HAS_W, PROB, SMOOTH, F64,
-                        ROWS, TILE, WHILE)
-    m = tl.where(m == float("-inf"), 0.0, m)   # rows past N
+    k = tl.program_id(1)
+    rmask = rows < R
+    to = _roff(rows, D, stn, std, ND, ROWS)
+    keep, bad, tc, wt = _rows_info(t_ptr, w_ptr, rows, R, C, to, IGNORE, HAS_W, PROB, CT)
+    xo = _roff(rows, D, sxn, sxd, ND, ROWS)
+    if FUSED:
+        m0 = tl.full([ROWS], float("-inf"), CT)
+        z0 = tl.zeros([ROWS], CT)
+        m, s, a, b = _stats_step(x_ptr, t_ptr, w_ptr, xo, to, rmask, 0, C, C, sxc, stc, m0, z0, z0, z0, EPS, HAS_W,
+                                 PROB, SMOOTH, F64, TILE)
+    else:
+        m, s, a, b = _merged(part_ptr, rows, rmask, R, SPLIT, F64)
+    m = tl.where(m == float("-inf"), 0.0, m)   # rows past R
     inv = 1.0 / s
-    sc = _row_scale(g_ptr, ws_ptr, rows, keep, N, RED, CT)
-    # d = p * coef - (wy), per element; coef = sum_c w_c y'_c:
-    #   index targets: (1 - eps) w_t + eps / C * sum w;  probability targets: b (from the stats pass)
+    sc = _row_scale(g_ptr, ws_ptr, rows, keep, R, RED, CT)
+    # coef = sum_c w_c y'_c: index targets (1 - eps) w_t + eps / C * sum w;  probability targets: b
     if PROB:
         coef = b
     else:
         coef = (1.0 - EPS) * wt
         if SMOOTH:
             coef += EPS / C * b
+    if ND:
+        do = _roff(rows, D, C * D, 1, ND, ROWS)   # dx is written contiguous [N, C, D]
+        sdc = D
+    else:
+        do = rows * C
+        sdc = 1
+    lo = k * CHUNK
+    hi = tl.minimum(lo + CHUNK, C)
     if WHILE:
-        off = 0
-        while off < C:
-            _ce_bw_step(x_ptr, t_ptr, w_ptr, dx_ptr, rows, off, N, C, sxn, sxc, stn, stc, tc, wt, m, inv, coef, sc, eps_ptr,
-                        HAS_W, PROB, SMOOTH, F64, TILE)
+        off = lo
+        while off < hi:
+            _grad_step(x_ptr, t_ptr, w_ptr, dx_ptr, xo, to, do, sdc, rmask, off, hi, C, sxc, stc, tc, wt, m, inv, coef,
+                       sc, EPS, HAS_W, PROB, SMOOTH, F64, TILE)
             off += TILE
     else:
-        for off in range(0, C, TILE):
-            _ce_bw_step(x_ptr, t_ptr, w_ptr, dx_ptr, rows, off, N, C, sxn, sxc, stn, stc, tc, wt, m, inv, coef, sc, eps_ptr,
-                        HAS_W, PROB, SMOOTH, F64, TILE)
+        for off in range(lo, hi, TILE):
+            _grad_step(x_ptr, t_ptr, w_ptr, dx_ptr, xo, to, do, sdc, rmask, off, hi, C, sxc, stc, tc, wt, m, inv, coef,
+                       sc, EPS, HAS_W, PROB, SMOOTH, F64, TILE)
 
 
 @triton.jit
-def _ce_bw_step(x_ptr, t_ptr, w_ptr, dx_ptr, rows, off, N, C, sxn, sxc, stn, stc, tc, wt, m, inv, coef, sc, eps_ptr,
-                HAS_W: tl.constexpr, PROB: tl.constexpr, SMOOTH: tl.constexpr, F64: tl.constexpr, TILE: tl.constexpr):
+def _grad_step(x_ptr, t_ptr, w_ptr, dx_ptr, xo, to, do, sdc, rmask, off, hi, C, sxc, stc, tc, wt, m, inv, coef, sc, EPS,
+               HAS_W: tl.constexpr, PROB: tl.constexpr, SMOOTH: tl.constexpr, F64: tl.constexpr, TILE: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
-    EPS = tl.load(eps_ptr)   # label smoothing, in the compute dtype
     c = off + tl.arange(0, TILE)
-    cm = c < C
-    mask = (rows < N)[:, None] & cm[None, :]
-    x = tl.load(x_ptr + rows[:, None] * sxn + c[None, :] * sxc, mask=mask, other=0.0).to(CT)
+    cm = c < hi
+    mask = rmask[:, None] & cm[None, :]
+    x = tl.load(x_ptr + xo[:, None] + c[None, :] * sxc, mask=mask, other=0.0).to(CT)
     p = _ex(x - m[:, None], F64) * inv[:, None]   # x - m is exact; m + log(s) would round at |x| ~ 1e4
     if HAS_W:
         wc = tl.load(w_ptr + c, mask=cm, other=0.0).to(CT)[None, :]
     else:
         wc = 1.0
     if PROB:
-        y = tl.load(t_ptr + rows[:, None] * stn + c[None, :] * stc, mask=mask, other=0.0).to(CT)
+        y = tl.load(t_ptr + to[:, None] + c[None, :] * stc, mask=mask, other=0.0).to(CT)
         d = p * coef[:, None] - wc * (y * (1.0 - EPS) + EPS / C)
     else:
         d = p * coef[:, None] - tl.where(c[None, :] == tc[:, None], (1.0 - EPS) * wt[:, None], 0.0)
         if SMOOTH:
             d -= EPS / C * wc
     d = d * sc[:, None]
-    tl.store(dx_ptr + rows[:, None] * C + c[None, :], d.to(dx_ptr.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def _ce_bw(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, ws_ptr, N, C, sxn, sxc, stn, stc, IGNORE, eps_ptr, HAS_W: tl.constexpr,
-           PROB: tl.constexpr, SMOOTH: tl.constexpr, RED: tl.constexpr, F64: tl.constexpr, ROWS: tl.constexpr,
-           TILE: tl.constexpr, I64: tl.constexpr, WHILE: tl.constexpr):
-    # persistent over row blocks: a block's second read (the write pass) hits L2 (see the module docstring)
-    nblk = tl.cdiv(N, ROWS)
-    if WHILE:
-        blk = tl.program_id(0)
-        while blk < nblk:
-            _ce_bw_block(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, ws_ptr, blk, N, C, sxn, sxc, stn, stc, IGNORE, eps_ptr,
-                         HAS_W, PROB, SMOOTH, RED, F64, ROWS, TILE, I64, WHILE)
-            blk += tl.num_programs(0)
-    else:
-        for blk in range(tl.program_id(0), nblk, tl.num_programs(0)):
-            _ce_bw_block(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, ws_ptr, blk, N, C, sxn, sxc, stn, stc, IGNORE, eps_ptr,
-                         HAS_W, PROB, SMOOTH, RED, F64, ROWS, TILE, I64, WHILE)
+    tl.store(dx_ptr + do[:, None] + c[None, :] * sdc, d.to(dx_ptr.dtype.element_ty), mask=mask)
 
 
 # -- nll_loss -------------------------------------------------------------------------------------
 @triton.jit
-def _nll_fw(x_ptr, t_ptr, w_ptr, loss_ptr, ws_ptr, N, C, sxn, sxc, stn, IGNORE, HAS_W: tl.constexpr,
-            NONE: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr, I64: tl.constexpr):
+def _nll_fw(x_ptr, t_ptr, w_ptr, loss_ptr, ws_ptr, R, C, D, sxn, sxc, sxd, stn, std, IGNORE, HAS_W: tl.constexpr,
+            NONE: tl.constexpr, ND: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr, I64: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     if I64:
         rows = rows.to(tl.int64)
-    keep, bad, tc, wt = _rows_info(t_ptr, w_ptr, rows, N, C, stn, IGNORE, HAS_W, False, CT)
-    xt = tl.load(x_ptr + rows * sxn + tc * sxc, mask=keep, other=0.0).to(CT)
+    keep, bad, tc, wt = _rows_info(t_ptr, w_ptr, rows, R, C, _roff(rows, D, stn, std, ND > 0, BLOCK), IGNORE, HAS_W,
+                                   False, CT)
+    xt = tl.load(x_ptr + _roff(rows, D, sxn, sxd, ND > 0, BLOCK) + tc * sxc, mask=keep, other=0.0).to(CT)
     loss = tl.where(keep, -wt * xt, 0.0)
     loss = tl.where(bad, float("nan"), loss)
-    rmask = rows < N
+    rmask = rows < R
     if NONE:
         tl.store(loss_ptr + rows, loss.to(loss_ptr.dtype.element_ty), mask=rmask)
     else:
         tl.store(ws_ptr + rows, loss, mask=rmask)
-        tl.store(ws_ptr + N + rows, wt, mask=rmask)
-    tl.store(ws_ptr + 2 * N + rows * 0, tl.full([BLOCK], 1.0, CT), mask=bad)
+        tl.store(ws_ptr + R + rows, wt, mask=rmask)
+    tl.store(ws_ptr + 2 * R + rows * 0, tl.full([BLOCK], 1.0, CT), mask=bad)
 
 
 @triton.jit
-def _nll_bw(g_ptr, t_ptr, w_ptr, dx_ptr, ws_ptr, N, C, stn, IGNORE, HAS_W: tl.constexpr, RED: tl.constexpr,
-            F64: tl.constexpr, ROWS: tl.constexpr, TILE: tl.constexpr, I64: tl.constexpr):
+def _nll_bw(g_ptr, t_ptr, w_ptr, dx_ptr, ws_ptr, R, C, D, stn, std, IGNORE, HAS_W: tl.constexpr, RED: tl.constexpr,
+            ND: tl.constexpr, F64: tl.constexpr, ROWS: tl.constexpr, TILE: tl.constexpr, I64: tl.constexpr):
     # grid (row blocks, column tiles): one dense write of dinput (the floor), the target column gets -w_t * scale
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     if I64:
         rows = rows.to(tl.int64)
-    keep, bad, tc, wt = _rows_info(t_ptr, w_ptr, rows, N, C, stn, IGNORE, HAS_W, False, CT)
-    sc = _row_scale(g_ptr, ws_ptr, rows, keep, N, RED, CT)
+    keep, bad, tc, wt = _rows_info(t_ptr, w_ptr, rows, R, C, _roff(rows, D, stn, std, ND, ROWS), IGNORE, HAS_W, False,
+                                   CT)
+    sc = _row_scale(g_ptr, ws_ptr, rows, keep, R, RED, CT)
     c = tl.program_id(1) * TILE + tl.arange(0, TILE)
     d = tl.where((c[None, :] == tc[:, None]) & keep[:, None], (-wt * sc)[:, None], 0.0)
-    mask = (rows < N)[:, None] & (c < C)[None, :]
-    tl.store(dx_ptr + rows[:, None] * C + c[None, :], d.to(dx_ptr.dtype.element_ty), mask=mask)
+    mask = (rows < R)[:, None] & (c < C)[None, :]
+    if ND:
+        do = _roff(rows, D, C * D, 1, ND, ROWS)
+        sdc = D
+    else:
+        do = rows * C
+        sdc = 1
+    tl.store(dx_ptr + do[:, None] + c[None, :] * sdc, d.to(dx_ptr.dtype.element_ty), mask=mask)
 
 
 # -- host side ------------------------------------------------------------------------------------
 _RED = {"none": 0, "sum": 1, "mean": 2}
+_FIN_BLOCK = 256
 
 
 def _geometry(desc):
@@ -348,14 +472,41 @@ def _geometry(desc):
     return bw, x, t, has_w
 
 
+def _ncd(shape) -> tuple[int, int, int]:
+    """(N, C, D) of an [N, C, d1, ...] (or unbatched [C]) input."""
+    if len(shape) == 1:
+        return 1, shape[0], 1
+    return shape[0], shape[1], math.prod(shape[2:])
+
+
+def _plan_of(desc):
+    bw, x, t, _ = _geometry(desc)
+    n, c, d = _ncd(x.shape)
+    r = n * d
+    nll = desc.op.startswith("nll_loss")
+    tile, rows, warps, split, chunk = choose(r, c, d, x.dtype.itemsize)
+    part = 0 if nll else 4 * split * r
+    if _coop(desc, c, d, tile, split):
+        part = max(part, _long.workspace_words(r, c))
+    return n, c, d, r, tile, rows, warps, split, chunk, part
+
+
+def _coop(desc, c, d, tile, split) -> bool:
+    """The single-read backward (loss_ce_coop.py): GPU only, 2-D, class-index targets, rows wider than a tile."""
+    bw, _, t, _ = _geometry(desc)
+    return (bw and desc.op == "cross_entropy_backward" and not t.dtype.is_floating and d == 1
+            and not (split == 1 and tile >= c) and _FORCE.get("coop", not _WHILE) and _long.eligible(c))
+
+
 def _f64(desc) -> bool:
     return _geometry(desc)[1].dtype == DType.f64
 
 
 def _workspace(desc) -> int:
-    bw, x, _, _ = _geometry(desc)
-    n = x.shape[0]
-    return (1 if bw else 2 * n + 1) * (8 if _f64(desc) else 4)
+    """Words (f32, f64 for f64 inputs): [0, R) row losses, [R, 2R) row weights, 2R the bad-target flag, 2R + 1
+    the mean's denominator, then 4 SPLIT R words of partial row statistics (cross_entropy)."""
+    *_, r, _t, _r, _w, _s, _c, part = _plan_of(desc)
+    return (2 * r + 2 + part) * (8 if _f64(desc) else 4)
 
 
 def _check_flag(op, ws, c, ignore):
@@ -374,16 +525,20 @@ def _ws_view(ws, f64):
 
 def _bind(desc, pref=None):
     bw, x, t, has_w = _geometry(desc)
-    n, c = x.shape
+    n, c, d, r, tile, rows, warps, split, chunk, _ = _plan_of(desc)
     f64 = _f64(desc)
     prob = t.dtype.is_floating
     nll = desc.op.startswith("nll_loss")
     red = desc.attr("reduction")
     ignore = desc.attr("ignore_index")
     eps = 0.0 if nll else desc.attr("label_smoothing")
-    tile, rows, warps, progs = choose(n, c, x.dtype.itemsize)
-    i64 = n * c >= 2 ** 31 - 65536
-    common = dict(HAS_W=has_w, F64=f64, I64=i64)
+    nd = 0 if d == 1 else (2 if d % rows == 0 else 1)   # see _roff
+    common = dict(HAS_W=has_w, F64=f64, I64=n * c * d >= 2 ** 31 - 65536, ND=nd)
+    cfg = dict(PROB=prob, SMOOTH=eps > 0, ROWS=rows, TILE=tile, WHILE=_WHILE, num_warps=warps)
+    grid = (triton.cdiv(r, rows), split)
+    fused = split == 1 and tile >= c   # the backward's statistics from the same tile (no _ce_part launch)
+    coop = _coop(desc, c, d, tile, split)
+    wsum_t: dict = {}
     eps_t: dict = {}
 
     def eps_of(dev):   # a Python float argument would be typed f32: f64 kernels load eps from a tensor
@@ -391,51 +546,83 @@ def _bind(desc, pref=None):
         if e is None:
             e = eps_t[dev] = torch.full((1,), eps, dtype=torch.float64 if f64 else torch.float32, device=dev)
         return e
-    fold_block = 1024
+
+    def operands(xt, tt):
+        """[N, C, D] views of the input (and probability target), the [N, D] view of index targets, strides."""
+        x3 = xt.reshape(n, c, d)   # a view unless the trailing dims don't collapse (then one copy)
+        if prob:
+            t3 = tt.reshape(n, c, d)
+            return x3, t3, (t3.stride(0), t3.stride(1), t3.stride(2))
+        t2 = tt.reshape(n, d)
+        return x3, t2, (t2.stride(0), 0, t2.stride(1))
 
     def fw(desc_, inputs, outputs, ws):
-        xt, tt = inputs[0], inputs[1]
-        wt = inputs[2].contiguous() if has_w else xt   # [C]: a copy is negligible next to [N, C]
+        x3, tg, (stn, stc, std) = operands(inputs[0], inputs[1])
+        wt = inputs[2].contiguous() if has_w else x3   # [C]: a copy is negligible next to [N, C]
         out = outputs[0]
         loss = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
         w = _ws_view(ws, f64)
-        w[2 * n:2 * n + 1].zero_()
-        if n:
-            stn, stc = (tt.stride(0), tt.stride(1)) if prob else (tt.stride(0), 0)
+        w[2 * r:2 * r + 1].zero_()
+        sx = x3.stride()
+        if r:
             if nll:
-                blk = 1024
-                _nll_fw[(triton.cdiv(n, blk),)](xt, tt, wt, loss, w, n, c, xt.stride(0), xt.stride(1), stn, ignore,
-                                                NONE=red == "none", BLOCK=blk, **common)
+                _nll_fw[(triton.cdiv(r, 1024),)](x3, tg, wt, loss, w, r, c, d, sx[0], sx[1], sx[2], stn, std, ignore,
+                                                 NONE=red == "none", BLOCK=1024, **common)
             else:
-                _ce_fw[(triton.cdiv(n, rows),)](xt, tt, wt, loss, w, n, c, xt.stride(0), xt.stride(1), stn, stc,
-                                                ignore, eps_of(xt.device), PROB=prob, SMOOTH=eps > 0, NONE=red == "none", ROWS=rows,
-                                                TILE=tile, WHILE=_WHILE, num_warps=warps, **common)
-        if red != "none":
-            _fold[(1,)](w, loss, n, MEAN=red == "mean", F64=f64, BLOCK=fold_block, WHILE=_WHILE, num_warps=4)
+                part, e = w[2 * r + 2:], eps_of(x3.device)
+                _ce_part[grid](x3, tg, wt, part, e, loss, w, r, c, d, chunk, sx[0], sx[1], sx[2], stn, stc, std,
+                               ignore, FIN=split == 1, NONE=red == "none", **cfg, **common)
+                if split > 1:
+                    _ce_fin[(triton.cdiv(r, _FIN_BLOCK),)](x3, tg, wt, part, loss, w, e, r, c, d, sx[0], sx[1], sx[2],
+                                                           stn, std, ignore, PROB=prob, SMOOTH=eps > 0,
+                                                           NONE=red == "none", SPLIT=split, BLOCK=_FIN_BLOCK,
+                                                           num_warps=4, **common)
+        if red != "none":   # the fused forward left one (loss, weight) sum per program, the others one per row
+            nsum = grid[0] if (split == 1 and not nll) else r
+            _fold[(1,)](w, loss, nsum, MEAN=red == "mean", F64=f64, BLOCK=1024, WHILE=_WHILE, num_warps=4)
         if loss is not out:
             out.copy_(loss)
-        if n and not prob:
-            _check_flag(desc.op, w[2 * n], c, ignore)
+        if r and not prob:
+            _check_flag(desc.op, w[2 * r], c, ignore)
 
     def bwd(desc_, inputs, outputs, ws):
-        g, xt, tt = inputs[0].contiguous(), inputs[1], inputs[2]   # grad: [N] or a scalar
-        wt = inputs[3].contiguous() if has_w else xt
+        g = inputs[0].contiguous()   # grad: the rows' shape or a scalar
+        x3, tg, (stn, stc, std) = operands(inputs[1], inputs[2])
+        wt = inputs[3].contiguous() if has_w else x3
         out = outputs[0]
         dx = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-        w = _ws_view(ws, f64)
-        if n == 0:
+        if r == 0 or c == 0:
             return
-        stn, stc = (tt.stride(0), tt.stride(1)) if prob else (tt.stride(0), 0)
-        if red == "mean":
-            _denom[(1,)](tt, wt, w, n, c, stn, ignore, HAS_W=has_w, PROB=prob, F64=f64, BLOCK=fold_block,
-                         WHILE=_WHILE, num_warps=4)
+        w = _ws_view(ws, f64)
+        den = w[2 * r + 1:]
+        sx = x3.stride()
+        if red == "mean":   # block sums into ws[0, 2 nblk) (free in the backward), folded into den
+            nblk = triton.cdiv(r, 1024)
+            _denom_blk[(nblk,)](tg, wt, w, r, c, d, stn, std, ignore, HAS_W=has_w, PROB=prob, ND=nd, F64=f64,
+                                BLOCK=1024, num_warps=4)
+            _fold[(1,)](w, den, nblk, MEAN=False, F64=f64, BLOCK=1024, WHILE=_WHILE, num_warps=4)
         if nll:
-            _nll_bw[(triton.cdiv(n, rows), triton.cdiv(c, tile))](g, tt, wt, dx, w, n, c, stn, ignore, RED=_RED[red],
-                                                                   ROWS=rows, TILE=tile, num_warps=warps, **common)
+            _nll_bw[(triton.cdiv(r, rows), triton.cdiv(c, tile))](g, tg, wt, dx, den, r, c, d, stn, std, ignore,
+                                                                   RED=_RED[red], ROWS=rows, TILE=tile,
+                                                                   num_warps=warps, **common)
         else:
-            grid = (min(triton.cdiv(n, rows), progs),)
-            _ce_bw[grid](g, xt, tt, wt, dx, w, n, c, xt.stride(0), xt.stride(1), stn, stc, ignore, eps_of(xt.device), PROB=prob,
-                         SMOOTH=eps > 0, RED=_RED[red], ROWS=rows, TILE=tile, WHILE=_WHILE, num_warps=warps, **common)
+            part, e = w[2 * r + 2:], eps_of(x3.device)
+            if coop and x3.stride(1) == 1:   # (a strided class dim takes the streaming pair)
+                ws_ = wsum_t.get(x3.device)   # sum_c w_c (label smoothing): constant per plan unless weighted
+                if eps > 0 and has_w:
+                    ws_ = inputs[3].sum(dtype=torch.float64 if f64 else torch.float32).reshape(1)
+                elif ws_ is None:
+                    ws_ = wsum_t[x3.device] = torch.full((1,), float(c), dtype=part.dtype, device=x3.device)
+                _long.launch(g, x3[:, :, 0], tg[:, 0], wt, dx, part, den, e, ws_, r, c, ignore, has_w, eps > 0,
+                             _RED[red], f64)
+                if dx is not out:
+                    out.copy_(dx)
+                return
+            if not fused:
+                _ce_part[grid](x3, tg, wt, part, e, x3, w, r, c, d, chunk, sx[0], sx[1], sx[2], stn, stc, std, ignore,
+                               FIN=False, NONE=False, **cfg, **common)
+            _ce_grad[grid](g, x3, tg, wt, dx, part, den, e, r, c, d, chunk, sx[0], sx[1], sx[2], stn, stc, std, ignore,
+                           RED=_RED[red], SPLIT=split, FUSED=fused, **cfg, **common)
         if dx is not out:
             out.copy_(dx)
 
@@ -447,10 +634,11 @@ def _run(desc, inputs, outputs, ws):
 
 
 def _route(desc, pref):
-    bw, x, t, _ = _geometry(desc)
-    tile, rows, _, progs = choose(x.shape[0], x.shape[1], x.dtype.itemsize)
-    kind = "online" if x.shape[1] > tile else "row"
-    return f"triton:{desc.op}:{kind}{tile}x{rows}" + (f"-persistent{progs}" if bw and not desc.op.startswith("nll") else "")
+    n, c, d, r, tile, rows, _, split, _, _ = _plan_of(desc)
+    if _coop(desc, c, d, tile, split):
+        return f"triton:{desc.op}:coop{_long.CHUNK}x{_long.splits(c)}"
+    kind = "fused-" if desc.op == "cross_entropy_backward" and split == 1 and tile >= c else ""
+    return f"triton:{desc.op}:{kind}{'nd-' if d > 1 else ''}tile{tile}x{rows}" + ("" if desc.op.startswith("nll") else f"-split{split}")
 
 
 for _op in ("cross_entropy", "cross_entropy_backward", "nll_loss", "nll_loss_backward"):

@@ -219,8 +219,8 @@ def _bind(desc, pref=None):
             prm = params[x.device] = torch.tensor([eps, cap or 1.0, z], dtype=ct, device=x.device)
         db = torch.zeros(v, dtype=torch.float32 if not f64 else ct, device=x.device) if has_b else None
         if n and mean:
-            _denom[(1,)](t, t, wsv[2 * n + 1:], n, v, t.stride(0), ignore, HAS_W=False, PROB=False, F64=f64,
-                         BLOCK=1024, WHILE=_WHILE, num_warps=4)
+            _denom[(1,)](t, t, wsv[2 * n + 1:], n, v, 1, t.stride(0), 0, ignore, HAS_W=False, PROB=False, ND=False,
+                         F64=f64, BLOCK=1024, WHILE=_WHILE, num_warps=4)
         if n == 0:
             dw.zero_()
         for s0 in range(0, n, chunk):
