@@ -7,6 +7,7 @@ machine epsilon of the input dtype.
 
 add_rms_norm(x, residual, weight, normalized_shape, eps) -> (s, y): s = x + residual (rounded to the
 dtype, as the unfused pair would) and y = rms_norm(s): the pre-norm transformer's residual step in one pass.
+add_layer_norm(x, residual, weight[, bias], normalized_shape, eps) -> (s, y): the same with layer_norm.
 
 Backward: one fused op each, ``rms_norm_backward(grad, x[, weight])`` -> (dx[, dweight]) and
 ``layer_norm_backward(grad, x[, weight])`` -> (dx[, dweight, dbias]; ``has_bias`` says whether dbias is
@@ -133,35 +134,47 @@ def _g_ln(ctx, d, grads, s):
     return tuple(r) if isinstance(r, tuple) else (r,)
 
 
-def _check_add_rms(inputs, attrs):
-    op = "add_rms_norm"
-    _attrs(op, attrs, ("normalized_shape", "eps"))
-    if len(inputs) != 3:
-        raise InvalidProblemError(op, "inputs", "3 operands (x, residual, weight)", len(inputs))
-    x, r, w = inputs
-    _SPECS[op].check_dtypes(inputs)
-    check_nonneg(op, ("x",), (x.shape,))
-    if r.shape != x.shape:
-        raise InvalidProblemError(op, "residual", f"the shape of 'x' {x.shape}", r.shape)
-    ns = _norm_shape(op, x, attrs)
-    if w.shape != ns:
-        raise InvalidProblemError(op, "weight", f"shape {ns} (normalized_shape)", w.shape)
-    for n, t in (("residual", r), ("weight", w)):
-        if t.dtype != x.dtype:
-            raise DTypeMismatchError(op, n, str(x.dtype), str(t.dtype))
-    out = TensorSpec(x.shape, x.dtype)
-    return {"normalized_shape": ns, "eps": _eps(op, attrs, x.dtype)}, (out, out)
+def _check_add(op):
+    """add_rms_norm: (x, residual, weight); add_layer_norm: (x, residual, weight[, bias])."""
+    nmax = 4 if op == "add_layer_norm" else 3
+
+    def check(inputs, attrs):
+        _attrs(op, attrs, ("normalized_shape", "eps"))
+        if not 3 <= len(inputs) <= nmax:
+            raise InvalidProblemError(op, "inputs", f"{'3 or 4' if nmax == 4 else '3'} operands (x, residual, weight"
+                                      f"{'[, bias]' if nmax == 4 else ''})", len(inputs))
+        x, r = inputs[:2]
+        _SPECS[op].check_dtypes(inputs)
+        check_nonneg(op, ("x",), (x.shape,))
+        if r.shape != x.shape:
+            raise InvalidProblemError(op, "residual", f"the shape of 'x' {x.shape}", r.shape)
+        ns = _norm_shape(op, x, attrs)
+        for n, t in zip(("weight", "bias"), inputs[2:]):
+            if t.shape != ns:
+                raise InvalidProblemError(op, n, f"shape {ns} (normalized_shape)", t.shape)
+        for n, t in zip(("residual", "weight", "bias"), inputs[1:]):
+            if t.dtype != x.dtype:
+                raise DTypeMismatchError(op, n, str(x.dtype), str(t.dtype))
+        out = TensorSpec(x.shape, x.dtype)
+        return {"normalized_shape": ns, "eps": _eps(op, attrs, x.dtype)}, (out, out)
+    return check
 
 
-def _g_add_rms(ctx, d, grads, s):
+def _g_add_norm(ctx, d, grads, s):
+    """s = x + residual feeds both outputs: ds = norm_backward(gy, s) + gs, and dx = dresidual = ds."""
     gs, gy = grads
     a = dict(normalized_shape=d.attr("normalized_shape"), eps=d.attr("eps"))
+    naff = len(d.inputs) - 2
     if gy is None:
-        return gs, gs, None
-    ds, dw = ctx.op("rms_norm_backward", gy, s["out0"], s["weight"], **a)
+        return (gs, gs) + (None,) * naff
+    if d.op == "add_rms_norm":
+        r = ctx.op("rms_norm_backward", gy, s["out0"], s["weight"], **a)
+    else:
+        r = ctx.op("layer_norm_backward", gy, s["out0"], s["weight"], has_bias=naff == 2, **a)
+    ds, rest = r[0], tuple(r[1:])
     if gs is not None:
         ds = ctx.op("add", ds, gs)
-    return ds, ds, dw
+    return (ds, ds) + rest
 
 
 def _peer_add_rms(x, r, w, *, normalized_shape, eps):
@@ -169,6 +182,13 @@ def _peer_add_rms(x, r, w, *, normalized_shape, eps):
 
     s = x + r
     return s, F.rms_norm(s, normalized_shape, w, eps)
+
+
+def _peer_add_ln(x, r, w, b=None, *, normalized_shape, eps):
+    import torch.nn.functional as F
+
+    s = x + r
+    return s, F.layer_norm(s, normalized_shape, w, b, eps)
 
 
 # -- peers and drop-ins --------------------------------------------------------------------------
@@ -268,28 +288,40 @@ def _bw_tol(dt):
             DType.bf16: (3e-2, 3e-2)}[dt]
 
 
-def _add_rms_samples(rng):
-    for shape, ns in _SHAPES:
-        yield Sample((rng.standard_normal(shape), rng.standard_normal(shape), rng.standard_normal(ns)),
-                     {"normalized_shape": ns, "eps": 1e-5}, name=f"{shape}{ns}")
+def _add_samples(op):
+    def samples(rng):
+        for shape, ns in _SHAPES:
+            for nb in ((0, 1) if op == "add_layer_norm" else (0,)):
+                yield Sample((rng.standard_normal(shape), rng.standard_normal(shape) + 0.5, rng.standard_normal(ns))
+                             + tuple(rng.standard_normal(ns) for _ in range(nb)),
+                             {"normalized_shape": ns, "eps": 1e-5}, name=f"{shape}{ns}b{nb}")
+    return samples
 
 
-def _add_rms_errors():
-    yield ErrorCase((((3, 4), "f32"), ((3, 5), "f32"), ((4,), "f32")), {"normalized_shape": (4,)},
-                    InvalidProblemError, r"argument 'residual': expected the shape", "bad-residual")
-    yield ErrorCase((((3, 4), "f32"), ((3, 4), "f32")), {"normalized_shape": (4,)}, InvalidProblemError,
-                    r"add_rms_norm: argument 'inputs': expected 3 operands", "no-weight")
+def _add_errors(op):
+    def errors():
+        yield ErrorCase((((3, 4), "f32"), ((3, 5), "f32"), ((4,), "f32")), {"normalized_shape": (4,)},
+                        InvalidProblemError, r"argument 'residual': expected the shape", "bad-residual")
+        yield ErrorCase((((3, 4), "f32"), ((3, 4), "f32")), {"normalized_shape": (4,)}, InvalidProblemError,
+                        rf"{op}: argument 'inputs': expected 3", "no-weight")
+        yield ErrorCase((((3, 4), "f32"), ((3, 4), "f32"), ((4,), "f32"), ((5,), "f32")), {"normalized_shape": (4,)},
+                        InvalidProblemError, rf"{op}: argument '{'bias' if op == 'add_layer_norm' else 'inputs'}'",
+                        "bad-bias")
+    return errors
 
 
 _SPECS: dict[str, OpSpec] = {}
-_SPECS["add_rms_norm"] = register_spec(OpSpec(
-    name="add_rms_norm", family="norm", arg_names=("x", "residual", "weight"), check=_check_add_rms,
-    dtypes=FLOAT_TYPES, defaults={"eps": None}, torch_peer=_peer_add_rms, grad=_g_add_rms,
-    saves=("weight", "outputs"), differentiable=(0, 1, 2), samples=_add_rms_samples, errors=_add_rms_errors,
-    workloads=(Workload("add_rms_norm-16384x4096-bf16", ((16384, 4096), (16384, 4096), (4096,)), DType.bf16,
-                        {"normalized_shape": (4096,), "eps": 1e-5}, backward=True),),
-    cost=_cost, grad_tol=_bw_tol, category="norm",
-    doc="fused residual add + rms_norm: returns (x + residual, rms_norm(x + residual) * weight)."))
+for _op, _peer, _naff in (("add_rms_norm", _peer_add_rms, 1), ("add_layer_norm", _peer_add_ln, 2)):
+    _SPECS[_op] = register_spec(OpSpec(
+        name=_op, family="norm", arg_names=("x", "residual", "weight", "bias")[: 2 + _naff], check=_check_add(_op),
+        dtypes=FLOAT_TYPES, defaults={"eps": None}, torch_peer=_peer, grad=_g_add_norm,
+        saves=("weight", "outputs"), differentiable=(0, 1, 2, 3)[: 2 + _naff], samples=_add_samples(_op),
+        errors=_add_errors(_op),
+        workloads=(Workload(f"{_op}-16384x4096-bf16", ((16384, 4096), (16384, 4096)) + ((4096,),) * _naff, DType.bf16,
+                            {"normalized_shape": (4096,), "eps": 1e-5}, backward=True),),
+        cost=_cost, grad_tol=_bw_tol, category="norm",
+        doc=f"fused residual add + {_op[4:]}: returns (x + residual, {_op[4:]}(x + residual) * weight"
+            f"{' + bias' if _naff == 2 else ''}), one read of x and residual."))
 for _op, _grad, _peer, _dropin in (("rms_norm", _g_rms, _peer_rms, _dropin_rms),
                                    ("layer_norm", _g_ln, _peer_ln, _dropin_ln)):
     _SPECS[_op] = register_spec(OpSpec(

@@ -81,7 +81,12 @@ def _add_rms_norm(desc, x, r, w):
     return s, _rms_norm(desc, s, w)
 
 
-for _name, _fn in {"add_rms_norm": _add_rms_norm, "rms_norm": _rms_norm, "layer_norm": _layer_norm,
+def _add_layer_norm(desc, x, r, w, b=None):
+    s = (x + r).astype(desc.outputs[0].dtype.numpy).astype(np.float64)
+    return s, _layer_norm(desc, s, w, b)
+
+
+for _name, _fn in {"add_rms_norm": _add_rms_norm, "add_layer_norm": _add_layer_norm, "rms_norm": _rms_norm, "layer_norm": _layer_norm,
                    "rms_norm_backward": _rms_norm_bw,
                    "layer_norm_backward": _layer_norm_bw}.items():
     register_reference(_name, _fn)

@@ -234,7 +234,7 @@ def _bind(desc, pref=None):
     m, n = _geom(desc)
     f64 = _f64(desc)
     block, rows, warps, progs = choose(m, n, f64)
-    rms = not desc.op.startswith("layer")
+    rms = "rms" in desc.op
     eps = float(desc.attr("eps"))
     eps_hi = float(torch.tensor(eps, dtype=torch.float32))
     eps_lo = eps - eps_hi   # exact in f64; see _eps
@@ -242,7 +242,7 @@ def _bind(desc, pref=None):
     wdt = torch.float64 if f64 else torch.float32
 
     if not desc.op.endswith("_backward"):
-        res = desc.op == "add_rms_norm"
+        res = desc.op.startswith("add_")
 
         def run_fw(desc_, inputs, outputs, ws):
             x, xs_m, xs_n = _rows2d(inputs[0], m, n)
@@ -314,5 +314,5 @@ def _route(desc, pref):
     return f"triton:{desc.op}:rows{block}x{rows}"
 
 
-for _op in ("rms_norm", "layer_norm", "add_rms_norm", "rms_norm_backward", "layer_norm_backward"):
+for _op in ("rms_norm", "layer_norm", "add_rms_norm", "add_layer_norm", "rms_norm_backward", "layer_norm_backward"):
     register_triton(_op, _run, route=_route, workspace=_workspace, bind=_bind, supports=_supports)

@@ -1,0 +1,166 @@
+"""group/instance/batch norm, local_response_norm, normalize and add_layer_norm beyond the generic suite:
+torch drop-ins (batch_norm's in-place running-stat update), forced multi-tile / multi-split Triton paths with
+bit-identical reruns, gradients vs torch autograd in low precision, edge cases (p=inf ties, clamped norms)."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import baracuda as bc
+import baracuda.torch as bt
+from baracuda._core.sku import Backend
+from baracuda.testing import assert_close, test_device
+
+DEVICE = test_device()
+TRITON = bc.PlanPreference(prefer=(Backend.TRITON,))
+
+
+def _dev(x):
+    return x.to("cuda") if DEVICE.type == "cuda" else x
+
+
+def _tm():
+    from baracuda.backends.triton import norm_group as m
+
+    return m
+
+
+def _gen():
+    return torch.Generator().manual_seed(0)
+
+
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16])
+def test_batch_norm_dropin_updates_running_stats(training, dt):
+    g = _gen()
+    x = (torch.randn(6, 3, 5, 4, generator=g) * 2 + 1).to(dt)
+    w, b = torch.randn(3, generator=g).to(dt), torch.randn(3, generator=g).to(dt)
+    rm, rv = torch.randn(3, generator=g).to(dt), (torch.rand(3, generator=g) + 0.5).to(dt)
+    rm_t, rv_t = rm.double().clone(), rv.double().clone()
+    want = F.batch_norm(x.double(), rm_t, rv_t, w.double(), b.double(), training, 0.2, 1e-5)
+    rm_b, rv_b = _dev(rm.clone()), _dev(rv.clone())
+    with bt.preference(TRITON), _tm().forced(splits=3, bs=8):   # 3 partial programs per channel, 3 tiles per row
+        y = bt.nn.functional.batch_norm(_dev(x), rm_b, rv_b, _dev(w), _dev(b), training, 0.2, 1e-5)
+    tol = (5e-5, 5e-5) if dt == torch.float32 else (3e-2, 3e-2)
+    assert_close(y.cpu(), want.numpy(), *tol, "batch_norm y")
+    assert_close(rm_b.cpu(), rm_t.numpy(), *tol, "running_mean (updated in place)")
+    assert_close(rv_b.cpu(), rv_t.numpy(), *tol, "running_var (unbiased batch variance)")
+    if not training:
+        assert torch.equal(rm_b.cpu(), rm) and torch.equal(rv_b.cpu(), rv), "eval must not touch the running stats"
+
+
+@pytest.mark.parametrize("op", ["batch_norm", "group_norm"])
+def test_grads_vs_torch_forced_splits(op):
+    g = _gen()
+    x = torch.randn(4, 6, 9, generator=g, dtype=torch.float64) * 3 + 2
+    w, b = torch.randn(6, generator=g, dtype=torch.float64), torch.randn(6, generator=g, dtype=torch.float64)
+    gy = torch.randn(4, 6, 9, generator=g, dtype=torch.float64)
+    ts = [t.clone().requires_grad_() for t in (x, w, b)]
+    if op == "batch_norm":
+        ref = F.batch_norm(ts[0], None, None, ts[1], ts[2], True, 0.1, 1e-5)
+        attrs = {"training": True, "momentum": 0.1, "eps": 1e-5}
+    else:
+        ref = F.group_norm(ts[0], 3, ts[1], ts[2], 1e-5)
+        attrs = {"num_groups": 3, "eps": 1e-5}
+    want = torch.autograd.grad(ref, ts, gy)
+    desc = bc.Descriptor.like(op, x, w, b, **attrs)
+    with _tm().forced(splits=5, bs=4):
+        fw = bc.Plan.select(desc, DEVICE, TRITON)
+        bw = bc.BackwardPlan.select(desc, DEVICE, TRITON)
+        outs = fw.run(*[_dev(t) for t in (x, w, b)])
+        saved = {"x": _dev(x), "weight": _dev(w), "bias": _dev(b), "out1": outs[1], "out2": outs[2]}
+        got = bw.run(_dev(gy), None, None, **saved)
+        again = bw.run(_dev(gy), None, None, **saved)
+    assert_close(outs[0].cpu(), ref.detach().numpy(), 1e-10, 1e-10, f"{op} forward")
+    for i, (a, r) in enumerate(zip(got, want)):
+        assert_close(a.cpu(), r.numpy(), 1e-9, 1e-9, f"{op} grad {i}")
+        assert torch.equal(a, again[i]), "backward is not bit-identical across runs"
+
+
+@pytest.mark.parametrize("use_y", [False, True])   # y unused: torch passes None for its gradient
+def test_stat_output_grads_flow_through_autograd(use_y):
+    """Gradients of the mean/rstd outputs (exact derivatives) through the torch custom op."""
+    g = _gen()
+    x = (torch.randn(2, 4, 5, generator=g, dtype=torch.float64) + 1).requires_grad_()
+    gy = torch.randn(2, 4, 5, generator=g, dtype=torch.float64)
+    with bt.preference(TRITON):
+        y, mean, rstd = bt.call("group_norm", [x], {"num_groups": 2, "eps": 1e-5})
+        loss = (mean * 3).sum() + rstd.sum()
+        (loss + (y * gy).sum() if use_y else loss).backward()
+    xr = x.detach().clone().requires_grad_()
+    var, m = torch.var_mean(xr.reshape(2, 2, -1), -1, unbiased=False)
+    loss = (m * 3).sum() + torch.rsqrt(var + 1e-5).sum()
+    if use_y:
+        loss = loss + (F.group_norm(xr, 2, eps=1e-5) * gy).sum()
+    loss.backward()
+    assert_close(x.grad.numpy(), xr.grad.numpy(), 1e-9, 1e-9, "d(y, mean, rstd)/dx")
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16])
+def test_group_and_instance_norm_dropins(dt):
+    g = _gen()
+    x = (torch.randn(3, 8, 6, 5, generator=g) * 2 - 1).to(dt)
+    w, b = torch.randn(8, generator=g).to(dt), torch.randn(8, generator=g).to(dt)
+    tol = (5e-5, 5e-5) if dt == torch.float32 else (3e-2, 3e-2)
+    with bt.preference(TRITON), _tm().forced(bs=8):
+        y = bt.nn.functional.group_norm(_dev(x), 4, _dev(w), _dev(b), 1e-5)
+        yi = bt.nn.functional.instance_norm(_dev(x), weight=_dev(w), bias=_dev(b))
+        yb = bt.nn.functional.group_norm(_dev(x), 2, None, _dev(b))   # bias without weight: unit weight
+    assert_close(y.cpu(), F.group_norm(x.double(), 4, w.double(), b.double(), 1e-5).numpy(), *tol, "group_norm")
+    assert_close(yi.cpu(), F.instance_norm(x.double(), weight=w.double(), bias=b.double()).numpy(), *tol, "instance")
+    assert_close(yb.cpu(), F.group_norm(x.double(), 2, None, b.double()).numpy(), *tol, "group_norm bias only")
+    with pytest.raises(bc.UnsupportedError, match="running statistics"):
+        bt.nn.functional.instance_norm(x, torch.zeros(8, dtype=dt), torch.ones(8, dtype=dt))
+
+
+def test_normalize_edge_cases():
+    # p=inf with ties: the gradient is split evenly among the maxima (torch's amax backward)
+    x = torch.tensor([[1.0, -3.0, 3.0, 2.0], [0.5, 0.25, -0.5, 0.1]], dtype=torch.float64)
+    gy = torch.tensor([[1.0, 2.0, -1.0, 0.5], [0.3, -0.2, 0.7, 1.0]], dtype=torch.float64)
+    for p, dim, eps in ((float("inf"), 1, 1e-12), (2.0, 1, 10.0), (3.0, 0, 1e-12), (1.0, 1, 1e-12)):
+        xt = x.clone().requires_grad_()
+        ref = F.normalize(xt, p, dim, eps)
+        (want,) = torch.autograd.grad(ref, xt, gy)
+        desc = bc.Descriptor.like("normalize", x, p=p, dim=dim, eps=eps)
+        y = bc.Plan.select(desc, DEVICE, TRITON).run(_dev(x))
+        (dx,) = bc.BackwardPlan.select(desc, DEVICE, TRITON).run(_dev(gy), x=_dev(x))
+        assert_close(y.cpu(), ref.detach().numpy(), 1e-12, 1e-12, f"normalize p={p}")
+        assert_close(dx.cpu(), want.numpy(), 1e-10, 1e-10, f"normalize grad p={p} eps={eps}")
+
+
+def test_normalize_chunked_and_inner():
+    g = _gen()
+    x = torch.randn(3, 37, 5, generator=g)
+    with _tm().forced(br=8):   # 5 chunks per row, lanes along the inner axis
+        for dim in (1, 2):
+            desc = bc.Descriptor.like("normalize", x, p=2.0, dim=dim, eps=1e-12)
+            y = bc.Plan.select(desc, DEVICE, TRITON).run(_dev(x))
+            assert_close(y.cpu(), F.normalize(x.double(), 2.0, dim).numpy(), 2e-6, 2e-6, f"normalize dim={dim}")
+
+
+def test_local_response_norm_vs_torch_autograd():
+    g = _gen()
+    x = torch.randn(2, 7, 3, 2, generator=g, dtype=torch.float64).requires_grad_()
+    gy = torch.randn(2, 7, 3, 2, generator=g, dtype=torch.float64)
+    for size in (1, 2, 5, 9):
+        ref = F.local_response_norm(x, size, 0.5, 0.6, 1.2)
+        (want,) = torch.autograd.grad(ref, x, gy)
+        desc = bc.Descriptor.like("local_response_norm", x.detach(), size=size, alpha=0.5, beta=0.6, k=1.2)
+        y = bc.Plan.select(desc, DEVICE, TRITON).run(_dev(x.detach()))
+        (dx,) = bc.BackwardPlan.select(desc, DEVICE, TRITON).run(_dev(gy), x=_dev(x.detach()))
+        assert_close(y.cpu(), ref.detach().numpy(), 1e-11, 1e-12, f"lrn size={size}")
+        assert_close(dx.cpu(), want.numpy(), 1e-10, 1e-11, f"lrn grad size={size}")
+
+
+def test_add_layer_norm_vs_unfused():
+    g = _gen()
+    x, r = torch.randn(5, 16, generator=g).bfloat16(), torch.randn(5, 16, generator=g).bfloat16()
+    w, b = torch.randn(16, generator=g).bfloat16(), torch.randn(16, generator=g).bfloat16()
+    desc = bc.Descriptor.like("add_layer_norm", x, r, w, b, normalized_shape=(16,), eps=1e-5)
+    s, y = bc.Plan.select(desc, DEVICE, TRITON).run(*[_dev(t) for t in (x, r, w, b)])
+    s_ref = x + r
+    if DEVICE.type == "cuda":   # the interpreter's f32 -> bf16 cast is not round-to-nearest-even (1 ulp off)
+        assert torch.equal(s.cpu(), s_ref), "the sum is rounded to bf16 like the unfused add"
+    assert_close(s.cpu(), s_ref.double().numpy(), 2 ** -7, 0, "s")
+    assert_close(y.cpu(), F.layer_norm(s_ref.double(), (16,), w.double(), b.double()).numpy(), 3e-2, 3e-2, "y")
