@@ -178,7 +178,12 @@ def test_grad_vs_torch_autograd(spec):
         peer = spec.torch_peer(*ts, **desc.attr_dict)
         peers = peer if isinstance(peer, (tuple, list)) else (peer,)
         loss = sum((p * torch.from_numpy(g)).sum() for p, g in zip(peers, gouts) if g is not None)
-        want = torch.autograd.grad(loss, [t for t in ts if t.requires_grad], allow_unused=True)
+        try:
+            want = torch.autograd.grad(loss, [t for t in ts if t.requires_grad], allow_unused=True)
+        except (NotImplementedError, RuntimeError) as e:   # the peer, not us: older torch lacks some derivatives
+            if "not implemented" not in str(e):
+                raise
+            pytest.skip(f"torch {torch.__version__} has no derivative for the peer: {e}")
         outs = reference_f64(desc, arrays)
         got = [g for i, g in enumerate(bw.run(*gouts, **_saved(bw, desc, arrays, outs))) if i in spec.differentiable]
         for i, (g, w) in enumerate(zip(got, want)):

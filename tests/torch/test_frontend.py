@@ -48,7 +48,12 @@ def test_autograd_matches_torch(spec):
         loss_o = functools.reduce(operator.add, [(o * g).sum() for o, g in zip(ours, gs) if g is not None])
         loss_p = functools.reduce(operator.add, [(p * g).sum() for p, g in zip(peer, gs) if g is not None])
         loss_o.backward()
-        loss_p.backward()
+        try:
+            loss_p.backward()
+        except (NotImplementedError, RuntimeError) as e:   # older torch lacks some derivatives (aminmax 2.11)
+            if "not implemented" not in str(e):
+                raise
+            pytest.skip(f"torch {torch.__version__} has no derivative for the peer: {e}")
         for x, y in zip(xs, ys):
             if x.requires_grad:
                 torch.testing.assert_close(x.grad, y.grad, rtol=1e-9, atol=1e-9)

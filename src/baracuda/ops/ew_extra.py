@@ -111,6 +111,7 @@ def _peer_fma(a, b, c):
 def _peer_isclose(a, b, rtol, atol, equal_nan):
     import torch
 
+    a, b = torch.broadcast_tensors(a, b)   # torch 2.11's isclose does not broadcast its first argument
     return torch.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
 
 

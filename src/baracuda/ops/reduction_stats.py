@@ -600,7 +600,7 @@ _SPECS["logsumexp_backward"] = register_spec(OpSpec(
 
 _SPECS["trace"] = register_spec(OpSpec(
     name="trace", family="reduction_stats", arg_names=("x",), check=_check_trace, dtypes=FLOAT_TYPES,
-    torch_peer=lambda x: x.trace(), torch_name="torch.trace", dropin=lambda input: ((input,), {}),
+    torch_peer=lambda x: x.diagonal().sum(), torch_name="torch.trace", dropin=lambda input: ((input,), {}),
     jax_name="jax.numpy.trace", grad=lambda ctx, d, grads, s: (ctx.op("trace_backward", grads[0],
                                                                       shape=d.inputs[0].shape),),
     saves=(), differentiable=(0,), samples=_trace_samples, errors=_trace_errors, tol=_moment_tol,
