@@ -38,8 +38,8 @@ def span(t) -> int:
 
 
 @triton.jit
-def strided_offset(offs, S1, S2, S3, S4, S5, t0, t1, t2, t3, t4, t5):
-    """Offset of flat row-major index ``offs`` (over dims [S0..S5]) in a view with strides t0..t5."""
+def unravel(offs, S1, S2, S3, S4, S5):
+    """Row-major indices (i0..i5) of flat index ``offs`` over dims [S0..S5]."""
     i5 = offs % S5
     r = offs // S5
     i4 = r % S4
@@ -50,4 +50,11 @@ def strided_offset(offs, S1, S2, S3, S4, S5, t0, t1, t2, t3, t4, t5):
     r = r // S2
     i1 = r % S1
     i0 = r // S1
+    return i0, i1, i2, i3, i4, i5
+
+
+@triton.jit
+def strided_offset(offs, S1, S2, S3, S4, S5, t0, t1, t2, t3, t4, t5):
+    """Offset of flat row-major index ``offs`` (over dims [S0..S5]) in a view with strides t0..t5."""
+    i0, i1, i2, i3, i4, i5 = unravel(offs, S1, S2, S3, S4, S5)
     return i0 * t0 + i1 * t1 + i2 * t2 + i3 * t3 + i4 * t4 + i5 * t5

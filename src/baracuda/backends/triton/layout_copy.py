@@ -44,7 +44,7 @@ import triton
 import triton.language as tl
 
 from ._config import overrides
-from ._strided import RANK, collapse, span
+from ._strided import RANK, collapse, span, unravel
 
 _FORCE, forced = overrides("Force layout-copy choices in tests: i64=True (int64 offsets on small tensors), "
                            "path='gather' (the per-element fallback instead of the tiled kernels).")
@@ -100,16 +100,7 @@ def _gather_kernel(out_ptr, src_ptr, fill_ptr, n, base, diag,
     else:
         offs = pid * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
-    i5 = offs % S5
-    r = offs // S5
-    i4 = r % S4
-    r = r // S4
-    i3 = r % S3
-    r = r // S3
-    i2 = r % S2
-    r = r // S2
-    i1 = r % S1
-    i0 = r // S1
+    i0, i1, i2, i3, i4, i5 = unravel(offs, S1, S2, S3, S4, S5)
     ok = mask
     s0, ok = _dim(i0, N0, T0, O0, V0, ok, MODE)
     s1, ok = _dim(i1, N1, T1, O1, V1, ok, MODE)
