@@ -58,3 +58,24 @@ def strided_offset(offs, S1, S2, S3, S4, S5, t0, t1, t2, t3, t4, t5):
     """Offset of flat row-major index ``offs`` (over dims [S0..S5]) in a view with strides t0..t5."""
     i0, i1, i2, i3, i4, i5 = unravel(offs, S1, S2, S3, S4, S5)
     return i0 * t0 + i1 * t1 + i2 * t2 + i3 * t3 + i4 * t4 + i5 * t5
+
+
+def _merged_stride(shape, strides):
+    """Stride of ``shape`` flattened to one axis, or None when the dims do not merge."""
+    dims = [(d, s) for d, s in zip(shape, strides) if d != 1]
+    for (d0, s0), (d1, s1) in zip(dims, dims[1:]):
+        if s0 != s1 * d1:
+            return None
+    return dims[-1][1] if dims else 0
+
+
+def view3(t, dim: int):
+    """(t', (s_outer, s_R, s_inner)): t' is t, or a contiguous copy when t cannot be viewed as (outer, R, inner)."""
+    if t.dim() == 0:
+        return t, (0, 0, 0)
+    so = _merged_stride(t.shape[:dim], t.stride()[:dim])
+    si = _merged_stride(t.shape[dim + 1:], t.stride()[dim + 1:])
+    if so is None or si is None:
+        t = t.contiguous()
+        return view3(t, dim)
+    return t, (so, t.stride(dim), si)

@@ -42,6 +42,7 @@ from ..._core.dtypes import DType
 from ...ops.scan import scan_geometry
 from . import register_triton
 from ._config import num_sms, overrides
+from ._strided import view3 as _view3
 from ._math import exp, log1p
 from ._strided import span
 
@@ -393,26 +394,6 @@ def choose(outer: int, R: int, inner: int, itemsize: int, mode: int) -> Config:
 
 
 # -- host side ------------------------------------------------------------------------------------------
-def _merged_stride(shape, strides):
-    """Stride of ``shape`` flattened to one axis, or None when the dims do not merge."""
-    dims = [(d, s) for d, s in zip(shape, strides) if d != 1]
-    for (d0, s0), (d1, s1) in zip(dims, dims[1:]):
-        if s0 != s1 * d1:
-            return None
-    return dims[-1][1] if dims else 0
-
-
-def _view3(t: torch.Tensor, dim: int):
-    """(t', (s_outer, s_R, s_inner)); t' is t, or a contiguous copy when t cannot be viewed that way."""
-    if t.dim() == 0:
-        return t, (0, 0, 0)
-    so = _merged_stride(t.shape[:dim], t.stride()[:dim])
-    si = _merged_stride(t.shape[dim + 1:], t.stride()[dim + 1:])
-    if so is None or si is None:
-        return _view3(t.contiguous(), dim)
-    return t, (so, t.stride(dim), si)
-
-
 _TL = {DType.f64: tl.float64, DType.f32: tl.float32, DType.i64: tl.int64}
 
 

@@ -35,6 +35,8 @@ from ._math import exp_acc as _ex
 from ._math import log_acc as _lg
 from . import softmax_long as _long
 from ._config import num_sms, overrides
+from ._strided import span as _span
+from ._strided import view3 as _view3
 
 # Triton 3.6's interpreter cannot take range() over runtime ints with NumPy >= 2.4 (it calls int() on a
 # 1-element array); under the interpreter the loops are written as `while` (same semantics).  On the GPU
@@ -526,34 +528,9 @@ def _bwc_write_step(gb, yb, db, r0, R, INNER, sgr, syr, im, d, LOG: tl.constexpr
 
 
 # -- host side -----------------------------------------------------------------------------------
-def _merged_stride(shape, strides):
-    """Stride of ``shape`` flattened to one axis, or None when the dims do not merge."""
-    dims = [(d, s) for d, s in zip(shape, strides) if d != 1]
-    for (d0, s0), (d1, s1) in zip(dims, dims[1:]):
-        if s0 != s1 * d1:
-            return None
-    return dims[-1][1] if dims else 0
-
-
-def _view3(t: torch.Tensor, dim: int):
-    """(t', (s_outer, s_R, s_inner)): t' is t, or a contiguous copy when t cannot be viewed as (outer, R, inner)."""
-    if t.dim() == 0:
-        return t, (0, 0, 0)
-    so = _merged_stride(t.shape[:dim], t.stride()[:dim])
-    si = _merged_stride(t.shape[dim + 1:], t.stride()[dim + 1:])
-    if so is None or si is None:
-        t = t.contiguous()
-        return _view3(t, dim)
-    return t, (so, t.stride(dim), si)
-
-
 def _geom(shape, dim):
     shape = tuple(shape) or (1,)
     return math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1:])
-
-
-def _span(t: torch.Tensor) -> int:
-    return 1 + sum((d - 1) * abs(s) for d, s in zip(t.shape, t.stride()) if d > 0)
 
 
 def _f64(desc) -> bool:
