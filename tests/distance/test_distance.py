@@ -3,33 +3,23 @@ and the upper-triangle table), gradients at torch's conventions (zero distances,
 cosine eps clamp), broadcasting, and the drop-in signatures (cdist's compute_mode refusal)."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
 import baracuda as bc  # noqa: E402
 import baracuda.torch as bt  # noqa: E402
-from baracuda.testing import backends_for, forced_plan  # noqa: E402
-from baracuda.testing import test_device as _test_device  # noqa: E402
+from baracuda.testing import backends_for  # noqa: E402
+from baracuda.testing.checks import DEVICE, assert_same, grad_pair as _grad_pair  # noqa: E402
+from baracuda.testing.checks import run_on as _run  # noqa: E402
 
-DEVICE = _test_device()
-TDEV = "cuda" if DEVICE.type == "cuda" else "cpu"
 BACKENDS = backends_for("cdist", DEVICE)
 INF = float("inf")
 F = torch.nn.functional
 
 
-def _run(op, *xs, backend, **attrs):
-    desc = bc.Descriptor.like(op, *xs, **attrs)
-    plan = forced_plan(desc, DEVICE, backend)
-    assert not isinstance(plan, str), plan
-    out = plan.run(*[x.to(TDEV) for x in xs])
-    return out.cpu() if isinstance(out, torch.Tensor) else torch.as_tensor(np.asarray(out))
-
-
 def _same(got, want, rtol=1e-9, atol=1e-9):
-    torch.testing.assert_close(got.to(want.dtype), want, rtol=rtol, atol=atol, equal_nan=True)
+    assert_same(got, want, rtol, atol)
 
 
 def _cdist(a, b, p):
@@ -58,19 +48,6 @@ def test_multi_tile_cdist_pdist_and_grads(backend, p):
     gp = torch.randn(pd.shape, generator=g, dtype=torch.float64)
     (want,) = torch.autograd.grad(F.pdist(aa, p), (aa,), gp)
     _same(_run("pdist_backward", gp, a, pd, backend=backend, p=p), want)
-
-
-def _grad_pair(fn_ours, fn_torch, *xs):
-    a = [x.clone().requires_grad_() for x in xs]
-    b = [x.clone().requires_grad_() for x in xs]
-    ya, yb = fn_ours(*a), fn_torch(*b)
-    torch.testing.assert_close(ya, yb, rtol=1e-9, atol=1e-9)
-    g = torch.randn_like(yb)
-    (ya * g).sum().backward()
-    (yb * g).sum().backward()
-    for p, q in zip(a, b):   # torch leaves no gradient where it is identically 0 (p = 0)
-        want = q.grad if q.grad is not None else torch.zeros_like(q)
-        torch.testing.assert_close(p.grad, want, rtol=1e-9, atol=1e-9)
 
 
 def test_gradients_match_torch_autograd():

@@ -156,7 +156,10 @@ def test_isclose_rounds_like_torch(dt, rtol, atol, equal_nan):
     sp = SPECIAL.to(dt)
     a = torch.cat([a, sp, sp, sp])
     b = torch.cat([b, sp, sp.flip(0), torch.full_like(sp, NAN)])
-    want = torch.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    # torch's own CPU and CUDA kernels round one of these bf16 cases differently (a=0.19140625, b=0.1865234375,
+    # rtol=0.01, atol=0.003: True on the CPU, False on an H100), so the peer is torch on the device under test
+    dev = DEV.type if DEV.type == "cuda" else "cpu"
+    want = torch.isclose(a.to(dev), b.to(dev), rtol=rtol, atol=atol, equal_nan=equal_nan).cpu()
     for be in backends_for("isclose", DEV):
         _exact(_run("isclose", be, a, b, rtol=rtol, atol=atol, equal_nan=equal_nan), want, f"isclose {dt} {be}")
 
@@ -336,7 +339,15 @@ def test_nextafter_grad_matches_torch_at_ties():
     a = torch.tensor([1.0, 2.0, 3.0, -1.0], dtype=torch.float64, requires_grad=True)
     b = torch.tensor([1.0, 0.0, 3.5, -1.0], dtype=torch.float64, requires_grad=True)
     g = torch.tensor([3.0, 5.0, 7.0, 9.0], dtype=torch.float64)
-    want = torch.autograd.grad(torch.nextafter(a, b), (a, b), g)
+    # torch >= 2.12's rule, written out (torch 2.11, on the GPU machine, has no derivative for nextafter):
+    # g for a where a != b, zero where a == b (the result is b there), zero for b
+    want = (torch.tensor([0.0, 5.0, 7.0, 0.0], dtype=torch.float64), torch.zeros(4, dtype=torch.float64))
+    try:
+        peer = torch.autograd.grad(torch.nextafter(a, b), (a, b), g)
+    except NotImplementedError:
+        peer = want
+    for pp, ww in zip(peer, want):
+        torch.testing.assert_close(pp, ww, rtol=0, atol=0)
     bw = bc.BackwardPlan.select(bc.Descriptor.like("nextafter", a.detach(), b.detach()), "cpu")
     got = bw.run(g, a=a.detach(), b=b.detach())
     for gg, ww in zip(got, want):   # zero for a where a == b (the result is b there), zero for b

@@ -11,8 +11,9 @@ import pytest
 
 import baracuda as bc
 from baracuda._core.sku import Backend
-from baracuda.testing import (assert_close, backends_for, cast, draw_samples, finite_difference_grads,
-                              forced_plan, noncontig, reference_f64)
+from baracuda.ops.elementwise import real_of
+from baracuda.testing import (assert_close, backends_for, cast, finite_difference_grads,
+                              forced_plan, noncontig, reference_f64, samples_for)
 from baracuda.testing import test_device as _test_device
 
 DEVICE = _test_device()
@@ -40,8 +41,36 @@ def _to_device(x):
 
 
 def _desc(spec, sample, dt):
-    arrays = [cast(x, dt if np.asarray(x).dtype.kind == "f" else bc.as_dtype(np.asarray(x).dtype)) for x in sample.inputs]
+    # float operands take the dtype under test; complex ones (complex_samples, for a complex dtype) too
+    arrays = [cast(x, dt if np.asarray(x).dtype.kind in "fc" else bc.as_dtype(np.asarray(x).dtype))
+              for x in sample.inputs]
     return bc.Descriptor.like(spec.name, *arrays, **sample.attrs), arrays
+
+
+def _samples(spec, dt):
+    """The samples ``dt`` is tested on (complex dtypes: complex operands).  For a complex dtype, samples whose
+    attributes the op refuses for complex operands (UnsupportedError, e.g. div's rounding modes) are left out."""
+    out = []
+    for s in samples_for(spec, dt):
+        if dt.is_complex:
+            try:
+                _desc(spec, s, dt)
+            except bc.UnsupportedError:
+                continue
+        out.append(s)
+    return out
+
+
+def _gout(rng, t):
+    """A random output gradient: real for real outputs, complex for complex ones, None for integer/bool."""
+    if t.dtype.is_complex:
+        return np.asarray(rng.standard_normal(t.shape) + 1j * rng.standard_normal(t.shape))
+    return rng.standard_normal(t.shape) if t.dtype.is_floating else None
+
+
+def _grad_dtypes(spec):
+    """f64 (the f64 check as before), and complex128 where the op takes complex inputs."""
+    return [d for d in (bc.DType.f64, bc.DType.c128) if d in spec.dtypes] or [bc.DType.f64]
 
 
 def _plan_or_skip(desc, backend):
@@ -53,7 +82,7 @@ def _plan_or_skip(desc, backend):
 def test_forward(spec, backend, dt):
     rtol, atol = spec.tol(dt)
     ran = 0
-    for sample in draw_samples(spec):
+    for sample in _samples(spec, dt):
         desc, arrays = _desc(spec, sample, dt)
         plan = _plan_or_skip(desc, backend)
         if isinstance(plan, str):
@@ -70,7 +99,7 @@ def test_forward(spec, backend, dt):
                 assert tuple(o.shape) == desc.outputs[j].shape
                 assert_close(o, r, rtol, atol, f"{spec.name}[{sample.name}] {backend} {dt} {layout} out{j}")
         ran += 1
-    assert ran or not list(draw_samples(spec)), f"{spec.name}: {backend} refused every sample for {dt}"
+    assert ran or not _samples(spec, dt), f"{spec.name}: {backend} refused every sample for {dt}"
 
 
 def _torch_peer_tol(dt, rtol, atol):
@@ -84,18 +113,23 @@ def test_torch_peer(spec):
     """The reference agrees with PyTorch (the semantic peer) in float64 on every sample."""
     torch = pytest.importorskip("torch")
     dt = bc.DType.f64 if bc.DType.f64 in spec.dtypes else spec.dtypes[0]   # integer-only ops: their widest type
-    for sample in draw_samples(spec):
-        desc, arrays = _desc(spec, sample, dt)
-        ref = reference_f64(desc, arrays)
-        peer = spec.torch_peer(*[torch.from_numpy(np.asarray(a)) for a in arrays], **desc.attr_dict)
-        peers = peer if isinstance(peer, (tuple, list)) else (peer,)
-        for j, (p, r) in enumerate(zip(peers, ref)):
-            assert_close(p.numpy(), r, 1e-9, 1e-9, f"{spec.name}[{sample.name}] torch peer out{j}")
+    # complex128 too for public ops (backward helpers take a complex g even for real outputs: their complex
+    # values are checked through the complex autograd tests instead)
+    dts = [dt] + [bc.DType.c128] * (bc.DType.c128 in spec.dtypes and dt != bc.DType.c128
+                                    and spec.torch_name is not None)
+    for dt in dts:
+        for sample in _samples(spec, dt):
+            desc, arrays = _desc(spec, sample, dt)
+            ref = reference_f64(desc, arrays)
+            peer = spec.torch_peer(*[torch.from_numpy(np.asarray(a)) for a in arrays], **desc.attr_dict)
+            peers = peer if isinstance(peer, (tuple, list)) else (peer,)
+            for j, (p, r) in enumerate(zip(peers, ref)):
+                assert_close(p.resolve_conj().numpy(), r, 1e-9, 1e-9, f"{spec.name}[{sample.name}] {dt} torch peer out{j}")
 
 
 @pytest.mark.parametrize("spec,backend,dt", CASES)
 def test_plan_reuse_and_determinism(spec, backend, dt):
-    samples = [s for s in draw_samples(spec) if all(np.asarray(x).size for x in s.inputs)]
+    samples = [s for s in _samples(spec, dt) if all(np.asarray(x).size for x in s.inputs)]
     if not samples:
         pytest.skip("no non-empty sample")
     sample = samples[-1]
@@ -104,7 +138,9 @@ def test_plan_reuse_and_determinism(spec, backend, dt):
     if isinstance(plan, str):
         pytest.skip(plan)
     rng = np.random.default_rng(7)
-    other = [cast(rng.standard_normal(np.shape(a)) + (2.0 if spec.name == "log" else 0.0) * 0, a.dtype) if a.dtype.kind == "f" else a for a in arrays]
+    other = [cast(rng.standard_normal(np.shape(a)) + (2.0 if spec.name == "log" else 0.0) * 0, a.dtype) if a.dtype.kind == "f" else
+             cast(rng.standard_normal(np.shape(a)) + 1j * rng.standard_normal(np.shape(a)), a.dtype) if a.dtype.kind == "c"
+             else a for a in arrays]
     if spec.name == "log" or spec.name.startswith("div"):
         other = [cast(np.abs(np.asarray(o, np.float64)) + 0.5, a.dtype) if a.dtype.kind == "f" else o for o, a in zip(other, arrays)]
     xs1 = [_to_device(a) for a in arrays]
@@ -126,22 +162,24 @@ def test_plan_reuse_and_determinism(spec, backend, dt):
 GRAD_SPECS = [s for s in SPECS if s.is_differentiable]
 
 
-def _grad_samples(spec):
+def _grad_samples(spec, dt=bc.DType.f64):
     out = []
-    for s in draw_samples(spec):
+    for s in _samples(spec, dt):
         if s.grad and all(0 < np.asarray(x).size <= 64 for x in s.inputs):
             out.append(s)
     return out[:3]
 
 
-@pytest.mark.parametrize("spec", GRAD_SPECS, ids=lambda s: s.name)
-def test_grad_finite_differences(spec):
-    """Backward plan (reference backend, f64) vs central finite differences of the forward."""
+@pytest.mark.parametrize("spec,dt", [(s, d) for s in GRAD_SPECS for d in _grad_dtypes(s)],
+                         ids=lambda v: getattr(v, "name", str(v)))
+def test_grad_finite_differences(spec, dt):
+    """Backward plan (reference backend, f64 / c128) vs central finite differences of the forward (complex
+    inputs: dL/dx + i dL/dy of L = sum Re(conj(g) out), torch's convention)."""
     rng = np.random.default_rng(3)
-    for sample in _grad_samples(spec):
-        desc, arrays = _desc(spec, sample, bc.DType.f64)
+    for sample in _grad_samples(spec, dt):
+        desc, arrays = _desc(spec, sample, dt)
         bw = bc.BackwardPlan.select(desc, "cpu")
-        gouts = [rng.standard_normal(t.shape) if t.dtype.is_floating else None for t in desc.outputs]
+        gouts = [_gout(rng, t) for t in desc.outputs]
         outs = reference_f64(desc, arrays)
         saved = _saved(bw, desc, arrays, outs)
         got = bw.run(*gouts, **saved)
@@ -166,20 +204,22 @@ def _saved(bw, desc, arrays, outs):
     return saved
 
 
-@pytest.mark.parametrize("spec", [s for s in GRAD_SPECS if s.torch_peer is not None], ids=lambda s: s.name)
-def test_grad_vs_torch_autograd(spec):
+@pytest.mark.parametrize("spec,dt", [(s, d) for s in GRAD_SPECS if s.torch_peer is not None for d in _grad_dtypes(s)],
+                         ids=lambda v: getattr(v, "name", str(v)))
+def test_grad_vs_torch_autograd(spec, dt):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(5)
-    for sample in _grad_samples(spec):
-        desc, arrays = _desc(spec, sample, bc.DType.f64)
+    for sample in _grad_samples(spec, dt):
+        desc, arrays = _desc(spec, sample, dt)
         bw = bc.BackwardPlan.select(desc, "cpu")
-        gouts = [rng.standard_normal(t.shape) if t.dtype.is_floating else None for t in desc.outputs]
+        gouts = [_gout(rng, t) for t in desc.outputs]
         ts = [torch.tensor(np.asarray(a), requires_grad=i in spec.differentiable) for i, a in enumerate(arrays)]
         peer = spec.torch_peer(*ts, **desc.attr_dict)
         peers = peer if isinstance(peer, (tuple, list)) else (peer,)
-        loss = sum((p * torch.from_numpy(g)).sum() for p, g in zip(peers, gouts) if g is not None)
-        try:
-            want = torch.autograd.grad(loss, [t for t in ts if t.requires_grad], allow_unused=True)
+        pg = [(p, torch.from_numpy(np.asarray(g))) for p, g in zip(peers, gouts) if g is not None]
+        try:   # grad_outputs: for complex outputs torch's gradient of L = sum Re(conj(g) out)
+            want = torch.autograd.grad([p for p, _ in pg], [t for t in ts if t.requires_grad],
+                                       [g for _, g in pg], allow_unused=True)
         except (NotImplementedError, RuntimeError) as e:   # the peer, not us: older torch lacks some derivatives
             if "not implemented" not in str(e):
                 raise
@@ -189,7 +229,8 @@ def test_grad_vs_torch_autograd(spec):
         for i, (g, w) in enumerate(zip(got, want)):
             if w is None:
                 continue
-            assert_close(g, w.numpy(), 1e-9, 1e-9, f"{spec.name}[{sample.name}] grad {i} vs torch.autograd")
+            assert_close(g, w.clone().numpy(), 1e-9, 1e-9,   # clone: torch's ZeroTensor (sgn) has no numpy()
+                         f"{spec.name}[{sample.name}] grad {i} vs torch.autograd")
 
 
 @pytest.mark.parametrize("spec,backend,dt", [c for c in CASES if c.values[0].is_differentiable
@@ -198,26 +239,28 @@ def test_backward_backend(spec, backend, dt):
     """The backward plan on a GPU backend (or Triton under the interpreter) vs the f64 reference backward."""
     rng = np.random.default_rng(11)
     gtol = spec.grad_tol(dt) if spec.grad_tol else tuple(2 * t for t in spec.tol(dt))
-    for sample in _grad_samples(spec):
+    for sample in _grad_samples(spec, dt):
         desc, arrays = _desc(spec, sample, dt)
         if isinstance(forced_plan(desc, DEVICE, backend), str):
             continue
         bw = bc.BackwardPlan.select(desc, DEVICE, bc.PlanPreference(prefer=(backend,)))
-        gouts = [cast(rng.standard_normal(t.shape), dt) if t.dtype.is_floating else None for t in desc.outputs]
+        # output gradients in the input's precision (complex for complex outputs, its parts' type for real ones)
+        gouts = [None if g is None else cast(g, t.dtype if t.dtype.is_complex else real_of(dt))
+                 for g, t in zip([_gout(rng, t) for t in desc.outputs], desc.outputs)]
         fwd = bc.Plan.select(desc, DEVICE, bc.PlanPreference(prefer=(backend,)))
         xs = [_to_device(a) for a in arrays]
         outs = fwd.run(*xs)
         outs = outs if isinstance(outs, tuple) else (outs,)
         got = bw.run(*[_to_device(g) if g is not None else None for g in gouts], **_saved(bw, desc, xs, outs))
-        d64, a64 = _desc(spec, sample, bc.DType.f64)
-        a64 = [np.asarray(a, np.float64) if np.asarray(a).dtype.kind == "f" else a for a in
-               [cast(x, dt).astype(np.float64) if np.asarray(x).dtype.kind == "f" else x for x in sample.inputs]]
+        d64, a64 = _desc(spec, sample, bc.DType.c128 if dt.is_complex else bc.DType.f64)
+        a64 = [cast(x, dt).astype(np.complex128 if dt.is_complex else np.float64)
+               if np.asarray(x).dtype.kind in "fc" else x for x in sample.inputs]
         d64 = bc.Descriptor.like(spec.name, *a64, **sample.attrs)
         bw64 = bc.BackwardPlan.select(d64, "cpu")
-        g64 = [g.astype(np.float64) if g is not None else None for g in gouts]
+        g64 = [g.astype(np.complex128 if g.dtype.kind == "c" else np.float64) if g is not None else None for g in gouts]
         want = bw64.run(*g64, **_saved(bw64, d64, a64, reference_f64(d64, a64)))
         for i, (g, w) in enumerate(zip(got, want)):
-            if w is None or not desc.inputs[i].dtype.is_floating:   # no gradient for integer/bool/complex inputs
+            if w is None or not (desc.inputs[i].dtype.is_floating or desc.inputs[i].dtype.is_complex):
                 continue
             assert_close(g, w, *gtol, f"{spec.name}[{sample.name}] {backend} {dt} grad {i}")
 

@@ -19,7 +19,7 @@ from triton.compiler import ASTSource
 from baracuda.backends.triton import loss as L, loss_ce_coop as K, loss_ctc as X
 bindir = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
 
-def usage(k, sig, ce, warps, div=()):
+def usage(k, sig, ce, warps, div=(), maxnreg=None):
     names = k.arg_names
     full = {}
     for n in names:
@@ -31,7 +31,7 @@ def usage(k, sig, ce, warps, div=()):
             full[n] = sig.get(n, "i32")
     attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in div if n in names}
     c = triton.compile(ASTSource(fn=k, signature=full, constexprs=ce, attrs=attrs), target=GPUTarget("cuda", 90, 32),
-                       options=dict(num_warps=warps))
+                       options=dict(num_warps=warps, **({"maxnreg": maxnreg} if maxnreg else {})))
     f = tempfile.NamedTemporaryFile(suffix=".cubin", delete=False)
     f.write(c.asm["cubin"]); f.close()
     res = subprocess.run([os.path.join(bindir, "cuobjdump"), "-res-usage", f.name], capture_output=True, text=True).stdout
@@ -64,11 +64,14 @@ for k, extra in ((L._ce_part, dict(FIN=True, NONE=True)), (L._ce_grad, dict(RED=
 for f64 in (False, True):
     p = {"x_ptr": "*fp64" if f64 else "*bf16", "dx_ptr": "*fp64" if f64 else "*bf16", "g_ptr": "*fp64" if f64 else "*bf16",
          "w_ptr": "*fp64" if f64 else "*bf16", "part_ptr": "*fp64" if f64 else "*fp32", "den_ptr": "*fp64" if f64 else "*fp32",
-         "eps_ptr": "*fp64" if f64 else "*fp32", "wsum_ptr": "*fp64" if f64 else "*fp32", "cnt_ptr": "*i32", "t_ptr": "*i64"}
-    r, s, ptx = usage(K._ce_bw_coop, p, dict(HAS_W=True, SMOOTH=True, RED=2, F64=f64, CHUNK=K.CHUNK, SP=16, I64=False),
-                      K.WARPS, ["x_ptr", "dx_ptr", "sxn", "C"])
-    assert s <= 16 and (f64 or r <= 128), ("coop", f64, r, s)
-    print("coop", f64, r, s)
+         "eps_ptr": "*fp64" if f64 else "*fp32", "wsum_ptr": "*fp64" if f64 else "*fp32", "cnt_ptr": "*i32", "t_ptr": "*i64",
+         "loss_ptr": "*fp64" if f64 else "*fp32"}
+    for loss in (False, True):   # LOSS: cross_entropy_with_grad (forward + gradient in one read)
+        r, s, ptx = usage(K._ce_bw_coop, p, dict(HAS_W=True, SMOOTH=True, RED=2, F64=f64, CHUNK=K.CHUNK, SP=16,
+                                                 I64=False, LOSS=loss), K.WARPS, ["x_ptr", "dx_ptr", "sxn", "C"],
+                          maxnreg=None if f64 else K.MAXNREG[True])
+        assert s <= (128 if f64 else 64) and (f64 or r <= 128), ("coop", f64, loss, r, s)   # (f64: 1 per SM anyway)
+        print("coop", f64, loss, r, s)
 r, s, _ = usage(L._nll_fw, bf, dict(HAS_W=True, NONE=True, ND=1, F64=False, BLOCK=1024, I64=False), 4)
 r, s, _ = usage(L._nll_bw, bf, dict(HAS_W=True, RED=0, ND=False, F64=False, ROWS=1, TILE=4096, I64=True), 8)
 r, s, _ = usage(L._denom, bf, dict(HAS_W=True, PROB=False, ND=1, F64=False, BLOCK=1024, WHILE=False), 4)

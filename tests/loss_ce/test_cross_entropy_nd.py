@@ -11,28 +11,11 @@ import baracuda as bc
 import baracuda.torch as bt
 from baracuda._core.errors import InvalidProblemError
 from baracuda._core.sku import Backend
-from baracuda.testing import assert_close, forced_plan, test_device
+from baracuda.testing import assert_close
+from baracuda.testing.checks import DEVICE, class_targets as _targets, on_device as _dev, plan_or_skip as _plan
 
-DEVICE = test_device()
 TOL = {torch.float64: (1e-10, 1e-12), torch.float32: (2e-5, 2e-6), torch.bfloat16: (1.6e-2, 1e-2)}
 BACKENDS = (Backend.REFERENCE, Backend.TRITON)
-
-
-def _dev(x):
-    return x.to("cuda") if DEVICE.type == "cuda" else x
-
-
-def _plan(op, *xs, backend=Backend.TRITON, **attrs):
-    p = forced_plan(bc.Descriptor.like(op, *xs, **attrs), DEVICE, backend)
-    if isinstance(p, str):
-        pytest.skip(p)
-    return p
-
-
-def _targets(g, shape, c, ignore=-100, frac=0.25):
-    t = torch.randint(0, c, shape, generator=g)
-    t[torch.rand(shape, generator=g) < frac] = ignore
-    return t
 
 
 def _check(x, t, w=None, backend=Backend.TRITON, op="cross_entropy", peer=F.cross_entropy, route=None, **attrs):

@@ -15,21 +15,10 @@ import baracuda as bc
 import baracuda.torch as bt
 from baracuda._core.errors import InvalidProblemError
 from baracuda._core.sku import Backend
-from baracuda.testing import assert_close, finite_difference_grads, forced_plan, test_device
+from baracuda.testing import assert_close, finite_difference_grads
+from baracuda.testing.checks import on_device as _dev, plan_or_skip as _plan
 
-DEVICE = test_device()
 BACKENDS = (Backend.REFERENCE, Backend.TRITON)
-
-
-def _dev(x):
-    return x.to("cuda") if DEVICE.type == "cuda" else x
-
-
-def _plan(op, *xs, backend=Backend.TRITON, **attrs):
-    p = forced_plan(bc.Descriptor.like(op, *xs, **attrs), DEVICE, backend)
-    if isinstance(p, str):
-        pytest.skip(p)
-    return p
 
 
 def _labels(g, shape, c, blank):

@@ -16,22 +16,11 @@ from baracuda._core.errors import InvalidProblemError
 from baracuda._core.sku import Backend
 from baracuda._core.spec import get_spec
 from baracuda.backends.triton.loss_margin import forced
-from baracuda.testing import assert_close, forced_plan, test_device
+from baracuda.testing import assert_close
+from baracuda.testing.checks import DEVICE, on_device as _dev, plan_or_skip as _plan
 
-DEVICE = test_device()
 TOL = {torch.float64: (1e-9, 1e-10), torch.float32: (2e-5, 2e-6)}
 BACKENDS = (Backend.REFERENCE, Backend.TRITON)
-
-
-def _dev(x):
-    return x.to("cuda") if DEVICE.type == "cuda" else x
-
-
-def _plan(op, *xs, backend=Backend.TRITON, **attrs):
-    p = forced_plan(bc.Descriptor.like(op, *xs, **attrs), DEVICE, backend)
-    if isinstance(p, str):
-        pytest.skip(p)
-    return p
 
 
 def _check(op, ins, backend, dt=torch.float64, grad=True, **attrs):

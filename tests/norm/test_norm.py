@@ -3,30 +3,20 @@ deterministic dweight/dbias partial sums are exercised, bit-identical reruns, to
 precision, the refusal for rows that do not fit, eps=None, and the drop-in adapters."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 import torch
-import triton
 
 import baracuda as bc
 from baracuda._core.device import triton_interpreting
 from baracuda._core.sku import Backend
-from baracuda.testing import assert_close, forced_plan, noncontig, test_device
-
-DEVICE = test_device()
+from baracuda.testing import assert_close, forced_plan, noncontig
+from baracuda.testing.checks import DEVICE, needs_sm90, on_device as _dev, run_sm90_script
 
 
 def _tm():
     from baracuda.backends.triton import norm as m
 
     return m
-
-
-def _dev(x):
-    return x.to("cuda") if DEVICE.type == "cuda" else x
 
 
 def _bw_plan(op, xs, **attrs):
@@ -138,12 +128,12 @@ def test_add_rms_norm_matches_unfused_torch():
 
 # -- offline sm90 compile of the backward kernel (no GPU needed: Triton's bundled ptxas / cuobjdump) ------------
 _SM90_CHECK = """
-import os, re, subprocess, tempfile, triton
+import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from baracuda.backends.triton import norm as m
+from baracuda.testing.sm90 import resources
 k = m._norm_bw
-bindir = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
 for dt, rms, hb, warps in (("*bf16", True, False, 8), ("*bf16", False, True, 8), ("*fp32", False, True, 16)):
     sig = {"g_ptr": dt, "x_ptr": dt, "w_ptr": dt, "dx_ptr": dt, "ws_ptr": "*fp32"}
     sig.update({n: "i32" for n in ["M", "N", "RPP", "sgm", "sxm", "sw"]})
@@ -154,11 +144,7 @@ for dt, rms, hb, warps in (("*bf16", True, False, 8), ("*bf16", False, True, 8),
              for n in ["g_ptr", "x_ptr", "w_ptr", "dx_ptr", "ws_ptr", "N", "sgm", "sxm"]}
     c = triton.compile(ASTSource(fn=k, signature=sig, constexprs=ce, attrs=attrs), target=GPUTarget("cuda", 90, 32),
                        options=dict(num_warps=warps))
-    f = tempfile.NamedTemporaryFile(suffix=".cubin", delete=False)
-    f.write(c.asm["cubin"])
-    f.close()
-    res = subprocess.run([os.path.join(bindir, "cuobjdump"), "-res-usage", f.name], capture_output=True, text=True).stdout
-    regs, stack = int(re.search(r"REG:(\\d+)", res).group(1)), int(re.search(r"STACK:(\\d+)", res).group(1))
+    regs, stack = resources(c)
     # 2 programs of 8 warps per SM (bf16) need <= 128 registers; no spills
     assert regs <= 128 and stack == 0, (dt, rms, regs, stack)
     assert "convert_layout" not in c.asm["ttgir"].split("scf.for")[1].split("scf.yield")[0], "layout change per row"
@@ -166,11 +152,6 @@ print("ok")
 """
 
 
-_CUOBJDUMP = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
-
-
-@pytest.mark.skipif(not os.path.exists(_CUOBJDUMP), reason="Triton's bundled cuobjdump not found")
+@needs_sm90
 def test_backward_kernel_compiles_for_sm90_without_spills():
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    r = subprocess.run([sys.executable, "-c", _SM90_CHECK], env=env, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
+    run_sm90_script(_SM90_CHECK)

@@ -10,14 +10,10 @@ import torch.nn.functional as F
 import baracuda as bc
 import baracuda.torch as bt
 from baracuda._core.sku import Backend
-from baracuda.testing import assert_close, test_device
+from baracuda.testing import assert_close
+from baracuda.testing.checks import DEVICE, on_device as _dev
 
-DEVICE = test_device()
 TRITON = bc.PlanPreference(prefer=(Backend.TRITON,))
-
-
-def _dev(x):
-    return x.to("cuda") if DEVICE.type == "cuda" else x
 
 
 def _tm():

@@ -4,49 +4,27 @@ norms, torch's gradient conventions (ties of the inf-norm, std == 0, mean-only g
 signatures, and an offline sm_90 compile of the kernels (registers, spills)."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 
-import numpy as np
 import pytest
-import triton
 
 torch = pytest.importorskip("torch")
 
 import baracuda as bc  # noqa: E402
 import baracuda.torch as bt  # noqa: E402
-from baracuda.backends.triton import reduction as tri  # noqa: E402
-from baracuda.testing import backends_for, forced_plan  # noqa: E402
-from baracuda.testing import test_device as _test_device  # noqa: E402
+from baracuda.testing import backends_for  # noqa: E402
+from baracuda.testing.checks import DEVICE, force_reduction_split, grad_pair, needs_sm90, run_sm90_script  # noqa: E402
+from baracuda.testing.checks import assert_same as _same, run_on as _run  # noqa: E402
 
-DEVICE = _test_device()
-TDEV = "cuda" if DEVICE.type == "cuda" else "cpu"
 BACKENDS = backends_for("var", DEVICE)
 INF = float("inf")
-
-
-def _run(op, *xs, backend, **attrs):
-    desc = bc.Descriptor.like(op, *xs, **attrs)
-    plan = forced_plan(desc, DEVICE, backend)
-    assert not isinstance(plan, str), plan
-    out = plan.run(*[x.to(TDEV) for x in xs])
-    outs = out if isinstance(out, tuple) else (out,)
-    res = tuple(o.cpu() if isinstance(o, torch.Tensor) else torch.as_tensor(np.asarray(o)) for o in outs)
-    return res if isinstance(out, tuple) else res[0]
-
-
-def _same(got, want, rtol=0.0, atol=0.0):
-    torch.testing.assert_close(got.to(want.dtype), want, rtol=rtol, atol=atol, equal_nan=True)
 
 
 @pytest.fixture(params=[False, True], ids=["one-pass", "split"])
 def split(request, monkeypatch):
     """Also force the two-stage path on small problems (splits of >= 8 elements, up to 16 programs)."""
     if request.param:
-        monkeypatch.setattr(tri, "_MIN_CHUNK", 8)
-        monkeypatch.setattr(tri, "_TARGET_PROGRAMS", 16)
+        force_reduction_split(monkeypatch)
     return request.param
 
 
@@ -115,19 +93,7 @@ def test_trace_strided(backend):
 
 
 def _grad_pair(fn_ours, fn_torch, *xs):
-    a = [x.clone().requires_grad_() for x in xs]
-    b = [x.clone().requires_grad_() for x in xs]
-    ya, yb = fn_ours(*a), fn_torch(*b)
-    ya = ya if isinstance(ya, tuple) else (ya,)
-    yb = yb if isinstance(yb, tuple) else (yb,)
-    for p, q in zip(ya, yb):
-        torch.testing.assert_close(p, q, rtol=1e-9, atol=1e-9, equal_nan=True)
-    gs = [torch.randn_like(q) for q in yb]
-    sum((p * g).sum() for p, g in zip(ya, gs)).backward()
-    sum((q * g).sum() for q, g in zip(yb, gs)).backward()
-    for p, q in zip(a, b):   # torch leaves no gradient where it is identically 0 (p = 0)
-        want = q.grad if q.grad is not None else torch.zeros_like(q)
-        torch.testing.assert_close(p.grad, want, rtol=1e-9, atol=1e-9)
+    grad_pair(fn_ours, fn_torch, *xs, equal_nan=True)
 
 
 def test_gradient_conventions_match_torch():
@@ -172,28 +138,18 @@ def test_dropin_signatures():
 
 # -- offline sm_90 compile of the kernels at their benchmark configurations (no GPU needed) -----------------
 _COMPILE_CHECK = textwrap.dedent("""
-    import os, re, subprocess, tempfile, triton, triton.language as tl
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
+    import triton.language as tl
     from baracuda.backends.triton import reduction as r, reduction_stats as s, distance as dd
-    BIN = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
+    from baracuda.testing.checks import compile_sm90
     def compile_(k, sig, ce, warps, vec=True, max_regs=128):
-        sig = dict(sig)
-        sig.update({n: "constexpr" for n in ce})
         # runtime ints divisible by 16 are specialized as such by Triton (strides, lengths of the benchmark shapes)
-        div = [n for n in sig if sig[n] not in ("constexpr", "fp64") and n not in ("S", "n_iblk", "n_jblk", "n_lanes")]
-        attrs = {(k.arg_names.index(n),): [["tt.divisibility", 16]] for n in div}
-        c = triton.compile(ASTSource(fn=k, signature=sig, constexprs=ce, attrs=attrs),
-                           target=GPUTarget("cuda", 90, 32), options=dict(num_warps=warps))
-        p = os.path.join(tempfile.mkdtemp(), "k.cubin")
-        open(p, "wb").write(c.asm["cubin"])
-        res = subprocess.run([os.path.join(BIN, "cuobjdump"), "-res-usage", p], capture_output=True, text=True).stdout
-        regs, local = (int(re.search(key + r":(\\d+)", res).group(1)) for key in ("REG", "LOCAL"))
-        sass = subprocess.run([os.path.join(BIN, "cuobjdump"), "-sass", p], capture_output=True, text=True).stdout
-        assert local == 0, (k.fn.__name__, ce, "spills", res)
+        div = [n for n in sig if n not in ce and sig[n] != "fp64" and n not in ("S", "n_iblk", "n_jblk", "n_lanes")]
+        b = compile_sm90(k, sig, ce, warps, div)
+        regs = b["regs"]
+        assert b["local"] == 0, (k.fn.__name__, ce, "spills", b["res"])
         assert regs <= max_regs, (k.fn.__name__, ce, "regs", regs)
         if vec:
-            assert "LDG.E.128" in sass or "LDG.E.64" in sass, (k.fn.__name__, ce, "no vector loads")
+            assert "LDG.E.128" in b["sass"] or "LDG.E.64" in b["sass"], (k.fn.__name__, ce, "no vector loads")
         print(k.fn.__name__, {n: ce[n] for n in ("MODE", "PK", "STAGE", "AX") if n in ce}, "regs", regs)
     def stats(shape, dims, ptr, item, mode, pk=0, nin=1, stage=0, acc=tl.float32):
         (outer, R, inner, _), (kind, b0, b1, S, chunk) = s.plan_geometry(shape, dims, item)
@@ -243,9 +199,6 @@ _COMPILE_CHECK = textwrap.dedent("""
 """)
 
 
-@pytest.mark.skipif(not os.path.exists(os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin",
-                                                    "cuobjdump")), reason="Triton's bundled cuobjdump not found")
+@needs_sm90
 def test_kernels_compile_for_sm90_without_spills():
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    r = subprocess.run([sys.executable, "-c", _COMPILE_CHECK], env=env, capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-3000:] + r.stderr[-3000:]
+    run_sm90_script(_COMPILE_CHECK, timeout=900)

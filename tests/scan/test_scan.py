@@ -4,39 +4,18 @@ small shapes, gradients with zeros (cumprod) and -inf (logcumsumexp) against tor
 the workload configurations and an offline sm_90 compile (registers, spills, vector loads)."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
-import numpy as np
 import pytest
-import triton
 
 torch = pytest.importorskip("torch")
 
 import baracuda as bc  # noqa: E402
 from baracuda._core.sku import Backend  # noqa: E402
 from baracuda.backends.triton import scan as ts  # noqa: E402
-from baracuda.testing import assert_close, backends_for, forced_plan  # noqa: E402
-from baracuda.testing import test_device as _test_device  # noqa: E402
+from baracuda.testing import assert_close, backends_for  # noqa: E402
+from baracuda.testing.checks import DEVICE, TDEV, needs_sm90, run_sm90_script  # noqa: E402
+from baracuda.testing.checks import assert_same as _same, run_on as _run  # noqa: E402
 
-DEVICE = _test_device()
-TDEV = "cuda" if DEVICE.type == "cuda" else "cpu"
 BACKENDS = backends_for("cumsum", DEVICE)
-
-
-def _run(op, *xs, backend=Backend.TRITON, **attrs):
-    desc = bc.Descriptor.like(op, *xs, **attrs)
-    plan = forced_plan(desc, DEVICE, backend)
-    assert not isinstance(plan, str), plan
-    out = plan.run(*[x.to(TDEV) for x in xs])
-    outs = out if isinstance(out, tuple) else (out,)
-    outs = tuple(o.cpu() if isinstance(o, torch.Tensor) else torch.as_tensor(np.asarray(o)) for o in outs)
-    return outs if len(outs) > 1 else outs[0]
-
-
-def _same(got, want):
-    torch.testing.assert_close(got.to(want.dtype), want, rtol=0, atol=0, equal_nan=True)
 
 
 def _flip_peer(fn, x, dim):
@@ -155,17 +134,13 @@ def test_forced_paths_backward(force, fname, rev):
     x = torch.randn(*shape, dtype=torch.float64)
     x.view(-1)[::5] = 0.0
     g = torch.randn(*shape, dtype=torch.float64)
-    xs = x.flip(dim) if rev else x
-    y = torch.cumprod(xs, dim)
-    y = y.flip(dim) if rev else y
-    got, want = _forced("cumprod_backward", (g, x, y), force, dim=dim, reverse=rev)
-    assert_close(got, want.numpy(), 1e-10, 1e-10, f"cumprod_backward {fname}")
-    x = torch.randn(*shape, dtype=torch.float64)
-    xs2 = x.flip(dim) if rev else x
-    y = torch.logcumsumexp(xs2, dim)
-    y = y.flip(dim) if rev else y
-    got, want = _forced("logcumsumexp_backward", (g, x, y), force, dim=dim, reverse=rev)
-    assert_close(got, want.numpy(), 1e-10, 1e-10, f"logcumsumexp_backward {fname}")
+    for op in ("cumprod", "logcumsumexp"):
+        if op == "logcumsumexp":
+            x = torch.randn(*shape, dtype=torch.float64)
+        y = getattr(torch, op)(x.flip(dim) if rev else x, dim)
+        y = y.flip(dim) if rev else y
+        got, want = _forced(f"{op}_backward", (g, x, y), force, dim=dim, reverse=rev)
+        assert_close(got, want.numpy(), 1e-10, 1e-10, f"{op}_backward {fname}")
     xt = torch.randint(-2, 3, shape).double()
     v, i = (_flip_peer(torch.cummax, xt, dim) if rev else torch.cummax(xt, dim))
     got, want = _forced("cummax_backward", (g, i), force, dim=dim, reverse=rev)
@@ -272,12 +247,12 @@ def test_configs_for_the_workloads(monkeypatch):
 
 # -- offline sm_90 compile of the main configurations ---------------------------------------------------
 _SM90_CHECK = """
-import os, re, subprocess, tempfile, triton
+import re, triton
 import triton.language as tl
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from baracuda.backends.triton import scan as m
-bindir = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
+from baracuda.testing.sm90 import resources
 INTS = ["L", "R", "CHUNK", "NSPLIT", "NLB", "s1o", "s1r", "s1l", "s2o", "s2r", "s2l", "s3o", "s3r", "s3l",
         "syo", "syr", "syl", "wsl", "wsk"]
 
@@ -294,11 +269,7 @@ def compile_case(mode, axis, xt, yt, ct, wt, it, stage, c, pad, two):
     attrs = {(k.arg_names.index(n),): [["tt.divisibility", 16]] for n in div}
     cc = triton.compile(ASTSource(fn=k, signature=sig, constexprs=ce, attrs=attrs), target=GPUTarget("cuda", 90, 32),
                         options=dict(num_warps=c.num_warps))
-    f = tempfile.NamedTemporaryFile(suffix=".cubin", delete=False)
-    f.write(cc.asm["cubin"])
-    f.close()
-    res = subprocess.run([os.path.join(bindir, "cuobjdump"), "-res-usage", f.name], capture_output=True, text=True).stdout
-    regs, stack = int(re.search(r"REG:(\\d+)", res).group(1)), int(re.search(r"STACK:(\\d+)", res).group(1))
+    regs, stack = resources(cc)
     v4 = len(re.findall(r"ld\\.global[.\\w]*\\.v4", cc.asm["ptx"]))
     return regs, stack, v4
 
@@ -320,11 +291,8 @@ for name, mode, axis, xt, yt, ct, wt, it, stage, geom, pad, two, cap in cases:
     assert stack == 0 and regs <= cap and v4 > 0, (name, regs, stack, v4)
 print("ok")
 """
-_CUOBJDUMP = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
 
 
-@pytest.mark.skipif(not os.path.exists(_CUOBJDUMP), reason="Triton's bundled cuobjdump not found")
+@needs_sm90
 def test_kernels_compile_for_sm90_without_spills():
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    r = subprocess.run([sys.executable, "-c", _SM90_CHECK], env=env, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-2000:] + r.stderr[-3000:]
+    run_sm90_script(_SM90_CHECK)

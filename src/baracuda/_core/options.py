@@ -22,6 +22,11 @@ class PlanPreference:
     allow_reduced_precision: allow TF32 for f32 matrix products (and similar reduced-precision math).
     max_workspace_bytes: refuse implementations that need more workspace than this.
     autotune: on a GPU, time every eligible implementation once per descriptor and keep the fastest.
+    check_values: ops that detect bad values on the device (class indices out of range, a BCE input outside
+        [0, 1], a negative variance) read that flag back and raise ``InvalidProblemError``: one host
+        synchronization per call.  False skips the read-back: no synchronization (the host keeps queueing work,
+        as torch's CUDA kernels with their asynchronous device asserts), and a bad row's loss is NaN.  Either
+        way no kernel reads out of bounds.  Under CUDA-graph capture the read-back is always skipped.
     """
 
     prefer: tuple[Backend, ...] = ()
@@ -30,6 +35,7 @@ class PlanPreference:
     allow_reduced_precision: bool = False
     max_workspace_bytes: int | None = None
     autotune: bool = False
+    check_values: bool = True
 
     def __post_init__(self):
         object.__setattr__(self, "prefer", _backends(self.prefer))

@@ -37,7 +37,7 @@ class Plan:
     array([1., 2., 3.], dtype=float32)
     """
 
-    __slots__ = ("desc", "device", "pref", "impl", "sku", "precision", "workspace_size", "_np", "_tdt",
+    __slots__ = ("desc", "device", "pref", "impl", "sku", "precision", "workspace_size", "capturable", "_np", "_tdt",
                  "_in_shapes", "_out_specs", "_n_in", "_skip", "_torch_dev", "_out_tdt", "_run", "_fast")
 
     def __init__(self, desc: Descriptor, device: Device, pref: PlanPreference, impl: Impl):
@@ -50,6 +50,7 @@ class Plan:
                              device.arch, impl.backend, impl.route_of(desc, pref), prec)
         self.precision = prec
         self.workspace_size = impl.workspace_of(desc)
+        self.capturable = impl.capturable      # False: reads device data on the host (no CUDA-graph capture)
         self._run = impl.bind(desc, pref) if impl.bind is not None else impl.run
         self._np = impl.array_api == "numpy"
         self._n_in = len(desc.inputs)

@@ -49,6 +49,9 @@ class Impl:
     # (desc, pref) -> run callable with run's signature, bound once per Plan: for kernels whose code depends
     # on the preference (TF32 for f32 GEMM) and to hoist per-descriptor setup (tile config) out of run.
     bind: Callable | None = None
+    # False: run() reads device data back to the host to size or check its launches (CTC's lengths), so it
+    # cannot run inside a CUDA-graph capture; such a run raises UnsupportedError under capture
+    capturable: bool = True
 
     def prio(self, desc, device) -> float:
         return self.priority(desc, device) if callable(self.priority) else self.priority

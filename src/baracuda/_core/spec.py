@@ -207,6 +207,10 @@ class OpSpec:
     grad: Callable | None = None
     saves: tuple[str, ...] = ("inputs",)
     differentiable: tuple[int, ...] = ()  # indices of inputs that receive gradients
+    # an op computing this op's (scalar) output AND the gradient of its differentiable inputs for a unit upstream
+    # gradient in one pass (cross_entropy -> cross_entropy_with_grad): the torch drop-in runs it under eager
+    # autograd and scales the saved gradient in place in the backward (no pass at all when the upstream is 1)
+    fused_grad: str | None = None
     samples: Callable[[np.random.Generator], Iterable[Sample]] | None = None
     errors: Callable[[], Iterable[ErrorCase]] | None = None
     tol: Callable[[DType], Tol] = default_tol

@@ -91,8 +91,11 @@ def _check_to(inputs, attrs):
 def _grad_to(ctx, d, grads, s):
     src, dst = d.inputs[0].dtype, d.outputs[0].dtype
     g = grads[0]
-    if g is None or not (src.is_floating and dst.is_floating):
+    inexact = (src.is_floating or src.is_complex) and (dst.is_floating or dst.is_complex)
+    if g is None or not inexact:
         return (None,)
+    if dst.is_complex and not src.is_complex:   # real -> complex: a real input gets the real part (torch)
+        g = ctx.op("real", g)
     return (ctx.op("to_dtype", g, dtype=src),)
 
 

@@ -30,15 +30,24 @@ from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, defaul
 from ._common import broadcast_shapes, norm_axis
 
 __all__ = ["EwDef", "EW_OPS", "EW_SPECS", "add_ew_ops", "ew_result_type", "ew_compute_dtype", "ew_operand_shapes",
-           "weak_scalar_dtype",
-           "FLOAT", "INT", "BOOL", "NUM", "ALL", "tp", "check_float", "dropin_ew"]
+           "weak_scalar_dtype", "is_complex_desc", "real_of", "cj", "reduce_grad",
+           "FLOAT", "INT", "BOOL", "NUM", "ALL", "CPLX", "tp", "check_float", "dropin_ew"]
 
 FLOAT = FLOAT_TYPES
 INT = (DType.i64, DType.i32, DType.i16, DType.i8, DType.u8)
 BOOL = (DType.bool,)
 NUM = FLOAT + INT
 ALL = NUM + BOOL
+CPLX = (DType.c64, DType.c128)
 _CAT = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+# torch's toComplexType / toRealValueType (f16 -> complex32, which baracuda does not have: refused)
+_TO_COMPLEX = {DType.f64: DType.c128, DType.f32: DType.c64, DType.bf16: DType.c64}
+_REAL_OF = {DType.c64: DType.f32, DType.c128: DType.f64}
+
+
+def real_of(dt: DType) -> DType:
+    """The real dtype of a complex dtype's parts (c64 -> f32, c128 -> f64); real dtypes map to themselves."""
+    return _REAL_OF.get(dt, dt)
 
 
 @dataclass(frozen=True)
@@ -91,9 +100,11 @@ def _arg_names(e: EwDef):
 
 
 # -- dtype rule ----------------------------------------------------------------------------------
-def ew_result_type(specs) -> DType:
+def ew_result_type(specs, op: str = "elementwise") -> DType:
     """torch's promotion with priorities: dimensioned tensors win over 0-d tensors unless a 0-d tensor
-    has a higher category (bool < integer < float), in which case the 0-d tensors of that category decide."""
+    has a higher category (bool < integer < float < complex), in which case the 0-d tensors of that category
+    decide -- except that a complex 0-d operand keeps a float tensor's precision (torch's combine_categories:
+    f64[n] + 1j -> c128, f32[n] + c128 0-d -> c64; f16[n] + 1j would be complex32, refused here)."""
     dims = [t.dtype for t in specs if len(t.shape) > 0]
     zero = [t.dtype for t in specs if len(t.shape) == 0]
     if not dims:
@@ -102,16 +113,22 @@ def ew_result_type(specs) -> DType:
     if zero:
         z = result_type(*zero)
         if _CAT[z.kind] > _CAT[r.kind]:
+            if z.is_complex and r.is_floating:
+                if r not in _TO_COMPLEX:
+                    raise UnsupportedError(op, f"{r} with a complex scalar promotes to complex32 in torch; "
+                                           "baracuda has no complex32 (use c64)")
+                return _TO_COMPLEX[r]
             r = z
     return r
 
 
 def weak_scalar_dtype(value, tensor_dtypes, any_dimensioned: bool) -> DType:
     """The 0-d dtype a Python scalar becomes in a drop-in call, so that ``ew_result_type`` then gives
-    torch's answer for (tensors, Python scalar): bool -> bool, int -> i64, float -> f32 (the defaults);
+    torch's answer for (tensors, Python scalar): bool -> bool, int -> i64, float -> f32, complex -> c64 (the defaults);
     when every operand is 0-d the scalar is weakest, so it takes the tensors' dtype where its category
     is not higher (``tensor(1, dtype=bf16) + 1.5`` stays bf16)."""
-    d = DType.bool if isinstance(value, bool) else DType.i64 if isinstance(value, int) else DType.f32
+    d = (DType.bool if isinstance(value, bool) else DType.i64 if isinstance(value, int) else
+         DType.c64 if isinstance(value, complex) else DType.f32)   # torch's default dtypes
     if not any_dimensioned and tensor_dtypes:
         r = result_type(*tensor_dtypes)
         if _CAT[r.kind] >= _CAT[d.kind]:
@@ -122,8 +139,11 @@ def weak_scalar_dtype(value, tensor_dtypes, any_dimensioned: bool) -> DType:
 _OUT_RULE = {
     "promote": lambda r: r,
     "same": lambda r: r,
-    "float": lambda r: r if r.is_floating else DType.f32,
+    "float": lambda r: r if r.is_floating or r.is_complex else DType.f32,
     "bool": lambda r: DType.bool,
+    "real": real_of,                                                     # abs: |c64| is f32, |i32| is i32
+    "real_float": lambda r: real_of(r) if r.is_complex else r if r.is_floating else DType.f32,   # angle
+    "complex": lambda r: _TO_COMPLEX.get(r, r),                          # polar / complex(re, im)
 }
 
 
@@ -132,13 +152,22 @@ def _value_specs(e: EwDef, inputs):
     return [inputs[i] for i in idx]
 
 
+def is_complex_desc(desc) -> bool:
+    """Whether an elementwise descriptor involves a complex operand or output (the complex kernels run it)."""
+    return any(t.dtype.is_complex for t in desc.inputs) or desc.outputs[0].dtype.is_complex
+
+
 def ew_compute_dtype(desc) -> DType:
     """The dtype a kernel computes in: f64 when the promoted operands or the output are f64, f32 for every
     other float (half types compute in f32), the integer type itself for integer math (wrap-around like
-    torch), and bool for pure-bool math (kernels hold it as 0/1 int8)."""
+    torch), and bool for pure-bool math (kernels hold it as 0/1 int8).  Complex math: c128 when c128 or f64
+    takes part, else c64 (the kernels compute each part in f64 / f32)."""
     e = EW_OPS[desc.op]
     r = ew_result_type(_value_specs(e, desc.inputs))
     out = desc.outputs[0].dtype
+    if is_complex_desc(desc):
+        wide = any(t.dtype in (DType.c128, DType.f64) for t in (*desc.inputs, desc.outputs[0]))
+        return DType.c128 if wide else DType.c64
     if r.is_floating or out.is_floating:
         return DType.f64 if DType.f64 in (r, out) else DType.f32
     return r
@@ -181,7 +210,7 @@ def _make_check(e: EwDef):
         if e.check_attrs:
             a = e.check_attrs(op, a)
         _check_dtypes(e, inputs)
-        r = ew_result_type(_value_specs(e, inputs))
+        r = ew_result_type(_value_specs(e, inputs), op)
         out_dt = e.dtype_rule(op, inputs, a, r) if e.dtype_rule else _OUT_RULE[e.out](r)
         if e.shape == "gated":
             shape = list(inputs[0].shape)
@@ -337,6 +366,9 @@ def _make_errors(e: EwDef):
 _EXTRA_ERRORS: dict[str, list] = {}
 
 
+_CPLX_BENCH = frozenset({"add", "mul", "div", "exp", "log", "sqrt", "abs", "sin", "tanh", "pow_scalar", "addcmul"})
+
+
 def _workloads(e: EwDef):
     if e.workloads is not None:
         return e.workloads
@@ -349,18 +381,24 @@ def _workloads(e: EwDef):
     # the dtypes the op is defined for: bf16 and f32 where it has them, else its integer types (bitwise ops)
     dts = tuple(dt for dt in (bf, f32) if dt in e.dtypes) or tuple(dt for dt in (DType.i32, DType.u8) if dt in e.dtypes)
     attrs = dict(e.attr_samples[0]) if e.attr_samples else {}
+    # complex rows of the benchmark: 16M c64 elements (128 MB per operand), forward and backward
+    cw = ((Workload(f"{e.name}-16M-c64", ((n // 4,),) * e.arity, DType.c64, attrs=attrs, backward=e.grad is not None),)
+          if e.name in _CPLX_BENCH and DType.c64 in e.dtypes else ())
     if e.arity == 1:
         return tuple(Workload(f"{e.name}-64M-{dt}", ((n,),), dt, attrs=attrs, backward=e.grad is not None)
-                     for dt in dts)
+                     for dt in dts) + cw
     shapes = ((n,),) * e.arity
     w = [Workload(f"{e.name}-64M-{dt}", shapes, dt, attrs=attrs, backward=e.name in ("add", "mul")) for dt in dts]
     if e.name in ("add", "mul"):
         w.append(Workload(f"{e.name}-bcast-[8,4096,2048]+[2048]-bf16", ((8, 4096, 2048), (2048,)), bf))
-    return tuple(w)
+    return tuple(w) + cw
 
 
 def _ew_tol(e: EwDef):
     def tol(dt):
+        # complex: the tolerance of its parts' type (c64 like f32, c128 like f64, on the complex modulus)
+        if dt.is_complex:
+            return default_tol(real_of(dt))
         # integer/bool inputs: the output is an integer (compared exactly) or f32 (true division, exp(int))
         if not dt.is_floating:
             return default_tol(DType.f32)
@@ -369,15 +407,41 @@ def _ew_tol(e: EwDef):
 
 
 # -- backward plumbing ---------------------------------------------------------------------------
+def _inexact(dt: DType) -> bool:
+    return dt.is_floating or dt.is_complex
+
+
 def _float_only(e: EwDef, rule, diff):
-    """Wrap a backward rule: no gradients through integer outputs; None for integer/bool inputs."""
+    """Wrap a backward rule: no gradients through integer/bool outputs; None for integer/bool inputs; a real
+    input of a complex op gets the real part of its (complex) gradient, as torch."""
     def grad(ctx, d, grads, s):
-        if (grads[0] is None or not d.outputs[0].dtype.is_floating
-                or not any(t.dtype.is_floating for t in d.inputs)):
+        if (grads[0] is None or not _inexact(d.outputs[0].dtype)
+                or not any(_inexact(t.dtype) for t in d.inputs)):
             return (None,) * e.arity
         res = tuple(rule(ctx, d, grads, s)) + (None,) * e.arity
-        return tuple(r if d.inputs[i].dtype.is_floating and i in diff else None for i, r in enumerate(res[:e.arity]))
+        out = []
+        for i, r in enumerate(res[:e.arity]):
+            if r is None or i not in diff or not _inexact(d.inputs[i].dtype):
+                out.append(None)
+            elif d.inputs[i].dtype.is_floating and ctx.spec_of(r).dtype.is_complex:
+                out.append(ctx.op("real", r))
+            else:
+                out.append(r)
+        return tuple(out)
     return grad
+
+
+def cj(ctx, x):
+    """conj(x) for a complex operand of a backward rule (torch's gradient is g * conj(df/dz)); x otherwise."""
+    return ctx.op("conj", x) if ctx.spec_of(x).dtype.is_complex else x
+
+
+def reduce_grad(ctx, g, shape):
+    """``ctx.reduce_to`` for real and complex gradients: the sum family is real-only, so a complex gradient
+    is summed as its real and imaginary parts and put back together (two reads of g, as one complex sum)."""
+    if tuple(ctx.shape(g)) == tuple(shape) or not ctx.spec_of(g).dtype.is_complex:
+        return ctx.reduce_to(g, shape)
+    return ctx.op("complex", ctx.reduce_to(ctx.op("real", g), shape), ctx.reduce_to(ctx.op("imag", g), shape))
 
 
 def _autograd_peer(e: EwDef):
@@ -387,7 +451,7 @@ def _autograd_peer(e: EwDef):
         xr = x.detach().clone().requires_grad_(True)
         y = e.torch_peer(xr, **attrs)
         (dx,) = torch.autograd.grad(y, xr, g)
-        return dx
+        return dx.clone()   # materializes torch's ZeroTensor (the gradient of sgn / angle of a real tensor)
     return peer
 
 
@@ -399,7 +463,8 @@ def _bw_row(e: EwDef) -> EwDef:
     dom = e.domain if isinstance(e.domain, str) else e.domain[0]
     return EwDef(f"{e.name}_backward", 2, peer, None, defaults=dict(e.defaults), check_attrs=e.check_attrs,
                  shape="gated_bw" if e.shape == "gated" else "broadcast",
-                 domain=("any", dom if e.bw == "x" else "any"), avoid=e.avoid, internal=True, dtypes=FLOAT,
+                 domain=("any", dom if e.bw == "x" else "any"), avoid=e.avoid, internal=True,
+                 dtypes=FLOAT + tuple(d for d in CPLX if d in e.dtypes),
                  attr_samples=e.attr_samples, lean=True, value_args=None, same_shape=True)
 
 

@@ -8,12 +8,14 @@ from __future__ import annotations
 from .._core.dtypes import DType
 from .._core.errors import InvalidProblemError, UnsupportedError
 from .._core.spec import ErrorCase
-from .elementwise import (ALL, BOOL, FLOAT, INT, NUM, EwDef, _EXTRA_ERRORS, add_ew_ops, check_float, dropin_ew,
-                          tp)
+from .elementwise import (ALL, BOOL, CPLX, FLOAT, INT, NUM, EwDef, _EXTRA_ERRORS, add_ew_ops, check_float, cj,
+                          dropin_ew, reduce_grad, tp)
+
+NUMC, ALLC, FLOATC = NUM + CPLX, ALL + CPLX, FLOAT + CPLX   # rows torch also defines for complex64/128
 
 
 def _r(ctx, d, i, g):
-    return ctx.reduce_to(g, d.inputs[i].shape)
+    return reduce_grad(ctx, g, d.inputs[i].shape)
 
 
 def _scaled(ctx, g, k):
@@ -33,7 +35,7 @@ def _g_sub(ctx, d, grads, s):
 
 def _g_mul(ctx, d, grads, s):
     g = grads[0]
-    return _r(ctx, d, 0, ctx.op("mul", g, s["b"])), _r(ctx, d, 1, ctx.op("mul", g, s["a"]))
+    return _r(ctx, d, 0, ctx.op("mul", g, cj(ctx, s["b"]))), _r(ctx, d, 1, ctx.op("mul", g, cj(ctx, s["a"])))
 
 
 def _g_div(ctx, d, grads, s):
@@ -41,7 +43,7 @@ def _g_div(ctx, d, grads, s):
     if d.attr("rounding_mode") is not None:   # piecewise constant: zero gradient (as torch)
         z = ctx.op("mul_scalar", g, scalar=0.0)
         return _r(ctx, d, 0, z), _r(ctx, d, 1, z)
-    return (_r(ctx, d, 0, ctx.op("div", g, s["b"])),
+    return (_r(ctx, d, 0, ctx.op("div", g, cj(ctx, s["b"]))),
             _r(ctx, d, 1, ctx.op("div_backward_b", g, s["a"], s["b"])))
 
 
@@ -118,13 +120,13 @@ def _g_where(ctx, d, grads, s):
 
 def _g_addcmul(ctx, d, grads, s):
     g, v = grads[0], d.attr("value")
-    return (_r(ctx, d, 0, g), _r(ctx, d, 1, _scaled(ctx, ctx.op("mul", g, s["c"]), v)),
-            _r(ctx, d, 2, _scaled(ctx, ctx.op("mul", g, s["b"]), v)))
+    return (_r(ctx, d, 0, g), _r(ctx, d, 1, _scaled(ctx, ctx.op("mul", g, cj(ctx, s["c"])), v)),
+            _r(ctx, d, 2, _scaled(ctx, ctx.op("mul", g, cj(ctx, s["b"])), v)))
 
 
 def _g_addcdiv(ctx, d, grads, s):
     g, v = grads[0], d.attr("value")
-    return (_r(ctx, d, 0, g), _r(ctx, d, 1, _scaled(ctx, ctx.op("div", g, s["c"]), v)),
+    return (_r(ctx, d, 0, g), _r(ctx, d, 1, _scaled(ctx, ctx.op("div", g, cj(ctx, s["c"])), v)),
             _r(ctx, d, 2, _scaled(ctx, ctx.op("div_backward_b", g, s["b"], s["c"]), v)))
 
 
@@ -154,7 +156,10 @@ def _check_rounding(op, attrs):
 
 
 def _div_dtype(op, inputs, attrs, r):
-    return r if attrs["rounding_mode"] is not None or r.is_floating else DType.f32
+    if r.is_complex and attrs["rounding_mode"] is not None:
+        raise UnsupportedError(op, f"rounding_mode={attrs['rounding_mode']!r} is not defined for complex operands "
+                               f"({r}); torch refuses it too")
+    return r if attrs["rounding_mode"] is not None or r.is_floating or r.is_complex else DType.f32
 
 
 def _bounds(op, attrs):
@@ -170,7 +175,7 @@ def _bounds(op, attrs):
 def _weak_float_dtype(*names):
     """An integer tensor with a Python-float attribute computes in the default float dtype (torch)."""
     def rule(op, inputs, attrs, r):
-        if not r.is_floating and any(isinstance(attrs[n], float) for n in names):
+        if not (r.is_floating or r.is_complex) and any(isinstance(attrs[n], float) for n in names):
             return DType.f32
         return r
     return rule
@@ -207,7 +212,7 @@ def _check_branch(op, attrs):
 
 # -- peers -------------------------------------------------------------------------------------------
 def _peer_div_bw_b(g, a, b):
-    return -g * a / (b * b)
+    return -g * (a / (b * b)).conj()
 
 
 def _peer_minmax_bw(g, a, b, mode):
@@ -256,19 +261,19 @@ _A = dict(avoid=(0.0,))
 add_ew_ops([
     # arithmetic (the first rows: other families and baracuda.torch build on them)
     EwDef("neg", 1, tp("neg"), "torch.neg", "jax.lax.neg", lambda ctx, d, g, s: (ctx.op("neg", g[0]),), saves=(),
-          dtypes=NUM, dropin=_di("neg", 1), aliases=("torch.negative",)),
+          dtypes=NUMC, dropin=_di("neg", 1), aliases=("torch.negative",)),
     EwDef("mul_scalar", 1, lambda x, scalar: x * scalar, "torch.mul (Python scalar)", "jax.lax.mul", _g_mul_scalar,
           saves=(), defaults={"scalar": 1.0}, check_attrs=check_float("scalar"), attr_samples=({"scalar": -1.75},),
-          dtypes=FLOAT),
+          dtypes=FLOATC),
     EwDef("add", 2, tp("add"), "torch.add", "jax.lax.add", _g_add, saves=(), defaults={"alpha": 1.0},
-          check_attrs=_check_alpha("alpha"), dtype_rule=_alpha_dtype, dtypes=ALL, domain="wide",
+          check_attrs=_check_alpha("alpha"), dtype_rule=_alpha_dtype, dtypes=ALLC, domain="wide",
           attr_samples=({}, {"alpha": -2.0}), dropin=_di("add", attrs=("alpha",))),
     EwDef("sub", 2, tp("sub"), "torch.sub", "jax.lax.sub", _g_sub, saves=(), defaults={"alpha": 1.0},
-          check_attrs=_check_alpha("alpha"), dtype_rule=_alpha_dtype, dtypes=NUM, domain="wide",
+          check_attrs=_check_alpha("alpha"), dtype_rule=_alpha_dtype, dtypes=NUMC, domain="wide",
           attr_samples=({}, {"alpha": 3.0}), dropin=_di("sub", attrs=("alpha",)), aliases=("torch.subtract",)),
-    EwDef("mul", 2, tp("mul"), "torch.mul", "jax.lax.mul", _g_mul, dtypes=ALL, domain="wide", dropin=_di("mul"),
+    EwDef("mul", 2, tp("mul"), "torch.mul", "jax.lax.mul", _g_mul, dtypes=ALLC, domain="wide", dropin=_di("mul"),
           aliases=("torch.multiply",)),
-    EwDef("div", 2, tp("div"), "torch.div", "jax.lax.div", _g_div, domain=("wide", "nonzero"), dtypes=NUM,
+    EwDef("div", 2, tp("div"), "torch.div", "jax.lax.div", _g_div, domain=("wide", "nonzero"), dtypes=NUMC,
           defaults={"rounding_mode": None}, check_attrs=_check_rounding, dtype_rule=_div_dtype,
           attr_samples=({}, {"rounding_mode": "trunc"}, {"rounding_mode": "floor"}),
           dropin=_di("div", attrs=("rounding_mode",)), aliases=("torch.divide",)),
@@ -278,10 +283,10 @@ add_ew_ops([
           domain=("wide", "nonzero"), dtypes=NUM, dropin=_di("remainder")),
     EwDef("fmod", 2, tp("fmod"), "torch.fmod", "jax.lax.rem", _g_mod("trunc"), domain=("wide", "nonzero"),
           dtypes=NUM, dropin=_di("fmod")),
-    EwDef("pow", 2, tp("pow"), "torch.pow", "jax.lax.pow", _g_pow, domain=("positive", "expo"), dtypes=NUM,
+    EwDef("pow", 2, tp("pow"), "torch.pow", "jax.lax.pow", _g_pow, domain=("positive", "expo"), dtypes=NUMC,
           dropin=dropin_ew("pow", "input", "exponent", unsupported=("out",))),
     EwDef("pow_scalar", 1, _peer_pow_scalar, "torch.pow (Python exponent)", "jax.lax.pow", domain="positive",
-          dtypes=NUM, defaults={"exponent": 2.0}, check_attrs=_check_real("exponent"), dtype_rule=_pow_scalar_dtype,
+          dtypes=NUMC, defaults={"exponent": 2.0}, check_attrs=_check_real("exponent"), dtype_rule=_pow_scalar_dtype,
           attr_samples=({"exponent": 2}, {"exponent": 0.5}, {"exponent": -1.5}), bw="x"),
     EwDef("atan2", 2, tp("atan2"), "torch.atan2", "jax.lax.atan2", _g_atan2, out="float", dtypes=NUM,
           domain=("any", "nonzero"), dropin=_di("atan2"), aliases=("torch.arctan2",)),
@@ -305,12 +310,12 @@ add_ew_ops([
     EwDef("xlogy", 2, tp("xlogy"), "torch.xlogy", "jax.scipy.special.xlogy", _g_xlogy, out="float", dtypes=NUM,
           domain=("any", "positive"), dropin=_di("xlogy"), aliases=("torch.special.xlogy",)),
     EwDef("lerp", 2, lambda a, b, weight: __import__("torch").lerp(a, b, weight), "torch.lerp (scalar weight)",
-          None, _g_lerp, saves=(), defaults={"weight": 0.5}, check_attrs=check_float("weight"),
+          None, _g_lerp, saves=(), defaults={"weight": 0.5}, check_attrs=check_float("weight"), dtypes=FLOATC,
           attr_samples=({"weight": 0.25},), dropin=dropin_ew("lerp", "input", "end", attr_names=("weight",),
                                                              unsupported=("out",))),
     # comparisons and logical / bitwise (no gradients)
-    *[EwDef(n, 2, tp(n), f"torch.{n}", f"jax.numpy.{j}", out="bool", dtypes=ALL, domain="wide", dropin=_di(n),
-            aliases=(f"torch.{j}",) if n != "eq" else ()) for n, j in (
+    *[EwDef(n, 2, tp(n), f"torch.{n}", f"jax.numpy.{j}", out="bool", dtypes=ALLC if n in ("eq", "ne") else ALL,
+            domain="wide", dropin=_di(n), aliases=(f"torch.{j}",) if n != "eq" else ()) for n, j in (
         ("eq", "equal"), ("ne", "not_equal"), ("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
         ("ge", "greater_equal"))],
     *[EwDef(f"logical_{n}", 2, tp(f"logical_{n}"), f"torch.logical_{n}", f"jax.numpy.logical_{n}", out="bool",
@@ -322,7 +327,7 @@ add_ew_ops([
                                                                     ("right_shift", "right_arithmetic"))],
     # ternary
     EwDef("where", 3, lambda c, a, b: __import__("torch").where(c, a, b), "torch.where", "jax.numpy.where", _g_where,
-          dtypes=ALL, arg_dtypes={0: BOOL}, value_args=(1, 2), domain=("cond", "any", "any"),
+          dtypes=ALLC, arg_dtypes={0: BOOL}, value_args=(1, 2), domain=("cond", "any", "any"),
           dropin=dropin_ew("where", "condition", "input", "other", unsupported=("out",))),
     EwDef("clamp", 1, _peer_clamp, "torch.clamp", "jax.numpy.clip", defaults={"min": None, "max": None},
           check_attrs=_bounds, dtype_rule=_weak_float_dtype("min", "max"), dtypes=NUM, domain="wide",
@@ -332,20 +337,24 @@ add_ew_ops([
     EwDef("clamp_tensor", 3, lambda x, lo, hi: __import__("torch").clamp(x, lo, hi), "torch.clamp (tensor bounds)",
           "jax.numpy.clip", dtypes=NUM, domain="wide"),
     EwDef("addcmul", 3, lambda a, b, c, value: __import__("torch").addcmul(a, b, c, value=value), "torch.addcmul",
-          None, _g_addcmul, dtypes=NUM, defaults={"value": 1.0}, check_attrs=_check_real("value"),
+          None, _g_addcmul, dtypes=NUMC, defaults={"value": 1.0}, check_attrs=_check_real("value"),
           dtype_rule=_weak_float_dtype("value"), attr_samples=({"value": 2},),
           dropin=dropin_ew("addcmul", "input", "tensor1", "tensor2", attr_names=("value",), unsupported=("out",))),
     EwDef("addcdiv", 3, lambda a, b, c, value: __import__("torch").addcdiv(a, b, c, value=value), "torch.addcdiv",
-          None, _g_addcdiv, dtypes=FLOAT, defaults={"value": 1.0}, check_attrs=check_float("value"),
+          None, _g_addcdiv, dtypes=FLOATC, defaults={"value": 1.0}, check_attrs=check_float("value"),
           domain=("any", "any", "nonzero"), attr_samples=({"value": -0.5},),
           dropin=dropin_ew("addcdiv", "input", "tensor1", "tensor2", attr_names=("value",), unsupported=("out",))),
     # backward helpers (their own kernels from the same template)
-    EwDef("div_backward_b", 3, _peer_div_bw_b, None, internal=True, domain=("any", "any", "nonzero"), lean=True),
+    EwDef("div_backward_b", 3, _peer_div_bw_b, None, internal=True, domain=("any", "any", "nonzero"), lean=True,
+          dtypes=FLOATC),
     EwDef("minmax_backward", 3, _peer_minmax_bw, None, internal=True, defaults={"mode": "max"},
           check_attrs=_check_mode, attr_samples=({"mode": "max"}, {"mode": "fmin"}), lean=True),
-    EwDef("pow_backward_a", 3, _peer_pow_bw(0), None, internal=True, domain=("any", "positive", "any"), lean=True),
-    EwDef("pow_backward_b", 3, _peer_pow_bw(1), None, internal=True, domain=("any", "positive", "any"), lean=True),
+    EwDef("pow_backward_a", 3, _peer_pow_bw(0), None, internal=True, domain=("any", "positive", "any"), lean=True,
+          dtypes=FLOATC),
+    EwDef("pow_backward_b", 3, _peer_pow_bw(1), None, internal=True, domain=("any", "positive", "any"), lean=True,
+          dtypes=FLOATC),
     EwDef("where_backward", 2, _peer_where_bw, None, internal=True, defaults={"branch": 1}, arg_dtypes={1: BOOL},
+          dtypes=FLOATC,
           value_args=(0,), domain=("any", "cond"),
           check_attrs=_check_branch, attr_samples=({"branch": 1}, {"branch": 2}), lean=True),
 ])

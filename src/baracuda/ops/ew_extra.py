@@ -12,13 +12,13 @@ import math
 from .._core.dtypes import DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import ErrorCase
-from .elementwise import ALL, FLOAT, INT, NUM, EwDef, _EXTRA_ERRORS, add_ew_ops, dropin_ew, tp
+from .elementwise import ALL, CPLX, FLOAT, INT, NUM, EwDef, _EXTRA_ERRORS, add_ew_ops, cj, dropin_ew, reduce_grad, tp
 
 _LN2 = math.log(2.0)
 
 
 def _r(ctx, d, i, g):
-    return ctx.reduce_to(g, d.inputs[i].shape)
+    return reduce_grad(ctx, g, d.inputs[i].shape)
 
 
 def _as(ctx, x, dt):
@@ -29,7 +29,8 @@ def _as(ctx, x, dt):
 # -- backward rules ----------------------------------------------------------------------------------
 def _g_true_divide(ctx, d, grads, s):
     g = grads[0]
-    return _r(ctx, d, 0, ctx.op("div", g, s["b"])), _r(ctx, d, 1, ctx.op("div_backward_b", g, s["a"], s["b"]))
+    return (_r(ctx, d, 0, ctx.op("div", g, cj(ctx, s["b"]))),
+            _r(ctx, d, 1, ctx.op("div_backward_b", g, s["a"], s["b"])))
 
 
 def _g_nextafter(ctx, d, grads, s):
@@ -74,9 +75,9 @@ def _g_fma(ctx, d, grads, s):
 
 def _g_lerp_tensor(ctx, d, grads, s):   # y = a + w (b - a)
     g, w = grads[0], s["c"]
-    gw = ctx.op("mul", g, w)
+    gw = ctx.op("mul", g, cj(ctx, w))
     return (_r(ctx, d, 0, ctx.op("sub", g, gw)), _r(ctx, d, 1, gw),
-            _r(ctx, d, 2, ctx.op("mul", g, ctx.op("sub", s["b"], s["a"]))))
+            _r(ctx, d, 2, ctx.op("mul", g, cj(ctx, ctx.op("sub", s["b"], s["a"])))))
 
 
 # -- attribute / dtype rules ---------------------------------------------------------------------------
@@ -121,12 +122,13 @@ def _di(name, *args, attrs=()):
 
 _TERN = (((3, 5), (3, 5), (3, 5)), ((0, 2), (0, 2), (0, 2)), ((2, 3, 4), (3, 4), (4,)), ((4, 1), (1, 3), ()))
 add_ew_ops([
-    EwDef("sgn", 1, tp("sgn"), "torch.sgn", "jax.numpy.sign", domain="wide", dtypes=ALL, dropin=_di("sgn", "input"),
-          doc="sign of real numbers (complex tensors are not part of the elementwise family)"),
+    EwDef("sgn", 1, tp("sgn"), "torch.sgn", "jax.numpy.sign", domain="wide", avoid=(0.0,), dtypes=ALL + CPLX, bw="x",
+          dropin=_di("sgn", "input"),
+          doc="sign of real numbers; z / |z| for complex z (0 at 0); gradient (g - Re(conj(g) sgn) sgn) / |z|"),
     *[EwDef(n, 1, tp(n), f"torch.{n}", f"jax.numpy.{n}", out="bool", dtypes=ALL, dropin=_di(n, "input"))
       for n in ("isposinf", "isneginf")],
     EwDef("true_divide", 2, tp("true_divide"), "torch.true_divide", "jax.numpy.true_divide", _g_true_divide,
-          out="float", dtypes=ALL, domain=("wide", "nonzero"), dropin=_di("true_divide")),
+          out="float", dtypes=ALL + CPLX, domain=("wide", "nonzero"), dropin=_di("true_divide")),
     EwDef("float_power", 2, tp("float_power"), "torch.float_power", "jax.numpy.float_power", _g_float_power,
           dtype_rule=_f64_out, dtypes=ALL, domain=("positive", "expo"),
           dropin=dropin_ew("float_power", "input", "exponent", unsupported=("out",)),
@@ -141,7 +143,8 @@ add_ew_ops([
                                                                     unsupported=("out",))),
     *[EwDef(n, 2, tp(n), f"torch.{n}", f"jax.numpy.{n}", dtypes=INT, domain="wide", dropin=_di(n))
       for n in ("gcd", "lcm")],
-    EwDef("isclose", 2, _peer_isclose, "torch.isclose", "jax.numpy.isclose", out="bool", dtypes=ALL, same_dtype=True,
+    EwDef("isclose", 2, _peer_isclose, "torch.isclose", "jax.numpy.isclose", out="bool", dtypes=ALL + CPLX,
+          same_dtype=True,
           defaults={"rtol": 1e-05, "atol": 1e-08, "equal_nan": False}, check_attrs=_check_isclose, domain="grid",
           attr_samples=({}, {"rtol": 0.25, "atol": 0.5, "equal_nan": True}),
           dropin=_di("isclose", attrs=("rtol", "atol", "equal_nan"))),
@@ -153,7 +156,7 @@ add_ew_ops([
     EwDef("fma", 3, _peer_fma, None, None, _g_fma, dtypes=NUM, domain="wide", sample_shapes=_TERN,
           doc="a * b + c with one rounding on float types (the seed's ternary Fma); integers wrap"),
     EwDef("lerp_tensor", 3, lambda a, b, c: __import__("torch").lerp(a, b, c), "torch.lerp (tensor weight)",
-          None, _g_lerp_tensor, dtypes=FLOAT, same_dtype=True, domain=("any", "any", "weight"),
+          None, _g_lerp_tensor, dtypes=FLOAT + CPLX, same_dtype=True, domain=("any", "any", "weight"),
           sample_shapes=_TERN),
 ])
 

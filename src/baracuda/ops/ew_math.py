@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from .._core.errors import InvalidProblemError
-from .elementwise import ALL, BOOL, FLOAT, INT, NUM, EwDef, add_ew_ops, dropin_ew, tp
+from .elementwise import ALL, BOOL, CPLX, FLOAT, INT, NUM, EwDef, add_ew_ops, dropin_ew, tp
 
 
 def _scale_rule(k):
@@ -51,10 +51,20 @@ _ALIASES = {
 }
 
 
+# the math functions torch also defines for complex64/128 (holomorphic: their gradient is g * conj(f'(z)))
+_COMPLEX = frozenset({"exp", "log", "tanh", "exp2", "expm1", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal",
+                      "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+                      "sigmoid", "abs", "square", "isnan", "isinf", "isfinite"})
+
+
+def _dt(name, dtypes):
+    return dtypes + CPLX if name in _COMPLEX else dtypes
+
+
 def _f(name, domain="any", bw="x", jax=None, torch_name=None, dtypes=ALL, **kw):
     """A float-valued math function: integer/bool inputs give f32 (torch)."""
     return EwDef(name, 1, tp(name), torch_name or f"torch.{name}", jax or f"jax.numpy.{name}", domain=domain,
-                 bw=bw, out="float", dtypes=dtypes, dropin=_di(name), aliases=_ALIASES.get(name, ()), **kw)
+                 bw=bw, out="float", dtypes=_dt(name, dtypes), dropin=_di(name), aliases=_ALIASES.get(name, ()), **kw)
 
 
 add_ew_ops([
@@ -88,10 +98,10 @@ add_ew_ops([
     EwDef("rad2deg", 1, tp("rad2deg"), "torch.rad2deg", "jax.numpy.rad2deg", _scale_rule(180.0 / math.pi), saves=(),
           out="float", dtypes=NUM, dropin=_di("rad2deg")),
     # integer-preserving
-    EwDef("abs", 1, tp("abs"), "torch.abs", "jax.lax.abs", domain="wide", avoid=(0.0,), bw="x", dtypes=NUM,
-          dropin=_di("abs"), aliases=_ALIASES["abs"]),
+    EwDef("abs", 1, tp("abs"), "torch.abs", "jax.lax.abs", domain="wide", avoid=(0.0,), bw="x", dtypes=_dt("abs", NUM),
+          out="real", dropin=_di("abs"), aliases=_ALIASES["abs"], doc="|z| of complex z is real (hypot: no overflow)"),
     EwDef("sign", 1, tp("sign"), "torch.sign", "jax.lax.sign", domain="wide", dtypes=ALL, dropin=_di("sign")),
-    EwDef("square", 1, tp("square"), "torch.square", "jax.numpy.square", domain="wide", bw="x", dtypes=NUM,
+    EwDef("square", 1, tp("square"), "torch.square", "jax.numpy.square", domain="wide", bw="x", dtypes=_dt("square", NUM),
           dropin=_di("square")),
     *[EwDef(n, 1, tp(n), f"torch.{n}", f"jax.numpy.{n}", domain="nonint", dtypes=NUM, dropin=_di(n),
             aliases=_ALIASES.get(n, ())) for n in ("floor", "ceil", "trunc")],
@@ -103,7 +113,7 @@ add_ew_ops([
           attr_samples=({}, {"nan": 1.5, "posinf": 7.0, "neginf": -7.0}),
           dropin=_di("nan_to_num", ("nan", "posinf", "neginf"))),
     # predicates (bool results) and bitwise
-    *[EwDef(n, 1, tp(n), f"torch.{n}", f"jax.numpy.{n}", out="bool", dtypes=ALL, dropin=_di(n))
+    *[EwDef(n, 1, tp(n), f"torch.{n}", f"jax.numpy.{n}", out="bool", dtypes=_dt(n, ALL), dropin=_di(n))
       for n in ("isnan", "isinf", "isfinite", "signbit", "logical_not")],
     EwDef("bitwise_not", 1, tp("bitwise_not"), "torch.bitwise_not", "jax.numpy.invert", domain="wide",
           dtypes=INT + BOOL, dropin=_di("bitwise_not")),

@@ -70,8 +70,10 @@ def _attrs(op: str, base: str, attrs: dict) -> dict:
     return out
 
 
-def _check(op: str):
-    base = op.replace("_backward", "")
+def _check(op: str, base: str | None = None):
+    """The shape rule of ``op``; ``base``: the loss whose inputs and attributes it takes (default: op without
+    "_backward").  cross_entropy_with_grad (ops/loss_fused.py) reuses cross_entropy's rule under its own name."""
+    base = base or op.replace("_backward", "")
     bw = op.endswith("_backward")
 
     def check(inputs, attrs):
@@ -328,8 +330,12 @@ def _tol(dt):
             DType.bf16: (1.6e-2, 1e-2)}[dt]
 
 
-def _register_input_makers():
-    from ..bench.inputs import register_input_maker
+def _register_input_makers_for(ops):
+    """Benchmark inputs: class indices in range for index targets, normal draws for the rest."""
+    try:
+        from ..bench.inputs import register_input_maker
+    except ImportError:   # the bench package is optional at import time
+        return
 
     def maker(desc, device, gen):
         import torch
@@ -345,7 +351,7 @@ def _register_input_makers():
                 ins.append(r.to(t.dtype.torch).to(device))
         return ins
 
-    for op in LOSS_OPS:
+    for op in ops:
         register_input_maker(op, maker)
 
 
@@ -357,6 +363,7 @@ for _base, _peer, _dropin in (("cross_entropy", _peer_ce, _dropin_ce), ("nll_los
         name=_base, family="loss", arg_names=("input", "target", "weight"), check=_check(_base), dtypes=FLOAT_TYPES,
         defaults=dict(_defaults), torch_peer=_peer, torch_name=f"torch.nn.functional.{_base}", dropin=_dropin,
         grad=_grad_rule(_bw), saves=("inputs",), differentiable=(0,), samples=_fw_samples(_base),
+        fused_grad="cross_entropy_with_grad" if _base == "cross_entropy" else None,
         errors=_errors(_base), tol=_tol, workloads=_workloads(_base), cost=_cost, category="loss",
         doc=f"{_base} over [N, C, d1, ...] inputs (class dim 1, or unbatched [C]): class-index targets with ignore_index and weights"
             + (", probability targets, label smoothing" if _base == "cross_entropy" else "")
@@ -369,10 +376,7 @@ for _base, _peer, _dropin in (("cross_entropy", _peer_ce, _dropin_ce), ("nll_los
         doc=f"fused backward of {_base}: d input from grad (the loss's gradient) in one kernel.",
     ))
 
-try:
-    _register_input_makers()
-except ImportError:   # the bench package is optional at import time
-    pass
+_register_input_makers_for(LOSS_OPS)
 
 
 # == pointwise regression losses: mse_loss, l1_loss, smooth_l1_loss(beta), huber_loss(delta) ==================

@@ -25,7 +25,7 @@ from typing import Callable
 import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType, as_dtype
-from .._core.errors import InvalidProblemError, UnsupportedError
+from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, get_spec, register_spec
 from ._common import norm_axes, norm_axis
 
@@ -170,23 +170,31 @@ def _make_check(name: str, kind: str):
     return check
 
 
+def bw_operands(op, spec, inputs):
+    """(grad, x, out) of a reduction's fused backward op: three operands of the spec's dtypes."""
+    if len(inputs) != 3:
+        raise InvalidProblemError(op, "inputs", "3 operands (grad, x, out)", len(inputs))
+    spec.check_dtypes(inputs)
+    return inputs
+
+
+def check_reduced(op, x, dims, keepdim, same_dtype=True, **named):
+    """Each named operand (grad, out) has x's shape reduced over dims, and x's dtype when same_dtype."""
+    want = reduced_shape(x.shape, dims, keepdim)
+    for nm, t in named.items():
+        if t.shape != want:
+            raise InvalidProblemError(op, nm, f"shape {want} (x reduced over {dims})", t.shape)
+        if same_dtype and t.dtype != x.dtype:
+            raise DTypeMismatchError(op, nm, str(x.dtype), str(t.dtype))
+
+
 def _check_amax_backward(inputs, attrs):
     op = "amax_backward"
     _check_unknown(op, attrs, ("dims", "keepdim", "nan"))
-    if len(inputs) != 3:
-        raise InvalidProblemError(op, "inputs", "3 operands (grad, x, out)", len(inputs))
-    SPECS[op].check_dtypes(inputs)
-    g, x, out = inputs
+    g, x, out = bw_operands(op, SPECS[op], inputs)
     dims = _norm_dims(op, attrs.get("dims"), len(x.shape))
     keepdim = _check_keepdim(op, attrs.get("keepdim", False))
-    want = reduced_shape(x.shape, dims, keepdim)
-    for nm, t in (("grad", g), ("out", out)):
-        if t.shape != want:
-            raise InvalidProblemError(op, nm, f"shape {want} (x reduced over {dims})", t.shape)
-        if t.dtype != x.dtype:
-            from .._core.errors import DTypeMismatchError
-
-            raise DTypeMismatchError(op, nm, str(x.dtype), str(t.dtype))
+    check_reduced(op, x, dims, keepdim, grad=g, out=out)
     nan = attrs.get("nan", False)
     if not isinstance(nan, (bool, np.bool_)):
         raise InvalidProblemError(op, "nan", "a bool", repr(nan))

@@ -31,7 +31,7 @@ from .._core.dtypes import FLOAT_TYPES, DType, as_dtype, result_type
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from ._common import norm_axes, norm_axis
-from .reduction import keepdim_shape, reduced_shape, sum_tol
+from .reduction import bw_operands, check_reduced, keepdim_shape, reduced_shape, sum_tol
 
 __all__ = ["MOMENT_OPS", "NORM_OPS", "count_of", "norm_grad"]
 
@@ -122,15 +122,11 @@ def _check_var_bw(inputs, attrs):
     if len(inputs) not in (3, 4):
         raise InvalidProblemError(op, "inputs", "3 or 4 operands (grad, x, out[, grad_mean])", len(inputs))
     _SPECS[op].check_dtypes(inputs)
-    x = inputs[1]
+    named = dict(zip(("grad", "x", "out", "grad_mean"), inputs))
+    x = named.pop("x")
     dims = _norm_dims(op, attrs.get("dims"), len(x.shape))
     keep = _check_keepdim(op, attrs.get("keepdim", False))
-    want = reduced_shape(x.shape, dims, keep)
-    for name, t in zip(("grad", "x", "out", "grad_mean"), inputs):
-        if name != "x" and t.shape != want:
-            raise InvalidProblemError(op, name, f"shape {want} (x reduced over {dims})", t.shape)
-        if t.dtype != x.dtype:
-            raise DTypeMismatchError(op, name, str(x.dtype), str(t.dtype))
+    check_reduced(op, x, dims, keep, **named)
     corr = _real(op, "correction", attrs.get("correction"), 1.0)
     return ({"dims": dims, "correction": corr, "keepdim": keep, "std": bool(attrs.get("std", False))},
             (TensorSpec(x.shape, x.dtype),))
@@ -272,19 +268,13 @@ def _g_norm(ctx, d, grads, s):
 def _check_norm_bw(inputs, attrs):
     op = "vector_norm_backward"
     _unknown(op, attrs, ("ord", "dims", "keepdim"))
-    if len(inputs) != 3:
-        raise InvalidProblemError(op, "inputs", "3 operands (grad, x, out)", len(inputs))
-    _SPECS[op].check_dtypes(inputs)
-    g, x, out = inputs
+    g, x, out = bw_operands(op, _SPECS[op], inputs)
     o = _real(op, "ord", attrs.get("ord"), 2.0)
     if not math.isfinite(o):
         raise InvalidProblemError(op, "ord", "a finite ord (inf/-inf: amax_backward of |x|, times sign(x))", o)
     dims = _norm_dims(op, attrs.get("dims"), len(x.shape))
     keep = _check_keepdim(op, attrs.get("keepdim", False))
-    want = reduced_shape(x.shape, dims, keep)
-    for name, t in (("grad", g), ("out", out)):
-        if t.shape != want:
-            raise InvalidProblemError(op, name, f"shape {want} (x reduced over {dims})", t.shape)
+    check_reduced(op, x, dims, keep, same_dtype=False, grad=g, out=out)
     if out.dtype != g.dtype:
         raise DTypeMismatchError(op, "out", str(g.dtype), str(out.dtype))
     return {"ord": o, "dims": dims, "keepdim": keep}, (TensorSpec(x.shape, x.dtype),)
@@ -403,18 +393,10 @@ def _check_lse(inputs, attrs):
 def _check_lse_bw(inputs, attrs):
     op = "logsumexp_backward"
     _unknown(op, attrs, ("dims", "keepdim"))
-    if len(inputs) != 3:
-        raise InvalidProblemError(op, "inputs", "3 operands (grad, x, out)", len(inputs))
-    _SPECS[op].check_dtypes(inputs)
-    g, x, out = inputs
+    g, x, out = bw_operands(op, _SPECS[op], inputs)
     dims = _norm_dims(op, attrs.get("dims"), len(x.shape))
     keep = _check_keepdim(op, attrs.get("keepdim", False))
-    want = reduced_shape(x.shape, dims, keep)
-    for name, t in (("grad", g), ("out", out)):
-        if t.shape != want:
-            raise InvalidProblemError(op, name, f"shape {want} (x reduced over {dims})", t.shape)
-        if t.dtype != x.dtype:
-            raise DTypeMismatchError(op, name, str(x.dtype), str(t.dtype))
+    check_reduced(op, x, dims, keep, grad=g, out=out)
     return {"dims": dims, "keepdim": keep}, (TensorSpec(x.shape, x.dtype),)
 
 

@@ -13,7 +13,7 @@ from .._core.sku import Backend
 from .._core.spec import Descriptor, OpSpec, Sample
 
 __all__ = ["test_device", "backends_for", "cast", "assert_close", "noncontig", "reference_f64",
-           "forced_plan", "finite_difference_grads"]
+           "forced_plan", "finite_difference_grads", "complex_samples", "samples_for"]
 
 
 def test_device() -> Device:
@@ -118,25 +118,30 @@ def reference_f64(desc: Descriptor, arrays) -> tuple:
 
 
 def finite_difference_grads(desc: Descriptor, arrays, grads_out, eps: float = 1e-6):
-    """Central differences of sum(out_j * grads_out_j) w.r.t. each differentiable input (float64)."""
+    """Central differences of L = sum Re(conj(grads_out_j) * out_j) w.r.t. each differentiable input (float64 /
+    complex128).  For a complex input z = x + iy the result is dL/dx + i dL/dy, torch's convention for
+    complex autograd (for real outputs and inputs L is sum(out_j * grads_out_j))."""
     spec: OpSpec = desc.spec
     base = [np.array(to_f64(a)) for a in arrays]
     res = []
     for i in range(len(base)):
-        if i not in spec.differentiable or not desc.inputs[i].dtype.is_floating:
+        dt = desc.inputs[i].dtype
+        if i not in spec.differentiable or not (dt.is_floating or dt.is_complex):
             res.append(None)
             continue
         g = np.zeros_like(base[i])
         it = np.nditer(base[i], flags=["multi_index"])
         for _ in it:
             idx = it.multi_index
-            vals = []
-            for sgn in (1, -1):
-                xs = [b.copy() for b in base]
-                xs[i][idx] += sgn * eps
-                outs = reference_f64(desc, xs)
-                vals.append(sum(float(np.sum(o.astype(np.float64) * go)) for o, go in zip(outs, grads_out) if go is not None))
-            g[idx] = (vals[0] - vals[1]) / (2 * eps)
+            for unit in ((1.0, 1j) if dt.is_complex else (1.0,)):
+                vals = []
+                for sgn in (1, -1):
+                    xs = [b.copy() for b in base]
+                    xs[i][idx] += sgn * eps * unit
+                    outs = reference_f64(desc, xs)
+                    vals.append(sum(float(np.sum(np.real(np.conj(go) * to_f64(o))))
+                                    for o, go in zip(outs, grads_out) if go is not None))
+                g[idx] += unit * (vals[0] - vals[1]) / (2 * eps)
         res.append(g)
     return res
 
@@ -144,3 +149,21 @@ def finite_difference_grads(desc: Descriptor, arrays, grads_out, eps: float = 1e
 def draw_samples(spec: OpSpec, seed: int = 0) -> list[Sample]:
     rng = np.random.default_rng(seed)
     return list(spec.samples(rng)) if spec.samples else []
+
+
+def complex_samples(spec: OpSpec, seed: int = 0) -> list[Sample]:
+    """The samples a complex dtype is tested on: each float operand of ``draw_samples(spec, seed)`` becomes
+    complex128 with its imaginary part taken from the same operand of ``draw_samples(spec, seed + 1)`` (same
+    shapes and attributes, independent values from the same domain); other operands are unchanged."""
+    from ..backends.reference._complex import to_c128   # re + i im without 1j * inf = nan + inf j
+
+    out = []
+    for a, b in zip(draw_samples(spec, seed), draw_samples(spec, seed + 1)):
+        xs = tuple(to_c128(x, y) if np.asarray(x).dtype.kind == "f" else x for x, y in zip(a.inputs, b.inputs))
+        out.append(Sample(xs, dict(a.attrs), name=f"complex-{a.name}", grad=a.grad))
+    return out
+
+
+def samples_for(spec: OpSpec, dtype) -> list[Sample]:
+    """``complex_samples`` for a complex dtype under test, ``draw_samples`` otherwise."""
+    return complex_samples(spec) if as_dtype(dtype).is_complex else draw_samples(spec)

@@ -5,6 +5,8 @@
 signatures for the arguments we support: an unsupported argument raises a clear error, never a silent
 difference. Every function runs through baracuda's plans (best backend per device), differentiates through
 baracuda's backward plans, and is a torch.library custom op, so ``torch.compile(fullgraph=True)`` traces it.
+``with baracuda.torch.mode(): ...`` runs unchanged torch code (functions, Tensor methods, operators) through
+these drop-ins, falling through to torch for what they do not cover (see ``_mode``).
 
 >>> import torch, baracuda.torch as bt
 >>> x = torch.randn(4, 8, requires_grad=True)
@@ -15,7 +17,9 @@ from __future__ import annotations
 import types
 
 from ._library import call, get_preference, preference, record
+from ._mode import mode
 from ._namespaces import build as _build
+from ._overloads import publish as _publish_overloads
 
 nn = types.ModuleType("baracuda.torch.nn")
 nn.functional = types.ModuleType("baracuda.torch.nn.functional")
@@ -25,6 +29,7 @@ special = types.ModuleType("baracuda.torch.special")
 
 PUBLISHED: dict[str, str] = _build(globals(), {"torch.nn.functional": nn.functional, "torch.nn": nn,
                                                "torch.linalg": linalg, "torch.fft": fft, "torch.special": special})
+_publish_overloads(globals(), PUBLISHED)   # lerp, clamp/clip, clamp_min/clamp_max: a number or a tensor operand
 
-__all__ = ["call", "record", "preference", "get_preference", "nn", "linalg", "fft", "special", "PUBLISHED"] + sorted(
+__all__ = ["call", "record", "preference", "get_preference", "mode", "nn", "linalg", "fft", "special", "PUBLISHED"] + sorted(
     n for n in PUBLISHED if "." not in n)

@@ -14,6 +14,7 @@ import ast
 import contextlib
 import functools
 import json
+import threading
 
 import torch
 
@@ -21,6 +22,7 @@ from .._core.device import Device
 from .._core.dtypes import DType, as_dtype
 from .._core.options import DEFAULT_PREFERENCE, PlanPreference
 from .._core.plan import BackwardPlan, plan_for
+from .._core.errors import UnsupportedError
 from .._core.spec import Descriptor, TensorSpec, get_spec
 
 _lib = torch.library.Library("baracuda", "DEF")
@@ -153,7 +155,28 @@ def _record_fw(desc, plan, xs, run):
     return out
 
 
+# -- inside a kernel: torch calls made by baracuda's own plumbing are not the user's ----------------
+_INSIDE = threading.local()
+
+
+def inside_baracuda() -> bool:
+    """True while a baracuda op or backward op runs (``baracuda.torch.mode`` then leaves torch calls alone)."""
+    return getattr(_INSIDE, "depth", 0) > 0
+
+
+def _inside(fn):
+    @functools.wraps(fn)
+    def wrapped(*args):
+        _INSIDE.depth = getattr(_INSIDE, "depth", 0) + 1
+        try:
+            return fn(*args)
+        finally:
+            _INSIDE.depth -= 1
+    return wrapped
+
+
 # -- forward -----------------------------------------------------------------------------------
+@_inside
 def _op_impl(name: str, attrs: str, xs):
     desc = _descriptor(name, attrs, _sig(xs))
     plan = plan_for(desc, _device_of(xs), get_preference())
@@ -188,6 +211,7 @@ def _desc_from_sig(name: str, attrs: str, sig: str) -> Descriptor:
     return _descriptor(name, attrs, specs)
 
 
+@_inside
 def _bw_impl(name: str, attrs: str, sig: str, args):
     desc = _desc_from_sig(name, attrs, sig)
     n_out = len(desc.outputs)
@@ -281,7 +305,39 @@ def _backward(ctx, grads):
 torch.library.register_autograd("baracuda::op", _backward, setup_context=_setup_context, lib=_lib)
 
 
+@contextlib.contextmanager
+def differentiable_only():
+    """Inside the block, an op called on tensors that require grad (grad mode on) raises UnsupportedError at
+    once unless baracuda differentiates it with respect to them (its backward plan is built, so a rule that
+    cannot run for these dtypes refuses here, not in ``backward()``).  ``baracuda.torch.mode`` runs drop-ins
+    under it so that torch takes those calls instead."""
+    prev = getattr(_INSIDE, "grad_check", False)
+    _INSIDE.grad_check = True
+    try:
+        yield
+    finally:
+        _INSIDE.grad_check = prev
+
+
+def _check_differentiable(name: str, attrs: str, xs) -> None:
+    wanted = [i for i, x in enumerate(xs) if x.requires_grad]
+    if not wanted:
+        return
+    desc = _descriptor(name, attrs, _sig(xs))
+    if not any(t.dtype.is_floating for t in desc.outputs):
+        return
+    spec = desc.spec
+    bad = [i for i in wanted if not spec.is_differentiable or i not in spec.differentiable]
+    if bad:
+        arg = spec.arg_names[bad[0]] if bad[0] < len(spec.arg_names) else bad[0]
+        raise UnsupportedError(name, f"not differentiable with respect to argument '{arg}'")
+    _bw_plan(desc, _device_of(xs), get_preference())
+
+
 def call(name: str, xs, attrs: dict):
     """Run baracuda op ``name`` on torch tensors through the custom op (autograd + torch.compile aware)."""
-    outs = torch.ops.baracuda.op(name, encode_attrs(attrs), list(xs))
+    enc = encode_attrs(attrs)
+    if getattr(_INSIDE, "grad_check", False) and torch.is_grad_enabled():
+        _check_differentiable(name, enc, xs)
+    outs = torch.ops.baracuda.op(name, enc, list(xs))
     return outs[0] if len(outs) == 1 else tuple(outs)

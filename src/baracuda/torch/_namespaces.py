@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 
 from .._core.spec import all_specs
+from ._fused import run_if_fused
 from ._library import call
 
 
@@ -12,6 +13,12 @@ def _make(spec, torch_name):
     def dropin(*args, **kwargs):
         res = spec.dropin(*args, **kwargs)
         inputs, attrs = res[0], res[1]
+        # cross_entropy / linear_cross_entropy under eager autograd: the loss and its gradients from one pass,
+        # returned as the drop-in's result (_fused.py)
+        if spec.fused_grad is not None:
+            out = run_if_fused(spec, inputs, attrs)
+            if out is not None:
+                return out
         out = call(spec.name, inputs, attrs)
         if len(res) == 3:   # the adapter's finisher (batch_norm: copy the new running stats into the buffers)
             out = res[2](out)

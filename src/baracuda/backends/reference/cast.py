@@ -41,8 +41,10 @@ def _to_dtype(desc, x):
         x = x.astype(np.int64)
     if dst.is_complex:
         comp = DType.f64 if dst == DType.c128 else DType.f32
-        if src.is_complex:
-            return (_to_float(x.real, comp) + 1j * _to_float(x.imag, comp).astype(np.float64)).astype(dst.numpy)
+        if src.is_complex:   # part by part (re + 1j * im would turn an infinite im into a NaN re)
+            out = np.empty(x.shape, dst.numpy)
+            out.real, out.imag = _to_float(x.real, comp), _to_float(x.imag, comp)
+            return out
         return _to_float(x, comp).astype(dst.numpy)
     if dst.is_floating:
         return _to_float(x, dst)

@@ -11,8 +11,10 @@ import math
 import ml_dtypes
 import numpy as np
 
-from ...ops.elementwise import EW_OPS, ew_compute_dtype, ew_operand_shapes
+from ..._core.dtypes import DType
+from ...ops.elementwise import EW_OPS, ew_compute_dtype, ew_operand_shapes, is_complex_desc
 from . import register_reference
+from ._complex import COMPLEX_BODIES, COMPLEX_OVERRIDES, NOT_HOLOMORPHIC, holomorphic
 
 _SQRT2 = math.sqrt(2.0)
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
@@ -485,6 +487,16 @@ def _div_floor(d, a, b):
     return np.floor_divide(a, b)
 
 
+# complex64/128 (backends/reference/_complex.py): new bodies, g * conj(f'(z)) for holomorphic backward helpers,
+# complex bodies where the real one does not carry over
+BODIES.update(COMPLEX_BODIES)
+for _name, _e in EW_OPS.items():
+    if "_backward" in _name and DType.c64 in _e.dtypes and _name not in NOT_HOLOMORPHIC:
+        BODIES[_name] = holomorphic(BODIES[_name])
+for _name, _cf in COMPLEX_OVERRIDES.items():
+    BODIES[_name] = (lambda real, cf: lambda d, *xs: cf(d, *xs) if is_complex_desc(d) else real(d, *xs))(
+        BODIES[_name], _cf)
+
 missing = set(EW_OPS) - set(BODIES)
 if missing:  # every op in the table must have its oracle
     raise ImportError(f"reference elementwise: no body for {sorted(missing)}")
@@ -492,7 +504,8 @@ if missing:  # every op in the table must have its oracle
 
 def _convert(desc, xs):
     """Operands -> the compute dtype (f64 for float math, the promoted integer/bool type otherwise)."""
-    ct = ew_compute_dtype(desc).numpy
+    ct = ew_compute_dtype(desc)
+    ct = np.dtype(np.complex128) if ct.is_complex else ct.numpy   # complex math in complex128
     e = EW_OPS[desc.op]
     vals = set(e.value_args if e.value_args is not None else range(len(xs)))
     xs = [np.asarray(x).astype(ct, copy=False) if i in vals else np.asarray(x) for i, x in enumerate(xs)]

@@ -124,14 +124,24 @@ def _rnd(v, MODE: tl.constexpr):
 
 
 @triton.jit
+def _finite_bits(v):
+    """isfinite from the bits (exponent not all ones): compiled comparisons of NaN are not trusted here (on the
+    H100, ``(x - x) == (x - x)`` and ``x <= y`` with a NaN operand made isclose(3.0, NaN) True)."""
+    if v.dtype == tl.float64:
+        return (v.to(tl.int64, bitcast=True) & 0x7FFFFFFFFFFFFFFF) < 0x7FF0000000000000
+    else:
+        return (v.to(tl.int32, bitcast=True) & 0x7FFFFFFF) < 0x7F800000
+
+
+@triton.jit
 def _isclose_float(a, b, rtol, atol, eqnan, MODE: tl.constexpr):
     close = a == b
     both_nan = tl.where((a != a) & (b != b), eqnan, 0.0)     # eqnan: 1.0 when equal_nan
     close = close | (both_nan != 0)
     allowed = _rnd(atol + tl.abs(_rnd(rtol * b, MODE)), MODE)
     actual = tl.abs(_rnd(a - b, MODE))
-    finite = (actual - actual) == (actual - actual)
-    return close | (finite & (actual <= allowed))
+    # a NaN operand makes actual NaN (not finite): false unless equal / both NaN, whatever `<=` does with NaN
+    return close | (_finite_bits(actual) & (actual <= allowed))
 
 
 @triton.jit

@@ -18,7 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ...ops.elementwise import EW_OPS, ew_compute_dtype, ew_operand_shapes
+from ...ops.elementwise import EW_OPS, ew_compute_dtype, ew_operand_shapes, is_complex_desc
 from ..._core.device import triton_interpreting
 from ..._core.dtypes import DType
 from . import register_triton
@@ -206,6 +206,8 @@ def _aligned(inputs, views):
 
 
 def _run(desc, inputs, outputs, ws):
+    if is_complex_desc(desc):   # complex64/128 operands or output: the complex template (_ew_complex.py)
+        return run_complex(desc, inputs, outputs, ws)
     ct = ew_compute_dtype(desc)
     fn, p0, p1, p2, pf, views = _select(desc)
     launch(fn, _aligned(inputs, views), outputs[0], p0, p1, compute=_TL[ct], p2=p2, nparams=3, float_params=pf)
@@ -215,7 +217,9 @@ def _bind(desc, pref):
     """Per-plan run: body, scalars and compute dtype are fixed by the descriptor; when every operand has the
     output's shape, the contiguous launch is prepared once and relaunched through ``Launcher`` (host cost
     ~9 us instead of ~17 us through ``kernel[grid]`` on the H200 host: bench/results/*/launch.txt).  Strided
-    or broadcast operands take the general ``launch``."""
+    or broadcast operands take the general ``launch``; complex descriptors the complex template."""
+    if is_complex_desc(desc):
+        return bind_complex(desc, pref)
     ct = ew_compute_dtype(desc)
     fn, p0, p1, p2, pf, views = _select(desc)
     compute = _TL[ct]
@@ -247,7 +251,7 @@ def _bind(desc, pref):
 
 
 def _route(desc, pref):
-    return "triton:ew_template"
+    return "triton:ew_complex_template" if is_complex_desc(desc) else "triton:ew_template"
 
 
 # -- gated ops: x = [a | b] split along dim; one program row per outer index ------------------------------
@@ -397,12 +401,20 @@ def _gated_supports(desc):
     return None
 
 
-missing = set(EW_OPS) - set(BODIES) - {n for g in _GATES for n in (g, f"{g}_backward")}
+# complex64/128: their own template (imported here: it reuses _flat_offsets above); real bodies of its new rows
+from ._ew_complex import COMPLEX_BODIES, REAL_BODIES, bind_complex, ew_precision, run_complex  # noqa: E402
+
+BODIES.update(REAL_BODIES)
+_GATED = {n for g in _GATES for n in (g, f"{g}_backward")}
+missing = set(EW_OPS) - set(BODIES) - set(COMPLEX_BODIES) - _GATED
 if missing:
     raise ImportError(f"triton elementwise: no body for {sorted(missing)}")
+no_complex = {n for n, e in EW_OPS.items() if DType.c64 in e.dtypes} - set(COMPLEX_BODIES)
+if no_complex:
+    raise ImportError(f"triton elementwise: no complex body for {sorted(no_complex)}")
 
-for _name in BODIES:
-    register_triton(_name, _run, route=_route, bind=_bind)
+for _name in sorted((set(BODIES) | set(COMPLEX_BODIES)) - _GATED):
+    register_triton(_name, _run, route=_route, bind=_bind, precision=ew_precision)
 for _g in _GATES:
     register_triton(_g, _run_gated, route=f"triton:gated_fwd[{_g}]", supports=_gated_supports)
     register_triton(f"{_g}_backward", _run_gated_bw, route=f"triton:gated_bwd[{_g}]", supports=_gated_supports)

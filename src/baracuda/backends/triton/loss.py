@@ -51,7 +51,7 @@ from ..._core.errors import InvalidProblemError
 from . import register_triton
 from ._math import exp_acc as _ex
 from ._math import log_acc as _lg
-from ._config import num_sms, overrides
+from ._config import host_checks, num_sms, overrides
 from . import loss_ce_coop as _long
 
 _WHILE = triton_interpreting()   # see softmax.py: `while` loops under the interpreter, `for` on the GPU
@@ -98,6 +98,28 @@ def _roff(rows, D, sn, sd, ND: tl.constexpr, RB: tl.constexpr):
         return (rows // D) * sn + (rows % D) * sd
     else:
         return rows * sn
+
+
+@triton.jit
+def _row_block(RB: tl.constexpr, I64: tl.constexpr):
+    """The RB rows of this program (axis 0 of the grid); int64 when the operands pass 2^31 elements."""
+    rows = tl.program_id(0) * RB + tl.arange(0, RB)
+    if I64:
+        rows = rows.to(tl.int64)
+    return rows
+
+
+@triton.jit
+def _emit_rows(loss, wt, bad, rows, R, loss_ptr, ws_ptr, NONE: tl.constexpr, CT: tl.constexpr, RB: tl.constexpr):
+    """Row losses to the output ('none') or, with the row weights, to ws[0:R], ws[R:2R] for _fold; the
+    out-of-range flag to ws[2R]."""
+    rmask = rows < R
+    if NONE:
+        tl.store(loss_ptr + rows, loss.to(loss_ptr.dtype.element_ty), mask=rmask)
+    else:
+        tl.store(ws_ptr + rows, loss, mask=rmask)
+        tl.store(ws_ptr + R + rows, wt, mask=rmask)
+    tl.store(ws_ptr + 2 * R + rows * 0, tl.full([RB], 1.0, CT), mask=bad)
 
 
 @triton.jit
@@ -164,9 +186,7 @@ def _ce_part(x_ptr, t_ptr, w_ptr, part_ptr, eps_ptr, loss_ptr, ws_ptr, R, C, D, 
     one-program pass over R rows (a 512 x 512 segmentation map has 4M rows)."""
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     EPS = tl.load(eps_ptr)   # label smoothing, in the compute dtype
-    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
-    if I64:
-        rows = rows.to(tl.int64)
+    rows = _row_block(ROWS, I64)
     k = tl.program_id(1)
     rmask = rows < R
     xo = _roff(rows, D, sxn, sxd, ND, ROWS)
@@ -248,44 +268,44 @@ def _ce_fin(x_ptr, t_ptr, w_ptr, part_ptr, loss_ptr, ws_ptr, eps_ptr, R, C, D, s
             F64: tl.constexpr, SPLIT: tl.constexpr, BLOCK: tl.constexpr, I64: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     EPS = tl.load(eps_ptr)
-    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    if I64:
-        rows = rows.to(tl.int64)
+    rows = _row_block(BLOCK, I64)
     rmask = rows < R
     keep, bad, tc, wt = _rows_info(t_ptr, w_ptr, rows, R, C, _roff(rows, D, stn, std, ND > 0, BLOCK), IGNORE, HAS_W,
                                    PROB, CT)
     m, s, a, b = _merged(part_ptr, rows, rmask, R, SPLIT, F64)
     loss = _row_loss(x_ptr, _roff(rows, D, sxn, sxd, ND > 0, BLOCK), sxc, keep, bad, tc, wt, m, s, a, b, EPS, C,
                      PROB, SMOOTH, F64)
-    if NONE:
-        tl.store(loss_ptr + rows, loss.to(loss_ptr.dtype.element_ty), mask=rmask)
+    _emit_rows(loss, wt, bad, rows, R, loss_ptr, ws_ptr, NONE, CT, BLOCK)
+
+
+@triton.jit
+def _fold_sums(ws_ptr, N, TWO: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr, WHILE: tl.constexpr):
+    """(sum of ws[0:N], sum of ws[N:2N] when TWO else 0), BLOCK words a step in a fixed order (deterministic)."""
+    a0 = tl.zeros([BLOCK], CT)
+    a1 = tl.zeros([BLOCK], CT)
+    if WHILE:
+        off = 0
+        while off < N:
+            i = off + tl.arange(0, BLOCK)
+            a0 += tl.load(ws_ptr + i, mask=i < N, other=0.0)
+            if TWO:
+                a1 += tl.load(ws_ptr + N + i, mask=i < N, other=0.0)
+            off += BLOCK
     else:
-        tl.store(ws_ptr + rows, loss, mask=rmask)
-        tl.store(ws_ptr + R + rows, wt, mask=rmask)
-    tl.store(ws_ptr + 2 * R + rows * 0, tl.full([BLOCK], 1.0, CT), mask=bad)
+        for off in range(0, N, BLOCK):
+            i = off + tl.arange(0, BLOCK)
+            a0 += tl.load(ws_ptr + i, mask=i < N, other=0.0)
+            if TWO:
+                a1 += tl.load(ws_ptr + N + i, mask=i < N, other=0.0)
+    return tl.sum(a0, 0), tl.sum(a1, 0)
 
 
 @triton.jit
 def _fold(ws_ptr, out_ptr, N, MEAN: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr, WHILE: tl.constexpr):
     """One program: sum of ws[0:N] (losses) and ws[N:2N] (row weights) in a fixed order -> the reduced loss."""
-    CT: tl.constexpr = tl.float64 if F64 else tl.float32
-    al = tl.zeros([BLOCK], CT)
-    aw = tl.zeros([BLOCK], CT)
-    if WHILE:
-        off = 0
-        while off < N:
-            i = off + tl.arange(0, BLOCK)
-            al += tl.load(ws_ptr + i, mask=i < N, other=0.0)
-            aw += tl.load(ws_ptr + N + i, mask=i < N, other=0.0)
-            off += BLOCK
-    else:
-        for off in range(0, N, BLOCK):
-            i = off + tl.arange(0, BLOCK)
-            al += tl.load(ws_ptr + i, mask=i < N, other=0.0)
-            aw += tl.load(ws_ptr + N + i, mask=i < N, other=0.0)
-    total = tl.sum(al, 0)
+    total, wsum = _fold_sums(ws_ptr, N, MEAN, tl.float64 if F64 else tl.float32, BLOCK, WHILE)
     if MEAN:
-        total = total / tl.sum(aw, 0)
+        total = total / wsum
     tl.store(out_ptr, total.to(out_ptr.dtype.element_ty))
 
 
@@ -345,9 +365,7 @@ def _ce_grad(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, part_ptr, ws_ptr, eps_ptr, R, C
     an L1 hit) instead of _ce_part's partials: 1 HBM read + 1 write, one launch."""
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     EPS = tl.load(eps_ptr)
-    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
-    if I64:
-        rows = rows.to(tl.int64)
+    rows = _row_block(ROWS, I64)
     k = tl.program_id(1)
     rmask = rows < R
     to = _roff(rows, D, stn, std, ND, ROWS)
@@ -419,21 +437,13 @@ def _grad_step(x_ptr, t_ptr, w_ptr, dx_ptr, xo, to, do, sdc, rmask, off, hi, C, 
 def _nll_fw(x_ptr, t_ptr, w_ptr, loss_ptr, ws_ptr, R, C, D, sxn, sxc, sxd, stn, std, IGNORE, HAS_W: tl.constexpr,
             NONE: tl.constexpr, ND: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr, I64: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
-    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    if I64:
-        rows = rows.to(tl.int64)
+    rows = _row_block(BLOCK, I64)
     keep, bad, tc, wt = _rows_info(t_ptr, w_ptr, rows, R, C, _roff(rows, D, stn, std, ND > 0, BLOCK), IGNORE, HAS_W,
                                    False, CT)
     xt = tl.load(x_ptr + _roff(rows, D, sxn, sxd, ND > 0, BLOCK) + tc * sxc, mask=keep, other=0.0).to(CT)
     loss = tl.where(keep, -wt * xt, 0.0)
     loss = tl.where(bad, float("nan"), loss)
-    rmask = rows < R
-    if NONE:
-        tl.store(loss_ptr + rows, loss.to(loss_ptr.dtype.element_ty), mask=rmask)
-    else:
-        tl.store(ws_ptr + rows, loss, mask=rmask)
-        tl.store(ws_ptr + R + rows, wt, mask=rmask)
-    tl.store(ws_ptr + 2 * R + rows * 0, tl.full([BLOCK], 1.0, CT), mask=bad)
+    _emit_rows(loss, wt, bad, rows, R, loss_ptr, ws_ptr, NONE, CT, BLOCK)
 
 
 @triton.jit
@@ -441,9 +451,7 @@ def _nll_bw(g_ptr, t_ptr, w_ptr, dx_ptr, ws_ptr, R, C, D, stn, std, IGNORE, HAS_
             ND: tl.constexpr, F64: tl.constexpr, ROWS: tl.constexpr, TILE: tl.constexpr, I64: tl.constexpr):
     # grid (row blocks, column tiles): one dense write of dinput (the floor), the target column gets -w_t * scale
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
-    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
-    if I64:
-        rows = rows.to(tl.int64)
+    rows = _row_block(ROWS, I64)
     keep, bad, tc, wt = _rows_info(t_ptr, w_ptr, rows, R, C, _roff(rows, D, stn, std, ND, ROWS), IGNORE, HAS_W, False,
                                    CT)
     sc = _row_scale(g_ptr, ws_ptr, rows, keep, R, RED, CT)
@@ -509,10 +517,9 @@ def _workspace(desc) -> int:
     return (2 * r + 2 + part) * (8 if _f64(desc) else 4)
 
 
-def _check_flag(op, ws, c, ignore):
-    if torch.cuda.is_available() and ws.is_cuda and torch.cuda.is_current_stream_capturing():
-        return   # no sync under graph capture: the NaN loss of the bad rows is the signal
-    if bool(ws.item() != 0):
+def _check_flag(op, ws, c, ignore, pref):
+    """Raise on an out-of-range class index flagged by the kernels (one host read; see host_checks)."""
+    if host_checks(pref) and bool(ws.item() != 0):
         raise InvalidProblemError(op, "target", f"class indices in [0, {c}) or ignore_index={ignore}",
                                   "an index out of range")
 
@@ -583,7 +590,7 @@ def _bind(desc, pref=None):
         if loss is not out:
             out.copy_(loss)
         if r and not prob:
-            _check_flag(desc.op, w[2 * r], c, ignore)
+            _check_flag(desc.op, w[2 * r], c, ignore, pref)
 
     def bwd(desc_, inputs, outputs, ws):
         g = inputs[0].contiguous()   # grad: the rows' shape or a scalar
@@ -693,19 +700,8 @@ def _pw_fw(x_ptr, y_ptr, out_ptr, ws_ptr, prm_ptr, n, KIND: tl.constexpr, NONE: 
 @triton.jit
 def _pw_fold(ws_ptr, out_ptr, nparts, n, MEAN: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr,
              WHILE: tl.constexpr):
-    CT: tl.constexpr = tl.float64 if F64 else tl.float32
-    acc = tl.zeros([BLOCK], CT)
-    if WHILE:
-        off = 0
-        while off < nparts:
-            i = off + tl.arange(0, BLOCK)
-            acc += tl.load(ws_ptr + i, mask=i < nparts, other=0.0)
-            off += BLOCK
-    else:
-        for off in range(0, nparts, BLOCK):
-            i = off + tl.arange(0, BLOCK)
-            acc += tl.load(ws_ptr + i, mask=i < nparts, other=0.0)
-    total = tl.sum(acc, 0)
+    """One program: sum of the nparts partials in a fixed order (divided by n for the mean)."""
+    total, _w = _fold_sums(ws_ptr, nparts, False, tl.float64 if F64 else tl.float32, BLOCK, WHILE)
     if MEAN:
         total = total / n
     tl.store(out_ptr, total.to(out_ptr.dtype.element_ty))

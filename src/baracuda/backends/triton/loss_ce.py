@@ -1,6 +1,6 @@
 """Fused linear cross-entropy on the GPU: token chunks, cuBLAS GEMMs (torch.mm) and one fused Triton CE kernel.
 
-Per chunk of `chunk` tokens (workspace holds the chunk's logits, chunk * V * itemsize bytes; chunk ~ N / 8):
+Per chunk of `chunk` tokens (workspace holds the chunk's logits, chunk * V * itemsize bytes; chunk ~ N / 5):
   1. logits_c = x_c @ W^T (+ b)                                  torch.addmm / torch.mm (cuBLAS, f32 accumulate)
   2. _lce_chunk: per row, pass 1 the online (max, sum exp) of the softcapped logits (+ the smoothing sum),
      the row loss -> workspace; pass 2 re-reads the row (an L2 hit: persistent grid, as loss.py) and
@@ -10,7 +10,7 @@ Per chunk of `chunk` tokens (workspace holds the chunk's logits, chunk * V * ite
   4. dW  += dlogits^T @ x_c      (torch.addmm in place: cuBLAS computes each chunk's product and the
      accumulation alpha*AB + beta*C in f32 and rounds once per chunk to W's dtype; a full f32 [V, H] accumulator
      would cost V*H*4 bytes (2.1 GB at 128256 x 4096) and break the memory budget, so with bf16 weights dW sees
-     n_chunks (~8) roundings, ~sqrt(8) * 2^-9 relative)
+     n_chunks (~5) roundings, ~sqrt(5) * 2^-9 relative)
   5. db  += column sums of dlogits (f32 accumulator of V words)
 Then a one-program fold of the row losses (deterministic; mean divides by the kept-row count computed up front).
 Three GEMMs of 2 N V H flops each: 8192 x 4096 x 128256 bf16 = 25.8 TFLOP, ~35-40 ms at ~700 TFLOP/s; the CE
@@ -28,7 +28,7 @@ from ..._core.device import triton_interpreting
 from ..._core.errors import InvalidProblemError
 from ._math import exp as _exp_acc
 from . import register_triton
-from ._config import overrides
+from ._config import host_checks, overrides
 from .loss import _denom, _fold, _lg, _num_sms, _ws_view
 
 _WHILE = triton_interpreting()
@@ -36,9 +36,17 @@ _FORCE, forced = overrides("""Force ``chunk`` / ``tile`` / ``rows`` / ``programs
 
 
 def choose(n: int, v: int, itemsize: int):
-    """(chunk, TILE, ROWS, warps, programs). chunk: <= 1/8 of the tokens (so the chunk's logits are <= 1/8 of
-    the full logits) and <= 1 GiB of logits; TILE/ROWS as loss.choose."""
-    chunk = _FORCE.get("chunk", max(1, min(triton.cdiv(n, 8), (1 << 30) // max(v * itemsize, 1))))
+    """(chunk, TILE, ROWS, warps, programs).  chunk: a fifth of the tokens (rounded up to 64 rows for the GEMMs),
+    or more while its logits stay under 256 MiB (small problems: one chunk, no dW accumulation), never over
+    1 GiB of logits.  Peak memory is dW + dx + one chunk of logits; eager's is ~3 x the full logits, so a fifth
+    keeps the peak under a quarter of eager's even where dW is large (8192 x 4096 x 128256 bf16: 1.05 GB dW +
+    0.43 GB chunk = 24.5% of eager's 6.3 GB; a quarter of the tokens measured 26%).  Fewer, larger chunks make
+    larger GEMMs and fewer read-modify-write passes over dW (each chunk's dW += dl^T x re-reads dW): on the
+    H100 41.6 / 39.9 / 39.3 ms at N/8, N/4, N/2 tokens per chunk (torch.compile 38.8).  TILE/ROWS as
+    loss.choose."""
+    row = max(v * itemsize, 1)
+    fifth = triton.cdiv(triton.cdiv(n, 5), 64) * 64
+    chunk = _FORCE.get("chunk", max(1, min(n, max(fifth, (256 << 20) // row), (1 << 30) // row)))
     tile = _FORCE.get("tile", min(triton.next_power_of_2(max(v, 1)), 8192 if v >= 65536 else 4096))
     rows = _FORCE.get("rows", max(1, min(2048 // tile, triton.next_power_of_2(max(chunk, 1)))))
     elems = tile * rows
@@ -245,7 +253,7 @@ def _bind(desc, pref=None):
         _fold[(1,)](wsv, loss, n, MEAN=mean, F64=f64, BLOCK=1024, WHILE=_WHILE, num_warps=4)
         if has_b:
             outputs[3].copy_(db)
-        if n and not (x.is_cuda and torch.cuda.is_current_stream_capturing()) and bool(wsv[2 * n].item() != 0):
+        if n and host_checks(pref) and bool(wsv[2 * n].item() != 0):
             raise InvalidProblemError(desc.op, "target", f"class indices in [0, {v}) or ignore_index={ignore}",
                                       "an index out of range")
 

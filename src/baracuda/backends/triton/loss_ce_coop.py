@@ -22,19 +22,30 @@ import torch
 import triton
 import triton.language as tl
 
-from ._config import num_sms
+from ._config import num_sms, overrides
 from ._math import exp_acc as _ex
+from ._math import log_acc as _lg
 from .softmax_long import _chunk, _per_sm, _publish, _safe, _wait
 
 CHUNK = 8192
 WARPS = 8
+# register cap (f32 compute; f64 is uncapped, it would spill).  Measured on the H100, 4096 x 128256 bf16:
+# uncapped (~100-120 regs, 2 programs of 8 warps per SM) 1.19 ms backward / 1.26 ms with LOSS; capped at 80
+# (3 per SM, an 8-32 byte spill) 1.05 / 1.04 ms; at 64 the spills cost more than the occupancy gives (1.37 /
+# 1.06).  Class weights (+ smoothing) need ~170 registers: capped at 128 (a 64-byte spill) to keep 2 per SM.
+MAXNREG = {False: 80, True: 128}    # by "has class weights"
 _PER_SM: dict = {}
+_FORCE, forced = overrides("Force ``maxnreg`` (GPU tuning runs: 64 / 80 / 96 give 4 / 3 / 2 programs per SM).")
 
 
 @triton.jit
-def _ce_bw_coop(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, part_ptr, cnt_ptr, den_ptr, eps_ptr, wsum_ptr, R, C, sxn, stn,
-                IGNORE, NSPLIT, HAS_W: tl.constexpr, SMOOTH: tl.constexpr, RED: tl.constexpr, F64: tl.constexpr,
-                CHUNK: tl.constexpr, SP: tl.constexpr, I64: tl.constexpr):
+def _ce_bw_coop(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, part_ptr, cnt_ptr, den_ptr, eps_ptr, wsum_ptr, loss_ptr, R, C,
+                sxn, stn, IGNORE, NSPLIT, HAS_W: tl.constexpr, SMOOTH: tl.constexpr, RED: tl.constexpr,
+                F64: tl.constexpr, CHUNK: tl.constexpr, SP: tl.constexpr, I64: tl.constexpr, LOSS: tl.constexpr):
+    """LOSS (cross_entropy_with_grad: the forward and the gradient in one read): the row's chunk-0 program also
+    writes the row loss to loss_ptr[row] and its weight to loss_ptr[R + row] (for the mean), and flags an
+    out-of-range target in loss_ptr[2 R]; with label smoothing each chunk publishes a third partial,
+    sum_c w_c x_c, for the smoothing term eps / C * (lse sum_c w_c - sum_c w_c x_c)."""
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     EPS = tl.load(eps_ptr)
     total = R * NSPLIT
@@ -50,6 +61,12 @@ def _ce_bw_coop(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, part_ptr, cnt_ptr, den_ptr, 
         m = tl.max(x, 0)
         tl.store(part_ptr + w, m)
         tl.store(part_ptr + total + w, tl.sum(_ex(x - _safe(m), F64), 0))
+        if LOSS and SMOOTH:
+            if HAS_W:
+                wc = tl.load(w_ptr + c, mask=mask, other=0.0).to(CT)
+            else:
+                wc = 1.0
+            tl.store(part_ptr + 2 * total + w, tl.sum(tl.where(mask, x * wc, 0.0), 0))
         _publish(cnt_ptr, row)
         rn, cn = _chunk(w + nprog, NSPLIT, C, CHUNK, I64)
         x_next = tl.load(x_ptr + rn * sxn + cn, mask=(cn < C) & (w + nprog < total), other=float("-inf"))
@@ -76,6 +93,17 @@ def _ce_bw_coop(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, part_ptr, cnt_ptr, den_ptr, 
         ss = tl.load(part_ptr + total + row * NSPLIT + k, mask=k < NSPLIT, other=0.0, volatile=True)
         mr = _safe(tl.max(ms, 0))
         s = tl.sum(ss * _ex(ms - mr, F64), 0)
+        if LOSS:
+            if w - row * NSPLIT == 0:      # one program per row writes the row's loss (scalar work)
+                lse = mr + _lg(s, F64)
+                lr = (1.0 - EPS) * wt * (lse - tl.load(x_ptr + row * sxn + tc).to(CT))
+                if SMOOTH:
+                    sw = tl.load(part_ptr + 2 * total + row * NSPLIT + k, mask=k < NSPLIT, other=0.0, volatile=True)
+                    lr += EPS / C * (tl.load(wsum_ptr) * lse - tl.sum(sw, 0))
+                tl.store(loss_ptr + row, tl.where(keep, lr, 0.0))
+                tl.store(loss_ptr + R + row, wt)
+                bad = (t != IGNORE) & ((t < 0) | (t >= C))
+                tl.store(loss_ptr + 2 * R + row * 0, 1.0, mask=bad)
         d = _ex(x - mr, F64) * (coef / s) - tl.where(c == tc, (1.0 - EPS) * wt, 0.0)
         if SMOOTH:
             if HAS_W:
@@ -94,27 +122,31 @@ def eligible(c: int) -> bool:
     return 2 <= splits(c) <= num_sms()
 
 
-def workspace_words(r: int, c: int) -> int:
-    """(max, sum) partials per (row, chunk) + one int32 counter per row (+ 4 words of slack)."""
-    return 2 * r * splits(c) + r + 4
+def workspace_words(r: int, c: int, loss: bool = False) -> int:
+    """(max, sum[, sum w x]) partials per (row, chunk) + one int32 counter per row (+ 4 words of slack)."""
+    return (3 if loss else 2) * r * splits(c) + r + 4
 
 
-def launch(g, x, t, w, dx, ws_words, den, eps, wsum, r, c, ignore, has_w, smooth, red, f64):
-    """ws_words: a float view of at least workspace_words(r, c) words; den: the mean's denominator (1 word)."""
+def launch(g, x, t, w, dx, ws_words, den, eps, wsum, r, c, ignore, has_w, smooth, red, f64, loss=None):
+    """ws_words: a float view of at least workspace_words(r, c, loss is not None) words; den: the mean's
+    denominator (1 word); loss: None, or 2 r + 1 words for the row losses, row weights and bad-target flag."""
     nsplit = splits(c)
-    part = ws_words[: 2 * r * nsplit]
-    cnt = ws_words[2 * r * nsplit: 2 * r * nsplit + r + 2].view(torch.int32)[:r]
+    npart = (3 if loss is not None else 2) * r * nsplit
+    part = ws_words[:npart]
+    cnt = ws_words[npart: npart + r + 2].view(torch.int32)[:r]
     cnt.zero_()
     i64 = r * c >= 2 ** 31 - 65536
-    args = (g, x, t, w, dx, part, cnt, den, eps, wsum, r, c, x.stride(0), t.stride(0), ignore, nsplit)
+    args = (g, x, t, w, dx, part, cnt, den, eps, wsum, den if loss is None else loss, r, c, x.stride(0), t.stride(0),
+            ignore, nsplit)
     const = dict(HAS_W=has_w, SMOOTH=smooth, RED=red, F64=f64, CHUNK=CHUNK, SP=triton.next_power_of_2(nsplit),
-                 I64=i64)
-    key = tuple(sorted(const.items()))
+                 I64=i64, LOSS=loss is not None)
+    opts = dict(num_warps=WARPS, **({} if f64 else {"maxnreg": _FORCE.get("maxnreg", MAXNREG[bool(has_w)])}))
+    key = tuple(sorted(const.items())) + tuple(sorted(opts.items()))
     per_sm = _PER_SM.get(key)
     if per_sm is None:   # compile once to read the kernel's register / shared-memory use (softmax_long does the same)
-        compiled = _ce_bw_coop.warmup(*args, grid=(1,), **const, num_warps=WARPS)
+        compiled = _ce_bw_coop.warmup(*args, grid=(1,), **const, **opts)
         compiled._init_handles()
         per_sm = _PER_SM[key] = _per_sm(compiled.n_regs, WARPS, compiled.metadata.shared)
     progs = max(nsplit, (num_sms() * per_sm) // nsplit * nsplit)
     progs = min(progs, r * nsplit)
-    _ce_bw_coop[(progs,)](*args, **const, num_warps=WARPS)
+    _ce_bw_coop[(progs,)](*args, **const, **opts)

@@ -33,10 +33,10 @@ from ...ops.loss_ctc import ctc_geometry, validate_ctc
 from . import register_triton
 from ._math import exp_acc as _ex
 from ._math import log_acc as _lg
+from .loss import _RED, _pw_fold
 
 _WHILE = triton_interpreting()
 _MAX_STATES = 4096
-_RED = {"none": 0, "sum": 1, "mean": 2}
 
 
 @triton.jit
@@ -47,7 +47,14 @@ def _lse3(a, b, c, F64: tl.constexpr):
 
 
 @triton.jit
-def _alpha_step(lp_ptr, row_prev, row_cur, a, t, s, valid, lab, skip, slt, slc, F64: tl.constexpr):
+def _alpha_step(lp_ptr, base, a, t, s, valid, lab, skip, slt, slc, GRAD: tl.constexpr, F64: tl.constexpr,
+                BLOCK_S: tl.constexpr):
+    if GRAD:   # every alpha row is kept for the beta pass
+        row_prev = base + (t - 1) * BLOCK_S
+        row_cur = base + t * BLOCK_S
+    else:      # two ping-pong rows
+        row_prev = base + ((t - 1) % 2) * BLOCK_S
+        row_cur = base + (t % 2) * BLOCK_S
     tl.debug_barrier()   # row_prev was written by the whole program in the previous step
     a1 = tl.load(row_prev + s - 1, mask=valid & (s >= 1), other=float("-inf"))
     a2 = tl.load(row_prev + s - 2, mask=valid & skip, other=float("-inf"))
@@ -105,21 +112,11 @@ def _ctc(lp_ptr, tg_ptr, off_ptr, il_ptr, tl_ptr, gout_ptr, loss_ptr, ws_ptr, g_
     if WHILE:
         t = tn * 0 + 1   # a tensor, like the GPU loop's induction variable
         while t < tn:
-            if GRAD:
-                a = _alpha_step(lp_n, base + (t - 1) * BLOCK_S, base + t * BLOCK_S, a, t, s, valid, lab, skip, slt, slc,
-                                F64)
-            else:
-                a = _alpha_step(lp_n, base + ((t - 1) % 2) * BLOCK_S, base + (t % 2) * BLOCK_S, a, t, s, valid, lab,
-                                skip, slt, slc, F64)
+            a = _alpha_step(lp_n, base, a, t, s, valid, lab, skip, slt, slc, GRAD, F64, BLOCK_S)
             t += 1
     else:
         for t in range(1, tn):
-            if GRAD:
-                a = _alpha_step(lp_n, base + (t - 1) * BLOCK_S, base + t * BLOCK_S, a, t, s, valid, lab, skip, slt, slc,
-                                F64)
-            else:
-                a = _alpha_step(lp_n, base + ((t - 1) % 2) * BLOCK_S, base + (t % 2) * BLOCK_S, a, t, s, valid, lab,
-                                skip, slt, slc, F64)
+            a = _alpha_step(lp_n, base, a, t, s, valid, lab, skip, slt, slc, GRAD, F64, BLOCK_S)
     fin = valid & (s >= ns - 2)
     top = tl.max(tl.where(fin, a, float("-inf")), 0)
     ll = tl.where(top == float("-inf"), float("-inf"),
@@ -135,7 +132,7 @@ def _ctc(lp_ptr, tg_ptr, off_ptr, il_ptr, tl_ptr, gout_ptr, loss_ptr, ws_ptr, g_
         else:
             if RED == 2:
                 lossv = lossv / tl.maximum(ln, 1).to(CT) / N
-            tl.store(loss_ptr + n, lossv)   # f32/f64 partials, folded by _ctc_fold
+            tl.store(loss_ptr + n, lossv)   # f32/f64 partials, folded by loss.py's _pw_fold
     else:
         if RED == 0:
             sc = tl.load(gout_ptr + n).to(CT)
@@ -148,8 +145,7 @@ def _ctc(lp_ptr, tg_ptr, off_ptr, il_ptr, tl_ptr, gout_ptr, loss_ptr, ws_ptr, g_
         sc = tl.where(tn == 0, 0.0, sc)
         lab_up2 = tl.load(tg_ptr + (off + (s + 1) // 2) * sts, mask=valid & odd & (s + 2 < ns), other=blank)
         skip_up = valid & odd & (s + 2 < ns) & (lab_up2.to(tl.int64) != lab)   # beta_t(s) may come from s + 2
-        ping = base + T * BLOCK_S
-        pong = base + (T + 1) * BLOCK_S
+        ping = base + T * BLOCK_S   # beta ping-pong rows: step k reads row T + (k + 1) % 2, writes row T + k % 2
         g_n = g_ptr + n.to(tl.int64) * C
         tl.debug_barrier()   # the alpha rows were written by the whole program
         # beta_{T_n - 1}: the last two states
@@ -163,12 +159,8 @@ def _ctc(lp_ptr, tg_ptr, off_ptr, il_ptr, tl_ptr, gout_ptr, loss_ptr, ws_ptr, g_
                 t -= 1
             k = 1
             while t >= 0:
-                if k % 2 == 1:
-                    b = _beta_step(lp_n, ping, pong, base + t * BLOCK_S, g_n, b, t, s, ns, valid, lab, skip_up, nll, sc, N,
-                                   C, slt, slc, False, F64)
-                else:
-                    b = _beta_step(lp_n, pong, ping, base + t * BLOCK_S, g_n, b, t, s, ns, valid, lab, skip_up, nll, sc, N,
-                                   C, slt, slc, False, F64)
+                b = _beta_step(lp_n, ping + ((k + 1) % 2) * BLOCK_S, ping + (k % 2) * BLOCK_S, base + t * BLOCK_S,
+                               g_n, b, t, s, ns, valid, lab, skip_up, nll, sc, N, C, slt, slc, False, F64)
                 t -= 1
                 k += 1
         else:
@@ -177,30 +169,8 @@ def _ctc(lp_ptr, tg_ptr, off_ptr, il_ptr, tl_ptr, gout_ptr, loss_ptr, ws_ptr, g_
                                sc, N, C, slt, slc, True, F64)
             for k in range(1, tn):
                 t = tn - 1 - k
-                if k % 2 == 1:
-                    b = _beta_step(lp_n, ping, pong, base + t * BLOCK_S, g_n, b, t, s, ns, valid, lab, skip_up, nll, sc, N,
-                                   C, slt, slc, False, F64)
-                else:
-                    b = _beta_step(lp_n, pong, ping, base + t * BLOCK_S, g_n, b, t, s, ns, valid, lab, skip_up, nll, sc, N,
-                                   C, slt, slc, False, F64)
-
-
-@triton.jit
-def _ctc_fold(part_ptr, out_ptr, N, F64: tl.constexpr, BLOCK: tl.constexpr, WHILE: tl.constexpr):
-    """One program: the sum of the N per-sequence terms in a fixed order (deterministic)."""
-    CT: tl.constexpr = tl.float64 if F64 else tl.float32
-    acc = tl.zeros([BLOCK], CT)
-    if WHILE:
-        off = 0
-        while off < N:
-            i = off + tl.arange(0, BLOCK)
-            acc += tl.load(part_ptr + i, mask=i < N, other=0.0)
-            off += BLOCK
-    else:
-        for off in range(0, N, BLOCK):
-            i = off + tl.arange(0, BLOCK)
-            acc += tl.load(part_ptr + i, mask=i < N, other=0.0)
-    tl.store(out_ptr, tl.sum(acc, 0).to(out_ptr.dtype.element_ty))
+                b = _beta_step(lp_n, ping + ((k + 1) % 2) * BLOCK_S, ping + (k % 2) * BLOCK_S, base + t * BLOCK_S,
+                               g_n, b, t, s, ns, valid, lab, skip_up, nll, sc, N, C, slt, slc, False, F64)
 
 
 # -- host side ------------------------------------------------------------------------------------
@@ -246,6 +216,9 @@ def _bind(desc, pref=None):
     def run(desc_, inputs, outputs, ws):
         g = inputs[0] if bw else None
         lp, tg, il, tl_ = inputs[-4:]
+        if lp.is_cuda and torch.cuda.is_current_stream_capturing():
+            raise UnsupportedError(desc.op, "inside a CUDA-graph capture: the Triton CTC plan reads the lengths "
+                                   "and labels on the host (plan.capturable is False)")
         # host checks: one copy of the lengths and labels (small next to log_probs)
         il_h, tl_h, tg_h = il.cpu().numpy(), tl_.cpu().numpy(), tg.cpu().numpy()
         offs = validate_ctc(desc.op, t, c, padded, tg_h, il_h, tl_h, blank)
@@ -271,7 +244,7 @@ def _bind(desc, pref=None):
             _ctc[(n,)](lp3, tgf, off, il1, tl1, lp3, dst, scratch, scratch, t, n, c, *strides, blank, GRAD=False,
                        NONE=red == "none", **common)
             if red != "none":
-                _ctc_fold[(1,)](part, out, n, F64=f64, BLOCK=1024, WHILE=_WHILE, num_warps=4)
+                _pw_fold[(1,)](part, out, n, 1, MEAN=False, F64=f64, BLOCK=1024, WHILE=_WHILE, num_warps=4)
             elif loss is not out:
                 out.copy_(loss)
             return
@@ -302,6 +275,8 @@ def _bw_precision(desc, pref=None) -> PrecisionGuarantee:
     return PrecisionGuarantee(MathPrecision.F64 if acc == DType.f64 else MathPrecision.F32, acc, False, False)
 
 
-register_triton("ctc_loss", _run, route=_route, workspace=_workspace, bind=_bind, supports=_supports)
+register_triton("ctc_loss", _run, route=_route, workspace=_workspace, bind=_bind, supports=_supports,
+                capturable=False)
 register_triton("ctc_loss_backward", _run, route=_route, workspace=_workspace, bind=_bind, supports=_supports,
+                capturable=False,
                 precision=_bw_precision)

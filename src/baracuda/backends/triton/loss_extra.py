@@ -28,6 +28,7 @@ from ..._core.dtypes import DType
 from ..._core.errors import InvalidProblemError
 from ...ops.loss_extra import PW_EXTRA, aux_of, var_shape
 from . import register_triton
+from ._config import host_checks
 from ._math import exp, log, log1p
 from .loss import _WHILE, _flat, _pw_fold, _RED, _ws_view
 
@@ -248,10 +249,9 @@ def _workspace(desc) -> int:
     return (nparts + (base in _CHECKED)) * (8 if ops[0].dtype == DType.f64 else 4)   # [partials][flag]
 
 
-def _check_flag(op, flag, what):
-    if torch.cuda.is_available() and flag.is_cuda and torch.cuda.is_current_stream_capturing():
-        return   # no sync under graph capture: the NaN loss is the signal
-    if bool(flag.item() != 0):
+def _check_flag(op, flag, what, pref):
+    """Raise on a bad value flagged by the kernels (one host read; see host_checks)."""
+    if host_checks(pref) and bool(flag.item() != 0):
         raise InvalidProblemError(op, *what)
 
 
@@ -313,7 +313,7 @@ def _bind(desc, pref=None):
         if tgt is not out:
             out.copy_(tgt)
         if n and check:
-            _check_flag(desc.op, flag, _WHAT[base])
+            _check_flag(desc.op, flag, _WHAT[base], pref)
 
     def bwd(desc_, inputs, outputs, ws):
         if not n:

@@ -163,11 +163,9 @@ def _pair_loss(s0, s1, s2, t, prm_ptr, KIND: tl.constexpr, PK: tl.constexpr, SWA
 
 
 @triton.jit
-def _pair_fw(a_ptr, b_ptr, c_ptr, t_ptr, out_ptr, ws_ptr, prm_ptr, R, C, sa, sb, sc, KIND: tl.constexpr,
-             PK: tl.constexpr, SWAP: tl.constexpr, NONE: tl.constexpr, F64: tl.constexpr, ROWS: tl.constexpr,
-             TILE: tl.constexpr, WHILE: tl.constexpr):
-    CT: tl.constexpr = tl.float64 if F64 else tl.float32
-    rows = (tl.program_id(0) * ROWS + tl.arange(0, ROWS)).to(tl.int64)
+def _pair_stats(a_ptr, b_ptr, c_ptr, t_ptr, prm_ptr, rows, R, C, sa, sb, sc, KIND: tl.constexpr, PK: tl.constexpr,
+                SWAP: tl.constexpr, CT: tl.constexpr, ROWS: tl.constexpr, TILE: tl.constexpr, WHILE: tl.constexpr):
+    """The row statistics pass of the forward and the backward: _pair_loss of the rows' sums."""
     s0 = tl.zeros([ROWS], CT)
     s1 = tl.zeros([ROWS], CT)
     s2 = tl.zeros([ROWS], CT)
@@ -185,7 +183,17 @@ def _pair_fw(a_ptr, b_ptr, c_ptr, t_ptr, out_ptr, ws_ptr, prm_ptr, R, C, sa, sb,
         t = tl.load(t_ptr + rows, mask=rows < R, other=0).to(CT)
     else:
         t = s0
-    loss, _k1, _k2, _k3, _k4, _k5 = _pair_loss(s0, s1, s2, t, prm_ptr, KIND, PK, SWAP)
+    return _pair_loss(s0, s1, s2, t, prm_ptr, KIND, PK, SWAP)
+
+
+@triton.jit
+def _pair_fw(a_ptr, b_ptr, c_ptr, t_ptr, out_ptr, ws_ptr, prm_ptr, R, C, sa, sb, sc, KIND: tl.constexpr,
+             PK: tl.constexpr, SWAP: tl.constexpr, NONE: tl.constexpr, F64: tl.constexpr, ROWS: tl.constexpr,
+             TILE: tl.constexpr, WHILE: tl.constexpr):
+    CT: tl.constexpr = tl.float64 if F64 else tl.float32
+    rows = (tl.program_id(0) * ROWS + tl.arange(0, ROWS)).to(tl.int64)
+    loss, _k1, _k2, _k3, _k4, _k5 = _pair_stats(a_ptr, b_ptr, c_ptr, t_ptr, prm_ptr, rows, R, C, sa, sb, sc, KIND, PK,
+                                                SWAP, CT, ROWS, TILE, WHILE)
     _emit(loss, rows, R, out_ptr, ws_ptr, NONE)
 
 
@@ -231,24 +239,8 @@ def _pair_bw(g_ptr, a_ptr, b_ptr, c_ptr, t_ptr, d0_ptr, d1_ptr, d2_ptr, prm_ptr,
              ROWS: tl.constexpr, TILE: tl.constexpr, WHILE: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     rows = (tl.program_id(0) * ROWS + tl.arange(0, ROWS)).to(tl.int64)
-    s0 = tl.zeros([ROWS], CT)
-    s1 = tl.zeros([ROWS], CT)
-    s2 = tl.zeros([ROWS], CT)
-    if WHILE:
-        off = 0
-        while off < C:
-            s0, s1, s2 = _row_stats(a_ptr, b_ptr, c_ptr, rows, R, C, sa, sb, sc, off, s0, s1, s2, prm_ptr, KIND, PK,
-                                    SWAP, CT, TILE)
-            off += TILE
-    else:
-        for off in range(0, C, TILE):
-            s0, s1, s2 = _row_stats(a_ptr, b_ptr, c_ptr, rows, R, C, sa, sb, sc, off, s0, s1, s2, prm_ptr, KIND, PK,
-                                    SWAP, CT, TILE)
-    if KIND == 0:
-        t = tl.load(t_ptr + rows, mask=rows < R, other=0).to(CT)
-    else:
-        t = s0
-    _l, k0, k1, k2, k3, k4 = _pair_loss(s0, s1, s2, t, prm_ptr, KIND, PK, SWAP)
+    _l, k0, k1, k2, k3, k4 = _pair_stats(a_ptr, b_ptr, c_ptr, t_ptr, prm_ptr, rows, R, C, sa, sb, sc, KIND, PK, SWAP,
+                                         CT, ROWS, TILE, WHILE)
     k5 = 1.0 - k1
     g = _rowgrad(g_ptr, rows, R, div, RED, CT)
     if WHILE:
@@ -294,26 +286,42 @@ def _mm_terms(x_ptr, rows, R, C, sx, off, tc, xy, margin, P2: tl.constexpr, CT: 
 
 
 @triton.jit
+def _mm_sum(x_ptr, rows, R, C, sx, tc, xy, margin, DER: tl.constexpr, P2: tl.constexpr, CT: tl.constexpr,
+            ROWS: tl.constexpr, TILE: tl.constexpr, WHILE: tl.constexpr):
+    """Per row: sum_j h (DER=False: the forward) or sum_j dh/dz (DER=True: the backward's first pass)."""
+    acc = tl.zeros([ROWS], CT)
+    if WHILE:
+        off = 0
+        while off < C:
+            h, d, _c, _m = _mm_terms(x_ptr, rows, R, C, sx, off, tc, xy, margin, P2, CT, TILE)
+            acc += tl.sum(d if DER else h, 1)
+            off += TILE
+    else:
+        for off in range(0, C, TILE):
+            h, d, _c, _m = _mm_terms(x_ptr, rows, R, C, sx, off, tc, xy, margin, P2, CT, TILE)
+            acc += tl.sum(d if DER else h, 1)
+    return acc
+
+
+@triton.jit
 def _mm_fw(x_ptr, t_ptr, w_ptr, out_ptr, ws_ptr, flag_ptr, prm_ptr, R, C, sx, HAS_W: tl.constexpr, P2: tl.constexpr,
            NONE: tl.constexpr, F64: tl.constexpr, ROWS: tl.constexpr, TILE: tl.constexpr, WHILE: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     rows = (tl.program_id(0) * ROWS + tl.arange(0, ROWS)).to(tl.int64)
     margin = tl.load(prm_ptr)
     bad, tc, xy, wy = _mm_head(x_ptr, t_ptr, w_ptr, rows, R, C, sx, HAS_W, CT)
-    acc = tl.zeros([ROWS], CT)
-    if WHILE:
-        off = 0
-        while off < C:
-            h, _d, _c, _m = _mm_terms(x_ptr, rows, R, C, sx, off, tc, xy, margin, P2, CT, TILE)
-            acc += tl.sum(h, 1)
-            off += TILE
-    else:
-        for off in range(0, C, TILE):
-            h, _d, _c, _m = _mm_terms(x_ptr, rows, R, C, sx, off, tc, xy, margin, P2, CT, TILE)
-            acc += tl.sum(h, 1)
+    acc = _mm_sum(x_ptr, rows, R, C, sx, tc, xy, margin, False, P2, CT, ROWS, TILE, WHILE)
     loss = tl.where(bad, float("nan"), acc * wy / C)
     _emit(loss, rows, R, out_ptr, ws_ptr, NONE)
     tl.store(flag_ptr + rows * 0, tl.full([ROWS], 1.0, CT), mask=bad)
+
+
+@triton.jit
+def _mm_write(x_ptr, dx_ptr, rows, R, C, sx, off, tc, xy, margin, s, sc, P2: tl.constexpr, CT: tl.constexpr,
+              TILE: tl.constexpr):
+    _h, d, cols, m = _mm_terms(x_ptr, rows, R, C, sx, off, tc, xy, margin, P2, CT, TILE)
+    d = tl.where(cols[None, :] == tc[:, None], -s[:, None], d) * sc[:, None]
+    tl.store(dx_ptr + rows[:, None] * C + cols[None, :], d.to(dx_ptr.dtype.element_ty), mask=m)
 
 
 @triton.jit
@@ -326,35 +334,38 @@ def _mm_bw(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, flag_ptr, prm_ptr, R, C, sx, div,
     rows = (tl.program_id(0) * ROWS + tl.arange(0, ROWS)).to(tl.int64)
     margin = tl.load(prm_ptr)
     bad, tc, xy, wy = _mm_head(x_ptr, t_ptr, w_ptr, rows, R, C, sx, HAS_W, CT)
-    s = tl.zeros([ROWS], CT)
-    if WHILE:
-        off = 0
-        while off < C:
-            _h, d, _c, _m = _mm_terms(x_ptr, rows, R, C, sx, off, tc, xy, margin, P2, CT, TILE)
-            s += tl.sum(d, 1)
-            off += TILE
-    else:
-        for off in range(0, C, TILE):
-            _h, d, _c, _m = _mm_terms(x_ptr, rows, R, C, sx, off, tc, xy, margin, P2, CT, TILE)
-            s += tl.sum(d, 1)
+    s = _mm_sum(x_ptr, rows, R, C, sx, tc, xy, margin, True, P2, CT, ROWS, TILE, WHILE)
     sc = _rowgrad(g_ptr, rows, R, div, RED, CT) * wy / C
     sc = tl.where(bad, float("nan"), sc)
     if WHILE:
         off = 0
         while off < C:
-            _h, d, cols, m = _mm_terms(x_ptr, rows, R, C, sx, off, tc, xy, margin, P2, CT, TILE)
-            d = tl.where(cols[None, :] == tc[:, None], -s[:, None], d) * sc[:, None]
-            tl.store(dx_ptr + rows[:, None] * C + cols[None, :], d.to(dx_ptr.dtype.element_ty), mask=m)
+            _mm_write(x_ptr, dx_ptr, rows, R, C, sx, off, tc, xy, margin, s, sc, P2, CT, TILE)
             off += TILE
     else:
         for off in range(0, C, TILE):
-            _h, d, cols, m = _mm_terms(x_ptr, rows, R, C, sx, off, tc, xy, margin, P2, CT, TILE)
-            d = tl.where(cols[None, :] == tc[:, None], -s[:, None], d) * sc[:, None]
-            tl.store(dx_ptr + rows[:, None] * C + cols[None, :], d.to(dx_ptr.dtype.element_ty), mask=m)
+            _mm_write(x_ptr, dx_ptr, rows, R, C, sx, off, tc, xy, margin, s, sc, P2, CT, TILE)
     tl.store(flag_ptr + rows * 0, tl.full([ROWS], 1.0, CT), mask=bad)
 
 
 # -- multilabel_margin_loss -----------------------------------------------------------------------------------
+@triton.jit
+def _ml_stop_step(t_ptr, r, st, off, C, stop, badv, T: tl.constexpr):
+    j = off + tl.arange(0, T)
+    tv = tl.load(t_ptr + r * st + j, mask=j < C, other=0).to(tl.int64)
+    stop = tl.minimum(stop, tl.where((j < C) & (tv < 0), j, C))
+    badv = badv | ((j < C) & ((tv < -1) | (tv >= C))).to(tl.int32)
+    return stop, badv
+
+
+@triton.jit
+def _ml_scatter_step(t_ptr, ist_ptr, r, st, off, s, C, T: tl.constexpr):
+    j = off + tl.arange(0, T)
+    tv = tl.load(t_ptr + r * st + j, mask=j < s, other=0).to(tl.int64)
+    ok = (j < s) & (tv >= 0) & (tv < C)
+    tl.store(ist_ptr + r * C + tl.where(ok, tv, 0), tl.full([T], 1, tl.int8), mask=ok)
+
+
 @triton.jit
 def _ml_prep(t_ptr, ist_ptr, stop_ptr, flag_ptr, C, st, T: tl.constexpr, WHILE: tl.constexpr):
     """One row: stop = position of the first negative entry (C if none; -1 marks a row with an entry outside
@@ -365,33 +376,21 @@ def _ml_prep(t_ptr, ist_ptr, stop_ptr, flag_ptr, C, st, T: tl.constexpr, WHILE: 
     if WHILE:
         off = 0
         while off < C:
-            j = off + tl.arange(0, T)
-            tv = tl.load(t_ptr + r * st + j, mask=j < C, other=0).to(tl.int64)
-            stop = tl.minimum(stop, tl.where((j < C) & (tv < 0), j, C))
-            badv = badv | ((j < C) & ((tv < -1) | (tv >= C))).to(tl.int32)
+            stop, badv = _ml_stop_step(t_ptr, r, st, off, C, stop, badv, T)
             off += T
     else:
         for off in range(0, C, T):
-            j = off + tl.arange(0, T)
-            tv = tl.load(t_ptr + r * st + j, mask=j < C, other=0).to(tl.int64)
-            stop = tl.minimum(stop, tl.where((j < C) & (tv < 0), j, C))
-            badv = badv | ((j < C) & ((tv < -1) | (tv >= C))).to(tl.int32)
+            stop, badv = _ml_stop_step(t_ptr, r, st, off, C, stop, badv, T)
     s = tl.min(stop, 0)
     bad = tl.max(badv, 0) > 0
     if WHILE:
         off = 0
         while off < s:
-            j = off + tl.arange(0, T)
-            tv = tl.load(t_ptr + r * st + j, mask=j < s, other=0).to(tl.int64)
-            ok = (j < s) & (tv >= 0) & (tv < C)
-            tl.store(ist_ptr + r * C + tl.where(ok, tv, 0), tl.full([T], 1, tl.int8), mask=ok)
+            _ml_scatter_step(t_ptr, ist_ptr, r, st, off, s, C, T)
             off += T
     else:
         for off in range(0, s, T):
-            j = off + tl.arange(0, T)
-            tv = tl.load(t_ptr + r * st + j, mask=j < s, other=0).to(tl.int64)
-            ok = (j < s) & (tv >= 0) & (tv < C)
-            tl.store(ist_ptr + r * C + tl.where(ok, tv, 0), tl.full([T], 1, tl.int8), mask=ok)
+            _ml_scatter_step(t_ptr, ist_ptr, r, st, off, s, C, T)
     one = tl.arange(0, 1)
     tl.store(stop_ptr + r + one, tl.where(bad, -1, s).to(tl.int32) + one * 0)
     tl.store(flag_ptr + one, tl.full([1], 1.0, flag_ptr.dtype.element_ty), mask=(one == 0) & bad)
@@ -408,6 +407,35 @@ def _ml_entries(x_ptr, t_ptr, r, C, sx, st, j0, s, CT: tl.constexpr, T: tl.const
 
 
 @triton.jit
+def _ml_cols(x_ptr, ist_ptr, r, C, sx, c0, CT: tl.constexpr, T: tl.constexpr):
+    """(columns, in range, x[c], c is not a target) of the classes c0 .. c0 + T (False past C)."""
+    c = c0 + tl.arange(0, T)
+    cm = c < C
+    xc = tl.load(x_ptr + r * sx + c, mask=cm, other=0.0).to(CT)
+    return c, cm, xc, tl.load(ist_ptr + r * C + c, mask=cm, other=1) == 0
+
+
+@triton.jit
+def _ml_fw_step(x_ptr, t_ptr, ist_ptr, r, C, sx, st, sv, k0, acc, CT: tl.constexpr, T: tl.constexpr,
+                WHILE: tl.constexpr):
+    """acc[k] += sum over the listed j of max(0, 1 - x[t_j] + x[k]), k = k0 .. k0 + T not a target."""
+    _k, _km, xk, ntk = _ml_cols(x_ptr, ist_ptr, r, C, sx, k0, CT, T)
+    if WHILE:
+        j0 = 0
+        while j0 < sv:
+            jv, tv, xt = _ml_entries(x_ptr, t_ptr, r, C, sx, st, j0, sv, CT, T)
+            z = 1.0 - xt[:, None] + xk[None, :]
+            acc += tl.sum(tl.where(jv[:, None] & ntk[None, :] & (z > 0.0), z, 0.0), 0)
+            j0 += T
+    else:
+        for j0 in range(0, sv, T):
+            jv, tv, xt = _ml_entries(x_ptr, t_ptr, r, C, sx, st, j0, sv, CT, T)
+            z = 1.0 - xt[:, None] + xk[None, :]
+            acc += tl.sum(tl.where(jv[:, None] & ntk[None, :] & (z > 0.0), z, 0.0), 0)
+    return acc
+
+
+@triton.jit
 def _ml_fw(x_ptr, t_ptr, ist_ptr, stop_ptr, out_ptr, ws_ptr, R, C, sx, st, NONE: tl.constexpr, F64: tl.constexpr,
            T: tl.constexpr, WHILE: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
@@ -418,30 +446,47 @@ def _ml_fw(x_ptr, t_ptr, ist_ptr, stop_ptr, out_ptr, ws_ptr, R, C, sx, st, NONE:
     if WHILE:
         k0 = 0
         while k0 < C:
-            k = k0 + tl.arange(0, T)
-            km = k < C
-            xk = tl.load(x_ptr + r * sx + k, mask=km, other=0.0).to(CT)
-            ntk = km & (tl.load(ist_ptr + r * C + k, mask=km, other=1) == 0)
-            j0 = 0
-            while j0 < sv:
-                jv, tv, xt = _ml_entries(x_ptr, t_ptr, r, C, sx, st, j0, sv, CT, T)
-                z = 1.0 - xt[:, None] + xk[None, :]
-                acc += tl.sum(tl.where(jv[:, None] & ntk[None, :] & (z > 0.0), z, 0.0), 0)
-                j0 += T
+            acc = _ml_fw_step(x_ptr, t_ptr, ist_ptr, r, C, sx, st, sv, k0, acc, CT, T, WHILE)
             k0 += T
     else:
         for k0 in range(0, C, T):
-            k = k0 + tl.arange(0, T)
-            km = k < C
-            xk = tl.load(x_ptr + r * sx + k, mask=km, other=0.0).to(CT)
-            ntk = km & (tl.load(ist_ptr + r * C + k, mask=km, other=1) == 0)
-            for j0 in range(0, sv, T):
-                jv, tv, xt = _ml_entries(x_ptr, t_ptr, r, C, sx, st, j0, sv, CT, T)
-                z = 1.0 - xt[:, None] + xk[None, :]
-                acc += tl.sum(tl.where(jv[:, None] & ntk[None, :] & (z > 0.0), z, 0.0), 0)
+            acc = _ml_fw_step(x_ptr, t_ptr, ist_ptr, r, C, sx, st, sv, k0, acc, CT, T, WHILE)
     loss = tl.zeros([1], CT) + tl.sum(acc, 0) / C
     loss = tl.where(s < 0, float("nan"), loss)
     _emit(loss, r + tl.arange(0, 1), R, out_ptr, ws_ptr, NONE)
+
+
+@triton.jit
+def _ml_bw_step(x_ptr, t_ptr, ist_ptr, dx_ptr, r, C, sx, st, sv, c0, g, CT: tl.constexpr, T: tl.constexpr,
+                WHILE: tl.constexpr):
+    """dx of the classes c0 .. c0 + T: a = #{listed j: 1 - x[t_j] + x[c] > 0}, cnt = times c is listed,
+    b = #{k not a target: 1 - x[c] + x[k] > 0}."""
+    a = tl.zeros([T], CT)
+    cnt = tl.zeros([T], CT)
+    b = tl.zeros([T], CT)
+    c, cm, xc, ntc = _ml_cols(x_ptr, ist_ptr, r, C, sx, c0, CT, T)
+    if WHILE:
+        j0 = 0
+        while j0 < sv:
+            jv, tv, xt = _ml_entries(x_ptr, t_ptr, r, C, sx, st, j0, sv, CT, T)
+            a += tl.sum(tl.where(jv[:, None] & (1.0 - xt[:, None] + xc[None, :] > 0.0), 1.0, 0.0), 0)
+            cnt += tl.sum(tl.where(jv[:, None] & (tv[:, None] == c[None, :]), 1.0, 0.0), 0)
+            j0 += T
+        k0 = 0
+        while k0 < C:
+            _k, _km, xk, ntk = _ml_cols(x_ptr, ist_ptr, r, C, sx, k0, CT, T)
+            b += tl.sum(tl.where(ntk[None, :] & (1.0 - xc[:, None] + xk[None, :] > 0.0), 1.0, 0.0), 1)
+            k0 += T
+    else:
+        for j0 in range(0, sv, T):
+            jv, tv, xt = _ml_entries(x_ptr, t_ptr, r, C, sx, st, j0, sv, CT, T)
+            a += tl.sum(tl.where(jv[:, None] & (1.0 - xt[:, None] + xc[None, :] > 0.0), 1.0, 0.0), 0)
+            cnt += tl.sum(tl.where(jv[:, None] & (tv[:, None] == c[None, :]), 1.0, 0.0), 0)
+        for k0 in range(0, C, T):
+            _k, _km, xk, ntk = _ml_cols(x_ptr, ist_ptr, r, C, sx, k0, CT, T)
+            b += tl.sum(tl.where(ntk[None, :] & (1.0 - xc[:, None] + xk[None, :] > 0.0), 1.0, 0.0), 1)
+    d = (tl.where(ntc, a, 0.0) - cnt * b) * g
+    tl.store(dx_ptr + r * C + c, d.to(dx_ptr.dtype.element_ty), mask=cm)
 
 
 @triton.jit
@@ -458,51 +503,11 @@ def _ml_bw(g_ptr, x_ptr, t_ptr, ist_ptr, stop_ptr, dx_ptr, R, C, sx, st, div, RE
     if WHILE:
         c0 = 0
         while c0 < C:
-            c = c0 + tl.arange(0, T)
-            cm = c < C
-            xc = tl.load(x_ptr + r * sx + c, mask=cm, other=0.0).to(CT)
-            ntc = tl.load(ist_ptr + r * C + c, mask=cm, other=1) == 0
-            a = tl.zeros([T], CT)
-            cnt = tl.zeros([T], CT)
-            j0 = 0
-            while j0 < sv:
-                jv, tv, xt = _ml_entries(x_ptr, t_ptr, r, C, sx, st, j0, sv, CT, T)
-                a += tl.sum(tl.where(jv[:, None] & (1.0 - xt[:, None] + xc[None, :] > 0.0), 1.0, 0.0), 0)
-                cnt += tl.sum(tl.where(jv[:, None] & (tv[:, None] == c[None, :]), 1.0, 0.0), 0)
-                j0 += T
-            b = tl.zeros([T], CT)
-            k0 = 0
-            while k0 < C:
-                k = k0 + tl.arange(0, T)
-                km = k < C
-                xk = tl.load(x_ptr + r * sx + k, mask=km, other=0.0).to(CT)
-                ntk = km & (tl.load(ist_ptr + r * C + k, mask=km, other=1) == 0)
-                b += tl.sum(tl.where(ntk[None, :] & (1.0 - xc[:, None] + xk[None, :] > 0.0), 1.0, 0.0), 1)
-                k0 += T
-            d = (tl.where(ntc, a, 0.0) - cnt * b) * g
-            tl.store(dx_ptr + r * C + c, d.to(dx_ptr.dtype.element_ty), mask=cm)
+            _ml_bw_step(x_ptr, t_ptr, ist_ptr, dx_ptr, r, C, sx, st, sv, c0, g, CT, T, WHILE)
             c0 += T
     else:
         for c0 in range(0, C, T):
-            c = c0 + tl.arange(0, T)
-            cm = c < C
-            xc = tl.load(x_ptr + r * sx + c, mask=cm, other=0.0).to(CT)
-            ntc = tl.load(ist_ptr + r * C + c, mask=cm, other=1) == 0
-            a = tl.zeros([T], CT)
-            cnt = tl.zeros([T], CT)
-            for j0 in range(0, sv, T):
-                jv, tv, xt = _ml_entries(x_ptr, t_ptr, r, C, sx, st, j0, sv, CT, T)
-                a += tl.sum(tl.where(jv[:, None] & (1.0 - xt[:, None] + xc[None, :] > 0.0), 1.0, 0.0), 0)
-                cnt += tl.sum(tl.where(jv[:, None] & (tv[:, None] == c[None, :]), 1.0, 0.0), 0)
-            b = tl.zeros([T], CT)
-            for k0 in range(0, C, T):
-                k = k0 + tl.arange(0, T)
-                km = k < C
-                xk = tl.load(x_ptr + r * sx + k, mask=km, other=0.0).to(CT)
-                ntk = km & (tl.load(ist_ptr + r * C + k, mask=km, other=1) == 0)
-                b += tl.sum(tl.where(ntk[None, :] & (1.0 - xc[:, None] + xk[None, :] > 0.0), 1.0, 0.0), 1)
-            d = (tl.where(ntc, a, 0.0) - cnt * b) * g
-            tl.store(dx_ptr + r * C + c, d.to(dx_ptr.dtype.element_ty), mask=cm)
+            _ml_bw_step(x_ptr, t_ptr, ist_ptr, dx_ptr, r, C, sx, st, sv, c0, g, CT, T, WHILE)
 
 
 # -- multilabel_soft_margin_loss ------------------------------------------------------------------------------
@@ -554,15 +559,19 @@ def _ms_bw(g_ptr, x_ptr, y_ptr, w_ptr, dx_ptr, dy_ptr, R, C, wBC, wC, div, HAS_W
     if WHILE:
         off = 0
         while off < C:
-            x, y, w, i, m = _ms_load(x_ptr, y_ptr, w_ptr, rows, R, C, wBC, wC, off, HAS_W, CT, TILE)
-            tl.store(dx_ptr + i, (g * w * (_sig(x) - y)).to(dx_ptr.dtype.element_ty), mask=m)
-            tl.store(dy_ptr + i, (-g * w * x).to(dy_ptr.dtype.element_ty), mask=m)
+            _ms_write(x_ptr, y_ptr, w_ptr, dx_ptr, dy_ptr, rows, R, C, wBC, wC, off, g, HAS_W, CT, TILE)
             off += TILE
     else:
         for off in range(0, C, TILE):
-            x, y, w, i, m = _ms_load(x_ptr, y_ptr, w_ptr, rows, R, C, wBC, wC, off, HAS_W, CT, TILE)
-            tl.store(dx_ptr + i, (g * w * (_sig(x) - y)).to(dx_ptr.dtype.element_ty), mask=m)
-            tl.store(dy_ptr + i, (-g * w * x).to(dy_ptr.dtype.element_ty), mask=m)
+            _ms_write(x_ptr, y_ptr, w_ptr, dx_ptr, dy_ptr, rows, R, C, wBC, wC, off, g, HAS_W, CT, TILE)
+
+
+@triton.jit
+def _ms_write(x_ptr, y_ptr, w_ptr, dx_ptr, dy_ptr, rows, R, C, wBC, wC, off, g, HAS_W: tl.constexpr,
+              CT: tl.constexpr, TILE: tl.constexpr):
+    x, y, w, i, m = _ms_load(x_ptr, y_ptr, w_ptr, rows, R, C, wBC, wC, off, HAS_W, CT, TILE)
+    tl.store(dx_ptr + i, (g * w * (_sig(x) - y)).to(dx_ptr.dtype.element_ty), mask=m)
+    tl.store(dy_ptr + i, (-g * w * x).to(dy_ptr.dtype.element_ty), mask=m)
 
 
 # -- host side ------------------------------------------------------------------------------------------------
@@ -684,7 +693,7 @@ def _bind(desc, pref=None):
         if tgt is not out:
             out.copy_(tgt)
         if R and kind in (2, 3):
-            _check_flag(desc.op, flag, _WHAT[base](C))
+            _check_flag(desc.op, flag, _WHAT[base](C), pref)
 
     def bwd(desc_, inputs, outputs, ws):
         if not R:
@@ -726,7 +735,7 @@ def _bind(desc, pref=None):
             if o is not t_:
                 o.copy_(t_)
         if kind in (2, 3):
-            _check_flag(desc.op, flag, _WHAT[base](C))
+            _check_flag(desc.op, flag, _WHAT[base](C), pref)
 
     return bwd if bw else fw
 

@@ -199,6 +199,21 @@ def _lane_fold(la, li, v, i, m, IBIG: tl.constexpr):
 
 
 @triton.jit
+def _tile_arg(v, c, m, IBIG: tl.constexpr, FLT: tl.constexpr):
+    """Per row of a [rows, cols] tile (masked elements already at the lowest value): (value, index) of the
+    first NaN if the row has one (FLT), else of the first maximum.  c: the columns' indices.  Integer values
+    never pass through a float (int64 near 2^63 would round)."""
+    t, j = tl.max(v, 1, return_indices=True, return_indices_tie_break_left=True)
+    j = tl.min(c) + j.to(c.dtype)
+    if FLT:
+        first_nan = tl.min(tl.where(m & (v != v), c[None, :], IBIG), 1)
+        has_nan = first_nan != IBIG
+        t = tl.where(has_nan, float("nan"), t).to(v.dtype)
+        j = tl.where(has_nan, first_nan, j)
+    return t, j
+
+
+@triton.jit
 def _arg_combine(a, ai, b, bi):
     """Cross-lane (value, index): NaN beats numbers, larger beats smaller, equal (or both NaN): smaller index.
     Unset lanes hold (lowest, IBIG) and so lose to any element."""
@@ -246,7 +261,22 @@ def _row_kernel(x_ptr, xi_ptr, out_ptr, oi_ptr, M, R, chunk, sxm, sxr, S, count,
     if I64:
         r0 = r0.to(tl.int64)
     cols = tl.arange(0, BLOCK_N)
-    if MODE == 2:
+    if MODE == 2 and not IDX_IN:
+        # per tile: the first NaN's column (tl.min) and the first maximum (tl.max with tie-break-left
+        # indices, a built-in (value, index) reduction); tiles fold in index order.  [16384, 4096] bf16 on
+        # the H100: 0.055 ms (2.4 TB/s) against 0.115 ms for the lane fold below and 0.077 ms for eager torch
+        acc = tl.full([BLOCK_M], LOW, ACC)
+        acc_i = tl.full([BLOCK_M], IBIG, IDXT)
+        for start in range(0, _bound(chunk), BLOCK_N):
+            c = r0 + start + cols
+            m = row_ok[:, None] & (c < R)[None, :]
+            off = rows[:, None] * sxm + c[None, :] * sxr
+            v = tl.where(m, _load(x_ptr, off, m, MODE, NEG_IN, ACC, PRE, HAS_PRE, FLT), LOW)
+            t, ti = _tile_arg(v, c.to(IDXT), m, IBIG, FLT)
+            take = (acc_i == IBIG) | (t > acc) | ((t != t) & (acc == acc))
+            acc = tl.where(take, t, acc)
+            acc_i = tl.where(take, ti, acc_i)
+    elif MODE == 2:   # the split rows' second stage: (value, index) pairs in, the lane fold
         la = tl.full([BLOCK_M, BLOCK_N], LOW, ACC)
         li = tl.full([BLOCK_M, BLOCK_N], IBIG, IDXT)
         for start in range(0, _bound(chunk), BLOCK_N):   # the last split runs masked past R (at most one chunk)
@@ -254,10 +284,7 @@ def _row_kernel(x_ptr, xi_ptr, out_ptr, oi_ptr, M, R, chunk, sxm, sxr, S, count,
             m = row_ok[:, None] & (c < R)[None, :]
             off = rows[:, None] * sxm + c[None, :] * sxr
             v = _load(x_ptr, off, m, MODE, NEG_IN, ACC, PRE, HAS_PRE, FLT)
-            if IDX_IN:
-                i = tl.load(xi_ptr + off, mask=m, other=IBIG)
-            else:
-                i = tl.broadcast_to(c[None, :].to(IDXT), [BLOCK_M, BLOCK_N])
+            i = tl.load(xi_ptr + off, mask=m, other=IBIG)
             la, li = _lane_fold(la, li, v, i, m, IBIG)
         acc, acc_i = tl.reduce((la, li), 1, _arg_combine)
     else:

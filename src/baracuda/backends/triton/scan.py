@@ -149,6 +149,39 @@ def _identity(BL: tl.constexpr, MODE: tl.constexpr, CT: tl.constexpr, PAD: tl.co
         return tl.full([BL], PAD, CT), tl.zeros([BL], tl.int32)
 
 
+@triton.jit
+def _grid(pos, pm, lanes, lm, AXIS: tl.constexpr):
+    """(positions, lanes, mask) broadcast to the tile's 2-D layout: [lanes, positions] for AXIS 1, else
+    [positions, lanes]."""
+    if AXIS == 1:
+        return pos[None, :], lanes[:, None], lm[:, None] & pm[None, :]
+    else:
+        return pos[:, None], lanes[None, :], pm[:, None] & lm[None, :]
+
+
+@triton.jit
+def _carry(v, w, cw, off, end, AXIS: tl.constexpr, REV: tl.constexpr, TWO: tl.constexpr, BS: tl.constexpr):
+    """The new carry: the last VALID element in scan order of a merged tile whose first position is off (max/min
+    padding is not an identity on ties)."""
+    if REV:
+        last = 0
+    else:
+        last = tl.minimum(end - 1 - off, BS - 1)
+    cv = _pick(v, last, AXIS)
+    if TWO:
+        cw = _pick(w, last, AXIS)
+    return cv, cw
+
+
+@triton.jit
+def _nth(base, i, n, STEP: tl.constexpr, REV: tl.constexpr):
+    """Start of the i-th of n STEP-wide blocks from base, visited in scan order (last block first when REV)."""
+    if REV:
+        return base + (n - 1 - i) * STEP
+    else:
+        return base + i * STEP
+
+
 # -- loads and stores of one tile ----------------------------------------------------------------
 @triton.jit
 def _load(p1, p2, p3, o, P, Lx, mask, R, s1o, s1r, s1l, s2o, s2r, s2l, s3o, s3r, s3l, OUT_T: tl.constexpr,
@@ -204,15 +237,7 @@ def _tile(p1, p2, p3, y_ptr, yi_ptr, o, l, lm, off, end, R, cv, cw, s1o, s1r, s1
     pos = off + k
     if I64:
         pos = pos.to(tl.int64)
-    pm = pos < end
-    if AXIS == 1:
-        P = pos[None, :]
-        Lx = l[:, None]
-        mask = lm[:, None] & pm[None, :]
-    else:
-        P = pos[:, None]
-        Lx = l[None, :]
-        mask = pm[:, None] & lm[None, :]
+    P, Lx, mask = _grid(pos, pos < end, l, lm, AXIS)
     v, w, f = _load(p1, p2, p3, o, P, Lx, mask, R, s1o, s1r, s1l, s2o, s2r, s2l, s3o, s3r, s3l,
                     y_ptr.dtype.element_ty, MODE, REV, CT, PAD, F64)
     if MODE == 2 or MODE == 3:   # in-tile positions while scanning (i32), global indices after
@@ -232,28 +257,15 @@ def _tile(p1, p2, p3, y_ptr, yi_ptr, o, l, lm, off, end, R, cv, cw, s1o, s1r, s1
             tl.store(y_ptr + yp, v.to(y_ptr.dtype.element_ty), mask=mask)
             if TWO:
                 tl.store(yi_ptr + yp, w, mask=mask)
-    # the new carry: the last VALID element in scan order (max/min padding is not an identity on ties)
-    if REV:
-        last = 0
-    else:
-        last = tl.minimum(end - 1 - off, BS - 1)
-    cv = _pick(v, last, AXIS)
-    if TWO:
-        cw = _pick(w, last, AXIS)
-    return cv, cw
+    return _carry(v, w, cw, off, end, AXIS, REV, TWO, BS)
 
 
 @triton.jit
 def _fold_block(ws_ptr, wsi_ptr, gl, lm, k0, hi, wsl, wsk, cv, cw, MODE: tl.constexpr, AXIS: tl.constexpr,
                 REV: tl.constexpr, KB: tl.constexpr, CT: tl.constexpr, PAD: tl.constexpr, TWO: tl.constexpr):
     k = k0 + tl.arange(0, KB)
-    km = k < hi
-    if AXIS == 1:
-        offs = gl[:, None] * wsl + k[None, :] * wsk
-        m = lm[:, None] & km[None, :]
-    else:
-        offs = k[:, None] * wsk + gl[None, :] * wsl
-        m = km[:, None] & lm[None, :]
+    K, G, m = _grid(k, k < hi, gl, lm, AXIS)
+    offs = G * wsl + K * wsk
     v = tl.load(ws_ptr + offs, mask=m, other=0)
     if MODE >= 5:
         v = tl.where(m, v, 1.0)
@@ -265,14 +277,7 @@ def _fold_block(ws_ptr, wsi_ptr, gl, lm, k0, hi, wsl, wsk, cv, cw, MODE: tl.cons
         w = tl.zeros(v.shape, tl.int32)
     v, w = _scan(v, w, MODE, AXIS, REV)
     v, w = _merge(_expand(cv, AXIS), _expand(cw, AXIS), v, w, MODE)
-    if REV:
-        last = 0
-    else:
-        last = tl.minimum(hi - 1 - k0, KB - 1)
-    cv = _pick(v, last, AXIS)
-    if TWO:
-        cw = _pick(w, last, AXIS)
-    return cv, cw
+    return _carry(v, w, cw, k0, hi, AXIS, REV, TWO, KB)
 
 
 @triton.jit
@@ -306,40 +311,26 @@ def _scan_kernel(p1, p2, p3, y_ptr, yi_ptr, ws_ptr, wsi_ptr, L, R, CHUNK, NSPLIT
         if WHILE:
             b = 0
             while b < nb:
-                if REV:
-                    k0 = lo + (nb - 1 - b) * KB
-                else:
-                    k0 = lo + b * KB
-                cv, cw = _fold_block(ws_ptr, wsi_ptr, gl, lm, k0, hi, wsl, wsk, cv, cw, MODE, AXIS, REV, KB, CT,
-                                     PAD, TWO)
+                cv, cw = _fold_block(ws_ptr, wsi_ptr, gl, lm, _nth(lo, b, nb, KB, REV), hi, wsl, wsk, cv, cw, MODE,
+                                     AXIS, REV, KB, CT, PAD, TWO)
                 b += 1
         else:
             for b in range(0, nb):
-                if REV:
-                    k0 = lo + (nb - 1 - b) * KB
-                else:
-                    k0 = lo + b * KB
-                cv, cw = _fold_block(ws_ptr, wsi_ptr, gl, lm, k0, hi, wsl, wsk, cv, cw, MODE, AXIS, REV, KB, CT,
-                                     PAD, TWO)
+                cv, cw = _fold_block(ws_ptr, wsi_ptr, gl, lm, _nth(lo, b, nb, KB, REV), hi, wsl, wsk, cv, cw, MODE,
+                                     AXIS, REV, KB, CT, PAD, TWO)
     nt = tl.cdiv(end - start, BS)
     if WHILE:
         t = 0
         while t < nt:
-            if REV:
-                off = start + (nt - 1 - t) * BS
-            else:
-                off = start + t * BS
-            cv, cw = _tile(p1, p2, p3, y_ptr, yi_ptr, o, l, lm, off, end, R, cv, cw, s1o, s1r, s1l, s2o, s2r, s2l,
-                           s3o, s3r, s3l, syo, syr, syl, MODE, AXIS, REV, STAGE != 1, BS, CT, PAD, TWO, F64, I64)
+            cv, cw = _tile(p1, p2, p3, y_ptr, yi_ptr, o, l, lm, _nth(start, t, nt, BS, REV), end, R, cv, cw, s1o, s1r,
+                           s1l, s2o, s2r, s2l, s3o, s3r, s3l, syo, syr, syl, MODE, AXIS, REV, STAGE != 1, BS, CT, PAD,
+                           TWO, F64, I64)
             t += 1
     else:
         for t in range(0, nt):
-            if REV:
-                off = start + (nt - 1 - t) * BS
-            else:
-                off = start + t * BS
-            cv, cw = _tile(p1, p2, p3, y_ptr, yi_ptr, o, l, lm, off, end, R, cv, cw, s1o, s1r, s1l, s2o, s2r, s2l,
-                           s3o, s3r, s3l, syo, syr, syl, MODE, AXIS, REV, STAGE != 1, BS, CT, PAD, TWO, F64, I64)
+            cv, cw = _tile(p1, p2, p3, y_ptr, yi_ptr, o, l, lm, _nth(start, t, nt, BS, REV), end, R, cv, cw, s1o, s1r,
+                           s1l, s2o, s2r, s2l, s3o, s3r, s3l, syo, syr, syl, MODE, AXIS, REV, STAGE != 1, BS, CT, PAD,
+                           TWO, F64, I64)
     if STAGE == 1:
         tl.store(ws_ptr + gl * wsl + split * wsk, cv, mask=lm)
         if TWO:

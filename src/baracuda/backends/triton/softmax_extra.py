@@ -26,6 +26,7 @@ import math
 import triton
 import triton.language as tl
 
+from ..._core.device import triton_interpreting
 from ..._core.dtypes import DType
 from . import register_triton
 from ._config import overrides
@@ -36,11 +37,12 @@ from .norm_group import _guarded, _run_of, _split, lanes_view
 
 _FORCE, forced = overrides("""Force the chunk width ``br`` (multi-chunk rows under the interpreter).""")
 _BISECT = 16
+_WHILE = triton_interpreting()   # chunk loops as `while` under the interpreter, `for` on the GPU (see below)
 
 
 @triton.jit
-def _tile(ptr, a, lanes, lm, ri, R, sa, sl, sr, other, CT: tl.constexpr, BR: tl.constexpr):
-    rr = ri * BR + tl.arange(0, BR)
+def _tile(ptr, a, lanes, lm, r0, R, sa, sl, sr, other, CT: tl.constexpr, BR: tl.constexpr):
+    rr = r0 + tl.arange(0, BR)
     mask = lm[:, None] & (rr < R)[None, :]
     v = tl.load(ptr + a * sa + lanes[:, None] * sl + rr[None, :] * sr, mask=mask, other=other).to(CT)
     return v, mask, rr
@@ -73,21 +75,74 @@ def _online(m, s, t, z, g, WITH_G: tl.constexpr, F64: tl.constexpr):
 
 
 @triton.jit
-def _gumbel_chunk(g_ptr, x_ptr, a, lanes, lm, ri, R, sa, sl, sr, ga, gl, gr, ya, yl, yr, seed, tau,
+def _gumbel_chunk(g_ptr, x_ptr, a, lanes, lm, r0, R, sa, sl, sr, ga, gl, gr, ya, yl, yr, seed, tau,
                   BW: tl.constexpr, CT: tl.constexpr, BR: tl.constexpr):
-    x, mask, rr = _tile(x_ptr, a, lanes, lm, ri, R, sa, sl, sr, 0.0, CT, BR)
+    x, mask, rr = _tile(x_ptr, a, lanes, lm, r0, R, sa, sl, sr, 0.0, CT, BR)
     z = _gumbel_z(x, mask, a, lanes, rr, ya, yl, yr, seed, tau, CT)
     if BW:
-        g, _m, _r = _tile(g_ptr, a, lanes, lm, ri, R, ga, gl, gr, 0.0, CT, BR)
+        g, _m, _r = _tile(g_ptr, a, lanes, lm, r0, R, ga, gl, gr, 0.0, CT, BR)
     else:
         g = z
     return z, g, mask, rr
 
 
+# Loop structure (all three kernels).  Chunk 0 is loaded before any loop; the other chunks are walked only
+# when not SINGLE (a constexpr branch), so a SINGLE row (R <= BR) is straight-line code: one load and one
+# store per element, no loop at all.  The chunk loops are ``for r0 in range(first, R, BR)`` on the GPU (the
+# induction variable keeps the divisibility facts that give 16-byte accesses) and the same loop written as
+# ``while`` under the interpreter (WHILE; Triton 3.6's interpreter cannot take range() over runtime ints with
+# NumPy >= 2.4, see softmax.py).
+# Why not a while loop on the GPU: Triton 3.6 aborts in TritonGPUCoalesce (SmallVector ``idx < size()``
+# assertion) on a tensor load/store inside an scf.while whose condition is false on entry at compile time.
+# The launcher specialises an int argument equal to 1 to a constant; with R == 1, ``ri = 1; while ri * BR < R``
+# folds to a loop that never runs, the axis analysis never visits its body, and the coalesce pass indexes
+# the empty contiguity vector of the body's pointers.  A zero-trip scf.for with constant bounds is folded
+# away before that pass.  tests/softmax_extra/test_softmax_extra_sm90.py compiles every kernel for sm_90
+# over the configurations choose() picks, R == 1 included.
+@triton.jit
+def _gumbel_fold(g_ptr, x_ptr, a, lanes, lm, r0, R, sa, sl, sr, ga, gl, gr, ya, yl, yr, seed, tau, m, s, t, best,
+                 bidx, BW: tl.constexpr, HARD: tl.constexpr, F64: tl.constexpr, CT: tl.constexpr,
+                 BR: tl.constexpr):
+    z, g, mask, rr = _gumbel_chunk(g_ptr, x_ptr, a, lanes, lm, r0, R, sa, sl, sr, ga, gl, gr, ya, yl, yr, seed,
+                                   tau, BW, CT, BR)
+    m, s, t = _online(m, s, t, z, g, BW, F64)
+    if HARD:   # first maximum wins (strictly greater replaces), as torch's argmax
+        cv = tl.max(z, 1)
+        bidx = tl.where(cv > best, tl.argmax(z, 1).to(tl.int32) + r0, bidx)
+        best = tl.maximum(best, cv)
+    return m, s, t, best, bidx
+
+
+@triton.jit
+def _gumbel_store(y_ptr, a, lanes, ya, yl, yr, z, g, mask, rr, bidx, ms, inv, t, tau, BW: tl.constexpr,
+                  HARD: tl.constexpr, F64: tl.constexpr, CT: tl.constexpr):
+    y = _ex(z - ms[:, None], F64) * inv[:, None]
+    if BW:
+        out = y * (g - (t * inv)[:, None]) / tau
+    elif HARD:   # torch: (y_hard - y_soft) + y_soft, each op rounded to the dtype
+        ys = y.to(y_ptr.dtype.element_ty).to(CT)
+        hot = tl.where(rr[None, :] == bidx[:, None], 1.0, 0.0)
+        out = (hot - ys).to(y_ptr.dtype.element_ty).to(CT) + ys
+    else:
+        out = y
+    tl.store(y_ptr + a * ya + lanes[:, None] * yl + rr[None, :] * yr, out.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _gumbel_write(g_ptr, x_ptr, y_ptr, a, lanes, lm, r0, R, sa, sl, sr, ga, gl, gr, ya, yl, yr, seed, tau, bidx,
+                  ms, inv, t, BW: tl.constexpr, HARD: tl.constexpr, F64: tl.constexpr, CT: tl.constexpr,
+                  BR: tl.constexpr):
+    """Chunked rows: regenerate the chunk's noise (Philox ALU work instead of 8 B/element of z workspace traffic)
+    and write it."""
+    z, g, mask, rr = _gumbel_chunk(g_ptr, x_ptr, a, lanes, lm, r0, R, sa, sl, sr, ga, gl, gr, ya, yl, yr, seed,
+                                   tau, BW, CT, BR)
+    _gumbel_store(y_ptr, a, lanes, ya, yl, yr, z, g, mask, rr, bidx, ms, inv, t, tau, BW, HARD, F64, CT)
+
+
 @triton.jit
 def _gumbel_kernel(g_ptr, x_ptr, y_ptr, L, R, sa, sl, sr, ga, gl, gr, ya, yl, yr, seed, tau_hi, tau_lo, NLB,
                    BW: tl.constexpr, HARD: tl.constexpr, SINGLE: tl.constexpr, F64: tl.constexpr,
-                   BL: tl.constexpr, BR: tl.constexpr):
+                   BL: tl.constexpr, BR: tl.constexpr, WHILE: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     tau = _f2(tau_hi, tau_lo, F64)
     pid = tl.program_id(0).to(tl.int64)
@@ -100,112 +155,155 @@ def _gumbel_kernel(g_ptr, x_ptr, y_ptr, L, R, sa, sl, sr, ga, gl, gr, ya, yl, yr
     m, s, t = _online(tl.full([BL], float("-inf"), CT), tl.zeros([BL], CT), tl.zeros([BL], CT), z0, g0, BW, F64)
     best = tl.max(z0, 1)
     bidx = tl.argmax(z0, 1).to(tl.int32)
-    ri = 1
-    while ri * BR < R:
-        z, g, mask, rr = _gumbel_chunk(g_ptr, x_ptr, a, lanes, lm, ri, R, sa, sl, sr, ga, gl, gr, ya, yl, yr, seed,
-                                       tau, BW, CT, BR)
-        m, s, t = _online(m, s, t, z, g, BW, F64)
-        if HARD:   # first maximum wins (strictly greater replaces), as torch's argmax
-            cv = tl.max(z, 1)
-            bidx = tl.where(cv > best, tl.argmax(z, 1).to(tl.int32) + ri * BR, bidx)
-            best = tl.maximum(best, cv)
-        ri += 1
-    ms = tl.where(m == float("-inf"), 0.0, m)
-    inv = 1.0 / s
-    ri = 0
-    while ri * BR < R:
-        if SINGLE:
-            z, g, mask, rr = z0, g0, mask0, rr0
-        else:
-            z, g, mask, rr = _gumbel_chunk(g_ptr, x_ptr, a, lanes, lm, ri, R, sa, sl, sr, ga, gl, gr, ya, yl, yr,
-                                           seed, tau, BW, CT, BR)
-        y = _ex(z - ms[:, None], F64) * inv[:, None]
-        if BW:
-            out = y * (g - (t * inv)[:, None]) / tau
-        elif HARD:   # torch: (y_hard - y_soft) + y_soft, each op rounded to the dtype
-            ys = y.to(y_ptr.dtype.element_ty).to(CT)
-            hot = tl.where(rr[None, :] == bidx[:, None], 1.0, 0.0)
-            out = (hot - ys).to(y_ptr.dtype.element_ty).to(CT) + ys
-        else:
-            out = y
-        tl.store(y_ptr + a * ya + lanes[:, None] * yl + rr[None, :] * yr, out.to(y_ptr.dtype.element_ty), mask=mask)
-        ri += 1
+    if SINGLE:
+        ms = tl.where(m == float("-inf"), 0.0, m)
+        _gumbel_store(y_ptr, a, lanes, ya, yl, yr, z0, g0, mask0, rr0, bidx, ms, 1.0 / s, t, tau, BW, HARD, F64, CT)
+    elif WHILE:
+        r0 = BR
+        while r0 < R:
+            m, s, t, best, bidx = _gumbel_fold(g_ptr, x_ptr, a, lanes, lm, r0, R, sa, sl, sr, ga, gl, gr, ya, yl, yr,
+                                               seed, tau, m, s, t, best, bidx, BW, HARD, F64, CT, BR)
+            r0 += BR
+        ms = tl.where(m == float("-inf"), 0.0, m)
+        r0 = 0
+        while r0 < R:
+            _gumbel_write(g_ptr, x_ptr, y_ptr, a, lanes, lm, r0, R, sa, sl, sr, ga, gl, gr, ya, yl, yr, seed, tau,
+                          bidx, ms, 1.0 / s, t, BW, HARD, F64, CT, BR)
+            r0 += BR
+    else:
+        for r0 in range(BR, R, BR):
+            m, s, t, best, bidx = _gumbel_fold(g_ptr, x_ptr, a, lanes, lm, r0, R, sa, sl, sr, ga, gl, gr, ya, yl, yr,
+                                               seed, tau, m, s, t, best, bidx, BW, HARD, F64, CT, BR)
+        ms = tl.where(m == float("-inf"), 0.0, m)
+        for r0 in range(0, R, BR):
+            _gumbel_write(g_ptr, x_ptr, y_ptr, a, lanes, lm, r0, R, sa, sl, sr, ga, gl, gr, ya, yl, yr, seed, tau,
+                          bidx, ms, 1.0 / s, t, BW, HARD, F64, CT, BR)
 
 
 # -- sparsemax ----------------------------------------------------------------------------------------------
 @triton.jit
+def _fold_support(x, tau, f, k, sx):
+    """Add a tile's sum(max(x - tau, 0)), #{x > tau}, sum_{x > tau} x per lane (padding is -inf: never in)."""
+    pos = x > tau[:, None]
+    return (f + tl.sum(tl.where(pos, x - tau[:, None], 0.0), 1), k + tl.sum(pos.to(x.dtype), 1),
+            sx + tl.sum(tl.where(pos, x, 0.0), 1))
+
+
+@triton.jit
+def _support_step(x_ptr, a, lanes, lm, r0, R, sa, sl, sr, tau, f, k, sx, CT: tl.constexpr, BR: tl.constexpr):
+    x, _m, _r = _tile(x_ptr, a, lanes, lm, r0, R, sa, sl, sr, float("-inf"), CT, BR)
+    return _fold_support(x, tau, f, k, sx)
+
+
+@triton.jit
 def _support(x_ptr, xt, a, lanes, lm, R, sa, sl, sr, tau, SINGLE: tl.constexpr, CT: tl.constexpr,
-             BL: tl.constexpr, BR: tl.constexpr):
-    """Per lane: sum(max(x - tau, 0)), #{x > tau}, sum_{x > tau} x  (padding is -inf: never in the support)."""
+             BL: tl.constexpr, BR: tl.constexpr, WHILE: tl.constexpr):
+    """Per lane: sum(max(x - tau, 0)), #{x > tau}, sum_{x > tau} x: from the registers (SINGLE) or one pass."""
     f = tl.zeros([BL], CT)
     k = tl.zeros([BL], CT)
     sx = tl.zeros([BL], CT)
-    ri = 0
-    while ri * BR < R:
-        if SINGLE:
-            x = xt
-        else:
-            x, _m, _r = _tile(x_ptr, a, lanes, lm, ri, R, sa, sl, sr, float("-inf"), CT, BR)
-        pos = x > tau[:, None]
-        f += tl.sum(tl.where(pos, x - tau[:, None], 0.0), 1)
-        k += tl.sum(pos.to(CT), 1)
-        sx += tl.sum(tl.where(pos, x, 0.0), 1)
-        ri += 1
+    if SINGLE:
+        f, k, sx = _fold_support(xt, tau, f, k, sx)
+    elif WHILE:
+        r0 = 0
+        while r0 < R:
+            f, k, sx = _support_step(x_ptr, a, lanes, lm, r0, R, sa, sl, sr, tau, f, k, sx, CT, BR)
+            r0 += BR
+    else:
+        for r0 in range(0, R, BR):
+            f, k, sx = _support_step(x_ptr, a, lanes, lm, r0, R, sa, sl, sr, tau, f, k, sx, CT, BR)
     return f, k, sx
 
 
 @triton.jit
+def _tile_max(x_ptr, a, lanes, lm, r0, R, sa, sl, sr, mx, CT: tl.constexpr, BR: tl.constexpr):
+    x, _m, _r = _tile(x_ptr, a, lanes, lm, r0, R, sa, sl, sr, float("-inf"), CT, BR)
+    return tl.maximum(mx, tl.max(x, 1))
+
+
+@triton.jit
+def _sparsemax_write(x_ptr, y_ptr, a, lanes, lm, r0, R, sa, sl, sr, ya, yl, yr, tau, CT: tl.constexpr,
+                     BR: tl.constexpr):
+    x, mask, rr = _tile(x_ptr, a, lanes, lm, r0, R, sa, sl, sr, float("-inf"), CT, BR)
+    y = tl.maximum(x - tau[:, None], 0.0)
+    tl.store(y_ptr + a * ya + lanes[:, None] * yl + rr[None, :] * yr, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
 def _sparsemax_kernel(x_ptr, y_ptr, L, R, sa, sl, sr, ya, yl, yr, NLB, BISECT: tl.constexpr,
-                      SINGLE: tl.constexpr, F64: tl.constexpr, BL: tl.constexpr, BR: tl.constexpr):
+                      SINGLE: tl.constexpr, F64: tl.constexpr, BL: tl.constexpr, BR: tl.constexpr,
+                      WHILE: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     pid = tl.program_id(0).to(tl.int64)
     a = pid // NLB
     lanes = ((pid % NLB) * BL + tl.arange(0, BL)).to(tl.int64)
     lm = lanes < L
-    xt, _m, _r = _tile(x_ptr, a, lanes, lm, 0, R, sa, sl, sr, float("-inf"), CT, BR)
+    xt, mask0, rr0 = _tile(x_ptr, a, lanes, lm, 0, R, sa, sl, sr, float("-inf"), CT, BR)
     mx = tl.max(xt, 1)
-    ri = 1
-    while ri * BR < R:
-        x, _m, _r = _tile(x_ptr, a, lanes, lm, ri, R, sa, sl, sr, float("-inf"), CT, BR)
-        mx = tl.maximum(mx, tl.max(x, 1))
-        ri += 1
+    if not SINGLE:
+        if WHILE:
+            r0 = BR
+            while r0 < R:
+                mx = _tile_max(x_ptr, a, lanes, lm, r0, R, sa, sl, sr, mx, CT, BR)
+                r0 += BR
+        else:
+            for r0 in range(BR, R, BR):
+                mx = _tile_max(x_ptr, a, lanes, lm, r0, R, sa, sl, sr, mx, CT, BR)
     mx = tl.where(lm, mx, 0.0)
     lo = mx - 1.0
     hi = mx
     for _ in tl.static_range(BISECT):
         mid = 0.5 * (lo + hi)
-        f, _k, _s = _support(x_ptr, xt, a, lanes, lm, R, sa, sl, sr, mid, SINGLE, CT, BL, BR)
+        f, _k, _s = _support(x_ptr, xt, a, lanes, lm, R, sa, sl, sr, mid, SINGLE, CT, BL, BR, WHILE)
         ge = f >= 1.0
         lo = tl.where(ge, mid, lo)
         hi = tl.where(ge, hi, mid)
     # Michelot from below: tau <- (sum_{x > tau} x - 1) / #{x > tau} until the support size stops changing
+    # (a data-dependent trip count >= 1: its scf.while condition is true on entry)
     tau = lo
-    f, k, sx = _support(x_ptr, xt, a, lanes, lm, R, sa, sl, sr, tau, SINGLE, CT, BL, BR)
+    f, k, sx = _support(x_ptr, xt, a, lanes, lm, R, sa, sl, sr, tau, SINGLE, CT, BL, BR, WHILE)
     go = 1
     it = 0
     while (go > 0) & (it < 64):
         tau = tl.maximum(tau, (sx - 1.0) / tl.maximum(k, 1.0))
-        f, k2, sx = _support(x_ptr, xt, a, lanes, lm, R, sa, sl, sr, tau, SINGLE, CT, BL, BR)
+        f, k2, sx = _support(x_ptr, xt, a, lanes, lm, R, sa, sl, sr, tau, SINGLE, CT, BL, BR, WHILE)
         go = tl.max(tl.where(lm & (k2 != k), 1, 0), 0)
         k = k2
         it += 1
     tau = tl.maximum(tau, (sx - 1.0) / tl.maximum(k, 1.0))
-    ri = 0
-    while ri * BR < R:
-        if SINGLE:
-            x = xt
-            rr = tl.arange(0, BR)
-            mask = lm[:, None] & (rr < R)[None, :]
-        else:
-            x, mask, rr = _tile(x_ptr, a, lanes, lm, ri, R, sa, sl, sr, float("-inf"), CT, BR)
-        y = tl.maximum(x - tau[:, None], 0.0)
-        tl.store(y_ptr + a * ya + lanes[:, None] * yl + rr[None, :] * yr, y.to(y_ptr.dtype.element_ty), mask=mask)
-        ri += 1
+    if SINGLE:
+        y = tl.maximum(xt - tau[:, None], 0.0)
+        tl.store(y_ptr + a * ya + lanes[:, None] * yl + rr0[None, :] * yr, y.to(y_ptr.dtype.element_ty), mask=mask0)
+    elif WHILE:
+        r0 = 0
+        while r0 < R:
+            _sparsemax_write(x_ptr, y_ptr, a, lanes, lm, r0, R, sa, sl, sr, ya, yl, yr, tau, CT, BR)
+            r0 += BR
+    else:
+        for r0 in range(0, R, BR):
+            _sparsemax_write(x_ptr, y_ptr, a, lanes, lm, r0, R, sa, sl, sr, ya, yl, yr, tau, CT, BR)
+
+
+@triton.jit
+def _bw_fold(g_ptr, o_ptr, a, lanes, lm, r0, R, ga, gl, gr, sa, sl, sr, sg, k, CT: tl.constexpr, BR: tl.constexpr):
+    g, _m, _r = _tile(g_ptr, a, lanes, lm, r0, R, ga, gl, gr, 0.0, CT, BR)
+    o, _m, _r = _tile(o_ptr, a, lanes, lm, r0, R, sa, sl, sr, 0.0, CT, BR)
+    on = o > 0
+    return sg + tl.sum(tl.where(on, g, 0.0), 1), k + tl.sum(on.to(CT), 1)
+
+
+@triton.jit
+def _bw_write(g_ptr, o_ptr, dx_ptr, a, lanes, lm, r0, R, ga, gl, gr, sa, sl, sr, ya, yl, yr, mg, CT: tl.constexpr,
+              BR: tl.constexpr):
+    g, mask, rr = _tile(g_ptr, a, lanes, lm, r0, R, ga, gl, gr, 0.0, CT, BR)
+    o, _m, _r = _tile(o_ptr, a, lanes, lm, r0, R, sa, sl, sr, 0.0, CT, BR)
+    dx = tl.where(o > 0, g - mg[:, None], 0.0)
+    tl.store(dx_ptr + a * ya + lanes[:, None] * yl + rr[None, :] * yr, dx.to(dx_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
 def _sparsemax_bw_kernel(g_ptr, o_ptr, dx_ptr, L, R, ga, gl, gr, sa, sl, sr, ya, yl, yr, NLB, SINGLE: tl.constexpr,
-                         F64: tl.constexpr, BL: tl.constexpr, BR: tl.constexpr):
+                         F64: tl.constexpr, BL: tl.constexpr, BR: tl.constexpr, WHILE: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     pid = tl.program_id(0).to(tl.int64)
     a = pid // NLB
@@ -216,32 +314,43 @@ def _sparsemax_bw_kernel(g_ptr, o_ptr, dx_ptr, L, R, ga, gl, gr, sa, sl, sr, ya,
     on0 = o0 > 0
     sg = tl.sum(tl.where(on0, g0, 0.0), 1)
     k = tl.sum(on0.to(CT), 1)
-    ri = 1
-    while ri * BR < R:
-        g, mask, rr = _tile(g_ptr, a, lanes, lm, ri, R, ga, gl, gr, 0.0, CT, BR)
-        o, _m, _r = _tile(o_ptr, a, lanes, lm, ri, R, sa, sl, sr, 0.0, CT, BR)
-        on = o > 0
-        sg += tl.sum(tl.where(on, g, 0.0), 1)
-        k += tl.sum(on.to(CT), 1)
-        ri += 1
-    mg = sg / tl.maximum(k, 1.0)
-    ri = 0
-    while ri * BR < R:
-        if SINGLE:
-            g, mask, rr, on = g0, mask0, rr0, on0
-        else:
-            g, mask, rr = _tile(g_ptr, a, lanes, lm, ri, R, ga, gl, gr, 0.0, CT, BR)
-            o, _m, _r = _tile(o_ptr, a, lanes, lm, ri, R, sa, sl, sr, 0.0, CT, BR)
-            on = o > 0
-        dx = tl.where(on, g - mg[:, None], 0.0)
-        tl.store(dx_ptr + a * ya + lanes[:, None] * yl + rr[None, :] * yr, dx.to(dx_ptr.dtype.element_ty), mask=mask)
-        ri += 1
+    if SINGLE:
+        dx = tl.where(on0, g0 - (sg / tl.maximum(k, 1.0))[:, None], 0.0)
+        tl.store(dx_ptr + a * ya + lanes[:, None] * yl + rr0[None, :] * yr, dx.to(dx_ptr.dtype.element_ty),
+                 mask=mask0)
+    elif WHILE:
+        r0 = BR
+        while r0 < R:
+            sg, k = _bw_fold(g_ptr, o_ptr, a, lanes, lm, r0, R, ga, gl, gr, sa, sl, sr, sg, k, CT, BR)
+            r0 += BR
+        r0 = 0
+        while r0 < R:
+            _bw_write(g_ptr, o_ptr, dx_ptr, a, lanes, lm, r0, R, ga, gl, gr, sa, sl, sr, ya, yl, yr,
+                      sg / tl.maximum(k, 1.0), CT, BR)
+            r0 += BR
+    else:
+        for r0 in range(BR, R, BR):
+            sg, k = _bw_fold(g_ptr, o_ptr, a, lanes, lm, r0, R, ga, gl, gr, sa, sl, sr, sg, k, CT, BR)
+        mg = sg / tl.maximum(k, 1.0)
+        for r0 in range(0, R, BR):
+            _bw_write(g_ptr, o_ptr, dx_ptr, a, lanes, lm, r0, R, ga, gl, gr, sa, sl, sr, ya, yl, yr, mg, CT, BR)
 
 
 def choose(outer: int, r: int, inner: int, f64: bool):
-    """(BL lanes, BR chunk, SINGLE, warps)."""
+    """(BL lanes, BR chunk, SINGLE, warps).
+
+    Rows (inner == 1): a row of up to CAP = 16384 elements (8192 in f64) is one chunk held in registers
+    (SINGLE: one HBM read and one write per element); short rows share a program, up to 2048 elements.
+    Longer rows stream in CAP / 2 chunks with 16 warps: 16 elements per thread per chunk (32 B of bf16 in
+    flight per load).  Full-CAP chunks hit the 128-register ceiling of 16 warps and spilled on sm_90 (Philox
+    and f64 kernels: 40-112 B/thread); half-CAP chunks need 32-120 registers and no stack, so 2-3 programs
+    share an SM and keep at least as many bytes in flight (offline sm_90 compile, tests/softmax_extra).
+    Inner lanes: up to 64 contiguous lanes x 4096 // BL rows per chunk."""
     if inner == 1:
-        br = _FORCE.get("br", min(triton.next_power_of_2(max(r, 1)), 8192 if f64 else 16384))
+        cap = 8192 if f64 else 16384
+        if r > cap and "br" not in _FORCE:
+            return 1, cap // 2, False, 16
+        br = _FORCE.get("br", min(triton.next_power_of_2(max(r, 1)), cap))
         bl = max(1, min(triton.next_power_of_2(max(outer, 1)), 2048 // br))
     else:
         bl = min(triton.next_power_of_2(inner), 64)
@@ -271,22 +380,18 @@ def _bind(desc, pref=None):
             g, _, _, gsa, gsl, gsr = views[0] if bw else (x, 0, 0, 0, 0, 0)
             _gumbel_kernel[grid](g, x, y, L, r, sa, sl, sr, gsa, gsl, gsr, ya, yl, yr, desc.attr("seed"),
                                  *_split(desc.attr("tau")), nlb, BW=bw, HARD=(not bw) and desc.attr("hard"),
-                                 SINGLE=single, F64=f64, BL=bl, BR=br, num_warps=warps)
+                                 SINGLE=single, F64=f64, BL=bl, BR=br, WHILE=_WHILE, num_warps=warps)
         elif bw:
             g, _, _, gsa, gsl, gsr = views[0]
             o, _, _, sa, sl, sr = views[1]
             _sparsemax_bw_kernel[grid](g, o, y, L, r, gsa, gsl, gsr, sa, sl, sr, ya, yl, yr, nlb, SINGLE=single,
-                                       F64=f64, BL=bl, BR=br, num_warps=warps)
+                                       F64=f64, BL=bl, BR=br, WHILE=_WHILE, num_warps=warps)
         else:
             x, _, _, sa, sl, sr = views[0]
             _sparsemax_kernel[grid](x, y, L, r, sa, sl, sr, ya, yl, yr, nlb, BISECT=_BISECT, SINGLE=single, F64=f64,
-                                    BL=bl, BR=br, num_warps=warps)
+                                    BL=bl, BR=br, WHILE=_WHILE, num_warps=warps)
     return run
 
 
 for _op in ("gumbel_softmax", "gumbel_softmax_backward", "sparsemax", "sparsemax_backward"):
-    # GPU: Triton 3.6 aborts in its TritonGPUCoalesce pass on these kernels for the test configurations
-    # (H100 run of 2026-11-22, bench/results/2026-11-22-h100/gpu_tests.txt); until that is fixed they run under
-    # the interpreter only, and a CUDA plan reports "no implementation for this device" instead of crashing.
-    register_triton(_op, _run_of(_guarded(_bind)), bind=_guarded(_bind), route=f"triton:{_op}",
-                    devices=frozenset({"cpu"}))
+    register_triton(_op, _run_of(_guarded(_bind)), bind=_guarded(_bind), route=f"triton:{_op}")

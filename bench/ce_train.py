@@ -1,0 +1,100 @@
+"""Cross-entropy training step (forward + backward) through the baracuda drop-in vs eager F.cross_entropy and
+torch.compile of it, in one run (GPU only).  The drop-in takes its fused path here (cross_entropy_with_grad:
+loss and gradient from one read of the logits; the backward scales the saved gradient in place, a no-op for
+an upstream gradient of 1), so this is the number behind issue 4's "FW+BW >= 3x eager".  Measured twice: with the default preference
+(the bad-target flag is read back: one host synchronization per step) and with check_values=False.
+
+    python bench/ce_train.py [--json OUT] [--rows 4096 --classes 128256 --dtype bf16]
+Timing: CUDA events around each step (x.grad reset to None before it), warm-up, median of --reps.
+"""
+import argparse
+import json
+import time
+
+import torch
+import torch.nn.functional as F
+
+import baracuda as bc
+import baracuda.torch as bt
+
+
+def step(fn, x, t, upstream):
+    x.grad = None
+    loss = fn(x, t)
+    (loss if upstream == 1.0 else loss * upstream).backward()
+    return loss
+
+
+def measure(fn, x, t, reps, upstream=1.0):
+    for _ in range(3):
+        step(fn, x, t, upstream)
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        step(fn, x, t, upstream)
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e))
+    return sorted(times)[len(times) // 2]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json")
+    ap.add_argument("--rows", type=int, default=4096)
+    ap.add_argument("--classes", type=int, default=128256)
+    ap.add_argument("--dtype", default="bf16")
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--profile", action="store_true", help="also print the GPU kernels of one step of each")
+    a = ap.parse_args()
+    dt = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[a.dtype]
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn(a.rows, a.classes, device="cuda", generator=g).to(dt).requires_grad_()
+    t = torch.randint(0, a.classes, (a.rows,), device="cuda", generator=g)
+    eager = F.cross_entropy
+    compiled = torch.compile(F.cross_entropy)
+    ours = bt.nn.functional.cross_entropy
+    nosync_pref = bc.PlanPreference(check_values=False)
+
+    def ours_nosync(x, t):
+        """The same drop-in without the read-back of the bad-target flag (PlanPreference.check_values=False):
+        no host synchronization per step, as eager torch on CUDA (whose out-of-range check is a device assert)."""
+        with bt.preference(nosync_pref):
+            return ours(x, t)
+    res = {"device": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d"),
+           "problem": f"cross_entropy {a.rows}x{a.classes} {a.dtype}, forward + backward"}
+    # correctness of the timed path against eager, first
+    x.grad = None
+    l0 = step(eager, x, t, 1.0)
+    g0 = x.grad.float()
+    x.grad = None
+    l1 = step(ours, x, t, 1.0)
+    res["max_abs_err_loss"] = float((l0.float() - l1.float()).abs())
+    res["max_rel_err_grad"] = float((x.grad.float() - g0).abs().max() / g0.abs().max())
+    bytes_min = 2 * x.numel() * x.element_size()
+    for up in (1.0, 0.5):
+        key = "" if up == 1.0 else "_upstream0.5"
+        r = {name: measure(fn, x, t, a.reps, up) for name, fn in (("eager", eager), ("compile", compiled),
+                                                                 ("baracuda", ours),
+                                                                 ("baracuda_check_values_off", ours_nosync))}
+        for k in ("baracuda", "baracuda_check_values_off"):
+            r[f"{k}_speedup_vs_eager"] = r["eager"] / r[k]
+            r[f"{k}_speedup_vs_compile"] = r["compile"] / r[k]
+            r[f"{k}_TBps_at_floor_bytes"] = bytes_min / (r[k] * 1e-3) / 1e12
+        res["ms" + key] = r
+    if a.profile:
+        for name, fn in (("eager", eager), ("baracuda", ours), ("baracuda_check_values_off", ours_nosync)):
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+                step(fn, x, t, 1.0)
+                torch.cuda.synchronize()
+            print(f"-- kernels of one {name} step")
+            print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=12, max_name_column_width=70))
+    print(json.dumps(res, indent=1))
+    if a.json:
+        json.dump(res, open(a.json, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()

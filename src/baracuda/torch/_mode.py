@@ -1,0 +1,356 @@
+"""``baracuda.torch.mode()``: run unchanged torch code through baracuda's drop-ins.
+
+Under the mode, a call to a torch function or Tensor method that baracuda publishes runs baracuda's drop-in;
+everything else (and every call a drop-in refuses: an argument it does not take, a dtype or device no backend
+runs) runs in torch, unchanged.  The routing table comes from the same op database as the ``baracuda.torch``
+namespace (``PUBLISHED``):
+
+- ``torch.X`` / ``torch.nn.functional.X`` / ... -> the drop-in of that name;
+- ``Tensor.X`` (the method of a published ``torch.X``: same schema, ``self`` first) and its in-place forms
+  ``Tensor.X_`` / ``torch.X_`` (computed out of place, then written into ``self`` with torch's in-place rules);
+- a method named like a published ``torch.nn.functional.X`` (``x.softmax(-1)``, ``torch.softmax``): its
+  positional arguments are named from the ATen schema, then passed by keyword (the Python signatures differ);
+- Python operators through their torch meaning (``x + y`` is ``add``, ``2 - x`` is ``__rsub__``: ``sub(2, x)``,
+  ``x += y`` is ``add_``), one table for the operator protocol, not per op.
+
+Ops whose ATen schema returns a view of an input (transpose, permute, narrow, diagonal, movedim, ...) are not
+routed: baracuda's versions materialize, and code that writes through a view relies on the aliasing.
+
+The mode counts what it routed (``routed``), what fell through although it computes something baracuda could
+cover (``fell_through``, with ``reasons``) and the rest (``native``: views, metadata, factories, autograd
+plumbing).  ``strict=True`` raises ``UnsupportedError`` naming the torch function instead of falling through.
+
+>>> import torch, baracuda.torch as bt
+>>> with bt.mode() as m:                       # doctest: +SKIP
+...     y = (torch.randn(4, 8) * 2).softmax(-1).sum()
+>>> m.routed                                   # doctest: +SKIP
+Counter({'Tensor.mul': 1, 'Tensor.softmax': 1, 'Tensor.sum': 1})
+"""
+from __future__ import annotations
+
+import collections
+import inspect
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from .._core.errors import BaracudaError, UnsupportedError
+from ._library import differentiable_only, inside_baracuda
+
+# Python's operator protocol: the dunder stem -> the torch function it means.  Binary stems also have the
+# reflected ``__r<stem>__`` (operands swapped) and in-place ``__i<stem>__`` forms.
+_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "div": "div", "floordiv": "floor_divide",
+           "mod": "remainder", "pow": "pow", "matmul": "matmul", "and": "bitwise_and", "or": "bitwise_or",
+           "xor": "bitwise_xor", "lshift": "bitwise_left_shift", "rshift": "bitwise_right_shift"}
+_PLAIN = {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge", "neg": "neg", "abs": "abs",
+          "invert": "bitwise_not", "pos": "positive"}
+# in-place methods that set state rather than compute (a fall-through here is not a coverage gap)
+_STATE = frozenset({"requires_grad_", "detach_", "share_memory_", "set_", "resize_", "resize_as_", "fill_",
+                    "zero_", "copy_", "normal_", "uniform_", "bernoulli_", "random_", "exponential_", "cauchy_",
+                    "log_normal_", "geometric_"})
+_TORCH_MODULES = {"torch._C._nn": "torch.nn.functional", "torch._C._special": "torch.special",
+                  "torch._C._linalg": "torch.linalg", "torch._C._fft": "torch.fft", "torch._C._VariableFunctions":
+                  "torch", "torch.functional": "torch"}
+_REFUSED = (BaracudaError, TypeError)   # what a drop-in raises when it does not take the call
+
+
+def _aten_schemas(name: str):
+    try:
+        return torch._C._jit_get_schemas_for_operator(f"aten::{name}")
+    except RuntimeError:
+        return []
+
+
+def _is_view(name: str) -> bool:
+    """The ATen schema returns an alias of an input that is not an in-place write (a view)."""
+    return any(r.alias_info is not None and not r.alias_info.is_write
+               for s in _aten_schemas(name) for r in s.returns)
+
+
+# ATen argument type -> the Python values it takes (types not listed are not checked)
+_ATEN_TYPES = {"int": (int,), "SymInt": (int,), "float": (int, float), "bool": (bool,), "str": (str,),
+               "number": (bool, int, float), "Scalar": (bool, int, float)}
+
+
+def _takes(aten_type: str, value) -> bool:
+    t = aten_type[len("Optional["):-1] if aten_type.startswith("Optional[") else aten_type
+    want = _ATEN_TYPES.get(t)
+    return want is None or (isinstance(value, want) and not (isinstance(value, bool) and bool not in want))
+
+
+def _keyword_names(name: str, torch_fn) -> tuple:
+    """Per ATen overload: the names of the positional arguments after the first that ``torch_fn`` (the Python
+    function whose drop-in runs) takes by keyword, with compatible defaults (``torch.kl_div``'s int
+    ``reduction`` is not ``F.kl_div``'s string one); overloads that do not fit are left out."""
+    try:
+        params = inspect.signature(torch_fn).parameters
+    except (TypeError, ValueError):
+        return ()
+    out = []
+    for s in _aten_schemas(name):
+        args = s.arguments[1:]
+        pos = tuple(a.name for a in args if not a.kwarg_only)
+        fits = all(a.name in params and (params[a.name].default in (None, inspect.Parameter.empty)
+                                         or _takes(str(a.type), params[a.name].default)) for a in args)
+        if fits and not any(a.name == "out" for a in s.arguments):
+            out.append(pos)
+    return tuple(sorted(set(out), key=len))
+
+
+def _self_at(name: str) -> int | None:
+    """Where the method's receiver goes in the function's arguments (``x.where(c, y)`` is ``where(c, x, y)``):
+    the position of ATen's ``self``, the same in every overload that has one (None: it varies)."""
+    at = {[a.name for a in s.arguments].index("self") for s in _aten_schemas(name)
+          if any(a.name == "self" for a in s.arguments)}
+    return 0 if not at else at.pop() if len(at) == 1 else None
+
+
+def _sizes_varargs(name: str) -> bool:
+    """The method's only positional argument is a list of ints, which Tensor methods also take spread out or as
+    one int (``x.flip(0, 1)``, ``x.tile(2)``): the function form wants the list."""
+    sigs = [[a for a in s.arguments[1:] if not a.kwarg_only] for s in _aten_schemas(name)
+            if s.arguments and s.arguments[0].name == "self" and not any(a.name == "out" for a in s.arguments)]
+    return bool(sigs) and all(len(p) == 1 and str(p[0].type) in ("List[int]", "List[SymInt]") for p in sigs)
+
+
+@dataclass(frozen=True)
+class _Route:
+    name: str                 # what the user called: "torch.add", "Tensor.__rsub__", "Tensor.exp_"
+    fn: Callable              # the baracuda drop-in
+    swap: bool = False        # reflected operator: fn(other, self)
+    inplace: bool = False     # compute, then write into the first argument
+    keywords: tuple = ()      # per overload, positional names after the first argument (see _keyword_names)
+    self_at: int = 0          # a method: where its receiver goes among the function's arguments
+    pack: bool = False        # a method whose sole int-list argument may come spread out (see _sizes_varargs)
+
+    def run(self, args, kwargs):
+        if self.pack and len(args) >= 2 and all(isinstance(a, int) for a in args[1:]):
+            args = (args[0], tuple(args[1:]))
+        if self.swap:
+            args = (args[1], args[0]) + tuple(args[2:])
+        elif self.self_at:
+            args = tuple(args[1:self.self_at + 1]) + (args[0],) + tuple(args[self.self_at + 1:])
+        if self.keywords:
+            args, kwargs = self._named(args, kwargs)
+        if not self.inplace:
+            return self.fn(*args, **kwargs)
+        return self._in_place(args, kwargs)
+
+    def _named(self, args, kwargs):
+        rest = args[1:]
+        names = next((n for n in self.keywords if len(n) >= len(rest)), None)
+        if names is None or not args:
+            raise TypeError(f"{self.name}: cannot name {len(rest)} positional argument(s) from the ATen schema")
+        named = dict(zip(names, rest))
+        if set(named) & set(kwargs):
+            raise TypeError(f"{self.name}: argument {sorted(set(named) & set(kwargs))[0]!r} given twice")
+        return args[:1], {**kwargs, **named}
+
+    def _in_place(self, args, kwargs):
+        target = args[0]
+        if not isinstance(target, torch.Tensor):
+            raise TypeError(f"{self.name}: the first argument must be a tensor")
+        if torch.is_grad_enabled() and target.requires_grad:
+            if target.is_leaf:   # torch raises its own error for this: let it
+                raise UnsupportedError(self.name, "in-place on a leaf tensor that requires grad")
+            # the drop-in may save its input for backward: give it a copy that the write below does not bump
+            src = target.clone()
+            args = tuple(src if a is target else a for a in args)
+            kwargs = {k: src if v is target else v for k, v in kwargs.items()}
+        res = self.fn(*args, **kwargs)
+        if not isinstance(res, torch.Tensor) or res.shape != target.shape:
+            raise UnsupportedError(self.name, f"the result's shape {tuple(getattr(res, 'shape', ()))} is not the "
+                                   f"in-place operand's {tuple(target.shape)}")
+        if not torch.can_cast(res.dtype, target.dtype):
+            raise UnsupportedError(self.name, f"result type {res.dtype} can't be cast to {target.dtype}")
+        return target.copy_(res)
+
+
+def _resolve(root, dotted: str):
+    obj = root
+    for part in dotted.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def build_routes(ns, published: dict) -> dict:
+    """torch function object -> _Route, from the published drop-ins (``ns`` is ``baracuda.torch``)."""
+    routes: dict = {}
+    tensor_methods = {}
+
+    def add(obj, route: _Route):
+        if obj is None or not callable(obj) or isinstance(obj, type):
+            return
+        for key in (obj, getattr(obj, "__wrapped__", None)):
+            if key is not None and key not in routes:
+                routes[key] = route
+
+    top = {n for n in published if "." not in n}
+    for name in sorted(published):
+        short = name.rsplit(".", 1)[-1]
+        fn, tobj = _resolve(ns, name), _resolve(torch, name)
+        if fn is None or tobj is None or _is_view(short):
+            continue
+        add(tobj, _Route("torch." + name, fn))
+        if name in top:   # torch.X and Tensor.X share the ATen schema: arguments pass as given
+            tensor_methods[name] = fn
+            at = _self_at(name)
+            if at is not None:
+                add(getattr(torch.Tensor, name, None), _Route("Tensor." + name, fn, self_at=at,
+                                                              pack=_sizes_varargs(name)))
+            if at == 0:
+                for owner, prefix in ((torch.Tensor, "Tensor."), (torch, "torch.")):
+                    add(getattr(owner, name + "_", None), _Route(prefix + name + "_", fn, inplace=True))
+        elif short not in top:   # F.X: the method / torch.X of that name, arguments named from the schema
+            kw = _keyword_names(short, tobj)
+            if kw:
+                for owner, prefix in ((torch.Tensor, "Tensor."), (torch, "torch.")):
+                    add(getattr(owner, short, None), _Route(prefix + short, fn, keywords=kw))
+    for stem, tname in _BINARY.items():
+        fn = tensor_methods.get(tname)
+        if fn is not None:
+            add(getattr(torch.Tensor, f"__{stem}__", None), _Route(f"Tensor.__{stem}__", fn))
+            add(getattr(torch.Tensor, f"__r{stem}__", None), _Route(f"Tensor.__r{stem}__", fn, swap=True))
+            add(getattr(torch.Tensor, f"__i{stem}__", None), _Route(f"Tensor.__i{stem}__", fn, inplace=True))
+    for stem, tname in _PLAIN.items():
+        if tname in tensor_methods:
+            add(getattr(torch.Tensor, f"__{stem}__", None), _Route(f"Tensor.__{stem}__", tensor_methods[tname]))
+    return routes
+
+
+_ROUTES: list = []
+
+
+def routes() -> dict:
+    """The routing table (built once, on first use)."""
+    if not _ROUTES:
+        import sys
+
+        pkg = sys.modules[__package__]   # baracuda.torch, fully built by the time a mode is made
+        _ROUTES.append(build_routes(pkg, pkg.PUBLISHED))
+    return _ROUTES[0]
+
+
+def _tensors(obj, depth: int = 0):
+    """The tensors in a call's arguments: top level, and inside lists/tuples two deep (torch.cat's list)."""
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif depth < 2 and isinstance(obj, (list, tuple)):
+        for x in obj:
+            yield from _tensors(x, depth + 1)
+
+
+def _arg_tensors(args, kwargs):
+    yield from _tensors(tuple(args))
+    yield from _tensors(tuple(kwargs.values()))
+
+
+def _not_routable(types, args, kwargs) -> str | None:
+    for t in types:
+        if t is not torch.Tensor and getattr(t, "__torch_function__", None) is not torch._C._disabled_torch_function_impl:
+            return f"tensor subclass {t.__name__} with its own __torch_function__"
+    for x in _arg_tensors(args, kwargs):
+        if x.device.type not in ("cpu", "cuda"):
+            return f"device {x.device.type}"
+    return None
+
+
+def _display_name(func) -> str:
+    name = getattr(func, "__name__", repr(func))
+    qual = getattr(func, "__qualname__", "")
+    if qual.startswith(("TensorBase.", "Tensor.")):
+        return "Tensor." + name
+    mod = getattr(func, "__module__", None) or "torch"
+    return f"{_TORCH_MODULES.get(mod, mod)}.{name}"
+
+
+def _storage(t: torch.Tensor):
+    try:
+        return t.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):
+        return None
+
+
+def _gap(func, args, kwargs, result) -> str | None:
+    """Why a call that fell through is a coverage gap (it computed something from tensors), or None."""
+    name = getattr(func, "__name__", "")
+    if name in ("__get__", "__set__", "__delete__") or (getattr(func, "__module__", None) or "").startswith(
+            "torch.autograd"):
+        return None   # attributes; autograd.grad / backward (their gradients come from the routed ops' rules)
+    inputs = list(_arg_tensors(args, kwargs))
+    if not inputs or name.endswith("_like"):
+        return None   # factories
+    inplace = (name.endswith("_") and not name.endswith("__")) or (name.startswith("__i") and name[3:-2] in _BINARY)
+    if inplace:
+        return None if name in _STATE else "no baracuda drop-in for this in-place op"
+    held = {_storage(t) for t in inputs}
+    if any(_storage(o) not in held for o in _tensors(result)):
+        return "no baracuda drop-in"
+    return None
+
+
+class mode(TorchFunctionMode):
+    """Run torch functions and Tensor methods that baracuda publishes through baracuda's drop-ins.
+
+    ``with baracuda.torch.mode() as m: ...`` then read ``m.routed`` / ``m.fell_through`` / ``m.native``
+    (collections.Counter keyed by the torch name called) and ``m.reasons`` (name -> why it fell through), or
+    ``m.summary()``.  ``strict=True``: a fall-through of a computing call raises ``UnsupportedError`` naming it.
+    Autograd works through the routed calls (they are torch custom ops with baracuda's backward plans).
+    """
+
+    def __init__(self, strict: bool = False):
+        super().__init__()
+        self.strict = strict
+        self.routed: collections.Counter = collections.Counter()
+        self.fell_through: collections.Counter = collections.Counter()
+        self.native: collections.Counter = collections.Counter()
+        self.reasons: dict[str, str] = {}
+        self._routes = routes()
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if inside_baracuda() or getattr(func, "namespace", None) == "baracuda":
+            return func(*args, **kwargs)
+        try:
+            route = self._routes.get(func)
+        except TypeError:   # an unhashable callable
+            route = None
+        if route is not None:
+            why = _not_routable(types, args, kwargs)
+            if why is None:
+                try:
+                    with differentiable_only():
+                        res = route.run(args, kwargs)
+                except _REFUSED as e:
+                    why = str(e).splitlines()[0]
+                else:
+                    self.routed[route.name] += 1
+                    return res
+            self._fall(route.name, why)
+            return func(*args, **kwargs)
+        res = func(*args, **kwargs)
+        name = _display_name(func)
+        why = _gap(func, args, kwargs, res)
+        if why is None:
+            self.native[name] += 1
+        else:
+            self._fall(name, why)
+        return res
+
+    def _fall(self, name: str, why: str) -> None:
+        if self.strict:
+            raise UnsupportedError(name, f"not run by baracuda under baracuda.torch.mode(strict=True): {why}")
+        self.fell_through[name] += 1
+        self.reasons[name] = why
+
+    def summary(self) -> str:
+        lines = [f"routed to baracuda: {sum(self.routed.values())} calls"]
+        lines += [f"  {n}: {c}" for n, c in self.routed.most_common()]
+        lines.append(f"fell through to torch: {sum(self.fell_through.values())} calls")
+        lines += [f"  {n}: {c} ({self.reasons[n]})" for n, c in self.fell_through.most_common()]
+        lines.append(f"torch-native (views, metadata, factories): {sum(self.native.values())} calls")
+        return "\n".join(lines)

@@ -1,0 +1,166 @@
+"""torch functions whose operands may each be a tensor or a Python number, routed by those kinds to ops.
+
+torch has one name for what baracuda keeps as several ops, split by whether an operand is a tensor:
+``torch.lerp(input, end, weight)`` is the ``lerp`` op (a number weight, an attribute) or ``lerp_tensor``
+(a tensor weight, an operand); ``torch.clamp(input, min, max)`` is ``clamp`` (number bounds), ``clamp_min`` /
+``clamp_max`` (one tensor bound) or ``clamp_tensor`` (two).  One ``Overload`` row per torch function says which
+op each combination of kinds goes to; one builder turns the rows into drop-ins with torch's signature,
+broadcasting and promotion (a Python number is a 0-d tensor of torch's weak-scalar dtype), ``out=`` and torch's
+errors.  The rows replace the spec-published drop-ins of the same names (those take numbers only).
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+
+import torch
+
+from .._core.dtypes import DType, as_dtype
+from ..ops.elementwise import weak_scalar_dtype
+from ._library import call
+
+# an operand's kind: "T" a tensor, "N" a Python number (bool, int or float), "-" None
+_KIND = (("T", lambda v: isinstance(v, torch.Tensor)), ("-", lambda v: v is None),
+         ("N", lambda v: isinstance(v, (bool, int, float))))
+
+
+def _kind(v) -> str:
+    return next((k for k, test in _KIND if test(v)), "?")
+
+
+@dataclass(frozen=True)
+class Route:
+    """``when``: param -> the kinds it may have for this route; ``operands`` become the op's inputs (a number
+    operand becomes a weak-scalar 0-d tensor), ``attrs`` its attributes (Python values as given)."""
+
+    op: str
+    when: dict
+    operands: tuple
+    attrs: tuple = ()
+
+
+@dataclass(frozen=True)
+class Overload:
+    """One torch function: its parameters (positional order) with defaults, and its routes, tried in order."""
+
+    torch_names: tuple
+    params: tuple
+    defaults: dict
+    routes: tuple
+    none_error: str = ""          # torch's RuntimeError when every optional operand is None ("" : none)
+    # param -> param: a 0-d tensor there takes that param's dtype (torch treats a 0-d tensor as a scalar: lerp's
+    # weight); a dimensioned one must match it already (the op then says so)
+    scalar_like: dict = field(default_factory=dict)
+
+
+_LERP = Overload(("torch.lerp",), ("input", "end", "weight"), {}, (
+    Route("lerp", {"weight": "N"}, ("input", "end"), ("weight",)),
+    Route("lerp_tensor", {"weight": "T"}, ("input", "end", "weight")),
+), scalar_like={"weight": "input"})
+
+_CLAMP = Overload(("torch.clamp", "torch.clip"), ("input", "min", "max"), {"min": None, "max": None}, (
+    Route("clamp", {"min": "N-", "max": "N-"}, ("input",), ("min", "max")),
+    Route("clamp_min", {"min": "T", "max": "-"}, ("input", "min")),
+    Route("clamp_max", {"min": "-", "max": "T"}, ("input", "max")),
+    Route("clamp_tensor", {"min": "T", "max": "T"}, ("input", "min", "max")),
+), none_error="torch.clamp: At least one of 'min' or 'max' must not be None")
+
+OVERLOADS = (
+    _LERP, _CLAMP,
+    Overload(("torch.clamp_min",), ("input", "min"), {}, (Route("clamp_min", {"min": "TN"}, ("input", "min")),)),
+    Overload(("torch.clamp_max",), ("input", "max"), {}, (Route("clamp_max", {"max": "TN"}, ("input", "max")),)),
+)
+
+
+def write_out(fn_name: str, result: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """torch's ``out=`` contract: the result must cast safely to out's dtype; out is resized to the result's
+    shape (torch warns when a non-empty out is resized) and returned."""
+    if not torch.can_cast(result.dtype, out.dtype):
+        raise RuntimeError(f"{fn_name}: result type {as_dtype(result.dtype)} can't be cast to the desired output "
+                           f"type {as_dtype(out.dtype)}")
+    if out.shape != result.shape:
+        if out.numel():
+            import warnings
+
+            warnings.warn(f"{fn_name}: an output with one or more elements was resized since it had shape "
+                          f"{list(out.shape)}, which does not match the required output shape {list(result.shape)}",
+                          UserWarning, stacklevel=3)
+        out.resize_(result.shape)
+    return out.copy_(result)
+
+
+def _operand(v, ref: torch.Tensor, tensor_dtypes, any_dim: bool):
+    """A Python number as a 0-d tensor of torch's weak-scalar dtype; a float beside a dimensioned float tensor
+    is held in f64 instead (the dimensioned tensors decide the result dtype either way, and the kernel casts the
+    value to its compute type as torch does, so the bound is not first rounded to f32: clamp_min(x_f64, 0.1))."""
+    if isinstance(v, torch.Tensor):
+        return v
+    dt = weak_scalar_dtype(v, tensor_dtypes, any_dim)
+    if isinstance(v, float) and any_dim and any(t.is_floating for t in tensor_dtypes):
+        dt = DType.f64
+    return torch.tensor(v, dtype=dt.torch, device=ref.device)
+
+
+def _make(ov: Overload, torch_name: str):
+    fn_name = torch_name.rsplit(".", 1)[-1]
+    sig = inspect.Signature([inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                               default=ov.defaults.get(p, inspect.Parameter.empty))
+                             for p in ov.params] + [inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY,
+                                                                      default=None)])
+
+    def dropin(*args, **kwargs):
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{fn_name}(): {e}") from None
+        bound.apply_defaults()
+        vals = dict(bound.arguments)
+        out = vals.pop("out")
+        if not isinstance(vals[ov.params[0]], torch.Tensor):
+            raise TypeError(f"{fn_name}(): argument '{ov.params[0]}' must be a Tensor, not "
+                            f"{type(vals[ov.params[0]]).__name__}")
+        optional = [p for p in ov.params if p in ov.defaults]
+        if ov.none_error and all(vals[p] is None for p in optional):
+            raise RuntimeError(ov.none_error)
+        kinds = {p: _kind(v) for p, v in vals.items()}
+        route = next((r for r in ov.routes if all(kinds[p] in ks for p, ks in r.when.items())), None)
+        if route is None:
+            got = ", ".join(f"{p}={type(v).__name__}" for p, v in vals.items())
+            raise TypeError(f"{fn_name}() received an invalid combination of arguments - got ({got})")
+        for p, like in ov.scalar_like.items():
+            v = vals[p]
+            if kinds[p] == "T" and v.dim() == 0 and p in route.operands:
+                vals[p] = v.to(dtype=vals[like].dtype, device=vals[like].device)
+        tensors = [vals[p] for p in route.operands if kinds[p] == "T"]
+        tdts = [as_dtype(t.dtype) for t in tensors]
+        any_dim = any(t.dim() > 0 for t in tensors)
+        ins = tuple(_operand(vals[p], tensors[0], tdts, any_dim) for p in route.operands)
+        attrs = {p: vals[p] for p in route.attrs}
+        if out is None:
+            return call(route.op, ins, attrs)
+        if torch.is_grad_enabled() and any(t.requires_grad for t in ins):
+            raise RuntimeError(f"{fn_name}(): functions with out=... arguments don't support automatic "
+                               "differentiation, but one of the arguments requires grad.")
+        if not isinstance(out, torch.Tensor):
+            raise TypeError(f"{fn_name}(): argument 'out' must be a Tensor, not {type(out).__name__}")
+        return write_out(f"{fn_name}()", call(route.op, ins, attrs), out)
+
+    dropin.__name__ = dropin.__qualname__ = fn_name
+    dropin.__signature__ = sig
+    dropin.__doc__ = (f"baracuda drop-in for ``{torch_name}``: " + "; ".join(
+        f"{', '.join(f'{p} {k}' for p, k in r.when.items())} -> op ``{r.op}``" for r in ov.routes)
+        + " (T: a tensor, N: a Python number, -: None).")
+    return dropin
+
+
+def publish(top_ns: dict, published: dict) -> None:
+    """Set the overloaded drop-ins on ``baracuda.torch`` (replacing number-only ones) and record them in
+    ``published`` (torch name -> the op of the route taken when every operand is a tensor)."""
+    for ov in OVERLOADS:
+        for torch_name in ov.torch_names:
+            fn_name = torch_name[len("torch."):]
+            top_ns[fn_name] = _make(ov, torch_name)
+            published[fn_name] = ov.routes[-1].op
+
+
+__all__ = ["OVERLOADS", "Overload", "Route", "publish", "write_out"]

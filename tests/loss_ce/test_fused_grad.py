@@ -1,0 +1,158 @@
+"""cross_entropy's training path: the drop-in runs cross_entropy_with_grad under eager autograd and scales the
+saved gradient in place in the backward (grad_scale skips the pass when the upstream gradient is 1)."""
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402
+
+import baracuda as bc  # noqa: E402
+import baracuda.torch as bt  # noqa: E402
+from baracuda.testing import test_device  # noqa: E402
+
+DEV = "cuda" if test_device().type == "cuda" else "cpu"
+
+
+def _backend_pref():
+    # on the CPU the reference backend wins by default; the Triton kernels run under the interpreter when asked
+    return bc.PlanPreference(prefer=(bc.Backend.TRITON,))
+
+
+def _data(n=6, c=37, dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = (2 * torch.randn(n, c, generator=g)).to(dtype).to(DEV)
+    t = torch.randint(0, c, (n,), generator=g).to(DEV)
+    t[1] = -100
+    w = (0.5 + torch.rand(c, generator=g)).to(dtype).to(DEV)
+    return x, t, w
+
+
+@pytest.mark.parametrize("pref", ["default", "triton"])
+@pytest.mark.parametrize("kw", [dict(), dict(reduction="sum"), dict(label_smoothing=0.2), dict(weight=True),
+                                dict(weight=True, label_smoothing=0.1, reduction="sum")])
+@pytest.mark.parametrize("upstream", [1.0, 0.37])
+def test_training_step_matches_torch(pref, kw, upstream):
+    x, t, w = _data()
+    kw = dict(kw)
+    if kw.pop("weight", False):
+        kw["weight"] = w
+    xa = x.clone().requires_grad_(True)
+    xb = x.clone().requires_grad_(True)
+    with bt.preference(_backend_pref() if pref == "triton" else bc.PlanPreference()):
+        la = bt.nn.functional.cross_entropy(xa, t, **kw)
+        assert la.grad_fn is not None and "FusedGrad" in type(la.grad_fn).__name__
+        (la * upstream if upstream != 1.0 else la).backward()
+    lb = F.cross_entropy(xb, t, **kw)
+    (lb * upstream if upstream != 1.0 else lb).backward()
+    torch.testing.assert_close(la, lb, rtol=2e-5, atol=2e-6)
+    torch.testing.assert_close(xa.grad, xb.grad, rtol=2e-5, atol=2e-6)
+
+
+def test_float64_gradient_vs_finite_differences():
+    x, t, _ = _data(n=3, c=5, dtype=torch.float64)
+    x.requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda z: bt.nn.functional.cross_entropy(z, t, label_smoothing=0.1), (x,))
+
+
+def test_retain_graph_second_backward_recomputes():
+    x, t, _ = _data()
+    xa = x.clone().requires_grad_(True)
+    loss = bt.nn.functional.cross_entropy(xa, t)
+    loss.backward(retain_graph=True)
+    first = xa.grad.clone()
+    loss.backward()                      # accumulates: the same gradient again
+    torch.testing.assert_close(xa.grad, 2 * first)
+
+
+def test_paths_not_taken():
+    x, t, _ = _data()
+    # no grad needed -> the plain forward op (no autograd node)
+    assert bt.nn.functional.cross_entropy(x, t).grad_fn is None
+    # reduction='none' -> the ordinary custom op (its gradient needs the per-row upstream)
+    xa = x.clone().requires_grad_(True)
+    out = bt.nn.functional.cross_entropy(xa, t, reduction="none")
+    assert "FusedGrad" not in type(out.grad_fn).__name__
+    out.sum().backward()
+    xb = x.clone().requires_grad_(True)
+    F.cross_entropy(xb, t, reduction="none").sum().backward()
+    torch.testing.assert_close(xa.grad, xb.grad)
+    with torch.no_grad():
+        assert bt.nn.functional.cross_entropy(xa, t).grad_fn is None
+
+
+def test_bad_target_raises_on_the_training_path():
+    x, t, _ = _data()
+    t[2] = 999
+    with pytest.raises(bc.InvalidProblemError, match="target"):
+        bt.nn.functional.cross_entropy(x.clone().requires_grad_(True), t)
+
+
+@pytest.mark.parametrize("g", [1.0, 0.5])
+def test_grad_scale_in_place(g):
+    x = torch.randn(1000, device=DEV)
+    want = x * g
+    gt = torch.tensor(g, device=DEV)
+    with bt.preference(_backend_pref()):
+        plan = bc.Plan.select(bc.Descriptor.like("grad_scale", x, gt), DEV, _backend_pref())
+    assert plan.sku.backend == bc.Backend.TRITON
+    plan.run(x, gt, out=x)
+    torch.testing.assert_close(x, want, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("upstream", [1.0, 0.25])
+@pytest.mark.parametrize("bias", [False, True])
+def test_linear_cross_entropy_dropin_training_step(upstream, bias):
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(10, 8, generator=g, dtype=torch.float64).to(DEV)
+    w = (0.3 * torch.randn(13, 8, generator=g, dtype=torch.float64)).to(DEV)
+    b = torch.randn(13, generator=g, dtype=torch.float64).to(DEV) if bias else None
+    t = torch.randint(0, 13, (10,), generator=g).to(DEV)
+    t[4] = -100
+    leaves_a = [a.clone().requires_grad_(True) for a in (x, w) + ((b,) if bias else ())]
+    leaves_b = [a.clone().requires_grad_(True) for a in (x, w) + ((b,) if bias else ())]
+    kw = {"linear_bias": leaves_a[2]} if bias else {}
+    la = bt.nn.functional.linear_cross_entropy(leaves_a[0], leaves_a[1], t, label_smoothing=0.1, **kw)
+    assert "FusedGrad" in type(la.grad_fn).__name__
+    (la * upstream).backward()
+    lb = F.cross_entropy(F.linear(leaves_b[0], leaves_b[1], *leaves_b[2:]), t, label_smoothing=0.1)
+    (lb * upstream).backward()
+    torch.testing.assert_close(la, lb, rtol=1e-10, atol=1e-12)
+    for a, c in zip(leaves_a, leaves_b):
+        torch.testing.assert_close(a.grad, c.grad, rtol=1e-10, atol=1e-12)
+
+
+def test_linear_cross_entropy_retain_graph():
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(6, 4, generator=g, dtype=torch.float64).to(DEV).requires_grad_(True)
+    w = torch.randn(9, 4, generator=g, dtype=torch.float64).to(DEV).requires_grad_(True)
+    t = torch.randint(0, 9, (6,), generator=g).to(DEV)
+    loss = bt.nn.functional.linear_cross_entropy(x, w, t)
+    loss.backward(retain_graph=True)
+    gx, gw = x.grad.clone(), w.grad.clone()
+    (0.5 * loss).backward()
+    torch.testing.assert_close(x.grad, 1.5 * gx)
+    torch.testing.assert_close(w.grad, 1.5 * gw)
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_bad_target_check_values(check):
+    """PlanPreference.check_values: True reads the device flag back and raises; False never synchronizes and
+    the bad row's loss is NaN (no out-of-bounds read either way)."""
+    x, t, _ = _data()
+    t[2] = 37                                  # one past the last class
+    pref = bc.PlanPreference(prefer=(bc.Backend.TRITON,), check_values=check)
+    xa = x.clone().requires_grad_(True)
+    with bt.preference(pref):
+        if check:
+            with pytest.raises(bc.InvalidProblemError, match="cross_entropy.*target.*out of range"):
+                bt.nn.functional.cross_entropy(xa, t)
+        else:
+            loss = bt.nn.functional.cross_entropy(xa, t)
+            assert torch.isnan(loss).item()
+            none = bt.nn.functional.cross_entropy(x, t, reduction="none")
+            keep = torch.ones_like(t, dtype=torch.bool)
+            keep[2] = False
+            assert torch.isnan(none[2]).item()
+            want = F.cross_entropy(x[keep], t[keep], reduction="none")
+            torch.testing.assert_close(none[keep], want.where(t[keep] != -100, 0.0), rtol=1e-5, atol=1e-6)
