@@ -112,11 +112,12 @@ def _lcm(a, b, p0, p1, p2):
 @triton.jit
 def _rnd(v, MODE: tl.constexpr):
     if MODE == 1:
-        # f32 -> bf16 -> f32 with round-to-nearest-even on the bits (the interpreter's own bf16 cast truncates;
-        # inf/NaN keep their class: adding < 2^16 never carries out of a NaN/inf exponent's low half)
+        # f32 -> bf16 -> f32 with round-to-nearest-even on the bits (the interpreter's own bf16 cast truncates).
+        # NaN passes unchanged: the GPU's canonical NaN is 0x7FFFFFFF, whose rounding add wraps to -0.0 (that
+        # made isclose(3.0, NaN) True on the H100); inf has a zero mantissa and rounds to itself
         bits = v.to(tl.int32, bitcast=True)
-        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & -65536
-        return bits.to(tl.float32, bitcast=True)
+        rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & -65536
+        return tl.where((bits & 0x7FFFFFFF) > 0x7F800000, v, rounded.to(tl.float32, bitcast=True))
     elif MODE == 2:
         return v.to(tl.float16).to(tl.float32)
     else:
@@ -125,8 +126,7 @@ def _rnd(v, MODE: tl.constexpr):
 
 @triton.jit
 def _finite_bits(v):
-    """isfinite from the bits (exponent not all ones): compiled comparisons of NaN are not trusted here (on the
-    H100, ``(x - x) == (x - x)`` and ``x <= y`` with a NaN operand made isclose(3.0, NaN) True)."""
+    """isfinite from the bits (exponent not all ones)."""
     if v.dtype == tl.float64:
         return (v.to(tl.int64, bitcast=True) & 0x7FFFFFFFFFFFFFFF) < 0x7FF0000000000000
     else:
@@ -140,7 +140,7 @@ def _isclose_float(a, b, rtol, atol, eqnan, MODE: tl.constexpr):
     close = close | (both_nan != 0)
     allowed = _rnd(atol + tl.abs(_rnd(rtol * b, MODE)), MODE)
     actual = tl.abs(_rnd(a - b, MODE))
-    # a NaN operand makes actual NaN (not finite): false unless equal / both NaN, whatever `<=` does with NaN
+    # a NaN operand makes actual NaN (not finite): false unless equal / both NaN
     return close | (_finite_bits(actual) & (actual <= allowed))
 
 
