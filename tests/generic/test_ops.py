@@ -108,6 +108,19 @@ def _torch_peer_tol(dt, rtol, atol):
     return 2 * rtol, 2 * atol
 
 
+# peer results known to be wrong in torch: (op, predicate on the sample's arrays, why); the reference and every
+# backend are still checked on those samples (test_forward), only the peer comparison is skipped
+_PEER_BUGS = [
+    ("multilabel_margin_loss", lambda arrays: any(np.asarray(a).size == 0 for a in arrays),
+     "torch (2.11 on the H100, 2.13 on the CPU) returns uninitialized memory (6.2e223, 1.7e238, sometimes 0) for "
+     "an empty batch with reduction='sum'; the sum of no terms is 0"),
+]
+
+
+def _peer_bug(spec, arrays):
+    return next((why for op, pred, why in _PEER_BUGS if op == spec.name and pred(arrays)), None)
+
+
 @pytest.mark.parametrize("spec", [s for s in SPECS if s.torch_peer is not None], ids=lambda s: s.name)
 def test_torch_peer(spec):
     """The reference agrees with PyTorch (the semantic peer) in float64 on every sample."""
@@ -121,6 +134,8 @@ def test_torch_peer(spec):
         for sample in _samples(spec, dt):
             desc, arrays = _desc(spec, sample, dt)
             ref = reference_f64(desc, arrays)
+            if _peer_bug(spec, arrays):
+                continue
             peer = spec.torch_peer(*[torch.from_numpy(np.asarray(a)) for a in arrays], **desc.attr_dict)
             peers = peer if isinstance(peer, (tuple, list)) else (peer,)
             for j, (p, r) in enumerate(zip(peers, ref)):
