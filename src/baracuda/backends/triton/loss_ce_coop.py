@@ -59,8 +59,11 @@ def _ce_bw_coop(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, part_ptr, cnt_ptr, den_ptr, 
         mask = c < C
         x = x_next.to(CT)
         m = tl.max(x, 0)
+        # e = exp(x - m) stays in registers (x is not needed after): the gradient rescales it by exp(m - mr)
+        # once the row maximum mr is known, one multiply per element instead of a second exp
+        e = _ex(x - _safe(m), F64)
         tl.store(part_ptr + w, m)
-        tl.store(part_ptr + total + w, tl.sum(_ex(x - _safe(m), F64), 0))
+        tl.store(part_ptr + total + w, tl.sum(e, 0))
         if LOSS and SMOOTH:
             if HAS_W:
                 wc = tl.load(w_ptr + c, mask=mask, other=0.0).to(CT)
@@ -104,7 +107,8 @@ def _ce_bw_coop(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, part_ptr, cnt_ptr, den_ptr, 
                 tl.store(loss_ptr + R + row, wt)
                 bad = (t != IGNORE) & ((t < 0) | (t >= C))
                 tl.store(loss_ptr + 2 * R + row * 0, 1.0, mask=bad)
-        d = _ex(x - mr, F64) * (coef / s) - tl.where(c == tc, (1.0 - EPS) * wt, 0.0)
+        # exp(m - mr) is 0 for a chunk of -inf (e is 0 there too), never inf: m <= mr
+        d = e * (_ex(m - mr, F64) * coef / s) - tl.where(c == tc, (1.0 - EPS) * wt, 0.0)
         if SMOOTH:
             if HAS_W:
                 d -= EPS / C * tl.load(w_ptr + c, mask=mask, other=0.0).to(CT)
