@@ -147,3 +147,20 @@ def test_repeat_interleave_reference_checks_values():
     p = bc.Plan.select(bc.Descriptor.like("repeat_interleave", x, r, dim=0, output_size=5), "cpu")
     with pytest.raises(bc.InvalidProblemError, match=r"argument 'output_size': expected the sum of the repeats \(4\)"):
         p.run(x, r)
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16, torch.float64, torch.int32, torch.int8, torch.uint8,
+                                torch.bool])
+@pytest.mark.parametrize("value", [-1.7, 2.5, float("inf"), 0.0, 300])
+def test_fill_matches_torch_scalar_conversion(dt, value):
+    """torch.fill: integer targets truncate toward zero and refuse overflow (torch raises too); bool is value != 0."""
+    import baracuda.torch as bt
+
+    x = torch.zeros(5, dtype=dt)
+    try:
+        want = torch.fill(x, value)
+    except RuntimeError:
+        with pytest.raises(bc.InvalidProblemError, match="fill: argument 'value'"):
+            bt.fill(x, value)
+        return
+    torch.testing.assert_close(bt.fill(x, value), want, rtol=0, atol=0)

@@ -1,4 +1,6 @@
-"""broadcast_to (torch.broadcast_to): the backward of sum/mean, and its own backward is a reduce-to (sum).
+"""broadcast_to (torch.broadcast_to): the backward of sum/mean, and its own backward is a reduce-to (sum);
+reduce_to (the seeds' reduce-to, torch's ``Tensor.sum_to_size``): sum a broadcast gradient back to a shape, whose
+backward is a broadcast_to.
 
 ``shape`` is the target shape; ``dtype`` (internal, default None = the input's dtype) lets the backward of
 ``sum(..., dtype=)`` hand the gradient back in the input's dtype in the same pass (a widening or
@@ -12,7 +14,7 @@ from .._core.errors import InvalidProblemError, UnsupportedError
 from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from .reduction import sum_tol
 
-__all__ = ["broadcast_target"]
+__all__ = ["broadcast_target", "reduce_dims"]
 
 
 def broadcast_target(op: str, src: tuple, shape) -> tuple[int, ...]:
@@ -114,4 +116,65 @@ SPEC = register_spec(OpSpec(
     workloads=(Workload("broadcast_to-[2048]->[8,4096,2048]-bf16", ((2048,),), as_dtype("bf16"),
                         {"shape": (8, 4096, 2048)}),),
     cost=_cost, category="data_movement",
+))
+
+
+# -- reduce_to (the seeds' reduce-to; torch's Tensor.sum_to_size): the adjoint of broadcast_to -----------------
+def reduce_dims(src: tuple, shape: tuple) -> tuple[int, ...]:
+    """The axes of src that sum away to reach shape (shape broadcasts to src): the leading extra axes and those
+    where shape has 1 and src does not."""
+    lead = len(src) - len(shape)
+    return tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and src[lead + i] != 1)
+
+
+def _check_reduce_to(inputs, attrs):
+    op = "reduce_to"
+    unknown = set(attrs) - {"shape"}
+    if unknown:
+        raise InvalidProblemError(op, sorted(unknown)[0], "one of the attributes ['shape']", "an unknown attribute")
+    if len(inputs) != 1:
+        raise InvalidProblemError(op, "inputs", "1 operand", len(inputs))
+    REDUCE_TO.check_dtypes(inputs)
+    if "shape" not in attrs:
+        raise InvalidProblemError(op, "shape", "a target shape", "nothing")
+    x = inputs[0]
+    try:
+        shape = tuple(int(s) for s in attrs["shape"])
+    except (TypeError, ValueError):
+        raise InvalidProblemError(op, "shape", "a sequence of ints", repr(attrs["shape"])) from None
+    lead = len(x.shape) - len(shape)
+    ok = lead >= 0 and all(n >= 0 for n in shape) and all(n == 1 or n == x.shape[lead + i] for i, n in enumerate(shape))
+    if not ok:
+        raise InvalidProblemError(op, "shape", f"a shape that broadcasts to the input's {x.shape}", shape)
+    return {"shape": shape}, (TensorSpec(shape, x.dtype),)
+
+
+def _grad_reduce_to(ctx, d, grads, s):
+    return (ctx.op("broadcast_to", grads[0], shape=d.inputs[0].shape),)
+
+
+def _samples_reduce_to(rng):
+    for src, shape in [((3, 5), (5,)), ((2, 3, 5), (3, 1)), ((4, 2), ()), ((2, 4, 3), (1, 4, 1)), ((3, 5), (3, 5)),
+                       ((6, 1, 7), (1, 1)), ((0,), (1,)), ((2, 0, 3), (2, 1, 3)), ((3, 0), (0,)), ((64, 33), (33,))]:
+        yield Sample((rng.standard_normal(src),), {"shape": shape}, name=f"{src}->{shape}")
+
+
+def _errors_reduce_to():
+    yield ErrorCase((((3, 4), "f32"),), {"shape": (3,)}, InvalidProblemError,
+                    r"reduce_to: argument 'shape': expected a shape that broadcasts to the input's \(3, 4\)", "not-expandable")
+    yield ErrorCase((((3,), "f32"),), {"shape": (1, 3)}, InvalidProblemError, r"broadcasts to", "more-dims")
+    yield ErrorCase((((3,), "i32"),), {"shape": (1,)}, UnsupportedError, r"dtype i32", "int-dtype")
+    yield ErrorCase((((3,), "f32"),), {"shape": (3,), "dims": 0}, InvalidProblemError, r"argument 'dims'", "bad-attr")
+
+
+REDUCE_TO = register_spec(OpSpec(
+    name="reduce_to", family="broadcast", arg_names=("x",), check=_check_reduce_to, dtypes=FLOAT_TYPES,
+    torch_peer=lambda x, shape: x.sum_to_size(tuple(shape)), torch_name=None, jax_name=None,
+    grad=_grad_reduce_to, saves=(), differentiable=(0,), samples=_samples_reduce_to, errors=_errors_reduce_to,
+    tol=sum_tol, grad_tol=lambda dt: (0.0, 0.0),   # the backward is a copy (broadcast_to)
+    workloads=(Workload("reduce_to-[8,4096,2048]->[2048]-bf16", ((8, 4096, 2048),), as_dtype("bf16"),
+                        {"shape": (2048,)}),
+               Workload("reduce_to-[16384,4096]->[16384,1]-f32", ((16384, 4096),), as_dtype("f32"),
+                        {"shape": (16384, 1)})),
+    cost=_cost, category="reduction",
 ))

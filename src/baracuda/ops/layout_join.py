@@ -364,6 +364,83 @@ layout_spec("full", _check_full, arg_names=(), dtypes=LAYOUT_TYPES, peer=_peer_f
             doc="A tensor of ``shape`` filled with ``value`` (torch.full / fill_).")
 
 
+# -- fill (torch.fill: a tensor of the input's shape and dtype holding one value) ---------------------------
+def fill_value(op: str, v, dt: DType):
+    """The value as stored in dt, by torch's scalar conversion: truncation toward zero for integer types, an
+    error when it overflows them; nonzero is True for bool."""
+    if isinstance(v, (bool, np.bool_)):
+        v = float(v)
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        raise InvalidProblemError(op, "value", "a real number", repr(v)) from None
+    if dt == DType.bool:
+        return float(v != 0)
+    if dt.is_integer:
+        info = np.iinfo(dt.numpy)
+        if not math.isfinite(v) or not info.min <= math.trunc(v) <= info.max:
+            raise InvalidProblemError(op, "value", f"a value that converts to {dt} without overflow "
+                                                   f"([{info.min}, {info.max}])", v)
+        return float(math.trunc(v))
+    return v
+
+
+def _check_fill(inputs, attrs):
+    op = "fill"
+    _unknown(op, attrs, ("value",))
+    if len(inputs) != 1:
+        raise InvalidProblemError(op, "inputs", "1 operand", len(inputs))
+    _REG_FILL().check_dtypes(inputs)
+    x = inputs[0]
+    return {"value": fill_value(op, attrs.get("value", 0.0), x.dtype)}, (TensorSpec(x.shape, x.dtype),)
+
+
+def _fill_samples(rng):
+    # values that every dtype of the matrix holds (the generic tests cast each sample to each dtype; inf and
+    # negative values are checked per dtype in tests/layout/test_layout_gaps.py)
+    yield Sample((rng.standard_normal((3, 5)),), {"value": 1.5}, name="2d")
+    yield Sample((rng.standard_normal((7,)),), {"value": 2.25}, name="1d")
+    yield Sample((rng.standard_normal(()),), {"value": 3.0}, name="scalar")
+    yield Sample((rng.standard_normal((0, 3)),), {"value": 4.0}, name="empty")
+    yield Sample((rng.standard_normal((2, 3)),), {"value": 1.75}, name="fraction")   # exact in every float type
+
+
+def _fill_grad(ctx, d, grads, s):
+    return (ctx.op("fill", grads[0], value=0.0),)     # the output does not depend on the input's values
+
+
+def _fill_dropin(input, value):
+    if not isinstance(value, (bool, int, float)):
+        raise UnsupportedError("fill", f"argument 'value' is a {type(value).__name__}; supported: a Python number")
+    return (input,), {"value": value}
+
+
+def _fill_peer(x, value):
+    import torch
+
+    from .cast import _widen
+
+    return _widen(torch.fill(x, value))
+
+
+_FILL = layout_spec("fill", _check_fill, torch_name="torch.fill", peer=_fill_peer,
+                    dropin=_fill_dropin, grad=_fill_grad, samples=_fill_samples,
+                    errors=lambda: [ErrorCase((((2,), "u8"),), {"value": 300}, InvalidProblemError,
+                                              r"fill: argument 'value': expected a value that converts to u8", "overflow"),
+                                    ErrorCase((((2,), "f32"),), {"value": "a"}, InvalidProblemError,
+                                              r"fill: argument 'value': expected a real number", "not-number"),
+                                    ErrorCase((((2,), "f32"), ((2,), "f32")), {"value": 1.0}, InvalidProblemError,
+                                              r"fill: argument 'inputs'", "two-inputs")],
+                    workloads=[Workload("fill-[8,4096,4096]-bf16", ((8, 4096, 4096),), DType.bf16, {"value": 1.0})],
+                    cost=lambda d: (d.outputs[0].nbytes, 0),
+                    doc="A tensor of the input's shape and dtype holding ``value`` (torch.fill; Tensor.fill_ "
+                        "through bt.mode()); its gradient is zero.")
+
+
+def _REG_FILL():
+    return _FILL
+
+
 # -- slice_scatter / select_scatter / write_slice -------------------------------------------------------------
 def _two(op, inputs, names):
     if len(inputs) != 2:

@@ -167,6 +167,7 @@ BODIES = {
     "pad": _pad,
     "pad_backward": _pad_backward,
     "full": _full,
+    "fill": lambda d, x: np.full(x.shape, d.attr("value"), dtype=x.dtype),
     "slice_scatter": _scatter,
     "select_scatter": _scatter,
     "write_slice": _scatter,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops import reduction_more  # noqa: F401  (registers its RedDefs into REDUCTIONS)
+from ...ops.broadcast import reduce_dims
 from ...ops.reduction import REDUCTIONS, keepdim_shape
 from . import register_reference
 
@@ -170,12 +171,18 @@ def _broadcast_to(d, x):
     return np.broadcast_to(x, d.attr("shape"))
 
 
+def _reduce_to(d, x):
+    shape = d.attr("shape")
+    return np.sum(x, axis=reduce_dims(x.shape, shape)).reshape(shape)
+
+
 BODIES = {
     "sum": _sum, "mean": _mean, "amax": _ext(np.max), "amin": _ext(np.min),
     "argmax": _arg(np.argmax), "argmin": _arg(np.argmin),
     "prod": _prod, "nansum": _nansum, "nanmean": _nanmean, "any": _logic(np.any), "all": _logic(np.all),
     "count_nonzero": _count_nonzero, "aminmax": _aminmax, "max": _sel(np.max, np.argmax), "min": _sel(np.min, np.argmin),
     "amax_backward": _amax_backward, "mean_backward": _mean_backward, "broadcast_to": _broadcast_to,
+    "reduce_to": _reduce_to,
     "prod_backward": _prod_backward, "nansum_backward": _nansum_backward,
     "value_select_backward": _value_select_backward,
 }
