@@ -41,17 +41,23 @@ def broadcast_target(op: str, src: tuple, shape) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _check(inputs, attrs):
-    op = "broadcast_to"
-    unknown = set(attrs) - {"shape", "dtype"}
+def _operand(op, spec, inputs, attrs, allowed):
+    """The single operand of broadcast_to / reduce_to, after the attribute, arity, dtype and 'shape' checks."""
+    unknown = set(attrs) - set(allowed)
     if unknown:
-        raise InvalidProblemError(op, sorted(unknown)[0], "one of the attributes ['dtype', 'shape']", "an unknown attribute")
+        raise InvalidProblemError(op, sorted(unknown)[0], f"one of the attributes {sorted(allowed)}",
+                                  "an unknown attribute")
     if len(inputs) != 1:
         raise InvalidProblemError(op, "inputs", "1 operand", len(inputs))
-    SPEC.check_dtypes(inputs)
+    spec.check_dtypes(inputs)
     if "shape" not in attrs:
         raise InvalidProblemError(op, "shape", "a target shape", "nothing")
-    x = inputs[0]
+    return inputs[0]
+
+
+def _check(inputs, attrs):
+    op = "broadcast_to"
+    x = _operand(op, SPEC, inputs, attrs, ("dtype", "shape"))
     shape = broadcast_target(op, x.shape, attrs["shape"])
     dt = attrs.get("dtype")
     if dt is not None:
@@ -129,15 +135,7 @@ def reduce_dims(src: tuple, shape: tuple) -> tuple[int, ...]:
 
 def _check_reduce_to(inputs, attrs):
     op = "reduce_to"
-    unknown = set(attrs) - {"shape"}
-    if unknown:
-        raise InvalidProblemError(op, sorted(unknown)[0], "one of the attributes ['shape']", "an unknown attribute")
-    if len(inputs) != 1:
-        raise InvalidProblemError(op, "inputs", "1 operand", len(inputs))
-    REDUCE_TO.check_dtypes(inputs)
-    if "shape" not in attrs:
-        raise InvalidProblemError(op, "shape", "a target shape", "nothing")
-    x = inputs[0]
+    x = _operand(op, REDUCE_TO, inputs, attrs, ("shape",))
     try:
         shape = tuple(int(s) for s in attrs["shape"])
     except (TypeError, ValueError):

@@ -312,6 +312,14 @@ layout_spec("pad_backward", _check_pad_bw, arg_names=("grad",), peer=_peer_pad_b
             doc="Gradient of non-constant pad: each input element sums the output elements that read it.")
 
 
+def _real(op: str, v) -> float:
+    """A fill value as a Python float (bools count as 0/1), or the op's error naming 'value'."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise InvalidProblemError(op, "value", "a real number", repr(v)) from None
+
+
 # -- full ------------------------------------------------------------------------------------------------------
 def _check_full(inputs, attrs):
     op = "full"
@@ -324,13 +332,7 @@ def _check_full(inputs, attrs):
     dt = as_dtype(attrs.get("dtype") or DType.f32)
     if dt not in LAYOUT_TYPES + (DType.f8e4m3, DType.f8e5m2):
         raise UnsupportedError(op, f"argument 'dtype' is {dt}")
-    v = attrs.get("value", 0.0)
-    if isinstance(v, (bool, np.bool_)):
-        v = float(v)
-    try:
-        v = float(v)
-    except (TypeError, ValueError):
-        raise InvalidProblemError(op, "value", "a real number", repr(v)) from None
+    v = _real(op, attrs.get("value", 0.0))
     if (dt.is_integer or dt == DType.bool) and (not math.isfinite(v) or v != int(v)):
         raise InvalidProblemError(op, "value", f"an integer value for {dt}", v)
     return {"shape": shape, "value": v, "dtype": dt}, (TensorSpec(shape, dt),)
@@ -368,12 +370,7 @@ layout_spec("full", _check_full, arg_names=(), dtypes=LAYOUT_TYPES, peer=_peer_f
 def fill_value(op: str, v, dt: DType):
     """The value as stored in dt, by torch's scalar conversion: truncation toward zero for integer types, an
     error when it overflows them; nonzero is True for bool."""
-    if isinstance(v, (bool, np.bool_)):
-        v = float(v)
-    try:
-        v = float(v)
-    except (TypeError, ValueError):
-        raise InvalidProblemError(op, "value", "a real number", repr(v)) from None
+    v = _real(op, v)
     if dt == DType.bool:
         return float(v != 0)
     if dt.is_integer:
