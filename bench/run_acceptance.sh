@@ -22,7 +22,7 @@ case "${1:-tests}" in
 tests)
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$OUT/info.txt" 2>&1
     timeout 60 $BC info >> "$OUT/info.txt" 2>&1
-    timeout -s INT -k 20 "${TEST_BUDGET:-430}" $PY -m pytest tests -n 16 -q -p no:cacheprovider -p no:warnings \
+    timeout -s INT -k 20 "${TEST_BUDGET:-520}" $PY -m pytest tests -n 16 -q -p no:cacheprovider -p no:warnings \
         --maxfail=100 -rfE --tb=short --junitxml="$OUT/junit.xml" > "$OUT/gpu_tests.txt" 2>&1
     echo "tests: exit $? after $(elapsed) s"
     timeout 90 $BC demo > "$OUT/demo.txt" 2>&1
