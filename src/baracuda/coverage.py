@@ -23,7 +23,7 @@ from ._core.dtypes import DType, as_dtype
 from ._core.plan import _Ctx
 from ._core.registry import Impl, implementations
 from ._core.sku import Backend
-from ._core.spec import Descriptor, OpSpec, TensorSpec, all_specs
+from ._core.spec import Descriptor, OpSpec, TensorSpec, all_specs, saved_names
 
 __all__ = ["OpCoverage", "Coverage", "coverage", "render", "FORMATS", "BW_NOTE"]
 
@@ -106,19 +106,8 @@ def trace_backward_descs(desc: Descriptor) -> list[Descriptor]:
 
 def saved_specs(spec: OpSpec, desc: Descriptor) -> dict:
     """What a backward plan of ``desc`` keeps, by name (inputs by argument name, outputs as out/outN)."""
-    outs = {"out": desc.outputs[0]} if len(desc.outputs) == 1 else {f"out{j}": t for j, t in enumerate(desc.outputs)}
     ins = dict(zip(spec.arg_names, desc.inputs))
-    saved = {}
-    for s in spec.saves:
-        if s == "inputs":
-            saved.update(ins)
-        elif s == "outputs":
-            saved.update(outs)
-        elif s in ins:
-            saved[s] = ins[s]
-        elif s.startswith("out") and (s == "out" or s[3:].isdigit()):
-            saved[s] = desc.outputs[int(s[3:] or 0)]
-    return saved
+    return {s: ins[s] if s in ins else desc.outputs[int(s[3:] or 0)] for s in saved_names(desc)}
 
 
 def _trace_backward(spec: OpSpec, dt: DType) -> set[tuple[str, DType]] | None:

@@ -21,7 +21,7 @@ from .errors import (BufferTooSmallError, DTypeMismatchError, InvalidProblemErro
 from .options import DEFAULT_PREFERENCE, PlanPreference
 from .registry import Impl, explain, select_impl
 from .sku import KernelSku
-from .spec import Descriptor, TensorSpec
+from .spec import Descriptor, TensorSpec, saved_names
 from .tensors import ArrayKind, kind_of, restore, to_numpy, to_torch
 
 __all__ = ["Plan", "BackwardPlan", "plan_for"]
@@ -334,7 +334,7 @@ class BackwardPlan:
         if not spec.is_differentiable:
             raise UnsupportedError(desc.op, "has no backward (not differentiable)")
         self.desc, self.device, self.pref = desc, device, pref
-        self.saves = tuple(self._save_names(spec))
+        self.saves = tuple(saved_names(desc))
         self._plans: dict = {}
         # trace once on shapes: selects every sub-plan and validates the rule against the descriptor
         grads = tuple(desc.outputs)
@@ -348,15 +348,6 @@ class BackwardPlan:
     @classmethod
     def select(cls, desc: Descriptor, device=None, pref: PlanPreference | None = None) -> "BackwardPlan":
         return cls(desc, as_device(device), pref or DEFAULT_PREFERENCE)
-
-    def _save_names(self, spec):
-        for s in spec.saves:
-            if s == "inputs":
-                yield from spec.arg_names[: len(self.desc.inputs)]
-            elif s == "outputs":
-                yield from (["out"] if len(self.desc.outputs) == 1 else [f"out{j}" for j in range(len(self.desc.outputs))])
-            elif s not in spec.arg_names or spec.arg_names.index(s) < len(self.desc.inputs):
-                yield s   # (an optional trailing operand this descriptor does not have is not saved)
 
     def _spec_for(self, name: str) -> TensorSpec:
         names = self.desc.spec.arg_names

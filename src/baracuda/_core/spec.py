@@ -205,7 +205,9 @@ class OpSpec:
     torch_aliases: tuple[str, ...] = ()  # more torch names with the same signature (torch.softmax for F.softmax)
     jax_name: str | None = None
     grad: Callable | None = None
-    saves: tuple[str, ...] = ("inputs",)
+    # what the backward plan keeps: "inputs" / "outputs" / argument names / "out", "out1"...; or a function of
+    # the descriptor returning those (reduce_to keeps x only for its max/min/prod modes)
+    saves: tuple[str, ...] | Callable = ("inputs",)
     differentiable: tuple[int, ...] = ()  # indices of inputs that receive gradients
     # an op computing this op's (scalar) output AND the gradient of its differentiable inputs for a unit upstream
     # gradient in one pass (cross_entropy -> cross_entropy_with_grad): the torch drop-in runs it under eager
@@ -267,3 +269,21 @@ def all_specs() -> list[OpSpec]:
     from .. import ops  # noqa: F401
 
     return list(_SPECS.values())
+
+
+def saved_names(desc: "Descriptor") -> list[str]:
+    """The names of the tensors a backward plan of ``desc`` keeps: input argument names and ``out`` / ``outN``
+    (an optional trailing operand this descriptor does not have is not saved)."""
+    spec = desc.spec
+    saves = spec.saves(desc) if callable(spec.saves) else spec.saves
+    n_in = len(desc.inputs)
+    outs = ["out"] if len(desc.outputs) == 1 else [f"out{j}" for j in range(len(desc.outputs))]
+    names: list[str] = []
+    for s in saves:
+        if s == "inputs":
+            names += list(spec.arg_names[:n_in])
+        elif s == "outputs":
+            names += outs
+        elif s not in spec.arg_names or spec.arg_names.index(s) < n_in:
+            names.append(s)
+    return names

@@ -13,8 +13,9 @@ from .._core.dtypes import FLOAT_TYPES, as_dtype
 from .._core.errors import InvalidProblemError, UnsupportedError
 from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from .reduction import sum_tol
+from .reduction_more import _prod_tol
 
-__all__ = ["broadcast_target", "reduce_dims"]
+__all__ = ["broadcast_target", "reduce_dims", "reduce_to_parts"]
 
 
 def broadcast_target(op: str, src: tuple, shape) -> tuple[int, ...]:
@@ -125,17 +126,28 @@ SPEC = register_spec(OpSpec(
 ))
 
 
-# -- reduce_to (the seeds' reduce-to; torch's Tensor.sum_to_size): the adjoint of broadcast_to -----------------
+# -- reduce_to (the seeds' reduce-to, torch's Tensor.sum_to_size): the adjoint of broadcast_to --------------
+REDUCE_TO_MODES = ("sum", "amax", "amin", "prod")   # the seeds' Sum / Max / Min / Prod
+
+
 def reduce_dims(src: tuple, shape: tuple) -> tuple[int, ...]:
-    """The axes of src that sum away to reach shape (shape broadcasts to src): the leading extra axes and those
-    where shape has 1 and src does not."""
+    """The axes of src that reduce away to reach shape (shape broadcasts to src): the leading extra axes and
+    those where shape has 1 and src does not."""
     lead = len(src) - len(shape)
     return tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and src[lead + i] != 1)
 
 
+def reduce_to_parts(desc) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(dims, keepdim shape): the reduction that computes reduce_to with keepdim=True; its result has the
+    target's elements in the same order, so a reshape gives the target shape."""
+    src = desc.inputs[0].shape
+    dims = reduce_dims(src, desc.attr("shape"))
+    return dims, tuple(1 if i in dims else n for i, n in enumerate(src))
+
+
 def _check_reduce_to(inputs, attrs):
     op = "reduce_to"
-    x = _operand(op, REDUCE_TO, inputs, attrs, ("shape",))
+    x = _operand(op, REDUCE_TO, inputs, attrs, ("mode", "shape"))
     try:
         shape = tuple(int(s) for s in attrs["shape"])
     except (TypeError, ValueError):
@@ -144,17 +156,52 @@ def _check_reduce_to(inputs, attrs):
     ok = lead >= 0 and all(n >= 0 for n in shape) and all(n == 1 or n == x.shape[lead + i] for i, n in enumerate(shape))
     if not ok:
         raise InvalidProblemError(op, "shape", f"a shape that broadcasts to the input's {x.shape}", shape)
-    return {"shape": shape}, (TensorSpec(shape, x.dtype),)
+    mode = attrs.get("mode", "sum")
+    if mode not in REDUCE_TO_MODES:
+        raise InvalidProblemError(op, "mode", f"one of {list(REDUCE_TO_MODES)}", repr(mode))
+    if mode in ("amax", "amin") and any(x.shape[a] == 0 for a in reduce_dims(x.shape, shape)):
+        raise InvalidProblemError(op, "x", f"no empty axis to reduce for mode={mode!r} (no identity)", x.shape)
+    return {"shape": shape, "mode": mode}, (TensorSpec(shape, x.dtype),)
 
 
 def _grad_reduce_to(ctx, d, grads, s):
-    return (ctx.op("broadcast_to", grads[0], shape=d.inputs[0].shape),)
+    mode, x = d.attr("mode"), d.inputs[0]
+    if mode == "sum":
+        return (ctx.op("broadcast_to", grads[0], shape=x.shape),)
+    dims, kshape = reduce_to_parts(d)
+    g = ctx.reshape(grads[0], kshape)
+    if not dims:
+        return (g,)
+    if mode == "prod":
+        return (ctx.op("prod_backward", g, s["x"], dims=dims, keepdim=True),)
+    # amax / amin: the gradient goes to the elements equal to the result, split evenly among ties (torch's rule)
+    return (ctx.op("amax_backward", g, s["x"], ctx.reshape(s["out"], kshape), dims=dims, keepdim=True),)
+
+
+def _saves_reduce_to(d):
+    return {"sum": (), "prod": ("x",)}.get(d.attr("mode"), ("x", "out"))
+
+
+def _peer_reduce_to(x, shape, mode="sum"):
+    import torch
+
+    dims = reduce_dims(tuple(x.shape), tuple(shape))
+    if mode == "sum" or not dims:
+        return x.sum_to_size(tuple(shape)) if dims else x.clone()
+    if mode == "prod":
+        for a in dims:
+            x = torch.prod(x, a, keepdim=True)
+        return x.reshape(tuple(shape))
+    return getattr(torch, mode)(x, dims, keepdim=True).reshape(tuple(shape))
 
 
 def _samples_reduce_to(rng):
     for src, shape in [((3, 5), (5,)), ((2, 3, 5), (3, 1)), ((4, 2), ()), ((2, 4, 3), (1, 4, 1)), ((3, 5), (3, 5)),
                        ((6, 1, 7), (1, 1)), ((0,), (1,)), ((2, 0, 3), (2, 1, 3)), ((3, 0), (0,)), ((64, 33), (33,))]:
         yield Sample((rng.standard_normal(src),), {"shape": shape}, name=f"{src}->{shape}")
+    for mode in ("amax", "amin", "prod"):   # few terms per product (a product of many normals underflows f16)
+        for src, shape in [((3, 5), (5,)), ((2, 4, 3), (1, 4, 1)), ((4, 2), ()), ((3, 5), (3, 5)), ((3, 0), (0,))]:
+            yield Sample((rng.standard_normal(src),), {"shape": shape, "mode": mode}, name=f"{mode}-{src}->{shape}")
 
 
 def _errors_reduce_to():
@@ -163,16 +210,29 @@ def _errors_reduce_to():
     yield ErrorCase((((3,), "f32"),), {"shape": (1, 3)}, InvalidProblemError, r"broadcasts to", "more-dims")
     yield ErrorCase((((3,), "i32"),), {"shape": (1,)}, UnsupportedError, r"dtype i32", "int-dtype")
     yield ErrorCase((((3,), "f32"),), {"shape": (3,), "dims": 0}, InvalidProblemError, r"argument 'dims'", "bad-attr")
+    yield ErrorCase((((3,), "f32"),), {"shape": (1,), "mode": "mean"}, InvalidProblemError,
+                    r"reduce_to: argument 'mode': expected one of \['sum', 'amax', 'amin', 'prod'\]", "bad-mode")
+    yield ErrorCase((((0, 3), "f32"),), {"shape": (3,), "mode": "amax"}, InvalidProblemError,
+                    r"reduce_to: argument 'x': expected no empty axis to reduce for mode='amax'", "empty-max")
+
+
+def _tol_reduce_to(dt):
+    # sum: ~n roundings of the f32 accumulator; prod likewise (the samples keep products short); max/min exact
+    return tuple(max(a, b) for a, b in zip(sum_tol(dt), _prod_tol(dt)))
 
 
 REDUCE_TO = register_spec(OpSpec(
     name="reduce_to", family="broadcast", arg_names=("x",), check=_check_reduce_to, dtypes=FLOAT_TYPES,
-    torch_peer=lambda x, shape: x.sum_to_size(tuple(shape)), torch_name=None, jax_name=None,
-    grad=_grad_reduce_to, saves=(), differentiable=(0,), samples=_samples_reduce_to, errors=_errors_reduce_to,
-    tol=sum_tol, grad_tol=lambda dt: (0.0, 0.0),   # the backward is a copy (broadcast_to)
+    defaults={"mode": "sum"}, torch_peer=_peer_reduce_to, torch_name=None, jax_name=None,
+    grad=_grad_reduce_to, saves=_saves_reduce_to, differentiable=(0,), samples=_samples_reduce_to,
+    errors=_errors_reduce_to, tol=_tol_reduce_to, grad_tol=_tol_reduce_to,
     workloads=(Workload("reduce_to-[8,4096,2048]->[2048]-bf16", ((8, 4096, 2048),), as_dtype("bf16"),
                         {"shape": (2048,)}),
                Workload("reduce_to-[16384,4096]->[16384,1]-f32", ((16384, 4096),), as_dtype("f32"),
-                        {"shape": (16384, 1)})),
+                        {"shape": (16384, 1)}),
+               Workload("reduce_to-amax-[8,4096,2048]->[2048]-bf16", ((8, 4096, 2048),), as_dtype("bf16"),
+                        {"shape": (2048,), "mode": "amax"})),
     cost=_cost, category="reduction",
+    doc="Reduce x to a shape that broadcasts to it (the seeds' reduce-to: sum, amax, amin or prod over the axes "
+        "broadcasting would add; torch's Tensor.sum_to_size for mode='sum').",
 ))

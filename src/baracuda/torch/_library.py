@@ -23,7 +23,7 @@ from .._core.dtypes import DType, as_dtype
 from .._core.options import DEFAULT_PREFERENCE, PlanPreference
 from .._core.plan import BackwardPlan, plan_for
 from .._core.errors import UnsupportedError
-from .._core.spec import Descriptor, TensorSpec, get_spec
+from .._core.spec import Descriptor, TensorSpec, get_spec, saved_names
 
 _lib = torch.library.Library("baracuda", "DEF")
 _lib.define("op(str name, str attrs, Tensor[] xs) -> Tensor[]")
@@ -252,19 +252,6 @@ _lib.impl("op_backward", _bw_impl, "CUDA")
 torch.library.register_fake("baracuda::op_backward", _bw_fake, lib=_lib)
 
 
-def _saved_names(desc: Descriptor) -> list[str]:
-    spec = desc.spec
-    names = []
-    for s in spec.saves:
-        if s == "inputs":
-            names += list(spec.arg_names[: len(desc.inputs)])
-        elif s == "outputs":
-            names += ["out"] if len(desc.outputs) == 1 else [f"out{j}" for j in range(len(desc.outputs))]
-        elif s not in spec.arg_names or spec.arg_names.index(s) < len(desc.inputs):
-            names.append(s)   # (an optional trailing operand this descriptor does not have is not saved)
-    return names
-
-
 def _setup_context(ctx, inputs, output):
     name, attrs, xs = inputs
     desc = _descriptor(name, attrs, _sig(xs))
@@ -279,7 +266,7 @@ def _setup_context(ctx, inputs, output):
         return
     saved = []
     argn = spec.arg_names
-    for n in _saved_names(desc):
+    for n in saved_names(desc):
         if n in argn:
             saved.append(xs[argn.index(n)])
         elif n == "out":

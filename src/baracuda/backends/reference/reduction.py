@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops import reduction_more  # noqa: F401  (registers its RedDefs into REDUCTIONS)
-from ...ops.broadcast import reduce_dims
+from ...ops.broadcast import reduce_to_parts
 from ...ops.reduction import REDUCTIONS, keepdim_shape
 from . import register_reference
 
@@ -171,9 +171,12 @@ def _broadcast_to(d, x):
     return np.broadcast_to(x, d.attr("shape"))
 
 
+_REDUCE_TO = {"sum": np.sum, "amax": np.max, "amin": np.min, "prod": np.prod}
+
+
 def _reduce_to(d, x):
-    shape = d.attr("shape")
-    return np.sum(x, axis=reduce_dims(x.shape, shape)).reshape(shape)
+    dims, kshape = reduce_to_parts(d)
+    return _REDUCE_TO[d.attr("mode")](x, axis=dims, keepdims=True).reshape(d.attr("shape"))
 
 
 BODIES = {

@@ -46,7 +46,7 @@ import triton.language as tl
 from ..._core.device import triton_interpreting
 from ..._core.dtypes import DType
 from ..._core.spec import Descriptor
-from ...ops.broadcast import reduce_dims
+from ...ops.broadcast import reduce_to_parts
 from ...ops import reduction_more  # noqa: F401  (registers its RedDefs into REDUCTIONS)
 from ...ops.reduction import REDUCTIONS, keepdim_shape
 from . import register_triton
@@ -685,28 +685,28 @@ register_triton("mean_backward", _run_mean_bw, route="triton:ew_template(div_cou
 register_triton("broadcast_to", _run_broadcast, route="triton:ew_template(identity)")
 
 
-# -- reduce_to: the sum kernels over the axes that broadcasting added (a copy when there are none) ----------
-def _sum_of(desc):
-    dims = reduce_dims(desc.inputs[0].shape, desc.attr("shape"))
-    return Descriptor("sum", desc.inputs, {"dims": dims, "keepdim": False, "dtype": None}) if dims else None
+# -- reduce_to: the mode's reduction kernels over the axes that broadcasting added (a copy when there are none) --
+def _red_of(desc):
+    dims, _ = reduce_to_parts(desc)
+    return Descriptor(desc.attr("mode"), desc.inputs, {"dims": dims, "keepdim": True}) if dims else None
 
 
 def _run_reduce_to(desc, inputs, outputs, ws):
-    sd = _sum_of(desc)
-    if sd is None:
+    rd = _red_of(desc)
+    if rd is None:
         outputs[0].copy_(inputs[0])
         return
     out = outputs[0]
     tgt = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-    _run(sd, inputs, [tgt.view(sd.outputs[0].shape)], ws)
+    _run(rd, inputs, [tgt.view(rd.outputs[0].shape)], ws)
     if tgt is not out:
         out.copy_(tgt)
 
 
 def _route_reduce_to(desc, pref):
-    sd = _sum_of(desc)
-    return "triton:copy" if sd is None else _route(sd, pref)
+    rd = _red_of(desc)
+    return "triton:copy" if rd is None else _route(rd, pref)
 
 
 register_triton("reduce_to", _run_reduce_to, route=_route_reduce_to,
-                workspace=lambda d: 0 if _sum_of(d) is None else _workspace(_sum_of(d)))
+                workspace=lambda d: 0 if _red_of(d) is None else _workspace(_red_of(d)))
