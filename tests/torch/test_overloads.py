@@ -113,8 +113,6 @@ def test_number_bound_keeps_double_precision():
     _same(bt.clamp_max(x, -0.3), torch.clamp_max(x, -0.3))
 
 
-@pytest.mark.xfail(strict=True, reason="ops/elementwise.py dropin_ew makes a Python float beside a float64 tensor "
-                   "a 0-d float32 tensor (weak_scalar_dtype), rounding the value: x / 0.1 is off by ~1e-8 relative")
 def test_python_float_operand_keeps_double_precision_in_ew_dropins():
     x = torch.randn(64, **F64)
     _same(bt.div(x, 0.1), torch.div(x, 0.1))

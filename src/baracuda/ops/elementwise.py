@@ -129,6 +129,10 @@ def weak_scalar_dtype(value, tensor_dtypes, any_dimensioned: bool) -> DType:
     is not higher (``tensor(1, dtype=bf16) + 1.5`` stays bf16)."""
     d = (DType.bool if isinstance(value, bool) else DType.i64 if isinstance(value, int) else
          DType.c64 if isinstance(value, complex) else DType.f32)   # torch's default dtypes
+    if d in (DType.f32, DType.c64) and any(t in (DType.f64, DType.c128) for t in tensor_dtypes):
+        # a double-precision operand makes the result double anyway: keep the Python value's double precision
+        # (x_f64 / 0.1 must not divide by 0.1 rounded to f32); the promoted dtype is the same
+        d = DType.f64 if d == DType.f32 else DType.c128
     if not any_dimensioned and tensor_dtypes:
         r = result_type(*tensor_dtypes)
         if _CAT[r.kind] >= _CAT[d.kind]:
