@@ -346,3 +346,24 @@ def test_backward_plan_argument_checks(rng):
         bw.run(g[:2], a=a, b=b)
     with pytest.raises(UnsupportedError, match="not differentiable"):
         bc.BackwardPlan.select(bc.Descriptor.make("relu_backward", ((3,), "f32"), ((3,), "f32")), "cpu")
+
+
+def test_non_capturable_plan_refuses_capture(monkeypatch):
+    """Impl.capturable=False (CTC's Triton plans read the lengths on the host): under a CUDA-graph capture the
+    plan raises UnsupportedError naming the op instead of failing inside CUDA (capture simulated here)."""
+    import torch
+
+    from baracuda._core.plan import _refuse_capture
+
+    calls = []
+    run = _refuse_capture("ctc_loss", lambda *a: calls.append(a))
+    run(None, (), (), None)                      # not capturing: runs
+    assert len(calls) == 1
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
+    with pytest.raises(bc.UnsupportedError, match=r"ctc_loss: inside a CUDA-graph capture.*plan.capturable is False"):
+        run(None, (), (), None)
+    assert len(calls) == 1
+    from baracuda.backends.triton import loss_ctc  # noqa: F401  (registers the impls)
+    from baracuda._core.registry import implementations
+    assert [i.capturable for i in implementations("ctc_loss") if i.backend == bc.Backend.TRITON] == [False]

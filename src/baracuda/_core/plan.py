@@ -27,6 +27,19 @@ from .tensors import ArrayKind, kind_of, restore, to_numpy, to_torch
 __all__ = ["Plan", "BackwardPlan", "plan_for"]
 
 
+def _refuse_capture(op: str, run):
+    """run, refusing with UnsupportedError inside a CUDA-graph capture (for ``Impl.capturable=False``: the
+    implementation reads device data on the host, which a capture cannot do); capturable plans pay nothing."""
+    def guarded(desc, inputs, outputs, ws):
+        import torch
+
+        if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+            raise UnsupportedError(op, "inside a CUDA-graph capture: this plan reads device data on the host "
+                                   "(plan.capturable is False)")
+        return run(desc, inputs, outputs, ws)
+    return guarded
+
+
 class Plan:
     """A selected implementation of one descriptor on one device; run it as often as you like.
 
@@ -52,6 +65,8 @@ class Plan:
         self.workspace_size = impl.workspace_of(desc)
         self.capturable = impl.capturable      # False: reads device data on the host (no CUDA-graph capture)
         self._run = impl.bind(desc, pref) if impl.bind is not None else impl.run
+        if not impl.capturable:
+            self._run = _refuse_capture(desc.op, self._run)
         self._np = impl.array_api == "numpy"
         self._n_in = len(desc.inputs)
         self._in_shapes = tuple(t.shape for t in desc.inputs)

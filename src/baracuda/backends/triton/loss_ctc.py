@@ -216,9 +216,6 @@ def _bind(desc, pref=None):
     def run(desc_, inputs, outputs, ws):
         g = inputs[0] if bw else None
         lp, tg, il, tl_ = inputs[-4:]
-        if lp.is_cuda and torch.cuda.is_current_stream_capturing():
-            raise UnsupportedError(desc.op, "inside a CUDA-graph capture: the Triton CTC plan reads the lengths "
-                                   "and labels on the host (plan.capturable is False)")
         # host checks: one copy of the lengths and labels (small next to log_probs)
         il_h, tl_h, tg_h = il.cpu().numpy(), tl_.cpu().numpy(), tg.cpu().numpy()
         offs = validate_ctc(desc.op, t, c, padded, tg_h, il_h, tl_h, blank)
