@@ -1,8 +1,9 @@
 """Cross-entropy training step (forward + backward) through the baracuda drop-in vs eager F.cross_entropy and
 torch.compile of it, in one run (GPU only).  The drop-in takes its fused path here (cross_entropy_with_grad:
 loss and gradient from one read of the logits; the backward scales the saved gradient in place, a no-op for
-an upstream gradient of 1), so this is the number behind issue 4's "FW+BW >= 3x eager".  Measured twice: with the default preference
-(the bad-target flag is read back: one host synchronization per step) and with check_values=False.
+an upstream gradient of 1), so this is the number behind issue 4's "FW+BW >= 3x eager".  Measured under each
+PlanPreference.check_values mode: the default 'deferred' (the bad-target flag is copied back behind the kernels
+and checked at a later call), 'sync' (read back after each call: one host synchronization per step) and 'off'.
 
     python bench/ce_train.py [--json OUT] [--rows 4096 --classes 128256 --dtype bf16]
 Timing, two ways: CUDA events around each step with a sync after it (x.grad reset to None before it), warm-up,
@@ -73,13 +74,20 @@ def main():
     eager = F.cross_entropy
     compiled = torch.compile(F.cross_entropy)
     ours = bt.nn.functional.cross_entropy
-    nosync_pref = bc.PlanPreference(check_values=False)
 
-    def ours_nosync(x, t):
-        """The same drop-in without the read-back of the bad-target flag (PlanPreference.check_values=False):
-        no host synchronization per step, as eager torch on CUDA (whose out-of-range check is a device assert)."""
-        with bt.preference(nosync_pref):
-            return ours(x, t)
+    def with_values_check(mode):
+        """The drop-in under PlanPreference(check_values=mode): 'sync' reads the bad-target flag back after each
+        call (one host synchronization per step), 'off' never reads it (the default 'deferred' copies it back
+        behind the kernels and checks it at a later call: no synchronization)."""
+        pref = bc.PlanPreference(check_values=mode)
+
+        def fn(x, t):
+            with bt.preference(pref):
+                return ours(x, t)
+        return fn
+    peers = (("eager", eager), ("compile", compiled), ("baracuda", ours),
+             ("baracuda_check_values_sync", with_values_check("sync")),
+             ("baracuda_check_values_off", with_values_check("off")))
     res = {"device": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d"),
            "problem": f"cross_entropy {a.rows}x{a.classes} {a.dtype}, forward + backward"}
     # correctness of the timed path against eager, first
@@ -93,25 +101,23 @@ def main():
     bytes_min = 2 * x.numel() * x.element_size()
     for up in (1.0, 0.5):
         key = "" if up == 1.0 else "_upstream0.5"
-        r = {name: measure(fn, x, t, a.reps, up) for name, fn in (("eager", eager), ("compile", compiled),
-                                                                 ("baracuda", ours),
-                                                                 ("baracuda_check_values_off", ours_nosync))}
-        for name, fn in (("eager", eager), ("compile", compiled), ("baracuda", ours),
-                         ("baracuda_check_values_off", ours_nosync)):
+        r = {name: measure(fn, x, t, a.reps, up) for name, fn in peers}
+        for name, fn in peers:
             r[f"{name}_back_to_back"] = measure_stream(fn, x, t, a.reps, up)
-        for k in ("baracuda", "baracuda_check_values_off"):
+        for k in ("baracuda", "baracuda_check_values_sync", "baracuda_check_values_off"):
             r[f"{k}_back_to_back_speedup_vs_eager"] = r["eager_back_to_back"] / r[f"{k}_back_to_back"]
             r[f"{k}_speedup_vs_eager"] = r["eager"] / r[k]
             r[f"{k}_speedup_vs_compile"] = r["compile"] / r[k]
             r[f"{k}_TBps_at_floor_bytes"] = bytes_min / (r[k] * 1e-3) / 1e12
         res["ms" + key] = r
     if a.profile:
-        for name, fn in (("eager", eager), ("baracuda", ours), ("baracuda_check_values_off", ours_nosync)):
+        for name, fn in peers[:1] + peers[2:]:
             with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
                 step(fn, x, t, 1.0)
                 torch.cuda.synchronize()
             print(f"-- kernels of one {name} step")
             print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=12, max_name_column_width=70))
+    bc.check_errors()      # (the deferred value checks of every timed call: none may have failed)
     print(json.dumps(res, indent=1))
     if a.json:
         json.dump(res, open(a.json, "w"), indent=1)

@@ -36,42 +36,38 @@ def step_eager_f32(x, w, t):
     return loss
 
 
-def measure(fn, x, w, t, reps=3):
+def peak(fn, x, w, t):
+    """Peak memory of one step above what is allocated before it (after a warm-up step that compiles)."""
     x.grad = w.grad = None
-    fn(x, w, t)          # warm-up (compiles)
+    fn(x, w, t)
     x.grad = w.grad = None
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     base = torch.cuda.memory_allocated()
     loss = fn(x, w, t)
     torch.cuda.synchronize()
-    peak = torch.cuda.max_memory_allocated() - base
-    times = []
-    for _ in range(reps):
-        x.grad = w.grad = None
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn(x, w, t)
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
-    return {"peak_GB": peak / 1e9, "ms": sorted(times)[len(times) // 2], "loss": float(loss)}
+    return {"peak_GB": (torch.cuda.max_memory_allocated() - base) / 1e9, "loss": float(loss)}
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--json")
-    ap.add_argument("--tokens", type=int, default=8192)
-    ap.add_argument("--hidden", type=int, default=4096)
-    ap.add_argument("--vocab", type=int, default=128256)
-    ap.add_argument("--chunk", type=int, help="force the fused op's token chunk (the memory / time trade-off)")
-    ap.add_argument("--fused-only", action="store_true", help="skip the eager / compile peers")
-    a = ap.parse_args()
-    if a.chunk:
-        from baracuda.backends.triton.loss_ce import forced
-        with forced(chunk=a.chunk):   # a fresh process: no plan sized for another chunk is cached yet
-            return run(a)
-    return run(a)
+def step_ms(fn, x, w, t):
+    x.grad = w.grad = None
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    fn(x, w, t)
+    e.record()
+    e.synchronize()
+    return s.elapsed_time(e)
+
+
+def timed(fns, x, w, t, rounds):
+    """Median step time of each function over `rounds` rounds that take the functions in turn (one step each per
+    round), so that clock and temperature drift over the run reaches every function alike; the spread (min, max)
+    says how far apart two timings of one function can be."""
+    times = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            times[name].append(step_ms(fn, x, w, t))
+    return {name: {"ms": sorted(v)[len(v) // 2], "ms_min": min(v), "ms_max": max(v)} for name, v in times.items()}
 
 
 def run(a):
@@ -82,14 +78,27 @@ def run(a):
     res = {"device": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d"),
            "problem": f"{a.tokens}x{a.hidden}x{a.vocab} bf16"}
     res["chunk"] = a.chunk or "default"
-    res["fused"] = measure(step_fused, x, w, t)
+    compiled = torch.compile(step_eager)
+    fns = {"fused": step_fused}
     if not a.fused_only:
-        res["eager"] = measure(step_eager, x, w, t)
-        res["compile"] = measure(torch.compile(step_eager), x, w, t)
-        res["eager_f32_logits"] = measure(step_eager_f32, x, w, t)
+        fns.update(eager=step_eager, compile=compiled, eager_f32_logits=step_eager_f32)
+    for name, fn in fns.items():
+        res[name] = peak(fn, x, w, t)
+    for name, r in timed(fns, x, w, t, a.rounds).items():
+        res[name].update(r)
+    if not a.fused_only:
         res["peak_ratio_vs_eager"] = res["fused"]["peak_GB"] / res["eager"]["peak_GB"]
         res["time_ratio_vs_compile"] = res["fused"]["ms"] / res["compile"]["ms"]
     print(json.dumps(res, indent=1))
+    if a.profile:
+        steps = [("fused", step_fused)] + ([] if a.fused_only else [("compile", compiled)])
+        for name, fn in steps:
+            x.grad = w.grad = None
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+                fn(x, w, t)
+                torch.cuda.synchronize()
+            print(f"-- kernels of one {name} step")
+            print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=12, max_name_column_width=60))
     if a.json:
         json.dump(res, open(a.json, "w"), indent=1)
 

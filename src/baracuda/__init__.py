@@ -6,6 +6,7 @@
 >>> plan.run(x)
 array([0. , 0. , 0. , 0.5, 1. ], dtype=float32)
 """
+from ._core.checks import check_errors
 from ._core.device import Device, as_device
 from ._core.dtypes import DType, as_dtype, result_type
 from ._core.errors import (BaracudaError, BufferTooSmallError, DTypeMismatchError, InvalidProblemError,
@@ -29,7 +30,7 @@ def explain(desc: Descriptor, device=None, pref: PlanPreference | None = None) -
 
 __all__ = [
     "Arch", "Backend", "BackwardPlan", "BaracudaError", "BufferTooSmallError", "DType", "DTypeMismatchError",
-    "Descriptor", "Device", "Explanation", "InvalidProblemError", "KernelSku", "MathPrecision", "Plan",
+    "Descriptor", "Device", "check_errors", "Explanation", "InvalidProblemError", "KernelSku", "MathPrecision", "Plan",
     "PlanPreference", "PrecisionGuarantee", "TensorSpec", "UnsupportedError", "WorkspaceTooSmallError",
     "all_specs", "as_device", "as_dtype", "explain", "get_spec", "plan_for", "result_type",
 ]

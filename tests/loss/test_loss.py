@@ -12,7 +12,7 @@ import baracuda.torch as bt
 from baracuda._core.errors import InvalidProblemError
 from baracuda._core.sku import Backend
 from baracuda.testing import assert_close
-from baracuda.testing.checks import class_targets as _targets, on_device as _dev, plan_or_skip as _plan
+from baracuda.testing.checks import DEVICE, class_targets as _targets, on_device as _dev, plan_or_skip as _plan
 
 TOL = {torch.float64: (1e-10, 1e-12), torch.float32: (2e-5, 2e-6), torch.float16: (1e-2, 1e-3),
        torch.bfloat16: (1.6e-2, 1e-2)}
@@ -80,6 +80,7 @@ def test_out_of_range_target_raises(backend, op, bad):
     t = _dev(torch.tensor([0, bad, -100, 3]))
     with pytest.raises(InvalidProblemError, match=r"argument 'target': expected class indices in \[0, 7\)"):
         _plan(op, x, t, backend=backend).run(x, t)
+        bc.check_errors()          # on the GPU the value check is deferred (PlanPreference.check_values)
 
 
 @pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16])
@@ -187,6 +188,39 @@ def test_linear_cross_entropy_bad_target(backend):
     ins[2] = _dev(torch.tensor([0, 6, 1, -100]))
     with pytest.raises(InvalidProblemError, match=r"expected class indices in \[0, 6\)"):
         _plan("linear_cross_entropy", *ins, backend=backend).run(*ins)
+        bc.check_errors()
+
+
+@pytest.mark.skipif(DEVICE.type != "cuda", reason="the single-read (coop) chunk kernel runs on the GPU only "
+                    "(its programs wait for each other; the interpreter runs them one at a time)")
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("attrs", [{}, {"reduction": "sum", "ignore_index": 5, "label_smoothing": 0.3}])
+def test_linear_cross_entropy_coop_chunks(dt, attrs):
+    """V = 20000 (three 8192-class chunks per row): the chunk's CE runs the coop kernel in place over the chunk's
+    logits, over three token chunks (16, 16, 5 rows): loss, dx, dW, db vs the unfused composition in f64; an
+    out-of-range target gives a NaN loss with check_values='off' and an error by default."""
+    from baracuda.backends.triton import loss_ce as m
+    from baracuda.ops.loss_ce import _tol
+
+    g = torch.Generator().manual_seed(16)
+    ins = _lce_inputs(g, 37, 16, 20000, dt, bias=True, ignore=attrs.get("ignore_index", -100))
+    want = _lce_peer(ins, **attrs)
+    dev = [_dev(a) for a in ins]
+    with m.forced(chunk=16):
+        p = _plan("linear_cross_entropy", *dev, backend=Backend.TRITON, **attrs)
+        assert "chunk16-coop8192x3" in p.sku.route
+        got = p.run(*dev)
+        for name, o, r in zip(("loss", "dx", "dW", "db"), got, want):
+            assert_close(o.cpu(), r.numpy(), *_tol(bc.as_dtype(dt)), f"linear_cross_entropy coop {name} {attrs}")
+        dev[2] = dev[2].clone()
+        dev[2][20] = 20000                           # in the second token chunk
+        off = bc.Plan.select(bc.Descriptor.like("linear_cross_entropy", *dev, **attrs), DEVICE,
+                             bc.PlanPreference(prefer=(Backend.TRITON,), check_values="off"))
+        assert off.sku.backend == Backend.TRITON
+        assert torch.isnan(off.run(*dev)[0]).item()
+        with pytest.raises(InvalidProblemError, match=r"expected class indices in \[0, 20000\)"):
+            p.run(*dev)
+            bc.check_errors()
 
 
 def test_linear_cross_entropy_workspace_budget():

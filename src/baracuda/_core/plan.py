@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from . import checks as _checks
 from .device import Device, as_device
 from .dtypes import DType
 from .errors import (BufferTooSmallError, DTypeMismatchError, InvalidProblemError, UnsupportedError,
@@ -218,6 +219,8 @@ class Plan:
         workspace: a byte buffer of at least ``workspace_size`` bytes;
         stream: a torch.cuda.Stream to launch on (default: the current stream).
         """
+        if _checks.PENDING:         # an earlier call's deferred value check may have landed (see _core/checks.py)
+            _checks.poll()
         if self._fast is not False and out is None and workspace is None and stream is None:
             res = self._fast_path(inputs)
             if res is not None:

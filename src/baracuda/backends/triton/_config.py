@@ -35,11 +35,3 @@ def overrides(doc: str):
 
     forced.__doc__ = doc
     return table, forced
-
-
-def host_checks(pref) -> bool:
-    """Whether a plan reads its device-side validation flag back to the host (PlanPreference.check_values);
-    never during CUDA-graph capture (the read-back would synchronize inside the capture)."""
-    if pref is not None and not pref.check_values:
-        return False
-    return not (torch.cuda.is_available() and torch.cuda.is_current_stream_capturing())

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from triton import knobs
 
-__all__ = ["Launcher", "BoundLaunch"]
+__all__ = ["Launcher", "BoundLaunch", "shared"]
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
@@ -45,8 +45,9 @@ class Launcher:
         """Launch ``fn[grid](*args, **constexprs, **options)``; ``args`` are the runtime arguments, in order."""
         key = None
         if not self.broken and self.tensors is not None:
-            # alignment of every pointer (Triton specializes on 16-byte alignment) + the scalar arguments
-            key = (tuple([args[i].data_ptr() & 15 == 0 for i in self.tensors]),
+            # dtype and alignment of every pointer (Triton specializes on both; one Launcher may serve plans of
+            # several dtypes) + the scalar arguments
+            key = (tuple([(args[i].dtype, args[i].data_ptr() & 15 == 0) for i in self.tensors]),
                    tuple([a for a in args if not hasattr(a, "data_ptr")]), tuple(constexprs.values()),
                    tuple(options.values()))
             hit = self.cache.get(key)
@@ -67,7 +68,7 @@ class Launcher:
             dev = next((args[i].device for i in self.tensors), None)
             self.dev = dev.index if dev is not None and dev.index is not None else torch.cuda.current_device()
             self.order = list(self.fn.arg_names)
-            key = (tuple([args[i].data_ptr() & 15 == 0 for i in self.tensors]),
+            key = (tuple([(args[i].dtype, args[i].data_ptr() & 15 == 0) for i in self.tensors]),
                    tuple([a for a in args if not hasattr(a, "data_ptr")]), tuple(constexprs.values()),
                    tuple(options.values()))
         names = self.order[len(args):]
@@ -116,8 +117,21 @@ class BoundLaunch:
         L(self.grid, tensors + self.tail, self.constexprs, **self.options)
         if L.broken or any(t.data_ptr() & 15 for t in tensors) or not _plain_hooks():
             return
-        key = ((True,) * len(tensors), self.tail, tuple(self.constexprs.values()), tuple(self.options.values()))
+        key = (tuple([(t.dtype, True) for t in tensors]), self.tail, tuple(self.constexprs.values()), tuple(self.options.values()))
         entry = L.cache.get(key)
         if entry is not None:
             kernel, ctail = entry
             self.hit = (kernel.run, *self.grid, kernel.function, kernel.packed_metadata, L.dev, self.tail + ctail)
+
+
+_SHARED: dict = {}
+
+
+def shared(fn, device) -> Launcher:
+    """The Launcher of ``fn`` on ``device`` for call sites outside a plan's bind (a Launcher launches on the
+    stream of one device; its cache keys carry the operands' dtypes, so plans of any dtype may share it)."""
+    key = (fn, device.index)
+    L = _SHARED.get(key)
+    if L is None:
+        L = _SHARED[key] = Launcher(fn)
+    return L

@@ -47,11 +47,12 @@ import triton.language as tl
 
 from ..._core.device import triton_interpreting
 from ..._core.dtypes import DType
+from ..._core.checks import flagged
 from ..._core.errors import InvalidProblemError
 from . import register_triton
 from ._math import exp_acc as _ex
 from ._math import log_acc as _lg
-from ._config import host_checks, num_sms, overrides
+from ._config import num_sms, overrides
 from . import loss_ce_coop as _long
 
 _WHILE = triton_interpreting()   # see softmax.py: `while` loops under the interpreter, `for` on the GPU
@@ -518,10 +519,9 @@ def _workspace(desc) -> int:
 
 
 def _check_flag(op, ws, c, ignore, pref):
-    """Raise on an out-of-range class index flagged by the kernels (one host read; see host_checks)."""
-    if host_checks(pref) and bool(ws.item() != 0):
-        raise InvalidProblemError(op, "target", f"class indices in [0, {c}) or ignore_index={ignore}",
-                                  "an index out of range")
+    """Raise on an out-of-range class index flagged by the kernels (now or deferred: _core/checks.py)."""
+    flagged(ws, pref, lambda: InvalidProblemError(op, "target", f"class indices in [0, {c}) or ignore_index={ignore}",
+                                                  "an index out of range"))
 
 
 def _ws_view(ws, f64):

@@ -25,11 +25,11 @@ import triton
 import triton.language as tl
 
 from ..._core.device import triton_interpreting
-from ..._core.errors import InvalidProblemError
 from ._math import exp as _exp_acc
 from . import register_triton
-from ._config import host_checks, overrides
-from .loss import _denom, _fold, _lg, _num_sms, _ws_view
+from ._config import overrides
+from . import loss_ce_coop as _long
+from .loss import _check_flag, _denom, _fold, _lg, _num_sms, _ws_view
 
 _WHILE = triton_interpreting()
 _FORCE, forced = overrides("""Force ``chunk`` / ``tile`` / ``rows`` / ``programs`` (tests: several chunks and tiles under the interpreter).""")
@@ -186,14 +186,24 @@ def _lce_chunk(l_ptr, t_ptr, ws_ptr, prm_ptr, n_rows, row0, N, V, sl, stn, IGNOR
 
 
 # -- host side ------------------------------------------------------------------------------------
+def _coop(desc) -> bool:
+    """The chunk's CE through loss_ce_coop's single-read kernel (GPU; no softcap or z-loss, rows of at least two
+    8192-class chunks): each row is read once into registers and its gradient written over it, instead of
+    _lce_chunk's two passes."""
+    a = desc.attr_dict
+    return (_FORCE.get("coop", not _WHILE) and a["softcap"] is None and not a["z_loss"]
+            and _long.eligible(desc.inputs[1].shape[0]))
+
+
 def _layout(desc):
     n = desc.inputs[0].shape[0]
     v = desc.inputs[1].shape[0]
     s = desc.inputs[0].dtype.itemsize
     f64 = desc.inputs[0].dtype.itemsize == 8
-    words = (2 * n + 2) * (8 if f64 else 4)     # row losses, kept flags, bad-target flag, kept count
-    head = (words + 255) // 256 * 256
     chunk = choose(n, v, s)[0]
+    # row losses, kept flags, bad-target flag, kept count (+ the coop kernel's partials and row counters)
+    words = 2 * n + 2 + (4 + _long.workspace_words(min(chunk, n), v, loss=True) if _coop(desc) else 0)
+    head = (words * (8 if f64 else 4) + 255) // 256 * 256
     return head, chunk * v * s, f64
 
 
@@ -213,7 +223,9 @@ def _bind(desc, pref=None):
     head, _, f64 = _layout(desc)
     chunk, tile, rows, warps, progs = choose(n, v, desc.inputs[0].dtype.itemsize)
     ct = torch.float64 if f64 else torch.float32
-    params: dict = {}   # device -> [eps, softcap, z] in the compute dtype (Python floats would be typed f32)
+    params: dict = {}   # device -> [eps, softcap, z, 1, V] in the compute dtype (Python floats would be typed f32)
+    coop = _coop(desc)
+    part = (2 * n + 2 + 3) // 4 * 4     # the coop kernel's partials, 16-byte aligned
 
     def run(desc_, inputs, outputs, ws):
         x, w, t = inputs[:3]
@@ -224,7 +236,7 @@ def _bind(desc, pref=None):
         wsv[2 * n:2 * n + 2].zero_()
         prm = params.get(x.device)
         if prm is None:
-            prm = params[x.device] = torch.tensor([eps, cap or 1.0, z], dtype=ct, device=x.device)
+            prm = params[x.device] = torch.tensor([eps, cap or 1.0, z, 1.0, v], dtype=ct, device=x.device)
         db = torch.zeros(v, dtype=torch.float32 if not f64 else ct, device=x.device) if has_b else None
         if n and mean:
             _denom[(1,)](t, t, wsv[2 * n + 1:], n, v, 1, t.stride(0), 0, ignore, HAS_W=False, PROB=False, ND=False,
@@ -239,10 +251,15 @@ def _bind(desc, pref=None):
                 torch.addmm(b, xc, w.t(), out=lg)
             else:
                 torch.mm(xc, w.t(), out=lg)
-            grid = (min(triton.cdiv(nc, rows), progs),)
-            _lce_chunk[grid](lg, t, wsv, prm, nc, s0, n, v, v, t.stride(0), ignore, CAP=cap is not None,
-                             SMOOTH=eps > 0, Z=z > 0, MEAN=mean, F64=f64, ROWS=rows, TILE=tile, WHILE=_WHILE,
-                             num_warps=warps)
+            if coop:    # row losses to wsv[s0 + i], weights to wsv[n + s0 + i], the flag to wsv[2 n]
+                _long.launch(prm[3:4], lg, t[s0:s0 + nc], lg, lg, wsv[part:], wsv[2 * n + 1:], prm[0:1],
+                             prm[4:5], nc, v, ignore, False, eps > 0, 2 if mean else 1, f64, loss=wsv[s0:],
+                             woff=n, foff=2 * n - s0)
+            else:
+                grid = (min(triton.cdiv(nc, rows), progs),)
+                _lce_chunk[grid](lg, t, wsv, prm, nc, s0, n, v, v, t.stride(0), ignore, CAP=cap is not None,
+                                 SMOOTH=eps > 0, Z=z > 0, MEAN=mean, F64=f64, ROWS=rows, TILE=tile, WHILE=_WHILE,
+                                 num_warps=warps)
             _gemm_out(torch.mm, (lg, w), dx[s0:s0 + nc])
             if s0 == 0:
                 _gemm_out(torch.mm, (lg.t(), xc), dw)
@@ -253,9 +270,8 @@ def _bind(desc, pref=None):
         _fold[(1,)](wsv, loss, n, MEAN=mean, F64=f64, BLOCK=1024, WHILE=_WHILE, num_warps=4)
         if has_b:
             outputs[3].copy_(db)
-        if n and host_checks(pref) and bool(wsv[2 * n].item() != 0):
-            raise InvalidProblemError(desc.op, "target", f"class indices in [0, {v}) or ignore_index={ignore}",
-                                      "an index out of range")
+        if n:
+            _check_flag(desc.op, wsv[2 * n], v, ignore, pref)
 
     return run
 
@@ -274,7 +290,8 @@ def _run(desc, inputs, outputs, ws):
 def _route(desc, pref):
     n, v = desc.inputs[0].shape[0], desc.inputs[1].shape[0]
     chunk, tile, rows, _, progs = choose(n, v, desc.inputs[0].dtype.itemsize)
-    return f"torch.mm+triton:linear_cross_entropy:chunk{chunk}-tile{tile}x{rows}"
+    ce = f"coop{_long.CHUNK}x{_long.splits(v)}" if _coop(desc) else f"tile{tile}x{rows}"
+    return f"torch.mm+triton:linear_cross_entropy:chunk{chunk}-{ce}"
 
 
 def _precision(desc, pref=None):

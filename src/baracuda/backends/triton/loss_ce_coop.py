@@ -23,6 +23,7 @@ import triton
 import triton.language as tl
 
 from ._config import num_sms, overrides
+from ._launch import shared
 from ._math import exp_acc as _ex
 from ._math import log_acc as _lg
 from .softmax_long import _chunk, _per_sm, _publish, _safe, _wait
@@ -40,12 +41,15 @@ _FORCE, forced = overrides("Force ``maxnreg`` (GPU tuning runs: 64 / 80 / 96 giv
 
 @triton.jit
 def _ce_bw_coop(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, part_ptr, cnt_ptr, den_ptr, eps_ptr, wsum_ptr, loss_ptr, R, C,
-                sxn, stn, IGNORE, NSPLIT, HAS_W: tl.constexpr, SMOOTH: tl.constexpr, RED: tl.constexpr,
+                sxn, stn, IGNORE, NSPLIT, WOFF, FOFF, HAS_W: tl.constexpr, SMOOTH: tl.constexpr, RED: tl.constexpr,
                 F64: tl.constexpr, CHUNK: tl.constexpr, SP: tl.constexpr, I64: tl.constexpr, LOSS: tl.constexpr):
     """LOSS (cross_entropy_with_grad: the forward and the gradient in one read): the row's chunk-0 program also
-    writes the row loss to loss_ptr[row] and its weight to loss_ptr[R + row] (for the mean), and flags an
-    out-of-range target in loss_ptr[2 R]; with label smoothing each chunk publishes a third partial,
-    sum_c w_c x_c, for the smoothing term eps / C * (lse sum_c w_c - sum_c w_c x_c)."""
+    writes the row loss to loss_ptr[row] (NaN for an out-of-range target) and its weight to
+    loss_ptr[WOFF + row] (for the mean), and flags an out-of-range target in loss_ptr[FOFF]; with label
+    smoothing each chunk publishes a third partial, sum_c w_c x_c, for the smoothing term
+    eps / C * (lse sum_c w_c - sum_c w_c x_c).  dx may be x itself (fused linear cross-entropy writes the
+    gradient over the chunk's logits): the target logit the loss needs is read before the row's chunks are
+    published, so before any program of the row can overwrite it."""
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     EPS = tl.load(eps_ptr)
     total = R * NSPLIT
@@ -54,9 +58,17 @@ def _ce_bw_coop(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, part_ptr, cnt_ptr, den_ptr, 
     w0 = tl.program_id(0)
     row, c = _chunk(w0, NSPLIT, C, CHUNK, I64)
     x_next = tl.load(x_ptr + row * sxn + c, mask=(c < C) & (w0 < total), other=float("-inf"))
+    t_next = tl.load(t_ptr + row * stn, mask=w0 < total, other=0)
     for w in range(w0, total, nprog):
         row, c = _chunk(w, NSPLIT, C, CHUNK, I64)
         mask = c < C
+        # the row's target (prefetched with the chunk); the target logit is read before the publish
+        t = t_next.to(tl.int64)
+        keep = (t != IGNORE) & (t >= 0) & (t < C)
+        tc = tl.where(keep, t, 0)
+        first = w - row * NSPLIT == 0
+        if LOSS:
+            xt = tl.load(x_ptr + row * sxn + tc, mask=first, other=0.0).to(CT)
         x = x_next.to(CT)
         m = tl.max(x, 0)
         # e = exp(x - m) stays in registers (x is not needed after): the gradient rescales it by exp(m - mr)
@@ -73,10 +85,8 @@ def _ce_bw_coop(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, part_ptr, cnt_ptr, den_ptr, 
         _publish(cnt_ptr, row)
         rn, cn = _chunk(w + nprog, NSPLIT, C, CHUNK, I64)
         x_next = tl.load(x_ptr + rn * sxn + cn, mask=(cn < C) & (w + nprog < total), other=float("-inf"))
-        # the row's target, weight and scale (scalar loads, issued before the wait)
-        t = tl.load(t_ptr + row * stn).to(tl.int64)
-        keep = (t != IGNORE) & (t >= 0) & (t < C)
-        tc = tl.where(keep, t, 0)
+        t_next = tl.load(t_ptr + rn * stn, mask=w + nprog < total, other=0)
+        # the row's weight and scale (scalar loads, issued before the wait)
         if HAS_W:
             wt = tl.load(w_ptr + tc, mask=keep, other=0.0).to(CT)
         else:
@@ -97,16 +107,16 @@ def _ce_bw_coop(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, part_ptr, cnt_ptr, den_ptr, 
         mr = _safe(tl.max(ms, 0))
         s = tl.sum(ss * _ex(ms - mr, F64), 0)
         if LOSS:
-            if w - row * NSPLIT == 0:      # one program per row writes the row's loss (scalar work)
+            if first:      # one program per row writes the row's loss (scalar work)
                 lse = mr + _lg(s, F64)
-                lr = (1.0 - EPS) * wt * (lse - tl.load(x_ptr + row * sxn + tc).to(CT))
+                lr = (1.0 - EPS) * wt * (lse - xt)
                 if SMOOTH:
                     sw = tl.load(part_ptr + 2 * total + row * NSPLIT + k, mask=k < NSPLIT, other=0.0, volatile=True)
                     lr += EPS / C * (tl.load(wsum_ptr) * lse - tl.sum(sw, 0))
-                tl.store(loss_ptr + row, tl.where(keep, lr, 0.0))
-                tl.store(loss_ptr + R + row, wt)
                 bad = (t != IGNORE) & ((t < 0) | (t >= C))
-                tl.store(loss_ptr + 2 * R + row * 0, 1.0, mask=bad)
+                tl.store(loss_ptr + row, tl.where(bad, float("nan"), tl.where(keep, lr, 0.0)))
+                tl.store(loss_ptr + WOFF + row, wt)
+                tl.store(loss_ptr + FOFF + row * 0, 1.0, mask=bad)
         # exp(m - mr) is 0 for a chunk of -inf (e is 0 there too), never inf: m <= mr
         d = e * (_ex(m - mr, F64) * coef / s) - tl.where(c == tc, (1.0 - EPS) * wt, 0.0)
         if SMOOTH:
@@ -131,9 +141,11 @@ def workspace_words(r: int, c: int, loss: bool = False) -> int:
     return (3 if loss else 2) * r * splits(c) + r + 4
 
 
-def launch(g, x, t, w, dx, ws_words, den, eps, wsum, r, c, ignore, has_w, smooth, red, f64, loss=None):
+def launch(g, x, t, w, dx, ws_words, den, eps, wsum, r, c, ignore, has_w, smooth, red, f64, loss=None, woff=None,
+           foff=None):
     """ws_words: a float view of at least workspace_words(r, c, loss is not None) words; den: the mean's
-    denominator (1 word); loss: None, or 2 r + 1 words for the row losses, row weights and bad-target flag."""
+    denominator (1 word); loss: None, or the row losses at loss[0:r], the row weights at loss[woff:woff + r]
+    and the bad-target flag at loss[foff] (default woff = r, foff = 2 r)."""
     nsplit = splits(c)
     npart = (3 if loss is not None else 2) * r * nsplit
     part = ws_words[:npart]
@@ -141,7 +153,7 @@ def launch(g, x, t, w, dx, ws_words, den, eps, wsum, r, c, ignore, has_w, smooth
     cnt.zero_()
     i64 = r * c >= 2 ** 31 - 65536
     args = (g, x, t, w, dx, part, cnt, den, eps, wsum, den if loss is None else loss, r, c, x.stride(0), t.stride(0),
-            ignore, nsplit)
+            ignore, nsplit, r if woff is None else woff, 2 * r if foff is None else foff)
     const = dict(HAS_W=has_w, SMOOTH=smooth, RED=red, F64=f64, CHUNK=CHUNK, SP=triton.next_power_of_2(nsplit),
                  I64=i64, LOSS=loss is not None)
     opts = dict(num_warps=WARPS, **({} if f64 else {"maxnreg": _FORCE.get("maxnreg", MAXNREG[bool(has_w)])}))
@@ -153,4 +165,4 @@ def launch(g, x, t, w, dx, ws_words, den, eps, wsum, r, c, ignore, has_w, smooth
         per_sm = _PER_SM[key] = _per_sm(compiled.n_regs, WARPS, compiled.metadata.shared)
     progs = max(nsplit, (num_sms() * per_sm) // nsplit * nsplit)
     progs = min(progs, r * nsplit)
-    _ce_bw_coop[(progs,)](*args, **const, **opts)
+    shared(_ce_bw_coop, x.device)((progs,), args, const, **opts)

@@ -26,6 +26,7 @@ from . import loss as _ce
 from . import loss_ce_coop as _long
 from . import register_triton
 from ._config import num_sms, overrides
+from ._launch import shared
 
 _FORCE, forced = overrides("Force ``coop=False`` (tests: the composed route on the GPU).")
 _SCALE_BLOCK = 4096   # 8 KB bf16 / 16 KB f32 per program: 16-byte vectors, ~4 in flight per thread
@@ -98,9 +99,10 @@ def _bind(desc, pref=None):
         den = w[2 * r + 1:2 * r + 2]
         if mean:
             nblk = triton.cdiv(r, 1024)
-            _ce._denom_blk[(nblk,)](t, wt, w, r, c, 1, t.stride(0), 0, ignore, HAS_W=has_w, PROB=False, ND=0,
-                                    F64=f64, BLOCK=1024, num_warps=4)
-            _ce._fold[(1,)](w, den, nblk, MEAN=False, F64=f64, BLOCK=1024, WHILE=False, num_warps=4)
+            shared(_ce._denom_blk, x.device)((nblk,), (t, wt, w, r, c, 1, t.stride(0), 0, ignore),
+                                             dict(HAS_W=has_w, PROB=False, ND=0, F64=f64, BLOCK=1024), num_warps=4)
+            shared(_ce._fold, x.device)((1,), (w, den, nblk), dict(MEAN=False, F64=f64, BLOCK=1024, WHILE=False),
+                                        num_warps=4)
         e = consts.get(("eps", x.device))
         if e is None:
             e = consts[("eps", x.device)] = torch.full((1,), eps, dtype=ct, device=x.device)
@@ -112,7 +114,8 @@ def _bind(desc, pref=None):
                 wsum = consts[("wsum", x.device)] = torch.full((1,), float(c), dtype=ct, device=x.device)
         _long.launch(unit(ws), x, t, wt, dx, w[2 * r + 2:], den, e, wsum, r, c, ignore, has_w, eps > 0,
                      2 if mean else 1, f64, loss=w[:2 * r + 1])
-        _ce._fold[(1,)](w, loss, r, MEAN=mean, F64=f64, BLOCK=1024, WHILE=False, num_warps=4)
+        shared(_ce._fold, x.device)((1,), (w, loss, r), dict(MEAN=mean, F64=f64, BLOCK=1024, WHILE=False),
+                                    num_warps=4)
         if dx is not dx_o:
             dx_o.copy_(dx)
         _ce._check_flag(desc.op, w[2 * r], c, ignore, pref)
@@ -179,10 +182,9 @@ def _run_scale(desc, inputs, outputs, ws):
     src = x if x.is_contiguous() else x.contiguous()
     dst = y if y.is_contiguous() else torch.empty(y.shape, dtype=y.dtype, device=y.device)
     nblocks = triton.cdiv(n, _SCALE_BLOCK)
-    _scale_kernel[(min(nblocks, 4 * num_sms()),)](src, g, dst, n, nblocks,
-                                                 SKIP_ONE=inplace and dst is y and src is x,
-                                                 F64=x.dtype == torch.float64, I64=n >= 2 ** 31 - _SCALE_BLOCK,
-                                                 BLOCK=_SCALE_BLOCK, WHILE=triton_interpreting(), num_warps=4)
+    shared(_scale_kernel, x.device)((min(nblocks, 4 * num_sms()),), (src, g, dst, n, nblocks),
+           dict(SKIP_ONE=inplace and dst is y and src is x, F64=x.dtype == torch.float64,
+                I64=n >= 2 ** 31 - _SCALE_BLOCK, BLOCK=_SCALE_BLOCK, WHILE=triton_interpreting()), num_warps=4)
     if dst is not y:
         y.copy_(dst)
 

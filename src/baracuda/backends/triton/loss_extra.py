@@ -25,10 +25,10 @@ import triton
 import triton.language as tl
 
 from ..._core.dtypes import DType
+from ..._core.checks import flagged
 from ..._core.errors import InvalidProblemError
 from ...ops.loss_extra import PW_EXTRA, aux_of, var_shape
 from . import register_triton
-from ._config import host_checks
 from ._math import exp, log, log1p
 from .loss import _WHILE, _flat, _pw_fold, _RED, _ws_view
 
@@ -250,9 +250,8 @@ def _workspace(desc) -> int:
 
 
 def _check_flag(op, flag, what, pref):
-    """Raise on a bad value flagged by the kernels (one host read; see host_checks)."""
-    if host_checks(pref) and bool(flag.item() != 0):
-        raise InvalidProblemError(op, *what)
+    """Raise on a bad value flagged by the kernels (now or deferred: _core/checks.py)."""
+    flagged(flag, pref, lambda: InvalidProblemError(op, *what))
 
 
 _WHAT = {"binary_cross_entropy": ("input", "values in [0, 1]", "a value outside"),
