@@ -4,7 +4,8 @@
 #
 #   bash bench/run_acceptance.sh tests   # install, the whole suite on the GPU, `baracuda demo`, `baracuda info`
 #   bash bench/run_acceptance.sh bench   # the acceptance workloads vs eager / torch.compile (same run), the
-#                                        # cross-entropy training step, fused linear CE memory and time
+#                                        # cross-entropy training step, host time per step, fused linear CE
+#                                        # memory and time
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/bench-out}
@@ -38,6 +39,8 @@ bench)
     echo "bench: exit $? after $(elapsed) s"
     timeout 90 $PY bench/ce_train.py --json "$OUT/ce_train.json" > "$OUT/ce_train.txt" 2>&1
     echo "ce_train: exit $? after $(elapsed) s"
+    timeout 60 $PY bench/host_profile.py --json "$OUT/host.json" > "$OUT/host.txt" 2>&1
+    echo "host_profile: exit $? after $(elapsed) s"
     timeout 120 $PY bench/lce_memory.py --json "$OUT/lce.json" > "$OUT/lce.txt" 2>&1
     timeout 40 $PY bench/lce_memory.py --chunk 2048 --fused-only --json "$OUT/lce_chunk2048.json" >> "$OUT/lce.txt" 2>&1
     echo "lce: exit $? after $(elapsed) s"
@@ -45,7 +48,7 @@ bench)
     $PY - "$OUT" <<'PY'
 import json, sys, os
 o = sys.argv[1]
-for f in ("ce_train.json", "lce.json", "lce_chunk2048.json"):
+for f in ("ce_train.json", "host.json", "lce.json", "lce_chunk2048.json"):
     p = os.path.join(o, f)
     if os.path.exists(p):
         d = json.load(open(p))

@@ -367,3 +367,57 @@ def test_non_capturable_plan_refuses_capture(monkeypatch):
     from baracuda.backends.triton import loss_ctc  # noqa: F401  (registers the impls)
     from baracuda._core.registry import implementations
     assert [i.capturable for i in implementations("ctc_loss") if i.backend == bc.Backend.TRITON] == [False]
+
+
+def test_check_values_modes():
+    PlanPreference = bc.PlanPreference
+    assert PlanPreference().check_values == "deferred"
+    assert PlanPreference(check_values=True).check_values == "sync"
+    assert PlanPreference(check_values=False).check_values == "off"
+    assert PlanPreference(check_values="off") == PlanPreference(check_values=False)
+    with pytest.raises(ValueError, match="check_values must be one of"):
+        PlanPreference(check_values="later")
+
+
+def test_deferred_checks_queue(monkeypatch):
+    """The deferred queue (_core/checks.py) with stand-in events: poll settles only what has landed, oldest
+    first, raises the first error and keeps the later ones for the next poll; check_errors waits for the rest;
+    the slots and events are recycled.  (On the GPU tests/loss_ce/test_fused_grad.py runs the real thing.)"""
+    import torch
+
+    from baracuda._core import checks
+
+    class Ev:
+        def __init__(self, done):
+            self.done, self.waited = done, False
+
+        def query(self):
+            return self.done
+
+        def synchronize(self):
+            self.done = self.waited = True
+
+    monkeypatch.setattr(checks, "PENDING", type(checks.PENDING)())
+    monkeypatch.setattr(checks, "_SLOTS", {})
+    monkeypatch.setattr(checks, "_EVENTS", [])
+
+    def entry(done, bad, name):
+        return (Ev(done), torch.tensor([1.0 if bad else 0.0]), lambda: InvalidProblemError(name, "x", "ok", "bad"))
+
+    evs = [entry(True, False, "a"), entry(True, True, "b"), entry(True, True, "c"), entry(False, True, "d"),
+           entry(True, False, "e")]
+    checks.PENDING.extend(evs)
+    with pytest.raises(InvalidProblemError, match="^b: ") as e:
+        checks.poll()
+    assert "deferred value check" in "".join(e.value.__notes__)
+    assert [x[0] for x in checks.PENDING] == [evs[2][0], evs[3][0], evs[4][0]]
+    with pytest.raises(InvalidProblemError, match="^c: "):
+        checks.poll()
+    checks.poll()                                  # d is still in flight: nothing settles past it
+    assert len(checks.PENDING) == 2 and not evs[3][0].waited
+    with pytest.raises(InvalidProblemError, match="^d: "):
+        checks.check_errors()
+    assert evs[3][0].waited
+    checks.check_errors()
+    assert not checks.PENDING
+    assert len(checks._EVENTS) == 5 and len(checks._SLOTS[torch.float32]) == 5

@@ -94,7 +94,7 @@ def poll() -> None:
     queries); the next call outside it does."""
     import torch
 
-    if torch.cuda.is_current_stream_capturing():
+    if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
         return
     while PENDING and PENDING[0][0].query():
         err = _settle(PENDING.popleft())

@@ -30,7 +30,8 @@ class PlanPreference:
         by ``baracuda.check_errors()``; the bad rows' results are NaN meanwhile (torch's CUDA kernels report such
         input asynchronously too, with a device assert).  "sync" (or True): the call itself raises, at the cost
         of one host synchronization per call.  "off" (or False): never read.  No kernel reads out of bounds in
-        any mode; under CUDA-graph capture nothing is read.
+        any mode; under CUDA-graph capture nothing is read.  (The NumPy reference backend checks on the host, where
+        it costs nothing, and raises at the call in every mode.)
     """
 
     prefer: tuple[Backend, ...] = ()
