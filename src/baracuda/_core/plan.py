@@ -309,6 +309,17 @@ class _Ctx:
         return TensorSpec(tuple(s), d)
 
     def op(self, name: str, *xs, **attrs):
+        key = None
+        if not self.trace:
+            # run mode: the plan by (name, shapes, dtypes, attrs) without building and validating a Descriptor
+            # (a backward runs several sub-ops per call; their descriptors were validated while tracing)
+            try:
+                key = (name, tuple([(tuple(x.shape), x.dtype) for x in xs]), tuple(sorted(attrs.items())))
+                p = self.bwp._by_key.get(key)
+            except TypeError:       # an unhashable attribute value: the general path
+                key = p = None
+            if p is not None:
+                return p.run(*xs)
         desc = Descriptor(name, tuple(self.spec_of(x) for x in xs), tuple(sorted(attrs.items())))
         plans = self.bwp._plans
         p = plans.get(desc)
@@ -317,6 +328,8 @@ class _Ctx:
         if self.trace:
             outs = desc.outputs
             return outs[0] if len(outs) == 1 else outs
+        if key is not None:
+            self.bwp._by_key[key] = p
         return p.run(*xs)
 
     def shape(self, x) -> tuple:
@@ -354,6 +367,7 @@ class BackwardPlan:
         self.desc, self.device, self.pref = desc, device, pref
         self.saves = tuple(saved_names(desc))
         self._plans: dict = {}
+        self._by_key: dict = {}     # run-time lookup of _plans (see _Ctx.op)
         # trace once on shapes: selects every sub-plan and validates the rule against the descriptor
         grads = tuple(desc.outputs)
         saved = {n: self._spec_for(n) for n in self.saves}
