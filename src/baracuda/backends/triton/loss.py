@@ -28,15 +28,16 @@ cross_entropy backward, three paths (the route names them):
     4096 x 128256 bf16).
   mean: a one-program pre-pass sums w[t_r] over the kept rows (R loads, negligible) into the workspace.
 cross_entropy on N-D inputs with few classes (nd_small: D > 1, class-index targets, C <= 256; a segmentation
-  map such as 16 x 19 x 512 x 512): program p takes one n and BJ consecutive positions j (1024 bf16, 512 f32;
-  grid N * cdiv(D, BJ)) and walks their classes in [BJ, K = 4] tiles: each class of a tile is a unit-stride run
+  map such as 16 x 19 x 512 x 512): program p takes one n and BJ consecutive positions j (512; grid
+  N * cdiv(D, BJ); see nd_small) and walks their classes in [BJ, K] tiles: each class of a tile is a unit-stride run
   of BJ elements, so every thread loads one 16-byte vector of positions per class and reduces over the classes
   in its own registers.  _ce_nd: the online (max, sum) of _ce_part, the position losses ('none') or one
   (loss, weight) pair per program for _fold; _ce_nd_grad: the statistics pass, then dx from a second pass over
   the block just read (L1 / L2): 1 HBM read + 1 write.  The row tiles above ([64 rows, 32 classes] at C = 19)
   split the classes over lanes and warps: shared-memory reductions, the per-row math repeated on every warp,
   ~0.6 (forward) / 1.3 (backward) bytes moved per warp instruction on sm_90, where the copy rate needs >= 3.6
-  (4 issues a clock): the 12% / 27% of the H100's copy bandwidth measured.  Here ~4.7 / ~5.6 (bf16), ~9 / ~11 (f32).
+  (4 issues a clock): the 12% / 27% of the H100's copy bandwidth measured.  Here ~4.7 / ~5.6 (bf16), ~9 / ~11 (f32)
+  (offline sm_90 counts at 1024 positions).
 nll_loss forward reads one element per row (a gather); backward writes the dense gradient in
   [ROWS, TILE] tiles (one write pass, the floor).
 
@@ -522,10 +523,10 @@ def _ce_nd(x_ptr, t_ptr, w_ptr, loss_ptr, ws_ptr, eps_ptr, R, C, D, NBJ, sxn, sx
            HAS_W: tl.constexpr, SMOOTH: tl.constexpr, NONE: tl.constexpr, F64: tl.constexpr, K: tl.constexpr,
            BJ: tl.constexpr, XT: tl.constexpr, I64: tl.constexpr, WHILE: tl.constexpr):
     """Forward: the position losses ('none') or one (loss, weight) sum per program (_fold), one pass over the
-    program's [BJ, C] block in [BJ, K] tiles.  The target logit: XT, a masked sum over the tiles (~4 more
-    instructions an element: +40% on the loop, +40 registers at bf16); else (default) _row_loss's gather after the
-    pass, as the row-tile kernels do (in bounds: the class is clamped, the load masked; one load a position, from
-    the block this program just read: L1)."""
+    program's [BJ, C] block in [BJ, K] tiles.  The target logit: XT (default), a masked sum over the tiles (~4
+    more instructions an element, but no dependent load at the end: faster on the H100, see nd_small); else
+    _row_loss's gather after the pass, as the row-tile kernels do (in bounds: the class is clamped, the load
+    masked)."""
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     EPS = tl.load(eps_ptr)
     _n, j, rows, jm, xo, to, zero = _nd_pos(D, NBJ, sxn, sxd, stn, std, BJ, I64)
@@ -656,15 +657,16 @@ _ND_MAX_C = 256
 
 def nd_small(desc):
     """(K, BJ, num_warps) of the N-D small-class cross_entropy path, None where it doesn't apply (D > 1, class-index
-    targets, C <= 256).  A program of 4 warps takes BJ = 2048 / itemsize positions (1024 bf16, 512 f32; D rounded up
-    when smaller, with fewer warps) and walks their classes in [BJ, K = 4] tiles: each thread holds one 16-byte
-    vector of consecutive positions (8 bf16, 4 f32) of each of the tile's K classes, so the class reductions stay in
-    its registers (no shuffles, no shared memory, no per-position math repeated across threads) and a program
-    moves 2 KB per class (39 KB at C = 19).  sm_90, C = 19, no weights: bf16 ~10 instructions an element in the
-    forward's loop and ~21 in the backward's two, 78-96 registers (5 programs an SM, ~40 KB of loads in flight);
-    f32 48-64 registers.  Off while a test forces the row-tile path's tiles (``forced(tile=...)``) or under
-    ``forced(nd_small=False)``; ``nd_k`` / ``nd_bj`` / ``nd_warps`` force the shape, ``nd_xt_sum`` the forward's
-    masked-sum target logit (see _ce_nd)."""
+    targets, C <= 256).  A program takes BJ = 512 positions (256 f64; D rounded up when smaller, and halved down
+    to 128 while the grid has fewer than 4 programs an SM) on BJ * itemsize / 512 warps (<= 4) and walks their
+    classes in [BJ, K] tiles (K = 4, 8 past 32 classes): each thread holds 16-byte vectors of consecutive positions
+    of each of the tile's classes, so the class reductions stay in its registers (no shuffles, no shared memory,
+    no per-position math repeated across threads).  Measured on the H100 (bench/results/2026-11-24-h100/nd_ab.json,
+    16 x 19 x 512 x 512 and 8 x 150 x 128 x 128): 512 positions beat 1024 (bf16 forward 0.112 vs 0.266 ms), the
+    target logit as a masked sum over the tiles beats a gather after the pass (0.149 vs 0.266 ms at 1024; f32
+    0.147 vs 0.170), K = 8 wins past a few dozen classes (C = 150 backward 0.078 vs 0.111 ms).  Off while a test
+    forces the row-tile path's tiles (``forced(tile=...)``) or under ``forced(nd_small=False)``; ``nd_k`` /
+    ``nd_bj`` / ``nd_warps`` force the shape, ``nd_xt_sum=False`` the gathered target logit (see _ce_nd)."""
     if desc.op not in ("cross_entropy", "cross_entropy_backward") or not _FORCE.get("nd_small", True) \
             or any(k in _FORCE for k in ("tile", "rows", "split")):
         return None
@@ -673,8 +675,11 @@ def nd_small(desc):
     if d <= 1 or not 1 <= c <= _ND_MAX_C or t.dtype.is_floating:
         return None
     size = x.dtype.itemsize
-    k = _FORCE.get("nd_k", min(triton.next_power_of_2(c), 4))
-    bj = _FORCE.get("nd_bj", min(2048 // size, max(16, triton.next_power_of_2(d))))
+    k = _FORCE.get("nd_k", min(triton.next_power_of_2(c), 4 if c <= 32 else 8))
+    bj = min(256 if size == 8 else 512, max(16, triton.next_power_of_2(d)))
+    while bj > 128 and n * triton.cdiv(d, bj) < 4 * _num_sms():
+        bj //= 2
+    bj = _FORCE.get("nd_bj", bj)
     return k, bj, _FORCE.get("nd_warps", max(1, min(4, bj * size // 512)))
 
 
@@ -743,7 +748,7 @@ def _bind(desc, pref=None):
         nbj = triton.cdiv(d, bj)
         small_cfg = dict(HAS_W=has_w, SMOOTH=eps > 0, F64=f64, K=kc, BJ=bj, I64=common["I64"], WHILE=_WHILE,
                          num_warps=warps_s)
-        xt_sum = _FORCE.get("nd_xt_sum", False)
+        xt_sum = _FORCE.get("nd_xt_sum", True)
     wsum_t: dict = {}
     eps_t: dict = {}
 
