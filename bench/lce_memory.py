@@ -70,6 +70,24 @@ def timed(fns, x, w, t, rounds):
     return {name: {"ms": sorted(v)[len(v) // 2], "ms_min": min(v), "ms_max": max(v)} for name, v in times.items()}
 
 
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json")
+    ap.add_argument("--tokens", type=int, default=8192)
+    ap.add_argument("--hidden", type=int, default=4096)
+    ap.add_argument("--vocab", type=int, default=128256)
+    ap.add_argument("--chunk", type=int, help="force the fused op's token chunk (the memory / time trade-off)")
+    ap.add_argument("--fused-only", action="store_true", help="skip the eager / compile peers")
+    ap.add_argument("--rounds", type=int, default=9, help="timing rounds (each times every function once)")
+    ap.add_argument("--profile", action="store_true", help="print the GPU kernels of one step of each")
+    a = ap.parse_args()
+    if a.chunk:
+        from baracuda.backends.triton.loss_ce import forced
+        with forced(chunk=a.chunk):   # a fresh process: no plan sized for another chunk is cached yet
+            return run(a)
+    return run(a)
+
+
 def run(a):
     g = torch.Generator(device="cuda").manual_seed(0)
     x = (torch.randn(a.tokens, a.hidden, device="cuda", generator=g) * 0.5).bfloat16().requires_grad_()
@@ -78,9 +96,9 @@ def run(a):
     res = {"device": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d"),
            "problem": f"{a.tokens}x{a.hidden}x{a.vocab} bf16"}
     res["chunk"] = a.chunk or "default"
-    compiled = torch.compile(step_eager)
     fns = {"fused": step_fused}
     if not a.fused_only:
+        compiled = torch.compile(step_eager)
         fns.update(eager=step_eager, compile=compiled, eager_f32_logits=step_eager_f32)
     for name, fn in fns.items():
         res[name] = peak(fn, x, w, t)
