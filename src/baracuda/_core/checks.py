@@ -65,7 +65,7 @@ def flagged(flag, pref, make_error: Callable[[], Exception]) -> None:
         return
     free = _SLOTS.setdefault(flag.dtype, [])
     slot = free.pop() if free else torch.empty(1, dtype=flag.dtype, pin_memory=True)
-    slot.copy_(flag.reshape(-1)[:1], non_blocking=True)
+    slot.copy_(flag, non_blocking=True)          # (a 0-d or 1-element flag: broadcast into the slot)
     ev = _EVENTS.pop() if _EVENTS else torch.cuda.Event()
     ev.record(torch.cuda.current_stream(flag.device))
     PENDING.append((ev, slot, make_error))

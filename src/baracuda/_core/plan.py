@@ -78,7 +78,7 @@ class Plan:
         self._torch_dev = None
         # the hot path (torch tensors of exactly the planned shapes/dtypes/device, nothing else given):
         # built lazily on the first run; see _fast_path
-        self._fast = None if (not self._np and self.workspace_size == 0 and not self._skip) else False
+        self._fast = None if (not self._np and not self._skip) else False
 
     # -- selection ---------------------------------------------------------------------------
     @classmethod
@@ -262,8 +262,10 @@ class Plan:
                             None)
                 allocs.append((like, functools.partial(torch.empty, torch.Size(t.shape), dtype=self._out_tdt[j],
                                                        device=self._torch_dev)))
-            fast = self._fast = (torch.Tensor, sigs, didx, tuple(allocs), torch.empty_like)
-        tensor_t, sigs, didx, allocs, empty_like = fast
+            ws = (functools.partial(torch.empty, self.workspace_size, dtype=torch.uint8, device=self._torch_dev)
+                  if self.workspace_size else None)
+            fast = self._fast = (torch.Tensor, sigs, didx, tuple(allocs), torch.empty_like, ws)
+        tensor_t, sigs, didx, allocs, empty_like, ws = fast
         if len(inputs) != len(sigs):
             return None
         for x, (shp, dt) in zip(inputs, sigs):
@@ -272,7 +274,7 @@ class Plan:
         # (empty_like of a non-contiguous input would copy its strides: outputs are always contiguous)
         outs = [empty_like(inputs[like]) if like is not None and inputs[like].is_contiguous() else alloc()
                 for like, alloc in allocs]
-        self._run(self.desc, inputs, outs, None)
+        self._run(self.desc, inputs, outs, ws() if ws is not None else None)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 

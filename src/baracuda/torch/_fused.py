@@ -23,6 +23,9 @@ from .._core.plan import plan_for
 from ._library import _descriptor, _device_of, _inside, _sig, encode_attrs, get_preference
 
 
+_PLANS: dict = {}   # (op, attrs, shapes, dtypes, device, preference) -> the fused plan or None (refused)
+
+
 def _fused_plan(spec, inputs, attrs):
     """The fused op's plan for these arguments, or None where the ordinary path must run."""
     if not torch.is_grad_enabled() or torch.compiler.is_compiling():
@@ -31,11 +34,25 @@ def _fused_plan(spec, inputs, attrs):
         return None
     if not any(inputs[i].requires_grad for i in spec.differentiable if i < len(inputs)):
         return None
+    pref = get_preference()
+    try:      # a training step's host time: the plan by a key of plain values, no descriptor built per call
+        key = (spec.fused_grad, tuple(sorted(attrs.items())), tuple([(x.shape, x.dtype) for x in inputs]),
+               inputs[0].device, pref)
+        return _PLANS[key]
+    except KeyError:
+        pass
+    except TypeError:        # an unhashable attribute value: no caching
+        key = None
     try:
         desc = _descriptor(spec.fused_grad, encode_attrs(attrs), _sig(inputs))
-        return plan_for(desc, _device_of(inputs), get_preference())
+        plan = plan_for(desc, _device_of(inputs), pref)
     except (InvalidProblemError, UnsupportedError):
-        return None
+        plan = None
+    if key is not None:
+        if len(_PLANS) > 4096:   # (shapes that keep changing: a bounded cache)
+            _PLANS.clear()
+        _PLANS[key] = plan
+    return plan
 
 
 @_inside      # (baracuda.torch.mode leaves the torch calls of our own plumbing alone)
@@ -43,16 +60,25 @@ def _run(plan, *xs):
     return plan.run(*xs)
 
 
+_SCALE: dict = {}   # (shape, dtype, upstream dtype, device, preference) -> grad_scale plan
+
+
 @_inside
 def _scale_in_place(grad, g):
-    plan = plan_for(_descriptor("grad_scale", encode_attrs({}), _sig((grad, g))), _device_of((grad,)),
-                    get_preference())
+    pref = get_preference()
+    key = (grad.shape, grad.dtype, g.dtype, grad.device, pref)
+    plan = _SCALE.get(key)
+    if plan is None:
+        if len(_SCALE) > 4096:
+            _SCALE.clear()
+        plan = _SCALE[key] = plan_for(_descriptor("grad_scale", encode_attrs({}), _sig((grad, g))),
+                                      _device_of((grad,)), pref)
     plan.run(grad, g, out=grad)
 
 
 class _FusedGrad(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, plan, name, attrs, diff, *xs):
+    def forward(ctx, plan, diff, *xs):
         outs = _run(plan, *xs)
         outs = outs if isinstance(outs, tuple) else (outs,)
         n_out = len(plan.desc.outputs) - len(diff)
@@ -75,7 +101,7 @@ class _FusedGrad(torch.autograd.Function):
         full = [None] * len(ctx.saved_tensors)
         for i, t in zip(ctx.bc_diff, grads):
             full[i] = t
-        return (None, None, None, None, *full)
+        return (None, None, *full)
 
 
 def run_if_fused(spec, inputs, attrs):
@@ -85,4 +111,4 @@ def run_if_fused(spec, inputs, attrs):
     if plan is None:
         return None
     diff = tuple(i for i in spec.differentiable if i < len(inputs))
-    return _FusedGrad.apply(plan, spec.name, encode_attrs(attrs), diff, *inputs)
+    return _FusedGrad.apply(plan, diff, *inputs)

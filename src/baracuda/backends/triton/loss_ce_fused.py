@@ -46,8 +46,7 @@ def _coop(desc) -> bool:
 
 def _layout(desc):
     """(bytes of the main workspace, word size): coop = [row losses R | row weights R | flag | den | partials];
-    composed = the larger of cross_entropy's and its backward's workspaces.  A trailing word holds the unit
-    upstream gradient (1.0), filled on the device."""
+    composed = the larger of cross_entropy's and its backward's workspaces."""
     fw, bw = _descs(desc)
     word = 8 if desc.dtype.itemsize == 8 else 4
     if _coop(desc):
@@ -59,8 +58,7 @@ def _layout(desc):
 
 
 def _workspace(desc) -> int:
-    main, word = _layout(desc)
-    return main + 16
+    return _layout(desc)[0]
 
 
 def _bind(desc, pref=None):
@@ -72,8 +70,14 @@ def _bind(desc, pref=None):
     a = desc.attr_dict
     mean, eps, ignore = a["reduction"] == "mean", a["label_smoothing"], a["ignore_index"]
 
+    units: dict = {}
+
     def unit(ws):
-        return ws[main:main + word].view(ct).fill_(1.0)
+        """The unit upstream gradient: a constant per device (made once), not a fill per call."""
+        u = units.get(ws.device)
+        if u is None:
+            u = units[ws.device] = torch.ones(1, dtype=ct, device=ws.device)
+        return u
 
     if not _coop(desc):
         fw, bw = _ce._bind(fw_desc, pref), _ce._bind(bw_desc, pref)
