@@ -22,8 +22,8 @@ from baracuda.testing.checks import class_targets as _targets, on_device as _dev
 TOL = {torch.float64: (1e-10, 1e-12), torch.float32: (2e-5, 2e-6), torch.bfloat16: (1.6e-2, 1e-2)}
 
 
-def _route(shape, dt) -> str:
-    """The route fragment nd_small should pick for an [N, C, d1, ...] input of dtype dt."""
+def _route(shape, dt) -> tuple[str, str]:
+    """The route fragments nd_small should pick (forward, backward) for an [N, C, d1, ...] input of dtype dt."""
     from baracuda.backends.triton._config import num_sms
 
     n, c, d = shape[0], shape[1], 1
@@ -32,11 +32,13 @@ def _route(shape, dt) -> str:
     bj = min(256 if dt.itemsize == 8 else 512, max(16, triton.next_power_of_2(d)))
     while bj > 128 and n * triton.cdiv(d, bj) < 4 * num_sms():
         bj //= 2
-    return f"nd-small-k{min(4 if c <= 32 else 8, triton.next_power_of_2(c))}x{bj}"
+    return tuple(f"nd-small-k{min(k, triton.next_power_of_2(c))}x{bj}" for k in (4, 8))
 
 
 def _check(x, t, w=None, route="nd-small-", **attrs):
-    """Forward and backward (input gradient) vs torch autograd in f64 on the same rounded inputs."""
+    """Forward and backward (input gradient) vs torch autograd in f64 on the same rounded inputs.  route: a
+    fragment of both plans' routes, or (forward's, backward's)."""
+    route_fw, route_bw = route if isinstance(route, tuple) else (route, route)
     x64 = x.detach().double().requires_grad_(True)
     want = F.cross_entropy(x64, t, w.double() if w is not None else None, **attrs)
     gout = torch.ones_like(want) if want.dim() == 0 else torch.linspace(-1, 1, want.numel(), dtype=torch.float64
@@ -44,14 +46,14 @@ def _check(x, t, w=None, route="nd-small-", **attrs):
     (want * gout).sum().backward()
     ins = [_dev(x), _dev(t)] + ([_dev(w)] if w is not None else [])
     p = _plan("cross_entropy", *ins, **attrs)
-    assert route in p.sku.route, p.sku.route
+    assert route_fw in p.sku.route, p.sku.route
     got = p.run(*ins)
     rtol, atol = TOL[x.dtype]
     assert got.shape == want.shape
     assert_close(got.cpu(), want.detach().numpy(), rtol, atol, f"fw {attrs}")
     g = _dev(gout.to(x.dtype))
     pb = _plan("cross_entropy_backward", g, *ins, **attrs)
-    assert route in pb.sku.route, pb.sku.route
+    assert route_bw in pb.sku.route, pb.sku.route
     dx = pb.run(g, *ins)
     assert dx.shape == x.shape
     assert_close(dx.cpu(), x64.grad.numpy(), 2 * rtol, 2 * atol, f"bw {attrs}")
@@ -86,7 +88,7 @@ def test_nd_small_forced_shapes(dt, force):
     x = (3 * torch.randn(3, 11, 50, generator=g)).to(dt)
     t = _targets(g, (3, 50), 11, ignore=4)
     w = (torch.rand(11, generator=g) + 0.1).to(dt)
-    route = f"nd-small-k{force.get('nd_k', 4)}x{force.get('nd_bj', 64)}"
+    route = tuple(f"nd-small-k{force.get('nd_k', k)}x{force.get('nd_bj', 64)}" for k in (4, 8))
     with m.forced(**force):
         for red in ("none", "sum", "mean"):
             _check(x, t, w, route=route, reduction=red, ignore_index=4, label_smoothing=0.2)
@@ -162,7 +164,9 @@ def test_nd_small_selection():
     assert m.nd_small(desc((16, 19, 512, 512), (16, 512, 512))) == (4, 512, 2)
     assert m.nd_small(bc.Descriptor.make("cross_entropy", ((16, 19, 512, 512), "f32"), ((16, 512, 512), "i64"))) \
         == (4, 512, 4)
-    assert m.nd_small(desc((2, 256, 9), (2, 9))) == (8, 16, 1)                 # 8 classes a tile past 32
+    assert m.nd_small(desc((2, 256, 9), (2, 9))) == (4, 16, 1)
+    bwd = bc.Descriptor.make("cross_entropy_backward", ((), "bf16"), ((2, 256, 9), "bf16"), ((2, 9), "i64"))
+    assert m.nd_small(bwd) == (8, 16, 1)                                        # the backward: 8 classes a tile
     assert m.nd_small(desc((2, 3, 300), (2, 300))) == (4, 128, 1)               # too few programs: halved to 128
     assert m.nd_small(desc((2, 2, 9), (2, 9))) == (2, 16, 1)
     assert m.nd_small(desc((2, 257, 9), (2, 9))) is None                     # C > 256: the row-tile path

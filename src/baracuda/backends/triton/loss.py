@@ -659,12 +659,13 @@ def nd_small(desc):
     """(K, BJ, num_warps) of the N-D small-class cross_entropy path, None where it doesn't apply (D > 1, class-index
     targets, C <= 256).  A program takes BJ = 512 positions (256 f64; D rounded up when smaller, and halved down
     to 128 while the grid has fewer than 4 programs an SM) on BJ * itemsize / 512 warps (<= 4) and walks their
-    classes in [BJ, K] tiles (K = 4, 8 past 32 classes): each thread holds 16-byte vectors of consecutive positions
+    classes in [BJ, K] tiles (K = 4 forward, 8 backward): each thread holds 16-byte vectors of consecutive positions
     of each of the tile's classes, so the class reductions stay in its registers (no shuffles, no shared memory,
     no per-position math repeated across threads).  Measured on the H100 (bench/results/2026-11-24-h100/nd_ab.json,
     16 x 19 x 512 x 512 and 8 x 150 x 128 x 128): 512 positions beat 1024 (bf16 forward 0.112 vs 0.266 ms), the
     target logit as a masked sum over the tiles beats a gather after the pass (0.149 vs 0.266 ms at 1024; f32
-    0.147 vs 0.170), K = 8 wins past a few dozen classes (C = 150 backward 0.078 vs 0.111 ms).  Off while a test
+    0.147 vs 0.170); K = 8 wins in the backward (bf16 0.165 vs 0.187 ms, f32 0.312 vs 0.346, C = 150 0.155 vs
+    0.210), K = 4 in the forward (bf16 0.156 vs 0.260).  Off while a test
     forces the row-tile path's tiles (``forced(tile=...)``) or under ``forced(nd_small=False)``; ``nd_k`` /
     ``nd_bj`` / ``nd_warps`` force the shape, ``nd_xt_sum=False`` the gathered target logit (see _ce_nd)."""
     if desc.op not in ("cross_entropy", "cross_entropy_backward") or not _FORCE.get("nd_small", True) \
@@ -675,7 +676,7 @@ def nd_small(desc):
     if d <= 1 or not 1 <= c <= _ND_MAX_C or t.dtype.is_floating:
         return None
     size = x.dtype.itemsize
-    k = _FORCE.get("nd_k", min(triton.next_power_of_2(c), 4 if c <= 32 else 8))
+    k = _FORCE.get("nd_k", min(triton.next_power_of_2(c), 8 if desc.op.endswith("_backward") else 4))
     bj = min(256 if size == 8 else 512, max(16, triton.next_power_of_2(d)))
     while bj > 128 and n * triton.cdiv(d, bj) < 4 * _num_sms():
         bj //= 2
