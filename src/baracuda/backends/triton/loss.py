@@ -661,11 +661,12 @@ def nd_small(desc):
     to 128 while the grid has fewer than 4 programs an SM) on BJ * itemsize / 512 warps (<= 4) and walks their
     classes in [BJ, K] tiles (K = 4 forward, 8 backward): each thread holds 16-byte vectors of consecutive positions
     of each of the tile's classes, so the class reductions stay in its registers (no shuffles, no shared memory,
-    no per-position math repeated across threads).  Measured on the H100 (bench/results/2026-11-24-h100/nd_ab.json,
-    16 x 19 x 512 x 512 and 8 x 150 x 128 x 128): 512 positions beat 1024 (bf16 forward 0.112 vs 0.266 ms), the
-    target logit as a masked sum over the tiles beats a gather after the pass (0.149 vs 0.266 ms at 1024; f32
-    0.147 vs 0.170); K = 8 wins in the backward (bf16 0.165 vs 0.187 ms, f32 0.312 vs 0.346, C = 150 0.155 vs
-    0.210), K = 4 in the forward (bf16 0.156 vs 0.260).  Off while a test
+    no per-position math repeated across threads).  Measured on the H100 (bench/ce_nd_ab.py ->
+    bench/results/2026-11-24-h100/ce_nd_ab.json: 16 x 19 x 512 x 512 bf16 / f32, 8 x 150 x 128 x 128 bf16): 512
+    positions match 1024 in bf16 and beat it in f32 (forward 0.146 vs 0.265 ms); K = 8 wins in the backward
+    (0.164 vs 0.187, 0.311 vs 0.347, 0.062 vs 0.090 ms), K = 4 in the forward (bf16 0.150 vs 0.206); the target
+    logit summed over the tiles against a gather after the pass was faster in one run and slower in another
+    (0.157 vs 0.185, 0.150 vs 0.116 ms bf16): kept as the default.  Off while a test
     forces the row-tile path's tiles (``forced(tile=...)``) or under ``forced(nd_small=False)``; ``nd_k`` /
     ``nd_bj`` / ``nd_warps`` force the shape, ``nd_xt_sum=False`` the gathered target logit (see _ce_nd)."""
     if desc.op not in ("cross_entropy", "cross_entropy_backward") or not _FORCE.get("nd_small", True) \
