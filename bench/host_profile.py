@@ -33,6 +33,21 @@ def per_call_us(fn, n=300, warm=30):
     return (time.perf_counter() - t0) / n * 1e6
 
 
+def print_profile(fn, reps):
+    """cProfile of reps calls of fn (then a synchronize): the top functions by own time and by cumulative time."""
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(reps):
+        fn()
+    torch.cuda.synchronize()
+    prof.disable()
+    s = io.StringIO()
+    st = pstats.Stats(prof, stream=s)
+    st.sort_stats("tottime").print_stats(30)
+    st.sort_stats("cumulative").print_stats(50)
+    print(s.getvalue())
+
+
 def demo(profile):
     """The demo's Llama-style block (tokens 2x256, dim 512, f32), forward + backward: wall ms through baracuda
     and through torch eager (best of 5, synchronized), and cProfile's view of the baracuda run."""
@@ -53,16 +68,7 @@ def demo(profile):
         run(use)
     out = {"baracuda": min(run(True) for _ in range(5)), "eager": min(run(False) for _ in range(5))}
     if profile:
-        prof = cProfile.Profile()
-        prof.enable()
-        for _ in range(5):
-            run(True)
-        prof.disable()
-        s = io.StringIO()
-        st = pstats.Stats(prof, stream=s)
-        st.sort_stats("tottime").print_stats(40)
-        st.sort_stats("cumulative").print_stats(60)
-        print(s.getvalue())
+        print_profile(lambda: run(True), 5)
     return out
 
 
@@ -113,17 +119,7 @@ def main():
         for _ in range(30):
             run()
         torch.cuda.synchronize()
-        prof = cProfile.Profile()
-        prof.enable()
-        for _ in range(200):
-            run()
-        torch.cuda.synchronize()
-        prof.disable()
-        s = io.StringIO()
-        st = pstats.Stats(prof, stream=s)
-        st.sort_stats("tottime").print_stats(30)
-        st.sort_stats("cumulative").print_stats(40)
-        print(s.getvalue())
+        print_profile(run, 200)
     if a.demo:
         res["demo_ms"] = demo(a.profile)
         print("demo fw+bw ms", res["demo_ms"])

@@ -179,10 +179,40 @@ def _tile(x_ptr, xo, rmask, off, hi, sxc, other, CT: tl.constexpr, TILE: tl.cons
 
 
 @triton.jit
-def _stats_step(x_ptr, t_ptr, w_ptr, xo, to, rmask, off, hi, C, sxc, stc, m, s, a, b, EPS, HAS_W: tl.constexpr,
-                PROB: tl.constexpr, SMOOTH: tl.constexpr, F64: tl.constexpr, TILE: tl.constexpr, FTZ: tl.constexpr):
+def _stats_step(x_ptr, t_ptr, w_ptr, xo, to, rmask, off, hi, C, sxc, stc, m, s, a, b, xt, tc, EPS,
+                HAS_W: tl.constexpr, PROB: tl.constexpr, SMOOTH: tl.constexpr, F64: tl.constexpr, TILE: tl.constexpr,
+                FTZ: tl.constexpr, XT: tl.constexpr):
+    """One tile of the online statistics; XT: also the target logit (class tc) as a masked sum, into xt."""
     x, c, cm, mask = _tile(x_ptr, xo, rmask, off, hi, sxc, float("-inf"), tl.float64 if F64 else tl.float32, TILE)
-    return _stats_of(x, c, cm, mask, t_ptr, w_ptr, to, stc, C, m, s, a, b, EPS, HAS_W, PROB, SMOOTH, F64, FTZ)
+    if XT:
+        xt += tl.sum(tl.where(mask & (c[None, :] == tc[:, None]), x, 0.0), 1)
+    m, s, a, b = _stats_of(x, c, cm, mask, t_ptr, w_ptr, to, stc, C, m, s, a, b, EPS, HAS_W, PROB, SMOOTH, F64, FTZ)
+    return m, s, a, b, xt
+
+
+@triton.jit
+def _stats_range(x_ptr, t_ptr, w_ptr, xo, to, rmask, lo, hi, C, sxc, stc, tc, EPS, HAS_W: tl.constexpr,
+                 PROB: tl.constexpr, SMOOTH: tl.constexpr, F64: tl.constexpr, TILE: tl.constexpr, FTZ: tl.constexpr,
+                 XT: tl.constexpr, WHILE: tl.constexpr, RB: tl.constexpr):
+    """(m, s, a, b, xt) of classes [lo, hi) of RB rows, TILE classes a step (see _stats_of); xt: XT, the target
+    logit (class tc) summed over the tiles, else 0."""
+    CT: tl.constexpr = tl.float64 if F64 else tl.float32
+    m = tl.full([RB], float("-inf"), CT)
+    s = tl.zeros([RB], CT)
+    a = tl.zeros([RB], CT)
+    b = tl.zeros([RB], CT)
+    xt = tl.zeros([RB], CT)
+    if WHILE:
+        off = lo
+        while off < hi:
+            m, s, a, b, xt = _stats_step(x_ptr, t_ptr, w_ptr, xo, to, rmask, off, hi, C, sxc, stc, m, s, a, b, xt, tc,
+                                         EPS, HAS_W, PROB, SMOOTH, F64, TILE, FTZ, XT)
+            off += TILE
+    else:
+        for off in range(lo, hi, TILE):
+            m, s, a, b, xt = _stats_step(x_ptr, t_ptr, w_ptr, xo, to, rmask, off, hi, C, sxc, stc, m, s, a, b, xt, tc,
+                                         EPS, HAS_W, PROB, SMOOTH, F64, TILE, FTZ, XT)
+    return m, s, a, b, xt
 
 
 @triton.jit
@@ -231,20 +261,8 @@ def _ce_part(x_ptr, t_ptr, w_ptr, part_ptr, eps_ptr, loss_ptr, ws_ptr, R, C, D, 
     to = _roff(rows, D, stn, std, ND, ROWS)
     lo = k * CHUNK
     hi = tl.minimum(lo + CHUNK, C)
-    m = tl.full([ROWS], float("-inf"), CT)
-    s = tl.zeros([ROWS], CT)
-    a = tl.zeros([ROWS], CT)
-    b = tl.zeros([ROWS], CT)
-    if WHILE:
-        off = lo
-        while off < hi:
-            m, s, a, b = _stats_step(x_ptr, t_ptr, w_ptr, xo, to, rmask, off, hi, C, sxc, stc, m, s, a, b, EPS,
-                                     HAS_W, PROB, SMOOTH, F64, TILE, False)
-            off += TILE
-    else:
-        for off in range(lo, hi, TILE):
-            m, s, a, b = _stats_step(x_ptr, t_ptr, w_ptr, xo, to, rmask, off, hi, C, sxc, stc, m, s, a, b, EPS,
-                                     HAS_W, PROB, SMOOTH, F64, TILE, False)
+    m, s, a, b, _xt = _stats_range(x_ptr, t_ptr, w_ptr, xo, to, rmask, lo, hi, C, sxc, stc, rows, EPS, HAS_W, PROB,
+                                   SMOOTH, F64, TILE, False, False, WHILE, ROWS)
     if FIN:
         keep, bad, tc, wt = _rows_info(t_ptr, w_ptr, rows, R, C, to, IGNORE, HAS_W, PROB, CT)
         loss = _row_loss(x_ptr, xo, sxc, keep, bad, tc, wt, m, s, a, b, EPS, C, PROB, SMOOTH, F64)
@@ -431,8 +449,8 @@ def _ce_grad(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, part_ptr, ws_ptr, eps_ptr, R, C
     if FUSED:
         m0 = tl.full([ROWS], float("-inf"), CT)
         z0 = tl.zeros([ROWS], CT)
-        m, s, a, b = _stats_step(x_ptr, t_ptr, w_ptr, xo, to, rmask, 0, C, C, sxc, stc, m0, z0, z0, z0, EPS, HAS_W,
-                                 PROB, SMOOTH, F64, TILE, False)
+        m, s, a, b, _xt = _stats_step(x_ptr, t_ptr, w_ptr, xo, to, rmask, 0, C, C, sxc, stc, m0, z0, z0, z0, z0, tc,
+                                      EPS, HAS_W, PROB, SMOOTH, F64, TILE, False, False)
     else:
         m, s, a, b = _merged(part_ptr, rows, rmask, R, SPLIT, F64)
     m = tl.where(m == float("-inf"), 0.0, m)   # rows past R
@@ -446,17 +464,25 @@ def _ce_grad(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, part_ptr, ws_ptr, eps_ptr, R, C
         do = rows * C
         sdc = 1
     lo = k * CHUNK
-    hi = tl.minimum(lo + CHUNK, C)
+    _grad_range(x_ptr, t_ptr, w_ptr, dx_ptr, xo, to, do, sdc, rmask, lo, tl.minimum(lo + CHUNK, C), C, sxc, stc, tc,
+                wt, m, inv, coef, sc, EPS, HAS_W, PROB, SMOOTH, F64, TILE, False, WHILE)
+
+
+@triton.jit
+def _grad_range(x_ptr, t_ptr, w_ptr, dx_ptr, xo, to, do, sdc, rmask, lo, hi, C, sxc, stc, tc, wt, m, inv, coef, sc, EPS,
+                HAS_W: tl.constexpr, PROB: tl.constexpr, SMOOTH: tl.constexpr, F64: tl.constexpr, TILE: tl.constexpr,
+                FTZ: tl.constexpr, WHILE: tl.constexpr):
+    """dx of classes [lo, hi), TILE classes a step (see _grad_step)."""
     if WHILE:
         off = lo
         while off < hi:
             _grad_step(x_ptr, t_ptr, w_ptr, dx_ptr, xo, to, do, sdc, rmask, off, hi, C, sxc, stc, tc, wt, m, inv, coef,
-                       sc, EPS, HAS_W, PROB, SMOOTH, F64, TILE, False)
+                       sc, EPS, HAS_W, PROB, SMOOTH, F64, TILE, FTZ)
             off += TILE
     else:
         for off in range(lo, hi, TILE):
             _grad_step(x_ptr, t_ptr, w_ptr, dx_ptr, xo, to, do, sdc, rmask, off, hi, C, sxc, stc, tc, wt, m, inv, coef,
-                       sc, EPS, HAS_W, PROB, SMOOTH, F64, TILE, False)
+                       sc, EPS, HAS_W, PROB, SMOOTH, F64, TILE, FTZ)
 
 
 @triton.jit
@@ -508,17 +534,6 @@ def _nd_pos(D, NBJ, sxn, sxd, stn, std, BJ: tl.constexpr, I64: tl.constexpr):
 
 
 @triton.jit
-def _nd_step(x_ptr, w_ptr, xo, jm, off, C, sxc, tc, m, s, a, b, xt, EPS, HAS_W: tl.constexpr, SMOOTH: tl.constexpr,
-             F64: tl.constexpr, K: tl.constexpr, XT: tl.constexpr):
-    """One [BJ, K] tile of the forward: the online statistics and, XT, the target logit as a masked sum."""
-    x, c, cm, mask = _tile(x_ptr, xo, jm, off, C, sxc, float("-inf"), tl.float64 if F64 else tl.float32, K)
-    if XT:
-        xt += tl.sum(tl.where(mask & (c[None, :] == tc[:, None]), x, 0.0), 1)
-    m, s, a, b = _stats_of(x, c, cm, mask, w_ptr, w_ptr, xo, 0, C, m, s, a, b, EPS, HAS_W, False, SMOOTH, F64, True)
-    return m, s, a, b, xt
-
-
-@triton.jit
 def _ce_nd(x_ptr, t_ptr, w_ptr, loss_ptr, ws_ptr, eps_ptr, R, C, D, NBJ, sxn, sxc, sxd, stn, std, IGNORE,
            HAS_W: tl.constexpr, SMOOTH: tl.constexpr, NONE: tl.constexpr, F64: tl.constexpr, K: tl.constexpr,
            BJ: tl.constexpr, XT: tl.constexpr, I64: tl.constexpr, WHILE: tl.constexpr):
@@ -532,21 +547,8 @@ def _ce_nd(x_ptr, t_ptr, w_ptr, loss_ptr, ws_ptr, eps_ptr, R, C, D, NBJ, sxn, sx
     _n, j, rows, jm, xo, to, zero = _nd_pos(D, NBJ, sxn, sxd, stn, std, BJ, I64)
     keep, bad, tc, wt = _rows_info(t_ptr, w_ptr, j, D, C, to, IGNORE, HAS_W, False, CT)
     tc32 = tc.to(tl.int32)   # in [0, C): 32-bit compares against the classes
-    m = tl.full([BJ], float("-inf"), CT)
-    s = tl.zeros([BJ], CT)
-    a = tl.zeros([BJ], CT)
-    b = tl.zeros([BJ], CT)
-    xt = tl.zeros([BJ], CT)
-    if WHILE:
-        off = zero
-        while off < C:
-            m, s, a, b, xt = _nd_step(x_ptr, w_ptr, xo, jm, off, C, sxc, tc32, m, s, a, b, xt, EPS, HAS_W, SMOOTH,
-                                      F64, K, XT)
-            off += K
-    else:
-        for k in range(0, C, K):
-            m, s, a, b, xt = _nd_step(x_ptr, w_ptr, xo, jm, zero + k, C, sxc, tc32, m, s, a, b, xt, EPS, HAS_W,
-                                      SMOOTH, F64, K, XT)
+    m, s, a, b, xt = _stats_range(x_ptr, w_ptr, w_ptr, xo, xo, jm, zero, C, C, sxc, 0, tc32, EPS, HAS_W, False, SMOOTH,
+                                  F64, K, True, XT, WHILE, BJ)
     if XT:
         loss = _loss_of(xt, keep, bad, wt, m, s, a, b, EPS, C, False, SMOOTH, F64)
     else:
@@ -565,36 +567,15 @@ def _ce_nd_grad(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, ws_ptr, eps_ptr, R, C, D, NB
     EPS = tl.load(eps_ptr)
     n, j, rows, jm, xo, to, zero = _nd_pos(D, NBJ, sxn, sxd, stn, std, BJ, I64)
     keep, _bad, tc, wt = _rows_info(t_ptr, w_ptr, j, D, C, to, IGNORE, HAS_W, False, CT)
-    m = tl.full([BJ], float("-inf"), CT)
-    s = tl.zeros([BJ], CT)
-    a = tl.zeros([BJ], CT)
-    b = tl.zeros([BJ], CT)
-    if WHILE:
-        off = zero
-        while off < C:
-            m, s, a, b = _stats_step(x_ptr, w_ptr, w_ptr, xo, xo, jm, off, C, C, sxc, 0, m, s, a, b, EPS, HAS_W,
-                                     False, SMOOTH, F64, K, True)
-            off += K
-    else:
-        for k in range(0, C, K):
-            m, s, a, b = _stats_step(x_ptr, w_ptr, w_ptr, xo, xo, jm, zero + k, C, C, sxc, 0, m, s, a, b, EPS, HAS_W,
-                                     False, SMOOTH, F64, K, True)
+    m, s, a, b, _xt = _stats_range(x_ptr, w_ptr, w_ptr, xo, xo, jm, zero, C, C, sxc, 0, j, EPS, HAS_W, False, SMOOTH,
+                                   F64, K, True, False, WHILE, BJ)
     m = tl.where(m == float("-inf"), 0.0, m)   # positions past D
     inv = 1.0 / s
     sc = _row_scale(g_ptr, ws_ptr, rows, keep, R, RED, CT)
     coef = _grad_coef(wt, b, EPS, C, False, SMOOTH)
     do = n * C * D + j
-    tc32 = tc.to(tl.int32)
-    if WHILE:
-        off = zero
-        while off < C:
-            _grad_step(x_ptr, t_ptr, w_ptr, dx_ptr, xo, to, do, D, jm, off, C, C, sxc, 0, tc32, wt, m, inv, coef, sc,
-                       EPS, HAS_W, False, SMOOTH, F64, K, True)
-            off += K
-    else:
-        for k in range(0, C, K):
-            _grad_step(x_ptr, t_ptr, w_ptr, dx_ptr, xo, to, do, D, jm, zero + k, C, C, sxc, 0, tc32, wt, m, inv, coef,
-                       sc, EPS, HAS_W, False, SMOOTH, F64, K, True)
+    _grad_range(x_ptr, t_ptr, w_ptr, dx_ptr, xo, to, do, D, jm, zero, C, C, sxc, 0, tc.to(tl.int32), wt, m, inv, coef,
+                sc, EPS, HAS_W, False, SMOOTH, F64, K, True, WHILE)
 
 
 # -- nll_loss -------------------------------------------------------------------------------------
