@@ -78,14 +78,14 @@ def main():
     ap.add_argument("--vocab", type=int, default=128256)
     ap.add_argument("--chunk", type=int, help="force the fused op's token chunk (the memory / time trade-off)")
     ap.add_argument("--fused-only", action="store_true", help="skip the eager / compile peers")
+    ap.add_argument("--no-balance", action="store_true", help="uniform token chunks (a small last one)")
     ap.add_argument("--rounds", type=int, default=9, help="timing rounds (each times every function once)")
     ap.add_argument("--profile", action="store_true", help="print the GPU kernels of one step of each")
     a = ap.parse_args()
-    if a.chunk:
-        from baracuda.backends.triton.loss_ce import forced
-        with forced(chunk=a.chunk):   # a fresh process: no plan sized for another chunk is cached yet
-            return run(a)
-    return run(a)
+    from baracuda.backends.triton.loss_ce import forced
+    force = ({"chunk": a.chunk} if a.chunk else {}) | ({"balance": False} if a.no_balance else {})
+    with forced(**force):   # a fresh process: no plan sized for another chunk is cached yet
+        return run(a)
 
 
 def run(a):
@@ -95,7 +95,7 @@ def run(a):
     t = torch.randint(0, a.vocab, (a.tokens,), device="cuda", generator=g)
     res = {"device": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d"),
            "problem": f"{a.tokens}x{a.hidden}x{a.vocab} bf16"}
-    res["chunk"] = a.chunk or "default"
+    res["chunk"] = (a.chunk or "default") if not a.no_balance else f"{a.chunk or 'default'}, uniform"
     fns = {"fused": step_fused}
     if not a.fused_only:
         compiled = torch.compile(step_eager)

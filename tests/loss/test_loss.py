@@ -223,6 +223,23 @@ def test_linear_cross_entropy_coop_chunks(dt, attrs):
             bc.check_errors()
 
 
+def test_linear_cross_entropy_chunk_split():
+    """Token chunks: cdiv(n, chunk) of them in whole 256-row tiles where that divides (8192 tokens at 1536 a chunk:
+    4 x 1280 + 2 x 1536, not 5 x 1536 + 512), contiguous and covering every row, none over the chunk; uniform
+    otherwise or under forced(balance=False)."""
+    from baracuda.backends.triton.loss_ce import chunks, forced
+
+    for n, chunk in ((8192, 1536), (8200, 1536), (5000, 1024), (11, 3), (1000, 256), (0, 5), (300, 512)):
+        got = chunks(n, chunk)
+        assert [s for s, _ in got] == [sum(c for _, c in got[:i]) for i in range(len(got))]
+        assert sum(c for _, c in got) == n and all(0 < c <= chunk for _, c in got)
+        assert len(got) == -(-n // chunk)
+    assert [c for _, c in chunks(8192, 1536)] == [1280] * 4 + [1536] * 2
+    assert [c for _, c in chunks(11, 3)] == [3, 3, 3, 2]
+    with forced(balance=False):
+        assert [c for _, c in chunks(8192, 1536)] == [1536] * 5 + [512]
+
+
 def test_linear_cross_entropy_workspace_budget():
     """At the 8192 x 4096 x 128256 bf16 workload the chunk's logits are 1/4 of the full logits; with dx and dW
     the peak formula of ops/loss_ce.py gives ~1.64 GB above the inputs, ~22% of eager's ~7.4 GB (issue: <= 25%)."""

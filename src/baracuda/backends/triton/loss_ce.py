@@ -1,6 +1,6 @@
 """Fused linear cross-entropy on the GPU: token chunks, cuBLAS GEMMs (torch.mm) and one fused Triton CE kernel.
 
-Per chunk of `chunk` tokens (workspace holds the chunk's logits, chunk * V * itemsize bytes; chunk ~ N / 5):
+Per chunk of tokens (`chunks()`: ~N / 5 rows in whole 256-row tiles; the workspace holds one chunk's logits):
   1. logits_c = x_c @ W^T (+ b)                                  torch.addmm / torch.mm (cuBLAS, f32 accumulate)
   2. the chunk's CE, in place over its logits (dlogits overwrite them):
      * no softcap / z-loss (GPU, rows of >= 2 8192-class chunks): loss_ce_coop's single-read kernel — each row
@@ -35,7 +35,7 @@ from . import loss_ce_coop as _long
 from .loss import _check_flag, _denom, _fold, _lg, _num_sms, _ws_view
 
 _WHILE = triton_interpreting()
-_FORCE, forced = overrides("""Force ``chunk`` / ``tile`` / ``rows`` / ``programs`` (tests: several chunks and tiles under the interpreter).""")
+_FORCE, forced = overrides("""Force ``chunk`` / ``tile`` / ``rows`` / ``programs`` (tests: several chunks and tiles under the interpreter), ``balance=False`` (uniform chunks).""")
 
 
 def choose(n: int, v: int, itemsize: int):
@@ -56,6 +56,25 @@ def choose(n: int, v: int, itemsize: int):
     warps = 4 if elems <= 2048 else 8 if elems <= 4096 else 16
     progs = _FORCE.get("programs", max(_num_sms(), min(8 * _num_sms(), (24 << 20) // max(v * itemsize * rows, 1))))
     return chunk, tile, rows, warps, progs
+
+
+def chunks(n: int, chunk: int) -> list[tuple[int, int]]:
+    """(start, rows) of the token chunks: cdiv(n, chunk) chunks of nearly equal size in whole 256-row GEMM tiles
+    (none larger than ``chunk``), instead of full chunks and a small remainder whose GEMMs run below peak (8192
+    tokens in 1536-row chunks: 4 x 1280 + 2 x 1536 instead of 5 x 1536 + 512).  Uniform chunks where that does
+    not divide (fewer than 256 rows a chunk, a chunk that is not whole tiles) or under ``forced(balance=False)``."""
+    step = max(chunk, 1)
+    k = -(-n // step)
+    units, rest = divmod(n, 256)
+    if k <= 1 or units < k or chunk % 256 or not _FORCE.get("balance", True):
+        return [(s, min(step, n - s)) for s in range(0, n, step)]
+    q, r = divmod(units, k)
+    sizes = [(q + (i >= k - r)) * 256 for i in range(k)]
+    sizes[0] += rest
+    if max(sizes) > chunk:
+        return [(s, min(step, n - s)) for s in range(0, n, step)]
+    starts = [sum(sizes[:i]) for i in range(k)]
+    return list(zip(starts, sizes))
 
 
 @triton.jit
@@ -203,11 +222,11 @@ def _layout(desc):
     v = desc.inputs[1].shape[0]
     s = desc.inputs[0].dtype.itemsize
     f64 = desc.inputs[0].dtype.itemsize == 8
-    chunk = choose(n, v, s)[0]
+    rows = max((c for _, c in chunks(n, choose(n, v, s)[0])), default=0)
     # row losses, kept flags, bad-target flag, kept count (+ the coop kernel's partials and row counters)
-    words = 2 * n + 2 + (4 + _long.workspace_words(min(chunk, n), v, loss=True) if _coop(desc) else 0)
+    words = 2 * n + 2 + (4 + _long.workspace_words(rows, v, loss=True) if _coop(desc) else 0)
     head = (words * (8 if f64 else 4) + 255) // 256 * 256
-    return head, chunk * v * s, f64
+    return head, rows * v * s, f64
 
 
 def _workspace(desc) -> int:
@@ -246,8 +265,7 @@ def _bind(desc, pref=None):
                          F64=f64, BLOCK=1024, WHILE=_WHILE, num_warps=4)
         if n == 0:
             dw.zero_()
-        for s0 in range(0, n, chunk):
-            nc = min(chunk, n - s0)
+        for s0, nc in chunks(n, chunk):
             lg = buf[: nc * v].view(nc, v)
             xc = x[s0:s0 + nc]
             if has_b:
