@@ -17,7 +17,11 @@ __all__ = ["test_device", "backends_for", "cast", "assert_close", "noncontig", "
 
 
 def test_device() -> Device:
+    """The device the test suite runs on: the GPU when there is one, else the CPU."""
     return as_device("cuda" if cuda_available() else "cpu")
+
+
+test_device.__test__ = False   # a helper, not a test: pytest would collect it in every module that imports it
 
 
 def backends_for(op: str, device: Device) -> list[Backend]:
