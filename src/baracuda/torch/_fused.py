@@ -23,7 +23,32 @@ from .._core.plan import plan_for
 from ._library import _descriptor, _device_of, _inside, _sig, encode_attrs, get_preference
 
 
-_PLANS: dict = {}   # (op, attrs, shapes, dtypes, device, preference) -> the fused plan or None (refused)
+_PLANS: dict = {}   # (op, attrs, shapes, dtypes, device, preference) -> the plan, or None where it refuses
+
+
+def _plan_of(name, attrs: dict, xs, strict: bool = False):
+    """The plan of op ``name`` on torch tensors xs (None where it refuses them; ``strict``: the refusal raises),
+    found by a key of plain values: a training step's host time builds no descriptor per call.  Bounded: shapes
+    that keep changing clear it."""
+    pref = get_preference()
+    try:
+        key = (name, tuple(sorted(attrs.items())), tuple([(x.shape, x.dtype) for x in xs]), xs[0].device, pref)
+        return _PLANS[key]
+    except KeyError:
+        pass
+    except TypeError:        # an unhashable attribute value: no caching
+        key = None
+    try:
+        plan = plan_for(_descriptor(name, encode_attrs(attrs), _sig(xs)), _device_of(xs), pref)
+    except (InvalidProblemError, UnsupportedError):
+        if strict:
+            raise
+        plan = None
+    if key is not None:
+        if len(_PLANS) > 4096:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    return plan
 
 
 def _fused_plan(spec, inputs, attrs):
@@ -34,25 +59,7 @@ def _fused_plan(spec, inputs, attrs):
         return None
     if not any(inputs[i].requires_grad for i in spec.differentiable if i < len(inputs)):
         return None
-    pref = get_preference()
-    try:      # a training step's host time: the plan by a key of plain values, no descriptor built per call
-        key = (spec.fused_grad, tuple(sorted(attrs.items())), tuple([(x.shape, x.dtype) for x in inputs]),
-               inputs[0].device, pref)
-        return _PLANS[key]
-    except KeyError:
-        pass
-    except TypeError:        # an unhashable attribute value: no caching
-        key = None
-    try:
-        desc = _descriptor(spec.fused_grad, encode_attrs(attrs), _sig(inputs))
-        plan = plan_for(desc, _device_of(inputs), pref)
-    except (InvalidProblemError, UnsupportedError):
-        plan = None
-    if key is not None:
-        if len(_PLANS) > 4096:   # (shapes that keep changing: a bounded cache)
-            _PLANS.clear()
-        _PLANS[key] = plan
-    return plan
+    return _plan_of(spec.fused_grad, attrs, inputs)
 
 
 @_inside      # (baracuda.torch.mode leaves the torch calls of our own plumbing alone)
@@ -60,19 +67,9 @@ def _run(plan, *xs):
     return plan.run(*xs)
 
 
-_SCALE: dict = {}   # (shape, dtype, upstream dtype, device, preference) -> grad_scale plan
-
-
 @_inside
 def _scale_in_place(grad, g):
-    pref = get_preference()
-    key = (grad.shape, grad.dtype, g.dtype, grad.device, pref)
-    plan = _SCALE.get(key)
-    if plan is None:
-        if len(_SCALE) > 4096:
-            _SCALE.clear()
-        plan = _SCALE[key] = plan_for(_descriptor("grad_scale", encode_attrs({}), _sig((grad, g))),
-                                      _device_of((grad,)), pref)
+    plan = _plan_of("grad_scale", {}, (grad, g), strict=True)
     plan.run(grad, g, out=grad)
 
 

@@ -27,26 +27,19 @@ cross_entropy backward, three paths (the route names them):
     words, from L2) and writes dx = (softmax * sum(w y') - w y') * scale: 2 reads + 1 write (~0.75 ms for
     4096 x 128256 bf16).
   mean: a one-program pre-pass sums w[t_r] over the kept rows (R loads, negligible) into the workspace.
-cross_entropy on N-D inputs with few classes (nd_small: D > 1, class-index targets, C <= 256; a segmentation
-  map such as 16 x 19 x 512 x 512): program p takes one n and BJ consecutive positions j (512; grid
-  N * cdiv(D, BJ); see nd_small) and walks their classes in [BJ, K] tiles: each class of a tile is a unit-stride run
-  of BJ elements, so every thread loads one 16-byte vector of positions per class and reduces over the classes
-  in its own registers.  _ce_nd: the online (max, sum) of _ce_part, the position losses ('none') or one
-  (loss, weight) pair per program for _fold; _ce_nd_grad: the statistics pass, then dx from a second pass over
-  the block just read (L1 / L2): 1 HBM read + 1 write.  The row tiles above ([64 rows, 32 classes] at C = 19)
-  split the classes over lanes and warps: shared-memory reductions, the per-row math repeated on every warp,
-  ~0.6 (forward) / 1.3 (backward) bytes moved per warp instruction on sm_90, where the copy rate needs >= 3.6
-  (4 issues a clock): the 12% / 27% of the H100's copy bandwidth measured.  Here ~4.7 / ~5.6 (bf16), ~9 / ~11 (f32)
-  (offline sm_90 counts at 1024 positions).
+cross_entropy on N-D inputs with few classes (D > 1, class-index targets, C <= 256): loss_ce_nd.py, positions on
+  the contiguous axis and the classes in registers, built from this module's jit helpers.  The row tiles here
+  ([64 rows, 32 classes] at C = 19) split the classes over lanes and warps and reached 12% / 27% of the H100's copy
+  rate on such maps.
 nll_loss forward reads one element per row (a gather); backward writes the dense gradient in
-  [ROWS, TILE] tiles (one write pass, the floor).
+  [ROWS, TILE] tiles (one write pass, the floor).  The pointwise regression losses are in loss_pointwise.py.
 
 Out-of-range targets: the kernels never read out of bounds: a class index outside [0, C) (other than
 ignore_index) is clamped to 0 for the loads, its row's loss is NaN, and the kernel stores 1 into a flag
 word of the workspace (zeroed by the host before the launch; every writer stores the same value, so the
-race is benign).  The host reads the flag after the launch (one 4-byte device-to-host copy) and raises
-InvalidProblemError.  Under CUDA-graph capture the read is skipped (a sync is not allowed there): the NaN
-loss is the signal.
+race is benign).  _core/checks.py turns the flag into InvalidProblemError (deferred by default, without a host
+synchronization; see PlanPreference.check_values).  Under CUDA-graph capture it is not read: the NaN loss is
+the signal.
 """
 from __future__ import annotations
 
@@ -519,65 +512,6 @@ def _grad_step(x_ptr, t_ptr, w_ptr, dx_ptr, xo, to, do, sdc, rmask, off, hi, C, 
     tl.store(dx_ptr + do[:, None] + c[None, :] * sdc, d.to(dx_ptr.dtype.element_ty), mask=mask)
 
 
-# -- cross_entropy, N-D inputs with few classes ----------------------------------------------------
-@triton.jit
-def _nd_pos(D, NBJ, sxn, sxd, stn, std, BJ: tl.constexpr, I64: tl.constexpr):
-    """Program p of the N-D small-class path: n = p // NBJ and the BJ positions j of its block.  Returns n, j, the
-    row indices n D + j, j < D, the x and target offsets and a zero (int64 under I64, for the class offsets:
-    c * sxc passes 2^31 when C * D does)."""
-    pid = tl.program_id(0)
-    if I64:
-        pid = pid.to(tl.int64)
-    n = pid // NBJ
-    j = (pid - n * NBJ) * BJ + tl.arange(0, BJ)
-    return n, j, n * D + j, j < D, n * sxn + j * sxd, n * stn + j * std, n * 0
-
-
-@triton.jit
-def _ce_nd(x_ptr, t_ptr, w_ptr, loss_ptr, ws_ptr, eps_ptr, R, C, D, NBJ, sxn, sxc, sxd, stn, std, IGNORE,
-           HAS_W: tl.constexpr, SMOOTH: tl.constexpr, NONE: tl.constexpr, F64: tl.constexpr, K: tl.constexpr,
-           BJ: tl.constexpr, XT: tl.constexpr, I64: tl.constexpr, WHILE: tl.constexpr):
-    """Forward: the position losses ('none') or one (loss, weight) sum per program (_fold), one pass over the
-    program's [BJ, C] block in [BJ, K] tiles.  The target logit: XT (default), a masked sum over the tiles (~4
-    more instructions an element, but no dependent load at the end: faster on the H100, see nd_small); else
-    _row_loss's gather after the pass, as the row-tile kernels do (in bounds: the class is clamped, the load
-    masked)."""
-    CT: tl.constexpr = tl.float64 if F64 else tl.float32
-    EPS = tl.load(eps_ptr)
-    _n, j, rows, jm, xo, to, zero = _nd_pos(D, NBJ, sxn, sxd, stn, std, BJ, I64)
-    keep, bad, tc, wt = _rows_info(t_ptr, w_ptr, j, D, C, to, IGNORE, HAS_W, False, CT)
-    tc32 = tc.to(tl.int32)   # in [0, C): 32-bit compares against the classes
-    m, s, a, b, xt = _stats_range(x_ptr, w_ptr, w_ptr, xo, xo, jm, zero, C, C, sxc, 0, tc32, EPS, HAS_W, False, SMOOTH,
-                                  F64, K, True, XT, WHILE, BJ)
-    if XT:
-        loss = _loss_of(xt, keep, bad, wt, m, s, a, b, EPS, C, False, SMOOTH, F64)
-    else:
-        loss = _row_loss(x_ptr, xo, sxc, keep, bad, tc, wt, m, s, a, b, EPS, C, False, SMOOTH, F64)
-    _emit_block(loss, wt, bad, rows, jm, R, loss_ptr, ws_ptr, NONE, CT, BJ)
-
-
-@triton.jit
-def _ce_nd_grad(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, ws_ptr, eps_ptr, R, C, D, NBJ, sxn, sxc, sxd, stn, std, IGNORE,
-                HAS_W: tl.constexpr, SMOOTH: tl.constexpr, RED: tl.constexpr, F64: tl.constexpr, K: tl.constexpr,
-                BJ: tl.constexpr, I64: tl.constexpr, WHILE: tl.constexpr):
-    """Backward: the block's statistics (a pass over its [BJ, C] block), then dx = (p * coef - w y') * scale
-    (contiguous [N, C, D]) in a second pass over the block just read (L1 / L2): 1 HBM read + 1 write.  ws_ptr: the
-    mean's denominator (RED = 2)."""
-    CT: tl.constexpr = tl.float64 if F64 else tl.float32
-    EPS = tl.load(eps_ptr)
-    n, j, rows, jm, xo, to, zero = _nd_pos(D, NBJ, sxn, sxd, stn, std, BJ, I64)
-    keep, _bad, tc, wt = _rows_info(t_ptr, w_ptr, j, D, C, to, IGNORE, HAS_W, False, CT)
-    m, s, a, b, _xt = _stats_range(x_ptr, w_ptr, w_ptr, xo, xo, jm, zero, C, C, sxc, 0, j, EPS, HAS_W, False, SMOOTH,
-                                   F64, K, True, False, WHILE, BJ)
-    m = tl.where(m == float("-inf"), 0.0, m)   # positions past D
-    inv = 1.0 / s
-    sc = _row_scale(g_ptr, ws_ptr, rows, keep, R, RED, CT)
-    coef = _grad_coef(wt, b, EPS, C, False, SMOOTH)
-    do = n * C * D + j
-    _grad_range(x_ptr, t_ptr, w_ptr, dx_ptr, xo, to, do, D, jm, zero, C, C, sxc, 0, tc.to(tl.int32), wt, m, inv, coef,
-                sc, EPS, HAS_W, False, SMOOTH, F64, K, True, WHILE)
-
-
 # -- nll_loss -------------------------------------------------------------------------------------
 @triton.jit
 def _nll_fw(x_ptr, t_ptr, w_ptr, loss_ptr, ws_ptr, R, C, D, sxn, sxc, sxd, stn, std, IGNORE, HAS_W: tl.constexpr,
@@ -631,39 +565,6 @@ def _ncd(shape) -> tuple[int, int, int]:
     if len(shape) == 1:
         return 1, shape[0], 1
     return shape[0], shape[1], math.prod(shape[2:])
-
-
-_ND_MAX_C = 256
-
-
-def nd_small(desc):
-    """(K, BJ, num_warps) of the N-D small-class cross_entropy path, None where it doesn't apply (D > 1, class-index
-    targets, C <= 256).  A program takes BJ = 512 positions (256 f64; D rounded up when smaller, and halved down
-    to 128 while the grid has fewer than 4 programs an SM) on BJ * itemsize / 512 warps (<= 4) and walks their
-    classes in [BJ, K] tiles (K = 4 forward, 8 backward): each thread holds 16-byte vectors of consecutive positions
-    of each of the tile's classes, so the class reductions stay in its registers (no shuffles, no shared memory,
-    no per-position math repeated across threads).  Measured on the H100 (bench/ce_nd_ab.py ->
-    bench/results/2026-11-24-h100/ce_nd_ab.json: 16 x 19 x 512 x 512 bf16 / f32, 8 x 150 x 128 x 128 bf16): 512
-    positions match 1024 in bf16 and beat it in f32 (forward 0.146 vs 0.265 ms); K = 8 wins in the backward
-    (0.164 vs 0.187, 0.311 vs 0.347, 0.062 vs 0.090 ms), K = 4 in the forward (bf16 0.150 vs 0.206); the target
-    logit summed over the tiles against a gather after the pass was faster in one run and slower in another
-    (0.157 vs 0.185, 0.150 vs 0.116 ms bf16): kept as the default.  Off while a test
-    forces the row-tile path's tiles (``forced(tile=...)``) or under ``forced(nd_small=False)``; ``nd_k`` /
-    ``nd_bj`` / ``nd_warps`` force the shape, ``nd_xt_sum=False`` the gathered target logit (see _ce_nd)."""
-    if desc.op not in ("cross_entropy", "cross_entropy_backward") or not _FORCE.get("nd_small", True) \
-            or any(k in _FORCE for k in ("tile", "rows", "split")):
-        return None
-    _, x, t, _ = _geometry(desc)
-    n, c, d = _ncd(x.shape)
-    if d <= 1 or not 1 <= c <= _ND_MAX_C or t.dtype.is_floating:
-        return None
-    size = x.dtype.itemsize
-    k = _FORCE.get("nd_k", min(triton.next_power_of_2(c), 8 if desc.op.endswith("_backward") else 4))
-    bj = min(256 if size == 8 else 512, max(16, triton.next_power_of_2(d)))
-    while bj > 128 and n * triton.cdiv(d, bj) < 4 * _num_sms():
-        bj //= 2
-    bj = _FORCE.get("nd_bj", bj)
-    return k, bj, _FORCE.get("nd_warps", max(1, min(4, bj * size // 512)))
 
 
 def _plan_of(desc):
@@ -848,138 +749,5 @@ for _op in ("cross_entropy", "cross_entropy_backward", "nll_loss", "nll_loss_bac
     register_triton(_op, _run, route=_route, workspace=_workspace, bind=_bind)
 
 
-# == pointwise regression losses (mse / l1 / smooth_l1 / huber) =======================================
-# Forward: each program reduces BLOCK elements of f(x - y) to one partial in the workspace (or stores f for
-# reduction='none'); a one-program fold sums the partials in a fixed order (deterministic, no atomics).  Bytes:
-# 2 reads per element (+ 1 write for 'none'), the floor: bf16 16384x4096 = 268 MB, ~0.09 ms at 3 TB/s.
-# Backward: one pass, grad_in = f'(x - y) * scale.  Inputs are flattened (a non-contiguous one is copied first).
-_PW_KIND = {"mse_loss": 0, "l1_loss": 1, "smooth_l1_loss": 2, "huber_loss": 3}
-_PW_BLOCK = 4096
-
-
-@triton.jit
-def _pw_f(d, par, KIND: tl.constexpr):
-    a = tl.abs(d)
-    sgn = tl.where(d > 0, 1.0, tl.where(d < 0, -1.0, 0.0))
-    if KIND == 0:
-        f = d * d
-        fp = 2.0 * d
-    elif KIND == 1:
-        f = a
-        fp = sgn
-    elif KIND == 2:   # smooth_l1 (par = beta; beta == 0 is l1: `a < 0` never holds)
-        small = a < par
-        f = tl.where(small, 0.5 * d * d / tl.where(small, par, 1.0), a - 0.5 * par)
-        fp = tl.where(small, d / tl.where(small, par, 1.0), sgn)
-    else:             # huber (par = delta)
-        small = a < par
-        f = tl.where(small, 0.5 * d * d, par * (a - 0.5 * par))
-        fp = tl.where(small, d, par * sgn)
-    return f, fp
-
-
-@triton.jit
-def _pw_fw(x_ptr, y_ptr, out_ptr, ws_ptr, prm_ptr, n, KIND: tl.constexpr, NONE: tl.constexpr, F64: tl.constexpr,
-           BLOCK: tl.constexpr):
-    CT: tl.constexpr = tl.float64 if F64 else tl.float32
-    pid = tl.program_id(0).to(tl.int64)
-    i = pid * BLOCK + tl.arange(0, BLOCK)
-    m = i < n
-    d = tl.load(x_ptr + i, mask=m, other=0.0).to(CT) - tl.load(y_ptr + i, mask=m, other=0.0).to(CT)
-    f, _ = _pw_f(d, tl.load(prm_ptr), KIND)
-    if NONE:
-        tl.store(out_ptr + i, f.to(out_ptr.dtype.element_ty), mask=m)
-    else:
-        tl.store(ws_ptr + pid, tl.sum(tl.where(m, f, 0.0), 0))
-
-
-@triton.jit
-def _pw_fold(ws_ptr, out_ptr, nparts, n, MEAN: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr,
-             WHILE: tl.constexpr):
-    """One program: sum of the nparts partials in a fixed order (divided by n for the mean)."""
-    total, _w = _fold_sums(ws_ptr, nparts, False, tl.float64 if F64 else tl.float32, BLOCK, WHILE)
-    if MEAN:
-        total = total / n
-    tl.store(out_ptr, total.to(out_ptr.dtype.element_ty))
-
-
-@triton.jit
-def _pw_bw(g_ptr, x_ptr, y_ptr, dx_ptr, prm_ptr, n, KIND: tl.constexpr, RED: tl.constexpr, F64: tl.constexpr,
-           BLOCK: tl.constexpr):
-    CT: tl.constexpr = tl.float64 if F64 else tl.float32
-    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    m = i < n
-    d = tl.load(x_ptr + i, mask=m, other=0.0).to(CT) - tl.load(y_ptr + i, mask=m, other=0.0).to(CT)
-    _, fp = _pw_f(d, tl.load(prm_ptr), KIND)
-    if RED == 0:
-        g = tl.load(g_ptr + i, mask=m, other=0.0).to(CT)
-    elif RED == 1:
-        g = tl.load(g_ptr).to(CT)
-    else:
-        g = tl.load(g_ptr).to(CT) / n
-    tl.store(dx_ptr + i, (fp * g).to(dx_ptr.dtype.element_ty), mask=m)
-
-
-def _pw_workspace(desc) -> int:
-    if desc.op.endswith("_backward") or desc.attr("reduction") == "none":
-        return 0
-    n = desc.inputs[-1].numel
-    return max(1, triton.cdiv(n, _PW_BLOCK)) * (8 if desc.inputs[-1].dtype == DType.f64 else 4)
-
-
-def _pw_bind(desc, pref=None):
-    base = desc.op.replace("_backward", "")
-    bw = desc.op.endswith("_backward")
-    kind = _PW_KIND[base]
-    f64 = desc.inputs[-1].dtype == DType.f64
-    n = desc.inputs[-1].numel
-    red = desc.attr("reduction")
-    par = desc.attr_dict.get("beta", desc.attr_dict.get("delta", 0.0))
-    nparts = triton.cdiv(n, _PW_BLOCK)
-    params: dict = {}
-
-    def prm_of(dev):   # beta / delta in the compute dtype (a Python float argument would be typed f32)
-        p = params.get(dev)
-        if p is None:
-            p = params[dev] = torch.full((1,), par, dtype=torch.float64 if f64 else torch.float32, device=dev)
-        return p
-
-    def run(desc_, inputs, outputs, ws):
-        out = outputs[0]
-        x, y = _flat(inputs[-2]), _flat(inputs[-1])
-        tgt = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-        prm = prm_of(x.device)
-        if bw:
-            if n:
-                g = _flat(inputs[0]) if red == "none" else inputs[0]
-                _pw_bw[(nparts,)](g, x, y, tgt, prm, n, KIND=kind, RED=_RED[red], F64=f64, BLOCK=_PW_BLOCK,
-                                  num_warps=8)
-        elif red == "none":
-            if n:
-                _pw_fw[(nparts,)](x, y, tgt, x, prm, n, KIND=kind, NONE=True, F64=f64, BLOCK=_PW_BLOCK, num_warps=8)
-        else:
-            w = _ws_view(ws, f64)
-            if n:
-                _pw_fw[(nparts,)](x, y, tgt, w, prm, n, KIND=kind, NONE=False, F64=f64, BLOCK=_PW_BLOCK, num_warps=8)
-            _pw_fold[(1,)](w, tgt, nparts, n, MEAN=red == "mean", F64=f64, BLOCK=1024, WHILE=_WHILE, num_warps=4)
-        if tgt is not out:
-            out.copy_(tgt)
-
-    return run
-
-
-def _flat(t):
-    """A unit-stride 1-D view of t (a copy when t is not dense)."""
-    f = t.reshape(-1)
-    return f if f.numel() <= 1 or f.stride(0) == 1 else f.contiguous()
-
-
-def _pw_run(desc, inputs, outputs, ws):
-    _pw_bind(desc)(desc, inputs, outputs, ws)
-
-
-for _base in _PW_KIND:
-    for _op in (_base, f"{_base}_backward"):
-        register_triton(_op, _pw_run, workspace=_pw_workspace, bind=_pw_bind,
-                        route=lambda d, p: f"triton:{d.op}:flat{_PW_BLOCK}"
-                        + ("" if d.op.endswith("_backward") or d.attr("reduction") == "none" else "+fold"))
+# the N-D small-class path (its kernels use the jit helpers above, so it is imported after them)
+from .loss_ce_nd import _ce_nd, _ce_nd_grad, nd_small  # noqa: E402

@@ -70,26 +70,29 @@ def _bind(desc, pref=None):
     a = desc.attr_dict
     mean, eps, ignore = a["reduction"] == "mean", a["label_smoothing"], a["ignore_index"]
 
-    units: dict = {}
+    shape = desc.inputs[0].shape
+    c = shape[1] if len(shape) > 1 else shape[0]     # the class count ([C], [N, C] or [N, C, d1, ...])
+    consts: dict = {}
 
-    def unit(ws):
-        """The unit upstream gradient: a constant per device (made once), not a fill per call."""
-        u = units.get(ws.device)
-        if u is None:
-            u = units[ws.device] = torch.ones(1, dtype=ct, device=ws.device)
-        return u
+    def const(dev):
+        """(the unit upstream gradient, eps, C = sum of unit class weights) as 1-word views of one device tensor,
+        made once per device: no fill per call, and f64 kernels read eps at full precision."""
+        k = consts.get(dev)
+        if k is None:
+            t = torch.tensor([1.0, eps, float(c)], dtype=ct, device=dev)
+            k = consts[dev] = (t[0:1], t[1:2], t[2:3])
+        return k
 
     if not _coop(desc):
         fw, bw = _ce._bind(fw_desc, pref), _ce._bind(bw_desc, pref)
 
         def composed(desc_, inputs, outputs, ws):
             fw(fw_desc, inputs, outputs[:1], ws)
-            bw(bw_desc, (unit(ws),) + tuple(inputs), outputs[1:], ws)
+            bw(bw_desc, (const(ws.device)[0],) + tuple(inputs), outputs[1:], ws)
 
         return composed
 
-    r, c = desc.inputs[0].shape
-    consts: dict = {}
+    r = shape[0]
 
     def coop(desc_, inputs, outputs, ws):
         x, t = inputs[0], inputs[1]
@@ -107,16 +110,10 @@ def _bind(desc, pref=None):
                                              dict(HAS_W=has_w, PROB=False, ND=0, F64=f64, BLOCK=1024), num_warps=4)
             shared(_ce._fold, x.device)((1,), (w, den, nblk), dict(MEAN=False, F64=f64, BLOCK=1024, WHILE=False),
                                         num_warps=4)
-        e = consts.get(("eps", x.device))
-        if e is None:
-            e = consts[("eps", x.device)] = torch.full((1,), eps, dtype=ct, device=x.device)
+        one, e, wsum = const(x.device)
         if eps > 0 and has_w:
             wsum = inputs[2].sum(dtype=ct).reshape(1)
-        else:
-            wsum = consts.get(("wsum", x.device))
-            if wsum is None:
-                wsum = consts[("wsum", x.device)] = torch.full((1,), float(c), dtype=ct, device=x.device)
-        _long.launch(unit(ws), x, t, wt, dx, w[2 * r + 2:], den, e, wsum, r, c, ignore, has_w, eps > 0,
+        _long.launch(one, x, t, wt, dx, w[2 * r + 2:], den, e, wsum, r, c, ignore, has_w, eps > 0,
                      2 if mean else 1, f64, loss=w[:2 * r + 1])
         shared(_ce._fold, x.device)((1,), (w, loss, r), dict(MEAN=mean, F64=f64, BLOCK=1024, WHILE=False),
                                     num_warps=4)

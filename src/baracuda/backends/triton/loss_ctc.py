@@ -33,7 +33,8 @@ from ...ops.loss_ctc import ctc_geometry, validate_ctc
 from . import register_triton
 from ._math import exp_acc as _ex
 from ._math import log_acc as _lg
-from .loss import _RED, _pw_fold
+from .loss import _RED
+from .loss_pointwise import _pw_fold
 
 _WHILE = triton_interpreting()
 _MAX_STATES = 4096

@@ -30,7 +30,8 @@ from ..._core.errors import InvalidProblemError
 from ...ops.loss_extra import PW_EXTRA, aux_of, var_shape
 from . import register_triton
 from ._math import exp, log, log1p
-from .loss import _WHILE, _flat, _pw_fold, _RED, _ws_view
+from .loss import _WHILE, _RED, _ws_view
+from .loss_pointwise import _flat, _pw_fold
 
 _KIND = {"binary_cross_entropy": 0, "binary_cross_entropy_with_logits": 1, "kl_div": 2, "poisson_nll_loss": 3,
          "gaussian_nll_loss": 4, "hinge_embedding_loss": 5, "margin_ranking_loss": 6, "soft_margin_loss": 7}

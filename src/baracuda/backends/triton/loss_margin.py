@@ -34,7 +34,8 @@ from ...ops.loss_margin import ROW_LOSSES
 from . import register_triton
 from ._config import overrides
 from ._math import exp, log, log1p, sqrt
-from .loss import _WHILE, _pw_fold, _RED, _ws_view
+from .loss import _WHILE, _RED, _ws_view
+from .loss_pointwise import _pw_fold
 from .loss_extra import _check_flag, aux_arg
 
 _FORCE, forced = overrides("""Force ``tile`` / ``rows`` in :func:`choose` (tests: multi-tile rows under the interpreter).""")
