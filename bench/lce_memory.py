@@ -49,25 +49,44 @@ def peak(fn, x, w, t):
     return {"peak_GB": (torch.cuda.max_memory_allocated() - base) / 1e9, "loss": float(loss)}
 
 
-def step_ms(fn, x, w, t):
+def step_ms(fn, x, w, t, queued=False):
+    """One step between two CUDA events.  From an idle GPU (queued=False) the time includes the host's latency up
+    to the step's first kernel; queued=True first gives the GPU ~10 ms of sleep, so the host enqueues the whole
+    step ahead of it, as in a training loop (step i+1 is enqueued while step i runs): the GPU time of the step.
+    Returns (GPU ms, host ms to enqueue the step)."""
     x.grad = w.grad = None
     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    if queued:
+        torch.cuda._sleep(20_000_000)
     s.record()
+    h0 = time.perf_counter()
     fn(x, w, t)
+    h1 = time.perf_counter()
     e.record()
     e.synchronize()
-    return s.elapsed_time(e)
+    return s.elapsed_time(e), (h1 - h0) * 1e3
+
+
+def _stats(v):
+    v = sorted(v)
+    return {"ms": v[len(v) // 2], "ms_min": v[0], "ms_max": v[-1]}
 
 
 def timed(fns, x, w, t, rounds):
     """Median step time of each function over `rounds` rounds that take the functions in turn (one step each per
-    round), so that clock and temperature drift over the run reaches every function alike; the spread (min, max)
-    says how far apart two timings of one function can be."""
-    times = {name: [] for name in fns}
+    round, from an idle GPU and queued behind a sleep, see step_ms), so that clock and temperature drift over the
+    run reaches every function alike; the spread (min, max) says how far apart two timings of one function can
+    be.  "host_ms": the median host time to enqueue one (queued) step."""
+    times = {name: {False: [], True: [], "host": []} for name in fns}
     for _ in range(rounds):
-        for name, fn in fns.items():
-            times[name].append(step_ms(fn, x, w, t))
-    return {name: {"ms": sorted(v)[len(v) // 2], "ms_min": min(v), "ms_max": max(v)} for name, v in times.items()}
+        for queued in (False, True):
+            for name, fn in fns.items():
+                ms, host = step_ms(fn, x, w, t, queued)
+                times[name][queued].append(ms)
+                if queued:
+                    times[name]["host"].append(host)
+    return {name: {**_stats(v[False]), "queued": _stats(v[True]), "host_ms": _stats(v["host"])["ms"]}
+            for name, v in times.items()}
 
 
 def main():
@@ -107,6 +126,7 @@ def run(a):
     if not a.fused_only:
         res["peak_ratio_vs_eager"] = res["fused"]["peak_GB"] / res["eager"]["peak_GB"]
         res["time_ratio_vs_compile"] = res["fused"]["ms"] / res["compile"]["ms"]
+        res["queued_time_ratio_vs_compile"] = res["fused"]["queued"]["ms"] / res["compile"]["queued"]["ms"]
     print(json.dumps(res, indent=1))
     if a.profile:
         steps = [("fused", step_fused)] + ([] if a.fused_only else [("compile", compiled)])
