@@ -16,15 +16,21 @@ import torch.nn.functional as F
 
 from baracuda.backends.triton import loss_ce_coop as K
 
-VARIANTS = {"round 80": (False, 80), "round 128": (False, 128), "pipe 128": (True, 128), "pipe 96": (True, 96),
-            "pipe 80": (True, 80)}
+VARIANTS = {"8192/8w r80": dict(pipe=False, maxnreg=80),
+            "4096/4w r80 cap8": dict(pipe=False, maxnreg=80, chunk=4096, warps=4, cap=8),
+            "4096/4w r72 cap8": dict(pipe=False, maxnreg=72, chunk=4096, warps=4, cap=8),
+            "4096/8w r64 cap8": dict(pipe=False, maxnreg=64, chunk=4096, warps=8, cap=8),
+            "4096/8w r80 cap8": dict(pipe=False, maxnreg=80, chunk=4096, warps=8, cap=8),
+            "8192/8w r64 cap4": dict(pipe=False, maxnreg=64, cap=4),
+            "2048/4w r64 cap8": dict(pipe=False, maxnreg=64, chunk=2048, warps=4, cap=8)}
 
 
-def setup(r, c, inplace):
+def setup(r, c, inplace, force):
     g = torch.Generator(device="cuda").manual_seed(r)
     x = (torch.randn(r, c, device="cuda", generator=g) * 2).bfloat16()
     t = torch.randint(0, c, (r,), device="cuda", generator=g)
-    ws = torch.empty(K.workspace_words(r, c, loss=True) + 8, device="cuda")
+    with K.forced(**force):
+        ws = torch.empty(K.workspace_words(r, c, loss=True) + 8, device="cuda")
     one = torch.ones(1, device="cuda")
     den = torch.tensor([float(r)], device="cuda")
     eps = torch.zeros(1, device="cuda")
@@ -38,9 +44,9 @@ def setup(r, c, inplace):
     return x, t, dx, loss, call
 
 
-def check(r, c, pipe, nreg):
-    x, t, dx, loss, call = setup(r, c, False)
-    with K.forced(pipe=pipe, maxnreg=nreg):
+def check(r, c, force):
+    x, t, dx, loss, call = setup(r, c, False, force)
+    with K.forced(**force):
         call(x)
     torch.cuda.synchronize()
     xf = x.float().requires_grad_()
@@ -69,12 +75,13 @@ def main():
     res = {"device": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d"), "shapes": {}}
     for r, c, inplace in ((1280, 128256, True), (1536, 128256, True), (4096, 128256, False)):
         key = f"{r}x{c}{' in place' if inplace else ''}"
-        row = {name: {"rel_err": check(r, c, *v)} for name, v in VARIANTS.items()}
-        x, t, dx, loss, call = setup(r, c, inplace)
+        row = {name: {"rel_err": check(r, c, v)} for name, v in VARIANTS.items()}
         fns = {}
-        for name, (pipe, nreg) in VARIANTS.items():
-            def fn(pipe=pipe, nreg=nreg):
-                with K.forced(pipe=pipe, maxnreg=nreg):
+        for name, force in VARIANTS.items():
+            x, t, dx, loss, call = setup(r, c, inplace, force)
+
+            def fn(force=force, call=call, x=x):
+                with K.forced(**force):
                     call(x)
             fn()
             fns[name] = fn
@@ -86,7 +93,7 @@ def main():
             ts = sorted(ts)
             ms = ts[len(ts) // 2]
             row[n].update(ms=ms, ms_min=ts[0], ms_max=ts[-1], TBps=2 * r * c * 2 / ms / 1e9)
-            print(f"{key:22s} {n:10s} {ms:.4f} ms ({ts[0]:.4f}-{ts[-1]:.4f}) {row[n]['TBps']:.2f} TB/s "
+            print(f"{key:22s} {n:18s} {ms:.4f} ms ({ts[0]:.4f}-{ts[-1]:.4f}) {row[n]['TBps']:.2f} TB/s "
                   f"err loss {row[n]['rel_err'][0]:.1e} dx {row[n]['rel_err'][1]:.1e}")
         res["shapes"][key] = row
     if a.json:

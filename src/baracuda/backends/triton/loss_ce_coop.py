@@ -232,7 +232,7 @@ def _ce_coop_pipe(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, part_ptr, cnt_ptr, den_ptr
 
 
 def splits(c: int) -> int:
-    return triton.cdiv(c, CHUNK)
+    return triton.cdiv(c, _FORCE.get("chunk", CHUNK))
 
 
 def eligible(c: int) -> bool:
@@ -258,16 +258,21 @@ def launch(g, x, t, w, dx, ws_words, den, eps, wsum, r, c, ignore, has_w, smooth
     i64 = r * c >= 2 ** 31 - 65536
     args = (g, x, t, w, dx, part, cnt, den, eps, wsum, den if loss is None else loss, r, c, x.stride(0), t.stride(0),
             ignore, nsplit, r if woff is None else woff, 2 * r if foff is None else foff)
-    const = dict(HAS_W=has_w, SMOOTH=smooth, RED=red, F64=f64, CHUNK=CHUNK, SP=triton.next_power_of_2(nsplit),
+    const = dict(HAS_W=has_w, SMOOTH=smooth, RED=red, F64=f64, CHUNK=_FORCE.get("chunk", CHUNK),
+                 SP=triton.next_power_of_2(nsplit),
                  I64=i64, LOSS=loss is not None)
-    opts = dict(num_warps=WARPS, **({} if f64 else {"maxnreg": _FORCE.get("maxnreg", MAXNREG[bool(has_w)])}))
+    warps = _FORCE.get("warps", WARPS)
+    opts = dict(num_warps=warps, **({} if f64 else {"maxnreg": _FORCE.get("maxnreg", MAXNREG[bool(has_w)])}))
     kern = _ce_coop_pipe if _FORCE.get("pipe", False) else _ce_bw_coop
     key = (kern,) + tuple(sorted(const.items())) + tuple(sorted(opts.items()))
     per_sm = _PER_SM.get(key)
     if per_sm is None:   # compile once to read the kernel's register / shared-memory use (softmax_long does the same)
         compiled = kern.warmup(*args, grid=(1,), **const, **opts)
         compiled._init_handles()
-        per_sm = _PER_SM[key] = _per_sm(compiled.n_regs, WARPS, compiled.metadata.shared)
+        per_sm = _PER_SM[key] = _per_sm(compiled.n_regs, warps, compiled.metadata.shared)
+        if "cap" in _FORCE:
+            per_sm = _PER_SM[key] = min(_FORCE["cap"], 65536 // (((compiled.n_regs + 7) // 8 * 8) * 32 * warps),
+                                        2048 // (32 * warps), (227 * 1024) // max(1, compiled.metadata.shared))
     progs = max(nsplit, (num_sms() * per_sm) // nsplit * nsplit)
     progs = min(progs, r * nsplit)
     shared(kern, x.device)((progs,), args, const, **opts)
