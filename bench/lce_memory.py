@@ -85,8 +85,14 @@ def timed(fns, x, w, t, rounds):
                 times[name][queued].append(ms)
                 if queued:
                     times[name]["host"].append(host)
-    return {name: {**_stats(v[False]), "queued": _stats(v[True]), "host_ms": _stats(v["host"])["ms"]}
-            for name, v in times.items()}
+    out = {name: {**_stats(v[False]), "queued": _stats(v[True]), "host_ms": _stats(v["host"])["ms"]}
+           for name, v in times.items()}
+    if "compile" in times:   # paired: fused / compile within each round (drift cancels), and how often <= 1
+        for mode, key in ((False, "ratio_vs_compile_per_round"), (True, "queued_ratio_vs_compile_per_round")):
+            r = [f / c for f, c in zip(times["fused"][mode], times["compile"][mode])]
+            out["fused"][key] = {**{k.replace("ms", "ratio"): x for k, x in _stats(r).items()},
+                                 "rounds_at_or_below_1": sum(x <= 1 for x in r), "rounds": len(r)}
+    return out
 
 
 def main():

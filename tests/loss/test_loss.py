@@ -223,6 +223,41 @@ def test_linear_cross_entropy_coop_chunks(dt, attrs):
             bc.check_errors()
 
 
+def test_linear_cross_entropy_gemm_math_flag():
+    """The chunk GEMMs run under the cuBLAS math flag the plan's preference asks for, whatever the caller's
+    global setting (bf16: no reduced-precision split-K sums unless allow_reduced_precision), the caller's flag is
+    back after the run, and plan.precision promises what that flag gives."""
+    from baracuda.backends.triton import loss_ce as m
+
+    seen = []
+    real = torch.mm
+
+    def spy(*a, **k):
+        seen.append(torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction)
+        return real(*a, **k)
+
+    ins = [_dev(a) for a in _lce_inputs(torch.Generator().manual_seed(9), 5, 4, 7, torch.bfloat16)]
+    mm = torch.backends.cuda.matmul
+    before = mm.allow_bf16_reduced_precision_reduction
+    try:
+        for allow in (False, True):
+            mm.allow_bf16_reduced_precision_reduction = not allow
+            p = bc.Plan.select(bc.Descriptor.like("linear_cross_entropy", *ins), DEVICE,
+                               bc.PlanPreference(prefer=(Backend.TRITON,), allow_reduced_precision=allow))
+            assert p.sku.backend == Backend.TRITON
+            assert p.precision.accumulator == (bc.DType.bf16 if allow else bc.DType.f32)
+            seen.clear()
+            m.torch.mm = spy
+            try:
+                p.run(*ins)
+            finally:
+                m.torch.mm = real
+            assert seen and all(s is allow for s in seen), (allow, seen)
+            assert mm.allow_bf16_reduced_precision_reduction is (not allow)
+    finally:
+        mm.allow_bf16_reduced_precision_reduction = before
+
+
 def test_linear_cross_entropy_chunk_split():
     """Token chunks: cdiv(n, chunk) of them in whole 256-row tiles where that divides (8192 tokens at 1536 a chunk:
     4 x 1280 + 2 x 1536, not 5 x 1536 + 512), contiguous and covering every row, none over the chunk; uniform

@@ -110,8 +110,7 @@ def _gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, p_ptr,
                  ACT: tl.constexpr, HAS_BIAS: tl.constexpr, SAVE_PRE: tl.constexpr,
                  PREC: tl.constexpr, ACC: tl.constexpr, EVEN_K: tl.constexpr,
                  HINT_M: tl.constexpr, HINT_N: tl.constexpr, I64: tl.constexpr, DOT_F32: tl.constexpr,
-                 BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
-                 ACCUM: tl.constexpr = 0):
+                 BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr):
     pid = tl.program_id(0)
     bid = pid // TILES
     tile = pid % TILES
@@ -144,12 +143,7 @@ def _gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, p_ptr,
     rk = tl.arange(0, BK)
     a_ptrs = a_ptr + ram[:, None] * sam + rk[None, :] * sak
     b_ptrs = b_ptr + rk[:, None] * sbk + rbn[None, :] * sbn
-    mask = (rm[:, None] < M) & (rn[None, :] < N)
-    c_ptrs = c_ptr + rm[:, None] * scm + rn[None, :] * scn
-    if ACCUM == 1:   # C += A @ B, C read before the K loop (its load overlaps the first operand loads)
-        acc = tl.load(c_ptrs, mask=mask, other=0.0).to(ACC)
-    else:
-        acc = tl.zeros((BM, BN), dtype=ACC)
+    acc = tl.zeros((BM, BN), dtype=ACC)
     for kt in range(0, _bound(tl.cdiv(K, BK))):
         if EVEN_K:
             a = tl.load(a_ptrs)
@@ -168,12 +162,11 @@ def _gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, p_ptr,
     if HAS_BIAS:
         bias = tl.load(bias_ptr + rn * s_bias, mask=rn < N, other=0.0)
         acc = acc + bias.to(ACC)[None, :]
-    if ACCUM == 2:   # C += A @ B, C read after the K loop
-        acc += tl.load(c_ptrs, mask=mask, other=0.0).to(ACC)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
     if SAVE_PRE:
         tl.store(p_ptr + rm[:, None] * spm + rn[None, :] * spn, acc.to(p_ptr.dtype.element_ty), mask=mask)
     y = ACT(acc, 0.0, 0.0)
-    tl.store(c_ptrs, y.to(c_ptr.dtype.element_ty), mask=mask)
+    tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, y.to(c_ptr.dtype.element_ty), mask=mask)
 
 
 # -- configuration table -----------------------------------------------------------------------------
@@ -280,7 +273,7 @@ def _collapse_batch(batch, strides_list):
     return [m[0] for m in merged], [[m[1][k] for m in merged] for k in range(len(strides_list))]
 
 
-def _launcher(A, B, C, cfg: GemmConfig, prec: str, bias=None, act: str = "none", P=None, accum: int = 0):
+def _launcher(A, B, C, cfg: GemmConfig, prec: str, bias=None, act: str = "none", P=None):
     """Everything a launch derives from shapes and strides, done once: returns ``go(a, b, c, bias, p)`` that
     only launches (the tensors passed need only share the data pointers of A, B, C, bias, P: views of them
     such as the un-transposed, un-expanded operands do), or None where launch_gemm's rare paths apply
@@ -311,8 +304,7 @@ def _launcher(A, B, C, cfg: GemmConfig, prec: str, bias=None, act: str = "none",
                   ACC=tl.float64 if dt == torch.float64 else tl.float32,
                   EVEN_K=K % cfg.bk == 0, HINT_M=M % cfg.bm == 0, HINT_N=N % cfg.bn == 0, I64=i64,
                   DOT_F32=dt == torch.bfloat16 and _INTERPRET,
-                  BM=cfg.bm, BN=cfg.bn, BK=cfg.bk, GROUP_M=cfg.group_m, ACCUM=accum, num_warps=cfg.warps,
-                  num_stages=cfg.stages)
+                  BM=cfg.bm, BN=cfg.bn, BK=cfg.bk, GROUP_M=cfg.group_m, num_warps=cfg.warps, num_stages=cfg.stages)
     kernel = _gemm_kernel[(sizes[0] * sizes[1] * tiles,)]
 
     def go(a, b, c, bias_t, p):

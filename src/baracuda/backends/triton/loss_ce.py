@@ -32,6 +32,7 @@ from ._math import exp as _exp_acc
 from . import register_triton
 from ._config import overrides
 from . import loss_ce_coop as _long
+from ..nvidia.cublas import _allow, cublas_precision, flag_switch
 from .loss import _check_flag, _denom, _fold, _lg, _num_sms, _ws_view
 
 _WHILE = triton_interpreting()
@@ -248,8 +249,19 @@ def _bind(desc, pref=None):
     params: dict = {}   # device -> [eps, softcap, z, 1, V] in the compute dtype (Python floats would be typed f32)
     coop = _coop(desc)
     part = (2 * n + 2 + 3) // 4 * 4     # the coop kernel's partials, 16-byte aligned
+    # torch.mm reads its cuBLAS math flag (TF32 for f32, reduced-precision split-K sums for bf16/f16) at every
+    # call: set it from the preference for the chunk loop, as the cuBLAS GEMM plans do (_precision says so)
+    flag = flag_switch(desc.dtype, _allow(pref))
 
     def run(desc_, inputs, outputs, ws):
+        prev = flag[0]() if flag is not None else None
+        try:
+            _chunks(desc_, inputs, outputs, ws)
+        finally:
+            if prev is not None:
+                flag[1](prev)
+
+    def _chunks(desc_, inputs, outputs, ws):
         x, w, t = inputs[:3]
         b = inputs[3] if has_b else None
         loss, dx, dw = outputs[:3]
@@ -316,13 +328,10 @@ def _route(desc, pref):
 
 
 def _precision(desc, pref=None):
-    from ..._core.dtypes import DType
-    from ..._core.sku import MathPrecision, PrecisionGuarantee
-
-    if desc.dtype == DType.f64:
-        return PrecisionGuarantee(MathPrecision.F64, DType.f64, True, True)
-    # GEMMs accumulate in f32 (cuBLAS; no TF32: torch's default allow_tf32=False for matmul), CE in f32
-    return PrecisionGuarantee(MathPrecision.F32, DType.f32, True, True)
+    """The GEMMs' promise (cuBLAS under the plan's math flag: f32 accumulation, TF32 / half-type split-K sums
+    only with allow_reduced_precision; not bit-stable across addresses and installs); the CE kernels
+    accumulate in f32 (f64 for f64) in a fixed order."""
+    return cublas_precision(desc, pref)
 
 
 register_triton("linear_cross_entropy", _run, route=_route, workspace=_workspace, bind=_bind, precision=_precision)

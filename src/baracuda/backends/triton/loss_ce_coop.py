@@ -127,112 +127,8 @@ def _ce_bw_coop(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, part_ptr, cnt_ptr, den_ptr, 
         tl.store(dx_ptr + row * C + c, (d * sc).to(dx_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit
-def _coop_part(xr, w, row, c, mask, part_ptr, w_ptr, cnt_ptr, total, HAS_W: tl.constexpr, SMOOTH: tl.constexpr,
-               F64: tl.constexpr):
-    """Publish one chunk's partials: max, sum exp(x - max) (and sum_c w_c x_c for label smoothing)."""
-    CT: tl.constexpr = tl.float64 if F64 else tl.float32
-    x = xr.to(CT)
-    m = tl.max(x, 0)
-    tl.store(part_ptr + w, m)
-    tl.store(part_ptr + total + w, tl.sum(_ex(x - _safe(m), F64), 0))
-    if SMOOTH:
-        if HAS_W:
-            wc = tl.load(w_ptr + c, mask=mask, other=0.0).to(CT)
-        else:
-            wc = 1.0
-        tl.store(part_ptr + 2 * total + w, tl.sum(tl.where(mask, x * wc, 0.0), 0))
-    _publish(cnt_ptr, row)
-
-
-@triton.jit
-def _ce_coop_pipe(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, part_ptr, cnt_ptr, den_ptr, eps_ptr, wsum_ptr, loss_ptr, R, C,
-                  sxn, stn, IGNORE, NSPLIT, WOFF, FOFF, HAS_W: tl.constexpr, SMOOTH: tl.constexpr,
-                  RED: tl.constexpr, F64: tl.constexpr, CHUNK: tl.constexpr, SP: tl.constexpr, I64: tl.constexpr,
-                  LOSS: tl.constexpr):
-    """_ce_bw_coop software-pipelined across rounds: a program publishes the partials of its NEXT chunk before it
-    waits for the current row, so by the time it waits, the current row's other chunks have had a whole round
-    to publish (the wait rarely spins).  Two raw chunks stay in registers (the current and the next, 16 + 16
-    registers at bf16) instead of the current chunk's f32 exponentials; the gradient recomputes
-    exp(x - row max) (two exps per element, from registers: the kernel stays memory-bound).  Deadlock-free as
-    before: a program publishes round i+1 before it waits on round i, and every chunk of round i was published
-    by its program before that program's own wait on round i-1."""
-    CT: tl.constexpr = tl.float64 if F64 else tl.float32
-    EPS = tl.load(eps_ptr)
-    total = R * NSPLIT
-    nprog = tl.num_programs(0)
-    k = tl.arange(0, SP)
-    w0 = tl.program_id(0)
-    row, c = _chunk(w0, NSPLIT, C, CHUNK, I64)
-    xr = tl.load(x_ptr + row * sxn + c, mask=(c < C) & (w0 < total), other=float("-inf"))
-    tr = tl.load(t_ptr + row * stn, mask=w0 < total, other=0).to(tl.int64)
-    xt = 0.0
-    if LOSS:   # the target logit, read before the row publishes (dx may alias x)
-        tc0 = tl.where((tr != IGNORE) & (tr >= 0) & (tr < C), tr, 0)
-        xt = tl.load(x_ptr + row * sxn + tc0, mask=(w0 < total) & (w0 - row * NSPLIT == 0), other=0.0).to(CT)
-    if w0 < total:
-        _coop_part(xr, w0, row, c, c < C, part_ptr, w_ptr, cnt_ptr, total, HAS_W, SMOOTH and LOSS, F64)
-    for w in range(w0, total, nprog):
-        row, c = _chunk(w, NSPLIT, C, CHUNK, I64)
-        mask = c < C
-        t = tr
-        keep = (t != IGNORE) & (t >= 0) & (t < C)
-        tc = tl.where(keep, t, 0)
-        first = w - row * NSPLIT == 0
-        # the next round: load, read its target logit, publish its partials
-        wn = w + nprog
-        rn, cn = _chunk(wn, NSPLIT, C, CHUNK, I64)
-        xn = tl.load(x_ptr + rn * sxn + cn, mask=(cn < C) & (wn < total), other=float("-inf"))
-        tr = tl.load(t_ptr + rn * stn, mask=wn < total, other=0).to(tl.int64)
-        xtn = 0.0
-        if LOSS:
-            tcn = tl.where((tr != IGNORE) & (tr >= 0) & (tr < C), tr, 0)
-            xtn = tl.load(x_ptr + rn * sxn + tcn, mask=(wn < total) & (wn - rn * NSPLIT == 0), other=0.0).to(CT)
-        if wn < total:
-            _coop_part(xn, wn, rn, cn, cn < C, part_ptr, w_ptr, cnt_ptr, total, HAS_W, SMOOTH and LOSS, F64)
-        if HAS_W:
-            wt = tl.load(w_ptr + tc, mask=keep, other=0.0).to(CT)
-        else:
-            wt = tl.where(keep, 1.0, 0.0).to(CT)
-        if RED == 0:
-            g = tl.load(g_ptr + row).to(CT)
-        elif RED == 1:
-            g = tl.load(g_ptr).to(CT)
-        else:
-            g = tl.load(g_ptr).to(CT) / tl.load(den_ptr)
-        sc = tl.where(keep, g, 0.0)
-        coef = (1.0 - EPS) * wt
-        if SMOOTH:
-            coef += EPS / C * tl.load(wsum_ptr)
-        _wait(cnt_ptr, row, NSPLIT)
-        ms = tl.load(part_ptr + row * NSPLIT + k, mask=k < NSPLIT, other=float("-inf"), volatile=True)
-        ss = tl.load(part_ptr + total + row * NSPLIT + k, mask=k < NSPLIT, other=0.0, volatile=True)
-        mr = _safe(tl.max(ms, 0))
-        s = tl.sum(ss * _ex(ms - mr, F64), 0)
-        if LOSS:
-            if first:
-                lse = mr + _lg(s, F64)
-                lr = (1.0 - EPS) * wt * (lse - xt)
-                if SMOOTH:
-                    sw = tl.load(part_ptr + 2 * total + row * NSPLIT + k, mask=k < NSPLIT, other=0.0, volatile=True)
-                    lr += EPS / C * (tl.load(wsum_ptr) * lse - tl.sum(sw, 0))
-                bad = (t != IGNORE) & ((t < 0) | (t >= C))
-                tl.store(loss_ptr + row, tl.where(bad, float("nan"), tl.where(keep, lr, 0.0)))
-                tl.store(loss_ptr + WOFF + row, wt)
-                tl.store(loss_ptr + FOFF + row * 0, 1.0, mask=bad)
-        d = _ex(xr.to(CT) - mr, F64) * (coef / s) - tl.where(c == tc, (1.0 - EPS) * wt, 0.0)
-        if SMOOTH:
-            if HAS_W:
-                d -= EPS / C * tl.load(w_ptr + c, mask=mask, other=0.0).to(CT)
-            else:
-                d -= EPS / C
-        tl.store(dx_ptr + row * C + c, (d * sc).to(dx_ptr.dtype.element_ty), mask=mask)
-        xr = xn
-        xt = xtn
-
-
 def splits(c: int) -> int:
-    return triton.cdiv(c, _FORCE.get("chunk", CHUNK))
+    return triton.cdiv(c, CHUNK)
 
 
 def eligible(c: int) -> bool:
@@ -258,21 +154,15 @@ def launch(g, x, t, w, dx, ws_words, den, eps, wsum, r, c, ignore, has_w, smooth
     i64 = r * c >= 2 ** 31 - 65536
     args = (g, x, t, w, dx, part, cnt, den, eps, wsum, den if loss is None else loss, r, c, x.stride(0), t.stride(0),
             ignore, nsplit, r if woff is None else woff, 2 * r if foff is None else foff)
-    const = dict(HAS_W=has_w, SMOOTH=smooth, RED=red, F64=f64, CHUNK=_FORCE.get("chunk", CHUNK),
-                 SP=triton.next_power_of_2(nsplit),
+    const = dict(HAS_W=has_w, SMOOTH=smooth, RED=red, F64=f64, CHUNK=CHUNK, SP=triton.next_power_of_2(nsplit),
                  I64=i64, LOSS=loss is not None)
-    warps = _FORCE.get("warps", WARPS)
-    opts = dict(num_warps=warps, **({} if f64 else {"maxnreg": _FORCE.get("maxnreg", MAXNREG[bool(has_w)])}))
-    kern = _ce_coop_pipe if _FORCE.get("pipe", False) else _ce_bw_coop
-    key = (kern,) + tuple(sorted(const.items())) + tuple(sorted(opts.items()))
+    opts = dict(num_warps=WARPS, **({} if f64 else {"maxnreg": _FORCE.get("maxnreg", MAXNREG[bool(has_w)])}))
+    key = tuple(sorted(const.items())) + tuple(sorted(opts.items()))
     per_sm = _PER_SM.get(key)
     if per_sm is None:   # compile once to read the kernel's register / shared-memory use (softmax_long does the same)
-        compiled = kern.warmup(*args, grid=(1,), **const, **opts)
+        compiled = _ce_bw_coop.warmup(*args, grid=(1,), **const, **opts)
         compiled._init_handles()
-        per_sm = _PER_SM[key] = _per_sm(compiled.n_regs, warps, compiled.metadata.shared)
-        if "cap" in _FORCE:
-            per_sm = _PER_SM[key] = min(_FORCE["cap"], 65536 // (((compiled.n_regs + 7) // 8 * 8) * 32 * warps),
-                                        2048 // (32 * warps), (227 * 1024) // max(1, compiled.metadata.shared))
+        per_sm = _PER_SM[key] = _per_sm(compiled.n_regs, WARPS, compiled.metadata.shared)
     progs = max(nsplit, (num_sms() * per_sm) // nsplit * nsplit)
     progs = min(progs, r * nsplit)
-    shared(kern, x.device)((progs,), args, const, **opts)
+    shared(_ce_bw_coop, x.device)((progs,), args, const, **opts)
