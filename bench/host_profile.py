@@ -50,7 +50,8 @@ def print_profile(fn, reps):
 
 def demo(profile):
     """The demo's Llama-style block (tokens 2x256, dim 512, f32), forward + backward: wall ms through baracuda
-    and through torch eager (best of 5, synchronized), and cProfile's view of the baracuda run."""
+    (its eager fast path, and every call through the custom op), and through torch eager (best of 5,
+    synchronized), and cProfile's view of the baracuda run."""
     from baracuda.demo import block, make_params
     params, x0 = make_params(torch, 256, 2, 512, 4, "cuda", torch.float32)
     leaves = ["w_qkv", "w_o", "b_o", "w_13", "w_2", "w_vocab", "norm1", "norm2", "norm_f"]
@@ -64,9 +65,19 @@ def demo(profile):
         block(bt if use else torch, x, p, 4, use).backward()
         torch.cuda.synchronize()
         return (time.perf_counter() - t0) * 1e3
+    from baracuda.torch import _library
+
+    def custom_op_only():
+        _library.EAGER_FAST_PATH[0] = False
+        try:
+            return run(True)
+        finally:
+            _library.EAGER_FAST_PATH[0] = True
     for use in (True, False):
         run(use)
-    out = {"baracuda": min(run(True) for _ in range(5)), "eager": min(run(False) for _ in range(5))}
+    custom_op_only()
+    out = {"baracuda": min(run(True) for _ in range(5)), "eager": min(run(False) for _ in range(5)),
+           "baracuda_custom_op_only": min(custom_op_only() for _ in range(5))}
     if profile:
         print_profile(lambda: run(True), 5)
     return out

@@ -149,3 +149,72 @@ def test_preference_context_forces_backend():
 def test_unknown_attr_is_an_error():
     with pytest.raises(bc.InvalidProblemError, match="argument 'bogus'"):
         bt.call("exp", [torch.randn(3)], {"bogus": 1})
+
+
+# -- the eager fast path (_library._Eager) against the custom op ----------------------------------------------
+class _Passthrough(torch.utils._python_dispatch.TorchDispatchMode):
+    """A dispatch mode that changes nothing: with it active, call() must take the custom op."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("name", ["matmul", "softmax", "layer_norm", "mul", "cross_entropy", "cumsum"])
+def test_eager_fast_path_matches_custom_op(name, monkeypatch):
+    """Plain eager code runs the autograd.Function fast path, a dispatch mode forces the custom op; both give
+    the same outputs and gradients bit for bit (same plans), and the fast path is taken only where it should."""
+    from baracuda.torch import _library as L
+
+    spec = bc.get_spec(name)
+    calls = []
+    real = L._Eager.apply
+    monkeypatch.setattr(L._Eager, "apply", lambda *a: calls.append(a[0]) or real(*a))
+    for sample in _small(spec):
+        res = []
+        for mode in (None, _Passthrough):
+            xs = [torch.tensor(np.asarray(x), device=DEVICE,
+                               dtype=torch.float64 if np.asarray(x).dtype.kind == "f" else None,
+                               requires_grad=i in spec.differentiable and np.asarray(x).dtype.kind == "f")
+                  for i, x in enumerate(sample.inputs)]
+            n0 = len(calls)
+            if mode is None:
+                out = bt.call(name, xs, sample.attrs)
+            else:
+                with mode():
+                    out = bt.call(name, xs, sample.attrs)
+            assert len(calls) - n0 == (1 if mode is None else 0), (name, mode)
+            outs = out if isinstance(out, tuple) else (out,)
+            loss = sum((o.double() * (k + 1.5)).sum() for k, o in enumerate(outs) if o.is_floating_point())
+            loss.backward()
+            res.append([o.detach() for o in outs] + [x.grad for x in xs if x.requires_grad])
+        for a, b in zip(*res):
+            torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+def test_eager_fast_path_not_under_transforms():
+    """vmap (functorch), a fake-tensor mode and meta tensors keep the custom op."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from baracuda.torch import _library as L
+
+    seen = []
+
+    def f(x):
+        seen.append(L._eager_ok([x]))
+        return x * 2
+
+    torch.func.vmap(f)(torch.randn(3, 2))
+    with FakeTensorMode():
+        seen.append(L._eager_ok([torch.empty(3)]))
+    seen.append(L._eager_ok([torch.empty(3, device="meta")]))
+    seen.append(L._eager_ok([torch.empty(3)]))
+    assert seen == [False, False, False, True]
+
+
+def test_double_backward_takes_the_custom_op_backward():
+    """create_graph=True: the backward runs through baracuda::op_backward (as before the fast path), never the
+    direct call; the first-order gradient is unchanged."""
+    x = torch.randn(4, 3, device=DEVICE, dtype=torch.float64, requires_grad=True)
+    y = bt.call("tanh", [x], {})
+    (g,) = torch.autograd.grad(y.sum(), x, create_graph=True)
+    torch.testing.assert_close(g, 1 - torch.tanh(x.detach()) ** 2)

@@ -120,10 +120,27 @@ _BY_NUMPY = {d.numpy: d for d in DType if not d.is_packed}
 _BY_DLPACK = {d.dlpack: d for d in DType if d.value[5] is not None}
 
 
+_SEEN: dict = {}   # dtype objects / names already converted (a handful per process): one dict lookup per call
+
+
 def as_dtype(x: Any) -> DType:
     """Turn a DType, a name ('bf16', 'float32'), a NumPy dtype or a torch dtype into a DType."""
     if isinstance(x, DType):
         return x
+    try:
+        return _SEEN[x]
+    except (KeyError, TypeError):   # TypeError: unhashable
+        pass
+    d = _convert(x)
+    if len(_SEEN) < 256:
+        try:
+            _SEEN[x] = d
+        except TypeError:
+            pass
+    return d
+
+
+def _convert(x: Any) -> DType:
     if isinstance(x, str):
         d = _ALIASES.get(x)
         if d is None:
@@ -131,7 +148,7 @@ def as_dtype(x: Any) -> DType:
         return d
     mod = type(x).__module__
     if mod.startswith("torch"):
-        return as_dtype(str(x).replace("torch.", ""))
+        return _convert(str(x).replace("torch.", ""))
     if x in (float,):
         return DType.f64
     if x in (int,):

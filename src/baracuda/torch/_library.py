@@ -211,9 +211,12 @@ def _desc_from_sig(name: str, attrs: str, sig: str) -> Descriptor:
     return _descriptor(name, attrs, specs)
 
 
-@_inside
 def _bw_impl(name: str, attrs: str, sig: str, args):
-    desc = _desc_from_sig(name, attrs, sig)
+    return _bw_run(_desc_from_sig(name, attrs, sig), args)
+
+
+@_inside
+def _bw_run(desc: Descriptor, args):
     n_out = len(desc.outputs)
     grads, saved_list = args[:n_out], args[n_out:]
     bw = _bw_plan(desc, _device_of(args), get_preference())
@@ -276,7 +279,9 @@ def _setup_context(ctx, inputs, output):
     ctx.save_for_backward(*saved)
 
 
-def _backward(ctx, grads):
+def _backward(ctx, grads, direct=False):
+    """``direct``: call the backward kernel without the dispatcher (the eager path, when no graph of the
+    backward is being built: create_graph=False and no tracing mode)."""
     desc = ctx.bc_desc
     spec = desc.spec
     if not spec.is_differentiable:
@@ -284,7 +289,10 @@ def _backward(ctx, grads):
     if all(g is None for g in grads):
         return None, None, [None] * len(desc.inputs)
     args = list(grads) + list(ctx.saved_tensors)
-    res = torch.ops.baracuda.op_backward(desc.op, ctx.bc_attrs, _sig_str(desc), args)
+    if direct:
+        res = _bw_run(desc, args)
+    else:
+        res = torch.ops.baracuda.op_backward(desc.op, ctx.bc_attrs, _sig_str(desc), args)
     out = [r if (i in spec.differentiable and desc.inputs[i].dtype.is_floating) else None for i, r in enumerate(res)]
     return None, None, out
 
@@ -321,10 +329,46 @@ def _check_differentiable(name: str, attrs: str, xs) -> None:
     _bw_plan(desc, _device_of(xs), get_preference())
 
 
+# -- the eager fast path -----------------------------------------------------------------------------
+# In plain eager code the custom op's dispatch (the dispatcher, torch.library's generic autograd wrapper with its
+# pytree flatten / unflatten of the arguments, the redispatch to the CPU/CUDA kernel) costs more host time than
+# the op's own plan lookup and launch.  Where nothing but autograd needs to see the op, _Eager runs the same
+# forward (_op_impl), the same saved tensors (_setup_context) and the same backward (_backward) as a plain
+# autograd.Function.  Everything else keeps the custom op: Dynamo tracing (torch.compile), functorch transforms
+# (vmap, grad), dispatch modes (FakeTensorMode, make_fx / export tracing), tensor subclasses and meta tensors.
+class _Eager(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, name, attrs, *xs):
+        outs = _op_impl(name, attrs, xs)
+        _setup_context(ctx, (name, attrs, xs), outs)
+        return tuple(outs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        direct = not torch.is_grad_enabled() and not torch._C._len_torch_dispatch_stack()
+        _, _, res = _backward(ctx, grads, direct)
+        return (None, None, *res)
+
+
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+EAGER_FAST_PATH = [True]   # [False]: every call takes the custom op (bench/host_profile.py's A/B)
+
+
+def _eager_ok(xs) -> bool:
+    if not EAGER_FAST_PATH[0] or torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active() \
+            or torch._C._len_torch_dispatch_stack():
+        return False
+    return all(type(x) in _PLAIN and not x.is_meta for x in xs)
+
+
 def call(name: str, xs, attrs: dict):
-    """Run baracuda op ``name`` on torch tensors through the custom op (autograd + torch.compile aware)."""
+    """Run baracuda op ``name`` on torch tensors: the custom op (autograd + torch.compile aware), or in plain
+    eager code the same forward, saved tensors and backward through an autograd.Function (_Eager)."""
     enc = encode_attrs(attrs)
     if getattr(_INSIDE, "grad_check", False) and torch.is_grad_enabled():
         _check_differentiable(name, enc, xs)
-    outs = torch.ops.baracuda.op(name, enc, list(xs))
+    if _eager_ok(xs):
+        outs = _Eager.apply(name, enc, *xs)
+    else:
+        outs = torch.ops.baracuda.op(name, enc, list(xs))
     return outs[0] if len(outs) == 1 else tuple(outs)
