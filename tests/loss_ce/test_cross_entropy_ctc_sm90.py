@@ -2,7 +2,8 @@
 they build for the H100/H200 with no register spills, the long-row streaming kernels use 16-byte loads
 (ld.global.v4) when C and the chunk are multiples of 16, N-D inputs with D % ROWS == 0 load and store 16-byte
 vectors along the unit-stride trailing dims, and the single-read backward stays within 128 registers
-at 8 warps (2 programs per SM; its launcher sizes the persistent grid from the compiled kernel)."""
+at 8 warps (2 programs per SM; its launcher sizes the persistent grid from the compiled kernel), without a
+spill for f32 logits at their 128-register cap."""
 from __future__ import annotations
 
 import os
@@ -72,6 +73,14 @@ for f64 in (False, True):
                           maxnreg=None if f64 else K.MAXNREG[True])
         assert s <= (128 if f64 else 64) and (f64 or r <= 128), ("coop", f64, loss, r, s)   # (f64: 1 per SM anyway)
         print("coop", f64, loss, r, s)
+# f32 logits run at the 4-byte cap (128 registers, 2 programs per SM): no spill without class weights
+f32p = {"x_ptr": "*fp32", "dx_ptr": "*fp32", "g_ptr": "*fp32", "w_ptr": "*fp32", "cnt_ptr": "*i32", "t_ptr": "*i64"}
+for loss in (False, True):
+    r, s, _ = usage(K._ce_bw_coop, f32p, dict(HAS_W=False, SMOOTH=False, RED=2, F64=False, CHUNK=K.CHUNK, SP=16,
+                                              I64=False, LOSS=loss), K.WARPS, ["x_ptr", "dx_ptr", "sxn", "C"],
+                    maxnreg=K.maxnreg(False, 4))
+    assert s == 0 and r <= 128, ("coop f32", loss, r, s)
+    print("coop f32", loss, r, s)
 r, s, _ = usage(L._nll_fw, bf, dict(HAS_W=True, NONE=True, ND=1, F64=False, BLOCK=1024, I64=False), 4)
 r, s, _ = usage(L._nll_bw, bf, dict(HAS_W=True, RED=0, ND=False, F64=False, ROWS=1, TILE=4096, I64=True), 8)
 r, s, _ = usage(L._denom, bf, dict(HAS_W=True, PROB=False, ND=1, F64=False, BLOCK=1024, WHILE=False), 4)

@@ -89,16 +89,41 @@ def test_bad_target_raises_on_the_training_path():
         bc.check_errors()          # on the GPU the value check is deferred (PlanPreference.check_values)
 
 
-@pytest.mark.parametrize("g", [1.0, 0.5])
-def test_grad_scale_in_place(g):
+@pytest.mark.parametrize("g,h", [(1.0, None), (0.5, None), (0.75, 0.75), (0.3, 0.7)])
+def test_grad_scale_in_place(g, h):
     x = torch.randn(1000, device=DEV)
-    want = x * g
-    gt = torch.tensor(g, device=DEV)
-    with bt.preference(_backend_pref()):
-        plan = bc.Plan.select(bc.Descriptor.like("grad_scale", x, gt), DEV, _backend_pref())
+    want = x * g if h is None else (x.double() * (g / h)).float()
+    ins = [torch.tensor(g, device=DEV)] + ([] if h is None else [torch.tensor(h, device=DEV)])
+    plan = bc.Plan.select(bc.Descriptor.like("grad_scale", x, *ins), DEV, _backend_pref())
     assert plan.sku.backend == bc.Backend.TRITON
-    plan.run(x, gt, out=x)
-    torch.testing.assert_close(x, want, rtol=0, atol=0)
+    plan.run(x, *ins, out=x)
+    torch.testing.assert_close(x, want, rtol=0 if h in (None, g) else 2e-7, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_upstream_guess_across_steps(dtype):
+    """The fused forward computes the gradient for the upstream the previous backward saw: steps with a repeated
+    upstream (gradient accumulation's 1/k), a changed one, a zero one (never adopted as the guess) and a
+    retained-graph second backward all give torch's gradients; the guess follows the upstreams."""
+    from baracuda.torch import _fused
+
+    x, t, w = _data(dtype=dtype, seed=5)
+    tol = dict(rtol=2e-5, atol=2e-6) if dtype == torch.float32 else dict(rtol=2e-2, atol=2e-3)
+    plan = None
+    for k, up in enumerate([0.25, 0.25, 3.0, 0.0, 0.5, 0.5]):
+        xa = x.clone().requires_grad_(True)
+        xb = x.clone().requires_grad_(True)
+        la = bt.nn.functional.cross_entropy(xa, t, weight=w, label_smoothing=0.1)
+        plan = la.grad_fn.bc_plan
+        (la * up).backward(retain_graph=k == 5)
+        F.cross_entropy(xb.float(), t, weight=w.float(), label_smoothing=0.1).mul(up).backward()
+        torch.testing.assert_close(xa.grad.float(), xb.grad.float(), **tol)
+        want = {0: 0.25, 1: 0.25, 2: 3.0, 3: 3.0, 4: 0.5, 5: 0.5}[k]
+        assert _fused._GUESS[plan].item() == want
+    first = xa.grad.clone()
+    (la * 2.0).backward()                  # retained graph: recomputed for this upstream, accumulated
+    torch.testing.assert_close(xa.grad.float(), first.float() * 5.0, rtol=2e-2 if dtype != torch.float32 else 1e-6,
+                               atol=0)
 
 
 @pytest.mark.parametrize("upstream", [1.0, 0.25])

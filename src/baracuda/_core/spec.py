@@ -209,9 +209,12 @@ class OpSpec:
     # the descriptor returning those (reduce_to keeps x only for its max/min/prod modes)
     saves: tuple[str, ...] | Callable = ("inputs",)
     differentiable: tuple[int, ...] = ()  # indices of inputs that receive gradients
-    # an op computing this op's (scalar) output AND the gradient of its differentiable inputs for a unit upstream
-    # gradient in one pass (cross_entropy -> cross_entropy_with_grad): the torch drop-in runs it under eager
-    # autograd and scales the saved gradient in place in the backward (no pass at all when the upstream is 1)
+    # an op computing this op's (scalar) output AND the gradient of its differentiable inputs in one pass
+    # (cross_entropy -> cross_entropy_with_grad): the torch drop-in runs it under eager autograd and scales the
+    # saved gradient in place in the backward.  If the fused op's first argument is named "grad" it takes the
+    # upstream gradient (this op's operands follow): the drop-in passes the upstream its previous backward saw,
+    # so a step whose upstream repeats needs no scaling pass; otherwise it computes for a unit upstream (no
+    # pass when the upstream is 1)
     fused_grad: str | None = None
     samples: Callable[[np.random.Generator], Iterable[Sample]] | None = None
     errors: Callable[[], Iterable[ErrorCase]] | None = None

@@ -70,11 +70,12 @@ def _attrs(op: str, base: str, attrs: dict) -> dict:
     return out
 
 
-def _check(op: str, base: str | None = None):
+def _check(op: str, base: str | None = None, grad: bool | None = None):
     """The shape rule of ``op``; ``base``: the loss whose inputs and attributes it takes (default: op without
-    "_backward").  cross_entropy_with_grad (ops/loss_fused.py) reuses cross_entropy's rule under its own name."""
+    "_backward"); ``grad``: the operands start with the loss's upstream gradient (default: a "_backward" op).
+    cross_entropy_with_grad (ops/loss_fused.py) reuses cross_entropy_backward's rule under its own name."""
     base = base or op.replace("_backward", "")
-    bw = op.endswith("_backward")
+    bw = op.endswith("_backward") if grad is None else grad
 
     def check(inputs, attrs):
         off = 1 if bw else 0
@@ -340,11 +341,11 @@ def _register_input_makers_for(ops):
     def maker(desc, device, gen):
         import torch
 
-        bw = desc.op.endswith("_backward")
+        lead = 1 if desc.op.endswith(("_backward", "_with_grad")) else 0   # a leading upstream gradient
         ins = []
         for i, t in enumerate(desc.inputs):
             if t.dtype in INDEX_DTYPES:
-                c = desc.inputs[1 if bw else 0].shape[1]
+                c = desc.inputs[lead].shape[1]
                 ins.append(torch.randint(0, c, t.shape, generator=gen, device=gen.device).to(t.dtype.torch).to(device))
             else:
                 r = torch.randn(t.shape, generator=gen, device=gen.device, dtype=torch.float32)

@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._core.spec import Descriptor, TensorSpec
+from ..._core.spec import Descriptor
 from ...ops.loss_fused import CE_WITH_GRAD
 from . import register_reference
 from .loss import BODIES
 
 
-def _ce_with_grad(desc, *xs):
-    fw = Descriptor("cross_entropy", desc.inputs, desc.attrs)
-    bw = Descriptor("cross_entropy_backward", (TensorSpec((), desc.dtype),) + desc.inputs, desc.attrs)
-    return BODIES["cross_entropy"](fw, *xs), BODIES["cross_entropy_backward"](bw, np.asarray(1.0), *xs)
+def _ce_with_grad(desc, g, *xs):
+    fw = Descriptor("cross_entropy", desc.inputs[1:], desc.attrs)
+    bw = Descriptor("cross_entropy_backward", desc.inputs, desc.attrs)
+    return BODIES["cross_entropy"](fw, *xs), BODIES["cross_entropy_backward"](bw, g, *xs)
+
+
+def _grad_scale(desc, x, g, h=None):
+    f = np.asarray(g) if h is None else np.asarray(g) / np.asarray(h)
+    return np.asarray(x) * f
 
 
 register_reference(CE_WITH_GRAD, _ce_with_grad)
-register_reference("grad_scale", lambda desc, x, g: np.asarray(x) * np.asarray(g))
+register_reference("grad_scale", _grad_scale)

@@ -34,7 +34,14 @@ WARPS = 8
 # uncapped (~100-120 regs, 2 programs of 8 warps per SM) 1.19 ms backward / 1.26 ms with LOSS; capped at 80
 # (3 per SM, an 8-32 byte spill) 1.05 / 1.04 ms; at 64 the spills cost more than the occupancy gives (1.37 /
 # 1.06).  Class weights (+ smoothing) need ~170 registers: capped at 128 (a 64-byte spill) to keep 2 per SM.
-MAXNREG = {False: 80, True: 128}    # by "has class weights"
+# f32 logits (32 KB of a row per program, twice the bf16 registers): at 80 the spills cost more than the third
+# program per SM gives — 4096 x 128256 f32 backward 1.91 ms at 80, 1.70 ms at 128 (2 per SM; H100,
+# bench/results/2026-11-24-h100/ce_coop_f32.json).
+MAXNREG = {False: 80, True: 128}    # 2-byte logits, by "has class weights"; 4-byte logits: 128
+
+
+def maxnreg(has_w: bool, itemsize: int) -> int:
+    return 128 if itemsize >= 4 else MAXNREG[bool(has_w)]
 _PER_SM: dict = {}
 _FORCE, forced = overrides("Force ``maxnreg`` (GPU tuning runs: 64 / 80 / 96 give 4 / 3 / 2 programs per SM).")
 
@@ -156,7 +163,8 @@ def launch(g, x, t, w, dx, ws_words, den, eps, wsum, r, c, ignore, has_w, smooth
             ignore, nsplit, r if woff is None else woff, 2 * r if foff is None else foff)
     const = dict(HAS_W=has_w, SMOOTH=smooth, RED=red, F64=f64, CHUNK=CHUNK, SP=triton.next_power_of_2(nsplit),
                  I64=i64, LOSS=loss is not None)
-    opts = dict(num_warps=WARPS, **({} if f64 else {"maxnreg": _FORCE.get("maxnreg", MAXNREG[bool(has_w)])}))
+    cap = {} if f64 else {"maxnreg": _FORCE.get("maxnreg", maxnreg(has_w, x.element_size()))}
+    opts = dict(num_warps=WARPS, **cap)
     key = tuple(sorted(const.items())) + tuple(sorted(opts.items()))
     per_sm = _PER_SM.get(key)
     if per_sm is None:   # compile once to read the kernel's register / shared-memory use (softmax_long does the same)

@@ -1,4 +1,4 @@
-"""Triton cross_entropy_with_grad (loss and input gradient for a unit upstream gradient) and grad_scale.
+"""Triton cross_entropy_with_grad (loss and input gradient for the given upstream gradient) and grad_scale.
 
 cross_entropy_with_grad, two routes (the SKU names which):
 * coop (GPU; 2-D logits with unit class stride, class-index targets, rows of more than one tile): the
@@ -8,10 +8,10 @@ cross_entropy_with_grad, two routes (the SKU names which):
   fixed order.  Bytes: one read of the logits + one write of the gradient, 2 x 1.05 GB at 4096 x 128256 bf16,
   ~0.75 ms at 2.8 TB/s — the forward and the backward of a training step together (eager torch: ~3.1 ms).
 * composed (everything else, and the interpreter, where programs cannot wait for each other): cross_entropy's
-  forward kernels, then its backward kernels with an upstream gradient of 1 (backends/triton/loss.py).
+  forward kernels, then its backward kernels with the upstream gradient (backends/triton/loss.py).
 
-grad_scale(x, g): y = x * g in one pass; in place with g == 1 every program of a persistent grid loads g, sees 1
-and stores nothing.
+grad_scale(x, g[, h]): y = x * (g / h) in one pass; in place with g == h (or g == 1) every program of a
+persistent grid loads g (and h), sees a factor of 1 and stores nothing.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import triton
 import triton.language as tl
 
 from ..._core.device import triton_interpreting
-from ..._core.spec import Descriptor, TensorSpec
+from ..._core.spec import Descriptor
 from ...ops.loss_fused import CE_WITH_GRAD
 from . import loss as _ce
 from . import loss_ce_coop as _long
@@ -33,8 +33,9 @@ _SCALE_BLOCK = 4096   # 8 KB bf16 / 16 KB f32 per program: 16-byte vectors, ~4 i
 
 
 def _descs(desc):
-    fw = Descriptor("cross_entropy", desc.inputs, desc.attrs)
-    bw = Descriptor("cross_entropy_backward", (TensorSpec((), desc.dtype),) + desc.inputs, desc.attrs)
+    """cross_entropy on (input, target[, weight]) and cross_entropy_backward on all the operands."""
+    fw = Descriptor("cross_entropy", desc.inputs[1:], desc.attrs)
+    bw = Descriptor("cross_entropy_backward", desc.inputs, desc.attrs)
     return fw, bw
 
 
@@ -50,7 +51,7 @@ def _layout(desc):
     fw, bw = _descs(desc)
     word = 8 if desc.dtype.itemsize == 8 else 4
     if _coop(desc):
-        r, c = desc.inputs[0].shape
+        r, c = desc.inputs[1].shape
         main = (2 * r + 2 + _long.workspace_words(r, c, loss=True)) * word
     else:
         main = max(_ce._workspace(fw), _ce._workspace(bw))
@@ -66,37 +67,37 @@ def _bind(desc, pref=None):
     main, word = _layout(desc)
     f64 = word == 8
     ct = torch.float64 if f64 else torch.float32
-    has_w = len(desc.inputs) == 3
+    has_w = len(desc.inputs) == 4
     a = desc.attr_dict
     mean, eps, ignore = a["reduction"] == "mean", a["label_smoothing"], a["ignore_index"]
 
-    shape = desc.inputs[0].shape
+    shape = desc.inputs[1].shape
     c = shape[1] if len(shape) > 1 else shape[0]     # the class count ([C], [N, C] or [N, C, d1, ...])
     consts: dict = {}
 
     def const(dev):
-        """(the unit upstream gradient, eps, C = sum of unit class weights) as 1-word views of one device tensor,
-        made once per device: no fill per call, and f64 kernels read eps at full precision."""
+        """(eps, C = sum of unit class weights) as 1-word views of one device tensor, made once per device: no
+        fill per call, and f64 kernels read eps at full precision."""
         k = consts.get(dev)
         if k is None:
-            t = torch.tensor([1.0, eps, float(c)], dtype=ct, device=dev)
-            k = consts[dev] = (t[0:1], t[1:2], t[2:3])
+            t = torch.tensor([eps, float(c)], dtype=ct, device=dev)
+            k = consts[dev] = (t[0:1], t[1:2])
         return k
 
     if not _coop(desc):
         fw, bw = _ce._bind(fw_desc, pref), _ce._bind(bw_desc, pref)
 
         def composed(desc_, inputs, outputs, ws):
-            fw(fw_desc, inputs, outputs[:1], ws)
-            bw(bw_desc, (const(ws.device)[0],) + tuple(inputs), outputs[1:], ws)
+            fw(fw_desc, inputs[1:], outputs[:1], ws)
+            bw(bw_desc, inputs, outputs[1:], ws)
 
         return composed
 
     r = shape[0]
 
     def coop(desc_, inputs, outputs, ws):
-        x, t = inputs[0], inputs[1]
-        wt = inputs[2].contiguous() if has_w else x
+        g, x, t = inputs[0], inputs[1], inputs[2]
+        wt = inputs[3].contiguous() if has_w else x
         loss, dx_o = outputs
         if x.stride(1) != 1:
             x = x.contiguous()
@@ -110,10 +111,10 @@ def _bind(desc, pref=None):
                                              dict(HAS_W=has_w, PROB=False, ND=0, F64=f64, BLOCK=1024), num_warps=4)
             shared(_ce._fold, x.device)((1,), (w, den, nblk), dict(MEAN=False, F64=f64, BLOCK=1024, WHILE=False),
                                         num_warps=4)
-        one, e, wsum = const(x.device)
+        e, wsum = const(x.device)
         if eps > 0 and has_w:
-            wsum = inputs[2].sum(dtype=ct).reshape(1)
-        _long.launch(one, x, t, wt, dx, w[2 * r + 2:], den, e, wsum, r, c, ignore, has_w, eps > 0,
+            wsum = inputs[3].sum(dtype=ct).reshape(1)
+        _long.launch(g.reshape(1), x, t, wt, dx, w[2 * r + 2:], den, e, wsum, r, c, ignore, has_w, eps > 0,
                      2 if mean else 1, f64, loss=w[:2 * r + 1])
         shared(_ce._fold, x.device)((1,), (w, loss, r), dict(MEAN=mean, F64=f64, BLOCK=1024, WHILE=False),
                                     num_warps=4)
@@ -130,7 +131,7 @@ def _run(desc, inputs, outputs, ws):
 
 def _route(desc, pref):
     if _coop(desc):
-        return f"triton:{CE_WITH_GRAD}:coop{_long.CHUNK}x{_long.splits(desc.inputs[0].shape[1])}"
+        return f"triton:{CE_WITH_GRAD}:coop{_long.CHUNK}x{_long.splits(desc.inputs[1].shape[1])}"
     fw, bw = _descs(desc)
     return f"triton:{CE_WITH_GRAD}:composed[{_ce._route(fw, pref)}+{_ce._route(bw, pref)}]"
 
@@ -151,12 +152,15 @@ def _scale_block(x_ptr, y_ptr, g, b, n, I64: tl.constexpr, BLOCK: tl.constexpr, 
 
 
 @triton.jit
-def _scale_kernel(x_ptr, g_ptr, y_ptr, n, nblocks, SKIP_ONE: tl.constexpr, F64: tl.constexpr, I64: tl.constexpr,
-                  BLOCK: tl.constexpr, WHILE: tl.constexpr):
-    """Persistent grid (a few programs per SM walk the blocks), so that in place with g == 1 the whole launch
-    is a few hundred programs loading one word each (~3 us), not one program per block (78 us at 1 GB)."""
+def _scale_kernel(x_ptr, g_ptr, h_ptr, y_ptr, n, nblocks, HAS_H: tl.constexpr, SKIP_ONE: tl.constexpr,
+                  F64: tl.constexpr, I64: tl.constexpr, BLOCK: tl.constexpr, WHILE: tl.constexpr):
+    """Persistent grid (a few programs per SM walk the blocks), so that in place with g == h (or g == 1) the
+    whole launch is a few hundred programs loading one or two words each (~3 us), not one program per block
+    (78 us at 1 GB).  The factor g / h is formed in the compute precision: exactly 1 when g == h."""
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     g = tl.load(g_ptr).to(CT)
+    if HAS_H:
+        g = g / tl.load(h_ptr).to(CT)
     go = True
     if SKIP_ONE:          # in place: x * 1 == x, nothing to read or write
         go = g != 1.0
@@ -174,7 +178,8 @@ def _scale_kernel(x_ptr, g_ptr, y_ptr, n, nblocks, SKIP_ONE: tl.constexpr, F64: 
 
 
 def _run_scale(desc, inputs, outputs, ws):
-    x, g = inputs
+    x, g = inputs[0], inputs[1]
+    h = inputs[2] if len(inputs) == 3 else None
     y = outputs[0]
     n = x.numel()
     if n == 0:
@@ -183,8 +188,8 @@ def _run_scale(desc, inputs, outputs, ws):
     src = x if x.is_contiguous() else x.contiguous()
     dst = y if y.is_contiguous() else torch.empty(y.shape, dtype=y.dtype, device=y.device)
     nblocks = triton.cdiv(n, _SCALE_BLOCK)
-    shared(_scale_kernel, x.device)((min(nblocks, 4 * num_sms()),), (src, g, dst, n, nblocks),
-           dict(SKIP_ONE=inplace and dst is y and src is x, F64=x.dtype == torch.float64,
+    shared(_scale_kernel, x.device)((min(nblocks, 4 * num_sms()),), (src, g, g if h is None else h, dst, n, nblocks),
+           dict(HAS_H=h is not None, SKIP_ONE=inplace and dst is y and src is x, F64=x.dtype == torch.float64,
                 I64=n >= 2 ** 31 - _SCALE_BLOCK, BLOCK=_SCALE_BLOCK, WHILE=triton_interpreting()), num_warps=4)
     if dst is not y:
         y.copy_(dst)
