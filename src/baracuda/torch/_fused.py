@@ -21,6 +21,8 @@ holds the log-probabilities (the same size) instead.
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from .._core.errors import InvalidProblemError, UnsupportedError
@@ -67,6 +69,7 @@ class _Scalar:
         self.dtype, self.device = like.dtype, like.device
 
 
+@functools.lru_cache(maxsize=None)
 def _takes_upstream(name) -> bool:
     return get_spec(name).arg_names[:1] == ("grad",)
 
@@ -124,7 +127,7 @@ class _FusedGrad(torch.autograd.Function):
     @staticmethod
     def forward(ctx, plan, diff, upstream, *xs):
         h = _guess(plan, xs[0]) if upstream else None
-        outs = _run(plan, h, *xs) if upstream else _run(plan, *xs)
+        outs = _run(plan, *(() if h is None else (h,)), *xs)
         outs = outs if isinstance(outs, tuple) else (outs,)
         n_out = len(plan.desc.outputs) - len(diff)
         ctx.bc_grads = list(outs[n_out:])
@@ -137,19 +140,18 @@ class _FusedGrad(torch.autograd.Function):
         grads, ctx.bc_grads = ctx.bc_grads, None
         g = g.contiguous()
         h = ctx.bc_h
-        scale = True
-        if grads is None:
+        rerun = grads is None
+        if rerun:
             # a second backward through a retained graph: the first one handed the buffers out (one may be a
             # .grad by now), so the fused op runs again on the saved inputs for fresh ones (for this upstream,
             # where the op takes one: nothing to scale then)
-            outs = _run(ctx.bc_plan, g, *ctx.saved_tensors) if h is not None else _run(ctx.bc_plan, *ctx.saved_tensors)
+            outs = _run(ctx.bc_plan, *(() if h is None else (g,)), *ctx.saved_tensors)
             grads = list(outs[len(outs) - len(ctx.bc_diff):])
-            scale = h is None
-        if scale:
+        if not (rerun and h is not None):
             for t in grads:
                 _scale_in_place(t, g, h)
-        if ctx.bc_h is not None:
-            _next_guess(ctx.bc_plan, g, ctx.bc_h)
+        if h is not None:
+            _next_guess(ctx.bc_plan, g, h)
         full = [None] * len(ctx.saved_tensors)
         for i, t in zip(ctx.bc_diff, grads):
             full[i] = t

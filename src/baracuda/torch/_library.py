@@ -176,9 +176,12 @@ def _inside(fn):
 
 
 # -- forward -----------------------------------------------------------------------------------
-@_inside
 def _op_impl(name: str, attrs: str, xs):
-    desc = _descriptor(name, attrs, _sig(xs))
+    return _op_run(_descriptor(name, attrs, _sig(xs)), xs)
+
+
+@_inside
+def _op_run(desc: Descriptor, xs):
     plan = plan_for(desc, _device_of(xs), get_preference())
     if _RECORDERS:
         out = _record_fw(desc, plan, xs, lambda: plan.run(*xs))
@@ -257,7 +260,10 @@ torch.library.register_fake("baracuda::op_backward", _bw_fake, lib=_lib)
 
 def _setup_context(ctx, inputs, output):
     name, attrs, xs = inputs
-    desc = _descriptor(name, attrs, _sig(xs))
+    _save(ctx, _descriptor(name, attrs, _sig(xs)), attrs, xs, output)
+
+
+def _save(ctx, desc: Descriptor, attrs: str, xs, output):
     ctx.bc_desc = desc
     ctx.bc_attrs = attrs
     # an output nobody used gets None, not a zero tensor: backward rules skip its term (e.g. linear_act's
@@ -333,14 +339,15 @@ def _check_differentiable(name: str, attrs: str, xs) -> None:
 # In plain eager code the custom op's dispatch (the dispatcher, torch.library's generic autograd wrapper with its
 # pytree flatten / unflatten of the arguments, the redispatch to the CPU/CUDA kernel) costs more host time than
 # the op's own plan lookup and launch.  Where nothing but autograd needs to see the op, _Eager runs the same
-# forward (_op_impl), the same saved tensors (_setup_context) and the same backward (_backward) as a plain
+# forward (_op_run), the same saved tensors (_save) and the same backward (_backward) as a plain
 # autograd.Function.  Everything else keeps the custom op: Dynamo tracing (torch.compile), functorch transforms
 # (vmap, grad), dispatch modes (FakeTensorMode, make_fx / export tracing), tensor subclasses and meta tensors.
 class _Eager(torch.autograd.Function):
     @staticmethod
     def forward(ctx, name, attrs, *xs):
-        outs = _op_impl(name, attrs, xs)
-        _setup_context(ctx, (name, attrs, xs), outs)
+        desc = _descriptor(name, attrs, _sig(xs))
+        outs = _op_run(desc, xs)
+        _save(ctx, desc, attrs, xs, outs)
         return tuple(outs)
 
     @staticmethod

@@ -31,7 +31,7 @@ from ...ops.loss_extra import PW_EXTRA, aux_of, var_shape
 from . import register_triton
 from ._math import exp, log, log1p
 from .loss import _WHILE, _RED, _ws_view
-from .loss_pointwise import _flat, _pw_fold
+from .loss_pointwise import _flat, _pw_fold, _upstream
 
 _KIND = {"binary_cross_entropy": 0, "binary_cross_entropy_with_logits": 1, "kl_div": 2, "poisson_nll_loss": 3,
          "gaussian_nll_loss": 4, "hinge_embedding_loss": 5, "margin_ranking_loss": 6, "soft_margin_loss": 7}
@@ -187,12 +187,7 @@ def _bw(g_ptr, a_ptr, b_ptr, c_ptr, w_ptr, q_ptr, d0_ptr, d1_ptr, d2_ptr, prm_pt
     m = i < n
     a, b, c, w, q = _operands(a_ptr, b_ptr, c_ptr, w_ptr, q_ptr, i, m, wBC, wC, qBC, qC, NM, HAS_W, HAS_Q, CT)
     _f, _bad, g0, g1, g2 = _body(a, b, c, w, q, tl.load(prm_ptr), KIND, FLAGS)
-    if RED == 0:
-        g = tl.load(g_ptr + i, mask=m, other=0.0).to(CT)
-    elif RED == 1:
-        g = tl.load(g_ptr).to(CT)
-    else:
-        g = tl.load(g_ptr).to(CT) / div
+    g = _upstream(g_ptr, i, m, div, RED, CT)
     tl.store(d0_ptr + i, (g0 * g).to(d0_ptr.dtype.element_ty), mask=m)
     if ND >= 2:
         tl.store(d1_ptr + i, (g1 * g).to(d1_ptr.dtype.element_ty), mask=m)

@@ -74,13 +74,19 @@ def _pw_bw(g_ptr, x_ptr, y_ptr, dx_ptr, prm_ptr, n, KIND: tl.constexpr, RED: tl.
     m = i < n
     d = tl.load(x_ptr + i, mask=m, other=0.0).to(CT) - tl.load(y_ptr + i, mask=m, other=0.0).to(CT)
     _, fp = _pw_f(d, tl.load(prm_ptr), KIND)
+    tl.store(dx_ptr + i, (fp * _upstream(g_ptr, i, m, n, RED, CT)).to(dx_ptr.dtype.element_ty), mask=m)
+
+
+@triton.jit
+def _upstream(g_ptr, i, m, div, RED: tl.constexpr, CT: tl.constexpr):
+    """The upstream gradient of elementwise loss terms i: per element (RED 0, reduction='none'), the scalar
+    (1, 'sum') or the scalar / div (2, 'mean')."""
     if RED == 0:
-        g = tl.load(g_ptr + i, mask=m, other=0.0).to(CT)
+        return tl.load(g_ptr + i, mask=m, other=0.0).to(CT)
     elif RED == 1:
-        g = tl.load(g_ptr).to(CT)
+        return tl.load(g_ptr).to(CT)
     else:
-        g = tl.load(g_ptr).to(CT) / n
-    tl.store(dx_ptr + i, (fp * g).to(dx_ptr.dtype.element_ty), mask=m)
+        return tl.load(g_ptr).to(CT) / div
 
 
 def _pw_workspace(desc) -> int:
