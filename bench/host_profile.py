@@ -65,7 +65,7 @@ def demo(profile):
         block(bt if use else torch, x, p, 4, use).backward()
         torch.cuda.synchronize()
         return (time.perf_counter() - t0) * 1e3
-    from baracuda.torch import _library
+    from baracuda.torch import _call as _library
 
     def custom_op_only():
         _library.EAGER_FAST_PATH[0] = False

@@ -151,7 +151,7 @@ def test_unknown_attr_is_an_error():
         bt.call("exp", [torch.randn(3)], {"bogus": 1})
 
 
-# -- the eager fast path (_library._Eager) against the custom op ----------------------------------------------
+# -- the eager fast path (_call._Eager) against the custom op ----------------------------------------------
 class _Passthrough(torch.utils._python_dispatch.TorchDispatchMode):
     """A dispatch mode that changes nothing: with it active, call() must take the custom op."""
 
@@ -163,7 +163,7 @@ class _Passthrough(torch.utils._python_dispatch.TorchDispatchMode):
 def test_eager_fast_path_matches_custom_op(name, monkeypatch):
     """Plain eager code runs the autograd.Function fast path, a dispatch mode forces the custom op; both give
     the same outputs and gradients bit for bit (same plans), and the fast path is taken only where it should."""
-    from baracuda.torch import _library as L
+    from baracuda.torch import _call as L
 
     spec = bc.get_spec(name)
     calls = []
@@ -195,7 +195,7 @@ def test_eager_fast_path_not_under_transforms():
     """vmap (functorch), a fake-tensor mode and meta tensors keep the custom op."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    from baracuda.torch import _library as L
+    from baracuda.torch import _call as L
 
     seen = []
 

@@ -47,7 +47,7 @@ def test_block_forward_backward_matches_torch():
     model = Block().to(**F64)
     x = torch.randn(2, 5, 8, **F64)
     want_y, want_g = _grads(model, x)
-    with bt.mode() as m:
+    with bt.mode(coverage=True) as m:
         y, g = _grads(model, x)
     torch.testing.assert_close(y, want_y, rtol=1e-9, atol=1e-10)   # float64 (as test_frontend's autograd test)
     for a, b in zip(g, want_g):
@@ -63,7 +63,7 @@ def test_block_forward_backward_matches_torch():
 def test_uncovered_op_falls_through_and_is_counted():
     assert torch.histc not in routes() and torch.Tensor.clone not in routes()   # (the premise: not covered)
     x = torch.randn(4, 6, **F64)
-    with bt.mode() as m:
+    with bt.mode(coverage=True) as m:
         h = torch.histc(x, bins=5)
         y = x.clone()
         z = torch.add(x, 1)
@@ -74,6 +74,11 @@ def test_uncovered_op_falls_through_and_is_counted():
     assert m.reasons["torch.histc"] == "no baracuda drop-in"
     assert m.routed == {"torch.add": 1}
     assert "torch.histc" in m.summary()
+    with bt.mode() as m:   # without coverage: unrouted calls are not probed or counted
+        torch.histc(x, bins=5)
+        torch.add(x, 1)
+    assert not m.fell_through and not m.native and m.routed == {"torch.add": 1}
+    assert "coverage=True" in m.summary()
 
 
 def test_refused_call_falls_through():
@@ -184,7 +189,7 @@ def test_methods_with_their_own_argument_order():
 def test_no_recursion_and_backward_internals_not_counted():
     """The drop-ins and backward plans call torch themselves: those calls are not routed again."""
     x = torch.randn(4, 8, **F64, requires_grad=True)
-    with bt.mode() as m:
+    with bt.mode(coverage=True) as m:
         y = F.gelu(torch.tanh(x)).sum()
         y.backward()
     assert m.routed == {"torch.tanh": 1, "torch.nn.functional.gelu": 1, "Tensor.sum": 1}, m.summary()

@@ -1,12 +1,14 @@
 """PlanPreference: what the caller wants from selection. Every field is read by ``registry.select``."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import contextlib
+import contextvars
+from dataclasses import dataclass
 
 from .checks import mode_of
 from .sku import Backend
 
-__all__ = ["PlanPreference"]
+__all__ = ["PlanPreference", "current_preference", "preference"]
 
 
 def _backends(xs) -> tuple[Backend, ...]:
@@ -51,6 +53,39 @@ class PlanPreference:
         clash = set(self.prefer) & set(self.forbid)
         if clash:
             raise ValueError(f"PlanPreference: backends both preferred and forbidden: {sorted(map(str, clash))}")
+        object.__setattr__(self, "_hash", hash((self.prefer, self.forbid, self.require_deterministic,
+                                                self.allow_reduced_precision, self.max_workspace_bytes,
+                                                self.autotune, self.check_values)))
+
+    def __hash__(self) -> int:
+        # a preference is part of every call key (torch/_call.py): hashed once, not field by field per call
+        return self._hash
 
 
 DEFAULT_PREFERENCE = PlanPreference()
+
+
+# The preference in effect: a context variable, so a ``with preference(...)`` block changes the plans of its own
+# thread (and asyncio task) only.
+_CURRENT: contextvars.ContextVar[PlanPreference] = contextvars.ContextVar("baracuda_preference",
+                                                                         default=DEFAULT_PREFERENCE)
+current_preference = _CURRENT.get
+
+
+@contextlib.contextmanager
+def preference(pref: PlanPreference):
+    """Select plans under ``pref`` inside the ``with`` block (this thread / task only): ``Plan.select`` without a
+    ``pref`` argument and every ``baracuda.torch`` call read it.
+
+    >>> import baracuda as bc
+    >>> with bc.preference(bc.PlanPreference(allow_reduced_precision=True)):
+    ...     bc.current_preference().allow_reduced_precision
+    True
+    """
+    if not isinstance(pref, PlanPreference):
+        raise TypeError(f"preference: expected a PlanPreference, got {type(pref).__name__}")
+    token = _CURRENT.set(pref)
+    try:
+        yield pref
+    finally:
+        _CURRENT.reset(token)

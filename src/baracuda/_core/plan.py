@@ -19,7 +19,7 @@ from .device import Device, as_device
 from .dtypes import DType
 from .errors import (BufferTooSmallError, DTypeMismatchError, InvalidProblemError, UnsupportedError,
                      WorkspaceTooSmallError)
-from .options import DEFAULT_PREFERENCE, PlanPreference
+from .options import PlanPreference, current_preference
 from .registry import Impl, explain, select_impl
 from .sku import KernelSku
 from .spec import Descriptor, TensorSpec, saved_names
@@ -85,10 +85,11 @@ class Plan:
     def select(cls, desc: Descriptor, device=None, pref: PlanPreference | None = None) -> "Plan":
         """Pick the best implementation of ``desc`` on ``device`` (default: the GPU if present, else CPU).
 
+        pref: default, the preference in effect (``baracuda.preference(...)``; ``PlanPreference()`` outside one).
         Raises UnsupportedError listing every backend and why it refused.
         """
         dev = as_device(device)
-        pref = pref or DEFAULT_PREFERENCE
+        pref = pref or current_preference()
         impl = select_impl(desc, dev, pref)
         return cls(desc, dev, pref, impl)
 
@@ -244,9 +245,9 @@ class Plan:
 
     __call__ = run
 
-    def _fast_path(self, inputs):
-        """Plain torch tensors matching the plan exactly: the checks are a few attribute compares per
-        operand (host overhead is what small ops pay); anything else takes the general path."""
+    def _fast_parts(self):
+        """What the hot paths need, built once: (tensor type, per-input (shape, dtype), device index, per-output
+        (input to allocate like, allocator), empty_like, workspace allocator)."""
         fast = self._fast
         if fast is None:
             import torch
@@ -265,7 +266,12 @@ class Plan:
             ws = (functools.partial(torch.empty, self.workspace_size, dtype=torch.uint8, device=self._torch_dev)
                   if self.workspace_size else None)
             fast = self._fast = (torch.Tensor, sigs, didx, tuple(allocs), torch.empty_like, ws)
-        tensor_t, sigs, didx, allocs, empty_like, ws = fast
+        return fast
+
+    def _fast_path(self, inputs):
+        """Plain torch tensors matching the plan exactly: the checks are a few attribute compares per
+        operand (host overhead is what small ops pay); anything else takes the general path."""
+        tensor_t, sigs, didx, allocs, empty_like, ws = self._fast_parts()
         if len(inputs) != len(sigs):
             return None
         for x, (shp, dt) in zip(inputs, sigs):
@@ -277,17 +283,56 @@ class Plan:
         self._run(self.desc, inputs, outs, ws() if ws is not None else None)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
+    def launcher(self):
+        """``go(xs) -> list of outputs`` for torch tensors already known to match this plan (shape, dtype and device
+        of every operand: the drop-in's call key holds them, ``torch/_call.py``), so nothing is checked per call:
+        the pending value-check poll, the output allocation and the launch.  Plans of the NumPy reference backend
+        and plans with nothing to compute take ``run``."""
+        if self._fast is False:
+            def checked(xs):
+                res = self.run(*xs)
+                return list(res) if isinstance(res, tuple) else [res]
+            return checked
+        _, _, _, allocs, empty_like, ws = self._fast_parts()
+        run, desc, checks = self._run, self.desc, _checks
+        if len(allocs) == 1 and ws is None:
+            like, alloc = allocs[0]
+            if like is not None:
+                def go(xs):
+                    if checks.PENDING:
+                        checks.poll()
+                    x = xs[like]
+                    outs = [empty_like(x) if x.is_contiguous() else alloc()]
+                    run(desc, xs, outs, None)
+                    return outs
 
-_PLAN_CACHE: dict = {}
+                return go
+
+            def go(xs):
+                if checks.PENDING:
+                    checks.poll()
+                outs = [alloc()]
+                run(desc, xs, outs, None)
+                return outs
+
+            return go
+
+        def go(xs):
+            if checks.PENDING:
+                checks.poll()
+            outs = [empty_like(xs[like]) if like is not None and xs[like].is_contiguous() else alloc()
+                    for like, alloc in allocs]
+            run(desc, xs, outs, ws() if ws is not None else None)
+            return outs
+
+        return go
 
 
+@functools.lru_cache(maxsize=2048)
 def plan_for(desc: Descriptor, device: Device, pref: PlanPreference) -> Plan:
-    """Cached ``Plan.select`` (plans are immutable, so one per (descriptor, device, preference))."""
-    key = (desc, device, pref)
-    p = _PLAN_CACHE.get(key)
-    if p is None:
-        p = _PLAN_CACHE[key] = Plan.select(desc, device, pref)
-    return p
+    """Cached ``Plan.select`` (plans are immutable, so one per (descriptor, device, preference)); bounded: the
+    least recently used plan goes first.  (The torch drop-ins keep their own bound calls: torch/_call.py.)"""
+    return Plan.select(desc, device, pref)
 
 
 # -- backward ----------------------------------------------------------------------------------
@@ -381,7 +426,7 @@ class BackwardPlan:
 
     @classmethod
     def select(cls, desc: Descriptor, device=None, pref: PlanPreference | None = None) -> "BackwardPlan":
-        return cls(desc, as_device(device), pref or DEFAULT_PREFERENCE)
+        return cls(desc, as_device(device), pref or current_preference())
 
     def _spec_for(self, name: str) -> TensorSpec:
         names = self.desc.spec.arg_names

@@ -535,9 +535,19 @@ def check_float(*names):
 def dropin_ew(e_name: str, *arg_names: str, attr_names: tuple = (), unsupported: tuple = ()):
     """A drop-in adapter with torch's signature ``fn(<arg_names>, *, <attr_names>)``: tensor operands are passed
     through, Python scalars become 0-d tensors on the first tensor's device with torch's weak-scalar dtype."""
+    n_ops = len(arg_names)
+
     def adapter(*args, **kwargs):
         import torch
 
+        # the common call, every operand a tensor given positionally: nothing to convert (host time: this is on
+        # every drop-in call)
+        if not kwargs and len(args) == n_ops:
+            for a in args:
+                if not isinstance(a, torch.Tensor):
+                    break
+            else:
+                return args, {}
         for u in unsupported:   # 'out=None' / 'inplace=False' are torch's defaults: accepted
             v = kwargs.get(u)
             if v is not None and v is not False:

@@ -7,6 +7,7 @@ import numpy as np
 from .._core.device import Device, as_device, cuda_available
 from .._core.dtypes import DType, as_dtype
 from .._core.options import PlanPreference
+from .._core.oracle import reference_f64, to_f64
 from .._core.plan import Plan
 from .._core.registry import implementations, refusal
 from .._core.sku import Backend
@@ -58,13 +59,6 @@ def cast(x: np.ndarray, dtype: DType) -> np.ndarray:
     return np.asarray(x).astype(dtype.numpy)
 
 
-def to_f64(x) -> np.ndarray:
-    from .._core.tensors import to_numpy
-
-    a = to_numpy(x)
-    return a.astype(np.complex128 if a.dtype.kind == "c" else np.float64) if a.dtype.kind not in "iub" else a
-
-
 def assert_close(actual, expected, rtol: float, atol: float, what: str = ""):
     """|actual - expected| <= atol + rtol * |expected| elementwise; NaN only where expected is NaN."""
     a = to_f64(actual)
@@ -105,20 +99,6 @@ def noncontig(x):
     v = buf[..., ::2]
     v.copy_(x)
     return v
-
-
-def reference_f64(desc: Descriptor, arrays) -> tuple:
-    """The reference backend's result on the same (already rounded) inputs upcast to float64."""
-    ins = []
-    specs = []
-    for x, t in zip(arrays, desc.inputs):
-        a = to_f64(x)
-        ins.append(a)
-        specs.append((t.shape, DType.f64 if t.dtype.is_floating else DType.c128 if t.dtype.is_complex else t.dtype))
-    d64 = Descriptor.make(desc.op, *specs, **desc.attr_dict)
-    p = Plan.select(d64, device="cpu", pref=PlanPreference(prefer=(Backend.REFERENCE,)))
-    r = p.run(*ins)
-    return r if isinstance(r, tuple) else (r,)
 
 
 def finite_difference_grads(desc: Descriptor, arrays, grads_out, eps: float = 1e-6):

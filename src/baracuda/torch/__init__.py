@@ -16,7 +16,11 @@ from __future__ import annotations
 
 import types
 
-from ._library import call, get_preference, preference, record
+from .._core.options import current_preference as get_preference
+from .._core.options import preference
+from . import _library  # noqa: F401  (registers the baracuda::op / op_backward custom ops)
+from ._call import call
+from ._record import record
 from ._mode import mode
 from ._namespaces import build as _build
 from ._overloads import publish as _publish_overloads

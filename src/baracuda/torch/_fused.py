@@ -26,47 +26,44 @@ import functools
 import torch
 
 from .._core.errors import InvalidProblemError, UnsupportedError
-from .._core.plan import plan_for
 from .._core.spec import get_spec
-from ._library import _descriptor, _device_of, _inside, _sig, encode_attrs, get_preference
-
-
-_PLANS: dict = {}   # (op, attrs, shapes, dtypes, device, preference) -> the plan, or None where it refuses
+from ._call import STATE, bound
 
 
 def _plan_of(name, attrs: dict, xs, strict: bool = False):
-    """The plan of op ``name`` on torch tensors xs (None where it refuses them; ``strict``: the refusal raises),
-    found by a key of plain values: a training step's host time builds no descriptor per call.  Bounded: shapes
-    that keep changing clear it."""
-    pref = get_preference()
+    """The plan of op ``name`` on torch tensors xs, from the drop-ins' one cache of bound calls (None where it
+    refuses them; ``strict``: the refusal raises)."""
     try:
-        key = (name, tuple(sorted(attrs.items())), tuple([(x.shape, x.dtype) for x in xs]), xs[0].device, pref)
-        return _PLANS[key]
-    except KeyError:
-        pass
-    except TypeError:        # an unhashable attribute value: no caching
-        key = None
-    try:
-        plan = plan_for(_descriptor(name, encode_attrs(attrs), _sig(xs)), _device_of(xs), pref)
+        return bound(name, attrs, xs).plan
     except (InvalidProblemError, UnsupportedError):
         if strict:
             raise
-        plan = None
-    if key is not None:
-        if len(_PLANS) > 4096:
-            _PLANS.clear()
-        _PLANS[key] = plan
-    return plan
+        return None
+
+
+def _inside(fn):
+    """Run ``fn`` as baracuda's own code (``baracuda.torch.mode`` leaves its torch calls alone)."""
+    @functools.wraps(fn)
+    def wrapped(*args):
+        STATE.depth += 1
+        try:
+            return fn(*args)
+        finally:
+            STATE.depth -= 1
+    return wrapped
 
 
 class _Scalar:
     """Stands for the upstream gradient (a 0-d tensor of the logits' dtype) where only its shape, dtype and
     device matter: the plan lookup."""
-    __slots__ = ("dtype", "device")
-    shape = ()
+    __slots__ = ("dtype", "device", "index")
+    shape = torch.Size(())
 
     def __init__(self, like):
-        self.dtype, self.device = like.dtype, like.device
+        self.dtype, self.device, self.index = like.dtype, like.device, like.get_device()
+
+    def get_device(self) -> int:
+        return self.index
 
 
 @functools.lru_cache(maxsize=None)

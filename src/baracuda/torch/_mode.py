@@ -16,9 +16,10 @@ namespace (``PUBLISHED``):
 Ops whose ATen schema returns a view of an input (transpose, permute, narrow, diagonal, movedim, ...) are not
 routed: baracuda's versions materialize, and code that writes through a view relies on the aliasing.
 
-The mode counts what it routed (``routed``), what fell through although it computes something baracuda could
-cover (``fell_through``, with ``reasons``) and the rest (``native``: views, metadata, factories, autograd
-plumbing).  ``strict=True`` raises ``UnsupportedError`` naming the torch function instead of falling through.
+The mode counts what it routed (``routed``) and the routed calls a drop-in handed back (``fell_through``, with
+``reasons``); with ``coverage=True`` it also classifies every call it does not route: computing calls baracuda
+has no drop-in for (``fell_through``) and the rest (``native``: views, metadata, factories, autograd plumbing).
+``strict=True`` raises ``UnsupportedError`` naming the torch function instead of falling through.
 
 >>> import torch, baracuda.torch as bt
 >>> with bt.mode() as m:                       # doctest: +SKIP
@@ -37,7 +38,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .._core.errors import BaracudaError, UnsupportedError
-from ._library import differentiable_only, inside_baracuda
+from ._call import STATE, differentiable_only
 
 # Python's operator protocol: the dunder stem -> the torch function it means.  Binary stems also have the
 # reflected ``__r<stem>__`` (operands swapped) and in-place ``__i<stem>__`` forms.
@@ -249,13 +250,14 @@ def _arg_tensors(args, kwargs):
     yield from _tensors(tuple(kwargs.values()))
 
 
-def _not_routable(types, args, kwargs) -> str | None:
+_TORCH_FUNCTION_DISABLED = torch._C._disabled_torch_function_impl
+
+
+def _not_routable(types) -> str | None:
     for t in types:
-        if t is not torch.Tensor and getattr(t, "__torch_function__", None) is not torch._C._disabled_torch_function_impl:
+        if t is not torch.Tensor and t is not torch.nn.Parameter and \
+                getattr(t, "__torch_function__", None) is not _TORCH_FUNCTION_DISABLED:
             return f"tensor subclass {t.__name__} with its own __torch_function__"
-    for x in _arg_tensors(args, kwargs):
-        if x.device.type not in ("cpu", "cuda"):
-            return f"device {x.device.type}"
     return None
 
 
@@ -296,15 +298,19 @@ def _gap(func, args, kwargs, result) -> str | None:
 class mode(TorchFunctionMode):
     """Run torch functions and Tensor methods that baracuda publishes through baracuda's drop-ins.
 
-    ``with baracuda.torch.mode() as m: ...`` then read ``m.routed`` / ``m.fell_through`` / ``m.native``
-    (collections.Counter keyed by the torch name called) and ``m.reasons`` (name -> why it fell through), or
-    ``m.summary()``.  ``strict=True``: a fall-through of a computing call raises ``UnsupportedError`` naming it.
+    ``with baracuda.torch.mode() as m: ...`` then read ``m.routed`` (collections.Counter keyed by the torch name
+    called), ``m.fell_through`` and ``m.reasons`` (name -> why it fell through), or ``m.summary()``.  A routed call
+    costs the drop-in's own call; a call the mode does not route costs one dictionary lookup on top of torch's.
+    ``coverage=True`` also classifies every call it does not route (``m.native``: views, metadata, factories;
+    ``m.fell_through``: computing calls baracuda has no drop-in for), which probes the results' storage: a coverage
+    report, not a production setting.  ``strict=True``: a fall-through of a computing call raises
+    ``UnsupportedError`` naming it (with coverage, for unrouted calls too).
     Autograd works through the routed calls (they are torch custom ops with baracuda's backward plans).
     """
 
-    def __init__(self, strict: bool = False):
+    def __init__(self, strict: bool = False, coverage: bool = False):
         super().__init__()
-        self.strict = strict
+        self.strict, self.coverage = strict, coverage or strict   # strict must see the unrouted calls
         self.routed: collections.Counter = collections.Counter()
         self.fell_through: collections.Counter = collections.Counter()
         self.native: collections.Counter = collections.Counter()
@@ -312,34 +318,39 @@ class mode(TorchFunctionMode):
         self._routes = routes()
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if inside_baracuda() or getattr(func, "namespace", None) == "baracuda":
+        if kwargs is None:
+            kwargs = {}
+        if STATE.depth:      # baracuda's own torch calls (inside a drop-in or a backward plan)
             return func(*args, **kwargs)
         try:
             route = self._routes.get(func)
         except TypeError:   # an unhashable callable
             route = None
-        if route is not None:
-            why = _not_routable(types, args, kwargs)
+        if route is None:
+            if not self.coverage:
+                return func(*args, **kwargs)
+            res = func(*args, **kwargs)
+            if getattr(func, "namespace", None) == "baracuda":
+                return res
+            name = _display_name(func)
+            why = _gap(func, args, kwargs, res)
             if why is None:
-                try:
-                    with differentiable_only():
-                        res = route.run(args, kwargs)
-                except _REFUSED as e:
-                    why = str(e).splitlines()[0]
-                else:
-                    self.routed[route.name] += 1
-                    return res
-            self._fall(route.name, why)
-            return func(*args, **kwargs)
-        res = func(*args, **kwargs)
-        name = _display_name(func)
-        why = _gap(func, args, kwargs, res)
+                self.native[name] += 1
+            else:
+                self._fall(name, why)
+            return res
+        why = _not_routable(types)
         if why is None:
-            self.native[name] += 1
-        else:
-            self._fall(name, why)
-        return res
+            try:
+                with differentiable_only():
+                    res = route.run(args, kwargs)
+            except _REFUSED as e:
+                why = str(e).splitlines()[0]
+            else:
+                self.routed[route.name] += 1
+                return res
+        self._fall(route.name, why)
+        return func(*args, **kwargs)
 
     def _fall(self, name: str, why: str) -> None:
         if self.strict:
@@ -352,5 +363,8 @@ class mode(TorchFunctionMode):
         lines += [f"  {n}: {c}" for n, c in self.routed.most_common()]
         lines.append(f"fell through to torch: {sum(self.fell_through.values())} calls")
         lines += [f"  {n}: {c} ({self.reasons[n]})" for n, c in self.fell_through.most_common()]
-        lines.append(f"torch-native (views, metadata, factories): {sum(self.native.values())} calls")
+        if self.coverage:
+            lines.append(f"torch-native (views, metadata, factories): {sum(self.native.values())} calls")
+        else:
+            lines.append("calls not routed: not classified (baracuda.torch.mode(coverage=True) reports them)")
         return "\n".join(lines)

@@ -5,7 +5,7 @@ import functools
 
 from .._core.spec import all_specs
 from ._fused import run_if_fused
-from ._library import call
+from ._call import call
 
 
 def _make(spec, torch_name):

@@ -17,7 +17,7 @@ import torch
 
 from .._core.dtypes import DType, as_dtype
 from ..ops.elementwise import weak_scalar_dtype
-from ._library import call
+from ._call import call
 
 # an operand's kind: "T" a tensor, "N" a Python number (bool, int or float), "-" None
 _KIND = (("T", lambda v: isinstance(v, torch.Tensor)), ("-", lambda v: v is None),

@@ -1,0 +1,372 @@
+"""The one call path of ``baracuda.torch``: call key -> bound call (one bounded LRU cache) -> launch.
+
+A drop-in call is ``call(name, tensors, attrs)``.  Its **call key** is built from plain values once per call: the
+op, the attributes with their Python types (``dim=1.0`` must not find the call bound for ``dim=1``), per operand
+its shape, dtype and device index, and the preference in effect (a context variable, ``_core/options.py``).  The
+key finds, in one ``functools.lru_cache`` of ``CACHE_SIZE`` entries, a :class:`Bound`: the validated descriptor,
+the selected plan with its launcher (outputs allocated, the compiled kernel relaunched, no argument checks: the
+key vouches for them), the saved-tensor recipe and, built on first use, the backward plan.  A call that no plan
+takes (a bad attribute, a dtype no backend runs) is bound too, to its error, so ``bt.mode()`` pays one lookup
+for a call it hands back to torch.
+
+Then, in plain eager code:
+
+- no input requires grad (or grad mode is off): ``bound.forward(xs)`` — the launch, nothing else;
+- otherwise one ``autograd.Function`` (:class:`_Eager`) whose backward runs the backward plan directly (through
+  the ``baracuda::op_backward`` custom op when a graph of the backward is being built: create_graph, a mode).
+
+Dynamo tracing (``torch.compile``), functorch transforms, dispatch modes (FakeTensor, make_fx / export), tensor
+subclasses and meta tensors take the two generic custom ops of ``_library.py``, whose real implementations
+resolve the same bound calls through the same cache.  Memory strides are not in the key: every plan takes
+strided operands (the launcher picks the contiguous kernel per call).
+"""
+from __future__ import annotations
+
+import functools
+import threading
+
+import torch
+
+from .._core.device import Device
+from .._core.errors import BaracudaError, UnsupportedError
+from .._core.options import current_preference
+from .._core.plan import BackwardPlan, Plan
+from .._core.spec import Descriptor, TensorSpec, get_spec, saved_names
+
+__all__ = ["call", "bound", "Bound", "CACHE_SIZE", "cache_info", "inside_baracuda", "differentiable_only",
+           "EAGER_FAST_PATH"]
+
+CACHE_SIZE = 4096       # bound calls kept (least recently used dropped first); each holds a plan (~2 KB)
+
+
+class _State(threading.local):
+    depth = 0              # > 0 while baracuda's own code runs (bt.mode leaves those torch calls alone)
+    grad_check = False     # bt.mode: a call it routes must be differentiable where torch's would be
+
+
+STATE = _State()
+
+
+def inside_baracuda() -> bool:
+    """True while a baracuda op or backward op runs (``baracuda.torch.mode`` then leaves torch calls alone)."""
+    return STATE.depth > 0
+
+
+class differentiable_only:
+    """Inside the block, an op called on tensors that require grad (grad mode on) raises UnsupportedError at
+    once unless baracuda differentiates it with respect to them (its backward plan is built, so a rule that
+    cannot run for these dtypes refuses here, not in ``backward()``).  ``baracuda.torch.mode`` runs drop-ins
+    under it so that torch takes those calls instead."""
+
+    __slots__ = ("prev",)
+
+    def __enter__(self):
+        self.prev = STATE.grad_check
+        STATE.grad_check = True
+
+    def __exit__(self, *exc):
+        STATE.grad_check = self.prev
+
+
+# -- recording (the demo and debugging; off the hot path unless a recorder is active) -----------------------
+RECORDERS: list = []
+
+
+def _timed(fn, device: Device):
+    import time
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device.index)
+    t0 = time.perf_counter()
+    res = fn()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device.index)
+    return res, (time.perf_counter() - t0) * 1e3
+
+
+def _record_fw(b: "Bound", xs):
+    from .._core.oracle import max_rel_err, reference_f64
+
+    log, check = RECORDERS[-1]
+    outs, ms = _timed(lambda: b.go(xs), b.plan.device)
+    err = None
+    if check:
+        ref = reference_f64(b.desc, [x.detach().cpu() for x in xs])
+        err = max(max_rel_err(o.detach().cpu(), r) for o, r in zip(outs, ref)) if outs else 0.0
+    log.append({"kind": "fw", "op": b.name, "desc": str(b.desc), "sku": str(b.plan.sku), "ms": ms, "rel_err": err})
+    return outs
+
+
+# -- the bound call ---------------------------------------------------------------------------------------------
+class Call:
+    """What a descriptor alone fixes about a call: the saved-tensor recipe, which inputs get gradients, and the
+    custom op's schema strings.  The custom op's autograd (``_library.py``) keeps one of these: under a tracer
+    no plan is made."""
+
+    __slots__ = ("name", "desc", "recipe", "diff", "float_out", "n_in", "_enc", "_sig")
+
+    def __init__(self, desc: Descriptor, enc: str | None = None):
+        self.name, self.desc, self.n_in = desc.op, desc, len(desc.inputs)
+        spec = desc.spec
+        self.diff = frozenset(spec.differentiable) if spec.is_differentiable else frozenset()
+        self.float_out = any(t.dtype.is_floating or t.dtype.is_complex for t in desc.outputs)
+        names = saved_names(desc) if spec.is_differentiable else []
+        argn = spec.arg_names
+        self.recipe = tuple((False, argn.index(n)) if n in argn else (True, 0 if n == "out" else int(n[3:]))
+                            for n in names)
+        self._enc, self._sig = enc, None
+
+    def saved(self, xs, outs) -> list:
+        return [outs[i] if is_out else xs[i] for is_out, i in self.recipe]
+
+    def input_grads(self, grads, saved_tensors, direct: bool) -> list:
+        """The gradients autograd receives for the inputs (None where torch has none); ``direct``: run the
+        backward plan here (a Bound), else through the ``baracuda::op_backward`` custom op."""
+        if all(g is None for g in grads):
+            return [None] * self.n_in
+        if not self.diff:
+            raise RuntimeError(f"baracuda.{self.name}: not differentiable")
+        args = list(grads) + list(saved_tensors)
+        if direct:
+            res = self.run_backward(args)
+        else:
+            res = torch.ops.baracuda.op_backward(self.name, self.encoded_attrs(), self.sig_string(), args)
+        ins = self.desc.inputs
+        return [r if (i in self.diff and ins[i].dtype.is_floating) else None for i, r in enumerate(res)]
+
+    def encoded_attrs(self) -> str:
+        if self._enc is None:
+            from ._library import encode_attrs
+
+            self._enc = encode_attrs(self.desc.attr_dict)
+        return self._enc
+
+    def sig_string(self) -> str:
+        if self._sig is None:
+            from ._library import sig_string
+
+            self._sig = sig_string(self.desc)
+        return self._sig
+
+
+class Bound(Call):
+    """Everything one call key needs: descriptor, plan, launcher, saved-tensor recipe, backward plan (lazily)."""
+
+    __slots__ = ("plan", "go", "pref", "_bw")
+
+    def __init__(self, name: str, attrs: dict, sig: tuple, pref):
+        desc = Descriptor(name, tuple(TensorSpec(tuple(s), _dtype_of(d)) for s, d, _ in sig),
+                          tuple(sorted((k, _plain(v)) for k, v in attrs.items())))
+        super().__init__(desc)
+        devs = {i for _, _, i in sig}
+        index = max(devs, default=-1)
+        device = Device("cuda", index) if index >= 0 else Device("cpu")
+        plan = Plan.select(desc, device, pref)
+        self.plan, self.pref, self._bw = plan, pref, None
+        # operands on one device: the key vouches for shapes, dtypes and device, so the launcher checks nothing;
+        # a CPU operand beside CUDA ones takes the checked run, which names the argument
+        self.go = plan.launcher() if len(devs) <= 1 else _checked(plan)
+
+    # forward ------------------------------------------------------------------------------------------------
+    def forward(self, xs) -> list:
+        """The outputs (a list of fresh tensors) of the op on ``xs`` (tensors matching the key)."""
+        STATE.depth += 1
+        try:
+            outs = self.go(xs) if not RECORDERS else _record_fw(self, xs)
+        finally:
+            STATE.depth -= 1
+        # an output that is an input (a pass-through plan) is copied: callers own what a drop-in returns
+        for j, o in enumerate(outs):
+            for x in xs:
+                if o is x:
+                    outs[j] = o.clone()
+        return outs
+
+    # backward -----------------------------------------------------------------------------------------------
+    def backward_plan(self) -> BackwardPlan:
+        bw = self._bw
+        if bw is None:
+            bw = self._bw = BackwardPlan(self.desc, self.plan.device, self.pref)
+        return bw
+
+    def run_backward(self, args, placeholders: bool = False) -> list:
+        """Input gradients from ``args`` = output gradients + saved tensors (``None`` where an input gets none;
+        ``placeholders``: an empty tensor there instead, as the backward custom op must return tensors)."""
+        n_out = len(self.desc.outputs)
+        grads, saved_list = args[:n_out], args[n_out:]
+        STATE.depth += 1
+        try:
+            bw = self.backward_plan()
+            saved = dict(zip(bw.saves, saved_list))
+            if RECORDERS:
+                res, ms = _timed(lambda: bw.run(*grads, **saved), bw.device)
+                RECORDERS[-1][0].append({"kind": "bw", "op": self.name, "desc": str(self.desc),
+                                         "sku": "; ".join(str(k) for k in bw.skus), "ms": ms, "rel_err": None})
+            else:
+                res = bw.run(*grads, **saved)
+        finally:
+            STATE.depth -= 1
+        out = []
+        for r in res:
+            if r is None:
+                out.append(torch.empty(0, device=_device_of_args(args)) if placeholders else None)
+            else:
+                out.append(r.clone() if any(r is a for a in args) else r)
+        return out
+
+    def check_grad(self, xs) -> None:
+        """Under ``differentiable_only``: refuse now unless every input that requires grad gets its gradient."""
+        if not self.float_out:
+            return
+        wanted = [i for i, x in enumerate(xs) if x.requires_grad]
+        bad = [i for i in wanted if i not in self.diff]
+        if bad:
+            argn = self.desc.spec.arg_names
+            raise UnsupportedError(self.name, f"not differentiable with respect to argument "
+                                   f"'{argn[bad[0]] if bad[0] < len(argn) else bad[0]}'")
+        if wanted:
+            self.backward_plan()
+
+
+class _Refused:
+    """A call key no plan takes: raises its error again (one lookup, no selection) on every call."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
+def _checked(plan: Plan):
+    def run(xs):
+        res = plan.run(*xs)
+        return list(res) if isinstance(res, tuple) else [res]
+    return run
+
+
+@functools.lru_cache(maxsize=None)
+def _dtype_of(tdt):
+    from .._core.dtypes import as_dtype
+
+    return as_dtype(tdt)
+
+
+def _plain(v):
+    """An attribute value as the descriptor keeps it: torch dtypes as ours, sequences as tuples."""
+    if isinstance(v, torch.dtype):
+        return _dtype_of(v)
+    if isinstance(v, (tuple, list)):
+        return tuple(_plain(e) for e in v)
+    return v
+
+
+def _device_of_args(args) -> torch.device:
+    return next(a for a in args if a is not None).device
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _bound(name: str, akey: tuple, sig: tuple, pref):
+    try:
+        return Bound(name, {k: v for k, v, *_ in akey}, sig, pref)
+    except (BaracudaError, TypeError, ValueError) as e:
+        return _Refused(e)
+
+
+def _attr_key(attrs: dict) -> tuple:
+    """The attributes as a hashable key, each value with its type (1.0 == 1 and True == 1 hash alike)."""
+    out = []
+    for k, v in attrs.items():
+        t = type(v)
+        if t is tuple or t is list:
+            out.append((k, tuple(v), t, tuple([type(e) for e in v])))
+        else:
+            out.append((k, v, t))
+    return tuple(out)
+
+
+def bound(name: str, attrs: dict, xs) -> Bound:
+    """The bound call of op ``name`` on tensors ``xs`` with ``attrs`` under the preference in effect (raises the
+    call's error where no plan takes it).  ``xs`` may hold stand-ins with ``shape``, ``dtype`` and
+    ``get_device()``."""
+    sig = tuple([(x.shape, x.dtype, x.get_device()) for x in xs])
+    try:
+        b = _bound(name, _attr_key(attrs), sig, current_preference())
+    except TypeError:       # an unhashable attribute value (a nested list): bound afresh, not cached
+        b = Bound(name, attrs, sig, current_preference())
+    if type(b) is _Refused:
+        raise b.error.with_traceback(None)
+    return b
+
+
+def cache_info():
+    """The bound-call cache's hits, misses, maxsize and current size (``functools.lru_cache``'s)."""
+    return _bound.cache_info()
+
+
+def cache_clear() -> None:
+    _bound.cache_clear()
+
+
+# -- eager autograd ----------------------------------------------------------------------------------------------
+class _Eager(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, b, *xs):
+        outs = b.forward(xs)
+        ctx.bc = b
+        # an output nobody used gets None, not a zero tensor: backward rules skip its term (e.g. linear_act's
+        # saved pre-activation: no zero-fill and no extra add)
+        ctx.set_materialize_grads(False)
+        ctx.save_for_backward(*b.saved(xs, outs))
+        return tuple(outs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        # the kernel directly unless a graph of the backward is being built (create_graph, a dispatch mode)
+        direct = not torch.is_grad_enabled() and not torch._C._len_torch_dispatch_stack()
+        return (None, *ctx.bc.input_grads(grads, ctx.saved_tensors, direct))
+
+
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+EAGER_FAST_PATH = [True]   # [False]: every call takes the custom op (bench/host_profile.py's A/B)
+_is_compiling = torch.compiler.is_compiling
+_functorch_active = torch._C._are_functorch_transforms_active
+_dispatch_depth = torch._C._len_torch_dispatch_stack
+_grad_enabled = torch.is_grad_enabled
+
+
+def _eager_ok(xs) -> bool:
+    if not EAGER_FAST_PATH[0] or _is_compiling() or _functorch_active() or _dispatch_depth():
+        return False
+    for x in xs:
+        if type(x) not in _PLAIN or not (x.is_cuda or x.is_cpu):
+            return False
+    return True
+
+
+def call(name: str, xs, attrs: dict):
+    """Run baracuda op ``name`` on torch tensors ``xs`` with ``attrs``; returns a tensor or a tuple of tensors.
+
+    >>> import torch, baracuda.torch as bt
+    >>> bt.call("exp", [torch.zeros(2)], {})
+    tensor([1., 1.])
+    """
+    if not _eager_ok(xs):
+        from ._library import encode_attrs
+
+        for x in xs:
+            if isinstance(x, torch.Tensor) and x.device.type not in ("cpu", "cuda", "meta"):
+                raise UnsupportedError(name, f"tensors on device {x.device.type} (baracuda runs on cpu and cuda)")
+        if STATE.grad_check and _grad_enabled():
+            bound(name, attrs, xs).check_grad(xs)
+        outs = torch.ops.baracuda.op(name, encode_attrs(attrs), list(xs))
+        return outs[0] if len(outs) == 1 else tuple(outs)
+    b = bound(name, attrs, xs)
+    if _grad_enabled() and b.float_out:
+        for x in xs:
+            if x.requires_grad:
+                if STATE.grad_check:
+                    b.check_grad(xs)
+                outs = _Eager.apply(b, *xs)
+                return outs[0] if len(outs) == 1 else outs
+    outs = b.forward(xs)
+    return outs[0] if len(outs) == 1 else tuple(outs)
