@@ -2,6 +2,7 @@
 
     baracuda bench --family elementwise --json out.json --plot out.png
     baracuda bench --quick --cpu-smoke --op add --json smoke.json   # CI: the code path, on the CPU
+    baracuda bench --host --json host.json                          # host overhead per call vs torch (bench/host.py)
 
 Timing needs a CUDA device; on the CPU only ``--quick --cpu-smoke`` runs (reference backend and Triton's
 interpreter on tiny shapes: it checks the machinery, its times mean nothing).
@@ -34,6 +35,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rep-seconds", type=float, default=None,
                    help="measured time per timing; the repetition count follows (default 0.1; 0.05 with --quick)")
     p.add_argument("--no-overhead", action="store_true", help="skip the host-overhead measurement")
+    p.add_argument("--host", action="store_true",
+                   help="instead of the workloads: host time per drop-in / Plan.run call vs torch (bench/host.py)")
+    p.add_argument("--host-calls", type=int, default=2000, help="with --host: calls per timed round")
+    p.add_argument("--host-rounds", type=int, default=7, help="with --host: interleaved rounds (median)")
 
 
 def options_from_args(args):
@@ -50,6 +55,10 @@ def options_from_args(args):
 
 def main(args) -> int:
     """The ``baracuda bench`` subcommand. Exit status: 0 ok, 1 some row errored, 2 cannot run here."""
+    if args.host:
+        from .host import main as host_main
+
+        return host_main(args)
     from .. import all_specs, as_device
     from .._core.device import cuda_available
     from .report import Progress, plot, summary, table, write_json
