@@ -19,6 +19,9 @@ DType.i64
 """
 from __future__ import annotations
 
+import functools
+import math
+
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -571,10 +574,26 @@ def dropin_ew(e_name: str, *arg_names: str, attr_names: tuple = (), unsupported:
         tdts = [DType[_tname(t)] for t in tensors]
         any_dim = any(t.dim() > 0 for t in tensors)
         ins = tuple(x if isinstance(x, torch.Tensor) else
-                    torch.tensor(x, dtype=weak_scalar_dtype(x, tdts, any_dim).torch, device=dev) for x in ops)
+                    scalar_operand(x, weak_scalar_dtype(x, tdts, any_dim).torch, dev) for x in ops)
         attrs = {n: vals[n] for n in attr_names if n in vals}
         return ins, attrs
     return adapter
+
+
+def scalar_operand(value, tdt, device):
+    """A Python number as a 0-d tensor operand, kept (bounded LRU) per (type, value, sign, dtype, device): a new
+    CUDA scalar is a host-to-device copy that waits for the copy (~10 us, and a stall of the host's queue), paid
+    once per distinct value instead of per call.  Operands are never written (the Plan API writes its outputs
+    only), so one tensor serves every call."""
+    sign = math.copysign(1.0, value) if type(value) is float else 0.0   # -0.0 == 0.0 but divides differently
+    return _scalar_operand(type(value), value, sign, tdt, device)
+
+
+@functools.lru_cache(maxsize=1024)
+def _scalar_operand(kind, value, sign, tdt, device):
+    import torch
+
+    return torch.tensor(value, dtype=tdt, device=device)
 
 
 def _tname(t):

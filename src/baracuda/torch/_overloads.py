@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .._core.dtypes import DType, as_dtype
-from ..ops.elementwise import weak_scalar_dtype
+from ..ops.elementwise import scalar_operand, weak_scalar_dtype
 from ._call import call
 
 # an operand's kind: "T" a tensor, "N" a Python number (bool, int or float), "-" None
@@ -98,7 +98,7 @@ def _operand(v, ref: torch.Tensor, tensor_dtypes, any_dim: bool):
     dt = weak_scalar_dtype(v, tensor_dtypes, any_dim)
     if isinstance(v, float) and any_dim and any(t.is_floating for t in tensor_dtypes):
         dt = DType.f64
-    return torch.tensor(v, dtype=dt.torch, device=ref.device)
+    return scalar_operand(v, dt.torch, ref.device)
 
 
 def _make(ov: Overload, torch_name: str):
