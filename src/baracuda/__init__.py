@@ -11,7 +11,7 @@ from ._core.device import Device, as_device
 from ._core.dtypes import DType, as_dtype, result_type
 from ._core.errors import (BaracudaError, BufferTooSmallError, DTypeMismatchError, InvalidProblemError,
                            UnsupportedError, WorkspaceTooSmallError)
-from ._core.options import PlanPreference
+from ._core.options import PlanPreference, current_preference, preference
 from ._core.plan import BackwardPlan, Plan, plan_for
 from ._core.registry import Explanation
 from ._core.sku import Arch, Backend, KernelSku, MathPrecision, PrecisionGuarantee
@@ -32,5 +32,6 @@ __all__ = [
     "Arch", "Backend", "BackwardPlan", "BaracudaError", "BufferTooSmallError", "DType", "DTypeMismatchError",
     "Descriptor", "Device", "check_errors", "Explanation", "InvalidProblemError", "KernelSku", "MathPrecision", "Plan",
     "PlanPreference", "PrecisionGuarantee", "TensorSpec", "UnsupportedError", "WorkspaceTooSmallError",
-    "all_specs", "as_device", "as_dtype", "explain", "get_spec", "plan_for", "result_type",
+    "all_specs", "as_device", "as_dtype", "current_preference", "explain", "get_spec", "plan_for", "preference",
+    "result_type",
 ]

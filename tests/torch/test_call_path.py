@@ -1,0 +1,136 @@
+"""The drop-in call path (baracuda/torch/_call.py): one bounded cache of bound calls keyed by a typed call key,
+no autograd.Function without grad, refusals cached, the preference per thread, the mode's unrouted calls unprobed."""
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import baracuda as bc
+import baracuda.torch as bt
+from baracuda.torch import _call
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def test_ten_thousand_shapes_keep_the_cache_at_its_bound():
+    _call.cache_clear()
+    for n in range(1, 10_001):
+        bt.exp(torch.full((n,), 0.5, device=DEVICE))
+    info = _call.cache_info()
+    assert info.maxsize == _call.CACHE_SIZE and info.currsize == _call.CACHE_SIZE, info
+    # the most recent shapes are still bound: a repeat is a hit, not a new selection
+    bt.exp(torch.full((10_000,), 0.5, device=DEVICE))
+    assert _call.cache_info().hits == info.hits + 1
+
+
+def test_repeated_call_reuses_one_bound_call():
+    x = torch.randn(3, 5, device=DEVICE)
+    a = _call.bound("softmax", {"dim": -1}, [x])
+    b = _call.bound("softmax", {"dim": -1}, [torch.randn(3, 5, device=DEVICE)])
+    assert a is b and a.plan is b.plan
+    assert _call.bound("softmax", {"dim": 0}, [x]) is not a
+    assert _call.bound("softmax", {"dim": -1}, [x.double()]) is not a
+
+
+def test_attribute_types_are_part_of_the_key():
+    """dim=1.0 equals dim=1 and hashes alike: it must not find the call bound for dim=1 (and is an error)."""
+    x = torch.randn(3, 5, device=DEVICE)
+    bt.call("softmax", [x], {"dim": 1})
+    with pytest.raises(bc.InvalidProblemError, match="dim"):
+        bt.call("softmax", [x], {"dim": 1.0})
+    with pytest.raises(bc.InvalidProblemError, match="dim"):
+        bt.call("softmax", [x], {"dim": True})
+
+
+def test_a_refused_call_is_cached_with_its_error():
+    x = torch.randn(3, device=DEVICE)
+    with pytest.raises(bc.InvalidProblemError, match="argument 'bogus'") as first:
+        bt.call("exp", [x], {"bogus": 1})
+    hits = _call.cache_info().hits
+    with pytest.raises(bc.InvalidProblemError, match="argument 'bogus'") as second:
+        bt.call("exp", [x], {"bogus": 1})
+    assert _call.cache_info().hits == hits + 1
+    assert str(first.value) == str(second.value)
+
+
+def test_no_autograd_function_without_grad(monkeypatch):
+    calls = []
+    real = _call._Eager.apply
+    monkeypatch.setattr(_call._Eager, "apply", lambda *a: calls.append(a[0].name) or real(*a))
+    x = torch.randn(4, 6, device=DEVICE, dtype=torch.float64)
+    xg = x.clone().requires_grad_()
+    bt.exp(x)                                  # no input requires grad
+    with torch.no_grad():
+        bt.exp(xg)                             # grad mode off
+    with torch.inference_mode():
+        bt.exp(x)
+    assert calls == []
+    y = bt.exp(xg)                             # the autograd node, and the gradient through it
+    assert calls == ["exp"]
+    y.sum().backward()
+    torch.testing.assert_close(xg.grad, torch.exp(x))
+    assert not bt.eq(xg, xg).requires_grad and calls == ["exp"]   # a bool result: no node
+
+
+def test_preference_is_per_thread():
+    """A preference block in one thread changes neither the plans nor the preference of another thread."""
+    nothing = bc.PlanPreference(forbid=("triton", "reference", "cublas"))
+    inside, done = threading.Event(), threading.Event()
+    seen = {}
+
+    def holder():
+        with bt.preference(nothing):
+            seen["holder"] = bc.current_preference()
+            try:
+                bt.call("exp", [torch.randn(5, device=DEVICE)], {})
+            except bc.UnsupportedError as e:
+                seen["holder_error"] = str(e)
+            inside.set()
+            done.wait(10)
+
+    t = threading.Thread(target=holder)
+    t.start()
+    assert inside.wait(10)
+    try:
+        seen["other"] = bc.current_preference()
+        x = torch.randn(5, device=DEVICE)
+        torch.testing.assert_close(bt.call("exp", [x], {}), torch.exp(x))
+    finally:
+        done.set()
+        t.join()
+    assert seen["holder"] is nothing and seen["other"] == bc.PlanPreference()
+    assert "forbidden by PlanPreference.forbid" in seen["holder_error"]
+
+
+def test_plan_select_reads_the_preference_in_effect():
+    desc = bc.Descriptor.make("exp", ((4,), "f32"))
+    with bc.preference(bc.PlanPreference(prefer=("reference",))):
+        assert bc.Plan.select(desc, "cpu").pref.prefer == (bc.Backend.REFERENCE,)
+    assert bc.Plan.select(desc, "cpu").pref == bc.PlanPreference()
+    with pytest.raises(TypeError, match="PlanPreference"):
+        with bc.preference("triton"):
+            pass
+
+
+def test_mode_does_not_probe_unrouted_calls(monkeypatch):
+    from baracuda.torch import _mode
+
+    def boom(t):
+        raise AssertionError("storage probed without coverage=True")
+
+    monkeypatch.setattr(_mode, "_storage", boom)
+    x = torch.randn(8, device=DEVICE)
+    with bt.mode() as m:
+        torch.histc(x, bins=4)
+        y = torch.add(x, x)
+    assert m.routed == {"torch.add": 1} and not m.fell_through and not m.native
+    torch.testing.assert_close(y, x + x)
+
+
+def test_scalar_operands_are_reused_and_keep_their_sign():
+    x = torch.randn(6, device=DEVICE, dtype=torch.float64)
+    a, b = bt.div(x, 0.5), bt.div(x, 0.5)
+    torch.testing.assert_close(a, b)
+    torch.testing.assert_close(bt.div(torch.ones(2, device=DEVICE), -0.0), torch.full((2,), -np.inf, device=DEVICE))
+    torch.testing.assert_close(bt.div(torch.ones(2, device=DEVICE), 0.0), torch.full((2,), np.inf, device=DEVICE))
