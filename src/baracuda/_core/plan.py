@@ -222,8 +222,8 @@ class Plan:
         """
         if _checks.PENDING:         # an earlier call's deferred value check may have landed (see _core/checks.py)
             _checks.poll()
-        if self._fast is not False and out is None and workspace is None and stream is None:
-            res = self._fast_path(inputs)
+        if self._fast is not False and stream is None:
+            res = self._fast_path(inputs, out, workspace)
             if res is not None:
                 return res
         natives, kind = self._check_inputs(inputs)
@@ -268,19 +268,35 @@ class Plan:
             fast = self._fast = (torch.Tensor, sigs, didx, tuple(allocs), torch.empty_like, ws)
         return fast
 
-    def _fast_path(self, inputs):
-        """Plain torch tensors matching the plan exactly: the checks are a few attribute compares per
-        operand (host overhead is what small ops pay); anything else takes the general path."""
+    def _fast_path(self, inputs, out=None, workspace=None):
+        """Plain torch tensors matching the plan exactly (inputs, and ``out`` / ``workspace`` where given): the
+        checks are a few attribute compares per operand (host overhead is what small ops pay); anything else
+        returns None and takes the general path, which names what is wrong."""
         tensor_t, sigs, didx, allocs, empty_like, ws = self._fast_parts()
         if len(inputs) != len(sigs):
             return None
         for x, (shp, dt) in zip(inputs, sigs):
             if type(x) is not tensor_t or x.dtype is not dt or x.shape != shp or x.get_device() != didx:
                 return None
-        # (empty_like of a non-contiguous input would copy its strides: outputs are always contiguous)
-        outs = [empty_like(inputs[like]) if like is not None and inputs[like].is_contiguous() else alloc()
-                for like, alloc in allocs]
-        self._run(self.desc, inputs, outs, ws() if ws is not None else None)
+        if workspace is not None:
+            if type(workspace) is not tensor_t or workspace.get_device() != didx or \
+                    workspace.numel() * workspace.element_size() < self.workspace_size:
+                return None
+        elif ws is not None:
+            workspace = ws()
+        if out is None:
+            # (empty_like of a non-contiguous input would copy its strides: outputs are always contiguous)
+            outs = [empty_like(inputs[like]) if like is not None and inputs[like].is_contiguous() else alloc()
+                    for like, alloc in allocs]
+            self._run(self.desc, inputs, outs, workspace)
+            return outs[0] if len(outs) == 1 else tuple(outs)
+        outs = [out] if type(out) is tensor_t else list(out) if isinstance(out, (tuple, list)) else None
+        if outs is None or len(outs) != len(allocs):
+            return None
+        for o, t, odt in zip(outs, self._out_specs, self._out_tdt):
+            if type(o) is not tensor_t or o.dtype is not odt or o.shape != t.shape or o.get_device() != didx:
+                return None
+        self._run(self.desc, inputs, outs, workspace)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def launcher(self):
