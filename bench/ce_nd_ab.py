@@ -6,7 +6,7 @@ nd_small path's defaults and its forced shapes (loss.py nd_small), the row-tile 
 import json, sys, torch, triton
 import torch.nn.functional as F
 import baracuda as bc
-from baracuda.backends.triton import loss as L
+from baracuda.backends.triton.loss import ce_kernels as L
 res = {}
 for shape, dt in (((16, 19, 512, 512), torch.bfloat16), ((16, 19, 512, 512), torch.float32), ((8, 150, 128, 128), torch.bfloat16)):
     x = torch.randn(*shape, device="cuda").to(dt)

@@ -8,7 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
-from baracuda.backends.triton._launch import Launcher
+from baracuda.backends.triton._lib.launch import Launcher
 
 
 @triton.jit

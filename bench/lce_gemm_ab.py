@@ -1,6 +1,6 @@
 """The three GEMMs of one fused-linear-CE token chunk (8192 x 4096 x 128256 bf16): cuBLAS (torch.mm, and the
 dW accumulation dw.addmm_ that every chunk after the first runs) against the bespoke Triton GEMM
-(backends/triton/gemm.py) in several tile configs.  GPU only.
+(backends/triton/gemm/gemm.py) in several tile configs.  GPU only.
 
     python bench/lce_gemm_ab.py [--json OUT] [--chunks 1280,1536] [--rounds 8] [--cublas-only]
 Interleaved rounds (every variant once per round, 3 back-to-back launches timed by CUDA events), median ms and
@@ -13,7 +13,7 @@ import time
 
 import torch
 
-from baracuda.backends.triton.gemm import GemmConfig, _launcher
+from baracuda.backends.triton.gemm.gemm import GemmConfig, _launcher
 
 CONFIGS = {
     "128x256x64s3": GemmConfig(128, 256, 64, 8, 8, 3),

@@ -107,7 +107,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=9, help="timing rounds (each times every function once)")
     ap.add_argument("--profile", action="store_true", help="print the GPU kernels of one step of each")
     a = ap.parse_args()
-    from baracuda.backends.triton.loss_ce import forced
+    from baracuda.backends.triton.loss.linear_ce import forced
     force = ({"chunk": a.chunk} if a.chunk else {}) | ({"balance": False} if a.no_balance else {})
     with forced(**force):   # a fresh process: no plan sized for another chunk is cached yet
         return run(a)

@@ -364,7 +364,7 @@ def test_non_capturable_plan_refuses_capture(monkeypatch):
     with pytest.raises(bc.UnsupportedError, match=r"ctc_loss: inside a CUDA-graph capture.*plan.capturable is False"):
         run(None, (), (), None)
     assert len(calls) == 1
-    from baracuda.backends.triton import loss_ctc  # noqa: F401  (registers the impls)
+    from baracuda.backends.triton.loss import ctc as loss_ctc  # noqa: F401  (registers the impls)
     from baracuda._core.registry import implementations
     assert [i.capturable for i in implementations("ctc_loss") if i.backend == bc.Backend.TRITON] == [False]
 

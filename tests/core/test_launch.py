@@ -1,4 +1,4 @@
-"""The bound-launch hot path (backends/triton/_launch.py) against Triton's normal path: same results for
+"""The bound-launch hot path (backends/triton/_lib/launch.py) against Triton's normal path: same results for
 every alignment pattern, across reuse, other streams and CUDA-graph capture (GPU only)."""
 import pytest
 import torch

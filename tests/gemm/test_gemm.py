@@ -316,7 +316,7 @@ def test_save_preact_default_follows_the_backward():
 
 def test_tile_config_choice():
     """GPU tile heuristic (pure function of the problem and the SM count; H100/H200: 132 SMs)."""
-    from baracuda.backends.triton.gemm import CONFIGS, choose_config
+    from baracuda.backends.triton.gemm.gemm import CONFIGS, choose_config
 
     large, medium, shallow = (CONFIGS[("half", s)] for s in ("large", "medium", "shallow"))
     assert choose_config("half", 8192, 8192, 1, 8192, 132) == large
@@ -395,7 +395,7 @@ _COMPILE_CHECK = textwrap.dedent("""
     import os, re, subprocess, tempfile, triton, triton.language as tl
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
-    from baracuda.backends.triton import gemm as g
+    from baracuda.backends.triton.gemm import gemm as g
     k = g._gemm_kernel
     PTXAS = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
     def build(ptr, cfg, prec, act, bias, layout="rc"):

@@ -12,8 +12,8 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from baracuda.backends.triton import layout_copy as L
-from baracuda.backends.triton import layout_rinter as R
+from baracuda.backends.triton.layout import move as L
+from baracuda.backends.triton.layout import repeat_interleave as R
 
 
 class Ptr:

@@ -1,5 +1,5 @@
 """The tiled layout kernels compile for sm_90 with 16-byte vector loads and stores (the point of the tiled
-paths: see backends/triton/layout_copy.py).  Compiled offline in a subprocess without TRITON_INTERPRET, so
+paths: see backends/triton/layout/move.py).  Compiled offline in a subprocess without TRITON_INTERPRET, so
 it runs on the CPU CI machine as well (Triton bundles ptxas)."""
 from __future__ import annotations
 

@@ -79,7 +79,7 @@ def test_transposed_contiguous_and_cat_of_views():
 @pytest.mark.parametrize("force", [{"i64": True}, {"path": "gather"}, {"path": "gather", "i64": True}], ids=str)
 @pytest.mark.parametrize("idx", [0, 2, 5, 8, 9, 11, 14, 16, 19, 20], ids=lambda i: CASES[i][0] + str(i))
 def test_forced_int64_and_gather_paths(idx, force):
-    from baracuda.backends.triton.layout_copy import forced
+    from baracuda.backends.triton.layout.move import forced
 
     op, shape, attrs, fn = CASES[idx]
     x = _x(*shape, dtype=torch.bfloat16)
@@ -88,7 +88,7 @@ def test_forced_int64_and_gather_paths(idx, force):
 
 
 def test_forced_int64_repeat_interleave_tensor():
-    from baracuda.backends.triton.layout_copy import forced
+    from baracuda.backends.triton.layout.move import forced
 
     x, r = _x(4, 20), torch.tensor([2, 0, 1, 3], device=DEV)
     want = torch.repeat_interleave(x, r, 0)

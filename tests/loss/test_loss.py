@@ -88,7 +88,7 @@ def test_out_of_range_target_raises(backend, op, bad):
 def test_long_rows_forced_small_tile(dt, red):
     """Rows of 150 classes through 16-wide tiles split over 3 programs per row (chunks of 64 columns): the online
     (max, sum) merge over tiles and across chunks, the target and the smoothing sums spanning tiles and chunks."""
-    from baracuda.backends.triton import loss as m
+    from baracuda.backends.triton.loss import ce_kernels as m
 
     g = torch.Generator().manual_seed(3)
     x = (4 * torch.randn(5, 150, generator=g)).to(dt)
@@ -154,7 +154,7 @@ def _lce_peer(ins, **attrs):
 def test_linear_cross_entropy_chunks_and_tiles(dt, attrs):
     """Several token chunks (forced chunk=3), multi-tile rows (tile=16 over V=70) and a persistent grid with fewer
     programs than row blocks: loss, dx, dW, db vs torch autograd of the unfused composition (f64)."""
-    from baracuda.backends.triton import loss_ce as m
+    from baracuda.backends.triton.loss import linear_ce as m
     from baracuda.ops.loss_ce import _tol
 
     g = torch.Generator().manual_seed(6)
@@ -199,7 +199,7 @@ def test_linear_cross_entropy_coop_chunks(dt, attrs):
     """V = 20000 (three 8192-class chunks per row): the chunk's CE runs the coop kernel in place over the chunk's
     logits, over three token chunks (16, 16, 5 rows): loss, dx, dW, db vs the unfused composition in f64; an
     out-of-range target gives a NaN loss with check_values='off' and an error by default."""
-    from baracuda.backends.triton import loss_ce as m
+    from baracuda.backends.triton.loss import linear_ce as m
     from baracuda.ops.loss_ce import _tol
 
     g = torch.Generator().manual_seed(16)
@@ -227,7 +227,7 @@ def test_linear_cross_entropy_gemm_math_flag():
     """The chunk GEMMs run under the cuBLAS math flag the plan's preference asks for, whatever the caller's
     global setting (bf16: no reduced-precision split-K sums unless allow_reduced_precision), the caller's flag is
     back after the run, and plan.precision promises what that flag gives."""
-    from baracuda.backends.triton import loss_ce as m
+    from baracuda.backends.triton.loss import linear_ce as m
 
     seen = []
     real = torch.mm
@@ -262,7 +262,7 @@ def test_linear_cross_entropy_chunk_split():
     """Token chunks: cdiv(n, chunk) of them in whole 256-row tiles where that divides (8192 tokens at 1536 a chunk:
     4 x 1280 + 2 x 1536, not 5 x 1536 + 512), contiguous and covering every row, none over the chunk; uniform
     otherwise or under forced(balance=False)."""
-    from baracuda.backends.triton.loss_ce import chunks, forced
+    from baracuda.backends.triton.loss.linear_ce import chunks, forced
 
     for n, chunk in ((8192, 1536), (8200, 1536), (5000, 1024), (11, 3), (1000, 256), (0, 5), (300, 512)):
         got = chunks(n, chunk)

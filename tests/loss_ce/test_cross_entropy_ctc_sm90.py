@@ -17,7 +17,7 @@ _CHECK = r'''
 import os, re, subprocess, tempfile, triton, triton.language as tl
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from baracuda.backends.triton import loss as L, loss_ce_coop as K, loss_ctc as X
+from baracuda.backends.triton.loss import ce_coop as K, ce_kernels as L, ctc as X
 bindir = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
 
 def usage(k, sig, ce, warps, div=(), maxnreg=None):
@@ -42,23 +42,22 @@ def usage(k, sig, ce, warps, div=(), maxnreg=None):
 bf = {"x_ptr": "*bf16", "w_ptr": "*bf16", "t_ptr": "*i64", "g_ptr": "*bf16", "dx_ptr": "*bf16", "loss_ptr": "*bf16"}
 tile, rows, warps, split, chunk = L.choose(4096, 128256, 1, 2)
 common = dict(HAS_W=False, PROB=False, SMOOTH=True, ND=False, F64=False, I64=False)
-r, s, ptx = usage(L._ce_part, bf, dict(common, sxc=1, FIN=True, NONE=False, ROWS=rows, TILE=tile, WHILE=False), warps,
+r, s, ptx = usage(L._ce_part, bf, dict(common, sxc=1, FIN=True, NONE=False, ROWS=rows, TILE=tile), warps,
                  ["x_ptr", "sxn", "C", "CHUNK"])
 assert "ld.global.v4" in ptx or "ld.global.nc.v4" in ptx, "part: no 16-byte loads"
 print("part", r, s)
 r, s, _ = usage(L._ce_fin, bf, dict(common, NONE=False, SPLIT=4, BLOCK=256), 4)
 print("fin", r, s)
 for fused in (False, True):
-    r, s, ptx = usage(L._ce_grad, bf, dict(common, sxc=1, RED=2, SPLIT=1, FUSED=fused, ROWS=rows, TILE=tile,
-                                           WHILE=False), warps, ["x_ptr", "dx_ptr", "sxn", "C", "CHUNK"])
+    r, s, ptx = usage(L._ce_grad, bf, dict(common, sxc=1, RED=2, SPLIT=1, FUSED=fused, ROWS=rows, TILE=tile), warps, ["x_ptr", "dx_ptr", "sxn", "C", "CHUNK"])
     assert s == 0 and ("v4.b32" in ptx), ("grad spills or no 16-byte access", fused, s)
     print("grad fused" if fused else "grad", r, s)
 r, s, _ = usage(L._ce_part, dict(bf, t_ptr="*bf16"), dict(common, PROB=True, ND=1, FIN=False, NONE=False, ROWS=64,
-                                                                    TILE=32, WHILE=False), 4)
+                                                                    TILE=32), 4)
 print("part nd prob", r, s)
 # N-D with D % ROWS == 0 (segmentation maps): the hinted row offsets give 16-byte loads along the unit-stride j
 for k, extra in ((L._ce_part, dict(FIN=True, NONE=True)), (L._ce_grad, dict(RED=2, SPLIT=1, FUSED=True))):
-    r, s, ptx = usage(k, bf, dict(common, sxd=1, ND=2, ROWS=64, TILE=32, WHILE=False, **extra), 4,
+    r, s, ptx = usage(k, bf, dict(common, sxd=1, ND=2, ROWS=64, TILE=32, **extra), 4,
                       ["x_ptr", "dx_ptr", "sxn", "sxc", "D", "C", "CHUNK", "R"])
     assert s == 0 and "v4.b32" in ptx, ("nd loads/stores not vectorized", k.fn.__name__ if hasattr(k, "fn") else k)
     print("nd aligned", r, s)
@@ -83,15 +82,15 @@ for loss in (False, True):
     print("coop f32", loss, r, s)
 r, s, _ = usage(L._nll_fw, bf, dict(HAS_W=True, NONE=True, ND=1, F64=False, BLOCK=1024, I64=False), 4)
 r, s, _ = usage(L._nll_bw, bf, dict(HAS_W=True, RED=0, ND=False, F64=False, ROWS=1, TILE=4096, I64=True), 8)
-r, s, _ = usage(L._denom, bf, dict(HAS_W=True, PROB=False, ND=1, F64=False, BLOCK=1024, WHILE=False), 4)
+r, s, _ = usage(L._denom, bf, dict(HAS_W=True, PROB=False, ND=1, F64=False, BLOCK=1024), 4)
 r, s, _ = usage(L._denom_blk, bf, dict(HAS_W=True, PROB=False, ND=2, F64=False, BLOCK=1024), 4)
 cp = {"lp_ptr": "*bf16", "tg_ptr": "*i64", "off_ptr": "*i64", "il_ptr": "*i64", "tl_ptr": "*i64", "gout_ptr": "*bf16",
       "loss_ptr": "*fp32", "ws_ptr": "*fp32", "g_ptr": "*fp32"}
 for grad in (False, True):
-    r, s, _ = usage(X._ctc, cp, dict(GRAD=grad, RED=2, ZINF=True, NONE=False, F64=False, BLOCK_S=512, WHILE=False), 4)
+    r, s, _ = usage(X._ctc, cp, dict(GRAD=grad, RED=2, ZINF=True, NONE=False, F64=False, BLOCK_S=512), 4)
     print("ctc", grad, r, s)
 r, s, _ = usage(X._ctc, dict(cp, lp_ptr="*fp64", gout_ptr="*fp64", loss_ptr="*fp64", ws_ptr="*fp64", g_ptr="*fp64"),
-                dict(GRAD=True, RED=0, ZINF=False, NONE=True, F64=True, BLOCK_S=2048, WHILE=False), 8)
+                dict(GRAD=True, RED=0, ZINF=False, NONE=True, F64=True, BLOCK_S=2048), 8)
 print("ctc f64", r, s)
 print("ok")
 '''

@@ -66,7 +66,7 @@ def test_nd_probability_targets(backend, red):
 def test_nd_forced_small_tiles_and_split(dt):
     """N-D tiles of 4 rows x 8 classes over C = 37 split into 3 chunks per row: the partial (max, sum) merge across
     chunks on rows whose classes are D apart in memory, and the strided dx write."""
-    from baracuda.backends.triton import loss as m
+    from baracuda.backends.triton.loss import ce_kernels as m
 
     g = torch.Generator().manual_seed(2)
     x = (2 * torch.randn(2, 37, 5, generator=g)).to(dt)
@@ -84,7 +84,7 @@ def test_nd_forced_small_tiles_and_split(dt):
 
 def test_2d_split_rows_more_chunks_than_tiles():
     """2-D rows split over 4 programs (chunks of 32 = two 16-wide tiles, the last chunk partial): f64 exactness."""
-    from baracuda.backends.triton import loss as m
+    from baracuda.backends.triton.loss import ce_kernels as m
 
     g = torch.Generator().manual_seed(3)
     x = 5 * torch.randn(3, 101, generator=g, dtype=torch.float64)
@@ -96,7 +96,7 @@ def test_2d_split_rows_more_chunks_than_tiles():
 
 def test_split_heuristic():
     """Few long rows are split so the grid keeps >= 8 programs per SM; 4096 x 128256 rows already fill it."""
-    from baracuda.backends.triton.loss import choose
+    from baracuda.backends.triton.loss.ce_kernels import choose
 
     tile, rows, _, split, chunk = choose(4096, 128256, 1, 2)
     assert (tile, rows, split) == (4096, 1, 1)

@@ -24,7 +24,7 @@ TOL = {torch.float64: (1e-10, 1e-12), torch.float32: (2e-5, 2e-6), torch.bfloat1
 
 def _route(shape, dt) -> tuple[str, str]:
     """The route fragments nd_small should pick (forward, backward) for an [N, C, d1, ...] input of dtype dt."""
-    from baracuda.backends.triton._config import num_sms
+    from baracuda.backends.triton._lib.config import num_sms
 
     n, c, d = shape[0], shape[1], 1
     for s in shape[2:]:
@@ -82,7 +82,7 @@ def test_nd_small_classes(shape, dt, red):
 def test_nd_small_forced_shapes(dt, force):
     """Several blocks per n (the last partial, D = 50 in blocks of 16 / 32), other tile widths and the forward's
     gathered target logit (nd_xt_sum=False; the default sums it over the tiles)."""
-    from baracuda.backends.triton import loss as m
+    from baracuda.backends.triton.loss import ce_kernels as m
 
     g = torch.Generator().manual_seed(10)
     x = (3 * torch.randn(3, 11, 50, generator=g)).to(dt)
@@ -156,7 +156,8 @@ def test_nd_small_zero_size(shape, red):
 def test_nd_small_selection():
     """Only N-D index targets of <= 256 classes take the path; the benchmark's segmentation map gets blocks of
     512 positions at 2 warps (19 KB of bf16 per program) walked 4 classes at a time."""
-    from baracuda.backends.triton import loss as m
+    from baracuda.backends.triton.loss import ce_nd as m
+    from baracuda.backends.triton.loss.ce_kernels import forced
 
     def desc(shape, tshape, tdt="i64", op="cross_entropy"):
         return bc.Descriptor.make(op, (shape, "bf16"), (tshape, tdt))
@@ -173,12 +174,12 @@ def test_nd_small_selection():
     assert m.nd_small(desc((2, 5, 9), (2, 5, 9), "bf16")) is None             # probability targets
     assert m.nd_small(desc((8, 5), (8,))) is None                             # 2-D
     assert m.nd_small(desc((2, 5, 9), (2, 9), op="nll_loss")) is None
-    with m.forced(nd_small=False):
+    with forced(nd_small=False):
         assert m.nd_small(desc((2, 5, 9), (2, 9))) is None
     g = torch.Generator().manual_seed(13)
     x = torch.randn(2, 300, 6, generator=g)
     _check(x, _targets(g, (2, 6), 300), None, route="nd-tile", reduction="mean")
-    with m.forced(nd_small=False):
+    with forced(nd_small=False):
         _check(torch.randn(2, 5, 6, generator=g), _targets(g, (2, 6), 5), None, route="nd-tile", reduction="sum")
 
 
@@ -186,7 +187,7 @@ _CHECK = r'''
 import os, re, subprocess, tempfile, triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from baracuda.backends.triton import loss as L
+from baracuda.backends.triton.loss import ce_nd as L
 bindir = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
 
 def usage(k, sig, ce, warps, div=()):
@@ -225,8 +226,7 @@ for dt in ("bf16", "fp32"):
     sig = {"x_ptr": "*" + dt, "w_ptr": "*" + dt, "t_ptr": "*i64", "g_ptr": "*" + dt, "dx_ptr": "*" + dt,
            "loss_ptr": "*" + dt}
     for hw, xt, i64 in ((False, False, False), (True, False, False), (True, True, True)):
-        ce = dict(sxd=1, std=1, HAS_W=hw, SMOOTH=hw, F64=False, K=4, BJ=2048 // (2 if dt == "bf16" else 4), I64=i64,
-                  WHILE=False)
+        ce = dict(sxd=1, std=1, HAS_W=hw, SMOOTH=hw, F64=False, K=4, BJ=2048 // (2 if dt == "bf16" else 4), I64=i64)
         for none in (True, False):
             r, s, ptx, lp = usage(L._ce_nd, sig, dict(ce, NONE=none, XT=xt), 4, div)
             assert (s == 0 or i64 and s <= 16) and ("ld.global.v4" in ptx or "ld.global.nc.v4" in ptx), \

@@ -15,7 +15,7 @@ import baracuda.torch as bt
 from baracuda._core.errors import InvalidProblemError
 from baracuda._core.sku import Backend
 from baracuda._core.spec import get_spec
-from baracuda.backends.triton.loss_margin import forced
+from baracuda.backends.triton.loss.margin import forced
 from baracuda.testing import assert_close
 from baracuda.testing.checks import DEVICE, on_device as _dev, plan_or_skip as _plan
 

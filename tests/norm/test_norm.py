@@ -14,7 +14,7 @@ from baracuda.testing.checks import DEVICE, needs_sm90, on_device as _dev, run_s
 
 
 def _tm():
-    from baracuda.backends.triton import norm as m
+    from baracuda.backends.triton.norm import layer as m
 
     return m
 
@@ -131,14 +131,14 @@ _SM90_CHECK = """
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from baracuda.backends.triton import norm as m
+from baracuda.backends.triton.norm import layer as m
 from baracuda.testing.sm90 import resources
 k = m._norm_bw
 for dt, rms, hb, warps in (("*bf16", True, False, 8), ("*bf16", False, True, 8), ("*fp32", False, True, 16)):
     sig = {"g_ptr": dt, "x_ptr": dt, "w_ptr": dt, "dx_ptr": dt, "ws_ptr": "*fp32"}
     sig.update({n: "i32" for n in ["M", "N", "RPP", "sgm", "sxm", "sw"]})
     sig.update(eps_hi="fp32", eps_lo="fp32")
-    ce = dict(sgn=1, sxn=1, RMS=rms, HAS_W=True, HAS_B=hb, F64=False, BLOCK=4096, I64=False, WHILE=False)
+    ce = dict(sgn=1, sxn=1, RMS=rms, HAS_W=True, HAS_B=hb, F64=False, BLOCK=4096, I64=False)
     sig.update({n: "constexpr" for n in ce})
     attrs = {(k.arg_names.index(n),): [["tt.divisibility", 16]]
              for n in ["g_ptr", "x_ptr", "w_ptr", "dx_ptr", "ws_ptr", "N", "sgm", "sxm"]}

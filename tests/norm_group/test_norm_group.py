@@ -17,7 +17,7 @@ TRITON = bc.PlanPreference(prefer=(Backend.TRITON,))
 
 
 def _tm():
-    from baracuda.backends.triton import norm_group as m
+    from baracuda.backends.triton.norm import channel as m
 
     return m
 

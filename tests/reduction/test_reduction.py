@@ -178,7 +178,7 @@ def test_dropin_signatures():
 # -- offline sm_90 compile of the benchmark configurations (Triton's bundled ptxas/cuobjdump, no GPU) -----
 _COMPILE_CHECK = textwrap.dedent("""
     import triton, triton.language as tl
-    from baracuda.backends.triton import reduction as r
+    from baracuda.backends.triton.reduction import reduce as r
     from baracuda.testing.checks import compile_sm90
     def build(outer, R, inner, ptr, item, mode, acc=tl.float32, out="*fp32"):
         kind, b0, b1, n, S, chunk = r._blocks(outer, R, inner, item, mode in (r._ARG, r._MINMAX))

@@ -139,7 +139,8 @@ def test_dropin_signatures():
 # -- offline sm_90 compile of the kernels at their benchmark configurations (no GPU needed) -----------------
 _COMPILE_CHECK = textwrap.dedent("""
     import triton.language as tl
-    from baracuda.backends.triton import reduction as r, reduction_stats as s, distance as dd
+    from baracuda.backends.triton.distance import distance as dd
+    from baracuda.backends.triton.reduction import reduce as r, stats as s
     from baracuda.testing.checks import compile_sm90
     def compile_(k, sig, ce, warps, vec=True, max_regs=128):
         # runtime ints divisible by 16 are specialized as such by Triton (strides, lengths of the benchmark shapes)

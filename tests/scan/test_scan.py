@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 
 import baracuda as bc  # noqa: E402
 from baracuda._core.sku import Backend  # noqa: E402
-from baracuda.backends.triton import scan as ts  # noqa: E402
+from baracuda.backends.triton.scan import scan as ts  # noqa: E402
 from baracuda.testing import assert_close, backends_for  # noqa: E402
 from baracuda.testing.checks import DEVICE, TDEV, needs_sm90, run_sm90_script  # noqa: E402
 from baracuda.testing.checks import assert_same as _same, run_on as _run  # noqa: E402
@@ -251,14 +251,14 @@ import re, triton
 import triton.language as tl
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from baracuda.backends.triton import scan as m
+from baracuda.backends.triton.scan import scan as m
 from baracuda.testing.sm90 import resources
 INTS = ["L", "R", "CHUNK", "NSPLIT", "NLB", "s1o", "s1r", "s1l", "s2o", "s2r", "s2l", "s3o", "s3r", "s3l",
         "syo", "syr", "syl", "wsl", "wsk"]
 
 def compile_case(mode, axis, xt, yt, ct, wt, it, stage, c, pad, two):
     ce = dict(MODE=mode, AXIS=axis, REV=False, STAGE=stage, BS=c.bs, BL=c.bl, KB=c.kb, CT=ct, PAD=pad, TWO=two,
-              F64=False, I64=False, WHILE=False)
+              F64=False, I64=False)
     ce.update(dict(s1r=1, s2r=1, s3r=1, syr=1, s1o=0, s2o=0, s3o=0, syo=0) if axis == 1 else
               dict(s1l=1, s2l=1, s3l=1, syl=1))
     sig = dict(p1=xt, p2=xt, p3=xt, y_ptr=yt, yi_ptr=it, ws_ptr=wt, wsi_ptr=it)

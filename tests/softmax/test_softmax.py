@@ -26,7 +26,7 @@ TOL = {torch.float64: (1e-10, 1e-12), torch.float32: (2e-5, 2e-6), torch.float16
 
 
 def _triton_mod():
-    from baracuda.backends.triton import softmax as m
+    from baracuda.backends.triton.softmax import softmax as m
 
     return m
 
@@ -238,7 +238,7 @@ _SM90_CHECK = """
 import os, re, subprocess, tempfile, triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from baracuda.backends.triton import softmax as m
+from baracuda.backends.triton.softmax import softmax as m
 bindir = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
 
 def usage(k, sig, ce, div, warps, **opts):
@@ -263,10 +263,9 @@ with m.forced(coop=False):
 for st in (1, 2):           # split chunks: <= 32 registers at 8 warps lets 8 programs share an SM
     regs, stack = usage(m._fw_split, {"x_ptr": "*bf16", "y_ptr": "*bf16", "ws_ptr": "*fp32", "n_rows": "i32",
                                       "R": "i32", "CHUNK": "i32", "sxo": "i32"},
-                        dict(sxr=1, LOG=False, F64=False, NEG=False, TILE=c.block, STAGE=st, SP=16, I64=False,
-                             WHILE=False), ["x_ptr", "y_ptr", "ws_ptr", "R", "CHUNK", "sxo"], c.num_warps)
+                        dict(sxr=1, LOG=False, F64=False, NEG=False, TILE=c.block, STAGE=st, SP=16, I64=False), ["x_ptr", "y_ptr", "ws_ptr", "R", "CHUNK", "sxo"], c.num_warps)
     assert regs <= 32 and stack == 0, ("split", st, regs, stack)
-from baracuda.backends.triton import softmax_long as L
+from baracuda.backends.triton.softmax import coop as L
 c = m.choose(512, 262144, 1, 2)
 assert c.path == "coop"
 # single-read chunks at 8 warps: forward capped at 64 registers without spills (4 programs per SM), backward

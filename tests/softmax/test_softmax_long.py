@@ -1,4 +1,4 @@
-"""The single-read long-row softmax kernels (backends/triton/softmax_long.py) against float64 torch: forward and
+"""The single-read long-row softmax kernels (backends/triton/softmax/coop.py) against float64 torch: forward and
 backward, every op, chunk boundaries, -inf/NaN rows, non-contiguous rows, reruns bit-identical (GPU only: the
 kernels wait on sibling programs, which the interpreter runs one at a time)."""
 import pytest
@@ -9,7 +9,7 @@ if not torch.cuda.is_available():
 
 import baracuda as bc  # noqa: E402
 from baracuda._core.sku import Backend  # noqa: E402
-from baracuda.backends.triton import softmax as tm  # noqa: E402
+from baracuda.backends.triton.softmax import softmax as tm  # noqa: E402
 
 PREF = bc.PlanPreference(prefer=(Backend.TRITON,))
 REF = {"softmax": torch.softmax, "log_softmax": torch.log_softmax, "softmin": lambda x, d: torch.softmax(-x, d)}

@@ -23,7 +23,7 @@ def _dev(x):
 
 
 def _tm():
-    from baracuda.backends.triton import softmax_extra as m
+    from baracuda.backends.triton.softmax import gumbel_sparsemax as m
 
     return m
 

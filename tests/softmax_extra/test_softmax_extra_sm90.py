@@ -4,7 +4,7 @@ ptxas).  The plans' own host code runs on CPU tensors with launches turned into 
 strides become constants, 16-divisible sizes get divisibility hints) for configurations covering what
 choose() can pick: rows and inner lanes, one-chunk (SINGLE) and chunked rows, BR from 1 to 16384, 4/8/16
 warps, f64 and the half types, every gumbel variant (soft, hard, backward).  R == 1 is the case that aborted
-Triton 3.6 in TritonGPUCoalesce on the H100 (see backends/triton/softmax_extra.py).  Runs in a subprocess:
+Triton 3.6 in TritonGPUCoalesce on the H100 (see backends/triton/softmax/gumbel_sparsemax.py).  Runs in a subprocess:
 a compiler abort fails this test instead of killing pytest."""
 from __future__ import annotations
 

@@ -87,7 +87,7 @@ def class_targets(g, shape, c: int, ignore: int = -100, frac: float = 0.25):
 def force_reduction_split(monkeypatch):
     """Make the Triton reductions take the two-stage (split) path on small problems: splits of >= 8 elements,
     up to 16 programs."""
-    from ..backends.triton import reduction as tri
+    from ..backends.triton.reduction import reduce as tri
 
     monkeypatch.setattr(tri, "_MIN_CHUNK", 8)
     monkeypatch.setattr(tri, "_TARGET_PROGRAMS", 16)

@@ -1,0 +1,43 @@
+"""The (outer, R, inner) geometry of an op along one dim: R the extent of the dim, outer / inner the products of
+the dims before / after it.  Softmax, the normalizations, the gated elementwise ops, repeat_interleave and the
+losses view their operands this way (the multi-dim reductions canonicalize to the same form in
+reduction/reduce.py's ``geometry``)."""
+from __future__ import annotations
+
+import math
+
+
+def outer_r_inner(shape, dim) -> tuple[int, int, int]:
+    """(outer, R, inner) of ``shape`` along ``dim`` (a 0-d shape counts as (1,))."""
+    shape = tuple(shape) or (1,)
+    return math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1:])
+
+
+def _merged_stride(shape, strides):
+    """Stride of ``shape`` flattened to one axis, or None when the dims do not merge."""
+    dims = [(d, s) for d, s in zip(shape, strides) if d != 1]
+    for (d0, s0), (d1, s1) in zip(dims, dims[1:]):
+        if s0 != s1 * d1:
+            return None
+    return dims[-1][1] if dims else 0
+
+
+def view3(t, dim: int):
+    """(t', (s_outer, s_R, s_inner)): t' is t, or a contiguous copy when t cannot be viewed as (outer, R, inner)."""
+    if t.dim() == 0:
+        return t, (0, 0, 0)
+    so = _merged_stride(t.shape[:dim], t.stride()[:dim])
+    si = _merged_stride(t.shape[dim + 1:], t.stride()[dim + 1:])
+    if so is None or si is None:
+        t = t.contiguous()
+        return view3(t, dim)
+    return t, (so, t.stride(dim), si)
+
+
+def lanes_view(t, outer, r, inner):
+    """(grid_a, L, sa, sl, sr) of t seen as (outer, R, inner): lanes are rows when inner == 1, inner positions
+    otherwise (then each program owns one outer index)."""
+    v = t.reshape(outer, r, inner)
+    if inner == 1:
+        return v, 1, outer, 0, v.stride(0), v.stride(1)
+    return v, outer, inner, v.stride(0), v.stride(2), v.stride(1)

@@ -1,0 +1,185 @@
+"""cross_entropy / nll_loss (forward and fused backward) plans: the host side of ce_kernels.py's kernels (see its
+docstring for the layout and the kernels) and of the N-D small-class path (ce_nd.py)."""
+from __future__ import annotations
+
+
+import torch
+import triton
+
+from ...._core.dtypes import DType
+from .._lib.register import register_triton
+from . import ce_coop as _long
+from .._lib.interp import INTERPRETING
+from .ce_kernels import (_FIN_BLOCK, _FORCE, _RED, _ce_fin, _ce_grad, _ce_part, _check_flag, _denom_blk, _fold, _geometry,
+                         _ncd, _nll_bw, _nll_fw, _ws_view, choose)
+from .ce_nd import _ce_nd, _ce_nd_grad, nd_small
+
+
+def _plan_of(desc):
+    bw, x, t, _ = _geometry(desc)
+    n, c, d = _ncd(x.shape)
+    r = n * d
+    nll = desc.op.startswith("nll_loss")
+    tile, rows, warps, split, chunk = choose(r, c, d, x.dtype.itemsize)
+    part = 0 if nll or nd_small(desc) else 4 * split * r
+    if _coop(desc, c, d, tile, split):
+        part = max(part, _long.workspace_words(r, c))
+    return n, c, d, r, tile, rows, warps, split, chunk, part
+
+
+def _coop(desc, c, d, tile, split) -> bool:
+    """The single-read backward (loss_ce_coop.py): GPU only, 2-D, class-index targets, rows wider than a tile."""
+    bw, _, t, _ = _geometry(desc)
+    return (bw and desc.op == "cross_entropy_backward" and not t.dtype.is_floating and d == 1
+            and not (split == 1 and tile >= c) and _FORCE.get("coop", not INTERPRETING) and _long.eligible(c))
+
+
+def _f64(desc) -> bool:
+    return _geometry(desc)[1].dtype == DType.f64
+
+
+def _workspace(desc) -> int:
+    """Words (f32, f64 for f64 inputs): [0, R) row losses, [R, 2R) row weights, 2R the bad-target flag, 2R + 1
+    the mean's denominator, then 4 SPLIT R words of partial row statistics (cross_entropy, not on the N-D
+    small-class path).  Programs that sum their rows (the fused forward, the N-D small-class path: P <= R programs,
+    each holding >= 1 row) put their (loss, weight) pairs in ws[0, 2P), the mean's backward its block sums."""
+    *_, r, _t, _r, _w, _s, _c, part = _plan_of(desc)
+    return (2 * r + 2 + part) * (8 if _f64(desc) else 4)
+
+
+def _bind(desc, pref=None):
+    bw, x, t, has_w = _geometry(desc)
+    n, c, d, r, tile, rows, warps, split, chunk, _ = _plan_of(desc)
+    f64 = _f64(desc)
+    prob = t.dtype.is_floating
+    nll = desc.op.startswith("nll_loss")
+    red = desc.attr("reduction")
+    ignore = desc.attr("ignore_index")
+    eps = 0.0 if nll else desc.attr("label_smoothing")
+    nd = 0 if d == 1 else (2 if d % rows == 0 else 1)   # see _roff
+    common = dict(HAS_W=has_w, F64=f64, I64=n * c * d >= 2 ** 31 - 65536, ND=nd)
+    cfg = dict(PROB=prob, SMOOTH=eps > 0, ROWS=rows, TILE=tile, num_warps=warps)
+    grid = (triton.cdiv(r, rows), split)
+    fused = split == 1 and tile >= c   # the backward's statistics from the same tile (no _ce_part launch)
+    coop = _coop(desc, c, d, tile, split)
+    small = nd_small(desc)
+    if small:
+        kc, bj, warps_s = small
+        nbj = triton.cdiv(d, bj)
+        small_cfg = dict(HAS_W=has_w, SMOOTH=eps > 0, F64=f64, K=kc, BJ=bj, I64=common["I64"],
+                         num_warps=warps_s)
+        xt_sum = _FORCE.get("nd_xt_sum", True)
+    wsum_t: dict = {}
+    eps_t: dict = {}
+
+    def eps_of(dev):   # a Python float argument would be typed f32: f64 kernels load eps from a tensor
+        e = eps_t.get(dev)
+        if e is None:
+            e = eps_t[dev] = torch.full((1,), eps, dtype=torch.float64 if f64 else torch.float32, device=dev)
+        return e
+
+    def operands(xt, tt):
+        """[N, C, D] views of the input (and probability target), the [N, D] view of index targets, strides."""
+        x3 = xt.reshape(n, c, d)   # a view unless the trailing dims don't collapse (then one copy)
+        if prob:
+            t3 = tt.reshape(n, c, d)
+            return x3, t3, (t3.stride(0), t3.stride(1), t3.stride(2))
+        t2 = tt.reshape(n, d)
+        return x3, t2, (t2.stride(0), 0, t2.stride(1))
+
+    def fw(desc_, inputs, outputs, ws):
+        x3, tg, (stn, stc, std) = operands(inputs[0], inputs[1])
+        wt = inputs[2].contiguous() if has_w else x3   # [C]: a copy is negligible next to [N, C]
+        out = outputs[0]
+        loss = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        w = _ws_view(ws, f64)
+        w[2 * r:2 * r + 1].zero_()
+        sx = x3.stride()
+        if r:
+            if nll:
+                _nll_fw[(triton.cdiv(r, 1024),)](x3, tg, wt, loss, w, r, c, d, sx[0], sx[1], sx[2], stn, std, ignore,
+                                                 NONE=red == "none", BLOCK=1024, **common)
+            elif small:
+                _ce_nd[(n * nbj,)](x3, tg, wt, loss, w, eps_of(x3.device), r, c, d, nbj, sx[0], sx[1], sx[2], stn, std,
+                                   ignore, NONE=red == "none", XT=xt_sum, **small_cfg)
+            else:
+                part, e = w[2 * r + 2:], eps_of(x3.device)
+                _ce_part[grid](x3, tg, wt, part, e, loss, w, r, c, d, chunk, sx[0], sx[1], sx[2], stn, stc, std,
+                               ignore, FIN=split == 1, NONE=red == "none", **cfg, **common)
+                if split > 1:
+                    _ce_fin[(triton.cdiv(r, _FIN_BLOCK),)](x3, tg, wt, part, loss, w, e, r, c, d, sx[0], sx[1], sx[2],
+                                                           stn, std, ignore, PROB=prob, SMOOTH=eps > 0,
+                                                           NONE=red == "none", SPLIT=split, BLOCK=_FIN_BLOCK,
+                                                           num_warps=4, **common)
+        if red != "none":   # the fused forward left one (loss, weight) sum per program, the others one per row
+            nsum = n * nbj if small else grid[0] if (split == 1 and not nll) else r
+            _fold[(1,)](w, loss, nsum, MEAN=red == "mean", F64=f64, BLOCK=1024, num_warps=4)
+        if loss is not out:
+            out.copy_(loss)
+        if r and not prob:
+            _check_flag(desc.op, w[2 * r], c, ignore, pref)
+
+    def bwd(desc_, inputs, outputs, ws):
+        g = inputs[0].contiguous()   # grad: the rows' shape or a scalar
+        x3, tg, (stn, stc, std) = operands(inputs[1], inputs[2])
+        wt = inputs[3].contiguous() if has_w else x3
+        out = outputs[0]
+        dx = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        if r == 0 or c == 0:
+            return
+        w = _ws_view(ws, f64)
+        den = w[2 * r + 1:]
+        sx = x3.stride()
+        if red == "mean":   # block sums into ws[0, 2 nblk) (free in the backward), folded into den
+            nblk = triton.cdiv(r, 1024)
+            _denom_blk[(nblk,)](tg, wt, w, r, c, d, stn, std, ignore, HAS_W=has_w, PROB=prob, ND=nd, F64=f64,
+                                BLOCK=1024, num_warps=4)
+            _fold[(1,)](w, den, nblk, MEAN=False, F64=f64, BLOCK=1024, num_warps=4)
+        if small:
+            _ce_nd_grad[(n * nbj,)](g, x3, tg, wt, dx, den, eps_of(x3.device), r, c, d, nbj, sx[0], sx[1], sx[2], stn,
+                                    std, ignore, RED=_RED[red], **small_cfg)
+        elif nll:
+            _nll_bw[(triton.cdiv(r, rows), triton.cdiv(c, tile))](g, tg, wt, dx, den, r, c, d, stn, std, ignore,
+                                                                   RED=_RED[red], ROWS=rows, TILE=tile,
+                                                                   num_warps=warps, **common)
+        else:
+            part, e = w[2 * r + 2:], eps_of(x3.device)
+            if coop and x3.stride(1) == 1:   # (a strided class dim takes the streaming pair)
+                ws_ = wsum_t.get(x3.device)   # sum_c w_c (label smoothing): constant per plan unless weighted
+                if eps > 0 and has_w:
+                    ws_ = inputs[3].sum(dtype=torch.float64 if f64 else torch.float32).reshape(1)
+                elif ws_ is None:
+                    ws_ = wsum_t[x3.device] = torch.full((1,), float(c), dtype=part.dtype, device=x3.device)
+                _long.launch(g, x3[:, :, 0], tg[:, 0], wt, dx, part, den, e, ws_, r, c, ignore, has_w, eps > 0,
+                             _RED[red], f64)
+                if dx is not out:
+                    out.copy_(dx)
+                return
+            if not fused:
+                _ce_part[grid](x3, tg, wt, part, e, x3, w, r, c, d, chunk, sx[0], sx[1], sx[2], stn, stc, std, ignore,
+                               FIN=False, NONE=False, **cfg, **common)
+            _ce_grad[grid](g, x3, tg, wt, dx, part, den, e, r, c, d, chunk, sx[0], sx[1], sx[2], stn, stc, std, ignore,
+                           RED=_RED[red], SPLIT=split, FUSED=fused, **cfg, **common)
+        if dx is not out:
+            out.copy_(dx)
+
+    return bwd if bw else fw
+
+
+def _run(desc, inputs, outputs, ws):
+    _bind(desc)(desc, inputs, outputs, ws)
+
+
+def _route(desc, pref):
+    n, c, d, r, tile, rows, _, split, _, _ = _plan_of(desc)
+    if _coop(desc, c, d, tile, split):
+        return f"triton:{desc.op}:coop{_long.CHUNK}x{_long.splits(c)}"
+    small = nd_small(desc)
+    if small:
+        return f"triton:{desc.op}:nd-small-k{small[0]}x{small[1]}"
+    kind = "fused-" if desc.op == "cross_entropy_backward" and split == 1 and tile >= c else ""
+    return f"triton:{desc.op}:{kind}{'nd-' if d > 1 else ''}tile{tile}x{rows}" + ("" if desc.op.startswith("nll") else f"-split{split}")
+
+
+for _op in ("cross_entropy", "cross_entropy_backward", "nll_loss", "nll_loss_backward"):
+    register_triton(_op, _run, route=_route, workspace=_workspace, bind=_bind)

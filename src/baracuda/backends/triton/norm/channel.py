@@ -1,0 +1,727 @@
+"""Triton kernels of group_norm / instance_norm, batch_norm, local_response_norm and normalize (+ backward).
+
+Statistics are accumulated in f32 (f64 for f64) as exact per-tile moments merged with Chan's formula
+(count, mean, M2): one read of x for the statistics, no E[x^2] - E[x]^2 cancellation.  Every reduction that
+spans programs writes per-program partials to the workspace and folds them in a fixed order in a second
+kernel: deterministic, no atomics.
+
+group_norm / instance_norm: one program per (sample, group) row of L = C/G x S contiguous elements, tiles
+  [BC channels, BS spatial].  Forward: stats pass (1 read) + normalize pass (2nd read, an L2 hit while the
+  rows in flight fit: 132 SMs x a 128 KB row ~ 17 MB) + 1 write, i.e. ~2 HBM passes over x+y: bf16
+  [16,512,64,64] g32 (64 MB each way) ~ 45 us at ~2.9 TB/s.  mean/rstd (N, G) are saved for the backward:
+  pass 1 reads grad and x once for the row sums and the per-(sample, channel) dweight/dbias partials,
+  pass 2 re-reads them (L2) and writes dx.  Grid = N x G programs: fine for N x G >= ~2 x SMs; a split-row
+  variant for tiny N x G (N=1, G=32) is not done.
+batch_norm (training): per-channel statistics over N x S.  Stage 1 (grid channel-blocks x P splits of the
+  (n, spatial-block) tiles): partial moments -> workspace [3, P, C].  Stage 2: one program per channel block
+  folds the P partials in order, writes mean/rstd and the running-stat update.  Stage 3 (same grid as stage
+  1) normalizes: 2 reads + 1 write of x-sized tensors, like cuDNN's two-pass kernel (bf16 [64,256,56,56]:
+  ~100 MB per pass, ~100 us expected).  Eval: stage 2 turns the running stats into (mean, rstd), stage 3.
+  Backward: stage 1 partial sums of g and g*xhat, stage 2 folds them (dweight, dbias), stage 3 writes dx.
+local_response_norm: tiles [BC, BS] of one sample; the channel window is re-read per offset (size loads per
+  element, L1/L2 hits: HBM traffic stays 1 read + 1 write); the backward recomputes each window's
+  denominator (size^2 loads per element from cache; compute-bound for size > ~8).
+normalize: x viewed as (outer, R, inner) with its strides (no copies); tile [lanes, BR] where lanes are rows
+  (inner == 1) or inner positions (inner > 1, coalesced along inner); pass 1 the norm, pass 2 the write
+  (the second read hits L1/L2 for rows up to a few KB per lane).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+from ...._core.dtypes import DType
+from .._lib.register import register_triton
+from .._lib.config import num_sms, overrides
+from .._lib.math import pow as _pow
+from .._lib.math import sqrt as _sqrt
+from .._lib.binding import contiguous_outputs as _guarded
+from .._lib.binding import run_of as _run_of
+from .._lib.geometry import lanes_view, outer_r_inner
+from .._lib.scalars import join_f64 as _f2
+from .._lib.scalars import split_f64 as _split
+from .layer import _col_sum
+
+_FORCE, forced = overrides("""Force ``splits`` (batch_norm partial programs) or tile sizes ``bs`` / ``br`` (tests).""")
+
+
+@triton.jit
+def _merge(cnt, mean, m2, n_t, mean_t, m2_t):
+    """Chan's parallel merge of (count, mean, M2) moments."""
+    tot = cnt + n_t
+    d = mean_t - mean
+    f = n_t / tl.maximum(tot, 1.0)
+    return tot, mean + d * f, m2 + m2_t + d * d * cnt * f
+
+
+# -- group_norm ---------------------------------------------------------------------------------------
+@triton.jit
+def _gn_fw(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, G, Cg, S, eps_hi, eps_lo, HAS_W: tl.constexpr,
+           HAS_B: tl.constexpr, F64: tl.constexpr, BC: tl.constexpr, BS: tl.constexpr):
+    CT: tl.constexpr = tl.float64 if F64 else tl.float32
+    eps = _f2(eps_hi, eps_lo, F64)
+    row = tl.program_id(0).to(tl.int64)
+    grp = row % G
+    base = row * Cg * S
+    zero = tl.sum(tl.zeros([BS], CT), 0)
+    cnt, mean, m2 = zero, zero, zero
+    ci = 0
+    while ci * BC < Cg:   # while + block counters: runs under the interpreter; ci * BC keeps BC-divisibility
+        cc = ci * BC + tl.arange(0, BC)
+        si = 0
+        while si * BS < S:
+            ss = si * BS + tl.arange(0, BS)
+            mask = (cc < Cg)[:, None] & (ss < S)[None, :]
+            x = tl.load(x_ptr + base + cc[:, None] * S + ss[None, :], mask=mask, other=0.0).to(CT)
+            n_t = (tl.minimum(Cg - ci * BC, BC) * tl.minimum(S - si * BS, BS)).to(CT)   # valid lanes, no reduction
+            mt = tl.sum(tl.sum(x, 1), 0) / n_t
+            d = tl.where(mask, x - mt, 0.0)
+            cnt, mean, m2 = _merge(cnt, mean, m2, n_t, mt, tl.sum(tl.sum(d * d, 1), 0))
+            si += 1
+        ci += 1
+    rstd = 1.0 / _sqrt(m2 / cnt + eps)
+    tl.store(mean_ptr + row, mean.to(mean_ptr.dtype.element_ty))
+    tl.store(rstd_ptr + row, rstd.to(rstd_ptr.dtype.element_ty))
+    ci = 0
+    while ci * BC < Cg:
+        cc = ci * BC + tl.arange(0, BC)
+        cm = cc < Cg
+        sc = tl.full([BC], 1.0, CT) * rstd
+        sh = -mean * sc
+        if HAS_W:
+            w = tl.load(w_ptr + grp * Cg + cc, mask=cm, other=0.0).to(CT)
+            sc = sc * w
+            sh = sh * w
+        if HAS_B:
+            sh = sh + tl.load(b_ptr + grp * Cg + cc, mask=cm, other=0.0).to(CT)
+        si = 0
+        while si * BS < S:
+            ss = si * BS + tl.arange(0, BS)
+            mask = cm[:, None] & (ss < S)[None, :]
+            off = base + cc[:, None] * S + ss[None, :]
+            x = tl.load(x_ptr + off, mask=mask, other=0.0).to(CT)
+            tl.store(y_ptr + off, (x * sc[:, None] + sh[:, None]).to(y_ptr.dtype.element_ty), mask=mask)
+            si += 1
+        ci += 1
+
+
+@triton.jit
+def _gn_bw(g_ptr, x_ptr, mean_ptr, rstd_ptr, w_ptr, c0_ptr, c1_ptr, dx_ptr, ws_ptr, G, Cg, S, NC,
+           HAS_W: tl.constexpr, EXTRA: tl.constexpr, F64: tl.constexpr, BC: tl.constexpr, BS: tl.constexpr):
+    # pass 1: row sums of w*g and w*g*xhat, per-(n, c) partials of g*xhat and g -> ws [2, N, C]
+    CT: tl.constexpr = tl.float64 if F64 else tl.float32
+    row = tl.program_id(0).to(tl.int64)
+    grp = row % G
+    n = row // G
+    base = row * Cg * S
+    mean = tl.load(mean_ptr + row).to(CT)
+    rstd = tl.load(rstd_ptr + row).to(CT)
+    zero = tl.sum(tl.zeros([BS], CT), 0)
+    s1, s2 = zero, zero
+    ci = 0
+    while ci * BC < Cg:
+        cc = ci * BC + tl.arange(0, BC)
+        cm = cc < Cg
+        if HAS_W:
+            w = tl.load(w_ptr + grp * Cg + cc, mask=cm, other=0.0).to(CT)
+        else:
+            w = tl.full([BC], 1.0, CT)
+        dwp = tl.zeros([BC], CT)
+        dbp = tl.zeros([BC], CT)
+        si = 0
+        while si * BS < S:
+            ss = si * BS + tl.arange(0, BS)
+            mask = cm[:, None] & (ss < S)[None, :]
+            off = base + cc[:, None] * S + ss[None, :]
+            g = tl.load(g_ptr + off, mask=mask, other=0.0).to(CT)
+            xh = tl.where(mask, (tl.load(x_ptr + off, mask=mask, other=0.0).to(CT) - mean) * rstd, 0.0)
+            gx = tl.sum(g * xh, 1)
+            gs = tl.sum(g, 1)
+            dwp += gx
+            dbp += gs
+            s1 += tl.sum(gs * w, 0)
+            s2 += tl.sum(gx * w, 0)
+            si += 1
+        if HAS_W:
+            tl.store(ws_ptr + n * G * Cg + grp * Cg + cc, dwp, mask=cm)
+            tl.store(ws_ptr + NC + n * G * Cg + grp * Cg + cc, dbp, mask=cm)
+        ci += 1
+    L = Cg * S
+    a = s1 / L
+    b = s2 / L
+    e0 = zero
+    e1 = zero
+    if EXTRA:   # the gradient through the mean/rstd outputs: + c0 + c1 * xhat
+        e0 = tl.load(c0_ptr + row).to(CT)
+        e1 = tl.load(c1_ptr + row).to(CT)
+    # pass 2: dx = rstd * (w*g - mean(w*g) - xhat * mean(w*g*xhat))
+    ci = 0
+    while ci * BC < Cg:
+        cc = ci * BC + tl.arange(0, BC)
+        cm = cc < Cg
+        if HAS_W:
+            w = tl.load(w_ptr + grp * Cg + cc, mask=cm, other=0.0).to(CT)
+        else:
+            w = tl.full([BC], 1.0, CT)
+        si = 0
+        while si * BS < S:
+            ss = si * BS + tl.arange(0, BS)
+            mask = cm[:, None] & (ss < S)[None, :]
+            off = base + cc[:, None] * S + ss[None, :]
+            g = tl.load(g_ptr + off, mask=mask, other=0.0).to(CT)
+            xh = (tl.load(x_ptr + off, mask=mask, other=0.0).to(CT) - mean) * rstd
+            dx = rstd * (g * w[:, None] - a - xh * b) + e0 + e1 * xh
+            tl.store(dx_ptr + off, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+            si += 1
+        ci += 1
+
+
+def _spatial_block(s: int, cap: int) -> int:
+    """The widest power-of-two spatial block <= cap whose padding wastes <= 1/8 of the lanes (56x56 = 3136:
+    256, 13 blocks = 3328 lanes, instead of 1024 x 4 = 4096 lanes with 23% idle), at least 128 wide."""
+    bs = min(triton.next_power_of_2(max(s, 1)), cap)
+    while bs > 128 and triton.cdiv(s, bs) * bs * 8 > 9 * s:
+        bs //= 2
+    return _FORCE.get("bs", bs)
+
+
+def _tile(c, s, f64):
+    """[BC, BS] tile of <= 4096 (f64: 2048) elements: spatial first (contiguous), the rest channels."""
+    cap = 2048 if f64 else 4096
+    bs = _spatial_block(s, min(cap, 1024))
+    bc = max(1, min(triton.next_power_of_2(max(c, 1)), cap // bs))
+    return bc, bs, 4 if bc * bs <= 1024 else 8
+
+
+def _ct(desc):
+    return torch.float64 if desc.inputs[0].dtype == DType.f64 else torch.float32
+
+
+def _gn_groups(desc):
+    shape = desc.inputs[0].shape
+    return desc.attr("num_groups") if desc.op.startswith("group_norm") else shape[1]
+
+
+def _bind_gn(desc, pref=None):
+    shape = desc.inputs[0].shape
+    n, c = shape[0], shape[1]
+    s = math.prod(shape[2:])
+    g = _gn_groups(desc)
+    cg = c // g
+    f64 = desc.inputs[0].dtype == DType.f64
+    bc, bs, warps = _tile(cg, s, f64)
+    naff = len(desc.inputs) - 1
+
+    def run(desc_, inputs, outputs, ws):
+        x = inputs[0].contiguous()
+        y, mean, rstd = outputs
+        w = inputs[1].contiguous() if naff > 0 else x
+        b = inputs[2].contiguous() if naff > 1 else x
+        if n * g:
+            _gn_fw[(n * g,)](x, w, b, y, mean, rstd, g, cg, s, *_split(desc.attr("eps")), HAS_W=naff > 0, HAS_B=naff > 1,
+                             F64=f64, BC=bc, BS=bs, num_warps=warps)
+    return run
+
+
+def _bind_gn_bw(desc, pref=None):
+    shape = desc.inputs[0].shape
+    n, c = shape[0], shape[1]
+    s = math.prod(shape[2:])
+    g = desc.attr("num_groups")
+    cg = c // g
+    f64 = desc.inputs[0].dtype == DType.f64
+    bc, bs, warps = _tile(cg, s, f64)
+    extra = desc.attr("extra")
+    has_w = len(desc.inputs) - 2 * extra == 5
+    ct = _ct(desc)
+
+    def run(desc_, inputs, outputs, ws):
+        gr, x, mean, rstd = (t.contiguous() for t in inputs[:4])
+        w = inputs[4].contiguous() if has_w else x
+        c0, c1 = (inputs[-2].contiguous(), inputs[-1].contiguous()) if extra else (x, x)
+        part = ws.view(ct) if has_w and ws is not None else outputs[0]
+        if n * g:
+            _gn_bw[(n * g,)](gr, x, mean, rstd, w, c0, c1, outputs[0], part, g, cg, s, n * c, HAS_W=has_w,
+                             EXTRA=extra, F64=f64, BC=bc, BS=bs, num_warps=warps)
+        for j, o in enumerate(outputs[1:]):
+            if n == 0:
+                o.zero_()
+            else:
+                bcs = min(32, triton.next_power_of_2(c))
+                _col_sum[(triton.cdiv(c, bcs),)](part[j * n * c:], o, n, c, BP=64, BC=bcs, num_warps=4)
+    return run
+
+
+def _ws_gn_bw(desc):
+    shape = desc.inputs[0].shape
+    has_w = len(desc.inputs) - 2 * desc.attr("extra") == 5
+    return 2 * shape[0] * shape[1] * (8 if desc.inputs[0].dtype == DType.f64 else 4) if has_w else 0
+
+
+# -- batch_norm ---------------------------------------------------------------------------------------
+@triton.jit
+def _bn_tile(q, nsb, cc, cm, S, sN, sC, sS, BS: tl.constexpr):
+    # tile q = (sample n, spatial block): (q % nsb) * BS keeps the BS-divisibility that vectorizes the loads
+    n = q // nsb
+    ss = (q % nsb) * BS + tl.arange(0, BS)
+    mask = cm[:, None] & (ss < S)[None, :]
+    off = n.to(tl.int64) * sN + cc[:, None] * sC + ss[None, :].to(tl.int64) * sS
+    return off, mask, n, ss
+
+
+@triton.jit
+def _bn_stats(x_ptr, ws_ptr, C, S, NQ, QPP, nsb, sN, sC, sS, P, F64: tl.constexpr, BC: tl.constexpr,
+              BS: tl.constexpr):
+    CT: tl.constexpr = tl.float64 if F64 else tl.float32
+    cc = tl.program_id(0) * BC + tl.arange(0, BC)
+    cm = cc < C
+    p = tl.program_id(1)
+    cnt = tl.zeros([BC], CT)
+    mean = tl.zeros([BC], CT)
+    m2 = tl.zeros([BC], CT)
+    q = p * QPP
+    end = tl.minimum(q + QPP, NQ)
+    while q < end:
+        off, mask, _n, _s = _bn_tile(q, nsb, cc, cm, S, sN, sC, sS, BS)
+        x = tl.load(x_ptr + off, mask=mask, other=0.0).to(CT)
+        n_t = tl.where(cm, tl.minimum(S - (q % nsb) * BS, BS), 0).to(CT)
+        mt = tl.sum(x, 1) / tl.maximum(n_t, 1.0)
+        d = tl.where(mask, x - mt[:, None], 0.0)
+        cnt, mean, m2 = _merge(cnt, mean, m2, n_t, mt, tl.sum(d * d, 1))
+        q += 1
+    tl.store(ws_ptr + p * C + cc, cnt, mask=cm)
+    tl.store(ws_ptr + (P + p) * C + cc, mean, mask=cm)
+    tl.store(ws_ptr + (2 * P + p) * C + cc, m2, mask=cm)
+
+
+@triton.jit
+def _bn_finalize(ws_ptr, rm_ptr, rv_ptr, mean_ptr, rstd_ptr, nrm_ptr, nrv_ptr, C, P, M, eps_hi, eps_lo, mom_hi,
+                 mom_lo, TRAIN: tl.constexpr, RUN: tl.constexpr, F64: tl.constexpr, BC: tl.constexpr):
+    # folds the P partial moments of each channel in program order (deterministic); writes mean/rstd (dtype)
+    # and the f32 (mean, rstd) the normalize stage reads at ws[3P*C:]
+    CT: tl.constexpr = tl.float64 if F64 else tl.float32
+    eps = _f2(eps_hi, eps_lo, F64)
+    mom = _f2(mom_hi, mom_lo, F64)
+    cc = tl.program_id(0) * BC + tl.arange(0, BC)
+    cm = cc < C
+    if TRAIN:
+        cnt = tl.zeros([BC], CT)
+        mean = tl.zeros([BC], CT)
+        m2 = tl.zeros([BC], CT)
+        p = 0
+        while p < P:
+            cnt, mean, m2 = _merge(cnt, mean, m2, tl.load(ws_ptr + p * C + cc, mask=cm, other=0.0),
+                                   tl.load(ws_ptr + (P + p) * C + cc, mask=cm, other=0.0),
+                                   tl.load(ws_ptr + (2 * P + p) * C + cc, mask=cm, other=0.0))
+            p += 1
+        var = m2 / M
+        if RUN:
+            rm = tl.load(rm_ptr + cc, mask=cm, other=0.0).to(CT)
+            rv = tl.load(rv_ptr + cc, mask=cm, other=0.0).to(CT)
+            tl.store(nrm_ptr + cc, ((1.0 - mom) * rm + mom * mean).to(nrm_ptr.dtype.element_ty), mask=cm)
+            tl.store(nrv_ptr + cc, ((1.0 - mom) * rv + mom * (m2 / (M - 1))).to(nrv_ptr.dtype.element_ty), mask=cm)
+    else:
+        mean = tl.load(rm_ptr + cc, mask=cm, other=0.0).to(CT)
+        var = tl.load(rv_ptr + cc, mask=cm, other=0.0).to(CT)
+    rstd = 1.0 / _sqrt(var + eps)
+    tl.store(mean_ptr + cc, mean.to(mean_ptr.dtype.element_ty), mask=cm)
+    tl.store(rstd_ptr + cc, rstd.to(rstd_ptr.dtype.element_ty), mask=cm)
+    tl.store(ws_ptr + 3 * P * C + cc, mean, mask=cm)
+    tl.store(ws_ptr + 3 * P * C + C + cc, rstd, mask=cm)
+
+
+@triton.jit
+def _bn_apply(x_ptr, w_ptr, b_ptr, y_ptr, st_ptr, C, S, NQ, QPP, nsb, sN, sC, sS, HAS_W: tl.constexpr,
+              HAS_B: tl.constexpr, F64: tl.constexpr, BC: tl.constexpr, BS: tl.constexpr):
+    CT: tl.constexpr = tl.float64 if F64 else tl.float32
+    cc = tl.program_id(0) * BC + tl.arange(0, BC)
+    cm = cc < C
+    mean = tl.load(st_ptr + cc, mask=cm, other=0.0)
+    sc = tl.load(st_ptr + C + cc, mask=cm, other=0.0)
+    if HAS_W:
+        sc = sc * tl.load(w_ptr + cc, mask=cm, other=0.0).to(CT)
+    sh = -mean * sc
+    if HAS_B:
+        sh = sh + tl.load(b_ptr + cc, mask=cm, other=0.0).to(CT)
+    q = tl.program_id(1) * QPP
+    end = tl.minimum(q + QPP, NQ)
+    while q < end:
+        off, mask, n, ss = _bn_tile(q, nsb, cc, cm, S, sN, sC, sS, BS)
+        x = tl.load(x_ptr + off, mask=mask, other=0.0).to(CT)
+        yo = n.to(tl.int64) * C * S + cc[:, None] * S + ss[None, :]
+        tl.store(y_ptr + yo, (x * sc[:, None] + sh[:, None]).to(y_ptr.dtype.element_ty), mask=mask)
+        q += 1
+
+
+@triton.jit
+def _bn_bw_sums(g_ptr, x_ptr, mean_ptr, rstd_ptr, ws_ptr, C, S, NQ, QPP, nsb, sgN, sgC, sgS, sN, sC, sS, P,
+                F64: tl.constexpr, BC: tl.constexpr, BS: tl.constexpr):
+    CT: tl.constexpr = tl.float64 if F64 else tl.float32
+    cc = tl.program_id(0) * BC + tl.arange(0, BC)
+    cm = cc < C
+    p = tl.program_id(1)
+    mean = tl.load(mean_ptr + cc, mask=cm, other=0.0).to(CT)
+    rstd = tl.load(rstd_ptr + cc, mask=cm, other=0.0).to(CT)
+    sg = tl.zeros([BC], CT)
+    sgx = tl.zeros([BC], CT)
+    q = p * QPP
+    end = tl.minimum(q + QPP, NQ)
+    while q < end:
+        off, mask, _n, _s = _bn_tile(q, nsb, cc, cm, S, sN, sC, sS, BS)
+        goff, _m, _n2, _s2 = _bn_tile(q, nsb, cc, cm, S, sgN, sgC, sgS, BS)
+        g = tl.load(g_ptr + goff, mask=mask, other=0.0).to(CT)
+        xh = tl.where(mask, (tl.load(x_ptr + off, mask=mask, other=0.0).to(CT) - mean[:, None]) * rstd[:, None], 0.0)
+        sg += tl.sum(g, 1)
+        sgx += tl.sum(g * xh, 1)
+        q += 1
+    tl.store(ws_ptr + p * C + cc, sgx, mask=cm)
+    tl.store(ws_ptr + (P + p) * C + cc, sg, mask=cm)
+
+
+@triton.jit
+def _bn_bw_fold(ws_ptr, dw_ptr, db_ptr, C, P, WANT_W: tl.constexpr, WANT_B: tl.constexpr, F64: tl.constexpr,
+                BC: tl.constexpr):
+    CT: tl.constexpr = tl.float64 if F64 else tl.float32
+    cc = tl.program_id(0) * BC + tl.arange(0, BC)
+    cm = cc < C
+    sgx = tl.zeros([BC], CT)
+    sg = tl.zeros([BC], CT)
+    p = 0
+    while p < P:
+        sgx += tl.load(ws_ptr + p * C + cc, mask=cm, other=0.0)
+        sg += tl.load(ws_ptr + (P + p) * C + cc, mask=cm, other=0.0)
+        p += 1
+    tl.store(ws_ptr + 2 * P * C + cc, sgx, mask=cm)
+    tl.store(ws_ptr + 2 * P * C + C + cc, sg, mask=cm)
+    if WANT_W:
+        tl.store(dw_ptr + cc, sgx.to(dw_ptr.dtype.element_ty), mask=cm)
+    if WANT_B:
+        tl.store(db_ptr + cc, sg.to(db_ptr.dtype.element_ty), mask=cm)
+
+
+@triton.jit
+def _bn_bw_dx(g_ptr, x_ptr, mean_ptr, rstd_ptr, w_ptr, c0_ptr, c1_ptr, dx_ptr, st_ptr, C, S, NQ, QPP, nsb, sgN,
+              sgC, sgS, sN, sC, sS, M, TRAIN: tl.constexpr, HAS_W: tl.constexpr, EXTRA: tl.constexpr,
+              F64: tl.constexpr, BC: tl.constexpr, BS: tl.constexpr):
+    CT: tl.constexpr = tl.float64 if F64 else tl.float32
+    cc = tl.program_id(0) * BC + tl.arange(0, BC)
+    cm = cc < C
+    mean = tl.load(mean_ptr + cc, mask=cm, other=0.0).to(CT)
+    rstd = tl.load(rstd_ptr + cc, mask=cm, other=0.0).to(CT)
+    k = rstd
+    if HAS_W:
+        k = k * tl.load(w_ptr + cc, mask=cm, other=0.0).to(CT)
+    if TRAIN:
+        mgx = tl.load(st_ptr + cc, mask=cm, other=0.0) / M
+        mg = tl.load(st_ptr + C + cc, mask=cm, other=0.0) / M
+    if EXTRA:   # the gradient through the mean/rstd/running-stat outputs: + c0 + c1 * xhat
+        e0 = tl.load(c0_ptr + cc, mask=cm, other=0.0).to(CT)
+        e1 = tl.load(c1_ptr + cc, mask=cm, other=0.0).to(CT)
+    q = tl.program_id(1) * QPP
+    end = tl.minimum(q + QPP, NQ)
+    while q < end:
+        off, mask, n, ss = _bn_tile(q, nsb, cc, cm, S, sN, sC, sS, BS)
+        goff, _m, _n2, _s2 = _bn_tile(q, nsb, cc, cm, S, sgN, sgC, sgS, BS)
+        g = tl.load(g_ptr + goff, mask=mask, other=0.0).to(CT)
+        if TRAIN or EXTRA:
+            xh = (tl.load(x_ptr + off, mask=mask, other=0.0).to(CT) - mean[:, None]) * rstd[:, None]
+        if TRAIN:
+            dx = k[:, None] * (g - mg[:, None] - xh * mgx[:, None])
+        else:
+            dx = k[:, None] * g
+        if EXTRA:
+            dx = dx + e0[:, None] + e1[:, None] * xh
+        yo = n.to(tl.int64) * C * S + cc[:, None] * S + ss[None, :]
+        tl.store(dx_ptr + yo, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+        q += 1
+
+
+def _bn_geom(desc):
+    shape = desc.inputs[0].shape
+    n, c = shape[0], shape[1]
+    s = math.prod(shape[2:])
+    f64 = desc.inputs[0].dtype == DType.f64
+    bs = _spatial_block(s, 1024)
+    bc = max(1, min(triton.next_power_of_2(max(c, 1)), 2048 // bs, 1024 if f64 else 2048))
+    ncb = triton.cdiv(c, bc) if c else 0
+    nsb = triton.cdiv(s, bs) if s else 0
+    nq = n * nsb
+    # ~4 programs per SM over the channel blocks x splits, each with >= 1 tile
+    splits = _FORCE.get("splits", max(1, min(nq, (4 * num_sms()) // max(ncb, 1))))
+    qpp = triton.cdiv(nq, splits) if nq else 0
+    splits = triton.cdiv(nq, qpp) if nq else 1
+    warps = 4 if bc * bs <= 1024 else 8
+    return n, c, s, f64, bc, bs, ncb, nsb, nq, splits, qpp, warps
+
+
+def _x3(t, n, c, s):
+    v = t.reshape(n, c, s)
+    return v, v.stride(0), v.stride(1), v.stride(2)
+
+
+def _ws_bn(desc):
+    n, c, s, f64, bc, bs, ncb, nsb, nq, splits, qpp, warps = _bn_geom(desc)
+    per = 8 if f64 else 4
+    if desc.op == "batch_norm":
+        return (3 * splits + 2) * c * per
+    return (2 * splits + 2) * c * per
+
+
+def _bind_bn(desc, pref=None):
+    n, c, s, f64, bc, bs, ncb, nsb, nq, splits, qpp, warps = _bn_geom(desc)
+    ct = _ct(desc)
+    ins = len(desc.inputs)
+    naff = min(ins - 1, 2)
+    train = desc.attr("training")
+    run_stats = ins == 5
+    bcf = min(256, triton.next_power_of_2(max(c, 1)))
+    eps, mom = desc.attr("eps"), desc.attr("momentum")
+    m = n * s
+
+    def run(desc_, inputs, outputs, ws):
+        x, sN, sC, sS = _x3(inputs[0], n, c, s)
+        w = inputs[1].contiguous() if naff > 0 else x
+        b = inputs[2].contiguous() if naff > 1 else x
+        rm, rv = (inputs[3].contiguous(), inputs[4].contiguous()) if run_stats else (x, x)
+        y, mean, rstd = outputs[:3]
+        nrm, nrv = (outputs[3], outputs[4]) if len(outputs) == 5 else (mean, rstd)
+        wsv = ws.view(ct)
+        if train and nq:
+            _bn_stats[(ncb, splits)](x, wsv, c, s, nq, qpp, nsb, sN, sC, sS, splits, F64=f64, BC=bc, BS=bs,
+                                     num_warps=warps)
+        if c:
+            _bn_finalize[(triton.cdiv(c, bcf),)](wsv, rm, rv, mean, rstd, nrm, nrv, c, splits, m, *_split(eps), *_split(mom),
+                                                 TRAIN=train, RUN=run_stats and train, F64=f64, BC=bcf, num_warps=4)
+        if nq:
+            _bn_apply[(ncb, splits)](x, w, b, y, wsv[3 * splits * c:], c, s, nq, qpp, nsb, sN, sC, sS,
+                                     HAS_W=naff > 0, HAS_B=naff > 1, F64=f64, BC=bc, BS=bs, num_warps=warps)
+    return run
+
+
+def _bind_bn_bw(desc, pref=None):
+    n, c, s, f64, bc, bs, ncb, nsb, nq, splits, qpp, warps = _bn_geom(desc)
+    ct = _ct(desc)
+    extra = desc.attr("extra")
+    has_w = len(desc.inputs) - 2 * extra == 5
+    train = desc.attr("training")
+    want_w, want_b = len(desc.outputs) >= 2, len(desc.outputs) == 3
+    bcf = min(256, triton.next_power_of_2(max(c, 1)))
+
+    def run(desc_, inputs, outputs, ws):
+        g, sgN, sgC, sgS = _x3(inputs[0], n, c, s)
+        x, sN, sC, sS = _x3(inputs[1], n, c, s)
+        mean, rstd = inputs[2].contiguous(), inputs[3].contiguous()
+        w = inputs[4].contiguous() if has_w else x
+        c0, c1 = (inputs[-2].contiguous(), inputs[-1].contiguous()) if extra else (x, x)
+        dx = outputs[0]
+        dw = outputs[1] if want_w else dx
+        db = outputs[2] if want_b else dx
+        wsv = ws.view(ct)
+        if nq and (train or want_w):
+            _bn_bw_sums[(ncb, splits)](g, x, mean, rstd, wsv, c, s, nq, qpp, nsb, sgN, sgC, sgS, sN, sC, sS, splits,
+                                       F64=f64, BC=bc, BS=bs, num_warps=warps)
+        if c and (train or want_w):
+            if nq:
+                _bn_bw_fold[(triton.cdiv(c, bcf),)](wsv, dw, db, c, splits, WANT_W=want_w, WANT_B=want_b, F64=f64,
+                                                    BC=bcf, num_warps=4)
+            else:
+                for o in outputs[1:]:
+                    o.zero_()
+        if nq:
+            _bn_bw_dx[(ncb, splits)](g, x, mean, rstd, w, c0, c1, dx, wsv[2 * splits * c:], c, s, nq, qpp, nsb, sgN,
+                                     sgC, sgS, sN, sC, sS, max(n * s, 1), TRAIN=train, HAS_W=has_w, EXTRA=extra,
+                                     F64=f64, BC=bc, BS=bs, num_warps=warps)
+    return run
+
+
+# -- local_response_norm --------------------------------------------------------------------------------
+@triton.jit
+def _lrn_den(x_ptr, base, cc, ss, sm, C, S, size, lo, alpha, k, CT: tl.constexpr, BC: tl.constexpr,
+             BS: tl.constexpr):
+    acc = tl.zeros([BC, BS], CT)
+    j = 0
+    while j < size:
+        cj = cc - lo + j
+        m = ((cj >= 0) & (cj < C))[:, None] & sm[None, :]
+        v = tl.load(x_ptr + base + cj[:, None] * S + ss[None, :], mask=m, other=0.0).to(CT)
+        acc += v * v
+        j += 1
+    return k + alpha / size * acc
+
+
+@triton.jit
+def _lrn_kernel(g_ptr, x_ptr, y_ptr, C, S, size, alpha_hi, alpha_lo, beta_hi, beta_lo, k_hi, k_lo, BW: tl.constexpr, F64: tl.constexpr,
+                BC: tl.constexpr, BS: tl.constexpr):
+    CT: tl.constexpr = tl.float64 if F64 else tl.float32
+    alpha = _f2(alpha_hi, alpha_lo, F64)
+    beta = _f2(beta_hi, beta_lo, F64)
+    k = _f2(k_hi, k_lo, F64)
+    n = tl.program_id(0).to(tl.int64)
+    cc = tl.program_id(1) * BC + tl.arange(0, BC)
+    ss = tl.program_id(2) * BS + tl.arange(0, BS)
+    sm = ss < S
+    mask = (cc < C)[:, None] & sm[None, :]
+    base = n * C * S
+    off = base + cc[:, None] * S + ss[None, :]
+    x = tl.load(x_ptr + off, mask=mask, other=0.0).to(CT)
+    lo = size // 2
+    d = _lrn_den(x_ptr, base, cc, ss, sm, C, S, size, lo, alpha, k, CT, BC, BS)
+    if BW:
+        g = tl.load(g_ptr + off, mask=mask, other=0.0).to(CT)
+        # channels whose window holds c: [c - (size-1)//2, c + size//2]
+        t = tl.zeros([BC, BS], CT)
+        hi = (size - 1) // 2
+        i = 0
+        while i < size:
+            ci = cc - hi + i
+            mi = ((ci >= 0) & (ci < C))[:, None] & sm[None, :]
+            oi = base + ci[:, None] * S + ss[None, :]
+            gi = tl.load(g_ptr + oi, mask=mi, other=0.0).to(CT)
+            xi = tl.load(x_ptr + oi, mask=mi, other=0.0).to(CT)
+            di = _lrn_den(x_ptr, base, ci, ss, sm, C, S, size, lo, alpha, k, CT, BC, BS)
+            t += tl.where(mi, gi * xi * _pow(di, -beta - 1.0), 0.0)
+            i += 1
+        out = g * _pow(d, -beta) - (2.0 * alpha * beta / size) * x * t
+    else:
+        out = x * _pow(d, -beta)
+    tl.store(y_ptr + off, out.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def _bind_lrn(desc, pref=None):
+    shape = desc.inputs[0].shape
+    n, c = shape[0], shape[1]
+    s = math.prod(shape[2:])
+    f64 = desc.inputs[0].dtype == DType.f64
+    bs = min(triton.next_power_of_2(max(s, 1)), 256)
+    bc = max(1, min(triton.next_power_of_2(max(c, 1)), 1024 // bs))
+    bw = desc.op.endswith("_backward")
+    a = desc.attr_dict
+
+    def run(desc_, inputs, outputs, ws):
+        ts = [t.contiguous() for t in inputs]
+        g, x = (ts[0], ts[1]) if bw else (ts[0], ts[0])
+        if n and c and s:
+            _lrn_kernel[(n, triton.cdiv(c, bc), triton.cdiv(s, bs))](g, x, outputs[0], c, s, a["size"], *_split(a["alpha"]),
+                                                                     *_split(a["beta"]), *_split(a["k"]), BW=bw, F64=f64, BC=bc, BS=bs,
+                                                                     num_warps=4)
+    return run
+
+
+# -- normalize --------------------------------------------------------------------------------------------
+@triton.jit
+def _nrm_step(x, acc, KIND: tl.constexpr, p):
+    ax = tl.abs(x)
+    if KIND == 0:
+        return acc + tl.sum(x * x, 1)
+    elif KIND == 1:
+        return acc + tl.sum(ax, 1)
+    elif KIND == 2:
+        return tl.maximum(acc, tl.max(ax, 1))
+    else:
+        return acc + tl.sum(tl.where(ax > 0, _pow(ax, p), 0.0), 1)
+
+
+@triton.jit
+def _nrm_fin(acc, KIND: tl.constexpr, p):
+    if KIND == 0:
+        return _sqrt(acc)
+    elif KIND == 3:
+        return tl.where(acc > 0, _pow(acc, 1.0 / p), 0.0)
+    else:
+        return acc
+
+
+@triton.jit
+def _normalize_kernel(g_ptr, x_ptr, y_ptr, L, R, sa, sl, sr, ga, gl, gr, ya, yl, yr, p_hi, p_lo, eps_hi, eps_lo, NLB,
+                      BW: tl.constexpr,
+                      KIND: tl.constexpr, F64: tl.constexpr, BL: tl.constexpr, BR: tl.constexpr):
+    CT: tl.constexpr = tl.float64 if F64 else tl.float32
+    p = _f2(p_hi, p_lo, F64)
+    eps = _f2(eps_hi, eps_lo, F64)
+    pid = tl.program_id(0).to(tl.int64)   # 1-D grid (axis 1 is limited to 65535 programs)
+    a = pid // NLB
+    lanes = (pid % NLB) * BL + tl.arange(0, BL)
+    lm = lanes < L
+    lanes = lanes.to(tl.int64)
+    acc = tl.zeros([BL], CT)
+    gx = tl.zeros([BL], CT)
+    ri = 0
+    while ri * BR < R:
+        rr = ri * BR + tl.arange(0, BR)
+        mask = lm[:, None] & (rr < R)[None, :]
+        x = tl.load(x_ptr + a * sa + lanes[:, None] * sl + rr[None, :] * sr, mask=mask, other=0.0).to(CT)
+        acc = _nrm_step(x, acc, KIND, p)
+        if BW:
+            g = tl.load(g_ptr + a * ga + lanes[:, None] * gl + rr[None, :] * gr, mask=mask, other=0.0).to(CT)
+            gx += tl.sum(g * x, 1)
+        ri += 1
+    nrm = _nrm_fin(acc, KIND, p)
+    den = tl.maximum(nrm, eps)
+    ties = tl.zeros([BL], CT)
+    if BW and KIND == 2:
+        ri = 0
+        while ri * BR < R:
+            rr = ri * BR + tl.arange(0, BR)
+            mask = lm[:, None] & (rr < R)[None, :]
+            x = tl.load(x_ptr + a * sa + lanes[:, None] * sl + rr[None, :] * sr, mask=mask, other=0.0).to(CT)
+            ties += tl.sum(tl.where(mask & (tl.abs(x) == nrm[:, None]), 1.0, 0.0), 1)
+            ri += 1
+    coef = tl.where((nrm >= eps) & (nrm > 0), gx / (den * den), 0.0)
+    ri = 0
+    while ri * BR < R:
+        rr = ri * BR + tl.arange(0, BR)
+        mask = lm[:, None] & (rr < R)[None, :]
+        x = tl.load(x_ptr + a * sa + lanes[:, None] * sl + rr[None, :] * sr, mask=mask, other=0.0).to(CT)
+        if BW:
+            g = tl.load(g_ptr + a * ga + lanes[:, None] * gl + rr[None, :] * gr, mask=mask, other=0.0).to(CT)
+            sgn = tl.where(x > 0, 1.0, tl.where(x < 0, -1.0, 0.0))
+            nn = tl.where(nrm > 0, nrm, 1.0)[:, None]
+            if KIND == 0:
+                dn = x / nn
+            elif KIND == 1:
+                dn = sgn
+            elif KIND == 2:
+                dn = tl.where(tl.abs(x) == nrm[:, None], sgn, 0.0) / tl.maximum(ties, 1.0)[:, None]
+            else:
+                dn = sgn * tl.where(x != 0, _pow(tl.abs(x) / nn, p - 1.0), 0.0)
+            out = g / den[:, None] - coef[:, None] * dn
+        else:
+            out = x / den[:, None]
+        tl.store(y_ptr + a * ya + lanes[:, None] * yl + rr[None, :] * yr, out.to(y_ptr.dtype.element_ty), mask=mask)
+        ri += 1
+
+
+def _bind_normalize(desc, pref=None):
+    shape = desc.inputs[0].shape
+    dim = desc.attr("dim")
+    outer, r, inner = outer_r_inner(shape, dim)
+    p = desc.attr("p")
+    kind = 0 if p == 2.0 else 1 if p == 1.0 else 2 if math.isinf(p) else 3
+    f64 = desc.inputs[0].dtype == DType.f64
+    br = _FORCE.get("br", min(triton.next_power_of_2(max(r, 1)), 2048 if inner == 1 else 64))
+    bl = max(1, min(triton.next_power_of_2(max(outer if inner == 1 else inner, 1)), 4096 // br))
+    bw = desc.op.endswith("_backward")
+
+    def run(desc_, inputs, outputs, ws):
+        xi = inputs[1] if bw else inputs[0]
+        x, ga, L, sa, sl, sr = lanes_view(xi, outer, r, inner)
+        g, _, _, gsa, gsl, gsr = lanes_view(inputs[0], outer, r, inner) if bw else (x, 0, 0, 0, 0, 0)
+        y, _, _, ya, yl, yr = lanes_view(outputs[0], outer, r, inner)
+        if x.numel():
+            nlb = triton.cdiv(L, bl)
+            _normalize_kernel[(ga * nlb,)](g, x, y, L, r, sa, sl, sr, gsa, gsl, gsr, ya, yl, yr,
+                                           *_split(p if not math.isinf(p) else 0.0), *_split(desc.attr("eps")), nlb,
+                                           BW=bw, KIND=kind, F64=f64, BL=bl, BR=br,
+                                                        num_warps=4 if bl * br <= 1024 else 8)
+    return run
+
+
+for _op, _bind, _ws in (("group_norm", _bind_gn, None), ("instance_norm", _bind_gn, None),
+                        ("group_norm_backward", _bind_gn_bw, _ws_gn_bw), ("batch_norm", _bind_bn, _ws_bn),
+                        ("batch_norm_backward", _bind_bn_bw, _ws_bn), ("local_response_norm", _bind_lrn, None),
+                        ("local_response_norm_backward", _bind_lrn, None), ("normalize", _bind_normalize, None),
+                        ("normalize_backward", _bind_normalize, None)):
+    register_triton(_op, _run_of(_guarded(_bind)), bind=_guarded(_bind), workspace=_ws, route=f"triton:{_op}")

@@ -1,0 +1,700 @@
+"""Triton reductions: sum/mean/prod/nansum/nanmean, amax/amin/argmax/argmin/max/min/aminmax, any/all/
+count_nonzero -- one kernel family (``_row_kernel`` / ``_col_kernel``) whose combine step is the ``MODE``
+constexpr -- plus broadcast_to and mean's backward (the other fused backward kernels: ``reduction_bw.py``).
+
+Every reduction is first put in the canonical form ``(outer, R, inner)`` (reduce along R):
+  * size-1 axes are dropped and adjacent axes of the same kind (reduced / kept) are merged, from the
+    shape alone, so the geometry (and hence the workspace) is a function of the descriptor;
+  * if the reduced axes still form more than one group (e.g. dims (0, 2) of [A, B, C, D]), the input is
+    permuted to (kept..., reduced...) and made contiguous -- the documented contiguize step: one extra
+    read + write of the input, only for these patterns;
+  * a group whose axes do not merge in memory (a strided view) is made contiguous first; any other
+    strides (e.g. a stride-2 last axis) are passed to the kernels as they are.
+
+Modes (``_OPS`` maps each op to its stage-1 / stage-2 mode, negation and finishing step):
+  SUM (sum, mean), PROD, NANSUM (NaN -> 0, and the count of non-NaN elements in the second accumulator, for
+  nanmean), COUNT (elements != 0, NaN included: any/all/count_nonzero), MAX (NaN wins: amax/amin, max/min
+  without dim), MINMAX (aminmax: max and min of each tile in one read of x), ARG (value and first index, the first NaN wins: argmax/argmin, max/min with dim).  The
+  min-type ops run as the max of -x (floats) or ~x (integers: bitwise not reverses the order and cannot
+  overflow, unlike -INT_MIN), un-negated on output; ties and NaN keep their positions under both.
+  Accumulators: f32 (f64 for f64 results); int64 for integer sums/products, integer extrema and counts.
+
+Kernels (deterministic, no atomics).  SUM/PROD/NANSUM/COUNT/MAX reduce every tile at once (tl.sum /
+tl.reduce / tl.max) and fold it into a per-output running value, so no [rows, cols] accumulator lives in
+registers: ~32 regs on sm_90 for sum/amax, all of a thread's four 16 B loads issued together, 8 programs
+per SM -- bandwidth-bound at HBM3 rates (bf16 [16384, 4096] reads 128 MB: 37 us at the 3.6 TB/s target on
+an H200; 2 B read per element, the output is 1/4096 of it).  ARG keeps per-lane running (value, index)
+pairs instead, updated elementwise in the loop, and reduces across lanes once at the end (``_lane_fold``).
+  * ``_row_kernel`` (inner == 1): [BLOCK_M, BLOCK_N] tiles of 16 KB (2 x 4096 bf16, 1 x 4096 f32) on 8
+    warps, 64 B per thread; a row of <= BLOCK_N elements is a single load, no loop.  ARG: 8 KB tiles.
+  * ``_col_kernel`` (inner > 1): [BLOCK_R, BLOCK_I] tiles, BLOCK_I = 4 warps x 32 lanes x 16 B (1024 bf16,
+    512 f32) contiguous inner elements, so the reduction over R of each tile stays inside a thread.
+  * When the natural grid has fewer than ``_TARGET_PROGRAMS`` programs and R is long, R is split into S
+    chunks: stage 1 writes (outer, S, inner) partials (values; i64 indices for ARG, i64 non-NaN counts for
+    nanmean) into the workspace, stage 2 reduces them with the same kernel.  The partials are combined in
+    a fixed order, so the result is bit-identical run to run (no atomics).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+from ...._core.dtypes import DType
+from ...._core.spec import Descriptor
+from ....ops.broadcast import reduce_to_parts
+from ....ops import reduction_more  # noqa: F401  (registers its RedDefs into REDUCTIONS)
+from ....ops.reduction import REDUCTIONS, keepdim_shape
+from .._lib.register import register_triton
+from .._lib.interp import loop
+from .._lib.strided import span as _span
+from ..elementwise import launch
+
+_SUM, _MAX, _ARG, _PROD, _NANSUM, _COUNT, _MINMAX = 0, 1, 2, 3, 4, 5, 6
+_P_NONE, _P_DIV, _P_DIV_CNT, _P_ANY, _P_ALL = 0, 1, 2, 3, 4   # finishing step, applied by the last stage
+_TARGET_PROGRAMS = 512          # ~4 resident programs on each of the 132 SMs of an H100/H200
+_MIN_CHUNK = 128                # least elements of R per split: e.g. sum over dim 0 of bf16 [4096, 16384]
+                                # runs 16 column blocks x 32 splits = 512 programs of 128 x 1024 elements
+                                # (256 KB each); the f32 partials add 32 x 16384 x 4 B x 2 = 4 MB (3 %)
+_TILE = {1: 8192, 2: 8192, 4: 4096, 8: 2048}   # elements per tile, by input itemsize: 16 KB per program
+_THREAD_BYTES = 64              # row kernel: 4 x 16 B vector loads per thread per tile
+_ARG_THREAD_BYTES = 32          # ARG row kernel: 2 x 16 B loads per thread (8 KB tiles on 8 warps)
+_COL_WARPS = 4                  # column kernel: 128 threads x 16 B cover BLOCK_I = 1024 bf16 / 512 f32
+_STAGE2_COLS = 32               # stage 2 of a column split: 32 partial columns (128 B f32 rows) per program
+
+
+@triton.jit
+def _mul(a, b):
+    return a * b
+
+
+@triton.jit
+def _load(ptr, off, m, MODE: tl.constexpr, NEG: tl.constexpr, ACC: tl.constexpr, PRE: tl.constexpr,
+          HAS_PRE: tl.constexpr, FLT: tl.constexpr):
+    """One tile in the accumulator type.  COUNT keeps the stored type (``x != 0`` must see 0.5 and NaN as
+    non-zero); ``dtype=`` (HAS_PRE) converts to that dtype first, as torch does, then to the accumulator."""
+    v = tl.load(ptr + off, mask=m, other=0)
+    if MODE != 5:
+        if HAS_PRE:
+            v = v.to(PRE)
+        v = v.to(ACC)
+        if NEG:
+            if FLT:
+                v = -v
+            else:
+                v = ~v
+    return v
+
+
+# -- one tile reduced at once, then folded into a per-output running value ------------------------------
+# Why per tile (and not a [rows, cols] f32 accumulator reduced after the loop): the accumulator costs one
+# register per element in flight (32 for a 16 KB bf16 tile on 256 threads); the first version (56 regs
+# sum on sm_90) ran 4 resident programs per SM with only 2 of each thread's 4 vector loads in flight
+# (~32 KB/SM), 42 % of the H200 copy roofline.  Per-tile reductions keep ~25-35 regs, 8+ programs per SM
+# and all 4 loads issued before the first use (>= 128 KB in flight per SM; HBM3 at ~4 TB/s needs
+# ~30 KB/SM at ~1 us latency).
+@triton.jit
+def _nanmax(v, m, AXIS: tl.constexpr, FLT: tl.constexpr, LOW: tl.constexpr):
+    """Max along AXIS of the valid lanes; a NaN wins.  (A min is the max of -v / ~v, or _nanmin.)"""
+    v = tl.where(m, v, LOW)
+    if FLT:
+        isnan = v != v
+        mx = tl.max(tl.where(isnan, LOW, v), axis=AXIS)
+        t = tl.where(tl.max(isnan.to(tl.int32), axis=AXIS) > 0, float("nan"), mx)
+    else:
+        t = tl.max(v, axis=AXIS)
+    return t
+
+
+@triton.jit
+def _nanmin(v, m, AXIS: tl.constexpr, FLT: tl.constexpr, HIGH: tl.constexpr):
+    v = tl.where(m, v, HIGH)
+    if FLT:
+        isnan = v != v
+        mn = tl.min(tl.where(isnan, HIGH, v), axis=AXIS)
+        t = tl.where(tl.max(isnan.to(tl.int32), axis=AXIS) > 0, float("nan"), mn)
+    else:
+        t = tl.min(v, axis=AXIS)
+    return t
+
+
+@triton.jit
+def _tile_reduce(v, m, idx, AXIS: tl.constexpr, MODE: tl.constexpr, IDX_IN: tl.constexpr, FLT: tl.constexpr,
+                 LOW: tl.constexpr, HIGH: tl.constexpr):
+    """(value, second) of a [A, B] tile along AXIS; ``second`` is the non-NaN count for NANSUM (stage 2:
+    the sum of the partial counts ``idx``), the min for MINMAX (stage 2: of the partial minima ``idx``),
+    unused otherwise.  MAX: NaN wins, else the max."""
+    if MODE == 0:
+        t = tl.sum(tl.where(m, v, 0), axis=AXIS)
+        ti = t
+    elif MODE == 3:
+        t = tl.reduce(tl.where(m, v, 1), AXIS, _mul)
+        ti = t
+    elif MODE == 4:
+        if IDX_IN:      # partial sums may be NaN (inf - inf) and stay so; partial counts add up
+            t = tl.sum(tl.where(m, v, 0), axis=AXIS)
+            ti = tl.sum(tl.where(m, idx, 0), axis=AXIS)
+        else:
+            ok = m & (v == v)
+            t = tl.sum(tl.where(ok, v, 0), axis=AXIS)
+            ti = tl.sum(ok.to(tl.int32), axis=AXIS)
+    elif MODE == 5:
+        t = tl.sum((m & (v != 0)).to(tl.int32), axis=AXIS)
+        ti = t
+    elif MODE == 6:
+        t = _nanmax(v, m, AXIS, FLT, LOW)
+        if IDX_IN:
+            ti = _nanmin(idx, m, AXIS, FLT, HIGH)
+        else:
+            ti = _nanmin(v, m, AXIS, FLT, HIGH)
+    else:
+        t = _nanmax(v, m, AXIS, FLT, LOW)
+        ti = t
+    return t, ti
+
+
+@triton.jit
+def _combine(acc, acc_i, t, ti, MODE: tl.constexpr):
+    """Fold one tile's result into the running one (tiles come in increasing index order)."""
+    if MODE == 1 or MODE == 6:
+        acc = tl.where((t > acc) | (t != t), t, acc)      # a NaN, once there, stays
+    elif MODE == 3:
+        acc = acc * t
+    else:
+        acc = acc + t
+    if MODE == 4:
+        acc_i = acc_i + ti
+    elif MODE == 6:
+        acc_i = tl.where((ti < acc_i) | (ti != ti), ti, acc_i)
+    return acc, acc_i
+
+
+# -- ARG: per-lane running (value, index), one cross-lane reduction at the end ----------------------------
+# Why not per tile like the other modes: a (value, index) reduction of a tile is two dependent cross-warp
+# passes through shared memory (the value, then the NaN/first-index fix-up), ~4 barriers per tile; the old
+# argmax did that twice per 2048-element tile and reached 26 % of the H200 copy bandwidth on bf16
+# [16384, 4096] (0.63x torch eager).  The lane fold is 3 compares + 2 selects per element with no
+# communication, so every tile's loads go out back to back, and the cross-lane (value, index) reduction
+# runs once per output: a 4096-element bf16 row is one 8 KB tile on 8 warps (2 x 16 B loads per thread,
+# 16 (value, index) lane pairs = 32 regs), then one tl.reduce.  Expected: the same ~85-90 % of copy as amax.
+@triton.jit
+def _lane_fold(la, li, v, i, m, IBIG: tl.constexpr):
+    """Elements of a lane come in increasing index order: strictly greater wins (so a tie keeps the first),
+    a NaN replaces a number (the first NaN stays), an unset lane (index IBIG) takes any valid element."""
+    take = m & ((li == IBIG) | (v > la) | ((v != v) & (la == la)))
+    return tl.where(take, v, la), tl.where(take, i, li)
+
+
+@triton.jit
+def _tile_arg(v, c, m, IBIG: tl.constexpr, FLT: tl.constexpr):
+    """Per row of a [rows, cols] tile (masked elements already at the lowest value): (value, index) of the
+    first NaN if the row has one (FLT), else of the first maximum.  c: the columns' indices.  Integer values
+    never pass through a float (int64 near 2^63 would round)."""
+    t, j = tl.max(v, 1, return_indices=True, return_indices_tie_break_left=True)
+    j = tl.min(c) + j.to(c.dtype)
+    if FLT:
+        first_nan = tl.min(tl.where(m & (v != v), c[None, :], IBIG), 1)
+        has_nan = first_nan != IBIG
+        t = tl.where(has_nan, float("nan"), t).to(v.dtype)
+        j = tl.where(has_nan, first_nan, j)
+    return t, j
+
+
+@triton.jit
+def _arg_combine(a, ai, b, bi):
+    """Cross-lane (value, index): NaN beats numbers, larger beats smaller, equal (or both NaN): smaller index.
+    Unset lanes hold (lowest, IBIG) and so lose to any element."""
+    an = a != a
+    bn = b != b
+    eq = (a == b) | (an & bn)
+    take = (b > a) | (bn & (a == a)) | (eq & (bi < ai))
+    return tl.where(take, b, a), tl.where(take, bi, ai)
+
+
+@triton.jit
+def _finish(acc, acc_i, count, POST: tl.constexpr, NEG_OUT: tl.constexpr, FLT: tl.constexpr, ACC: tl.constexpr):
+    if POST == 1:
+        acc = acc / count                   # an empty mean is 0 / 0 = NaN, as torch
+    elif POST == 2:
+        acc = acc / acc_i.to(ACC)           # nanmean: all-NaN or empty -> 0 / 0 = NaN
+    if NEG_OUT:
+        if FLT:
+            acc = -acc
+        else:
+            acc = ~acc
+    if POST == 3:
+        res = acc != 0                      # any
+    elif POST == 4:
+        res = acc == count                  # all: every element non-zero
+    else:
+        res = acc
+    return res
+
+
+@triton.jit
+def _row_kernel(x_ptr, xi_ptr, out_ptr, oi_ptr, M, R, chunk, sxm, sxr, S, count,
+                MODE: tl.constexpr, NEG_IN: tl.constexpr, NEG_OUT: tl.constexpr, IDX_IN: tl.constexpr,
+                WRITE_VAL: tl.constexpr, WRITE_IDX: tl.constexpr, POST: tl.constexpr, ACC: tl.constexpr,
+                PRE: tl.constexpr, HAS_PRE: tl.constexpr, FLT: tl.constexpr, LOW: tl.constexpr,
+                IDXT: tl.constexpr, IBIG: tl.constexpr, SEC: tl.constexpr, HIGH: tl.constexpr, I64: tl.constexpr,
+                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    pid = tl.program_id(0)
+    s = tl.program_id(1)
+    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+    row_ok = rows < M
+    if I64:
+        rows = rows.to(tl.int64)
+    r0 = s * chunk           # chunk: a multiple of BLOCK_N when split (S > 1), else R
+    if I64:
+        r0 = r0.to(tl.int64)
+    cols = tl.arange(0, BLOCK_N)
+    if MODE == 2 and not IDX_IN:
+        # per tile: the first NaN's column (tl.min) and the first maximum (tl.max with tie-break-left
+        # indices, a built-in (value, index) reduction); tiles fold in index order.  [16384, 4096] bf16 on
+        # the H100: 0.055 ms (2.4 TB/s) against 0.115 ms for the lane fold below and 0.077 ms for eager torch
+        acc = tl.full([BLOCK_M], LOW, ACC)
+        acc_i = tl.full([BLOCK_M], IBIG, IDXT)
+        for start in loop(0, chunk, BLOCK_N):
+            c = r0 + start + cols
+            m = row_ok[:, None] & (c < R)[None, :]
+            off = rows[:, None] * sxm + c[None, :] * sxr
+            v = tl.where(m, _load(x_ptr, off, m, MODE, NEG_IN, ACC, PRE, HAS_PRE, FLT), LOW)
+            t, ti = _tile_arg(v, c.to(IDXT), m, IBIG, FLT)
+            take = (acc_i == IBIG) | (t > acc) | ((t != t) & (acc == acc))
+            acc = tl.where(take, t, acc)
+            acc_i = tl.where(take, ti, acc_i)
+    elif MODE == 2:   # the split rows' second stage: (value, index) pairs in, the lane fold
+        la = tl.full([BLOCK_M, BLOCK_N], LOW, ACC)
+        li = tl.full([BLOCK_M, BLOCK_N], IBIG, IDXT)
+        for start in loop(0, chunk, BLOCK_N):   # the last split runs masked past R (at most one chunk)
+            c = r0 + start + cols
+            m = row_ok[:, None] & (c < R)[None, :]
+            off = rows[:, None] * sxm + c[None, :] * sxr
+            v = _load(x_ptr, off, m, MODE, NEG_IN, ACC, PRE, HAS_PRE, FLT)
+            i = tl.load(xi_ptr + off, mask=m, other=IBIG)
+            la, li = _lane_fold(la, li, v, i, m, IBIG)
+        acc, acc_i = tl.reduce((la, li), 1, _arg_combine)
+    else:
+        if MODE == 3:
+            acc = tl.full([BLOCK_M], 1, ACC)
+        elif MODE == 1 or MODE == 6:
+            acc = tl.full([BLOCK_M], LOW, ACC)
+        else:
+            acc = tl.zeros([BLOCK_M], ACC)
+        if MODE == 6:
+            acc_i = tl.full([BLOCK_M], HIGH, SEC)
+        else:
+            acc_i = tl.zeros([BLOCK_M], SEC)
+        for start in loop(0, chunk, BLOCK_N):
+            c = r0 + start + cols
+            m = row_ok[:, None] & (c < R)[None, :]
+            off = rows[:, None] * sxm + c[None, :] * sxr
+            v = _load(x_ptr, off, m, MODE, NEG_IN, ACC, PRE, HAS_PRE, FLT)
+            if IDX_IN:
+                idx = tl.load(xi_ptr + off, mask=m, other=0)
+            else:
+                idx = 0
+            t, ti = _tile_reduce(v, m, idx, 1, MODE, IDX_IN, FLT, LOW, HIGH)
+            acc, acc_i = _combine(acc, acc_i, t, ti, MODE)
+    res = _finish(acc, acc_i, count, POST, NEG_OUT, FLT, ACC)
+    o = rows * S + s
+    if WRITE_VAL:
+        tl.store(out_ptr + o, res.to(out_ptr.dtype.element_ty), mask=row_ok)
+    if WRITE_IDX:
+        tl.store(oi_ptr + o, acc_i.to(oi_ptr.dtype.element_ty), mask=row_ok)
+
+
+@triton.jit
+def _col_kernel(x_ptr, xi_ptr, out_ptr, oi_ptr, inner, R, chunk, sxo, sxr, sxi, S, n_iblk, count,
+                MODE: tl.constexpr, NEG_IN: tl.constexpr, NEG_OUT: tl.constexpr, IDX_IN: tl.constexpr,
+                WRITE_VAL: tl.constexpr, WRITE_IDX: tl.constexpr, POST: tl.constexpr, ACC: tl.constexpr,
+                PRE: tl.constexpr, HAS_PRE: tl.constexpr, FLT: tl.constexpr, LOW: tl.constexpr,
+                IDXT: tl.constexpr, IBIG: tl.constexpr, SEC: tl.constexpr, HIGH: tl.constexpr, I64: tl.constexpr,
+                BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr):
+    """[BLOCK_R, BLOCK_I] tiles; with BLOCK_I = 32 lanes x 16 B x 4 warps the warps tile the contiguous
+    inner axis, so each tile's reduction over R stays inside a thread (no shared memory in the loop)."""
+    pid = tl.program_id(0)
+    s = tl.program_id(1)
+    o = pid // n_iblk
+    ib = pid % n_iblk
+    if I64:
+        o = o.to(tl.int64)
+    i = ib * BLOCK_I + tl.arange(0, BLOCK_I)
+    i_ok = i < inner
+    r0 = s * chunk           # chunk: a multiple of BLOCK_R when split (S > 1), else R
+    if I64:
+        r0 = r0.to(tl.int64)
+    rr = tl.arange(0, BLOCK_R)
+    base = o * sxo
+    if MODE == 2:
+        la = tl.full([BLOCK_R, BLOCK_I], LOW, ACC)
+        li = tl.full([BLOCK_R, BLOCK_I], IBIG, IDXT)
+        for start in loop(0, chunk, BLOCK_R):   # the last split runs masked past R (at most one chunk)
+            r = r0 + start + rr
+            m = (r < R)[:, None] & i_ok[None, :]
+            off = base + r[:, None] * sxr + i[None, :] * sxi
+            v = _load(x_ptr, off, m, MODE, NEG_IN, ACC, PRE, HAS_PRE, FLT)
+            if IDX_IN:
+                k = tl.load(xi_ptr + off, mask=m, other=IBIG)
+            else:
+                k = tl.broadcast_to(r[:, None].to(IDXT), [BLOCK_R, BLOCK_I])
+            la, li = _lane_fold(la, li, v, k, m, IBIG)
+        acc, acc_i = tl.reduce((la, li), 0, _arg_combine)
+    else:
+        if MODE == 3:
+            acc = tl.full([BLOCK_I], 1, ACC)
+        elif MODE == 1 or MODE == 6:
+            acc = tl.full([BLOCK_I], LOW, ACC)
+        else:
+            acc = tl.zeros([BLOCK_I], ACC)
+        if MODE == 6:
+            acc_i = tl.full([BLOCK_I], HIGH, SEC)
+        else:
+            acc_i = tl.zeros([BLOCK_I], SEC)
+        for start in loop(0, chunk, BLOCK_R):
+            r = r0 + start + rr
+            m = (r < R)[:, None] & i_ok[None, :]
+            off = base + r[:, None] * sxr + i[None, :] * sxi
+            v = _load(x_ptr, off, m, MODE, NEG_IN, ACC, PRE, HAS_PRE, FLT)
+            if IDX_IN:
+                idx = tl.load(xi_ptr + off, mask=m, other=0)
+            else:
+                idx = 0
+            t, ti = _tile_reduce(v, m, idx, 0, MODE, IDX_IN, FLT, LOW, HIGH)
+            acc, acc_i = _combine(acc, acc_i, t, ti, MODE)
+    res = _finish(acc, acc_i, count, POST, NEG_OUT, FLT, ACC)
+    oo = (o * S + s) * inner + i
+    if WRITE_VAL:
+        tl.store(out_ptr + oo, res.to(out_ptr.dtype.element_ty), mask=i_ok)
+    if WRITE_IDX:
+        tl.store(oi_ptr + oo, acc_i.to(oi_ptr.dtype.element_ty), mask=i_ok)
+
+
+# -- geometry (from the descriptor's shape only) --------------------------------------------------------
+def _groups(shape, dims):
+    groups = []  # [reduced?, [axes]]
+    for a, n in enumerate(shape):
+        if n == 1:
+            continue
+        red = a in dims
+        if groups and groups[-1][0] == red:
+            groups[-1][1].append(a)
+        else:
+            groups.append([red, [a]])
+    return groups
+
+
+def geometry(shape, dims):
+    """(outer, R, inner, permutation or None) of reducing ``dims`` of a tensor of ``shape``."""
+    groups = _groups(shape, dims)
+    if sum(1 for g in groups if g[0]) > 1:
+        kept = tuple(a for a in range(len(shape)) if a not in dims)
+        return (math.prod(shape[a] for a in kept), math.prod(shape[a] for a in dims), 1, kept + tuple(dims))
+    outer, red, inner, seen = 1, 1, 1, False
+    for is_red, axes in groups:
+        n = math.prod(shape[a] for a in axes)
+        if is_red:
+            red, seen = n, True
+        elif seen:
+            inner *= n
+        else:
+            outer *= n
+    if not seen:  # nothing (of size > 1) to reduce: every element is its own output
+        outer, inner = outer * inner, 1
+    return outer, red, inner, None
+
+
+def _np2(n):
+    return triton.next_power_of_2(max(1, int(n)))
+
+
+def _blocks(outer, R, inner, itemsize, arg=False, stage2=False):
+    """Tile shape and split of one launch: (kernel, b0, b1, n_prog, S, chunk).  b0 x b1 is the tile
+    ([rows, cols] for "row", [R, inner] for "col"); S splits of ``chunk`` elements of R each.  ARG tiles
+    are smaller: the lane state is a (value, index) pair per element, 2 regs each.  Rows: 8 KB, [1, 4096]
+    bf16 on 8 warps = 16 pairs per thread next to 2 x 16 B loads (64 regs on sm_90).  Columns (4 warps):
+    4 KB, [2, 1024] bf16 = 16 pairs per thread ([4, 1024] took 108 regs: 2 programs per SM)."""
+    tile = _TILE[itemsize] // ((2 if inner == 1 else 4) if arg else 1)
+    if inner == 1:
+        bn = min(_np2(R), tile)
+        bm = max(1, min(tile // bn, _np2(outer)))
+        n_prog = triton.cdiv(outer, bm)
+    else:
+        # stage 2 reads S x inner partials (e.g. 128 x 4096 f32 = 2 MB for a bf16 [16384, 4096] sum over
+        # dim 0): 32-column blocks (one 128 B line per row) give it 128 programs, ~16 KB each, one load
+        # round trip (~1 us) instead of 4 dependent ones on 32 programs of 128 columns (~3-4 us, 6-8 % of
+        # the 50 us the first stage takes at 2.6 TB/s)
+        bi = min(_np2(inner), _STAGE2_COLS if stage2 else 32 * (16 // itemsize) * _COL_WARPS)
+        br = max(1, min(tile // bi, _np2(R)))
+        n_prog = outer * triton.cdiv(inner, bi)
+    S, chunk = 1, max(R, 1)
+    # row splits: 2x the programs (8 per SM at <= 32 regs x 256 threads, 128 KB in flight per SM); their
+    # partials are S values per row, free.  Column splits write S x inner partials: stay at ~4 per SM.
+    target = _TARGET_PROGRAMS * (2 if inner == 1 else 1)
+    if not stage2 and n_prog < target and R >= 2 * _MIN_CHUNK:   # stage 2 is one pass over the partials
+        S = min(triton.cdiv(target, n_prog), triton.cdiv(R, _MIN_CHUNK))
+        per = triton.cdiv(R, S)
+        step = 1 << (per.bit_length() - 1)          # the R-block never exceeds one split
+        if inner == 1:
+            bn = min(bn, step)
+            step = bn
+        else:
+            br = min(br, step)
+            step = br
+        chunk = triton.cdiv(per, step) * step       # a multiple of the R-block (see the kernels' loops)
+        S = triton.cdiv(R, chunk)
+    if inner == 1:
+        return "row", bm, bn, n_prog, S, chunk
+    return "col", br, bi, n_prog, S, chunk
+
+
+# -- op table ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Op:
+    mode: int            # stage-1 (or single-stage) mode
+    mode2: int           # the mode that combines the partials
+    neg: bool = False    # min-type: max of -x / ~x
+    post: int = _P_NONE
+    second: bool = False  # a second accumulator goes through the workspace (ARG index, nanmean count: i64;
+                          # MINMAX min: the accumulator type)
+
+
+_OPS = {
+    "sum": _Op(_SUM, _SUM), "mean": _Op(_SUM, _SUM, post=_P_DIV), "prod": _Op(_PROD, _PROD),
+    "nansum": _Op(_NANSUM, _SUM), "nanmean": _Op(_NANSUM, _NANSUM, post=_P_DIV_CNT, second=True),
+    "amax": _Op(_MAX, _MAX), "amin": _Op(_MAX, _MAX, True),
+    "argmax": _Op(_ARG, _ARG, second=True), "argmin": _Op(_ARG, _ARG, True, second=True),
+    "any": _Op(_COUNT, _SUM, post=_P_ANY), "all": _Op(_COUNT, _SUM, post=_P_ALL),
+    "count_nonzero": _Op(_COUNT, _SUM),
+    # one read of x for both: (max, min) per tile; the min rides in the second accumulator
+    "aminmax": _Op(_MINMAX, _MINMAX, second=True),
+}
+
+
+def _small(k: _Op) -> bool:
+    """ARG and MINMAX carry two values per element or per tile: the smaller tiles of ``_blocks`` (sm_90:
+    MINMAX on [8, 1024] bf16 column tiles took 124 regs, [2, 1024] 52; [2, 4096] rows 79, [1, 4096] 63)."""
+    return k.mode in (_ARG, _MINMAX)
+
+
+def _passes(desc):
+    """[(_Op, value output index or None, index output index or None)]: the launches of one op."""
+    op = desc.op
+    if op in ("max", "min"):
+        amax = _OPS["amax" if op == "max" else "amin"]
+        if desc.attr("dim") is None:
+            return [(amax, 0, None)]
+        return [(_OPS["argmax" if op == "max" else "argmin"], 0, 1)]
+    if op == "aminmax":   # the max is the value output (1), the min the second one (0)
+        return [(_OPS[op], 1, 0)]
+    if op in ("argmax", "argmin"):
+        return [(_OPS[op], None, 0)]
+    return [(_OPS[op], 0, None)]
+
+
+def _dims_of(desc):
+    attrs = desc.attr_dict
+    if "dim" in attrs:
+        dim = attrs["dim"]
+        rank = len(desc.inputs[0].shape)
+        return tuple(range(rank)) if dim is None else ((dim,) if rank else ())
+    return attrs["dims"]
+
+
+def _acc_dtype(desc, k: _Op) -> DType:
+    x = desc.inputs[0].dtype
+    if k.mode == _COUNT:
+        return DType.i64
+    if k.mode in (_MAX, _ARG, _MINMAX):
+        return DType.f64 if x == DType.f64 else (DType.f32 if x.is_floating else DType.i64)
+    out = desc.outputs[0].dtype
+    return DType.f64 if out == DType.f64 else (DType.f32 if out.is_floating else DType.i64)
+
+
+def _workspace(desc):
+    x = desc.inputs[0]
+    outer, R, inner, _ = geometry(x.shape, _dims_of(desc))
+    if outer * inner == 0:
+        return 0
+    need = 0
+    for k, _, _ in _passes(desc):
+        *_, S, _ = _blocks(outer, R, inner, x.dtype.itemsize, _small(k))
+        if S > 1:
+            n = outer * S * inner
+            vals = (n * _acc_dtype(desc, k).itemsize + 15) // 16 * 16
+            need = max(need, vals + (n * 8 if k.second else 0))
+    return need
+
+
+def _canon(x, dims, shape):
+    """The input as (tensor, (outer, R, inner), (s_outer, s_R, s_inner)); applies the contiguize step."""
+    outer, R, inner, perm = geometry(shape, dims)
+    if perm is not None:
+        x = x.permute(perm).contiguous()
+        return x, (outer, R, inner), (R, 1, 0)
+    for _ in range(2):
+        st = x.stride()
+        strides, ok, seen = [0, 0, 0], True, False
+        for is_red, axes in _groups(shape, dims):
+            for a, b in zip(axes, axes[1:]):
+                ok &= st[a] == st[b] * shape[b]
+            slot = 1 if is_red else (2 if seen else 0)
+            seen |= is_red
+            strides[slot] = st[axes[-1]]
+        if ok:
+            return x, (outer, R, inner), tuple(strides)
+        x = x.contiguous()
+    raise AssertionError("unreachable: a contiguous tensor always collapses")
+
+
+def _span(x):
+    return 1 + sum((d - 1) * abs(s) for d, s in zip(x.shape, x.stride()) if d > 0)
+
+
+_TL = {DType.f64: tl.float64, DType.f32: tl.float32, DType.f16: tl.float16, DType.bf16: tl.bfloat16,
+       DType.i64: tl.int64, DType.i32: tl.int32, DType.i16: tl.int16, DType.i8: tl.int8, DType.u8: tl.uint8}
+
+
+def _launch(kind, b0, b1, x, xi, out, oi, geom, strides, S, chunk, count, mode, neg_in, neg_out, idx_in,
+            write_val, write_idx, post, acc, pre, i64):
+    outer, R, inner = geom
+    if kind == "row":   # 64 B (4 x 16 B loads; ARG: 32 B) per thread: 8 warps for a full tile, fewer if small
+        per_thread = _ARG_THREAD_BYTES if mode == _ARG else _THREAD_BYTES
+        warps = min(8, max(1, _np2(b0 * b1 * x.element_size() // (32 * per_thread))))
+    else:
+        warps = _COL_WARPS
+    flt = acc.is_floating
+    idx64 = i64 or idx_in
+    common = dict(MODE=mode, NEG_IN=neg_in, NEG_OUT=neg_out, IDX_IN=idx_in, WRITE_VAL=write_val,
+                  WRITE_IDX=write_idx, POST=post, ACC=_TL[acc], PRE=_TL[pre or acc], HAS_PRE=pre is not None,
+                  FLT=flt, LOW=float("-inf") if flt else -2 ** 63,
+                  IDXT=tl.int64 if idx64 else tl.int32, IBIG=2 ** 62 if idx64 else 2 ** 31 - 1,
+                  SEC=_TL[acc] if mode == _MINMAX else tl.int64, HIGH=float("inf") if flt else 2 ** 63 - 1, I64=i64,
+                  num_warps=warps)
+    if kind == "row":
+        grid = (triton.cdiv(outer, b0), S)
+        _row_kernel[grid](x, xi, out, oi, outer, R, chunk, strides[0], strides[1], S, count,
+                          BLOCK_M=b0, BLOCK_N=b1, **common)
+    else:
+        n_iblk = triton.cdiv(inner, b1)
+        grid = (outer * n_iblk, S)
+        _col_kernel[grid](x, xi, out, oi, inner, R, chunk, strides[0], strides[1], strides[2], S, n_iblk, count,
+                          BLOCK_R=b0, BLOCK_I=b1, **common)
+
+
+def _pre_dtype(desc):
+    """dtype= of sum/prod/nansum/mean/nanmean: the input is converted to it before accumulating."""
+    dt = desc.attr_dict.get("dtype")
+    return dt if dt is not None and dt != desc.inputs[0].dtype else None
+
+
+def _run(desc, inputs, outputs, ws):
+    x = inputs[0]
+    shape = desc.inputs[0].shape
+    xv, geom, strides = _canon(x, _dims_of(desc), shape)
+    outer, R, inner = geom
+    pre = _pre_dtype(desc)
+    for k, vo, io in _passes(desc):
+        is_arg = _small(k)
+        kind, b0, b1, _, S, chunk = _blocks(outer, R, inner, desc.inputs[0].dtype.itemsize, is_arg)
+        acc_dt = _acc_dtype(desc, k)
+        i64 = max(_span(xv), outer * S * inner) >= 2 ** 31 - 65536
+        targets = []
+        for j in (vo, io):
+            o = outputs[j] if j is not None else None
+            targets.append(o if o is None or o.is_contiguous() else torch.empty(o.shape, dtype=o.dtype, device=o.device))
+        tv, ti = targets
+        tv_ = tv if tv is not None else ti
+        ti_ = ti if ti is not None else tv_
+        if S == 1:
+            _launch(kind, b0, b1, xv, xv, tv_, ti_, geom, strides, 1, chunk, R, k.mode, k.neg, k.neg, False,
+                    tv is not None, ti is not None, k.post, acc_dt, pre, i64)
+        else:
+            n = outer * S * inner
+            vals = ws[: n * acc_dt.itemsize].view(acc_dt.torch)
+            off = (n * acc_dt.itemsize + 15) // 16 * 16
+            sec = acc_dt if k.mode == _MINMAX else DType.i64      # the workspace holds n x 8 B for it
+            idx = ws[off: off + n * sec.itemsize].view(sec.torch) if k.second else vals
+            # stage 1: (outer, S, inner) partials, in the negated space for min-type ops
+            _launch(kind, b0, b1, xv, xv, vals, idx, geom, strides, S, chunk, R, k.mode, k.neg, False, False,
+                    True, k.second, _P_NONE, acc_dt, pre, i64)
+            # stage 2: reduce the S partials of each output, in split order (deterministic)
+            k2, c0, c1, _, _, _ = _blocks(outer, S, inner, acc_dt.itemsize, is_arg, stage2=True)
+            st2 = (S, 1, 0) if inner == 1 else (S * inner, inner, 1)
+            _launch(k2, c0, c1, vals, idx, tv_, ti_, (outer, S, inner), st2, 1, S, R, k.mode2, False, k.neg,
+                    k.second, tv is not None, ti is not None, k.post, acc_dt, None, False)
+        for j, t in ((vo, tv), (io, ti)):
+            if j is not None and t is not outputs[j]:
+                outputs[j].copy_(t)
+
+
+# -- broadcast_to: the elementwise template with an identity body (0-stride reads on broadcast axes) -----
+@triton.jit
+def _identity(x, p0, p1):
+    return x
+
+
+def _run_broadcast(desc, inputs, outputs, ws):
+    wide = DType.f64 in (desc.dtype, desc.outputs[0].dtype)
+    launch(_identity, [inputs[0]], outputs[0], compute=tl.float64 if wide else tl.float32)
+
+
+@triton.jit
+def _div_count(x, p0, p1):
+    return x / p0
+
+
+def _run_mean_bw(desc, inputs, outputs, ws):
+    """mean's gradient: g broadcast to x's shape and divided by the count, one elementwise pass (0-stride reads
+    of g).  The count travels as a kernel float (fp32): exact for counts < 2^24 and for powers of two."""
+    shape, dims = desc.attr("shape"), desc.attr("dims")
+    count = math.prod(shape[a] for a in dims)
+    g = inputs[0].reshape(keepdim_shape(shape, dims))
+    wide = DType.f64 in (desc.dtype, desc.outputs[0].dtype)
+    launch(_div_count, [g], outputs[0], float(count), compute=tl.float64 if wide else tl.float32)
+
+
+def _route(desc, pref):
+    x = desc.inputs[0]
+    outer, R, inner, perm = geometry(x.shape, _dims_of(desc))
+    names = []
+    for k, _, _ in _passes(desc):
+        kind, *_, S, _ = _blocks(outer, R, inner, x.dtype.itemsize, _small(k))
+        names.append(f"reduce_{kind}" + (f"_split{S}" if S > 1 else ""))
+    return "triton:" + "+".join(dict.fromkeys(names)) + ("+permute" if perm else "")
+
+
+for _name in REDUCTIONS:
+    register_triton(_name, _run, route=_route, workspace=_workspace)
+register_triton("mean_backward", _run_mean_bw, route="triton:ew_template(div_count)")
+register_triton("broadcast_to", _run_broadcast, route="triton:ew_template(identity)")
+
+
+# -- reduce_to: the mode's reduction kernels over the axes that broadcasting added (a copy when there are none) --
+def _red_of(desc):
+    dims, _ = reduce_to_parts(desc)
+    return Descriptor(desc.attr("mode"), desc.inputs, {"dims": dims, "keepdim": True}) if dims else None
+
+
+def _run_reduce_to(desc, inputs, outputs, ws):
+    rd = _red_of(desc)
+    if rd is None:
+        outputs[0].copy_(inputs[0])
+        return
+    out = outputs[0]
+    tgt = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    _run(rd, inputs, [tgt.view(rd.outputs[0].shape)], ws)
+    if tgt is not out:
+        out.copy_(tgt)
+
+
+def _route_reduce_to(desc, pref):
+    rd = _red_of(desc)
+    return "triton:copy" if rd is None else _route(rd, pref)
+
+
+register_triton("reduce_to", _run_reduce_to, route=_route_reduce_to,
+                workspace=lambda d: 0 if _red_of(d) is None else _workspace(_red_of(d)))
