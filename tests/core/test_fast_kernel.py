@@ -8,7 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
-from baracuda.backends.triton._launch import FastKernel
+from baracuda.backends.triton._lib.launch import FastKernel
 
 DEV = "cuda" if torch.cuda.is_available() else "cpu"
 if DEV == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":

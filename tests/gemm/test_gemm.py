@@ -412,7 +412,7 @@ _COMPILE_CHECK = textwrap.dedent("""
         sig.update({n: "constexpr" for n in ce})
         div = [n for n in list(sig) if sig[n] != "constexpr" and n not in ("NB1", "TILES", "spn", "s_bias")]
         attrs = {(k.arg_names.index(n),): [["tt.divisibility", 16]] for n in div}
-        c = triton.compile(ASTSource(fn=k, signature=sig, constexprs=ce, attrs=attrs),
+        c = triton.compile(ASTSource(fn=getattr(k, "jit", k), signature=sig, constexprs=ce, attrs=attrs),
                            target=GPUTarget("cuda", 90, 32), options=dict(num_warps=cfg.warps, num_stages=cfg.stages))
         stage = (cfg.bm + cfg.bn) * cfg.bk * (2 if ptr == "*bf16" else 4)
         ptx = c.asm["ptx"]

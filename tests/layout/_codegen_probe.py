@@ -39,7 +39,7 @@ def counts(fn, args, constexprs, num_warps=4):
                 attrs[(i,)] = [["tt.divisibility", 16]]
     for k in ce:
         sig[k] = "constexpr"
-    k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=ce, attrs=attrs),
+    k = triton.compile(ASTSource(fn=getattr(fn, "jit", fn), signature=sig, constexprs=ce, attrs=attrs),
                        target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps})
     ptx = k.asm["ptx"]
     return {w: len(re.findall(re.escape(w), ptx)) for w in ("ld.global.v4", "st.global.v4", "ld.global.b16")}

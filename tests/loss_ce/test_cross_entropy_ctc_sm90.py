@@ -31,7 +31,7 @@ def usage(k, sig, ce, warps, div=(), maxnreg=None):
         else:
             full[n] = sig.get(n, "i32")
     attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in div if n in names}
-    c = triton.compile(ASTSource(fn=k, signature=full, constexprs=ce, attrs=attrs), target=GPUTarget("cuda", 90, 32),
+    c = triton.compile(ASTSource(fn=getattr(k, "jit", k), signature=full, constexprs=ce, attrs=attrs), target=GPUTarget("cuda", 90, 32),
                        options=dict(num_warps=warps, **({"maxnreg": maxnreg} if maxnreg else {})))
     f = tempfile.NamedTemporaryFile(suffix=".cubin", delete=False)
     f.write(c.asm["cubin"]); f.close()

@@ -195,7 +195,7 @@ def usage(k, sig, ce, warps, div=()):
     full = {n: "constexpr" if n in ce else sig.get(n, "*fp32") if n.endswith("_ptr") else sig.get(n, "i32")
             for n in names}
     attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in div if n in names}
-    c = triton.compile(ASTSource(fn=k, signature=full, constexprs=ce, attrs=attrs), target=GPUTarget("cuda", 90, 32),
+    c = triton.compile(ASTSource(fn=getattr(k, "jit", k), signature=full, constexprs=ce, attrs=attrs), target=GPUTarget("cuda", 90, 32),
                        options=dict(num_warps=warps))
     f = tempfile.NamedTemporaryFile(suffix=".cubin", delete=False)
     f.write(c.asm["cubin"]); f.close()

@@ -142,7 +142,7 @@ for dt, rms, hb, warps in (("*bf16", True, False, 8), ("*bf16", False, True, 8),
     sig.update({n: "constexpr" for n in ce})
     attrs = {(k.arg_names.index(n),): [["tt.divisibility", 16]]
              for n in ["g_ptr", "x_ptr", "w_ptr", "dx_ptr", "ws_ptr", "N", "sgm", "sxm"]}
-    c = triton.compile(ASTSource(fn=k, signature=sig, constexprs=ce, attrs=attrs), target=GPUTarget("cuda", 90, 32),
+    c = triton.compile(ASTSource(fn=getattr(k, "jit", k), signature=sig, constexprs=ce, attrs=attrs), target=GPUTarget("cuda", 90, 32),
                        options=dict(num_warps=warps))
     regs, stack = resources(c)
     # 2 programs of 8 warps per SM (bf16) need <= 128 registers; no spills

@@ -267,7 +267,7 @@ def compile_case(mode, axis, xt, yt, ct, wt, it, stage, c, pad, two):
     k = m._scan_kernel
     div = [n for n in sig if sig[n] != "constexpr" and n not in ("NSPLIT", "NLB", "wsk", "wsl")]
     attrs = {(k.arg_names.index(n),): [["tt.divisibility", 16]] for n in div}
-    cc = triton.compile(ASTSource(fn=k, signature=sig, constexprs=ce, attrs=attrs), target=GPUTarget("cuda", 90, 32),
+    cc = triton.compile(ASTSource(fn=getattr(k, "jit", k), signature=sig, constexprs=ce, attrs=attrs), target=GPUTarget("cuda", 90, 32),
                         options=dict(num_warps=c.num_warps))
     regs, stack = resources(cc)
     v4 = len(re.findall(r"ld\\.global[.\\w]*\\.v4", cc.asm["ptx"]))

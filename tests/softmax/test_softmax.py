@@ -244,7 +244,7 @@ bindir = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "b
 def usage(k, sig, ce, div, warps, **opts):
     sig = dict(sig, **{n: "constexpr" for n in ce})
     attrs = {(k.arg_names.index(n),): [["tt.divisibility", 16]] for n in div}
-    c = triton.compile(ASTSource(fn=k, signature=sig, constexprs=ce, attrs=attrs), target=GPUTarget("cuda", 90, 32),
+    c = triton.compile(ASTSource(fn=getattr(k, "jit", k), signature=sig, constexprs=ce, attrs=attrs), target=GPUTarget("cuda", 90, 32),
                        options=dict(num_warps=warps, **opts))
     f = tempfile.NamedTemporaryFile(suffix=".cubin", delete=False)
     f.write(c.asm["cubin"])

@@ -86,7 +86,7 @@ def _floors(torch, n: int) -> dict:
     _empty_kernel = triton.jit(_empty_body)
     x = torch.zeros(16, device="cuda")
     kernel = _empty_kernel[(1,)](x, 16)
-    from ..backends.triton._launch import _raw_stream
+    from ..backends.triton._lib.launch import _raw_stream
 
     def direct():
         kernel.run(1, 1, 1, _raw_stream(0), kernel.function, kernel.packed_metadata, None, None, None,

@@ -133,7 +133,7 @@ def compile_sm90(kernel, sig: dict, constexprs: dict, num_warps: int, div=()) ->
 
     full = dict(sig, **{n: "constexpr" for n in constexprs})
     attrs = {(kernel.arg_names.index(n),): [["tt.divisibility", 16]] for n in div}
-    c = triton.compile(ASTSource(fn=kernel, signature=full, constexprs=constexprs, attrs=attrs),
+    c = triton.compile(ASTSource(fn=getattr(kernel, "jit", kernel), signature=full, constexprs=constexprs, attrs=attrs),
                        target=GPUTarget("cuda", 90, 32), options=dict(num_warps=num_warps))
     tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
     path = os.path.join(tempfile.mkdtemp(), "k.cubin")

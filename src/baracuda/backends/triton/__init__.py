@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from ._lib.register import register_triton, simt_precision, torch_dtype_to_tl  # noqa: F401  (public)
 
-# The one loader: each family package imports its own modules (which register their implementations through
-# _lib.register); the families share only _lib (see ARCHITECTURE.md).
-from . import cast, distance, elementwise, gemm, layout, loss, norm, reduction, scan, softmax  # noqa: F401
+# Every family package (a folder here not starting with '_') is imported, in name order; each imports its own
+# modules, which register their implementations through _lib.register.  A new family is a new folder: nothing
+# here changes.  The families share only _lib (see ARCHITECTURE.md).
+import importlib as _importlib
+import pkgutil as _pkgutil
+
+FAMILIES = tuple(sorted(m.name for m in _pkgutil.iter_modules(__path__) if m.ispkg and not m.name.startswith("_")))
+for _family in FAMILIES:
+    _importlib.import_module(f"{__name__}.{_family}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from triton import knobs
 
-__all__ = ["Launcher", "BoundLaunch", "shared", "FastKernel", "fast_launch"]
+__all__ = ["Launcher", "BoundLaunch", "shared", "FastKernel", "fast_kernel"]
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
@@ -148,27 +148,27 @@ class FastKernel:
     or any failure of the direct path takes Triton's own path, so a reused variant is always one Triton chose.
     Attribute access (``arg_names``, ``warmup``, ...) reaches the JIT function.
 
-    Use: ``_kernel = FastKernel(triton.jit(...))`` or ``@fast_launch`` above ``@triton.jit`` on kernels that are
-    launched (never on helpers another kernel calls).
+    Use: ``@fast_kernel`` instead of ``@triton.jit`` on kernels that are launched (never on helpers another kernel
+    calls), or ``FastKernel(jit_function)``.
     """
 
-    __slots__ = ("fn", "params", "cache", "broken")
+    __slots__ = ("jit", "params", "cache", "broken")
 
     def __init__(self, fn):
-        self.fn = fn
+        self.jit = fn
         self.params = None
         self.cache: dict = {}
         self.broken = False
 
     def __getattr__(self, name):
-        return getattr(self.fn, name)
+        return getattr(self.jit, name)   # fn, arg_names, warmup, ...: the JIT function's
 
     def __getitem__(self, grid):
         return _FastCall(self, grid)
 
     def launch(self, grid, args, kwargs):
         if self.broken or callable(grid) or _raw_stream is None:
-            return self.fn[grid](*args, **kwargs)
+            return self.jit[grid](*args, **kwargs)
         tensor_t = torch.Tensor
         parts = []
         for a in args:
@@ -182,7 +182,7 @@ class FastKernel:
             key = (tuple(parts), tuple(kwargs.items()))
             hit = self.cache.get(key)
         except TypeError:       # an unhashable argument: Triton's path
-            return self.fn[grid](*args, **kwargs)
+            return self.jit[grid](*args, **kwargs)
         if hit is not None and not (_RT.launch_enter_hook.calls or _RT.launch_exit_hook.calls):
             run, function, packed, tail, dev = hit
             g = tuple(grid) + (1, 1)
@@ -191,11 +191,11 @@ class FastKernel:
                 return None
             except Exception:  # noqa: BLE001  (private API changed: Triton's path from now on)
                 self.broken = True
-        kernel = self.fn[grid](*args, **kwargs)
+        kernel = self.jit[grid](*args, **kwargs)
         if kernel is None or not hasattr(kernel, "packed_metadata") or not _plain_hooks():
             return kernel
         if self.params is None:
-            self.params = list(self.fn.arg_names)
+            self.params = list(self.jit.arg_names)
         names = self.params[len(args):]
         if all(n in kwargs for n in names):     # every trailing parameter given by keyword (a constexpr)
             dev = next((a.get_device() for a in args if isinstance(a, tensor_t)), None)
@@ -218,6 +218,9 @@ class _FastCall:
         return self.k.launch(self.grid, args, kwargs)
 
 
-def fast_launch(fn) -> FastKernel:
-    """Decorator form of :class:`FastKernel` (above ``@triton.jit``)."""
-    return FastKernel(fn)
+def fast_kernel(fn) -> FastKernel:
+    """``@fast_kernel`` instead of ``@triton.jit`` on a kernel that is launched (``kernel[grid](...)``): the JIT
+    function, relaunched through :class:`FastKernel`.  Never on a ``@triton.jit`` helper that kernels call."""
+    import triton
+
+    return FastKernel(triton.jit(fn))

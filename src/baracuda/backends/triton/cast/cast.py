@@ -21,6 +21,7 @@ import triton.language as tl
 from ...._core.dtypes import DType
 from .._lib.register import register_triton
 from .._lib.strided import RANK, padded, span, strided_offset
+from .._lib.launch import fast_kernel
 
 _BLOCK = 4096
 
@@ -89,7 +90,7 @@ def _enc_bf16(x):
     return tl.where(nan, (u >> 16) | 0x40, r)
 
 
-@triton.jit
+@fast_kernel
 def _cast_kernel(out_ptr, x_ptr, y_ptr, n, S1, S2, S3, S4, S5, a0, a1, a2, a3, a4, a5, b0, b1, b2, b3, b4, b5,
                  CT: tl.constexpr, SRC_FP8: tl.constexpr, DST_FP8: tl.constexpr,   # 1 e4m3fn, 2 e5m2, 3 bf16 (bit-encoded)
                   MODE: tl.constexpr,
@@ -200,7 +201,7 @@ def _run_to(desc, inputs, outputs, ws):
 
 
 # -- int4 ----------------------------------------------------------------------------------------------
-@triton.jit
+@fast_kernel
 def _pack_kernel(out_ptr, x_ptr, nbytes, BLOCK: tl.constexpr):
     # 2 source elements in, 1 byte out; x is contiguous so the pair is adjacent
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
@@ -210,7 +211,7 @@ def _pack_kernel(out_ptr, x_ptr, nbytes, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, (lo | (hi << 4)).to(tl.uint8), mask=mask)
 
 
-@triton.jit
+@fast_kernel
 def _unpack_kernel(out_ptr, x_ptr, nbytes, SIGNED: tl.constexpr, FLOAT: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
     mask = offs < nbytes

@@ -33,6 +33,7 @@ from .._lib.dtypes import acc_dtype as _acc
 from .._lib.interp import INTERPRETING, loop
 from .._lib.interp import f64_arg as _scalar
 from ..reduction import COS, NORM, PNORM_KIND, bw_layout, run_stats, stats_workspace
+from .._lib.launch import fast_kernel
 
 _BI, _BJ, _BK = 64, 64, 4          # forward tile: 16384 differences per step, 8 warps -> 64 per thread
 _BW_BI, _BW_BJ, _BW_BK = 32, 32, 8  # backward tile: [32 rows, 32 pairs, 8 columns] per step
@@ -65,7 +66,7 @@ def _ws(dims_of):
     return ws
 
 
-@triton.jit
+@fast_kernel
 def _cos_bw_kernel(g_ptr, a_ptr, b_ptr, da_ptr, db_ptr, inner, R, sao, sar, sai, sbo, sbr, sbi, sdo, sdr, sdi,
                    sgo, sgi, n_iblk, eps: tl.float64, ACC: tl.constexpr, I64: tl.constexpr, INTERP: tl.constexpr,
                    BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr):
@@ -128,7 +129,7 @@ def _run_cos_bw(desc, inputs, outputs, ws):
 
 
 # -- cdist / pdist forward: [BI, BJ] pairs per program -------------------------------------------------------
-@triton.jit
+@fast_kernel
 def _dist_kernel(a_ptr, b_ptr, o_ptr, tiles_ptr, P, NR, M, sab, sap, sam, sbb, sbr, sbm, sob, sop, sor, n_jblk,
                  p: tl.float64, PK: tl.constexpr, PDIST: tl.constexpr, ACC: tl.constexpr, INTERP: tl.constexpr,
                  BI: tl.constexpr, BJ: tl.constexpr, BK: tl.constexpr):
@@ -232,7 +233,7 @@ def _run_pdist(desc, inputs, outputs, ws):
 
 
 # -- backward: dx_i = sum_j g_ij f(x_i - y_j, d_ij) ---------------------------------------------------------
-@triton.jit
+@fast_kernel
 def _dist_bw_kernel(g_ptr, d_ptr, a_ptr, b_ptr, o_ptr, P, NR, M, sab, sap, sam, sbb, sbr, sbm, sgb, sgi, sgj,
                     sdb, sdi, sdj, sob, sop, som, p: tl.float64, PK: tl.constexpr, LT1: tl.constexpr,
                     LT2: tl.constexpr, PDIST: tl.constexpr, ACC: tl.constexpr, INTERP: tl.constexpr,

@@ -34,6 +34,7 @@ from .._lib.math import asinh, atan2, copysign, cos, cosh, exp, expm1, hypot, lo
 from .._lib.strided import padded, span, strided_offset
 from .._lib.strided import expanded_strides as _expanded_strides
 from .._lib.strided import flat_offsets as _flat_offsets
+from .._lib.launch import fast_kernel
 
 __all__ = ["COMPLEX_BODIES", "REAL_BODIES", "run_complex", "bind_complex", "ew_precision"]
 
@@ -575,7 +576,7 @@ def _load(ptr, off, two, mask, CPLX: tl.constexpr, CT: tl.constexpr):
     return re, im
 
 
-@triton.jit
+@fast_kernel
 def _cew_kernel(out_ptr, a_ptr, b_ptr, c_ptr, n, p0: tl.float64, p1: tl.float64, p2: tl.float64,
                 S1, S2, S3, S4, S5, a0, a1, a2, a3, a4, a5, b0, b1, b2, b3, b4, b5, c0, c1, c2, c3, c4, c5,
                 FN: tl.constexpr, NIN: tl.constexpr, CA: tl.constexpr, CB: tl.constexpr, CC: tl.constexpr,

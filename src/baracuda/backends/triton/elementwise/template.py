@@ -32,6 +32,7 @@ from .complex import COMPLEX_BODIES, REAL_BODIES, bind_complex, ew_precision, ru
 from .math_bodies import BODIES as _MATH_BODIES
 from .numeric_bodies import BODIES as _EXTRA_BODIES
 from .._lib.math import sigmoid, tanh
+from .._lib.launch import fast_kernel
 
 _MAX_RANK = 4
 _SQRT1_2 = 0.7071067811865476
@@ -94,7 +95,7 @@ def _apply(a_ptr, b_ptr, c_ptr, oa, ob, oc, mask, p0, p1, p2, FN: tl.constexpr, 
     return y
 
 
-@triton.jit
+@fast_kernel
 def _ew_kernel(out_ptr, a_ptr, b_ptr, c_ptr, n, p0: tl.float64, p1: tl.float64, p2: tl.float64,
                S1, S2, S3,
                sa0, sa1, sa2, sa3, sb0, sb1, sb2, sb3, sc0, sc1, sc2, sc3,
@@ -295,7 +296,7 @@ def _dgate_reglu(g, a, b, APPROX: tl.constexpr):
     return tl.where(pos, g * b, 0.0), tl.where(pos, g * a, 0.0)
 
 
-@triton.jit
+@fast_kernel
 def _gated_fwd_kernel(x_ptr, y_ptr, M, GATE: tl.constexpr, APPROX: tl.constexpr, CT: tl.constexpr,
                       I64: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0)
@@ -310,7 +311,7 @@ def _gated_fwd_kernel(x_ptr, y_ptr, M, GATE: tl.constexpr, APPROX: tl.constexpr,
     tl.store(y_ptr + row * M + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit
+@fast_kernel
 def _gated_bwd_kernel(g_ptr, x_ptr, dx_ptr, M, DGATE: tl.constexpr, APPROX: tl.constexpr, CT: tl.constexpr,
                       I64: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0)

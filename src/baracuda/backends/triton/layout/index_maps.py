@@ -19,11 +19,12 @@ from ....ops.layout_join import cat_inputs, pad_pairs
 from .._lib.register import register_triton
 from .._lib.strided import RANK
 from .move import MODES, copy_into, fill, move
+from .._lib.launch import fast_kernel
 
 _BLOCK = 2048
 
 
-@triton.jit
+@fast_kernel
 def _fold_kernel(out_ptr, g_ptr, total, n, m, inner, a, b, MAXP: tl.constexpr, MODE: tl.constexpr, ACC: tl.constexpr,
                  BLOCK: tl.constexpr):
     """Backward of padding along one dim: out[o, j, k] = sum of g[o, p, k] over the p that read input j.

@@ -45,6 +45,7 @@ import triton.language as tl
 
 from .._lib.config import overrides
 from .._lib.strided import RANK, collapse, span, unravel
+from .._lib.launch import fast_kernel
 
 _FORCE, forced = overrides("Force layout-copy choices in tests: i64=True (int64 offsets on small tensors), "
                            "path='gather' (the per-element fallback instead of the tiled kernels).")
@@ -87,7 +88,7 @@ def _cvt(v, out_ptr, VIA_F32: tl.constexpr):
     return v.to(out_ptr.dtype.element_ty)
 
 
-@triton.jit
+@fast_kernel
 def _gather_kernel(out_ptr, src_ptr, fill_ptr, n, base, diag,
                    S1, S2, S3, S4, S5, D0, D1, D2, D3, D4, D5,
                    N0, N1, N2, N3, N4, N5, T0, T1, T2, T3, T4, T5,
@@ -120,7 +121,7 @@ def _gather_kernel(out_ptr, src_ptr, fill_ptr, n, base, diag,
     tl.store(out_ptr + dst, _cvt(v, out_ptr, VIA_F32), mask=mask)
 
 
-@triton.jit
+@fast_kernel
 def _tile_kernel(out_ptr, src_ptr, fill_ptr, n_rows, L, n_cb, base, diag,
                  S1, S2, S3, S4, D0, D1, D2, D3, D4, DL,
                  N0, N1, N2, N3, N4, NL, T0, T1, T2, T3, T4, TL,
@@ -190,7 +191,7 @@ def _tile_kernel(out_ptr, src_ptr, fill_ptr, n_rows, L, n_cb, base, diag,
              mask=rmask[:, None] & cmask[None, :])
 
 
-@triton.jit
+@fast_kernel
 def _transpose_kernel(out_ptr, src_ptr, P, L, n_pb, n_lb, base, TP, TL, DP, DL,
                       S1, S2, S3, T0, T1, T2, T3, D0, D1, D2, D3,
                       I64: tl.constexpr, BP: tl.constexpr, BL: tl.constexpr, VIA_F32: tl.constexpr = False):
@@ -222,7 +223,7 @@ def _transpose_kernel(out_ptr, src_ptr, P, L, n_pb, n_lb, base, TP, TL, DP, DL,
     tl.store(out_ptr + (dbase + p[:, None] * DP + l_[None, :] * DL), _cvt(v, out_ptr, VIA_F32), mask=m)
 
 
-@triton.jit
+@fast_kernel
 def _fill_kernel(out_ptr, fill_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
     v = tl.load(fill_ptr)

@@ -27,13 +27,14 @@ from .._lib.register import register_triton
 from .._lib.geometry import outer_r_inner
 from .index_maps import run_view, rank_ok
 from .move import _FORCE, bits, copy_into, fill
+from .._lib.launch import fast_kernel
 
 _SCAN = 1024
 _TILE_BYTES = 16384
 _LIMIT = 2 ** 31 - 2 ** 16
 
 
-@triton.jit
+@fast_kernel
 def _cumsum_kernel(cum_ptr, rep_ptr, n, rs, BLOCK: tl.constexpr):
     carry = tl.sum(tl.zeros([BLOCK], dtype=tl.int64), axis=0)
     s = 0
@@ -46,7 +47,7 @@ def _cumsum_kernel(cum_ptr, rep_ptr, n, rs, BLOCK: tl.constexpr):
         s += BLOCK
 
 
-@triton.jit
+@fast_kernel
 def _rinter_fwd_kernel(out_ptr, x_ptr, cum_ptr, rows, total, n, inner, steps, n_cb,
                        I64: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr):
     pid = tl.program_id(0)
@@ -79,7 +80,7 @@ def _rinter_fwd_kernel(out_ptr, x_ptr, cum_ptr, rows, total, n, inner, steps, n_
     tl.store(out_ptr + (r[:, None] * inner + c[None, :]), v, mask=rm[:, None] & cm[None, :])
 
 
-@triton.jit
+@fast_kernel
 def _rinter_bwd_kernel(out_ptr, g_ptr, cum_ptr, rows, total, n, inner, n_cb, ACC: tl.constexpr,
                        I64: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr):
     pid = tl.program_id(0)

@@ -55,6 +55,7 @@ from .._lib.math import log_acc as _lg
 from .._lib.geometry import outer_r_inner
 from .._lib.config import num_sms, overrides
 from .._lib.interp import loop
+from .._lib.launch import fast_kernel
 
 _FORCE, forced = overrides("""Force ``tile`` / ``rows`` / ``split`` in :func:`choose` (tests: multi-tile and split rows under the interpreter).""")
 
@@ -224,7 +225,7 @@ def _stats_of(x, c, cm, mask, t_ptr, w_ptr, to, stc, C, m, s, a, b, EPS, HAS_W: 
     return m_new, s, a, b
 
 
-@triton.jit
+@fast_kernel
 def _ce_part(x_ptr, t_ptr, w_ptr, part_ptr, eps_ptr, loss_ptr, ws_ptr, R, C, D, CHUNK, sxn, sxc, sxd, stn, stc, std,
              IGNORE, HAS_W: tl.constexpr, PROB: tl.constexpr, SMOOTH: tl.constexpr, ND: tl.constexpr,
              F64: tl.constexpr, FIN: tl.constexpr, NONE: tl.constexpr, ROWS: tl.constexpr, TILE: tl.constexpr,
@@ -319,7 +320,7 @@ def _merged(part_ptr, rows, rmask, R, SPLIT: tl.constexpr, F64: tl.constexpr):
     return m, s, a, b
 
 
-@triton.jit
+@fast_kernel
 def _ce_fin(x_ptr, t_ptr, w_ptr, part_ptr, loss_ptr, ws_ptr, eps_ptr, R, C, D, sxn, sxc, sxd, stn, std, IGNORE,
             HAS_W: tl.constexpr, PROB: tl.constexpr, SMOOTH: tl.constexpr, NONE: tl.constexpr, ND: tl.constexpr,
             F64: tl.constexpr, SPLIT: tl.constexpr, BLOCK: tl.constexpr, I64: tl.constexpr):
@@ -348,7 +349,7 @@ def _fold_sums(ws_ptr, N, TWO: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constex
     return tl.sum(a0, 0), tl.sum(a1, 0)
 
 
-@triton.jit
+@fast_kernel
 def _fold(ws_ptr, out_ptr, N, MEAN: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr):
     """One program: sum of ws[0:N] (losses) and ws[N:2N] (row weights) in a fixed order -> the reduced loss."""
     total, wsum = _fold_sums(ws_ptr, N, MEAN, tl.float64 if F64 else tl.float32, BLOCK)
@@ -357,7 +358,7 @@ def _fold(ws_ptr, out_ptr, N, MEAN: tl.constexpr, F64: tl.constexpr, BLOCK: tl.c
     tl.store(out_ptr, total.to(out_ptr.dtype.element_ty))
 
 
-@triton.jit
+@fast_kernel
 def _denom(t_ptr, w_ptr, ws_ptr, N, C, D, stn, std, IGNORE, HAS_W: tl.constexpr, PROB: tl.constexpr,
            ND: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr):
     """One program: sum_r w[t_r] over the kept rows (the mean's denominator; R for probability targets)."""
@@ -371,7 +372,7 @@ def _denom(t_ptr, w_ptr, ws_ptr, N, C, D, stn, std, IGNORE, HAS_W: tl.constexpr,
     tl.store(ws_ptr, tl.sum(acc, 0))
 
 
-@triton.jit
+@fast_kernel
 def _denom_blk(t_ptr, w_ptr, out_ptr, N, C, D, stn, std, IGNORE, HAS_W: tl.constexpr, PROB: tl.constexpr,
                ND: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr):
     """Program i: sum of w[t_r] over the kept rows of block i (then _fold sums the blocks: no one-program pass
@@ -394,7 +395,7 @@ def _row_scale(g_ptr, ws_ptr, rows, keep, N, RED: tl.constexpr, CT: tl.constexpr
     return tl.where(keep, g, 0.0)
 
 
-@triton.jit
+@fast_kernel
 def _ce_grad(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, part_ptr, ws_ptr, eps_ptr, R, C, D, CHUNK, sxn, sxc, sxd, stn, stc,
              std, IGNORE, HAS_W: tl.constexpr, PROB: tl.constexpr, SMOOTH: tl.constexpr, RED: tl.constexpr,
              ND: tl.constexpr, F64: tl.constexpr, SPLIT: tl.constexpr, FUSED: tl.constexpr, ROWS: tl.constexpr,
@@ -477,7 +478,7 @@ def _grad_step(x_ptr, t_ptr, w_ptr, dx_ptr, xo, to, do, sdc, rmask, off, hi, C, 
 
 
 # -- nll_loss -------------------------------------------------------------------------------------
-@triton.jit
+@fast_kernel
 def _nll_fw(x_ptr, t_ptr, w_ptr, loss_ptr, ws_ptr, R, C, D, sxn, sxc, sxd, stn, std, IGNORE, HAS_W: tl.constexpr,
             NONE: tl.constexpr, ND: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr, I64: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
@@ -490,7 +491,7 @@ def _nll_fw(x_ptr, t_ptr, w_ptr, loss_ptr, ws_ptr, R, C, D, sxn, sxc, sxd, stn, 
     _emit_rows(loss, wt, bad, rows, R, loss_ptr, ws_ptr, NONE, CT, BLOCK)
 
 
-@triton.jit
+@fast_kernel
 def _nll_bw(g_ptr, t_ptr, w_ptr, dx_ptr, ws_ptr, R, C, D, stn, std, IGNORE, HAS_W: tl.constexpr, RED: tl.constexpr,
             ND: tl.constexpr, F64: tl.constexpr, ROWS: tl.constexpr, TILE: tl.constexpr, I64: tl.constexpr):
     # grid (row blocks, column tiles): one dense write of dinput (the floor), the target column gets -w_t * scale

@@ -15,6 +15,7 @@ import triton.language as tl
 
 from .ce_kernels import (_FORCE, _emit_block, _geometry, _grad_coef, _grad_range, _loss_of, _ncd, _num_sms, _row_loss,
                    _row_scale, _rows_info, _stats_range)
+from .._lib.launch import fast_kernel
 
 
 @triton.jit
@@ -30,7 +31,7 @@ def _nd_pos(D, NBJ, sxn, sxd, stn, std, BJ: tl.constexpr, I64: tl.constexpr):
     return n, j, n * D + j, j < D, n * sxn + j * sxd, n * stn + j * std, n * 0
 
 
-@triton.jit
+@fast_kernel
 def _ce_nd(x_ptr, t_ptr, w_ptr, loss_ptr, ws_ptr, eps_ptr, R, C, D, NBJ, sxn, sxc, sxd, stn, std, IGNORE,
            HAS_W: tl.constexpr, SMOOTH: tl.constexpr, NONE: tl.constexpr, F64: tl.constexpr, K: tl.constexpr,
            BJ: tl.constexpr, XT: tl.constexpr, I64: tl.constexpr):
@@ -53,7 +54,7 @@ def _ce_nd(x_ptr, t_ptr, w_ptr, loss_ptr, ws_ptr, eps_ptr, R, C, D, NBJ, sxn, sx
     _emit_block(loss, wt, bad, rows, jm, R, loss_ptr, ws_ptr, NONE, CT, BJ)
 
 
-@triton.jit
+@fast_kernel
 def _ce_nd_grad(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, ws_ptr, eps_ptr, R, C, D, NBJ, sxn, sxc, sxd, stn, std, IGNORE,
                 HAS_W: tl.constexpr, SMOOTH: tl.constexpr, RED: tl.constexpr, F64: tl.constexpr, K: tl.constexpr,
                 BJ: tl.constexpr, I64: tl.constexpr):

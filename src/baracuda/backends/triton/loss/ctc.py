@@ -35,6 +35,7 @@ from .._lib.math import log_acc as _lg
 from .._lib.interp import loop
 from .ce_kernels import _RED
 from .pointwise import _pw_fold
+from .._lib.launch import fast_kernel
 
 _MAX_STATES = 4096
 
@@ -83,7 +84,7 @@ def _beta_step(lp_ptr, row_prev, row_cur, arow, g_ptr, b, t, s, ns, valid, lab, 
     return b
 
 
-@triton.jit
+@fast_kernel
 def _ctc(lp_ptr, tg_ptr, off_ptr, il_ptr, tl_ptr, gout_ptr, loss_ptr, ws_ptr, g_ptr, T, N, C, slt, sln, slc, sts, sil,
          stl, blank, GRAD: tl.constexpr, RED: tl.constexpr, ZINF: tl.constexpr, NONE: tl.constexpr,
          F64: tl.constexpr, BLOCK_S: tl.constexpr):

@@ -34,6 +34,7 @@ from . import ce_coop as _long
 from .._lib.interp import INTERPRETING, loop
 from ...nvidia.cublas import _allow, cublas_precision, flag_switch
 from .ce_kernels import _check_flag, _denom, _fold, _lg, _num_sms, _ws_view
+from .._lib.launch import fast_kernel
 
 _FORCE, forced = overrides("""Force ``chunk`` / ``tile`` / ``rows`` / ``programs`` (tests: several chunks and tiles under the interpreter), ``balance=False`` (uniform chunks).""")
 
@@ -178,7 +179,7 @@ def _p2(l_ptr, r, rmask, off, V, sl, tc, m, inv, zf, sc, eps, cap, CAP: tl.const
     tl.store(ptr, (d * sc[:, None]).to(l_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit
+@fast_kernel
 def _lce_chunk(l_ptr, t_ptr, ws_ptr, prm_ptr, n_rows, row0, N, V, sl, stn, IGNORE, CAP: tl.constexpr,
                SMOOTH: tl.constexpr, Z: tl.constexpr, MEAN: tl.constexpr, F64: tl.constexpr, ROWS: tl.constexpr,
                TILE: tl.constexpr):

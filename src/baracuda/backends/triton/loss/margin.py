@@ -38,6 +38,7 @@ from .._lib.interp import loop
 from .ce_kernels import _RED, _ws_view
 from .pointwise import _pw_fold
 from .pointwise_template import _check_flag, aux_arg
+from .._lib.launch import fast_kernel
 
 _FORCE, forced = overrides("""Force ``tile`` / ``rows`` in :func:`choose` (tests: multi-tile rows under the interpreter).""")
 _KIND = {"cosine_embedding_loss": 0, "triplet_margin_loss": 1, "multi_margin_loss": 2, "multilabel_margin_loss": 3,
@@ -181,7 +182,7 @@ def _pair_stats(a_ptr, b_ptr, c_ptr, t_ptr, prm_ptr, rows, R, C, sa, sb, sc, KIN
     return _pair_loss(s0, s1, s2, t, prm_ptr, KIND, PK, SWAP)
 
 
-@triton.jit
+@fast_kernel
 def _pair_fw(a_ptr, b_ptr, c_ptr, t_ptr, out_ptr, ws_ptr, prm_ptr, R, C, sa, sb, sc, KIND: tl.constexpr,
              PK: tl.constexpr, SWAP: tl.constexpr, NONE: tl.constexpr, F64: tl.constexpr, ROWS: tl.constexpr,
              TILE: tl.constexpr):
@@ -228,7 +229,7 @@ def _pair_bw_step(a_ptr, b_ptr, c_ptr, d0_ptr, d1_ptr, d2_ptr, rows, R, C, sa, s
         tl.store(d2_ptr + o, dc.to(d2_ptr.dtype.element_ty), mask=m)
 
 
-@triton.jit
+@fast_kernel
 def _pair_bw(g_ptr, a_ptr, b_ptr, c_ptr, t_ptr, d0_ptr, d1_ptr, d2_ptr, prm_ptr, R, C, sa, sb, sc, div,
              KIND: tl.constexpr, PK: tl.constexpr, SWAP: tl.constexpr, RED: tl.constexpr, F64: tl.constexpr,
              ROWS: tl.constexpr, TILE: tl.constexpr):
@@ -284,7 +285,7 @@ def _mm_sum(x_ptr, rows, R, C, sx, tc, xy, margin, DER: tl.constexpr, P2: tl.con
     return acc
 
 
-@triton.jit
+@fast_kernel
 def _mm_fw(x_ptr, t_ptr, w_ptr, out_ptr, ws_ptr, flag_ptr, prm_ptr, R, C, sx, HAS_W: tl.constexpr, P2: tl.constexpr,
            NONE: tl.constexpr, F64: tl.constexpr, ROWS: tl.constexpr, TILE: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
@@ -305,7 +306,7 @@ def _mm_write(x_ptr, dx_ptr, rows, R, C, sx, off, tc, xy, margin, s, sc, P2: tl.
     tl.store(dx_ptr + rows[:, None] * C + cols[None, :], d.to(dx_ptr.dtype.element_ty), mask=m)
 
 
-@triton.jit
+@fast_kernel
 def _mm_bw(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, flag_ptr, prm_ptr, R, C, sx, div, HAS_W: tl.constexpr,
            P2: tl.constexpr, RED: tl.constexpr, F64: tl.constexpr, ROWS: tl.constexpr, TILE: tl.constexpr):
     # pass 1 sums the row's dh/dz (the target column's gradient is minus that sum), pass 2 writes the row: the
@@ -340,7 +341,7 @@ def _ml_scatter_step(t_ptr, ist_ptr, r, st, off, s, C, T: tl.constexpr):
     tl.store(ist_ptr + r * C + tl.where(ok, tv, 0), tl.full([T], 1, tl.int8), mask=ok)
 
 
-@triton.jit
+@fast_kernel
 def _ml_prep(t_ptr, ist_ptr, stop_ptr, flag_ptr, C, st, T: tl.constexpr):
     """One row: stop = position of the first negative entry (C if none; -1 marks a row with an entry outside
     [-1, C)); then the scatter is_t[r, t_j] = 1 for the listed entries (ist zeroed by the host)."""
@@ -388,7 +389,7 @@ def _ml_fw_step(x_ptr, t_ptr, ist_ptr, r, C, sx, st, sv, k0, acc, CT: tl.constex
     return acc
 
 
-@triton.jit
+@fast_kernel
 def _ml_fw(x_ptr, t_ptr, ist_ptr, stop_ptr, out_ptr, ws_ptr, R, C, sx, st, NONE: tl.constexpr, F64: tl.constexpr,
            T: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
@@ -422,7 +423,7 @@ def _ml_bw_step(x_ptr, t_ptr, ist_ptr, dx_ptr, r, C, sx, st, sv, c0, g, CT: tl.c
     tl.store(dx_ptr + r * C + c, d.to(dx_ptr.dtype.element_ty), mask=cm)
 
 
-@triton.jit
+@fast_kernel
 def _ml_bw(g_ptr, x_ptr, t_ptr, ist_ptr, stop_ptr, dx_ptr, R, C, sx, st, div, RED: tl.constexpr, F64: tl.constexpr,
            T: tl.constexpr):
     # dx[c] = (!is_t[c]) #{listed j: 1 - x[t_j] + x[c] > 0} - cnt[c] #{k not a target: 1 - x[c] + x[k] > 0},
@@ -438,7 +439,7 @@ def _ml_bw(g_ptr, x_ptr, t_ptr, ist_ptr, stop_ptr, dx_ptr, R, C, sx, st, div, RE
 
 
 # -- multilabel_soft_margin_loss ------------------------------------------------------------------------------
-@triton.jit
+@fast_kernel
 def _ms_fw(x_ptr, y_ptr, w_ptr, out_ptr, ws_ptr, R, C, wBC, wC, HAS_W: tl.constexpr, NONE: tl.constexpr,
            F64: tl.constexpr, ROWS: tl.constexpr, TILE: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
@@ -471,7 +472,7 @@ def _ms_terms(x_ptr, y_ptr, w_ptr, rows, R, C, wBC, wC, off, HAS_W: tl.constexpr
     return tl.where(m, w * (sp + (1.0 - y) * x), 0.0)
 
 
-@triton.jit
+@fast_kernel
 def _ms_bw(g_ptr, x_ptr, y_ptr, w_ptr, dx_ptr, dy_ptr, R, C, wBC, wC, div, HAS_W: tl.constexpr, RED: tl.constexpr,
            F64: tl.constexpr, ROWS: tl.constexpr, TILE: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32

@@ -15,6 +15,7 @@ import triton.language as tl
 from .._lib.register import register_triton
 from ...._core.dtypes import DType
 from .ce_kernels import _RED, _fold_sums, _ws_view
+from .._lib.launch import fast_kernel
 
 _PW_KIND = {"mse_loss": 0, "l1_loss": 1, "smooth_l1_loss": 2, "huber_loss": 3}
 _PW_BLOCK = 4096
@@ -41,7 +42,7 @@ def _pw_f(d, par, KIND: tl.constexpr):
     return f, fp
 
 
-@triton.jit
+@fast_kernel
 def _pw_fw(x_ptr, y_ptr, out_ptr, ws_ptr, prm_ptr, n, KIND: tl.constexpr, NONE: tl.constexpr, F64: tl.constexpr,
            BLOCK: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
@@ -56,7 +57,7 @@ def _pw_fw(x_ptr, y_ptr, out_ptr, ws_ptr, prm_ptr, n, KIND: tl.constexpr, NONE: 
         tl.store(ws_ptr + pid, tl.sum(tl.where(m, f, 0.0), 0))
 
 
-@triton.jit
+@fast_kernel
 def _pw_fold(ws_ptr, out_ptr, nparts, n, MEAN: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr):
     """One program: sum of the nparts partials in a fixed order (divided by n for the mean)."""
     total, _w = _fold_sums(ws_ptr, nparts, False, tl.float64 if F64 else tl.float32, BLOCK)
@@ -65,7 +66,7 @@ def _pw_fold(ws_ptr, out_ptr, nparts, n, MEAN: tl.constexpr, F64: tl.constexpr, 
     tl.store(out_ptr, total.to(out_ptr.dtype.element_ty))
 
 
-@triton.jit
+@fast_kernel
 def _pw_bw(g_ptr, x_ptr, y_ptr, dx_ptr, prm_ptr, n, KIND: tl.constexpr, RED: tl.constexpr, F64: tl.constexpr,
            BLOCK: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32

@@ -32,6 +32,7 @@ from .._lib.register import register_triton
 from .._lib.math import exp, log, log1p
 from .ce_kernels import _RED, _ws_view
 from .pointwise import _flat, _pw_fold, _upstream
+from .._lib.launch import fast_kernel
 
 _KIND = {"binary_cross_entropy": 0, "binary_cross_entropy_with_logits": 1, "kl_div": 2, "poisson_nll_loss": 3,
          "gaussian_nll_loss": 4, "hinge_embedding_loss": 5, "margin_ranking_loss": 6, "soft_margin_loss": 7}
@@ -155,7 +156,7 @@ def _operands(a_ptr, b_ptr, c_ptr, w_ptr, q_ptr, i, m, wBC, wC, qBC, qC, NM: tl.
     return a, b, c, w, q
 
 
-@triton.jit
+@fast_kernel
 def _fw(a_ptr, b_ptr, c_ptr, w_ptr, q_ptr, out_ptr, ws_ptr, flag_ptr, prm_ptr, n, wBC, wC, qBC, qC,
         KIND: tl.constexpr, FLAGS: tl.constexpr, NM: tl.constexpr, HAS_W: tl.constexpr, HAS_Q: tl.constexpr,
         CHECK: tl.constexpr, NONE: tl.constexpr, F64: tl.constexpr, I64: tl.constexpr, BLOCK: tl.constexpr):
@@ -175,7 +176,7 @@ def _fw(a_ptr, b_ptr, c_ptr, w_ptr, q_ptr, out_ptr, ws_ptr, flag_ptr, prm_ptr, n
         tl.store(flag_ptr + i * 0, tl.full([BLOCK], 1.0, CT), mask=bad & m)
 
 
-@triton.jit
+@fast_kernel
 def _bw(g_ptr, a_ptr, b_ptr, c_ptr, w_ptr, q_ptr, d0_ptr, d1_ptr, d2_ptr, prm_ptr, n, div, wBC, wC, qBC, qC,
         KIND: tl.constexpr, FLAGS: tl.constexpr, NM: tl.constexpr, HAS_W: tl.constexpr, HAS_Q: tl.constexpr,
         ND: tl.constexpr, RED: tl.constexpr, F64: tl.constexpr, I64: tl.constexpr, BLOCK: tl.constexpr):

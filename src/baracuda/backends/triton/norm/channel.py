@@ -44,6 +44,7 @@ from .._lib.geometry import lanes_view, outer_r_inner
 from .._lib.scalars import join_f64 as _f2
 from .._lib.scalars import split_f64 as _split
 from .layer import _col_sum
+from .._lib.launch import fast_kernel
 
 _FORCE, forced = overrides("""Force ``splits`` (batch_norm partial programs) or tile sizes ``bs`` / ``br`` (tests).""")
 
@@ -58,7 +59,7 @@ def _merge(cnt, mean, m2, n_t, mean_t, m2_t):
 
 
 # -- group_norm ---------------------------------------------------------------------------------------
-@triton.jit
+@fast_kernel
 def _gn_fw(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, G, Cg, S, eps_hi, eps_lo, HAS_W: tl.constexpr,
            HAS_B: tl.constexpr, F64: tl.constexpr, BC: tl.constexpr, BS: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
@@ -108,7 +109,7 @@ def _gn_fw(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, G, Cg, S, eps_hi, eps
         ci += 1
 
 
-@triton.jit
+@fast_kernel
 def _gn_bw(g_ptr, x_ptr, mean_ptr, rstd_ptr, w_ptr, c0_ptr, c1_ptr, dx_ptr, ws_ptr, G, Cg, S, NC,
            HAS_W: tl.constexpr, EXTRA: tl.constexpr, F64: tl.constexpr, BC: tl.constexpr, BS: tl.constexpr):
     # pass 1: row sums of w*g and w*g*xhat, per-(n, c) partials of g*xhat and g -> ws [2, N, C]
@@ -272,7 +273,7 @@ def _bn_tile(q, nsb, cc, cm, S, sN, sC, sS, BS: tl.constexpr):
     return off, mask, n, ss
 
 
-@triton.jit
+@fast_kernel
 def _bn_stats(x_ptr, ws_ptr, C, S, NQ, QPP, nsb, sN, sC, sS, P, F64: tl.constexpr, BC: tl.constexpr,
               BS: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
@@ -297,7 +298,7 @@ def _bn_stats(x_ptr, ws_ptr, C, S, NQ, QPP, nsb, sN, sC, sS, P, F64: tl.constexp
     tl.store(ws_ptr + (2 * P + p) * C + cc, m2, mask=cm)
 
 
-@triton.jit
+@fast_kernel
 def _bn_finalize(ws_ptr, rm_ptr, rv_ptr, mean_ptr, rstd_ptr, nrm_ptr, nrv_ptr, C, P, M, eps_hi, eps_lo, mom_hi,
                  mom_lo, TRAIN: tl.constexpr, RUN: tl.constexpr, F64: tl.constexpr, BC: tl.constexpr):
     # folds the P partial moments of each channel in program order (deterministic); writes mean/rstd (dtype)
@@ -333,7 +334,7 @@ def _bn_finalize(ws_ptr, rm_ptr, rv_ptr, mean_ptr, rstd_ptr, nrm_ptr, nrv_ptr, C
     tl.store(ws_ptr + 3 * P * C + C + cc, rstd, mask=cm)
 
 
-@triton.jit
+@fast_kernel
 def _bn_apply(x_ptr, w_ptr, b_ptr, y_ptr, st_ptr, C, S, NQ, QPP, nsb, sN, sC, sS, HAS_W: tl.constexpr,
               HAS_B: tl.constexpr, F64: tl.constexpr, BC: tl.constexpr, BS: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
@@ -356,7 +357,7 @@ def _bn_apply(x_ptr, w_ptr, b_ptr, y_ptr, st_ptr, C, S, NQ, QPP, nsb, sN, sC, sS
         q += 1
 
 
-@triton.jit
+@fast_kernel
 def _bn_bw_sums(g_ptr, x_ptr, mean_ptr, rstd_ptr, ws_ptr, C, S, NQ, QPP, nsb, sgN, sgC, sgS, sN, sC, sS, P,
                 F64: tl.constexpr, BC: tl.constexpr, BS: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
@@ -381,7 +382,7 @@ def _bn_bw_sums(g_ptr, x_ptr, mean_ptr, rstd_ptr, ws_ptr, C, S, NQ, QPP, nsb, sg
     tl.store(ws_ptr + (P + p) * C + cc, sg, mask=cm)
 
 
-@triton.jit
+@fast_kernel
 def _bn_bw_fold(ws_ptr, dw_ptr, db_ptr, C, P, WANT_W: tl.constexpr, WANT_B: tl.constexpr, F64: tl.constexpr,
                 BC: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
@@ -402,7 +403,7 @@ def _bn_bw_fold(ws_ptr, dw_ptr, db_ptr, C, P, WANT_W: tl.constexpr, WANT_B: tl.c
         tl.store(db_ptr + cc, sg.to(db_ptr.dtype.element_ty), mask=cm)
 
 
-@triton.jit
+@fast_kernel
 def _bn_bw_dx(g_ptr, x_ptr, mean_ptr, rstd_ptr, w_ptr, c0_ptr, c1_ptr, dx_ptr, st_ptr, C, S, NQ, QPP, nsb, sgN,
               sgC, sgS, sN, sC, sS, M, TRAIN: tl.constexpr, HAS_W: tl.constexpr, EXTRA: tl.constexpr,
               F64: tl.constexpr, BC: tl.constexpr, BS: tl.constexpr):
@@ -552,7 +553,7 @@ def _lrn_den(x_ptr, base, cc, ss, sm, C, S, size, lo, alpha, k, CT: tl.constexpr
     return k + alpha / size * acc
 
 
-@triton.jit
+@fast_kernel
 def _lrn_kernel(g_ptr, x_ptr, y_ptr, C, S, size, alpha_hi, alpha_lo, beta_hi, beta_lo, k_hi, k_lo, BW: tl.constexpr, F64: tl.constexpr,
                 BC: tl.constexpr, BS: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
@@ -634,7 +635,7 @@ def _nrm_fin(acc, KIND: tl.constexpr, p):
         return acc
 
 
-@triton.jit
+@fast_kernel
 def _normalize_kernel(g_ptr, x_ptr, y_ptr, L, R, sa, sl, sr, ga, gl, gr, ya, yl, yr, p_hi, p_lo, eps_hi, eps_lo, NLB,
                       BW: tl.constexpr,
                       KIND: tl.constexpr, F64: tl.constexpr, BL: tl.constexpr, BR: tl.constexpr):

@@ -23,6 +23,7 @@ from .._lib.register import register_triton
 from .._lib.config import num_sms, overrides
 from .._lib.scalars import join_f64 as _eps
 from .._lib.interp import loop
+from .._lib.launch import fast_kernel
 
 # Triton 3.6's interpreter cannot take range() over runtime ints with NumPy >= 2.4: there the row loops
 # are `while` loops (same semantics); on the GPU they are `for` loops.
@@ -72,7 +73,7 @@ def _row_stats(x, mask, N, eps, RMS: tl.constexpr):
     return xc * rstd[:, None], rstd
 
 
-@triton.jit
+@fast_kernel
 def _norm_fw(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, s_ptr, M, N, sxm, sxn, sw, sb, srm, srn, eps_hi, eps_lo,
              RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, RES: tl.constexpr, F64: tl.constexpr,
              ROWS: tl.constexpr, BLOCK: tl.constexpr, I64: tl.constexpr):
@@ -144,7 +145,7 @@ def _bw_step(g_ptr, x_ptr, dx_ptr, row, end, gr, xr, w, cols, cm, N, sgm, sgn, s
     return dw + g * xhat, db + g, gn, xn
 
 
-@triton.jit
+@fast_kernel
 def _norm_bw(g_ptr, x_ptr, w_ptr, dx_ptr, ws_ptr, M, N, RPP, sgm, sgn, sxm, sxn, sw, eps_hi, eps_lo,
              RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr,
              I64: tl.constexpr):
@@ -174,7 +175,7 @@ def _norm_bw(g_ptr, x_ptr, w_ptr, dx_ptr, ws_ptr, M, N, RPP, sgm, sgn, sxm, sxn,
             tl.store(ws_ptr + nprog * N + p * N + cols, db, mask=cm)
 
 
-@triton.jit
+@fast_kernel
 def _col_sum(ws_ptr, out_ptr, P, N, BP: tl.constexpr, BC: tl.constexpr):
     # [P, N] partials -> [N]: BC = 32 f32 columns (one 128 B line per partial row) per program gives
     # N/32 = 128 programs at N = 4096 (the previous 256-wide blocks ran 16 programs over 4.3 MB)

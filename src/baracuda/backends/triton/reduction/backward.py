@@ -20,6 +20,7 @@ from .._lib.register import register_triton
 from .._lib.interp import loop
 from .._lib.strided import span as _span
 from .reduce import _canon, _np2, geometry
+from .._lib.launch import fast_kernel
 
 _EXT, _PROD, _NANSUM, _SELECT = 0, 1, 2, 3
 
@@ -29,7 +30,7 @@ def _mul(a, b):
     return a * b
 
 
-@triton.jit
+@fast_kernel
 def _bw_kernel(g_ptr, x_ptr, o_ptr, dx_ptr, inner, R, sxo, sxr, sxi, sdo, sdr, sdi, sgo, sgi, n_iblk,
                MODE: tl.constexpr, NAN: tl.constexpr, MEAN: tl.constexpr, ACC: tl.constexpr, I64: tl.constexpr,
                BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr):

@@ -52,6 +52,7 @@ from .._lib.register import register_triton
 from .._lib.interp import loop
 from .._lib.strided import span as _span
 from ..elementwise import launch
+from .._lib.launch import fast_kernel
 
 _SUM, _MAX, _ARG, _PROD, _NANSUM, _COUNT, _MINMAX = 0, 1, 2, 3, 4, 5, 6
 _P_NONE, _P_DIV, _P_DIV_CNT, _P_ANY, _P_ALL = 0, 1, 2, 3, 4   # finishing step, applied by the last stage
@@ -234,7 +235,7 @@ def _finish(acc, acc_i, count, POST: tl.constexpr, NEG_OUT: tl.constexpr, FLT: t
     return res
 
 
-@triton.jit
+@fast_kernel
 def _row_kernel(x_ptr, xi_ptr, out_ptr, oi_ptr, M, R, chunk, sxm, sxr, S, count,
                 MODE: tl.constexpr, NEG_IN: tl.constexpr, NEG_OUT: tl.constexpr, IDX_IN: tl.constexpr,
                 WRITE_VAL: tl.constexpr, WRITE_IDX: tl.constexpr, POST: tl.constexpr, ACC: tl.constexpr,
@@ -307,7 +308,7 @@ def _row_kernel(x_ptr, xi_ptr, out_ptr, oi_ptr, M, R, chunk, sxm, sxr, S, count,
         tl.store(oi_ptr + o, acc_i.to(oi_ptr.dtype.element_ty), mask=row_ok)
 
 
-@triton.jit
+@fast_kernel
 def _col_kernel(x_ptr, xi_ptr, out_ptr, oi_ptr, inner, R, chunk, sxo, sxr, sxi, S, n_iblk, count,
                 MODE: tl.constexpr, NEG_IN: tl.constexpr, NEG_OUT: tl.constexpr, IDX_IN: tl.constexpr,
                 WRITE_VAL: tl.constexpr, WRITE_IDX: tl.constexpr, POST: tl.constexpr, ACC: tl.constexpr,

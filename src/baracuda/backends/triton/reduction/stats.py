@@ -47,6 +47,7 @@ from .._lib.interp import f64_arg as _scalar
 from .._lib.strided import span as _span
 from ..elementwise import launch
 from .reduce import _blocks, _canon, geometry
+from .._lib.launch import fast_kernel
 
 VAR, LSE, NORM, COS = 0, 1, 2, 3
 
@@ -150,7 +151,7 @@ def _fold_partial(a, b, c, ta, tb, tc, m, AX: tl.constexpr, MODE: tl.constexpr, 
     return a, b, c
 
 
-@triton.jit
+@fast_kernel
 def _stats_kernel(x_ptr, y_ptr, pa_ptr, pb_ptr, pc_ptr, o0_ptr, o1_ptr, o2_ptr,
                   n_lanes, inner, n_iblk, R, chunk, S, sxo, sxi, tso, tsr, tsi, syo, syr, syi,
                   p: tl.float64, corr: tl.float64, eps: tl.float64,
@@ -371,7 +372,7 @@ def _route(desc, pref):
 
 
 # -- var/std backward: the mean recomputed (shifted sum), then one write pass ---------------------------
-@triton.jit
+@fast_kernel
 def _var_bw_kernel(g_ptr, x_ptr, o_ptr, gm_ptr, dx_ptr, inner, R, sxo, sxr, sxi, sdo, sdr, sdi, sgo, sgi, n_iblk,
                    scale: tl.float64, inv_n: tl.float64, STD: tl.constexpr, GM: tl.constexpr, ACC: tl.constexpr,
                    I64: tl.constexpr, INTERP: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr):
@@ -537,7 +538,7 @@ def _run_ew_bw(body_of):
 
 
 # -- trace: one program walks the diagonal (stride s0 + s1); backward writes g on the diagonal ------------
-@triton.jit
+@fast_kernel
 def _trace_kernel(x_ptr, o_ptr, n, sd, ACC: tl.constexpr, BLOCK: tl.constexpr):
     acc = tl.zeros([BLOCK], ACC)
     for start in loop(0, n, BLOCK):
@@ -546,7 +547,7 @@ def _trace_kernel(x_ptr, o_ptr, n, sd, ACC: tl.constexpr, BLOCK: tl.constexpr):
     tl.store(o_ptr, tl.sum(acc, 0).to(o_ptr.dtype.element_ty))
 
 
-@triton.jit
+@fast_kernel
 def _trace_bw_kernel(g_ptr, o_ptr, total, cols, BLOCK: tl.constexpr):
     idx = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     g = tl.load(g_ptr)

@@ -46,6 +46,7 @@ from .._lib.math import exp, log1p
 from .._lib.strided import span
 from .._lib.interp import loop
 from ...._core.device import triton_interpreting
+from .._lib.launch import fast_kernel
 
 # Triton 3.6's interpreter cannot take range() over runtime ints with NumPy >= 2.4; there the loops are
 # `while` loops (same semantics).  On the GPU they stay `for` loops.
@@ -280,7 +281,7 @@ def _fold_block(ws_ptr, wsi_ptr, gl, lm, k0, hi, wsl, wsk, cv, cw, MODE: tl.cons
     return _carry(v, w, cw, k0, hi, AXIS, REV, TWO, KB)
 
 
-@triton.jit
+@fast_kernel
 def _scan_kernel(p1, p2, p3, y_ptr, yi_ptr, ws_ptr, wsi_ptr, L, R, CHUNK, NSPLIT, NLB,
                  s1o, s1r, s1l, s2o, s2r, s2l, s3o, s3r, s3l, syo, syr, syl, wsl, wsk,
                  MODE: tl.constexpr, AXIS: tl.constexpr, REV: tl.constexpr, STAGE: tl.constexpr,

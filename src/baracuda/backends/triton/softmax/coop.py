@@ -33,6 +33,7 @@ from .._lib.coop import safe_max as _safe
 from .._lib.coop import wait as _wait
 from .._lib.math import exp_acc as _ex
 from .._lib.math import log_acc as _lg
+from .._lib.launch import fast_kernel
 
 CHUNK = 8192      # elements per program: 16 KB bf16 / 32 KB f32 in flight per program, 32 per thread
 WARPS = 8
@@ -47,7 +48,7 @@ def _widen(xr, mask, y_ptr, CT: tl.constexpr, NEG: tl.constexpr):
     return x
 
 
-@triton.jit
+@fast_kernel
 def _fw_coop(x_ptr, y_ptr, part_ptr, cnt_ptr, n_rows, R, sxo, sxr, NSPLIT, LOG: tl.constexpr, F64: tl.constexpr,
              NEG: tl.constexpr, CHUNK: tl.constexpr, SP: tl.constexpr, I64: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
@@ -86,7 +87,7 @@ def _fw_coop(x_ptr, y_ptr, part_ptr, cnt_ptr, n_rows, R, sxo, sxr, NSPLIT, LOG: 
         tl.store(y_ptr + row * R + c, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit
+@fast_kernel
 def _bw_coop(g_ptr, y_ptr, dx_ptr, part_ptr, cnt_ptr, n_rows, R, sgo, sgr, syo, syr, NSPLIT, LOG: tl.constexpr,
              F64: tl.constexpr, CHUNK: tl.constexpr, SP: tl.constexpr, I64: tl.constexpr):
     # softmax: dx = y * (g - sum(g*y));  log_softmax: dx = g - exp(y) * sum(g)

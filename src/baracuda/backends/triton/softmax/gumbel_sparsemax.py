@@ -36,6 +36,7 @@ from .._lib.geometry import lanes_view, outer_r_inner
 from .._lib.scalars import join_f64 as _f2
 from .._lib.scalars import split_f64 as _split
 from .._lib.interp import loop
+from .._lib.launch import fast_kernel
 
 _FORCE, forced = overrides("""Force the chunk width ``br`` (multi-chunk rows under the interpreter).""")
 _BISECT = 16
@@ -139,7 +140,7 @@ def _gumbel_write(g_ptr, x_ptr, y_ptr, a, lanes, lm, r0, R, sa, sl, sr, ga, gl, 
     _gumbel_store(y_ptr, a, lanes, ya, yl, yr, z, g, mask, rr, bidx, ms, inv, t, tau, BW, HARD, F64, CT)
 
 
-@triton.jit
+@fast_kernel
 def _gumbel_kernel(g_ptr, x_ptr, y_ptr, L, R, sa, sl, sr, ga, gl, gr, ya, yl, yr, seed, tau_hi, tau_lo, NLB,
                    BW: tl.constexpr, HARD: tl.constexpr, SINGLE: tl.constexpr, F64: tl.constexpr,
                    BL: tl.constexpr, BR: tl.constexpr):
@@ -212,7 +213,7 @@ def _sparsemax_write(x_ptr, y_ptr, a, lanes, lm, r0, R, sa, sl, sr, ya, yl, yr, 
     tl.store(y_ptr + a * ya + lanes[:, None] * yl + rr[None, :] * yr, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit
+@fast_kernel
 def _sparsemax_kernel(x_ptr, y_ptr, L, R, sa, sl, sr, ya, yl, yr, NLB, BISECT: tl.constexpr,
                       SINGLE: tl.constexpr, F64: tl.constexpr, BL: tl.constexpr, BR: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
@@ -272,7 +273,7 @@ def _bw_write(g_ptr, o_ptr, dx_ptr, a, lanes, lm, r0, R, ga, gl, gr, sa, sl, sr,
     tl.store(dx_ptr + a * ya + lanes[:, None] * yl + rr[None, :] * yr, dx.to(dx_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit
+@fast_kernel
 def _sparsemax_bw_kernel(g_ptr, o_ptr, dx_ptr, L, R, ga, gl, gr, sa, sl, sr, ya, yl, yr, NLB, SINGLE: tl.constexpr,
                          F64: tl.constexpr, BL: tl.constexpr, BR: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32

@@ -37,6 +37,7 @@ from .._lib.geometry import outer_r_inner as _geom
 from .._lib.strided import span as _span
 from .._lib.geometry import view3 as _view3
 from .._lib.interp import INTERPRETING, loop
+from .._lib.launch import fast_kernel
 
 # Loops over a runtime trip count are _lib.interp.loop: a `for` on the GPU, its interpreter twin under
 # TRITON_INTERPRET=1.
@@ -112,7 +113,7 @@ def _safe(m):
 
 
 # -- forward -------------------------------------------------------------------------------------
-@triton.jit
+@fast_kernel
 def _fw_rows(x_ptr, y_ptr, n_rows, R, sxo, sxr, LOG: tl.constexpr, F64: tl.constexpr, NEG: tl.constexpr,
              ROWS: tl.constexpr, BLOCK: tl.constexpr, I64: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
@@ -210,7 +211,7 @@ def _fw_row_fused(x_ptr, y_ptr, row, R, sxo, sxr, LOG: tl.constexpr, F64: tl.con
     _row_write(x_ptr, y_ptr, row, 0, R, R, sxo, sxr, m, s, LOG, F64, NEG, TILE)
 
 
-@triton.jit
+@fast_kernel
 def _fw_fused(x_ptr, y_ptr, n_rows, R, sxo, sxr, LOG: tl.constexpr, F64: tl.constexpr, NEG: tl.constexpr,
               TILE: tl.constexpr,
               I64: tl.constexpr):
@@ -222,7 +223,7 @@ def _fw_fused(x_ptr, y_ptr, n_rows, R, sxo, sxr, LOG: tl.constexpr, F64: tl.cons
         _fw_row_fused(x_ptr, y_ptr, row, R, sxo, sxr, LOG, F64, NEG, TILE, I64)
 
 
-@triton.jit
+@fast_kernel
 def _fw_split(x_ptr, y_ptr, ws_ptr, n_rows, R, CHUNK, sxo, sxr, LOG: tl.constexpr, F64: tl.constexpr,
               NEG: tl.constexpr,
               TILE: tl.constexpr, STAGE: tl.constexpr, SP: tl.constexpr, I64: tl.constexpr):
@@ -279,7 +280,7 @@ def _cols_write_step(xb, yb, r0, R, INNER, sxr, im, m, lse, inv, LOG: tl.constex
     tl.store(yb + r[:, None] * INNER, y.to(yb.dtype.element_ty), mask=mask)
 
 
-@triton.jit
+@fast_kernel
 def _fw_cols(x_ptr, y_ptr, R, INNER, NIB, sxo, sxr, sxi, LOG: tl.constexpr, F64: tl.constexpr, NEG: tl.constexpr,
              BR: tl.constexpr, BI: tl.constexpr, I64: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
@@ -310,7 +311,7 @@ def _bw_val(g, y, d, LOG: tl.constexpr, F64: tl.constexpr):
         return y * (g - d)
 
 
-@triton.jit
+@fast_kernel
 def _bw_rows(g_ptr, y_ptr, dx_ptr, n_rows, R, sgo, sgr, syo, syr, LOG: tl.constexpr, F64: tl.constexpr,
              ROWS: tl.constexpr, BLOCK: tl.constexpr, I64: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
@@ -380,7 +381,7 @@ def _bw_row_fused(g_ptr, y_ptr, dx_ptr, row, R, sgo, sgr, syo, syr, LOG: tl.cons
     _bw_row_write(gb, yb, dx_ptr + row * R, 0, R, sgr, syr, d, LOG, F64, TILE)
 
 
-@triton.jit
+@fast_kernel
 def _bw_fused(g_ptr, y_ptr, dx_ptr, n_rows, R, sgo, sgr, syo, syr, LOG: tl.constexpr, F64: tl.constexpr,
               TILE: tl.constexpr, I64: tl.constexpr):
     # persistent over rows, as _fw_fused (the second read of g and y should hit L2)
@@ -390,7 +391,7 @@ def _bw_fused(g_ptr, y_ptr, dx_ptr, n_rows, R, sgo, sgr, syo, syr, LOG: tl.const
         _bw_row_fused(g_ptr, y_ptr, dx_ptr, row, R, sgo, sgr, syo, syr, LOG, F64, TILE, I64)
 
 
-@triton.jit
+@fast_kernel
 def _bw_split(g_ptr, y_ptr, dx_ptr, ws_ptr, n_rows, R, CHUNK, sgo, sgr, syo, syr, LOG: tl.constexpr,
               F64: tl.constexpr, TILE: tl.constexpr, STAGE: tl.constexpr, SP: tl.constexpr, I64: tl.constexpr):
     # STAGE 1: chunk dot -> workspace; 2: fold the row's dots in a fixed order, write the chunk
@@ -415,7 +416,7 @@ def _bw_split(g_ptr, y_ptr, dx_ptr, ws_ptr, n_rows, R, CHUNK, sgo, sgr, syo, syr
         _bw_row_write(gb, yb, dx_ptr + row * R, start, end, sgr, syr, d, LOG, F64, TILE)
 
 
-@triton.jit
+@fast_kernel
 def _bw_cols(g_ptr, y_ptr, dx_ptr, R, INNER, NIB, sgo, sgr, sgi, syo, syr, syi, LOG: tl.constexpr,
              F64: tl.constexpr, BR: tl.constexpr, BI: tl.constexpr, I64: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
