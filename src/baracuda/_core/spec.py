@@ -172,7 +172,7 @@ class Attr:
         attr = self
 
         def bad(op, v):
-            return InvalidProblemError(op, label, attr.describe(), repr(v))
+            return InvalidProblemError(op, label, attr.describe(), str(v) if isinstance(v, DType) else repr(v))
 
         def ints(op, v):
             if _is_int(v):
