@@ -105,6 +105,7 @@ class Attr:
     default: ``REQUIRED`` (must be given) or the value used when it is not given (trusted as declared;
       axis / axes defaults are normalized against the rank like given values).
     optional: None is accepted (and kept) besides the kind.
+    none_default: None is accepted and means the default (torch signatures whose default is None).
     choices: the allowed values (str, dtype, any kind).
     ge / gt / le / lt: a range of numbers (int, float, number kinds).
     rank: axis / axes: the index of the input whose rank bounds them (default 0; a missing input leaves the
@@ -119,6 +120,7 @@ class Attr:
     kind: str = "any"
     default: Any = REQUIRED
     optional: bool = False
+    none_default: bool = False
     choices: tuple | None = None
     ge: float | None = None
     gt: float | None = None
@@ -143,7 +145,8 @@ class Attr:
     @property
     def needs_inputs(self) -> bool:
         """Whether the default must be validated per call (rank-dependent kinds)."""
-        return self.kind in ("axis", "axes") and self.default is not None and not self.required
+        return (self.kind in ("axis", "axes") and not self.required
+                and not (self.default is None and (self.optional or self.kind == "axis")))
 
     def describe(self) -> str:
         """The 'expected ...' text: the kind, the range, the choices, 'or None'."""
@@ -157,7 +160,7 @@ class Attr:
                       if v is not None]
             if bounds:
                 text += " " + " and ".join(bounds)
-        return text + (" or None" if self.optional else "")
+        return text + (" or None" if self.optional or self.none_default else "")
 
     def validate(self, op: str, value, inputs: tuple = (), attrs: dict | None = None):
         """The normalized value; raises InvalidProblemError(op, label, expected, given)."""
@@ -167,6 +170,7 @@ class Attr:
     def _compile(self):  # noqa: C901  (one small closure per kind)
         label, kind, optional, choices, normalize = self.label or self.name, self.kind, self.optional, \
             self.choices, self.normalize
+        none_default, default = self.none_default, self.default
         lo = (self.ge, False) if self.ge is not None else (self.gt, True) if self.gt is not None else None
         hi = (self.le, False) if self.le is not None else (self.lt, True) if self.lt is not None else None
         attr = self
@@ -255,14 +259,17 @@ class Attr:
                 return v
 
         def validate(op, v, inputs, attrs):
-            if v is None and optional:
-                return None
+            if v is None:
+                if optional:
+                    return None
+                if none_default:
+                    return default
             v = check(op, v, inputs, attrs)
             if choices is not None and v not in choices:
                 raise bad(op, v)
-            if lo is not None and (v < lo[0] or (lo[1] and v == lo[0])):
+            if lo is not None and not (v > lo[0] or (not lo[1] and v == lo[0])):    # NaN is out of any range
                 raise bad(op, v)
-            if hi is not None and (v > hi[0] or (hi[1] and v == hi[0])):
+            if hi is not None and not (v < hi[0] or (not hi[1] and v == hi[0])):
                 raise bad(op, v)
             if normalize is not None:
                 v = normalize(op, v, inputs, attrs)
