@@ -34,3 +34,5 @@ __all__ = [
     "PlanPreference", "PrecisionGuarantee", "TensorSpec", "UnsupportedError", "WorkspaceTooSmallError",
     "all_specs", "as_device", "as_dtype", "explain", "get_spec", "plan_for", "result_type",
 ]
+
+from . import _load  # noqa: E402,F401  (last: registers every op spec and backend implementation)

@@ -21,7 +21,8 @@ from .dtypes import DType, as_dtype
 from .errors import InvalidProblemError, UnsupportedError
 
 __all__ = ["TensorSpec", "Descriptor", "OpSpec", "Sample", "ErrorCase", "Workload", "register_spec",
-           "get_spec", "all_specs", "default_tol", "Attr", "REQUIRED", "norm_axis", "norm_axes"]
+           "get_spec", "all_specs", "default_tol", "Attr", "REQUIRED", "norm_axis", "norm_axes",
+           "set_bench_inputs"]
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ def norm_axes(op: str, arg: str, axes, rank: int) -> tuple[int, ...]:
 
 
 def _is_int(v) -> bool:
-    return isinstance(v, _INT_T) and not isinstance(v, _BOOL_T)
+    return type(v) is int or (isinstance(v, _INT_T) and not isinstance(v, _BOOL_T))
 
 
 @dataclass(frozen=True)
@@ -179,6 +180,8 @@ class Attr:
             return InvalidProblemError(op, label, attr.describe(), str(v) if isinstance(v, DType) else repr(v))
 
         def ints(op, v):
+            if type(v) is tuple and all(type(a) is int for a in v):    # the common case, already normalized
+                return v
             if _is_int(v):
                 return (int(v),)
             if isinstance(v, (str, bytes)) or not hasattr(v, "__iter__"):
@@ -196,6 +199,8 @@ class Attr:
 
         if kind == "int":
             def check(op, v, inputs, attrs):
+                if type(v) is int:
+                    return v
                 if not _is_int(v):
                     raise bad(op, v)
                 return int(v)
@@ -203,6 +208,8 @@ class Attr:
             as_float = kind == "float"
 
             def check(op, v, inputs, attrs):
+                if type(v) is float:
+                    return v
                 if not isinstance(v, _REAL_T) or isinstance(v, _BOOL_T):
                     raise bad(op, v)
                 return float(v) if as_float or isinstance(v, np.floating) else int(v) if isinstance(v, np.integer) \
@@ -508,6 +515,10 @@ class OpSpec:
     # (which then receives every declared attribute, defaults filled in); None: undeclared (``check`` alone
     # validates; only for specs defined outside the library)
     attrs: tuple[Attr, ...] | None = None
+    # the benchmark's inputs where the samples' value domains cannot describe valid ones (class indices in
+    # range, the saved tensors of a fused backward): fn(desc, torch_device, torch_generator) -> list of tensors.
+    # Set with ``set_bench_inputs``; baracuda.bench reads it (the ops never import the bench).
+    inputs: Callable | None = None
 
     def __post_init__(self):
         if self.category is None:
@@ -541,29 +552,35 @@ class OpSpec:
 
 
 _SPECS: dict[str, OpSpec] = {}
+_PENDING_INPUTS: dict[str, Callable] = {}   # set_bench_inputs before the spec was registered
 
 
 def register_spec(spec: OpSpec) -> OpSpec:
     if spec.name in _SPECS:
         raise ValueError(f"op spec {spec.name!r} registered twice")
+    if spec.inputs is None and spec.name in _PENDING_INPUTS:
+        spec.inputs = _PENDING_INPUTS.pop(spec.name)
     _SPECS[spec.name] = spec
     return spec
 
 
+def set_bench_inputs(op: str, fn: Callable) -> None:
+    """Declare ``op``'s benchmark input maker (``OpSpec.inputs``), before or after the spec is registered."""
+    if op in _SPECS:
+        _SPECS[op].inputs = fn
+    else:
+        _PENDING_INPUTS[op] = fn
+
+
 def get_spec(name: str) -> OpSpec:
+    """The registered spec of ``name`` (the families register at ``import baracuda``: see baracuda/_load.py)."""
     try:
         return _SPECS[name]
     except KeyError:
-        from .. import ops  # noqa: F401  (ensures every family registered its specs)
-
-        if name in _SPECS:
-            return _SPECS[name]
         raise UnsupportedError(name, f"unknown op {name!r}; known ops: {len(_SPECS)} (see `baracuda ops`)") from None
 
 
 def all_specs() -> list[OpSpec]:
-    from .. import ops  # noqa: F401
-
     return list(_SPECS.values())
 
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec, set_bench_inputs
 
 __all__ = ["LOSS_OPS", "legacy_reduction", "INDEX_DTYPES", "rows_shape", "reduction_attr", "REDUCTION", "IGNORE_INDEX",
            "LABEL_SMOOTHING", "CE_ATTRS"]
@@ -323,10 +323,6 @@ def _tol(dt):
 
 def _register_input_makers_for(ops):
     """Benchmark inputs: class indices in range for index targets, normal draws for the rest."""
-    try:
-        from ..bench.inputs import register_input_maker
-    except ImportError:   # the bench package is optional at import time
-        return
 
     def maker(desc, device, gen):
         import torch
@@ -343,7 +339,7 @@ def _register_input_makers_for(ops):
         return ins
 
     for op in ops:
-        register_input_maker(op, maker)
+        set_bench_inputs(op, maker)
 
 
 _SPECS: dict[str, OpSpec] = {}

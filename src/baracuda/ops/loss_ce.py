@@ -27,7 +27,7 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec, set_bench_inputs
 from .loss import IGNORE_INDEX, INDEX_DTYPES, LABEL_SMOOTHING
 
 __all__ = ["LCE_DEFAULTS"]
@@ -200,8 +200,7 @@ register_spec(OpSpec(
 ))
 
 
-def _register_input_maker():
-    from ..bench.inputs import register_input_maker
+def _set_bench_inputs():
 
     def maker(desc, device, gen):
         import torch
@@ -215,10 +214,8 @@ def _register_input_maker():
             ins.append(torch.randn(desc.inputs[3].shape, **g).to(x.dtype.torch).to(device))
         return ins
 
-    register_input_maker(_OP, maker)
+    set_bench_inputs(_OP, maker)
 
 
-try:
-    _register_input_maker()
-except ImportError:
-    pass
+_set_bench_inputs()
+

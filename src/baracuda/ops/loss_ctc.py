@@ -32,7 +32,7 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec, set_bench_inputs
 from .loss import INDEX_DTYPES, REDUCTION
 
 __all__ = ["CTC_DEFAULTS", "ctc_geometry", "validate_ctc"]
@@ -316,8 +316,7 @@ register_spec(OpSpec(
 ))
 
 
-def _register_input_maker():
-    from ..bench.inputs import register_input_maker
+def _set_bench_inputs():
 
     def maker(desc, device, gen):
         import torch
@@ -334,11 +333,9 @@ def _register_input_maker():
             ins.insert(0, torch.randn(desc.inputs[0].shape, **g).to(lp.dtype.torch).to(device))
         return ins
 
-    register_input_maker(_OP, maker)
-    register_input_maker(_BW, maker)
+    set_bench_inputs(_OP, maker)
+    set_bench_inputs(_BW, maker)
 
 
-try:
-    _register_input_maker()
-except ImportError:
-    pass
+_set_bench_inputs()
+

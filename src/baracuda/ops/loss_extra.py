@@ -33,7 +33,7 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec, set_bench_inputs
 from .loss import legacy_reduction, reduction_attr
 
 __all__ = ["PW_EXTRA", "PwDef", "param_attrs", "aux_ok", "float_operand", "real", "REDUCTIONS", "register_makers"]
@@ -434,7 +434,6 @@ def register_makers(table: dict) -> None:
     """Bench inputs where the sample-derived domains would be wrong (samples mix domains across attributes, or
     +-1 targets read as "any nonzero"): table op -> {argument: kind}, kind in unit (uniform in [0.02, 0.98]),
     pos (uniform in [0.1, 2]), sign (+-1), labels (multilabel lists: 8 classes, then -1); other inputs N(0, 1)."""
-    from ..bench.inputs import register_input_maker
 
     def maker(desc, device, gen):
         import torch
@@ -460,18 +459,15 @@ def register_makers(table: dict) -> None:
         return out
 
     for op in table:
-        register_input_maker(op, maker)
-        register_input_maker(f"{op}_backward", maker)
+        set_bench_inputs(op, maker)
+        set_bench_inputs(f"{op}_backward", maker)
 
 
-try:
-    register_makers({"binary_cross_entropy": {"input": "unit", "target": "unit"},
-                     "binary_cross_entropy_with_logits": {"target": "unit"}, "kl_div": {"target": "unit"},
-                     "poisson_nll_loss": {"target": "pos"}, "gaussian_nll_loss": {"var": "pos"},
-                     "hinge_embedding_loss": {"target": "sign"}, "margin_ranking_loss": {"target": "sign"},
-                     "soft_margin_loss": {"target": "sign"}})
-except ImportError:   # the bench package is optional at import time
-    pass
+register_makers({"binary_cross_entropy": {"input": "unit", "target": "unit"},
+                 "binary_cross_entropy_with_logits": {"target": "unit"}, "kl_div": {"target": "unit"},
+                 "poisson_nll_loss": {"target": "pos"}, "gaussian_nll_loss": {"var": "pos"},
+                 "hinge_embedding_loss": {"target": "sign"}, "margin_ranking_loss": {"target": "sign"},
+                 "soft_margin_loss": {"target": "sign"}})
 
 
 _SPECS: dict[str, OpSpec] = {}

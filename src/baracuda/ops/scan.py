@@ -35,7 +35,7 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType, as_dtype
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, default_tol, register_spec
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, default_tol, register_spec, set_bench_inputs
 from ._common import check_nonneg
 
 __all__ = ["SCAN_OPS", "SCAN_TYPES", "INT_LIKE"]
@@ -447,10 +447,9 @@ def scan_geometry(shape, dim) -> tuple[int, int, int]:
     return math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1:])
 
 
-def _register_input_maker():
+def _set_bench_inputs():
     """Bench inputs of the backward ops: the saved tensors must be the forward's (cummax indices monotone,
     out = cumprod / logcumsumexp of x), which random data is not."""
-    from ..bench.inputs import register_input_maker
 
     def maker(desc, device, gen):
         import torch
@@ -470,10 +469,8 @@ def _register_input_maker():
         return [grad, x.to(g.dtype.torch), y]
 
     for op in ("cumprod_backward", "logcumsumexp_backward", "cummax_backward"):
-        register_input_maker(op, maker)
+        set_bench_inputs(op, maker)
 
 
-try:
-    _register_input_maker()
-except ImportError:
-    pass
+_set_bench_inputs()
+
