@@ -22,10 +22,9 @@ __version__ = "0.1.0"
 
 def explain(desc: Descriptor, device=None, pref: PlanPreference | None = None) -> Explanation:
     """Every candidate implementation of ``desc`` on ``device``: chosen, eligible or refused (with why)."""
-    from ._core.options import DEFAULT_PREFERENCE
     from ._core.registry import explain as _explain
 
-    return _explain(desc, as_device(device), pref or DEFAULT_PREFERENCE)
+    return _explain(desc, as_device(device), pref or current_preference())
 
 
 __all__ = [
@@ -35,3 +34,5 @@ __all__ = [
     "all_specs", "as_device", "as_dtype", "current_preference", "explain", "get_spec", "plan_for", "preference",
     "result_type",
 ]
+
+from . import _load  # noqa: E402,F401  (last: registers every op spec and backend implementation)

@@ -85,7 +85,6 @@ def register_backend(backend: Backend, availability: Callable) -> None:
 
 def backend_availability(device: Device, pref: PlanPreference | None = None) -> dict[Backend, str | None]:
     """Every registered backend -> None (it can run on ``device`` under ``pref``) or the reason it cannot."""
-    _ensure_loaded()
     pref = pref if pref is not None else PlanPreference()
     return {b: avail(device, pref) for b, avail in _BACKENDS.items()}
 
@@ -99,18 +98,8 @@ def register(impl: Impl) -> Impl:
 
 
 def implementations(op: str) -> list[Impl]:
-    _ensure_loaded()
+    """The registered implementations of ``op`` (the backends register at ``import baracuda``: baracuda/_load.py)."""
     return list(_IMPLS.get(op, ()))
-
-
-_loaded = False
-
-
-def _ensure_loaded():
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        from .. import backends  # noqa: F401  (registers every backend's implementations)
 
 
 def refusal(impl: Impl, desc, device: Device, pref: PlanPreference) -> str | None:
@@ -154,10 +143,17 @@ def _ordered(desc, device, pref, impls):
 
 
 _AUTOTUNED: dict = {}
+# (desc, device, pref, ordered impls) -> the fastest impl: _core/autotune.py registers it (it builds Plans, and
+# plan.py imports this module: a hook, not an import, keeps the core acyclic); baracuda/_load.py imports it
+_AUTOTUNER: Callable | None = None
+
+
+def set_autotuner(fn: Callable) -> None:
+    global _AUTOTUNER
+    _AUTOTUNER = fn
 
 
 def select_impl(desc, device: Device, pref: PlanPreference) -> Impl:
-    _ensure_loaded()
     impls = _IMPLS.get(desc.op, [])
     refusals: dict[str, str] = {}
     ok = []
@@ -175,9 +171,9 @@ def select_impl(desc, device: Device, pref: PlanPreference) -> Impl:
     if pref.autotune and device.type == "cuda" and len(ordered) > 1 and not pref.prefer:
         key = (desc, device, pref)
         if key not in _AUTOTUNED:
-            from .autotune import fastest
-
-            _AUTOTUNED[key] = fastest(desc, device, pref, ordered)
+            if _AUTOTUNER is None:
+                raise RuntimeError("baracuda._core.autotune was not loaded (import baracuda loads it)")
+            _AUTOTUNED[key] = _AUTOTUNER(desc, device, pref, ordered)
         return _AUTOTUNED[key]
     return ordered[0]
 
@@ -200,7 +196,6 @@ class Explanation:
 
 
 def explain(desc, device: Device, pref: PlanPreference) -> Explanation:
-    _ensure_loaded()
     ex = Explanation(desc, device)
     impls = _IMPLS.get(desc.op, [])
     ok = [i for i in impls if refusal(i, desc, device, pref) is None]

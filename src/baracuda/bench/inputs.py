@@ -9,8 +9,9 @@ Domain rule, per input position, from every sample of the op with the same numbe
   integer                                  -> uniform integers over [sample min, sample max] (indices
                                               drawn for a small sample stay valid for a larger workload)
   bool                                     -> fair coin
-An op whose valid inputs cannot be described this way registers its own maker with
-``register_input_maker(op, fn)`` (fn(desc, torch_device, generator) -> list of tensors).
+An op whose valid inputs cannot be described this way declares its own maker in its spec (``OpSpec.inputs``,
+set with ``baracuda._core.spec.set_bench_inputs``; fn(desc, torch_device, generator) -> list of tensors);
+``register_input_maker(op, fn)`` overrides it from outside the library.
 """
 from __future__ import annotations
 
@@ -171,7 +172,7 @@ def make_inputs(desc: Descriptor, device, seed: int = 0) -> list:
 
     gen = torch.Generator(device=device)
     gen.manual_seed(seed)
-    maker = _MAKERS.get(desc.op)
+    maker = _MAKERS.get(desc.op) or desc.spec.inputs
     if maker is not None:
         return list(maker(desc, device, gen))
     doms = input_domains(desc.spec, len(desc.inputs))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .._core.errors import InvalidProblemError
+from .._core.spec import norm_axes, norm_axis  # noqa: F401  (re-exported: the families import them here)
 
 ODD_SHAPES = ((), (7,), (3, 5), (2, 3, 4, 5), (33, 65), (0, 4))
 
@@ -19,25 +20,6 @@ def broadcast_shapes(op: str, arg_names, shapes) -> tuple[int, ...]:
             elif d != 1 and d != out[j]:
                 raise InvalidProblemError(op, name, f"a shape broadcastable with {tuple(shapes[0])}", tuple(s))
     return tuple(out)
-
-
-def norm_axis(op: str, arg: str, axis: int, rank: int) -> int:
-    r = max(rank, 1)
-    if not -r <= axis < r:
-        raise InvalidProblemError(op, arg, f"an axis in [{-r}, {r - 1}]", axis)
-    return axis % r
-
-
-def norm_axes(op: str, arg: str, axes, rank: int) -> tuple[int, ...]:
-    """None -> all axes; int or sequence -> sorted unique non-negative axes (duplicates are an error)."""
-    if axes is None or axes == ():
-        return tuple(range(rank))
-    if isinstance(axes, int):
-        axes = (axes,)
-    out = [norm_axis(op, arg, int(a), rank) for a in axes]
-    if len(set(out)) != len(out):
-        raise InvalidProblemError(op, arg, "distinct axes", tuple(axes))
-    return tuple(sorted(out))
 
 
 def check_nonneg(op: str, names, shapes):

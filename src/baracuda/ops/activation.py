@@ -9,47 +9,27 @@ from __future__ import annotations
 
 from .._core.dtypes import DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import ErrorCase, Workload
-from .elementwise import FLOAT, NUM, EwDef, _EXTRA_ERRORS, add_ew_ops, check_float, dropin_ew, tp
+from .._core.spec import Attr, ErrorCase, Workload
+from .elementwise import FLOAT, NUM, EwDef, _EXTRA_ERRORS, add_ew_ops, dropin_ew, tp
 
 
-def _check_gelu(op, attrs):
-    if attrs["approximate"] not in ("none", "tanh"):
-        raise InvalidProblemError(op, "approximate", "'none' or 'tanh'", repr(attrs["approximate"]))
+_APPROX = Attr("approximate", "str", "none", choices=("none", "tanh"), expected="'none' or 'tanh'")
+
+
+def _f(name, default, **kw):
+    return Attr(name, "float", default, **kw)
+
+
+def _nonzero_alpha(op, attrs):
+    if attrs["alpha"] == 0:
+        raise InvalidProblemError(op, "alpha", "a non-zero alpha", 0.0)
     return attrs
-
-
-def _chk(*names, extra=None):
-    base = check_float(*names)
-
-    def check(op, attrs):
-        attrs = base(op, attrs)
-        return extra(op, attrs) if extra else attrs
-    return check
-
-
-def _nonneg(name):
-    def check(op, attrs):
-        if attrs[name] < 0:
-            raise InvalidProblemError(op, name, "a non-negative number", attrs[name])
-        return attrs
-    return check
 
 
 def _minmax(op, attrs):
     if attrs["min_val"] > attrs["max_val"]:
         raise InvalidProblemError(op, "max_val", f"a value >= min_val={attrs['min_val']}", attrs["max_val"])
     return attrs
-
-
-def _check_dim(op, attrs):
-    if isinstance(attrs["dim"], bool) or not isinstance(attrs["dim"], int):
-        raise InvalidProblemError(op, "dim", "an integer", repr(attrs["dim"]))
-    return attrs
-
-
-def _check_geglu(op, attrs):
-    return _check_gelu(op, _check_dim(op, attrs))
 
 
 def _aten(name):
@@ -80,10 +60,10 @@ def _di(name, attrs=(), first="input"):
     return dropin_ew(name, first, attr_names=attrs, unsupported=("inplace",))
 
 
-def _act(name, *, defaults=None, check=None, samples=({},), avoid=(), domain="any", bw="x", dtypes=FLOAT, **kw):
-    return EwDef(name, 1, tp(name), f"torch.nn.functional.{name}", kw.pop("jax", None), defaults=defaults or {},
+def _act(name, *attrs, check=None, samples=({},), avoid=(), domain="any", bw="x", dtypes=FLOAT, **kw):
+    return EwDef(name, 1, tp(name), f"torch.nn.functional.{name}", kw.pop("jax", None), attrs=attrs,
                  check_attrs=check, attr_samples=samples, avoid=avoid, domain=domain, bw=bw, dtypes=dtypes,
-                 dropin=kw.pop("dropin", None) or _di(name, tuple(defaults or ())), **kw)
+                 dropin=kw.pop("dropin", None) or _di(name, tuple(a.name for a in attrs)), **kw)
 
 
 # -- prelu: weight of 1 element, or one per channel (dim 1 of x), acting as [C, 1, ..., 1] ---------------
@@ -125,9 +105,6 @@ def _peer_prelu_wg(g, x):
 
 # -- rrelu: eval mode only (training draws one random slope per element) ----------------------------------
 def _check_rrelu(op, attrs):
-    attrs = check_float("lower", "upper")(op, attrs)
-    if attrs["training"] not in (False, True):
-        raise InvalidProblemError(op, "training", "a bool", repr(attrs["training"]))
     if attrs["training"]:
         raise UnsupportedError(op, "training=True draws a random slope per element, which baracuda does not "
                                "implement; eval mode (training=False, slope (lower + upper) / 2) is supported")
@@ -140,44 +117,43 @@ _PRELU_SHAPES = (((2, 3, 4, 5), (3,)), ((7,), (1,)), ((5, 4), ()), ((0, 3), (3,)
 _PRELU_BW_SHAPES = (((2, 3, 4), (2, 3, 4), (3,)), ((0, 3), (0, 3), (1,)))
 
 
-def _gated(name, act_peer, defaults=None, check=_check_dim, samples=({},)):
-    d = {"dim": -1, **(defaults or {})}
+def _gated(name, act_peer, *attrs, samples=({},)):
+    attrs = (Attr("dim", "axis", -1),) + attrs
     return EwDef(name, 1, _gated_peer(act_peer) if act_peer else tp(name),
                  f"torch.nn.functional.{name}" if not act_peer else None, None, shape="gated", bw="x", avoid=(0.0,),
-                 defaults=d, check_attrs=check, attr_samples=samples,
-                 dropin=dropin_ew(name, "input", attr_names=tuple(d)) if not act_peer else None)
+                 attrs=attrs, attr_samples=samples,
+                 dropin=dropin_ew(name, "input", attr_names=tuple(a.name for a in attrs)) if not act_peer else None)
 
 
 add_ew_ops([
     _act("relu", bw_peer=_peer_relu_bw, avoid=(0.0,), domain="wide", dtypes=NUM, jax="jax.nn.relu",
          aliases=("torch.relu",)),
-    _act("gelu", defaults={"approximate": "none"}, check=_check_gelu,
+    _act("gelu", _APPROX,
          samples=({"approximate": "none"}, {"approximate": "tanh"}), bw_peer=_aten("gelu_backward"), jax="jax.nn.gelu"),
     _act("silu", bw_peer=_aten("silu_backward"), jax="jax.nn.silu"),
     _act("relu6", avoid=(0.0, 6.0), domain="wide", jax="jax.nn.relu6"),
-    _act("leaky_relu", defaults={"negative_slope": 0.01}, check=_chk("negative_slope"), avoid=(0.0,),
+    _act("leaky_relu", _f("negative_slope", 0.01), avoid=(0.0,),
          samples=({}, {"negative_slope": 0.2}), jax="jax.nn.leaky_relu"),
-    _act("elu", defaults={"alpha": 1.0}, check=_chk("alpha"), samples=({}, {"alpha": 0.5}), avoid=(0.0,),
+    _act("elu", _f("alpha", 1.0), samples=({}, {"alpha": 0.5}), avoid=(0.0,),
          jax="jax.nn.elu"),
     _act("selu", avoid=(0.0,), jax="jax.nn.selu", aliases=("torch.selu",)),
-    _act("celu", defaults={"alpha": 1.0}, check=_chk("alpha", extra=lambda op, a: a if a["alpha"] != 0 else
-                                                       (_ for _ in ()).throw(InvalidProblemError(op, "alpha", "a non-zero alpha", 0.0))),
+    _act("celu", _f("alpha", 1.0), check=_nonzero_alpha,
          samples=({}, {"alpha": 2.0}), avoid=(0.0,), jax="jax.nn.celu"),
     _act("mish", jax=None),
-    _act("softplus", defaults={"beta": 1.0, "threshold": 20.0}, check=_chk("beta", "threshold"),
+    _act("softplus", _f("beta", 1.0), _f("threshold", 20.0),
          samples=({}, {"beta": 2.0, "threshold": 3.0}), avoid=(1.5,), jax="jax.nn.softplus"),
     _act("softsign", jax="jax.nn.soft_sign"),
     _act("tanhshrink"),
-    _act("hardtanh", defaults={"min_val": -1.0, "max_val": 1.0}, check=_chk("min_val", "max_val", extra=_minmax),
+    _act("hardtanh", _f("min_val", -1.0), _f("max_val", 1.0), check=_minmax,
          samples=({}, {"min_val": -0.5, "max_val": 2.0}), avoid=(-1.0, 1.0, -0.5, 2.0), domain="wide",
          jax="jax.nn.hard_tanh"),
     _act("hardswish", avoid=(-3.0, 3.0), domain="wide", jax="jax.nn.hard_swish"),
     _act("hardsigmoid", avoid=(-3.0, 3.0), domain="wide", jax="jax.nn.hard_sigmoid"),
-    _act("hardshrink", defaults={"lambd": 0.5}, check=_chk("lambd", extra=_nonneg("lambd")),
+    _act("hardshrink", _f("lambd", 0.5, ge=0, expected="a non-negative number"),
          samples=({}, {"lambd": 1.0}), avoid=(-1.0, -0.5, 0.5, 1.0)),
-    _act("softshrink", defaults={"lambd": 0.5}, check=_chk("lambd", extra=_nonneg("lambd")),
+    _act("softshrink", _f("lambd", 0.5, ge=0, expected="a non-negative number"),
          samples=({}, {"lambd": 1.0}), avoid=(-1.0, -0.5, 0.5, 1.0)),
-    _act("threshold", defaults={"threshold": 0.0, "value": 0.0}, check=_chk("threshold", "value"),
+    _act("threshold", _f("threshold", 0.0), _f("value", 0.0),
          samples=({"threshold": 0.5, "value": -2.0},), avoid=(0.5,)),
     _act("logsigmoid", jax="jax.nn.log_sigmoid"),
     EwDef("prelu", 2, tp("prelu"), "torch.nn.functional.prelu", None, _g_prelu, same_dtype=True,
@@ -190,14 +166,14 @@ add_ew_ops([
     EwDef("prelu_backward", 3, _peer_prelu_bw, None, internal=True, same_dtype=True, align=_prelu_align,
           sample_shapes=_PRELU_BW_SHAPES, domain=("any", "any", "unit"), avoid=(0.0,), lean=True),
     EwDef("prelu_weight_grad", 2, _peer_prelu_wg, None, internal=True, same_shape=True, avoid=(0.0,), lean=True),
-    _act("rrelu", defaults={"lower": 1.0 / 8.0, "upper": 1.0 / 3.0, "training": False}, check=_check_rrelu,
+    _act("rrelu", _f("lower", 1.0 / 8.0), _f("upper", 1.0 / 3.0), Attr("training", "bool", False), check=_check_rrelu,
          samples=({}, {"lower": 0.1, "upper": 0.5}), avoid=(0.0,),
          dropin=dropin_ew("rrelu", "input", attr_names=("lower", "upper", "training"), unsupported=("inplace",)),
          doc="eval mode: leaky_relu with slope (lower + upper) / 2; training=True raises UnsupportedError"),
     # gated
     _gated("glu", None),
     _gated("swiglu", "silu"),
-    _gated("geglu", "gelu", defaults={"approximate": "none"}, check=_check_geglu,
+    _gated("geglu", "gelu", _APPROX,
            samples=({"approximate": "none"}, {"approximate": "tanh"})),
     _gated("reglu", "relu"),
 ])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .._core.dtypes import FLOAT_TYPES, as_dtype
 from .._core.errors import InvalidProblemError, UnsupportedError
-from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from .reduction import sum_tol
 from .reduction_more import _prod_tol
 
@@ -20,10 +20,6 @@ __all__ = ["broadcast_target", "reduce_dims", "reduce_to_parts"]
 
 def broadcast_target(op: str, src: tuple, shape) -> tuple[int, ...]:
     """torch.broadcast_to's rule: align right; each source dim must equal the target's or be 1."""
-    try:
-        shape = tuple(int(s) for s in shape)
-    except (TypeError, ValueError):
-        raise InvalidProblemError(op, "shape", "a sequence of ints", repr(shape)) from None
     if len(shape) < len(src):
         raise InvalidProblemError(op, "shape", f"at least {len(src)} dims to broadcast {src}", shape)
     lead = len(shape) - len(src)
@@ -42,27 +38,24 @@ def broadcast_target(op: str, src: tuple, shape) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _operand(op, spec, inputs, attrs, allowed):
-    """The single operand of broadcast_to / reduce_to, after the attribute, arity, dtype and 'shape' checks."""
-    unknown = set(attrs) - set(allowed)
-    if unknown:
-        raise InvalidProblemError(op, sorted(unknown)[0], f"one of the attributes {sorted(allowed)}",
-                                  "an unknown attribute")
+# the target shape: ints (broadcast_to takes -1 for "keep the input's size")
+_SHAPE = Attr("shape", "ints", expected="a target shape (a sequence of ints)")
+
+
+def _operand(op, spec, inputs):
+    """The single operand of broadcast_to / reduce_to, after the arity and dtype checks."""
     if len(inputs) != 1:
         raise InvalidProblemError(op, "inputs", "1 operand", len(inputs))
     spec.check_dtypes(inputs)
-    if "shape" not in attrs:
-        raise InvalidProblemError(op, "shape", "a target shape", "nothing")
     return inputs[0]
 
 
 def _check(inputs, attrs):
     op = "broadcast_to"
-    x = _operand(op, SPEC, inputs, attrs, ("dtype", "shape"))
+    x = _operand(op, SPEC, inputs)
     shape = broadcast_target(op, x.shape, attrs["shape"])
-    dt = attrs.get("dtype")
+    dt = attrs["dtype"]
     if dt is not None:
-        dt = as_dtype(dt)
         if dt not in FLOAT_TYPES:
             raise UnsupportedError(op, f"argument 'dtype' is {dt}; supported: {', '.join(map(str, FLOAT_TYPES))}")
         if dt == x.dtype:
@@ -116,7 +109,7 @@ def _cost(desc):
 
 SPEC = register_spec(OpSpec(
     name="broadcast_to", family="broadcast", arg_names=("x",), check=_check, dtypes=FLOAT_TYPES,
-    defaults={"dtype": None}, torch_peer=_peer, torch_name="torch.broadcast_to", dropin=_dropin,
+    attrs=(_SHAPE, Attr("dtype", "dtype", None, optional=True)), torch_peer=_peer, torch_name="torch.broadcast_to", dropin=_dropin,
     jax_name="jax.numpy.broadcast_to", grad=_grad, saves=(), differentiable=(0,), samples=_samples,
     errors=_errors, tol=lambda dt: (0.0, 0.0),   # a copy: exact (a dtype= widening is exact too)
     grad_tol=lambda dt: tuple(2 * t for t in sum_tol(dt)),   # the backward is a sum
@@ -147,18 +140,13 @@ def reduce_to_parts(desc) -> tuple[tuple[int, ...], tuple[int, ...]]:
 
 def _check_reduce_to(inputs, attrs):
     op = "reduce_to"
-    x = _operand(op, REDUCE_TO, inputs, attrs, ("mode", "shape"))
-    try:
-        shape = tuple(int(s) for s in attrs["shape"])
-    except (TypeError, ValueError):
-        raise InvalidProblemError(op, "shape", "a sequence of ints", repr(attrs["shape"])) from None
+    x = _operand(op, REDUCE_TO, inputs)
+    shape = attrs["shape"]
     lead = len(x.shape) - len(shape)
     ok = lead >= 0 and all(n >= 0 for n in shape) and all(n == 1 or n == x.shape[lead + i] for i, n in enumerate(shape))
     if not ok:
         raise InvalidProblemError(op, "shape", f"a shape that broadcasts to the input's {x.shape}", shape)
-    mode = attrs.get("mode", "sum")
-    if mode not in REDUCE_TO_MODES:
-        raise InvalidProblemError(op, "mode", f"one of {list(REDUCE_TO_MODES)}", repr(mode))
+    mode = attrs["mode"]
     if mode in ("amax", "amin") and any(x.shape[a] == 0 for a in reduce_dims(x.shape, shape)):
         raise InvalidProblemError(op, "x", f"no empty axis to reduce for mode={mode!r} (no identity)", x.shape)
     return {"shape": shape, "mode": mode}, (TensorSpec(shape, x.dtype),)
@@ -223,7 +211,8 @@ def _tol_reduce_to(dt):
 
 REDUCE_TO = register_spec(OpSpec(
     name="reduce_to", family="broadcast", arg_names=("x",), check=_check_reduce_to, dtypes=FLOAT_TYPES,
-    defaults={"mode": "sum"}, torch_peer=_peer_reduce_to, torch_name=None, jax_name=None,
+    attrs=(_SHAPE, Attr("mode", "str", "sum", choices=REDUCE_TO_MODES, expected=f"one of {list(REDUCE_TO_MODES)}")),
+    torch_peer=_peer_reduce_to, torch_name=None, jax_name=None,
     grad=_grad_reduce_to, saves=_saves_reduce_to, differentiable=(0,), samples=_samples_reduce_to,
     errors=_errors_reduce_to, tol=_tol_reduce_to, grad_tol=_tol_reduce_to,
     workloads=(Workload("reduce_to-[8,4096,2048]->[2048]-bf16", ((8, 4096, 2048),), as_dtype("bf16"),

@@ -32,7 +32,7 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType, as_dtype
 from .._core.errors import InvalidProblemError, UnsupportedError
-from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from ._common import check_nonneg
 
 __all__ = ["CAST_TYPES", "FP8_TYPES", "INT4_SOURCES", "UNPACK_TARGETS", "torch_e4m3fn_saturated"]
@@ -45,25 +45,13 @@ UNPACK_TARGETS = (DType.i8, DType.i16, DType.i32, DType.i64, DType.f16, DType.bf
 _COMPLEX_WARNING = "Casting complex values to real discards the imaginary part"
 
 
-def _unknown(op, attrs, allowed):
-    extra = set(attrs) - set(allowed)
-    if extra:
-        raise InvalidProblemError(op, sorted(extra)[0], f"one of the attributes {sorted(allowed)}", "an unknown attribute")
-
-
 def _one(op, inputs):
     if len(inputs) != 1:
         raise InvalidProblemError(op, "inputs", "1 operand", len(inputs))
     check_nonneg(op, ("x",), [inputs[0].shape])
 
 
-def _target(op, attrs, allowed, name="dtype"):
-    if attrs.get(name) is None:
-        raise InvalidProblemError(op, name, "a target dtype", "nothing")
-    try:
-        dt = as_dtype(attrs[name])
-    except TypeError as e:
-        raise InvalidProblemError(op, name, "a dtype", repr(attrs[name])) from e
+def _target(op, dt, allowed, name="dtype"):
     if dt not in allowed:
         raise UnsupportedError(op, f"argument '{name}' is {dt}; supported: {', '.join(map(str, allowed))}")
     return dt
@@ -81,11 +69,10 @@ def _widen(t):
 # -- to_dtype ------------------------------------------------------------------------------------
 def _check_to(inputs, attrs):
     op = "to_dtype"
-    _unknown(op, attrs, ("dtype",))
     _one(op, inputs)
     TO_DTYPE.check_dtypes(inputs)
-    dt = _target(op, attrs, CAST_TYPES)
-    return {"dtype": dt}, (TensorSpec(inputs[0].shape, dt),)
+    dt = _target(op, attrs["dtype"], CAST_TYPES)
+    return attrs, (TensorSpec(inputs[0].shape, dt),)
 
 
 def _grad_to(ctx, d, grads, s):
@@ -173,6 +160,7 @@ def _cost_to(d):
 _N = 64 * 1024 * 1024
 TO_DTYPE = register_spec(OpSpec(
     name="to_dtype", family="cast", arg_names=("x",), check=_check_to, dtypes=CAST_TYPES,
+    attrs=(Attr("dtype", "dtype", expected="a target dtype"),),
     torch_peer=_peer_to, torch_name="torch.Tensor.to", dropin=_dropin_to, jax_name="jax.lax.convert_element_type",
     grad=_grad_to, saves=(), differentiable=(0,), samples=_samples_to, errors=_errors_to,
     tol=lambda dt: (0.0, 0.0),    # a cast is bit-exact
@@ -187,33 +175,28 @@ TO_DTYPE = register_spec(OpSpec(
 
 
 # -- pack_int4 / unpack_int4 -----------------------------------------------------------------------
+_SIGNED = Attr("signed", "bool", True)
+
+
 def _check_pack(inputs, attrs):
     op = "pack_int4"
-    _unknown(op, attrs, ("signed",))
     _one(op, inputs)
     PACK.check_dtypes(inputs)
-    signed = attrs.get("signed", True)
-    if not isinstance(signed, (bool, np.bool_)):
-        raise InvalidProblemError(op, "signed", "a bool", repr(signed))
     shape = inputs[0].shape
     if not shape or shape[-1] % 2:
         raise InvalidProblemError(op, "x", "at least 1 dim with an even last dim (two int4 per byte)", shape)
-    return {"signed": bool(signed)}, (TensorSpec(shape[:-1] + (shape[-1] // 2,), DType.u8),)
+    return attrs, (TensorSpec(shape[:-1] + (shape[-1] // 2,), DType.u8),)
 
 
 def _check_unpack(inputs, attrs):
     op = "unpack_int4"
-    _unknown(op, attrs, ("signed", "dtype"))
     _one(op, inputs)
     UNPACK.check_dtypes(inputs)
-    signed = attrs.get("signed", True)
-    if not isinstance(signed, (bool, np.bool_)):
-        raise InvalidProblemError(op, "signed", "a bool", repr(signed))
-    dt = _target(op, {"dtype": attrs.get("dtype", DType.i8)}, UNPACK_TARGETS)
+    dt = _target(op, attrs["dtype"], UNPACK_TARGETS)
     shape = inputs[0].shape
     if not shape:
         raise InvalidProblemError(op, "x", "at least 1 dim", shape)
-    return {"signed": bool(signed), "dtype": dt}, (TensorSpec(shape[:-1] + (2 * shape[-1],), dt),)
+    return attrs, (TensorSpec(shape[:-1] + (2 * shape[-1],), dt),)
 
 
 def _int4_samples(signed):
@@ -279,13 +262,13 @@ def _peer_unpack(x, signed, dtype):
 
 PACK = register_spec(OpSpec(
     name="pack_int4", family="cast", arg_names=("x",), check=_check_pack, dtypes=INT4_SOURCES,
-    defaults={"signed": True}, torch_peer=_peer_pack, samples=_samples_pack, errors=_errors_pack,
+    attrs=(_SIGNED,), torch_peer=_peer_pack, samples=_samples_pack, errors=_errors_pack,
     workloads=(Workload("pack_int4-[4096,14336]-i8", ((4096, 14336),), DType.i8),),
     doc="Pack int4 values (two per byte, low nibble = even index; values are taken modulo 16).",
 ))
 UNPACK = register_spec(OpSpec(
     name="unpack_int4", family="cast", arg_names=("x",), check=_check_unpack, dtypes=(DType.u8,),
-    defaults={"signed": True, "dtype": DType.i8}, torch_peer=_peer_unpack, samples=_samples_unpack,
+    attrs=(_SIGNED, Attr("dtype", "dtype", DType.i8)), torch_peer=_peer_unpack, samples=_samples_unpack,
     errors=_errors_unpack,
     workloads=(Workload("unpack_int4-[4096,7168]->bf16", ((4096, 7168),), DType.u8, {"dtype": DType.bf16}),),
     doc="Unpack int4 pairs (low nibble = even index) to s4 (signed=True) or u4 values of ``dtype``.",
@@ -295,17 +278,9 @@ UNPACK = register_spec(OpSpec(
 # -- affine ----------------------------------------------------------------------------------------
 def _check_affine(inputs, attrs):
     op = "affine"
-    _unknown(op, attrs, ("a", "b"))
     _one(op, inputs)
     AFFINE.check_dtypes(inputs)
-    out = {}
-    for k in ("a", "b"):
-        v = attrs.get(k, 1.0 if k == "a" else 0.0)
-        try:
-            out[k] = float(v)
-        except (TypeError, ValueError):
-            raise InvalidProblemError(op, k, "a real number", repr(v)) from None
-    return out, (TensorSpec(inputs[0].shape, inputs[0].dtype),)
+    return attrs, (TensorSpec(inputs[0].shape, inputs[0].dtype),)
 
 
 def _grad_affine(ctx, d, grads, s):
@@ -326,7 +301,7 @@ def _errors_affine():
 
 AFFINE = register_spec(OpSpec(
     name="affine", family="cast", arg_names=("x",), check=_check_affine, dtypes=FLOAT_TYPES,
-    defaults={"a": 1.0, "b": 0.0}, torch_peer=lambda x, a, b: x * a + b, torch_name=None,
+    attrs=(Attr("a", "float", 1.0), Attr("b", "float", 0.0)), torch_peer=lambda x, a, b: x * a + b, torch_name=None,
     grad=_grad_affine, saves=(), differentiable=(0,), samples=_samples_affine, errors=_errors_affine,
     workloads=tuple(Workload(f"affine-64M-{dt}", ((_N,),), dt, {"a": 0.5, "b": 1.0}, backward=True)
                     for dt in (DType.bf16, DType.f32)),

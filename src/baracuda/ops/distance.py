@@ -25,9 +25,10 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from ._common import broadcast_shapes, norm_axis
-from .reduction_stats import _check_keepdim, _real, _unknown, norm_grad
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from ._common import broadcast_shapes
+from .reduction import KEEPDIM
+from .reduction_stats import norm_grad
 
 __all__ = ["DIST_P"]
 
@@ -44,11 +45,20 @@ def _inputs(op, inputs, n, names):
     return inputs
 
 
-def _p(op, attrs, nonneg=True):
-    p = _real(op, "p", attrs.get("p"), 2.0)
-    if math.isnan(p) or (nonneg and p < 0):
-        raise InvalidProblemError(op, "p", "a non-negative p (or inf)" if nonneg else "a real p", p)
-    return p
+_P = Attr("p", "float", 2.0, none_default=True, ge=0, expected="a non-negative p (or inf)")
+_P_ANY = Attr("p", "float", 2.0, none_default=True, ge=-math.inf, expected="a real p")   # (the range: not NaN)
+
+
+def _eps(default):
+    return Attr("eps", "float", default, none_default=True)
+
+
+def _bcast_rank(inputs, attrs):
+    """cosine_similarity's dim: an axis of the broadcast x1, x2 (the last two operands); 0-d: the check refuses."""
+    return max(len(t.shape) for t in inputs[-2:]) or None if len(inputs) >= 2 else None
+
+
+_COS_ATTRS = (Attr("dim", "axis", 1, rank=_bcast_rank), _eps(1e-8))
 
 
 # -- cosine_similarity ----------------------------------------------------------------------------
@@ -56,16 +66,11 @@ def _cos_geom(op, x1, x2, attrs):
     shape = broadcast_shapes(op, ("x1", "x2"), (x1.shape, x2.shape))
     if not shape:
         raise InvalidProblemError(op, "x1", "inputs of rank >= 1", "0-d inputs")
-    dim = attrs.get("dim", 1)
-    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
-        raise InvalidProblemError(op, "dim", "an int", repr(dim))
-    eps = _real(op, "eps", attrs.get("eps"), 1e-8)
-    return shape, norm_axis(op, "dim", int(dim), len(shape)), eps
+    return shape, attrs["dim"], attrs["eps"]
 
 
 def _check_cos(inputs, attrs):
     op = "cosine_similarity"
-    _unknown(op, attrs, ("dim", "eps"))
     x1, x2 = _inputs(op, inputs, 2, ("x1", "x2"))
     shape, dim, eps = _cos_geom(op, x1, x2, attrs)
     out = tuple(s for i, s in enumerate(shape) if i != dim)
@@ -74,7 +79,6 @@ def _check_cos(inputs, attrs):
 
 def _check_cos_bw(inputs, attrs):
     op = "cosine_similarity_backward"
-    _unknown(op, attrs, ("dim", "eps"))
     g, x1, x2 = _inputs(op, inputs, 3, ("grad", "x1", "x2"))
     shape, dim, eps = _cos_geom(op, x1, x2, attrs)
     want = tuple(s for i, s in enumerate(shape) if i != dim)
@@ -134,15 +138,12 @@ def _cos_bw_samples(rng):
 # -- pairwise_distance ----------------------------------------------------------------------------
 def _check_pw(inputs, attrs):
     op = "pairwise_distance"
-    _unknown(op, attrs, ("p", "eps", "keepdim"))
     x1, x2 = _inputs(op, inputs, 2, ("x1", "x2"))
     shape = broadcast_shapes(op, ("x1", "x2"), (x1.shape, x2.shape))
     if not shape:
         raise InvalidProblemError(op, "x1", "inputs of rank >= 1", "0-d inputs")
-    keep = _check_keepdim(op, attrs.get("keepdim", False))
-    out = shape[:-1] + ((1,) if keep else ())
-    return ({"p": _p(op, attrs, nonneg=False), "eps": _real(op, "eps", attrs.get("eps"), 1e-6), "keepdim": keep},
-            (TensorSpec(out, x1.dtype),))
+    out = shape[:-1] + ((1,) if attrs["keepdim"] else ())
+    return attrs, (TensorSpec(out, x1.dtype),)
 
 
 def _g_pw(ctx, d, grads, s):
@@ -175,17 +176,15 @@ def _pw_samples(rng):
 # -- pdist / cdist --------------------------------------------------------------------------------
 def _check_pdist(inputs, attrs):
     op = "pdist"
-    _unknown(op, attrs, ("p",))
     (x,) = _inputs(op, inputs, 1, ("x",))
     if len(x.shape) != 2:
         raise InvalidProblemError(op, "x", "a 2-D input (rows are the points)", f"shape {x.shape}")
     n = x.shape[0]
-    return {"p": _p(op, attrs)}, (TensorSpec((n * (n - 1) // 2,), x.dtype),)
+    return attrs, (TensorSpec((n * (n - 1) // 2,), x.dtype),)
 
 
 def _check_pdist_bw(inputs, attrs):
     op = "pdist_backward"
-    _unknown(op, attrs, ("p",))
     g, x, out = _inputs(op, inputs, 3, ("grad", "x", "out"))
     if len(x.shape) != 2:
         raise InvalidProblemError(op, "x", "a 2-D input", f"shape {x.shape}")
@@ -193,7 +192,7 @@ def _check_pdist_bw(inputs, attrs):
     for name, t in (("grad", g), ("out", out)):
         if t.shape != (n * (n - 1) // 2,):
             raise InvalidProblemError(op, name, f"shape {(n * (n - 1) // 2,)}", t.shape)
-    return {"p": _p(op, attrs)}, (TensorSpec(x.shape, x.dtype),)
+    return attrs, (TensorSpec(x.shape, x.dtype),)
 
 
 def _cdist_shapes(op, x1, x2):
@@ -208,15 +207,13 @@ def _cdist_shapes(op, x1, x2):
 
 def _check_cdist(inputs, attrs):
     op = "cdist"
-    _unknown(op, attrs, ("p",))
     x1, x2 = _inputs(op, inputs, 2, ("x1", "x2"))
     _, out = _cdist_shapes(op, x1, x2)
-    return {"p": _p(op, attrs)}, (TensorSpec(out, x1.dtype),)
+    return attrs, (TensorSpec(out, x1.dtype),)
 
 
 def _check_cdist_bw(inputs, attrs):
     op = "cdist_backward"
-    _unknown(op, attrs, ("p", "wrt"))
     g, x1, x2, out = _inputs(op, inputs, 4, ("grad", "x1", "x2", "out"))
     if x1.shape[:-2] != x2.shape[:-2]:
         raise InvalidProblemError(op, "x2", f"the batch dims of x1 {x1.shape[:-2]} (broadcast them first)",
@@ -225,10 +222,7 @@ def _check_cdist_bw(inputs, attrs):
     for name, t in (("grad", g), ("out", out)):
         if t.shape != want:
             raise InvalidProblemError(op, name, f"shape {want}", t.shape)
-    wrt = attrs.get("wrt", 0)
-    if wrt not in (0, 1) or isinstance(wrt, bool):
-        raise InvalidProblemError(op, "wrt", "0 (x1) or 1 (x2)", repr(wrt))
-    return {"p": _p(op, attrs), "wrt": int(wrt)}, (TensorSpec((x1, x2)[wrt].shape, x1.dtype),)
+    return attrs, (TensorSpec((x1, x2)[attrs["wrt"]].shape, x1.dtype),)
 
 
 def _g_pdist(ctx, d, grads, s):
@@ -399,7 +393,7 @@ def _reg(**kw):
     _SPECS[kw["name"]] = register_spec(OpSpec(**kw))
 
 
-_reg(name="cosine_similarity", arg_names=("x1", "x2"), check=_check_cos, defaults={"dim": 1, "eps": 1e-8},
+_reg(name="cosine_similarity", arg_names=("x1", "x2"), check=_check_cos, attrs=_COS_ATTRS,
      torch_peer=_peer_cos, torch_name="torch.nn.functional.cosine_similarity", torch_aliases=("torch.cosine_similarity",),
      dropin=_dropin_cos, grad=_g_cos, saves=("inputs",), differentiable=(0, 1), samples=_cos_samples,
      errors=_errors("cosine_similarity"), tol=_tol, grad_tol=_bw_tol,
@@ -407,30 +401,30 @@ _reg(name="cosine_similarity", arg_names=("x1", "x2"), check=_check_cos, default
                               backward=True) for dt in (DType.bf16, DType.f32)),
      cost=_cost_rows(6), doc="one read of x1 and x2: (x1.x1, x2.x2, x1.x2) per output, torch's eps clamp per norm.")
 _reg(name="cosine_similarity_backward", arg_names=("grad", "x1", "x2"), check=_check_cos_bw,
-     defaults={"dim": 1, "eps": 1e-8}, torch_peer=_peer_cos_bw,
+     attrs=_COS_ATTRS, torch_peer=_peer_cos_bw,
      torch_name="torch autograd rule of cosine_similarity", samples=_cos_bw_samples,
      errors=_bw_errors("cosine_similarity_backward", ("grad", "x1", "x2")), tol=_bw_tol,
      workloads=(Workload("cosine_similarity_backward-[16384,4096]-bf16", ((16384,), (16384, 4096), (16384, 4096)),
                          DType.bf16, {"dim": 1}),),
      cost=_cost_rows(10), doc="fused: the three row sums are recomputed, then dx1 and dx2 written in one pass.")
 _reg(name="pairwise_distance", arg_names=("x1", "x2"), check=_check_pw,
-     defaults={"p": 2.0, "eps": 1e-6, "keepdim": False}, torch_peer=_peer_pw,
+     attrs=(_P_ANY, _eps(1e-6), KEEPDIM), torch_peer=_peer_pw,
      torch_name="torch.nn.functional.pairwise_distance", torch_aliases=("torch.pairwise_distance",),
      dropin=_dropin_pw, grad=_g_pw, saves=("inputs", "outputs"), differentiable=(0, 1), samples=_pw_samples,
      errors=_errors("pairwise_distance"), tol=_tol, grad_tol=_bw_tol,
      workloads=(Workload("pairwise_distance-[16384,4096]-bf16", ((16384, 4096), (16384, 4096)), DType.bf16, {},
                          backward=True),),
      cost=_cost_rows(4), doc="vector_norm(x1 - x2 + eps, p) over the last dim, in one read of x1 and x2.")
-_reg(name="pdist", arg_names=("x",), check=_check_pdist, defaults={"p": 2.0}, torch_peer=_peer_pdist,
+_reg(name="pdist", arg_names=("x",), check=_check_pdist, attrs=(_P,), torch_peer=_peer_pdist,
      torch_name="torch.nn.functional.pdist", torch_aliases=("torch.pdist",), dropin=_dropin_pdist, grad=_g_pdist,
      saves=("inputs", "outputs"), differentiable=(0,), samples=_pdist_samples, errors=_errors("pdist"), tol=_tol,
      grad_tol=_bw_tol, workloads=(Workload("pdist-[2048,128]-f32", ((2048, 128),), DType.f32, {}, backward=True),),
      cost=_cost_pairs, doc="condensed distances of the rows (upper triangle only is computed).")
-_reg(name="pdist_backward", arg_names=("grad", "x", "out"), check=_check_pdist_bw, defaults={"p": 2.0},
+_reg(name="pdist_backward", arg_names=("grad", "x", "out"), check=_check_pdist_bw, attrs=(_P,),
      torch_peer=_peer_pdist_bw, torch_name="torch autograd rule of pdist (_pdist_backward)",
      samples=_pdist_bw_samples, errors=_bw_errors("pdist_backward", ("grad", "x", "out")), tol=_bw_tol,
      cost=_cost_pairs, doc="gradient of pdist: each row sums its pairs' terms (no atomics).")
-_reg(name="cdist", arg_names=("x1", "x2"), check=_check_cdist, defaults={"p": 2.0}, torch_peer=_peer_cdist,
+_reg(name="cdist", arg_names=("x1", "x2"), check=_check_cdist, attrs=(_P,), torch_peer=_peer_cdist,
      torch_name="torch.cdist", dropin=_dropin_cdist, grad=_g_cdist, saves=("inputs", "outputs"),
      differentiable=(0, 1), samples=_cdist_samples, errors=_errors("cdist"), tol=_tol, grad_tol=_bw_tol,
      workloads=(Workload("cdist-[4096,256]x[4096,256]-f32", ((4096, 256), (4096, 256)), DType.f32, {},
@@ -439,6 +433,6 @@ _reg(name="cdist", arg_names=("x1", "x2"), check=_check_cdist, defaults={"p": 2.
                          {"p": 1.0})),
      cost=_cost_pairs, doc="direct p-norm distances of every row pair (tile kernel; no GEMM expansion).")
 _reg(name="cdist_backward", arg_names=("grad", "x1", "x2", "out"), check=_check_cdist_bw,
-     defaults={"p": 2.0, "wrt": 0}, torch_peer=_peer_cdist_bw, torch_name="torch autograd rule of cdist",
+     attrs=(_P, Attr("wrt", "int", 0, choices=(0, 1), expected="0 (x1) or 1 (x2)")), torch_peer=_peer_cdist_bw, torch_name="torch autograd rule of cdist",
      samples=_cdist_bw_samples, errors=_bw_errors("cdist_backward", ("grad", "x1", "x2", "out")), tol=_bw_tol,
      cost=_cost_pairs, doc="gradient of cdist w.r.t. x1 (wrt=0) or x2 (wrt=1): a tile kernel over the pairs.")

@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
-
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
@@ -30,11 +29,11 @@ import numpy as np
 from .._core.dtypes import FLOAT_TYPES, DType, result_type
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, default_tol, register_spec
-from ._common import broadcast_shapes, norm_axis
+from ._common import broadcast_shapes
 
 __all__ = ["EwDef", "EW_OPS", "EW_SPECS", "add_ew_ops", "ew_result_type", "ew_compute_dtype", "ew_operand_shapes",
            "weak_scalar_dtype", "is_complex_desc", "real_of", "cj", "reduce_grad",
-           "FLOAT", "INT", "BOOL", "NUM", "ALL", "CPLX", "tp", "check_float", "dropin_ew"]
+           "FLOAT", "INT", "BOOL", "NUM", "ALL", "CPLX", "tp", "dropin_ew"]
 
 FLOAT = FLOAT_TYPES
 INT = (DType.i64, DType.i32, DType.i16, DType.i8, DType.u8)
@@ -62,8 +61,8 @@ class EwDef:
     jax_name: str | None = None
     grad: Callable | None = None
     saves: tuple = ("inputs",)
-    defaults: dict = field(default_factory=dict)
-    check_attrs: Callable | None = None       # (op, attrs) -> attrs, raises on bad values
+    attrs: tuple = ()                         # the declared attributes (``Attr``; a gated row's ``dim`` is added)
+    check_attrs: Callable | None = None       # (op, attrs) -> attrs: rules across attributes (min <= max)
     # sample domain, one for all operands or a tuple (one per operand); see ``_DOMAINS``
     domain: str | tuple = "any"
     avoid: tuple = ()                         # kinks: samples stay >= 0.05 away from these points
@@ -90,6 +89,10 @@ class EwDef:
     workloads: tuple | None = None            # benchmark problems (overrides the generated 64M-element ones)
     aliases: tuple = ()                       # more torch names with the same signature
     doc: str = ""
+
+    @property
+    def defaults(self) -> dict:
+        return {a.name: a.default for a in self.attrs}
 
 
 EW_OPS: dict[str, EwDef] = {}
@@ -209,31 +212,23 @@ def _make_check(e: EwDef):
         op = e.name
         if len(inputs) != e.arity:
             raise InvalidProblemError(op, "inputs", f"{e.arity} operand(s)", len(inputs))
-        unknown = set(attrs) - set(e.defaults)
-        if unknown:
-            raise InvalidProblemError(op, sorted(unknown)[0], f"one of the attributes {sorted(e.defaults) or 'none'}",
-                                      "an unknown attribute")
-        a = {**e.defaults, **attrs}
-        if e.check_attrs:
-            a = e.check_attrs(op, a)
+        a = e.check_attrs(op, attrs) if e.check_attrs else attrs
         _check_dtypes(e, inputs)
         r = ew_result_type(_value_specs(e, inputs), op)
         out_dt = e.dtype_rule(op, inputs, a, r) if e.dtype_rule else _OUT_RULE[e.out](r)
         if e.shape == "gated":
             shape = list(inputs[0].shape)
-            ax = norm_axis(op, "dim", int(a["dim"]), len(shape))
+            ax = a["dim"]
             if not shape or shape[ax] % 2:
-                raise InvalidProblemError(op, "x", f"an even size along dim {a['dim']}", tuple(shape))
-            a["dim"] = ax
+                raise InvalidProblemError(op, "x", f"an even size along dim {ax}", tuple(shape))
             shape[ax] //= 2
             return a, (TensorSpec(tuple(shape), out_dt),)
         if e.shape == "gated_bw":   # (g, x): g has x's shape with ``dim`` halved; dx has x's shape
             xs = tuple(inputs[1].shape)
-            ax = norm_axis(op, "dim", int(a["dim"]), len(xs))
+            ax = a["dim"]
             want = xs[:ax] + (xs[ax] // 2,) + xs[ax + 1:]
             if xs[ax] % 2 or tuple(inputs[0].shape) != want:
-                raise InvalidProblemError(op, "a", f"shape {want} (x with dim {a['dim']} halved)", inputs[0].shape)
-            a["dim"] = ax
+                raise InvalidProblemError(op, "a", f"shape {want} (x with dim {ax} halved)", inputs[0].shape)
             return a, (TensorSpec(xs, out_dt),)
         shapes = [tuple(t.shape) for t in inputs]
         if e.align:
@@ -468,7 +463,9 @@ def _bw_row(e: EwDef) -> EwDef:
     if peer is None and e.bw == "x" and e.torch_peer is not None:
         peer = _autograd_peer(e)
     dom = e.domain if isinstance(e.domain, str) else e.domain[0]
-    return EwDef(f"{e.name}_backward", 2, peer, None, defaults=dict(e.defaults), check_attrs=e.check_attrs,
+    # a gated row's dim is an axis of x, the backward's second operand
+    attrs = tuple(replace(a, rank=1) if a.kind == "axis" else a for a in e.attrs) if e.shape == "gated" else e.attrs
+    return EwDef(f"{e.name}_backward", 2, peer, None, attrs=attrs, check_attrs=e.check_attrs,
                  shape="gated_bw" if e.shape == "gated" else "broadcast",
                  domain=("any", dom if e.bw == "x" else "any"), avoid=e.avoid, internal=True,
                  dtypes=FLOAT + tuple(d for d in CPLX if d in e.dtypes),
@@ -504,7 +501,7 @@ def add_ew_ops(defs) -> None:
         EW_SPECS[e.name] = register_spec(OpSpec(
             name=e.name, family="elementwise", arg_names=_arg_names(e), check=_make_check(e),
             dtypes=tuple(e.dtypes),
-            defaults=dict(e.defaults), torch_peer=e.torch_peer, torch_name=e.torch_name, dropin=e.dropin,
+            attrs=e.attrs, torch_peer=e.torch_peer, torch_name=e.torch_name, dropin=e.dropin,
             torch_aliases=tuple(e.aliases),
             jax_name=e.jax_name, grad=_float_only(e, e.grad, diff) if e.grad else None, saves=e.saves,
             differentiable=diff, samples=_make_samples(e), errors=_make_errors(e), workloads=_workloads(e),
@@ -522,17 +519,6 @@ def tp(name):
         fn = getattr(torch, name, None) or getattr(torch.special, name, None) or getattr(F, name)
         return fn(*xs, **kw)
     return peer
-
-
-def check_float(*names):
-    def check(op, attrs):
-        for name in names:
-            v = attrs[name]
-            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
-                raise InvalidProblemError(op, name, "a real number", repr(v))
-            attrs[name] = float(v)
-        return attrs
-    return check
 
 
 def dropin_ew(e_name: str, *arg_names: str, attr_names: tuple = (), unsupported: tuple = ()):

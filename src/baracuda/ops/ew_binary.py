@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from .._core.dtypes import DType
 from .._core.errors import InvalidProblemError, UnsupportedError
-from .._core.spec import ErrorCase
-from .elementwise import (ALL, BOOL, CPLX, FLOAT, INT, NUM, EwDef, _EXTRA_ERRORS, add_ew_ops, check_float, cj,
+from .._core.spec import Attr, ErrorCase
+from .elementwise import (ALL, BOOL, CPLX, FLOAT, INT, NUM, EwDef, _EXTRA_ERRORS, add_ew_ops, cj,
                           dropin_ew, reduce_grad, tp)
 
 NUMC, ALLC, FLOATC = NUM + CPLX, ALL + CPLX, FLOAT + CPLX   # rows torch also defines for complex64/128
@@ -131,14 +131,6 @@ def _g_addcdiv(ctx, d, grads, s):
 
 
 # -- attribute / dtype rules ---------------------------------------------------------------------------
-def _check_alpha(name):
-    chk = check_float(name)
-
-    def check(op, attrs):
-        return chk(op, attrs)
-    return check
-
-
 def _alpha_dtype(op, inputs, attrs, r):
     """torch: integer results need an integral alpha (bool results: alpha acts as its truthiness)."""
     if r.is_integer and attrs["alpha"] != int(attrs["alpha"]):
@@ -146,13 +138,13 @@ def _alpha_dtype(op, inputs, attrs, r):
     return r
 
 
-_ROUNDING = (None, "trunc", "floor")
+_ALPHA = Attr("alpha", "float", 1.0)
+_ROUNDING = Attr("rounding_mode", "str", None, optional=True, choices=("trunc", "floor"),
+                 expected="None, 'trunc' or 'floor'")
 
 
-def _check_rounding(op, attrs):
-    if attrs["rounding_mode"] not in _ROUNDING:
-        raise InvalidProblemError(op, "rounding_mode", "None, 'trunc' or 'floor'", repr(attrs["rounding_mode"]))
-    return attrs
+def _bound(name):
+    return Attr(name, "number", None, optional=True)
 
 
 def _div_dtype(op, inputs, attrs, r):
@@ -163,10 +155,6 @@ def _div_dtype(op, inputs, attrs, r):
 
 
 def _bounds(op, attrs):
-    for k in ("min", "max"):
-        v = attrs[k]
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-            raise InvalidProblemError(op, k, "None or a real number", repr(v))
     if attrs["min"] is None and attrs["max"] is None:
         raise InvalidProblemError(op, "min", "at least one of 'min' and 'max'", "neither")
     return attrs
@@ -186,28 +174,6 @@ def _pow_scalar_dtype(op, inputs, attrs, r):
     if r.is_integer and isinstance(e, int) and e < 0:
         raise InvalidProblemError(op, "exponent", "a non-negative exponent for integer tensors", e)
     return _weak_float_dtype("exponent")(op, inputs, attrs, r)
-
-
-def _check_real(*names):
-    def check(op, attrs):
-        for k in names:
-            v = attrs[k]
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise InvalidProblemError(op, k, "a real number", repr(v))
-        return attrs
-    return check
-
-
-def _check_mode(op, attrs):
-    if attrs["mode"] not in ("max", "min", "fmax", "fmin"):
-        raise InvalidProblemError(op, "mode", "'max', 'min', 'fmax' or 'fmin'", repr(attrs["mode"]))
-    return attrs
-
-
-def _check_branch(op, attrs):
-    if attrs["branch"] not in (1, 2):
-        raise InvalidProblemError(op, "branch", "1 or 2", repr(attrs["branch"]))
-    return attrs
 
 
 # -- peers -------------------------------------------------------------------------------------------
@@ -263,18 +229,16 @@ add_ew_ops([
     EwDef("neg", 1, tp("neg"), "torch.neg", "jax.lax.neg", lambda ctx, d, g, s: (ctx.op("neg", g[0]),), saves=(),
           dtypes=NUMC, dropin=_di("neg", 1), aliases=("torch.negative",)),
     EwDef("mul_scalar", 1, lambda x, scalar: x * scalar, "torch.mul (Python scalar)", "jax.lax.mul", _g_mul_scalar,
-          saves=(), defaults={"scalar": 1.0}, check_attrs=check_float("scalar"), attr_samples=({"scalar": -1.75},),
+          saves=(), attrs=(Attr("scalar", "float", 1.0),), attr_samples=({"scalar": -1.75},),
           dtypes=FLOATC),
-    EwDef("add", 2, tp("add"), "torch.add", "jax.lax.add", _g_add, saves=(), defaults={"alpha": 1.0},
-          check_attrs=_check_alpha("alpha"), dtype_rule=_alpha_dtype, dtypes=ALLC, domain="wide",
+    EwDef("add", 2, tp("add"), "torch.add", "jax.lax.add", _g_add, saves=(), attrs=(_ALPHA,), dtype_rule=_alpha_dtype, dtypes=ALLC, domain="wide",
           attr_samples=({}, {"alpha": -2.0}), dropin=_di("add", attrs=("alpha",))),
-    EwDef("sub", 2, tp("sub"), "torch.sub", "jax.lax.sub", _g_sub, saves=(), defaults={"alpha": 1.0},
-          check_attrs=_check_alpha("alpha"), dtype_rule=_alpha_dtype, dtypes=NUMC, domain="wide",
+    EwDef("sub", 2, tp("sub"), "torch.sub", "jax.lax.sub", _g_sub, saves=(), attrs=(_ALPHA,), dtype_rule=_alpha_dtype, dtypes=NUMC, domain="wide",
           attr_samples=({}, {"alpha": 3.0}), dropin=_di("sub", attrs=("alpha",)), aliases=("torch.subtract",)),
     EwDef("mul", 2, tp("mul"), "torch.mul", "jax.lax.mul", _g_mul, dtypes=ALLC, domain="wide", dropin=_di("mul"),
           aliases=("torch.multiply",)),
     EwDef("div", 2, tp("div"), "torch.div", "jax.lax.div", _g_div, domain=("wide", "nonzero"), dtypes=NUMC,
-          defaults={"rounding_mode": None}, check_attrs=_check_rounding, dtype_rule=_div_dtype,
+          attrs=(_ROUNDING,), dtype_rule=_div_dtype,
           attr_samples=({}, {"rounding_mode": "trunc"}, {"rounding_mode": "floor"}),
           dropin=_di("div", attrs=("rounding_mode",)), aliases=("torch.divide",)),
     EwDef("floor_divide", 2, tp("floor_divide"), "torch.floor_divide", "jax.numpy.floor_divide",
@@ -286,7 +250,7 @@ add_ew_ops([
     EwDef("pow", 2, tp("pow"), "torch.pow", "jax.lax.pow", _g_pow, domain=("positive", "expo"), dtypes=NUMC,
           dropin=dropin_ew("pow", "input", "exponent", unsupported=("out",))),
     EwDef("pow_scalar", 1, _peer_pow_scalar, "torch.pow (Python exponent)", "jax.lax.pow", domain="positive",
-          dtypes=NUMC, defaults={"exponent": 2.0}, check_attrs=_check_real("exponent"), dtype_rule=_pow_scalar_dtype,
+          dtypes=NUMC, attrs=(Attr("exponent", "number", 2.0),), dtype_rule=_pow_scalar_dtype,
           attr_samples=({"exponent": 2}, {"exponent": 0.5}, {"exponent": -1.5}), bw="x"),
     EwDef("atan2", 2, tp("atan2"), "torch.atan2", "jax.lax.atan2", _g_atan2, out="float", dtypes=NUM,
           domain=("any", "nonzero"), dropin=_di("atan2"), aliases=("torch.arctan2",)),
@@ -310,7 +274,7 @@ add_ew_ops([
     EwDef("xlogy", 2, tp("xlogy"), "torch.xlogy", "jax.scipy.special.xlogy", _g_xlogy, out="float", dtypes=NUM,
           domain=("any", "positive"), dropin=_di("xlogy"), aliases=("torch.special.xlogy",)),
     EwDef("lerp", 2, lambda a, b, weight: __import__("torch").lerp(a, b, weight), "torch.lerp (scalar weight)",
-          None, _g_lerp, saves=(), defaults={"weight": 0.5}, check_attrs=check_float("weight"), dtypes=FLOATC,
+          None, _g_lerp, saves=(), attrs=(Attr("weight", "float", 0.5),), dtypes=FLOATC,
           attr_samples=({"weight": 0.25},), dropin=dropin_ew("lerp", "input", "end", attr_names=("weight",),
                                                              unsupported=("out",))),
     # comparisons and logical / bitwise (no gradients)
@@ -329,7 +293,7 @@ add_ew_ops([
     EwDef("where", 3, lambda c, a, b: __import__("torch").where(c, a, b), "torch.where", "jax.numpy.where", _g_where,
           dtypes=ALLC, arg_dtypes={0: BOOL}, value_args=(1, 2), domain=("cond", "any", "any"),
           dropin=dropin_ew("where", "condition", "input", "other", unsupported=("out",))),
-    EwDef("clamp", 1, _peer_clamp, "torch.clamp", "jax.numpy.clip", defaults={"min": None, "max": None},
+    EwDef("clamp", 1, _peer_clamp, "torch.clamp", "jax.numpy.clip", attrs=(_bound("min"), _bound("max")),
           check_attrs=_bounds, dtype_rule=_weak_float_dtype("min", "max"), dtypes=NUM, domain="wide",
           attr_samples=({"min": -0.5, "max": 0.75}, {"min": 1, "max": 5}, {"min": 0.25}, {"max": 0.5}),
           avoid=(-0.5, 0.25, 0.5, 0.75, 1.0, 5.0), bw="x", dropin=_di("clamp", 1, ("min", "max")),
@@ -337,26 +301,27 @@ add_ew_ops([
     EwDef("clamp_tensor", 3, lambda x, lo, hi: __import__("torch").clamp(x, lo, hi), "torch.clamp (tensor bounds)",
           "jax.numpy.clip", dtypes=NUM, domain="wide"),
     EwDef("addcmul", 3, lambda a, b, c, value: __import__("torch").addcmul(a, b, c, value=value), "torch.addcmul",
-          None, _g_addcmul, dtypes=NUMC, defaults={"value": 1.0}, check_attrs=_check_real("value"),
+          None, _g_addcmul, dtypes=NUMC, attrs=(Attr("value", "number", 1.0),),
           dtype_rule=_weak_float_dtype("value"), attr_samples=({"value": 2},),
           dropin=dropin_ew("addcmul", "input", "tensor1", "tensor2", attr_names=("value",), unsupported=("out",))),
     EwDef("addcdiv", 3, lambda a, b, c, value: __import__("torch").addcdiv(a, b, c, value=value), "torch.addcdiv",
-          None, _g_addcdiv, dtypes=FLOATC, defaults={"value": 1.0}, check_attrs=check_float("value"),
+          None, _g_addcdiv, dtypes=FLOATC, attrs=(Attr("value", "float", 1.0),),
           domain=("any", "any", "nonzero"), attr_samples=({"value": -0.5},),
           dropin=dropin_ew("addcdiv", "input", "tensor1", "tensor2", attr_names=("value",), unsupported=("out",))),
     # backward helpers (their own kernels from the same template)
     EwDef("div_backward_b", 3, _peer_div_bw_b, None, internal=True, domain=("any", "any", "nonzero"), lean=True,
           dtypes=FLOATC),
-    EwDef("minmax_backward", 3, _peer_minmax_bw, None, internal=True, defaults={"mode": "max"},
-          check_attrs=_check_mode, attr_samples=({"mode": "max"}, {"mode": "fmin"}), lean=True),
+    EwDef("minmax_backward", 3, _peer_minmax_bw, None, internal=True,
+          attrs=(Attr("mode", "str", "max", choices=("max", "min", "fmax", "fmin"),
+                      expected="'max', 'min', 'fmax' or 'fmin'"),), attr_samples=({"mode": "max"}, {"mode": "fmin"}), lean=True),
     EwDef("pow_backward_a", 3, _peer_pow_bw(0), None, internal=True, domain=("any", "positive", "any"), lean=True,
           dtypes=FLOATC),
     EwDef("pow_backward_b", 3, _peer_pow_bw(1), None, internal=True, domain=("any", "positive", "any"), lean=True,
           dtypes=FLOATC),
-    EwDef("where_backward", 2, _peer_where_bw, None, internal=True, defaults={"branch": 1}, arg_dtypes={1: BOOL},
+    EwDef("where_backward", 2, _peer_where_bw, None, internal=True, attrs=(Attr("branch", "int", 1, choices=(1, 2), expected="1 or 2"),), arg_dtypes={1: BOOL},
           dtypes=FLOATC,
           value_args=(0,), domain=("any", "cond"),
-          check_attrs=_check_branch, attr_samples=({"branch": 1}, {"branch": 2}), lean=True),
+          attr_samples=({"branch": 1}, {"branch": 2}), lean=True),
 ])
 
 _EXTRA_ERRORS.update({

@@ -11,7 +11,7 @@ import math
 
 from .._core.dtypes import DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import ErrorCase
+from .._core.spec import Attr, ErrorCase
 from .elementwise import ALL, CPLX, FLOAT, INT, NUM, EwDef, _EXTRA_ERRORS, add_ew_ops, cj, dropin_ew, reduce_grad, tp
 
 _LN2 = math.log(2.0)
@@ -81,19 +81,12 @@ def _g_lerp_tensor(ctx, d, grads, s):   # y = a + w (b - a)
 
 
 # -- attribute / dtype rules ---------------------------------------------------------------------------
+def _tol_attr(name, default):
+    return Attr(name, "float", default, ge=0, expected="a real number >= 0")
+
+
 def _f64_out(op, inputs, attrs, r):
     return DType.f64
-
-
-def _check_isclose(op, attrs):
-    for k in ("rtol", "atol"):
-        v = attrs[k]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
-            raise InvalidProblemError(op, k, "a real number >= 0", repr(v))
-        attrs[k] = float(v)
-    if not isinstance(attrs["equal_nan"], bool):
-        raise InvalidProblemError(op, "equal_nan", "a bool", repr(attrs["equal_nan"]))
-    return attrs
 
 
 # -- peers -------------------------------------------------------------------------------------------
@@ -145,7 +138,7 @@ add_ew_ops([
       for n in ("gcd", "lcm")],
     EwDef("isclose", 2, _peer_isclose, "torch.isclose", "jax.numpy.isclose", out="bool", dtypes=ALL + CPLX,
           same_dtype=True,
-          defaults={"rtol": 1e-05, "atol": 1e-08, "equal_nan": False}, check_attrs=_check_isclose, domain="grid",
+          attrs=(_tol_attr("rtol", 1e-05), _tol_attr("atol", 1e-08), Attr("equal_nan", "bool", False)), domain="grid",
           attr_samples=({}, {"rtol": 0.25, "atol": 0.5, "equal_nan": True}),
           dropin=_di("isclose", attrs=("rtol", "atol", "equal_nan"))),
     EwDef("clamp_min", 2, tp("clamp_min"), "torch.clamp_min", "jax.numpy.maximum", _g_clamp_bound("ge"), dtypes=ALL,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from .._core.errors import InvalidProblemError
+from .._core.spec import Attr
 from .elementwise import ALL, BOOL, CPLX, FLOAT, INT, NUM, EwDef, add_ew_ops, dropin_ew, tp
 
 
@@ -16,23 +16,7 @@ def _scale_rule(k):
     return lambda ctx, d, grads, s: (ctx.op("mul_scalar", grads[0], scalar=k),)
 
 
-def _check_eps(op, attrs):
-    eps = attrs["eps"]
-    if eps is not None:
-        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0.0 <= eps <= 0.5:
-            raise InvalidProblemError(op, "eps", "None or a number in [0, 0.5]", repr(eps))
-        attrs["eps"] = float(eps)
-    return attrs
-
-
-def _check_n2n(op, attrs):
-    for k in ("nan", "posinf", "neginf"):
-        v = attrs[k]
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-            raise InvalidProblemError(op, k, "None or a real number", repr(v))
-        if v is not None:
-            attrs[k] = float(v)
-    return attrs
+_N2N = tuple(Attr(k, "float", d, optional=True) for k, d in (("nan", 0.0), ("posinf", None), ("neginf", None)))
 
 
 def _di(name, attrs=()):
@@ -91,7 +75,8 @@ add_ew_ops([
     _f("i0", jax="jax.numpy.i0"),
     _f("sinc", "nonzero", jax="jax.numpy.sinc"),
     EwDef("logit", 1, tp("logit"), "torch.logit", "jax.scipy.special.logit", domain="prob", bw="x", out="float",
-          dtypes=FLOAT, defaults={"eps": None}, check_attrs=_check_eps, attr_samples=({}, {"eps": 0.2}),
+          dtypes=FLOAT, attrs=(Attr("eps", "float", None, optional=True, ge=0, le=0.5,
+                                    expected="None or a number in [0, 0.5]"),), attr_samples=({}, {"eps": 0.2}),
           avoid=(0.2, 0.8), dropin=_di("logit", ("eps",)), aliases=_ALIASES["logit"]),
     EwDef("deg2rad", 1, tp("deg2rad"), "torch.deg2rad", "jax.numpy.deg2rad", _scale_rule(math.pi / 180.0), saves=(),
           out="float", dtypes=NUM, dropin=_di("deg2rad")),
@@ -109,7 +94,7 @@ add_ew_ops([
           dropin=_di("round")),
     EwDef("frac", 1, tp("frac"), "torch.frac", None, domain="nonint", bw="x", dtypes=FLOAT, dropin=_di("frac")),
     EwDef("nan_to_num", 1, tp("nan_to_num"), "torch.nan_to_num", "jax.numpy.nan_to_num", bw="x", dtypes=NUM + BOOL,
-          defaults={"nan": 0.0, "posinf": None, "neginf": None}, check_attrs=_check_n2n,
+          attrs=_N2N,
           attr_samples=({}, {"nan": 1.5, "posinf": 7.0, "neginf": -7.0}),
           dropin=_di("nan_to_num", ("nan", "posinf", "neginf"))),
     # predicates (bool results) and bitwise

@@ -34,11 +34,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from ._common import broadcast_shapes, check_nonneg
 
 __all__ = ["ACTIVATIONS", "ACT_BACKWARD", "GemmDims", "gemm_dims", "linear_dims", "GEMM_OPS", "layout_tag",
@@ -79,13 +78,6 @@ class GemmDims:
         return math.prod(self.batch)
 
 
-def _bool_attr(op: str, attrs: dict, name: str) -> None:
-    v = attrs[name]
-    if not isinstance(v, (bool, np.bool_)):
-        raise InvalidProblemError(op, name, "a bool", repr(v))
-    attrs[name] = bool(v)
-
-
 def _swap(shape):
     return shape[:-2] + (shape[-1], shape[-2])
 
@@ -120,23 +112,13 @@ def _same_dtype(op, names, inputs):
             raise DTypeMismatchError(op, name, f"{d0} (the dtype of '{names[0]}')", str(t.dtype))
 
 
-def _check_unknown(op, attrs, allowed):
-    unknown = set(attrs) - set(allowed)
-    if unknown:
-        raise InvalidProblemError(op, sorted(unknown)[0], f"one of the attributes {sorted(allowed)}",
-                                  "an unknown attribute")
-
-
 def _make_gemm_check(op: str, rank: int | None):
     """rank: None (matmul: >= 1-D, broadcasting), 2 (mm) or 3 (bmm: equal batch, no broadcasting)."""
 
     def check(inputs, attrs):
         if len(inputs) != 2:
             raise InvalidProblemError(op, "inputs", "2 operands (a, b)", len(inputs))
-        _check_unknown(op, attrs, ("trans_a", "trans_b"))
-        a = {"trans_a": False, "trans_b": False, **attrs}
-        _bool_attr(op, a, "trans_a")
-        _bool_attr(op, a, "trans_b")
+        a = attrs
         SPECS[op].check_dtypes(inputs)
         _same_dtype(op, ("a", "b"), inputs)
         sa, sb = inputs[0].shape, inputs[1].shape
@@ -172,22 +154,16 @@ def _make_linear_check(op: str, fused: bool):
     def check(inputs, attrs):
         if len(inputs) not in (2, 3):
             raise InvalidProblemError(op, "inputs", "2 or 3 operands (x, weight[, bias])", len(inputs))
-        allowed = ("activation", "save_preact") if fused else ()
-        _check_unknown(op, attrs, allowed)
         SPECS[op].check_dtypes(inputs)
         _same_dtype(op, ("x", "weight", "bias"), inputs)
         check_nonneg(op, ("x", "weight", "bias"), [t.shape for t in inputs])
         linear_dims(op, inputs)
         out = TensorSpec(inputs[0].shape[:-1] + (inputs[1].shape[0],), inputs[0].dtype)
         if not fused:
-            return {}, (out,)
-        a = {"activation": None, "save_preact": None, **attrs}
-        if a["activation"] not in ACTIVATIONS:
-            raise InvalidProblemError(op, "activation", f"one of {', '.join(ACTIVATIONS)} (for no activation "
-                                      "use the op 'linear')", repr(a["activation"]))
+            return attrs, (out,)
+        a = attrs
         if a["save_preact"] is None:
             a["save_preact"] = default_save_preact(a["activation"])
-        _bool_attr(op, a, "save_preact")
         return a, ((out, out) if a["save_preact"] else (out,))
     return check
 
@@ -532,14 +508,14 @@ _GEMM_DEFS = {  # op -> (rank rule, torch name, jax name, dropin, cases)
 for _op, (_rank, _tname, _jname, _dropin, _cases) in _GEMM_DEFS.items():
     SPECS[_op] = register_spec(OpSpec(
         name=_op, family="gemm", arg_names=("a", "b"), check=_make_gemm_check(_op, _rank), dtypes=FLOAT_TYPES,
-        defaults={"trans_a": False, "trans_b": False}, torch_peer=_peer_gemm(_op), torch_name=_tname,
+        attrs=(Attr("trans_a", "bool", False), Attr("trans_b", "bool", False)), torch_peer=_peer_gemm(_op), torch_name=_tname,
         dropin=_dropin, jax_name=_jname, grad=_g_gemm, saves=("inputs",), differentiable=(0, 1),
         samples=_gemm_samples(_cases), errors=_gemm_errors(_op), tol=_tol, grad_tol=_grad_tol,
         workloads=_WORKLOADS[_op], cost=_gemm_cost, category="gemm",
         doc=f"{_tname} with optional transposes of the operands' last two axes (trans_a, trans_b)."))
 
 SPECS["linear"] = register_spec(OpSpec(
-    name="linear", family="gemm", arg_names=("x", "weight", "bias"), check=_make_linear_check("linear", False),
+    name="linear", family="gemm", arg_names=("x", "weight", "bias"), check=_make_linear_check("linear", False), attrs=(),
     dtypes=FLOAT_TYPES, torch_peer=_peer_linear, torch_name="torch.nn.functional.linear", dropin=_dropin_linear,
     jax_name=None, grad=_g_linear, saves=("inputs",), differentiable=(0, 1, 2), samples=_linear_samples,
     errors=_linear_errors("linear"), tol=_tol, grad_tol=_grad_tol, workloads=_WORKLOADS["linear"],
@@ -548,7 +524,9 @@ SPECS["linear"] = register_spec(OpSpec(
 SPECS["linear_act"] = register_spec(OpSpec(
     name="linear_act", family="gemm", arg_names=("x", "weight", "bias"),
     check=_make_linear_check("linear_act", True), dtypes=FLOAT_TYPES,
-    defaults={"activation": None, "save_preact": None}, torch_peer=_peer_linear_act, torch_name=None,
+    attrs=(Attr("activation", "str", choices=ACTIVATIONS,
+                expected=f"one of {', '.join(ACTIVATIONS)} (for no activation use the op 'linear')"),
+           Attr("save_preact", "bool", None, optional=True)), torch_peer=_peer_linear_act, torch_name=None,
     jax_name=None, grad=_g_linear_act, saves=("inputs", "outputs"), differentiable=(0, 1, 2),
     samples=_linear_act_samples, errors=_linear_errors("linear_act"), tol=_tol, grad_tol=_grad_tol,
     workloads=_WORKLOADS["linear_act"], cost=_linear_cost, category="gemm",

@@ -21,10 +21,10 @@ import numpy as np
 
 from .._core.dtypes import DType
 from .._core.errors import InvalidProblemError
-from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, default_tol, register_spec
+from .._core.spec import REQUIRED, Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, default_tol, register_spec
 from ._common import check_nonneg, norm_axis
 
-__all__ = ["LAYOUT_TYPES", "norm_dims_list", "layout_spec", "ints", "Variadic"]
+__all__ = ["LAYOUT_TYPES", "norm_dims_list", "layout_spec", "ints", "Variadic", "int_attr", "ints_attr", "SLICE_ATTRS"]
 
 LAYOUT_TYPES = (DType.f64, DType.f32, DType.f16, DType.bf16, DType.i64, DType.i32, DType.i8, DType.u8, DType.bool)
 _KV = (32, 8, 4096, 128)   # a KV-cache block [batch, kv_heads, seq, head_dim]
@@ -53,10 +53,14 @@ def norm_dims_list(op: str, arg: str, dims, rank: int) -> tuple[int, ...]:
     return out
 
 
-def _unknown(op, attrs, allowed):
-    extra = set(attrs) - set(allowed)
-    if extra:
-        raise InvalidProblemError(op, sorted(extra)[0], f"one of the attributes {sorted(allowed)}", "an unknown attribute")
+def int_attr(name, default=REQUIRED, **kw) -> Attr:
+    return Attr(name, "int", default, **kw)
+
+
+def ints_attr(name, default=REQUIRED, **kw) -> Attr:
+    """An int or a sequence of ints (-> tuple); the checks normalize dims against the rank their own way."""
+    kw.setdefault("expected", "an int or a sequence of ints")
+    return Attr(name, "ints", default, **kw)
 
 
 def _one(op, spec, inputs):
@@ -97,12 +101,12 @@ def _float_only(rule):
     return grad
 
 
-def layout_spec(name, check, *, samples, errors, torch_name=None, peer=None, dropin=None, grad=None, defaults=None,
+def layout_spec(name, check, *, samples, errors, attrs=(), torch_name=None, peer=None, dropin=None, grad=None,
                 workloads=(), arg_names=("x",), dtypes=LAYOUT_TYPES, jax_name=None, doc="", cost=None,
                 differentiable=None, tol=None, saves=(), aliases=()):
     """Register a layout op (bit-exact unless ``tol``; saves nothing by default: the rules need only shapes)."""
     spec = register_spec(OpSpec(
-        name=name, family="layout", arg_names=arg_names, check=check, dtypes=dtypes, defaults=defaults or {},
+        name=name, family="layout", arg_names=arg_names, check=check, dtypes=dtypes, attrs=attrs,
         torch_peer=peer, torch_name=torch_name, torch_aliases=tuple(aliases), dropin=dropin, jax_name=jax_name,
         grad=_float_only(grad), saves=tuple(saves),
         differentiable=differentiable if differentiable is not None else ((0,) if grad else ()),
@@ -139,7 +143,6 @@ def _torch():
 
 # -- contiguous ---------------------------------------------------------------------------------------
 def _check_contig(inputs, attrs):
-    _unknown("contiguous", attrs, ())
     x = _one("contiguous", _spec("contiguous"), inputs)
     return {}, _out(x, x.shape)
 
@@ -156,7 +159,6 @@ layout_spec("contiguous", _check_contig, torch_name="torch.Tensor.contiguous",
 
 # -- permute / transpose / movedim ----------------------------------------------------------------------
 def _check_permute(inputs, attrs):
-    _unknown("permute", attrs, ("dims",))
     x = _one("permute", _spec("permute"), inputs)
     if "dims" not in attrs:
         raise InvalidProblemError("permute", "dims", "a permutation of the dims", "nothing")
@@ -173,7 +175,7 @@ def _inverse(p):
     return tuple(inv)
 
 
-layout_spec("permute", _check_permute, torch_name="torch.permute", peer=lambda x, dims: x.permute(dims).contiguous(),
+layout_spec("permute", _check_permute, attrs=(ints_attr("dims", expected="a permutation of the dims"),), torch_name="torch.permute", peer=lambda x, dims: x.permute(dims).contiguous(),
             dropin=lambda input, dims: ((input,), {"dims": tuple(dims)}), jax_name="jax.numpy.transpose",
             grad=lambda ctx, d, g, s: (ctx.op("permute", g[0], dims=_inverse(d.attr("dims"))),),
             samples=_rng_samples(((3, 5), (2, 3, 4), (2, 1, 3, 4), (0, 3, 2)),
@@ -194,18 +196,18 @@ layout_spec("permute", _check_permute, torch_name="torch.permute", peer=lambda x
 
 
 def _check_transpose(inputs, attrs):
-    _unknown("transpose", attrs, ("dim0", "dim1"))
     x = _one("transpose", _spec("transpose"), inputs)
     r = len(x.shape)
-    d0 = norm_axis("transpose", "dim0", int(attrs.get("dim0", 0)), r)
-    d1 = norm_axis("transpose", "dim1", int(attrs.get("dim1", 1 if r > 1 else 0)), r)
+    d0 = norm_axis("transpose", "dim0", attrs.get("dim0", 0), r)
+    d1 = attrs.get("dim1")
+    d1 = norm_axis("transpose", "dim1", (1 if r > 1 else 0) if d1 is None else d1, r)
     shape = list(x.shape)
     if shape:
         shape[d0], shape[d1] = shape[d1], shape[d0]
     return {"dim0": d0, "dim1": d1}, _out(x, shape)
 
 
-layout_spec("transpose", _check_transpose, torch_name="torch.transpose", aliases=("torch.swapaxes", "torch.swapdims"),
+layout_spec("transpose", _check_transpose, attrs=(int_attr("dim0", 0), int_attr("dim1", None, optional=True)), torch_name="torch.transpose", aliases=("torch.swapaxes", "torch.swapdims"),
             peer=lambda x, dim0, dim1: x.transpose(dim0, dim1).contiguous(),
             dropin=lambda input, dim0, dim1: ((input,), {"dim0": dim0, "dim1": dim1}),
             grad=lambda ctx, d, g, s: (ctx.op("transpose", g[0], dim0=d.attr("dim0"), dim1=d.attr("dim1")),),
@@ -227,7 +229,6 @@ def _movedim_perm(rank, src, dst):
 
 def _check_movedim(inputs, attrs):
     op = "movedim"
-    _unknown(op, attrs, ("source", "destination"))
     x = _one(op, _spec(op), inputs)
     r = len(x.shape)
     src = norm_dims_list(op, "source", attrs.get("source", ()), r)
@@ -238,7 +239,7 @@ def _check_movedim(inputs, attrs):
     return {"source": src, "destination": dst}, _out(x, [x.shape[p] for p in perm])
 
 
-layout_spec("movedim", _check_movedim, torch_name="torch.movedim", aliases=("torch.moveaxis",),
+layout_spec("movedim", _check_movedim, attrs=(ints_attr("source", ()), ints_attr("destination", ())), torch_name="torch.movedim", aliases=("torch.moveaxis",),
             peer=lambda x, source, destination: x.movedim(source, destination).contiguous(),
             dropin=lambda input, source, destination: ((input,), {"source": source, "destination": destination}),
             grad=lambda ctx, d, g, s: (ctx.op("movedim", g[0], source=d.attr("destination"), destination=d.attr("source")),),
@@ -261,12 +262,13 @@ def slice_bounds(op, shape, dim, start, end):
     return start, end
 
 
+# slice / slice_scatter: dim, start / end (None: the ends), step (None: 1)
+SLICE_ATTRS = (int_attr("dim", 0), int_attr("start", None, optional=True), int_attr("end", None, optional=True),
+               int_attr("step", 1, none_default=True, ge=1, expected="a positive int (torch: slice step must be positive)"))
+
+
 def slice_step(op, attrs):
-    step = attrs.get("step", 1)
-    step = 1 if step is None else step
-    if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 1:
-        raise InvalidProblemError(op, "step", "a positive int (torch: slice step must be positive)", repr(step))
-    return int(step)
+    return attrs.get("step", 1)
 
 
 def slice_len(start, end, step):
@@ -275,11 +277,10 @@ def slice_len(start, end, step):
 
 def _check_slice(inputs, attrs):
     op = "slice"
-    _unknown(op, attrs, ("dim", "start", "end", "step"))
     x = _one(op, _spec(op), inputs)
     if not x.shape:
         raise InvalidProblemError(op, "x", "at least 1 dim", x.shape)
-    dim = norm_axis(op, "dim", int(attrs.get("dim", 0)), len(x.shape))
+    dim = norm_axis(op, "dim", attrs.get("dim", 0), len(x.shape))
     step = slice_step(op, attrs)
     start, end = slice_bounds(op, x.shape, dim, attrs.get("start"), attrs.get("end"))
     shape = list(x.shape)
@@ -307,7 +308,7 @@ def _peer_slice(x, dim, start, end, step):
     return x[(slice(None),) * dim + (slice(start, end, step),)].contiguous()
 
 
-layout_spec("slice", _check_slice, torch_name="torch.narrow", peer=_peer_slice, defaults={"step": 1},
+layout_spec("slice", _check_slice, torch_name="torch.narrow", peer=_peer_slice, attrs=SLICE_ATTRS,
             dropin=lambda input, dim, start, length: ((input,), {"dim": dim, "start": start, "end": start + length}),
             grad=_g_slice,
             samples=_rng_samples(((7,), (3, 5), (2, 6, 4), (0, 4)),
@@ -325,7 +326,6 @@ layout_spec("slice", _check_slice, torch_name="torch.narrow", peer=_peer_slice, 
 # -- flip / fliplr / flipud / roll / rot90 ------------------------------------------------------------------
 def _check_flip_like(op, fixed=None, min_rank=0):
     def check(inputs, attrs):
-        _unknown(op, attrs, () if fixed is not None else ("dims",))
         x = _one(op, _spec(op), inputs)
         if len(x.shape) < min_rank:
             raise InvalidProblemError(op, "x", f"at least {min_rank} dims", x.shape)
@@ -342,6 +342,7 @@ def _flip_dims(d):
 for _name, _fixed, _min in (("flip", None, 0), ("fliplr", (1,), 2), ("flipud", (0,), 1)):
     layout_spec(
         _name, _check_flip_like(_name, _fixed, _min), torch_name=f"torch.{_name}",
+        attrs=(ints_attr("dims", ()),) if _fixed is None else (),
         peer=(lambda x, dims: x.flip(dims)) if _name == "flip" else (lambda x, _n=_name: getattr(x, _n)()),
         dropin=(lambda input, dims: ((input,), {"dims": tuple(dims)})) if _name == "flip" else (lambda input: ((input,), {})),
         grad=(lambda ctx, d, g, s: (ctx.op(d.op, g[0], **d.attr_dict),)),
@@ -356,22 +357,21 @@ for _name, _fixed, _min in (("flip", None, 0), ("fliplr", (1,), 2), ("flipud", (
 
 def _check_roll(inputs, attrs):
     op = "roll"
-    _unknown(op, attrs, ("shifts", "dims"))
     x = _one(op, _spec(op), inputs)
-    shifts = ints(op, "shifts", attrs.get("shifts", 0))
+    shifts = attrs["shifts"]
     dims = attrs.get("dims")
     if dims is None or dims == ():
         if len(shifts) != 1:
             raise InvalidProblemError(op, "shifts", "one shift when dims is None", repr(shifts))
         dims = None
     else:
-        dims = tuple(norm_axis(op, "dims", d, len(x.shape)) for d in ints(op, "dims", dims))
+        dims = tuple(norm_axis(op, "dims", d, len(x.shape)) for d in dims)
         if len(dims) != len(shifts):
             raise InvalidProblemError(op, "dims", f"as many dims as shifts ({len(shifts)})", repr(attrs["dims"]))
     return {"shifts": shifts, "dims": dims}, _out(x, x.shape)
 
 
-layout_spec("roll", _check_roll, torch_name="torch.roll",
+layout_spec("roll", _check_roll, attrs=(ints_attr("shifts", (0,)), ints_attr("dims", None, optional=True)), torch_name="torch.roll",
             peer=lambda x, shifts, dims: x.roll(shifts, dims) if dims is not None else x.roll(shifts),
             dropin=lambda input, shifts, dims=None: ((input,), {"shifts": shifts, "dims": dims}),
             grad=lambda ctx, d, g, s: (ctx.op("roll", g[0], shifts=tuple(-k for k in d.attr("shifts")), dims=d.attr("dims")),),
@@ -387,21 +387,20 @@ layout_spec("roll", _check_roll, torch_name="torch.roll",
 
 def _check_rot90(inputs, attrs):
     op = "rot90"
-    _unknown(op, attrs, ("k", "dims"))
     x = _one(op, _spec(op), inputs)
     if len(x.shape) < 2:
         raise InvalidProblemError(op, "x", "at least 2 dims", x.shape)
     dims = norm_dims_list(op, "dims", attrs.get("dims", (0, 1)), len(x.shape))
     if len(dims) != 2:
         raise InvalidProblemError(op, "dims", "2 dims", repr(attrs.get("dims")))
-    k = int(attrs.get("k", 1)) % 4
+    k = attrs.get("k", 1) % 4
     shape = list(x.shape)
     if k % 2:
         shape[dims[0]], shape[dims[1]] = shape[dims[1]], shape[dims[0]]
     return {"k": k, "dims": dims}, _out(x, shape)
 
 
-layout_spec("rot90", _check_rot90, torch_name="torch.rot90", peer=lambda x, k, dims: x.rot90(k, dims),
+layout_spec("rot90", _check_rot90, attrs=(int_attr("k", 1), ints_attr("dims", (0, 1))), torch_name="torch.rot90", peer=lambda x, k, dims: x.rot90(k, dims),
             dropin=lambda input, k=1, dims=(0, 1): ((input,), {"k": k, "dims": tuple(dims)}),
             grad=lambda ctx, d, g, s: (ctx.op("rot90", g[0], k=-d.attr("k"), dims=d.attr("dims")),),
             samples=_rng_samples(((3, 5), (2, 3, 4), (0, 4)), lambda s: [{"k": 1}, {"k": 2, "dims": (1, 0)}, {"k": -1, "dims": (0, -1)}]),
@@ -414,9 +413,8 @@ layout_spec("rot90", _check_rot90, torch_name="torch.rot90", peer=lambda x, k, d
 # -- repeat / tile / repeat_interleave ---------------------------------------------------------------------
 def _check_repeat(op):
     def check(inputs, attrs):
-        _unknown(op, attrs, ("repeats",))
         x = _one(op, _spec(op), inputs)
-        reps = ints(op, "repeats", attrs.get("repeats", ()))
+        reps = attrs.get("repeats", ())
         if any(r < 0 for r in reps):
             raise InvalidProblemError(op, "repeats", "non-negative repeats", reps)
         if op == "repeat" and len(reps) < len(x.shape):
@@ -441,7 +439,7 @@ def _g_repeat(ctx, d, g, s):
 
 for _name in ("repeat", "tile"):
     layout_spec(
-        _name, _check_repeat(_name), torch_name="torch.Tensor.repeat" if _name == "repeat" else "torch.tile",
+        _name, _check_repeat(_name), attrs=(ints_attr("repeats", ()),), torch_name="torch.Tensor.repeat" if _name == "repeat" else "torch.tile",
         peer=(lambda x, repeats: x.repeat(*repeats)),
         dropin=(lambda self, *sizes: ((self,), {"repeats": tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes}))
         if _name == "repeat" else (lambda input, dims: ((input,), {"repeats": tuple(dims)})),
@@ -463,10 +461,9 @@ def _check_rinter(inputs, attrs):
     op = "repeat_interleave"
     if len(inputs) == 2:
         return _check_rinter_tensor(inputs, attrs)
-    _unknown(op, attrs, ("repeats", "dim", "output_size"))
     x = _one(op, _spec(op), inputs)
     r = attrs.get("repeats")
-    if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or r < 0:
+    if r is None:
         raise InvalidProblemError(op, "repeats", "a non-negative int (or a repeats tensor as the second operand)", repr(r))
     dim = attrs.get("dim")
     if dim is None:
@@ -475,6 +472,14 @@ def _check_rinter(inputs, attrs):
     shape = list(x.shape) or [1]
     shape[dim] *= int(r)
     return {"repeats": int(r), "dim": dim}, _out(x, shape)
+
+
+_RINTER_ATTRS = (
+    int_attr("repeats", None, optional=True, ge=0,
+             expected="a non-negative int (or a repeats tensor as the second operand)"),
+    int_attr("dim", None, optional=True),
+    int_attr("output_size", None, optional=True, ge=0, expected="the non-negative sum of the repeats (the output "
+             "extent along the dim; needed with a repeats tensor)"))
 
 
 def rinter_extent(op, x_shape, dim):
@@ -489,7 +494,8 @@ def _check_rinter_tensor(inputs, attrs, op="repeat_interleave"):
     """x, repeats (int64/int32, 1-D of x.shape[dim] counts, or 1 count for every element): output_size, the
     sum of the counts, is an attribute because the output shape depends on the values (torch's drop-in
     computes it on the host with one sync when it is not given, as torch does)."""
-    _unknown(op, attrs, ("dim", "output_size"))
+    if attrs.get("repeats") is not None:
+        raise InvalidProblemError(op, "repeats", "one of the attribute and the tensor operand", "both")
     x, reps = inputs
     check_nonneg(op, ("x", "repeats"), [x.shape, reps.shape])
     _spec("repeat_interleave")().check_dtypes((x,))
@@ -504,7 +510,7 @@ def _check_rinter_tensor(inputs, attrs, op="repeat_interleave"):
     if k != n and k != 1:
         raise InvalidProblemError(op, "repeats", f"{n} counts (one per element along the dim) or 1", reps.shape)
     size = attrs.get("output_size")
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+    if size is None:
         raise InvalidProblemError(op, "output_size", "the non-negative sum of the repeats (the output extent along "
                                                      "the dim; needed with a repeats tensor)", repr(size))
     shape[0 if dim is None else dim] = int(size)
@@ -563,7 +569,7 @@ def _rinter_errors():
                     r"argument 'output_size': expected the non-negative sum", "no-size")
 
 
-layout_spec("repeat_interleave", _check_rinter, torch_name="torch.repeat_interleave", arg_names=("x", "repeats"),
+layout_spec("repeat_interleave", _check_rinter, attrs=_RINTER_ATTRS, torch_name="torch.repeat_interleave", arg_names=("x", "repeats"),
             peer=_peer_rinter, dropin=_dropin_rinter, grad=_g_rinter, saves=("repeats",),
             samples=_rinter_samples, errors=_rinter_errors,
             workloads=[Workload("repeat_interleave-GQA-[8,8,4096,128]x4-bf16", ((8, 8, 4096, 128),), DType.bf16,
@@ -574,12 +580,11 @@ layout_spec("repeat_interleave", _check_rinter, torch_name="torch.repeat_interle
 
 def _check_rinter_bw(inputs, attrs):
     op = "repeat_interleave_backward"
-    _unknown(op, attrs, ("dim", "shape"))
     if len(inputs) != 2:
         raise InvalidProblemError(op, "inputs", "2 operands (grad, repeats)", len(inputs))
     g, reps = inputs
     _spec(op)().check_dtypes((g,))
-    shape = ints(op, "shape", attrs.get("shape", ()))
+    shape = attrs.get("shape", ())
     dim = attrs.get("dim")
     k = 0 if dim is None else norm_axis(op, "dim", int(dim), len(shape))
     if len(g.shape) <= k:
@@ -604,7 +609,8 @@ def _rinter_bw_samples(rng):
     yield Sample((n((2, 6)), i(2)), {"dim": 1, "shape": (2, 3)}, name="broadcast")
 
 
-layout_spec("repeat_interleave_backward", _check_rinter_bw, arg_names=("grad", "repeats"), peer=_peer_rinter_bw,
+layout_spec("repeat_interleave_backward", _check_rinter_bw,
+            attrs=(int_attr("dim", None, optional=True), Attr("shape", "shape")), arg_names=("grad", "repeats"), peer=_peer_rinter_bw,
             dtypes=(DType.f64, DType.f32, DType.f16, DType.bf16), samples=_rinter_bw_samples,
             tol=lambda dt: tuple(2 * t for t in default_tol(dt)),   # sums of up to max(repeats) terms
             errors=lambda: [ErrorCase((((5, 3), "f32"), ((4,), "i64")), {"dim": 0, "shape": (3, 3)}, InvalidProblemError,
@@ -616,16 +622,15 @@ layout_spec("repeat_interleave_backward", _check_rinter_bw, arg_names=("grad", "
 # -- triu / tril -------------------------------------------------------------------------------------------
 def _check_tri(op):
     def check(inputs, attrs):
-        _unknown(op, attrs, ("diagonal",))
         x = _one(op, _spec(op), inputs)
         if len(x.shape) < 2:
             raise InvalidProblemError(op, "x", "at least 2 dims", x.shape)
-        return {"diagonal": int(attrs.get("diagonal", 0))}, _out(x, x.shape)
+        return {"diagonal": attrs.get("diagonal", 0)}, _out(x, x.shape)
     return check
 
 
 for _name in ("triu", "tril"):
-    layout_spec(_name, _check_tri(_name), torch_name=f"torch.{_name}",
+    layout_spec(_name, _check_tri(_name), torch_name=f"torch.{_name}", attrs=(int_attr("diagonal", 0),),
                 peer=(lambda x, diagonal, _n=_name: getattr(x, _n)(diagonal)),
                 dropin=lambda input, diagonal=0: ((input,), {"diagonal": diagonal}),
                 grad=lambda ctx, d, g, s: (ctx.op(d.op, g[0], diagonal=d.attr("diagonal")),),

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from .._core.errors import InvalidProblemError
 from .._core.dtypes import DType
-from .._core.spec import ErrorCase, Sample, TensorSpec, Workload
+from .._core.spec import Attr, ErrorCase, Sample, TensorSpec, Workload
 from ._common import check_nonneg, norm_axis
-from .layout import _unknown, ints, layout_spec
+from .layout import int_attr, layout_spec
 
 __all__ = ["diag_len", "diagonal_shape"]
 
@@ -23,16 +23,19 @@ def diagonal_shape(shape, offset, d1, d2):
 
 
 def _dims(op, attrs, rank):
-    d1 = norm_axis(op, "dim1", int(attrs.get("dim1", 0 if op == "diagonal" else -2)), rank)
-    d2 = norm_axis(op, "dim2", int(attrs.get("dim2", 1 if op == "diagonal" else -1)), rank)
+    d1 = norm_axis(op, "dim1", attrs["dim1"], rank)
+    d2 = norm_axis(op, "dim2", attrs["dim2"], rank)
     if d1 == d2:
         raise InvalidProblemError(op, "dim2", f"a dim different from dim1 ({d1})", d2)
     return d1, d2
 
 
+def _diag_attrs(dim1, dim2):
+    return (int_attr("offset", 0), int_attr("dim1", dim1), int_attr("dim2", dim2))
+
+
 def _check_diagonal(inputs, attrs):
     op = "diagonal"
-    _unknown(op, attrs, ("offset", "dim1", "dim2"))
     if len(inputs) != 1:
         raise InvalidProblemError(op, "inputs", "1 operand", len(inputs))
     x = inputs[0]
@@ -40,20 +43,19 @@ def _check_diagonal(inputs, attrs):
     if len(x.shape) < 2:
         raise InvalidProblemError(op, "input", "at least 2 dims", x.shape)
     d1, d2 = _dims(op, attrs, len(x.shape))
-    off = int(attrs.get("offset", 0))
+    off = attrs.get("offset", 0)
     return {"offset": off, "dim1": d1, "dim2": d2}, (TensorSpec(diagonal_shape(x.shape, off, d1, d2), x.dtype),)
 
 
 def _check_diagonal_bw(inputs, attrs):
     op = "diagonal_backward"
-    _unknown(op, attrs, ("shape", "offset", "dim1", "dim2"))
     if len(inputs) != 1:
         raise InvalidProblemError(op, "inputs", "1 operand", len(inputs))
-    shape = ints(op, "shape", attrs.get("shape", ()))
+    shape = attrs["shape"]
     if len(shape) < 2 or any(s < 0 for s in shape):
         raise InvalidProblemError(op, "shape", "at least 2 non-negative dims", shape)
     d1, d2 = _dims("diagonal", attrs, len(shape))
-    off = int(attrs.get("offset", 0))
+    off = attrs.get("offset", 0)
     want = diagonal_shape(shape, off, d1, d2)
     if inputs[0].shape != want:
         raise InvalidProblemError(op, "grad", f"shape {want}", inputs[0].shape)
@@ -62,14 +64,13 @@ def _check_diagonal_bw(inputs, attrs):
 
 def _check_diag_embed(inputs, attrs):
     op = "diag_embed"
-    _unknown(op, attrs, ("offset", "dim1", "dim2"))
     if len(inputs) != 1:
         raise InvalidProblemError(op, "inputs", "1 operand", len(inputs))
     x = inputs[0]
     check_nonneg(op, ("input",), [x.shape])
     if not x.shape:
         raise InvalidProblemError(op, "input", "at least 1 dim", x.shape)
-    off = int(attrs.get("offset", 0))
+    off = attrs.get("offset", 0)
     r = len(x.shape) + 1
     d1, d2 = _dims(op, attrs, r)
     m = x.shape[-1] + abs(off)
@@ -81,12 +82,11 @@ def _check_diag_embed(inputs, attrs):
 
 def _check_diag(inputs, attrs):
     op = "diag"
-    _unknown(op, attrs, ("diagonal",))
     if len(inputs) != 1:
         raise InvalidProblemError(op, "inputs", "1 operand", len(inputs))
     x = inputs[0]
     check_nonneg(op, ("input",), [x.shape])
-    k = int(attrs.get("diagonal", 0))
+    k = attrs.get("diagonal", 0)
     if len(x.shape) == 1:
         m = x.shape[0] + abs(k)
         return {"diagonal": k}, (TensorSpec((m, m), x.dtype),)
@@ -145,25 +145,26 @@ def _peer_diag_bw(g, shape, offset, dim1, dim2):
     return torch.ops.aten.diagonal_backward(g, shape, offset, dim1, dim2)
 
 
-layout_spec("diagonal", _check_diagonal, arg_names=("input",), torch_name="torch.diagonal", peer=_tp("diagonal"),
+layout_spec("diagonal", _check_diagonal, attrs=_diag_attrs(0, 1), arg_names=("input",), torch_name="torch.diagonal", peer=_tp("diagonal"),
             dropin=lambda input, offset=0, dim1=0, dim2=1: ((input,), {"offset": offset, "dim1": dim1, "dim2": dim2}),
             grad=_g_diagonal, samples=_samples("diagonal"),
             errors=lambda: [ErrorCase((((3, 4), "f32"),), {"dim1": 1, "dim2": -1}, InvalidProblemError,
                                       r"diagonal: argument 'dim2': expected a dim different from dim1", "same")],
             workloads=[Workload("diagonal-[64,4096,4096]-bf16", ((64, 4096, 4096),), DType.bf16, {"dim1": 1, "dim2": 2})],
             doc="torch.diagonal, materialized (the diagonal is the last dim of the result).")
-layout_spec("diagonal_backward", _check_diagonal_bw, arg_names=("grad",), peer=_peer_diag_bw,
+layout_spec("diagonal_backward", _check_diagonal_bw,
+            attrs=(Attr("shape", "ints", expected="at least 2 non-negative dims"),) + _diag_attrs(0, 1), arg_names=("grad",), peer=_peer_diag_bw,
             samples=_samples("diagonal_backward"),
             errors=lambda: [ErrorCase((((4,), "f32"),), {"shape": (3, 4), "offset": 1}, InvalidProblemError,
                                       r"diagonal_backward: argument 'grad': expected shape \(3,\)", "shape")],
             doc="Zeros of ``shape`` with ``grad`` written on the diagonal (aten.diagonal_backward).")
-layout_spec("diag_embed", _check_diag_embed, arg_names=("input",), torch_name="torch.diag_embed", peer=_tp("diag_embed"),
+layout_spec("diag_embed", _check_diag_embed, attrs=_diag_attrs(-2, -1), arg_names=("input",), torch_name="torch.diag_embed", peer=_tp("diag_embed"),
             dropin=lambda input, offset=0, dim1=-2, dim2=-1: ((input,), {"offset": offset, "dim1": dim1, "dim2": dim2}),
             grad=_g_diag_embed, samples=_samples("diag_embed"),
             errors=lambda: [ErrorCase((((), "f32"),), {}, InvalidProblemError, r"diag_embed: argument 'input'", "scalar")],
             workloads=[Workload("diag_embed-[64,4096]-bf16", ((64, 4096),), DType.bf16, {}, backward=True)],
             doc="torch.diag_embed: the last dim of input on the diagonal of dims (dim1, dim2) of the result.")
-layout_spec("diag", _check_diag, arg_names=("input",), torch_name="torch.diag", peer=_tp("diag"),
+layout_spec("diag", _check_diag, attrs=(int_attr("diagonal", 0),), arg_names=("input",), torch_name="torch.diag", peer=_tp("diag"),
             dropin=lambda input, diagonal=0, *, out=None: ((input,), {"diagonal": diagonal}),
             grad=_g_diag, samples=_samples("diag"),
             workloads=[Workload("diag-[16384]->matrix-bf16", ((16384,),), DType.bf16, {}, backward=True)],

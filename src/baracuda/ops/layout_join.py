@@ -20,10 +20,10 @@ import numpy as np
 
 from .._core.dtypes import DType, as_dtype, result_type
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import ErrorCase, Sample, TensorSpec, Workload
+from .._core.spec import REQUIRED, Attr, ErrorCase, Sample, TensorSpec, Workload, default_tol
 from ._common import check_nonneg, norm_axis
-from .._core.spec import default_tol
-from .layout import LAYOUT_TYPES, _KV, Variadic, _unknown, ints, layout_spec, slice_bounds, slice_len, slice_step
+from .layout import (LAYOUT_TYPES, SLICE_ATTRS, _KV, Variadic, int_attr, ints_attr, layout_spec, slice_bounds, slice_len,
+                     slice_step)
 
 __all__ = ["PAD_MODES", "cat_inputs"]
 
@@ -66,7 +66,6 @@ def cat_inputs(inputs):
 # -- cat / stack -------------------------------------------------------------------------------------------
 def _check_cat(inputs, attrs):
     op = "cat"
-    _unknown(op, attrs, ("dim",))
     if not inputs:
         raise InvalidProblemError(op, "tensors", "at least one tensor", "none")
     check_nonneg(op, [f"tensors[{i}]" for i in range(len(inputs))], [t.shape for t in inputs])
@@ -77,7 +76,7 @@ def _check_cat(inputs, attrs):
     first = inputs[keep[0]]
     if not first.shape:
         raise InvalidProblemError(op, "tensors[0]", "tensors with at least 1 dim (zero-dim tensors cannot be concatenated)", ())
-    dim = norm_axis(op, "dim", int(attrs.get("dim", 0)), len(first.shape))
+    dim = norm_axis(op, "dim", attrs.get("dim", 0), len(first.shape))
     total = 0
     for i in keep:
         s = inputs[i].shape
@@ -130,7 +129,7 @@ def _cat_dropin(tensors, dim=0, *, out=None):
     return tuple(tensors), {"dim": dim}
 
 
-layout_spec("cat", _check_cat, arg_names=Variadic("tensors"), torch_name="torch.cat", jax_name="jax.numpy.concatenate",
+layout_spec("cat", _check_cat, attrs=(int_attr("dim", 0),), arg_names=Variadic("tensors"), torch_name="torch.cat", jax_name="jax.numpy.concatenate",
             peer=lambda *xs, dim: __import__("torch").cat(list(xs), dim), dropin=_cat_dropin, grad=_g_cat,
             differentiable=_ALL, samples=_cat_samples, errors=_cat_errors,
             workloads=[Workload("cat-KV-2x[32,8,4096,128]-dim2-bf16", (_KV, _KV), DType.bf16, {"dim": 2}, backward=True),
@@ -143,7 +142,6 @@ layout_spec("cat", _check_cat, arg_names=Variadic("tensors"), torch_name="torch.
 
 def _check_stack(inputs, attrs):
     op = "stack"
-    _unknown(op, attrs, ("dim",))
     if not inputs:
         raise InvalidProblemError(op, "tensors", "at least one tensor", "none")
     check_nonneg(op, [f"tensors[{i}]" for i in range(len(inputs))], [t.shape for t in inputs])
@@ -152,7 +150,7 @@ def _check_stack(inputs, attrs):
     for i, t in enumerate(inputs):
         if t.shape != first:
             raise InvalidProblemError(op, f"tensors[{i}]", f"shape {first} (stack needs equal shapes)", t.shape)
-    dim = norm_axis(op, "dim", int(attrs.get("dim", 0)), len(first) + 1)
+    dim = norm_axis(op, "dim", attrs.get("dim", 0), len(first) + 1)
     shape = first[:dim] + (len(inputs),) + first[dim:]
     return {"dim": dim}, (TensorSpec(shape, dt),)
 
@@ -172,7 +170,7 @@ def _stack_samples(rng):
     yield Sample((n((2, 3)), np.array([[1, 0, 1], [0, 0, 1]], dtype=np.bool_)), {"dim": 0}, name="mixed-bool")
 
 
-layout_spec("stack", _check_stack, arg_names=Variadic("tensors"), torch_name="torch.stack", jax_name="jax.numpy.stack",
+layout_spec("stack", _check_stack, attrs=(int_attr("dim", 0),), arg_names=Variadic("tensors"), torch_name="torch.stack", jax_name="jax.numpy.stack",
             peer=lambda *xs, dim: __import__("torch").stack(list(xs), dim),
             dropin=lambda tensors, dim=0, *, out=None: (tuple(tensors), {"dim": dim}) if out is None else
             (_ for _ in ()).throw(NotImplementedError("baracuda stack drop-in: out= is not supported")),
@@ -193,16 +191,30 @@ def pad_pairs(rank, pad):
     return pairs
 
 
+_MODE = Attr("mode", "str", "constant", none_default=True)
+
+
+def _real(op: str, v) -> float:
+    """A fill value as a Python float (bools count as 0/1), or the op's error naming 'value' (a string is an
+    error, never parsed)."""
+    if not isinstance(v, (int, float, np.integer, np.floating, np.bool_)):
+        raise InvalidProblemError(op, "value", "a real number", repr(v))
+    return float(v)
+
+
+def _fill_attr(default=REQUIRED, **kw):
+    return Attr("value", "any", default, normalize=lambda op, v, inputs, attrs: _real(op, v), **kw)
+
+
 def _check_pad(inputs, attrs):
     op = "pad"
-    _unknown(op, attrs, ("pad", "mode", "value"))
     if len(inputs) != 1:
         raise InvalidProblemError(op, "inputs", "1 operand", len(inputs))
     x = inputs[0]
     check_nonneg(op, ("input",), [x.shape])
     _same_dtype(op, inputs, ("input",))
-    pad = ints(op, "pad", attrs.get("pad", ()))
-    mode = attrs.get("mode", "constant")
+    pad = attrs["pad"]
+    mode = attrs.get("mode") or "constant"
     if mode not in PAD_MODES:
         raise InvalidProblemError(op, "mode", f"one of {PAD_MODES}", repr(mode))
     r = len(x.shape)
@@ -266,8 +278,8 @@ def _pad_errors():
     yield ErrorCase((((2, 3), "f32"),), {"pad": (4, 0), "mode": "circular"}, InvalidProblemError, r"at most the input size", "circ")
 
 
-layout_spec("pad", _check_pad, arg_names=("input",), torch_name="torch.nn.functional.pad", jax_name="jax.numpy.pad",
-            peer=_peer_pad, defaults={"mode": "constant", "value": None},
+layout_spec("pad", _check_pad, attrs=(ints_attr("pad", ()), _MODE, _fill_attr(None, optional=True)), arg_names=("input",), torch_name="torch.nn.functional.pad", jax_name="jax.numpy.pad",
+            peer=_peer_pad,
             dropin=lambda input, pad, mode="constant", value=None: ((input,), {"pad": tuple(pad), "mode": mode, "value": value}),
             grad=_g_pad, samples=_pad_samples, errors=_pad_errors,
             workloads=[Workload("pad-const-[8,64,512,512]-bf16", ((8, 64, 512, 512),), DType.bf16, {"pad": (1, 1, 1, 1)}, backward=True),
@@ -278,11 +290,10 @@ layout_spec("pad", _check_pad, arg_names=("input",), torch_name="torch.nn.functi
 
 def _check_pad_bw(inputs, attrs):
     op = "pad_backward"
-    _unknown(op, attrs, ("pad", "mode", "shape"))
     if len(inputs) != 1:
         raise InvalidProblemError(op, "inputs", "1 operand", len(inputs))
     _same_dtype(op, inputs, ("grad",))
-    shape = ints(op, "shape", attrs.get("shape", ()))
+    shape = attrs.get("shape", ())
     fwd_attrs, (o,) = _check_pad((TensorSpec(shape, inputs[0].dtype),), {"pad": attrs.get("pad", ()), "mode": attrs.get("mode")})
     if o.shape != inputs[0].shape:
         raise InvalidProblemError(op, "grad", f"shape {o.shape} (the padded output)", inputs[0].shape)
@@ -304,7 +315,7 @@ def _peer_pad_bw(g, pad, mode, shape):
     return torch.autograd.grad(y, x, g)[0]
 
 
-layout_spec("pad_backward", _check_pad_bw, arg_names=("grad",), peer=_peer_pad_bw, dtypes=(DType.f64, DType.f32, DType.f16, DType.bf16),
+layout_spec("pad_backward", _check_pad_bw, attrs=(ints_attr("pad", ()), _MODE, Attr("shape", "ints")), arg_names=("grad",), peer=_peer_pad_bw, dtypes=(DType.f64, DType.f32, DType.f16, DType.bf16),
             tol=lambda dt: tuple(2 * t for t in default_tol(dt)),   # sums up to 3 (reflect) or pad+1 terms
             samples=_pad_bw_samples,
             errors=lambda: [ErrorCase((((2, 9), "f32"),), {"pad": (2, 3), "mode": "reflect", "shape": (2, 5)}, InvalidProblemError,
@@ -312,21 +323,12 @@ layout_spec("pad_backward", _check_pad_bw, arg_names=("grad",), peer=_peer_pad_b
             doc="Gradient of non-constant pad: each input element sums the output elements that read it.")
 
 
-def _real(op: str, v) -> float:
-    """A fill value as a Python float (bools count as 0/1), or the op's error naming 'value'."""
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        raise InvalidProblemError(op, "value", "a real number", repr(v)) from None
-
-
 # -- full ------------------------------------------------------------------------------------------------------
 def _check_full(inputs, attrs):
     op = "full"
-    _unknown(op, attrs, ("shape", "value", "dtype"))
     if inputs:
         raise InvalidProblemError(op, "inputs", "no operands (shape and dtype are attributes)", len(inputs))
-    shape = ints(op, "shape", attrs.get("shape", ()))
+    shape = attrs.get("shape", ())
     if any(s < 0 for s in shape):
         raise InvalidProblemError(op, "shape", "non-negative sizes", shape)
     dt = as_dtype(attrs.get("dtype") or DType.f32)
@@ -355,7 +357,8 @@ def _peer_full(shape, value, dtype):
     return _widen(torch.full(shape, value, dtype=dtype.torch))
 
 
-layout_spec("full", _check_full, arg_names=(), dtypes=LAYOUT_TYPES, peer=_peer_full, samples=_full_samples,
+layout_spec("full", _check_full,
+            attrs=(Attr("shape", "ints", ()), _fill_attr(0.0), Attr("dtype", "dtype", None, optional=True)), arg_names=(), dtypes=LAYOUT_TYPES, peer=_peer_full, samples=_full_samples,
             errors=lambda: [ErrorCase((), {"shape": (2, -1)}, InvalidProblemError, r"full: argument 'shape'", "neg"),
                             ErrorCase((), {"shape": (2,), "value": 1.5, "dtype": "i32"}, InvalidProblemError,
                                       r"an integer value for i32", "frac"),
@@ -384,7 +387,6 @@ def fill_value(op: str, v, dt: DType):
 
 def _check_fill(inputs, attrs):
     op = "fill"
-    _unknown(op, attrs, ("value",))
     if len(inputs) != 1:
         raise InvalidProblemError(op, "inputs", "1 operand", len(inputs))
     _REG_FILL().check_dtypes(inputs)
@@ -420,7 +422,7 @@ def _fill_peer(x, value):
     return _widen(torch.fill(x, value))
 
 
-_FILL = layout_spec("fill", _check_fill, torch_name="torch.fill", peer=_fill_peer,
+_FILL = layout_spec("fill", _check_fill, attrs=(_fill_attr(0.0),), torch_name="torch.fill", peer=_fill_peer,
                     dropin=_fill_dropin, grad=_fill_grad, samples=_fill_samples,
                     errors=lambda: [ErrorCase((((2,), "u8"),), {"value": 300}, InvalidProblemError,
                                               r"fill: argument 'value': expected a value that converts to u8", "overflow"),
@@ -449,11 +451,10 @@ def _two(op, inputs, names):
 
 def _check_slice_scatter(inputs, attrs):
     op = "slice_scatter"
-    _unknown(op, attrs, ("dim", "start", "end", "step"))
     x, src = _two(op, inputs, ("input", "src"))
     if not x.shape:
         raise InvalidProblemError(op, "input", "at least 1 dim", x.shape)
-    dim = norm_axis(op, "dim", int(attrs.get("dim", 0)), len(x.shape))
+    dim = norm_axis(op, "dim", attrs.get("dim", 0), len(x.shape))
     step = slice_step(op, attrs)
     start, end = slice_bounds(op, x.shape, dim, attrs.get("start"), attrs.get("end"))
     want = x.shape[:dim] + (slice_len(start, end, step),) + x.shape[dim + 1:]
@@ -471,13 +472,12 @@ def _g_slice_scatter(ctx, d, grads, s):
 
 def _check_select_scatter(inputs, attrs):
     op = "select_scatter"
-    _unknown(op, attrs, ("dim", "index"))
     x, src = _two(op, inputs, ("input", "src"))
     if not x.shape:
         raise InvalidProblemError(op, "input", "at least 1 dim", x.shape)
-    dim = norm_axis(op, "dim", int(attrs.get("dim", 0)), len(x.shape))
+    dim = norm_axis(op, "dim", attrs.get("dim", 0), len(x.shape))
     n = x.shape[dim]
-    idx = int(attrs.get("index", 0))
+    idx = attrs.get("index", 0)
     if not -n <= idx < n:
         raise InvalidProblemError(op, "index", f"an index in [{-n}, {n - 1}]", idx)
     want = x.shape[:dim] + x.shape[dim + 1:]
@@ -496,14 +496,13 @@ def _g_select_scatter(ctx, d, grads, s):
 
 def _check_write_slice(inputs, attrs):
     op = "write_slice"
-    _unknown(op, attrs, ("dim", "start"))
     dst, src = _two(op, inputs, ("dst", "src"))
     if not dst.shape:
         raise InvalidProblemError(op, "dst", "at least 1 dim (rank-0 tensors are not supported)", dst.shape)
     if len(src.shape) != len(dst.shape):
         raise InvalidProblemError(op, "src", f"{len(dst.shape)} dims (dst's rank)", src.shape)
-    dim = norm_axis(op, "dim", int(attrs.get("dim", 0)), len(dst.shape))
-    start = int(attrs.get("start", 0))
+    dim = norm_axis(op, "dim", attrs.get("dim", 0), len(dst.shape))
+    start = attrs.get("start", 0)
     for j, (a, b) in enumerate(zip(src.shape, dst.shape)):
         if j != dim and a != b:
             raise InvalidProblemError(op, "src", f"extent {b} in dim {j} (dst's; only dim {dim} is ranged)", src.shape)
@@ -538,7 +537,7 @@ def _scatter_samples(kind):
     return samples
 
 
-layout_spec("slice_scatter", _check_slice_scatter, arg_names=("input", "src"), torch_name="torch.slice_scatter",
+layout_spec("slice_scatter", _check_slice_scatter, attrs=SLICE_ATTRS, arg_names=("input", "src"), torch_name="torch.slice_scatter",
             peer=_peer_slice_scatter,
             dropin=lambda input, src, dim=0, start=None, end=None, step=1: ((input, src), {"dim": dim, "start": start, "end": end, "step": step}),
             grad=_g_slice_scatter, differentiable=(0, 1), samples=_scatter_samples("slice"),
@@ -553,7 +552,7 @@ layout_spec("slice_scatter", _check_slice_scatter, arg_names=("input", "src"), t
                        Workload("slice_scatter-[32,8,4096,128]<-[..,2048,..]-step2-bf16", (_KV, (32, 8, 2048, 128)),
                                 DType.bf16, {"dim": 2, "start": 0, "end": None, "step": 2}, backward=True)],
             doc="torch.slice_scatter (any positive step).")
-layout_spec("select_scatter", _check_select_scatter, arg_names=("input", "src"), torch_name="torch.select_scatter",
+layout_spec("select_scatter", _check_select_scatter, attrs=(int_attr("dim", 0), int_attr("index", 0)), arg_names=("input", "src"), torch_name="torch.select_scatter",
             peer=lambda x, src, dim, index: x.select_scatter(src, dim, index),
             dropin=lambda input, src, dim, index: ((input, src), {"dim": dim, "index": index}),
             grad=_g_select_scatter, differentiable=(0, 1), samples=_scatter_samples("select"),
@@ -562,7 +561,7 @@ layout_spec("select_scatter", _check_select_scatter, arg_names=("input", "src"),
             workloads=[Workload("select_scatter-[32,8,4096,128]-dim2-bf16", (_KV, (32, 8, 128)), DType.bf16,
                                 {"dim": 2, "index": 4095})],
             doc="torch.select_scatter.")
-layout_spec("write_slice", _check_write_slice, arg_names=("dst", "src"), peer=_peer_write_slice,
+layout_spec("write_slice", _check_write_slice, attrs=(int_attr("dim", 0), int_attr("start", 0)), arg_names=("dst", "src"), peer=_peer_write_slice,
             samples=_scatter_samples("write"),
             errors=lambda: [ErrorCase((((5, 3), "f32"), ((2, 3), "f32")), {"dim": 0, "start": 4}, InvalidProblemError,
                                       r"write_slice: argument 'start': expected 0 <= start <= 3", "range"),

@@ -29,16 +29,14 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec, set_bench_inputs
 
-__all__ = ["LOSS_OPS", "legacy_reduction", "INDEX_DTYPES", "rows_shape"]
+__all__ = ["LOSS_OPS", "legacy_reduction", "INDEX_DTYPES", "rows_shape", "reduction_attr", "REDUCTION", "IGNORE_INDEX",
+           "LABEL_SMOOTHING", "CE_ATTRS"]
 
 LOSS_OPS = ("cross_entropy", "nll_loss", "cross_entropy_backward", "nll_loss_backward")
 INDEX_DTYPES = (DType.i64, DType.i32)
 _REDUCTIONS = ("none", "mean", "sum")
-_ATTRS = {"cross_entropy": ("reduction", "ignore_index", "label_smoothing"),
-          "nll_loss": ("reduction", "ignore_index")}
-_DEFAULTS = {"reduction": "mean", "ignore_index": -100, "label_smoothing": 0.0}
 
 
 def legacy_reduction(size_average, reduce, reduction: str) -> str:
@@ -50,24 +48,16 @@ def legacy_reduction(size_average, reduce, reduction: str) -> str:
     return "mean" if (size_average and reduce) else "sum" if reduce else "none"
 
 
-def _attrs(op: str, base: str, attrs: dict) -> dict:
-    names = _ATTRS[base]
-    unknown = set(attrs) - set(names)
-    if unknown:
-        raise InvalidProblemError(op, sorted(unknown)[0], f"one of the attributes {list(names)}", "an unknown attribute")
-    out = {n: attrs.get(n, _DEFAULTS[n]) for n in names}
-    if out["reduction"] not in _REDUCTIONS:
-        raise InvalidProblemError(op, "reduction", "one of 'none', 'mean', 'sum'", repr(out["reduction"]))
-    ii = out["ignore_index"]
-    if isinstance(ii, bool) or not isinstance(ii, (int, np.integer)):
-        raise InvalidProblemError(op, "ignore_index", "an int", repr(ii))
-    out["ignore_index"] = int(ii)
-    if "label_smoothing" in out:
-        ls = out["label_smoothing"]
-        if isinstance(ls, bool) or not isinstance(ls, (int, float, np.floating, np.integer)) or not 0.0 <= float(ls) <= 1.0:
-            raise InvalidProblemError(op, "label_smoothing", "a float in [0.0, 1.0]", repr(ls))
-        out["label_smoothing"] = float(ls)
-    return out
+def reduction_attr(choices=_REDUCTIONS, default="mean") -> Attr:
+    """torch's ``reduction=`` of a loss (the error text lists the choices)."""
+    return Attr("reduction", "str", default, choices=tuple(choices), expected="one of " + ", ".join(map(repr, choices)))
+
+
+REDUCTION = reduction_attr()
+IGNORE_INDEX = Attr("ignore_index", "int", -100)
+LABEL_SMOOTHING = Attr("label_smoothing", "float", 0.0, ge=0.0, le=1.0, expected="a float in [0.0, 1.0]")
+CE_ATTRS = (REDUCTION, IGNORE_INDEX, LABEL_SMOOTHING)
+_DECL = {"cross_entropy": CE_ATTRS, "nll_loss": (REDUCTION, IGNORE_INDEX)}
 
 
 def _check(op: str, base: str | None = None, grad: bool | None = None):
@@ -112,7 +102,7 @@ def _check(op: str, base: str | None = None, grad: bool | None = None):
                 raise InvalidProblemError(op, "weight", f"one weight per class, shape {(c,)}", w.shape)
             if w.dtype != x.dtype:
                 raise DTypeMismatchError(op, "weight", str(x.dtype), str(w.dtype))
-        a = _attrs(op, base, attrs)
+        a = attrs
         loss_shape = rs if a["reduction"] == "none" else ()
         if not bw:
             return a, (TensorSpec(loss_shape, x.dtype),)
@@ -333,10 +323,6 @@ def _tol(dt):
 
 def _register_input_makers_for(ops):
     """Benchmark inputs: class indices in range for index targets, normal draws for the rest."""
-    try:
-        from ..bench.inputs import register_input_maker
-    except ImportError:   # the bench package is optional at import time
-        return
 
     def maker(desc, device, gen):
         import torch
@@ -353,16 +339,15 @@ def _register_input_makers_for(ops):
         return ins
 
     for op in ops:
-        register_input_maker(op, maker)
+        set_bench_inputs(op, maker)
 
 
 _SPECS: dict[str, OpSpec] = {}
 for _base, _peer, _dropin in (("cross_entropy", _peer_ce, _dropin_ce), ("nll_loss", _peer_nll, _dropin_nll)):
     _bw = f"{_base}_backward"
-    _defaults = {k: _DEFAULTS[k] for k in _ATTRS[_base]}
     _SPECS[_base] = register_spec(OpSpec(
         name=_base, family="loss", arg_names=("input", "target", "weight"), check=_check(_base), dtypes=FLOAT_TYPES,
-        defaults=dict(_defaults), torch_peer=_peer, torch_name=f"torch.nn.functional.{_base}", dropin=_dropin,
+        attrs=_DECL[_base], torch_peer=_peer, torch_name=f"torch.nn.functional.{_base}", dropin=_dropin,
         grad=_grad_rule(_bw), saves=("inputs",), differentiable=(0,), samples=_fw_samples(_base),
         fused_grad="cross_entropy_with_grad" if _base == "cross_entropy" else None,
         errors=_errors(_base), tol=_tol, workloads=_workloads(_base), cost=_cost, category="loss",
@@ -372,7 +357,7 @@ for _base, _peer, _dropin in (("cross_entropy", _peer_ce, _dropin_ce), ("nll_los
     ))
     _SPECS[_bw] = register_spec(OpSpec(
         name=_bw, family="loss", arg_names=("grad", "input", "target", "weight"), check=_check(_bw),
-        dtypes=FLOAT_TYPES, defaults=dict(_defaults), samples=_bw_samples(_base), errors=_errors(_bw), tol=_tol,
+        dtypes=FLOAT_TYPES, attrs=_DECL[_base], samples=_bw_samples(_base), errors=_errors(_bw), tol=_tol,
         workloads=_bw_workloads(_base), cost=_cost, category="loss",
         doc=f"fused backward of {_base}: d input from grad (the loss's gradient) in one kernel.",
     ))
@@ -388,27 +373,15 @@ _register_input_makers_for(LOSS_OPS)
 POINTWISE_LOSSES = {"mse_loss": None, "l1_loss": None, "smooth_l1_loss": ("beta", 1.0), "huber_loss": ("delta", 1.0)}
 
 
-def _pw_attrs(op: str, base: str, attrs: dict) -> dict:
+def _pw_decl(base: str) -> tuple:
     par = POINTWISE_LOSSES[base]
-    names = ("reduction",) + ((par[0],) if par else ())
-    unknown = set(attrs) - set(names)
-    if unknown:
-        raise InvalidProblemError(op, sorted(unknown)[0], f"one of the attributes {list(names)}", "an unknown attribute")
-    out = {"reduction": attrs.get("reduction", "mean")}
-    if out["reduction"] not in _REDUCTIONS:
-        raise InvalidProblemError(op, "reduction", "one of 'none', 'mean', 'sum'", repr(out["reduction"]))
-    if par:
-        v = attrs.get(par[0], par[1])
-        ok = not isinstance(v, bool) and isinstance(v, (int, float, np.integer, np.floating))
-        lo_ok = ok and (float(v) >= 0.0 if base == "smooth_l1_loss" else float(v) > 0.0)
-        if not lo_ok:
-            raise InvalidProblemError(op, par[0], "a float >= 0" if base == "smooth_l1_loss" else "a float > 0", repr(v))
-        out[par[0]] = float(v)
-    return out
+    if not par:
+        return (REDUCTION,)
+    rng = {"ge": 0.0, "expected": "a float >= 0"} if base == "smooth_l1_loss" else {"gt": 0.0, "expected": "a float > 0"}
+    return (REDUCTION, Attr(par[0], "float", par[1], **rng))
 
 
 def _pw_check(op: str):
-    base = op.replace("_backward", "")
     bw = op.endswith("_backward")
 
     def check(inputs, attrs):
@@ -426,7 +399,7 @@ def _pw_check(op: str):
             raise InvalidProblemError(op, "target", f"the input's shape {x.shape} (no broadcasting)", y.shape)
         if y.dtype != x.dtype:
             raise DTypeMismatchError(op, "target", str(x.dtype), str(y.dtype))
-        a = _pw_attrs(op, base, attrs)
+        a = attrs
         loss_shape = x.shape if a["reduction"] == "none" else ()
         if not bw:
             return a, (TensorSpec(loss_shape, x.dtype),)
@@ -529,7 +502,7 @@ for _base in POINTWISE_LOSSES:
     _bw = f"{_base}_backward"
     _SPECS[_base] = register_spec(OpSpec(
         name=_base, family="loss", arg_names=("input", "target"), check=_pw_check(_base), dtypes=FLOAT_TYPES,
-        defaults={"reduction": "mean"}, torch_peer=_pw_peer(_base), torch_name=f"torch.nn.functional.{_base}",
+        attrs=_pw_decl(_base), torch_peer=_pw_peer(_base), torch_name=f"torch.nn.functional.{_base}",
         dropin=_pw_dropin(_base), grad=_pw_grad(_bw), saves=("inputs",), differentiable=(0, 1),
         samples=_pw_samples(_base, False), errors=_pw_errors(_base), tol=_tol, cost=_pw_cost, category="loss",
         workloads=(Workload(f"{_base}-16384x4096-bf16", ((16384, 4096), (16384, 4096)), DType.bf16, {}, backward=True),
@@ -538,6 +511,6 @@ for _base in POINTWISE_LOSSES:
     ))
     _SPECS[_bw] = register_spec(OpSpec(
         name=_bw, family="loss", arg_names=("grad", "input", "target"), check=_pw_check(_bw), dtypes=FLOAT_TYPES,
-        defaults={"reduction": "mean"}, samples=_pw_samples(_base, True), errors=_pw_errors(_bw), tol=_tol,
+        attrs=_pw_decl(_base), samples=_pw_samples(_base, True), errors=_pw_errors(_bw), tol=_tol,
         cost=_pw_cost, category="loss", doc=f"fused backward of {_base}: d input in one pass.",
     ))

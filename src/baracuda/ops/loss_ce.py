@@ -27,8 +27,8 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from .loss import INDEX_DTYPES
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec, set_bench_inputs
+from .loss import IGNORE_INDEX, INDEX_DTYPES, LABEL_SMOOTHING
 
 __all__ = ["LCE_DEFAULTS"]
 
@@ -36,35 +36,16 @@ LCE_DEFAULTS = {"ignore_index": -100, "label_smoothing": 0.0, "softcap": None, "
 _OP = "linear_cross_entropy"
 
 
-def _num(op, name, v, lo, what):
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not float(v) >= lo:
-        raise InvalidProblemError(op, name, what, repr(v))
-    return float(v)
+_ATTRS = (IGNORE_INDEX, LABEL_SMOOTHING,
+          Attr("softcap", "float", None, optional=True, gt=0.0, expected="None or a float > 0"),
+          Attr("z_loss", "float", 0.0, ge=0.0, expected="a float >= 0"),
+          Attr("reduction", "str", "mean", choices=("none", "mean", "sum"), expected="'mean' or 'sum'"))
 
 
-def _attrs(attrs: dict) -> dict:
-    unknown = set(attrs) - set(LCE_DEFAULTS)
-    if unknown:
-        raise InvalidProblemError(_OP, sorted(unknown)[0], f"one of the attributes {list(LCE_DEFAULTS)}",
-                                  "an unknown attribute")
-    a = {k: attrs.get(k, v) for k, v in LCE_DEFAULTS.items()}
+def _attrs(a: dict) -> dict:
     if a["reduction"] == "none":
         raise UnsupportedError(_OP, "reduction='none' is not supported by the fused form (per-row grad_out is only "
                                "known after the GEMMs); use linear + cross_entropy")
-    if a["reduction"] not in ("mean", "sum"):
-        raise InvalidProblemError(_OP, "reduction", "'mean' or 'sum'", repr(a["reduction"]))
-    ii = a["ignore_index"]
-    if isinstance(ii, bool) or not isinstance(ii, (int, np.integer)):
-        raise InvalidProblemError(_OP, "ignore_index", "an int", repr(ii))
-    a["ignore_index"] = int(ii)
-    a["label_smoothing"] = _num(_OP, "label_smoothing", a["label_smoothing"], 0.0, "a float in [0.0, 1.0]")
-    if a["label_smoothing"] > 1.0:
-        raise InvalidProblemError(_OP, "label_smoothing", "a float in [0.0, 1.0]", a["label_smoothing"])
-    a["z_loss"] = _num(_OP, "z_loss", a["z_loss"], 0.0, "a float >= 0")
-    if a["softcap"] is not None:
-        a["softcap"] = _num(_OP, "softcap", a["softcap"], 0.0, "None or a float > 0")
-        if a["softcap"] == 0.0:
-            raise InvalidProblemError(_OP, "softcap", "None or a float > 0", 0.0)
     return a
 
 
@@ -206,7 +187,7 @@ def _dropin(input, linear_weight, target, *, linear_bias=None, weight=None, redu
 
 register_spec(OpSpec(
     name=_OP, family="loss", arg_names=("x", "weight", "target", "bias"), check=_check, dtypes=FLOAT_TYPES,
-    defaults=dict(LCE_DEFAULTS), torch_peer=_peer, grad=_grad, saves=("outputs",), differentiable=(0, 1, 3),
+    attrs=_ATTRS, torch_peer=_peer, grad=_grad, saves=("outputs",), differentiable=(0, 1, 3),
     torch_name="torch.nn.functional.linear_cross_entropy", dropin=_dropin, dropin_result=lambda o: o[0],
     fused_grad=_OP,
     samples=_samples, errors=_errors, tol=_tol, cost=_cost, category="loss",
@@ -219,8 +200,7 @@ register_spec(OpSpec(
 ))
 
 
-def _register_input_maker():
-    from ..bench.inputs import register_input_maker
+def _set_bench_inputs():
 
     def maker(desc, device, gen):
         import torch
@@ -234,10 +214,8 @@ def _register_input_maker():
             ins.append(torch.randn(desc.inputs[3].shape, **g).to(x.dtype.torch).to(device))
         return ins
 
-    register_input_maker(_OP, maker)
+    set_bench_inputs(_OP, maker)
 
 
-try:
-    _register_input_maker()
-except ImportError:
-    pass
+_set_bench_inputs()
+

@@ -32,8 +32,8 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from .loss import INDEX_DTYPES
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec, set_bench_inputs
+from .loss import INDEX_DTYPES, REDUCTION
 
 __all__ = ["CTC_DEFAULTS", "ctc_geometry", "validate_ctc"]
 
@@ -53,21 +53,14 @@ def ctc_geometry(shapes) -> tuple:
     return t, n, c, batched, padded, tg[-1]
 
 
-def _attrs(op, attrs, c):
-    unknown = set(attrs) - set(CTC_DEFAULTS)
-    if unknown:
-        raise InvalidProblemError(op, sorted(unknown)[0], f"one of the attributes {list(CTC_DEFAULTS)}",
-                                  "an unknown attribute")
-    a = {k: attrs.get(k, v) for k, v in CTC_DEFAULTS.items()}
-    b = a["blank"]
-    if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or not 0 <= int(b) < c:
-        raise InvalidProblemError(op, "blank", f"an int in [0, {c}) (a class of log_probs)", repr(b))
-    a["blank"] = int(b)
-    if a["reduction"] not in ("none", "mean", "sum"):
-        raise InvalidProblemError(op, "reduction", "one of 'none', 'mean', 'sum'", repr(a["reduction"]))
-    if not isinstance(a["zero_infinity"], (bool, np.bool_)):
-        raise InvalidProblemError(op, "zero_infinity", "a bool", repr(a["zero_infinity"]))
-    a["zero_infinity"] = bool(a["zero_infinity"])
+_ATTRS = (Attr("blank", "int", 0, expected="an int in [0, C) (a class of log_probs)"), REDUCTION,
+          Attr("zero_infinity", "bool", False))
+
+
+def _attrs(op, a, c):
+    """blank must be a class of log_probs (C = its last dim)."""
+    if not 0 <= a["blank"] < c:
+        raise InvalidProblemError(op, "blank", f"an int in [0, {c}) (a class of log_probs)", repr(a["blank"]))
     return a
 
 
@@ -307,7 +300,7 @@ _WL = ((("ctc_loss-T1000xN32xC64xS200-f32"), (1000, 32, 64), 200, DType.f32),
 
 register_spec(OpSpec(
     name=_OP, family="loss", arg_names=("log_probs", "targets", "input_lengths", "target_lengths"),
-    check=_check(_OP), dtypes=FLOAT_TYPES, defaults=dict(CTC_DEFAULTS), torch_peer=_peer,
+    check=_check(_OP), dtypes=FLOAT_TYPES, attrs=_ATTRS, torch_peer=_peer,
     torch_name="torch.nn.functional.ctc_loss", dropin=_dropin, grad=_grad, saves=("inputs",), differentiable=(0,),
     samples=_samples, errors=_errors(_OP), tol=_tol, cost=_cost, category="loss",
     workloads=tuple(Workload(name, (shp, (shp[1], s), (shp[1],), (shp[1],)), dt, {}, backward=True)
@@ -317,14 +310,13 @@ register_spec(OpSpec(
 ))
 register_spec(OpSpec(
     name=_BW, family="loss", arg_names=("grad", "log_probs", "targets", "input_lengths", "target_lengths"),
-    check=_check(_BW), dtypes=FLOAT_TYPES, defaults=dict(CTC_DEFAULTS), samples=_bw_samples, errors=_errors(_BW),
+    check=_check(_BW), dtypes=FLOAT_TYPES, attrs=_ATTRS, samples=_bw_samples, errors=_errors(_BW),
     tol=_tol, cost=_cost, category="loss",
     doc="fused backward of ctc_loss: alpha and beta recursions and d log_probs (the derivative w.r.t. log_probs).",
 ))
 
 
-def _register_input_maker():
-    from ..bench.inputs import register_input_maker
+def _set_bench_inputs():
 
     def maker(desc, device, gen):
         import torch
@@ -341,11 +333,9 @@ def _register_input_maker():
             ins.insert(0, torch.randn(desc.inputs[0].shape, **g).to(lp.dtype.torch).to(device))
         return ins
 
-    register_input_maker(_OP, maker)
-    register_input_maker(_BW, maker)
+    set_bench_inputs(_OP, maker)
+    set_bench_inputs(_BW, maker)
 
 
-try:
-    _register_input_maker()
-except ImportError:
-    pass
+_set_bench_inputs()
+

@@ -33,10 +33,10 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from .loss import legacy_reduction
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec, set_bench_inputs
+from .loss import legacy_reduction, reduction_attr
 
-__all__ = ["PW_EXTRA", "PwDef", "parse_attrs", "aux_ok", "float_operand", "real", "REDUCTIONS", "register_makers"]
+__all__ = ["PW_EXTRA", "PwDef", "param_attrs", "aux_ok", "float_operand", "real", "REDUCTIONS", "register_makers"]
 
 REDUCTIONS = ("none", "mean", "sum")
 
@@ -70,32 +70,18 @@ def real(v) -> bool:
     return not isinstance(v, bool) and isinstance(v, (int, float, np.integer, np.floating))
 
 
-def parse_attrs(op: str, params: dict, attrs: dict, reductions=REDUCTIONS) -> dict:
-    """Validate ``attrs`` against ``params`` (name -> (default, kind)) plus ``reduction``."""
-    names = ("reduction",) + tuple(params)
-    unknown = set(attrs) - set(names)
-    if unknown:
-        raise InvalidProblemError(op, sorted(unknown)[0], f"one of the attributes {list(names)}",
-                                  "an unknown attribute")
-    out = {"reduction": attrs.get("reduction", "mean")}
-    if out["reduction"] not in reductions:
-        raise InvalidProblemError(op, "reduction", "one of " + ", ".join(map(repr, reductions)), repr(out["reduction"]))
-    for name, (default, kind) in params.items():
-        v = attrs.get(name, default)
-        if kind == "bool":
-            if not isinstance(v, (bool, np.bool_)):
-                raise InvalidProblemError(op, name, "a bool", repr(v))
-            v = bool(v)
-        elif kind == "int":
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v not in (1, 2):
-                raise InvalidProblemError(op, name, "1 or 2", repr(v))
-            v = int(v)
-        else:
-            if not real(v) or not math.isfinite(float(v)) or (kind == "pos" and float(v) <= 0):
-                raise InvalidProblemError(op, name, "a finite float" + (" > 0" if kind == "pos" else ""), repr(v))
-            v = float(v)
-        out[name] = v
-    return out
+_PARAM_KINDS = {
+    "bool": lambda n, d: Attr(n, "bool", d),
+    "int": lambda n, d: Attr(n, "int", d, choices=(1, 2), expected="1 or 2"),
+    "float": lambda n, d: Attr(n, "float", d, gt=-math.inf, lt=math.inf, expected="a finite float"),
+    "pos": lambda n, d: Attr(n, "float", d, gt=0.0, lt=math.inf, expected="a finite float > 0"),
+}
+
+
+def param_attrs(params: dict, reductions=REDUCTIONS) -> tuple:
+    """The declared attributes of a loss row: ``reduction`` plus ``params`` (name -> (default, kind), kind in
+    bool | int (1 or 2) | float (finite) | pos (finite, > 0))."""
+    return (reduction_attr(reductions),) + tuple(_PARAM_KINDS[k](n, d) for n, (d, k) in params.items())
 
 
 def float_operand(op: str, name: str, t, dtype=None):
@@ -141,8 +127,7 @@ def _check(op: str):
         if not lo <= len(ops) <= hi:
             names = ("grad, " if bw else "") + ", ".join(d.main + tuple(f"[{a}]" for a in d.aux))
             raise InvalidProblemError(op, "inputs", f"{lo + off} to {hi + off} operands ({names})", len(inputs))
-        red = ("none", "mean", "sum", "batchmean") if d.batchmean else REDUCTIONS
-        a = parse_attrs(op, d.params, attrs, red)
+        a = attrs
         x = ops[0]
         float_operand(op, d.main[0], x)
         for name, t in zip(d.main[1:], ops[1:nm]):
@@ -449,7 +434,6 @@ def register_makers(table: dict) -> None:
     """Bench inputs where the sample-derived domains would be wrong (samples mix domains across attributes, or
     +-1 targets read as "any nonzero"): table op -> {argument: kind}, kind in unit (uniform in [0.02, 0.98]),
     pos (uniform in [0.1, 2]), sign (+-1), labels (multilabel lists: 8 classes, then -1); other inputs N(0, 1)."""
-    from ..bench.inputs import register_input_maker
 
     def maker(desc, device, gen):
         import torch
@@ -475,27 +459,24 @@ def register_makers(table: dict) -> None:
         return out
 
     for op in table:
-        register_input_maker(op, maker)
-        register_input_maker(f"{op}_backward", maker)
+        set_bench_inputs(op, maker)
+        set_bench_inputs(f"{op}_backward", maker)
 
 
-try:
-    register_makers({"binary_cross_entropy": {"input": "unit", "target": "unit"},
-                     "binary_cross_entropy_with_logits": {"target": "unit"}, "kl_div": {"target": "unit"},
-                     "poisson_nll_loss": {"target": "pos"}, "gaussian_nll_loss": {"var": "pos"},
-                     "hinge_embedding_loss": {"target": "sign"}, "margin_ranking_loss": {"target": "sign"},
-                     "soft_margin_loss": {"target": "sign"}})
-except ImportError:   # the bench package is optional at import time
-    pass
+register_makers({"binary_cross_entropy": {"input": "unit", "target": "unit"},
+                 "binary_cross_entropy_with_logits": {"target": "unit"}, "kl_div": {"target": "unit"},
+                 "poisson_nll_loss": {"target": "pos"}, "gaussian_nll_loss": {"var": "pos"},
+                 "hinge_embedding_loss": {"target": "sign"}, "margin_ranking_loss": {"target": "sign"},
+                 "soft_margin_loss": {"target": "sign"}})
 
 
 _SPECS: dict[str, OpSpec] = {}
 for _base, _d in PW_EXTRA.items():
     _bw = f"{_base}_backward"
     _names = _d.main + _d.aux
-    _defaults = {"reduction": "mean", **{k: v[0] for k, v in _d.params.items()}}
+    _decl = param_attrs(_d.params, ("none", "mean", "sum", "batchmean") if _d.batchmean else REDUCTIONS)
     _SPECS[_base] = register_spec(OpSpec(
-        name=_base, family="loss", arg_names=_names, check=_check(_base), dtypes=FLOAT_TYPES, defaults=_defaults,
+        name=_base, family="loss", arg_names=_names, check=_check(_base), dtypes=FLOAT_TYPES, attrs=_decl,
         torch_peer=_peer(_base), torch_name=f"torch.nn.functional.{_base}", dropin=_DROPINS[_base],
         grad=_grad_rule(_base), saves=("inputs",), differentiable=_d.diff, samples=_samples(_base, False),
         errors=_errors(_base), tol=_tol, cost=_cost, category="loss", workloads=_workloads(_base),
@@ -503,6 +484,6 @@ for _base, _d in PW_EXTRA.items():
     ))
     _SPECS[_bw] = register_spec(OpSpec(
         name=_bw, family="loss", arg_names=("grad",) + _names, check=_check(_bw), dtypes=FLOAT_TYPES,
-        defaults=dict(_defaults), samples=_samples(_base, True), errors=_errors(_bw), tol=_tol, cost=_cost,
+        attrs=_decl, samples=_samples(_base, True), errors=_errors(_bw), tol=_tol, cost=_cost,
         category="loss", doc=f"fused backward of {_base}: every differentiable operand's gradient in one pass.",
     ))

@@ -29,7 +29,7 @@ from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from .loss import _check as _loss_check
-from .loss import _errors, _fw_cases, _register_input_makers_for, _tol
+from .loss import CE_ATTRS, _errors, _fw_cases, _register_input_makers_for, _tol
 
 CE_WITH_GRAD = "cross_entropy_with_grad"
 
@@ -79,7 +79,7 @@ _WL = ((4096, 128256, DType.bf16), (8192, 32000, DType.bf16), (4096, 128256, DTy
 register_spec(OpSpec(
     name=CE_WITH_GRAD, family="loss", arg_names=("grad", "input", "target", "weight"), check=_check_ce,
     dtypes=FLOAT_TYPES,
-    defaults={"reduction": "mean", "ignore_index": -100, "label_smoothing": 0.0}, torch_peer=_peer_ce,
+    attrs=CE_ATTRS, torch_peer=_peer_ce,
     samples=_samples_ce, errors=_errors_ce, tol=_tol,
     workloads=tuple(Workload(f"{CE_WITH_GRAD}-{n}x{c}-{dt}", ((), (n, c), (n,)), dt, {}) for n, c, dt in _WL),
     cost=_cost_ce, category="loss",
@@ -90,8 +90,6 @@ register_spec(OpSpec(
 
 # -- grad_scale ----------------------------------------------------------------------------------------------
 def _check_scale(inputs, attrs):
-    if attrs:
-        raise InvalidProblemError("grad_scale", sorted(attrs)[0], "no attributes", "an attribute")
     if len(inputs) not in (2, 3):
         raise InvalidProblemError("grad_scale", "inputs", "2 or 3 operands (x, g[, h])", len(inputs))
     x = inputs[0]
@@ -130,7 +128,7 @@ def _peer_scale(x, g, h=None):
 
 
 register_spec(OpSpec(
-    name="grad_scale", family="loss", arg_names=("x", "g", "h"), check=_check_scale, dtypes=FLOAT_TYPES,
+    name="grad_scale", family="loss", arg_names=("x", "g", "h"), check=_check_scale, dtypes=FLOAT_TYPES, attrs=(),
     torch_peer=_peer_scale, samples=_samples_scale, errors=_errors_scale,
     workloads=(Workload("grad_scale-4096x128256-bf16", ((4096, 128256), ()), DType.bf16),),
     cost=lambda d: (2 * d.inputs[0].nbytes, d.inputs[0].numel), category="loss",

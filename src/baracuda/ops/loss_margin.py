@@ -27,7 +27,7 @@ from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError
 from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from .loss import INDEX_DTYPES, legacy_reduction
-from .loss_extra import REDUCTIONS, aux_ok, float_operand, parse_attrs, register_makers
+from .loss_extra import REDUCTIONS, aux_ok, float_operand, param_attrs, register_makers
 
 __all__ = ["ROW_LOSSES", "RowDef"]
 
@@ -64,7 +64,7 @@ def _check(op: str):
         ops = inputs[off:]
         if not d.nreq <= len(ops) <= len(d.args):
             raise InvalidProblemError(op, "inputs", f"{d.nreq + off} to {len(d.args) + off} operands", len(inputs))
-        a = parse_attrs(op, d.params, attrs)
+        a = attrs
         x = ops[0]
         float_operand(op, d.args[0], x)
         if d.kind == "soft":
@@ -341,18 +341,15 @@ def _workloads(base):
                  for dt in (DType.bf16, DType.f32))
 
 
-try:
-    register_makers({"cosine_embedding_loss": {"target": "sign"}, "multilabel_margin_loss": {"target": "labels"}})
-except ImportError:   # the bench package is optional at import time
-    pass
+register_makers({"cosine_embedding_loss": {"target": "sign"}, "multilabel_margin_loss": {"target": "labels"}})
 
 
 _SPECS: dict[str, OpSpec] = {}
 for _base, _d in ROW_LOSSES.items():
     _bw = f"{_base}_backward"
-    _defaults = {"reduction": "mean", **{k: v[0] for k, v in _d.params.items()}}
+    _decl = param_attrs(_d.params)
     _SPECS[_base] = register_spec(OpSpec(
-        name=_base, family="loss", arg_names=_d.args, check=_check(_base), dtypes=FLOAT_TYPES, defaults=_defaults,
+        name=_base, family="loss", arg_names=_d.args, check=_check(_base), dtypes=FLOAT_TYPES, attrs=_decl,
         torch_peer=_peer(_base), torch_name=f"torch.nn.functional.{_base}", dropin=_DROPINS[_base],
         grad=_grad_rule(_base), saves=("inputs",), differentiable=_d.diff, samples=_samples(_base, False),
         errors=_errors(_base), tol=_tol, cost=_cost, category="loss", workloads=_workloads(_base),
@@ -360,6 +357,6 @@ for _base, _d in ROW_LOSSES.items():
     ))
     _SPECS[_bw] = register_spec(OpSpec(
         name=_bw, family="loss", arg_names=("grad",) + _d.args, check=_check(_bw), dtypes=FLOAT_TYPES,
-        defaults=dict(_defaults), samples=_samples(_base, True), errors=_errors(_bw), tol=_tol, cost=_cost,
+        attrs=_decl, samples=_samples(_base, True), errors=_errors(_bw), tol=_tol, cost=_cost,
         category="loss", doc=f"fused backward of {_base}: the gradients of a row block in one kernel.",
     ))

@@ -21,7 +21,7 @@ import math
 
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError
-from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from ._common import check_nonneg
 
 __all__ = ["NORM_OPS"]
@@ -30,14 +30,13 @@ NORM_OPS = ("rms_norm", "layer_norm")
 _MAX_AFFINE = {"rms_norm": 1, "layer_norm": 2}   # weight / weight+bias
 
 
+_NS = Attr("normalized_shape", "shape", expected="a tuple of ints")
+_EPS = Attr("eps", "float", None, optional=True, ge=0, expected="a non-negative real number or None")
+_ATTRS = (_NS, _EPS)
+
+
 def _norm_shape(op, x, attrs):
-    ns = attrs.get("normalized_shape")
-    if isinstance(ns, int):
-        ns = (ns,)
-    try:
-        ns = tuple(int(d) for d in ns)
-    except TypeError:
-        raise InvalidProblemError(op, "normalized_shape", "a tuple of ints", repr(ns)) from None
+    ns = attrs["normalized_shape"]
     if not ns or len(ns) > len(x.shape) or tuple(x.shape[len(x.shape) - len(ns):]) != ns:
         raise InvalidProblemError(op, "normalized_shape", f"a non-empty trailing part of the input shape {x.shape}", ns)
     return ns
@@ -46,30 +45,16 @@ def _norm_shape(op, x, attrs):
 def _eps(op, attrs, dt):
     """eps=None resolves here to torch's default (rms_norm: the input dtype's machine epsilon; layer_norm:
     1e-5), so the descriptor always carries the number the kernels use."""
-    eps = attrs.get("eps")
+    eps = attrs["eps"]
     if eps is None:
         import ml_dtypes
 
         return float(ml_dtypes.finfo(dt.numpy).eps) if "rms" in op else 1e-5
-    try:
-        eps = float(eps)
-    except (TypeError, ValueError):
-        raise InvalidProblemError(op, "eps", "a non-negative real number or None", repr(eps)) from None
-    if not eps >= 0:
-        raise InvalidProblemError(op, "eps", "a non-negative real number or None", eps)
     return eps
-
-
-def _attrs(op, attrs, allowed):
-    unknown = set(attrs) - set(allowed)
-    if unknown:
-        raise InvalidProblemError(op, sorted(unknown)[0], f"one of the attributes {sorted(allowed)}",
-                                  "an unknown attribute")
 
 
 def _check_fw(op):
     def check(inputs, attrs):
-        _attrs(op, attrs, ("normalized_shape", "eps"))
         if not 1 <= len(inputs) <= 1 + _MAX_AFFINE[op]:
             raise InvalidProblemError(op, "inputs", f"1 to {1 + _MAX_AFFINE[op]} operands (x, weight, bias)",
                                       len(inputs))
@@ -90,8 +75,6 @@ def _check_bw(op):
     fw = op[: -len("_backward")]
 
     def check(inputs, attrs):
-        allowed = ("normalized_shape", "eps") + (("has_bias",) if fw == "layer_norm" else ())
-        _attrs(op, attrs, allowed)
         if len(inputs) not in (2, 3):
             raise InvalidProblemError(op, "inputs", "2 or 3 operands (grad, x[, weight])", len(inputs))
         g, x = inputs[:2]
@@ -110,7 +93,7 @@ def _check_bw(op):
         if len(inputs) == 3:
             outs.append(TensorSpec(ns, x.dtype))
         if fw == "layer_norm":
-            a["has_bias"] = bool(attrs.get("has_bias", False))
+            a["has_bias"] = attrs["has_bias"]
             if a["has_bias"]:
                 if len(inputs) != 3:
                     raise InvalidProblemError(op, "has_bias", "False without a weight operand", True)
@@ -139,7 +122,6 @@ def _check_add(op):
     nmax = 4 if op == "add_layer_norm" else 3
 
     def check(inputs, attrs):
-        _attrs(op, attrs, ("normalized_shape", "eps"))
         if not 3 <= len(inputs) <= nmax:
             raise InvalidProblemError(op, "inputs", f"{'3 or 4' if nmax == 4 else '3'} operands (x, residual, weight"
                                       f"{'[, bias]' if nmax == 4 else ''})", len(inputs))
@@ -314,7 +296,7 @@ _SPECS: dict[str, OpSpec] = {}
 for _op, _peer, _naff in (("add_rms_norm", _peer_add_rms, 1), ("add_layer_norm", _peer_add_ln, 2)):
     _SPECS[_op] = register_spec(OpSpec(
         name=_op, family="norm", arg_names=("x", "residual", "weight", "bias")[: 2 + _naff], check=_check_add(_op),
-        dtypes=FLOAT_TYPES, defaults={"eps": None}, torch_peer=_peer, grad=_g_add_norm,
+        dtypes=FLOAT_TYPES, attrs=_ATTRS, torch_peer=_peer, grad=_g_add_norm,
         saves=("weight", "outputs"), differentiable=(0, 1, 2, 3)[: 2 + _naff], samples=_add_samples(_op),
         errors=_add_errors(_op),
         workloads=(Workload(f"{_op}-16384x4096-bf16", ((16384, 4096), (16384, 4096)) + ((4096,),) * _naff, DType.bf16,
@@ -326,13 +308,13 @@ for _op, _grad, _peer, _dropin in (("rms_norm", _g_rms, _peer_rms, _dropin_rms),
                                    ("layer_norm", _g_ln, _peer_ln, _dropin_ln)):
     _SPECS[_op] = register_spec(OpSpec(
         name=_op, family="norm", arg_names=("x", "weight", "bias")[: 1 + _MAX_AFFINE[_op]], check=_check_fw(_op),
-        dtypes=FLOAT_TYPES, defaults={"eps": None}, torch_peer=_peer, torch_name=f"torch.nn.functional.{_op}",
+        dtypes=FLOAT_TYPES, attrs=_ATTRS, torch_peer=_peer, torch_name=f"torch.nn.functional.{_op}",
         dropin=_dropin, grad=_grad, saves=("inputs",), differentiable=(0, 1, 2)[: 1 + _MAX_AFFINE[_op]],
         samples=_fw_samples(_op), errors=_errors(_op, False), workloads=_workloads(_op, False), cost=_cost,
         grad_tol=_bw_tol, category="norm", doc=f"{_op} over the trailing normalized_shape (fused Triton kernel)."))
     _bw = f"{_op}_backward"
     _SPECS[_bw] = register_spec(OpSpec(
         name=_bw, family="norm", arg_names=("grad", "x", "weight"), check=_check_bw(_bw), dtypes=FLOAT_TYPES,
-        defaults={"eps": None}, samples=_bw_samples(_bw), errors=_errors(_bw, True), tol=_bw_tol,
+        attrs=_ATTRS + ((Attr("has_bias", "bool", False),) if _op == "layer_norm" else ()), samples=_bw_samples(_bw), errors=_errors(_bw, True), tol=_bw_tol,
         workloads=_workloads(_bw, True), cost=_cost, category="norm",
         doc=f"fused backward of {_op}: dx, and dweight/dbias reduced deterministically (no atomics)."))

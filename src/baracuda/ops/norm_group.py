@@ -30,8 +30,8 @@ import math
 
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from ._common import check_nonneg, norm_axis
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from ._common import check_nonneg
 
 __all__ = ["GROUP_NORM_OPS"]
 
@@ -39,20 +39,16 @@ GROUP_NORM_OPS = ("group_norm", "instance_norm", "batch_norm", "local_response_n
 _AFF = ("weight", "bias")
 
 
-def _unknown(op, attrs, allowed):
-    bad = set(attrs) - set(allowed)
-    if bad:
-        raise InvalidProblemError(op, sorted(bad)[0], f"one of the attributes {sorted(allowed)}", "an unknown attribute")
+def _eps(default):
+    return Attr("eps", "float", default, ge=0, expected="a real number >= 0.0")
 
 
-def _real(op, name, v, lo=None, strict=False):
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        raise InvalidProblemError(op, name, "a real number", repr(v)) from None
-    if lo is not None and not (f > lo if strict else f >= lo):
-        raise InvalidProblemError(op, name, f"a real number {'>' if strict else '>='} {lo}", f)
-    return f
+_GROUPS = Attr("num_groups", "int", gt=0, expected="a positive int dividing the channels")
+_BW_FLAGS = (Attr("has_bias", "bool", False), Attr("extra", "bool", False))
+_LRN = (Attr("size", "int", ge=1, expected="a positive int"), Attr("alpha", "float", 1e-4),
+        Attr("beta", "float", 0.75), Attr("k", "float", 1.0))
+_NORMALIZE = (Attr("p", "float", 2.0, ge=1.0, expected="a norm order >= 1 or inf"), Attr("dim", "axis", 1),
+              _eps(1e-12))
 
 
 def _same(op, x, names, ts, shape):
@@ -78,7 +74,6 @@ def _head(op, inputs, counts, rank_min, what):
 def _check_gn(op):
     def check(inputs, attrs):
         inst = op == "instance_norm"
-        _unknown(op, attrs, ("eps",) if inst else ("num_groups", "eps"))
         x = _head(op, inputs, (1, 2, 3), 3 if inst else 2, "1 to 3 operands (x, weight, bias)")
         c = x.shape[1]
         if inst:
@@ -86,15 +81,12 @@ def _check_gn(op):
             if math.prod(x.shape[2:]) == 1:
                 raise InvalidProblemError(op, "x", "more than 1 spatial element per channel", x.shape)
         else:
-            g = attrs.get("num_groups")
-            if isinstance(g, bool) or not isinstance(g, int) or g <= 0 or c % g:
+            g = attrs["num_groups"]
+            if c % g:
                 raise InvalidProblemError(op, "num_groups", f"a positive int dividing the {c} channels", repr(g))
         _same(op, x, _AFF, inputs[1:], (c,))
         st = TensorSpec((x.shape[0], g), x.dtype)
-        a = {"eps": _real(op, "eps", attrs.get("eps", 1e-5), 0.0)}
-        if not inst:
-            a["num_groups"] = g
-        return a, (TensorSpec(x.shape, x.dtype), st, st)
+        return attrs, (TensorSpec(x.shape, x.dtype), st, st)
     return check
 
 
@@ -106,8 +98,7 @@ def _check_stats_bw(op):
     group = op.startswith("group")
 
     def check(inputs, attrs):
-        _unknown(op, attrs, (("num_groups",) if group else ("training",)) + ("has_bias", "extra"))
-        extra = bool(attrs.get("extra", False))
+        extra = attrs["extra"]
         base = len(inputs) - 2 * extra
         if base not in (4, 5):
             raise InvalidProblemError(op, "inputs", "4 or 5 operands (grad, x, mean, rstd[, weight]) + (c0, c1) with "
@@ -118,25 +109,22 @@ def _check_stats_bw(op):
         if len(x.shape) < 2 or g.shape != x.shape:
             raise InvalidProblemError(op, "x", f"the shape of 'grad' {g.shape} with at least 2 dimensions", x.shape)
         _same(op, g, ("x",), (x,), x.shape)
-        a = {}
         if group:
-            ng = attrs.get("num_groups")
-            if not isinstance(ng, int) or ng <= 0 or x.shape[1] % ng:
+            ng = attrs["num_groups"]
+            if x.shape[1] % ng:
                 raise InvalidProblemError(op, "num_groups", f"a positive int dividing the {x.shape[1]} channels",
                                           repr(ng))
-            a["num_groups"] = ng
             st = (x.shape[0], ng)
         else:
-            a["training"] = bool(attrs.get("training", True))
             st = (x.shape[1],)
         _same(op, g, ("mean", "rstd"), inputs[2:4], st)
         _same(op, g, ("weight",), inputs[4:base], (x.shape[1],))
         _same(op, g, ("c0", "c1"), inputs[base:], st)
-        hb = bool(attrs.get("has_bias", False))
+        hb = attrs["has_bias"]
         if hb and base != 5:
             raise InvalidProblemError(op, "has_bias", "False without a weight operand", True)
         outs = (TensorSpec(x.shape, x.dtype),) + (TensorSpec((x.shape[1],), x.dtype),) * ((base == 5) + hb)
-        return dict(a, has_bias=hb, extra=extra), outs
+        return attrs, outs
     return check
 
 
@@ -183,20 +171,16 @@ def _g_gn(ctx, d, grads, s):
 # -- batch_norm ------------------------------------------------------------------------------------
 def _check_bn(inputs, attrs):
     op = "batch_norm"
-    _unknown(op, attrs, ("training", "momentum", "eps"))
     x = _head(op, inputs, (1, 2, 3, 5), 2, "1, 2, 3 or 5 operands (x[, weight[, bias]][, running_mean, running_var])")
     c = x.shape[1]
     _same(op, x, ("weight", "bias", "running_mean", "running_var"), inputs[1:], (c,))
-    tr = attrs.get("training", False)
-    if not isinstance(tr, bool):
-        raise InvalidProblemError(op, "training", "a bool", repr(tr))
+    tr = attrs["training"]
     m = x.numel // c if c else 0
     if not tr and len(inputs) != 5:
         raise InvalidProblemError(op, "running_mean", "running_mean and running_var (eval mode uses them)", "nothing")
     if tr and m <= 1:
         raise InvalidProblemError(op, "x", "more than 1 value per channel when training", x.shape)
-    a = {"training": tr, "momentum": _real(op, "momentum", attrs.get("momentum", 0.1)),
-         "eps": _real(op, "eps", attrs.get("eps", 1e-5), 0.0)}
+    a = attrs
     st = TensorSpec((c,), x.dtype)
     outs = (TensorSpec(x.shape, x.dtype), st, st) + ((st, st) if tr and len(inputs) == 5 else ())
     return a, outs
@@ -244,33 +228,19 @@ def _fused_bw(ctx, op, gy, x, s, naff, c0, c1, **attrs):
 # -- local_response_norm / normalize ------------------------------------------------------------
 def _check_lrn(op):
     def check(inputs, attrs):
-        _unknown(op, attrs, ("size", "alpha", "beta", "k"))
         x = _head(op, inputs, (2,) if op.endswith("backward") else (1,), 3,
                   "2 operands (grad, x)" if op.endswith("backward") else "1 operand")
         _same(op, x, ("x",), inputs[1:], x.shape)
-        size = attrs.get("size")
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise InvalidProblemError(op, "size", "a positive int", repr(size))
-        a = {"size": size, "alpha": _real(op, "alpha", attrs.get("alpha", 1e-4)),
-             "beta": _real(op, "beta", attrs.get("beta", 0.75)), "k": _real(op, "k", attrs.get("k", 1.0))}
-        return a, (TensorSpec(x.shape, x.dtype),)
+        return attrs, (TensorSpec(x.shape, x.dtype),)
     return check
 
 
 def _check_normalize(op):
     def check(inputs, attrs):
-        _unknown(op, attrs, ("p", "dim", "eps"))
         x = _head(op, inputs, (2,) if op.endswith("backward") else (1,), 1,
                   "2 operands (grad, x)" if op.endswith("backward") else "1 operand")
         _same(op, x, ("x",), inputs[1:], x.shape)
-        p = _real(op, "p", attrs.get("p", 2.0))
-        if not p >= 1.0:
-            raise InvalidProblemError(op, "p", "a norm order >= 1 or inf", p)
-        dim = attrs.get("dim", 1)
-        if isinstance(dim, bool) or not isinstance(dim, int):
-            raise InvalidProblemError(op, "dim", "an int", repr(dim))
-        a = {"p": p, "dim": norm_axis(op, "dim", dim, len(x.shape)), "eps": _real(op, "eps", attrs.get("eps", 1e-12), 0.0)}
-        return a, (TensorSpec(x.shape, x.dtype),)
+        return attrs, (TensorSpec(x.shape, x.dtype),)
     return check
 
 
@@ -540,42 +510,44 @@ def _reg(**kw):
     _SPECS[kw["name"]] = register_spec(OpSpec(family="norm", dtypes=FLOAT_TYPES, category="norm", **kw))
 
 
-_reg(name="group_norm", arg_names=("x", "weight", "bias"), check=_check_gn("group_norm"), defaults={"eps": 1e-5},
+_reg(name="group_norm", arg_names=("x", "weight", "bias"), check=_check_gn("group_norm"), attrs=(_GROUPS, _eps(1e-5)),
      torch_peer=_peer_gn, torch_name="torch.nn.functional.group_norm", dropin=_dropin_gn,
      dropin_result=lambda o: o[0], grad=_g_gn, saves=("inputs", "out1", "out2"), differentiable=(0, 1, 2),
      samples=_gn_samples, errors=_errors("group_norm"), tol=_tol, grad_tol=_tol, workloads=_WL["group_norm"],
      cost=_cost(2, 8), doc="group_norm -> (y, mean, rstd) per (sample, group); the drop-in returns y.")
 _reg(name="instance_norm", arg_names=("x", "weight", "bias"), check=_check_gn("instance_norm"),
-     defaults={"eps": 1e-5}, torch_peer=_peer_in, torch_name="torch.nn.functional.instance_norm", dropin=_dropin_in,
+     attrs=(_eps(1e-5),), torch_peer=_peer_in, torch_name="torch.nn.functional.instance_norm", dropin=_dropin_in,
      dropin_result=lambda o: o[0], grad=_g_gn, saves=("inputs", "out1", "out2"), differentiable=(0, 1, 2),
      samples=_in_samples, errors=_errors("instance_norm"), tol=_tol, grad_tol=_tol, workloads=_WL["instance_norm"],
      cost=_cost(2, 8), doc="instance_norm (input statistics) -> (y, mean, rstd): group_norm with a group per channel.")
 _reg(name="group_norm_backward", arg_names=("grad", "x", "mean", "rstd", "weight"), check=_check_stats_bw("group_norm_backward"),
+     attrs=(_GROUPS,) + _BW_FLAGS,
      samples=_gn_bw_samples("group_norm_backward"), errors=_errors("group_norm_backward"), tol=_tol,
      cost=_cost(2, 10), doc="fused group_norm backward from the saved (mean, rstd): dx, dweight, dbias.")
 _reg(name="batch_norm", arg_names=("x", "weight", "bias", "running_mean", "running_var"), check=_check_bn,
-     defaults={"training": False, "momentum": 0.1, "eps": 1e-5}, torch_peer=_peer_bn,
+     attrs=(Attr("training", "bool", False), Attr("momentum", "float", 0.1), _eps(1e-5)), torch_peer=_peer_bn,
      torch_name="torch.nn.functional.batch_norm", dropin=_dropin_bn, dropin_result=None, grad=_g_bn,
      saves=("inputs", "out1", "out2"), differentiable=(0, 1, 2), samples=_bn_samples, errors=_errors("batch_norm"),
      tol=_tol, grad_tol=_tol, workloads=_WL["batch_norm"], cost=_cost(2, 8),
      doc="batch_norm -> (y, mean, rstd[, new_running_mean, new_running_var]); the drop-in copies the new running "
          "statistics into the given buffers and returns y.")
 _reg(name="batch_norm_backward", arg_names=("grad", "x", "mean", "rstd", "weight"), check=_check_stats_bw("batch_norm_backward"),
+     attrs=(Attr("training", "bool", True),) + _BW_FLAGS,
      samples=_gn_bw_samples("batch_norm_backward"), errors=_errors("batch_norm_backward"), tol=_tol,
      cost=_cost(2, 10), doc="fused batch_norm backward from the saved (mean, rstd): deterministic column sums.")
 _reg(name="local_response_norm", arg_names=("x",), check=_check_lrn("local_response_norm"),
-     defaults={"alpha": 1e-4, "beta": 0.75, "k": 1.0}, torch_peer=_peer_lrn,
+     attrs=_LRN, torch_peer=_peer_lrn,
      torch_name="torch.nn.functional.local_response_norm", dropin=_dropin_lrn, grad=_g_lrn, saves=("inputs",),
      differentiable=(0,), samples=_lrn_samples, errors=_errors("local_response_norm"), tol=_tol, grad_tol=_tol,
      workloads=_WL["local_response_norm"], cost=_cost(1, 12), doc="local response normalization across channels.")
-_reg(name="local_response_norm_backward", arg_names=("grad", "x"), check=_check_lrn("local_response_norm_backward"),
+_reg(name="local_response_norm_backward", arg_names=("grad", "x"), check=_check_lrn("local_response_norm_backward"), attrs=_LRN,
      samples=_lrn_bw_samples, errors=_errors("local_response_norm_backward"), tol=_tol, cost=_cost(1, 30),
      doc="fused local_response_norm backward (window sums recomputed from x).")
-_reg(name="normalize", arg_names=("x",), check=_check_normalize("normalize"), defaults={"p": 2.0, "dim": 1,
-     "eps": 1e-12}, torch_peer=_peer_normalize, torch_name="torch.nn.functional.normalize", dropin=_dropin_normalize,
+_reg(name="normalize", arg_names=("x",), check=_check_normalize("normalize"), attrs=_NORMALIZE,
+     torch_peer=_peer_normalize, torch_name="torch.nn.functional.normalize", dropin=_dropin_normalize,
      grad=_g_normalize, saves=("inputs",), differentiable=(0,), samples=_norm_samples, errors=_errors("normalize"),
      tol=_tol, grad_tol=_tol, workloads=_WL["normalize"], cost=_cost(1, 3),
      doc="x / max(||x||_p, eps) along dim (F.normalize).")
-_reg(name="normalize_backward", arg_names=("grad", "x"), check=_check_normalize("normalize_backward"),
+_reg(name="normalize_backward", arg_names=("grad", "x"), check=_check_normalize("normalize_backward"), attrs=_NORMALIZE,
      samples=_norm_bw_samples, errors=_errors("normalize_backward"), tol=_tol, cost=_cost(1, 6),
      doc="fused F.normalize backward: one row reduction (norm, sum(grad * x)) then one map pass.")

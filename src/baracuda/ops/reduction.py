@@ -26,11 +26,11 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType, as_dtype
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, get_spec, register_spec
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, get_spec, register_spec
 from ._common import norm_axes, norm_axis
 
 __all__ = ["REDUCTIONS", "RedDef", "reduced_shape", "keepdim_shape", "sum_tol", "register_reductions",
-           "INT_TYPES", "NUM_TYPES", "ALL_TYPES"]
+           "INT_TYPES", "NUM_TYPES", "ALL_TYPES", "ATTRS", "KEEPDIM", "FWD_SHAPE", "dims_attr", "fwd_rank", "full_dims"]
 
 INT_TYPES = (DType.i64, DType.i32, DType.i16, DType.i8, DType.u8)
 NUM_TYPES = FLOAT_TYPES + INT_TYPES
@@ -65,17 +65,24 @@ def reduced_shape(shape, dims, keepdim: bool) -> tuple[int, ...]:
     return tuple(s for i, s in enumerate(shape) if i not in dims)
 
 
-def _check_keepdim(op, v):
-    if not isinstance(v, (bool, np.bool_)):
-        raise InvalidProblemError(op, "keepdim", "a bool", repr(v))
-    return bool(v)
+def dims_attr(rank=0) -> Attr:
+    """``dims``: None, an int or a tuple of axes of input ``rank`` (an index, or f(inputs, attrs)); None / () mean
+    every axis.  Errors name it 'dim' (torch's argument)."""
+    return Attr("dims", "axes", None, label="dim", rank=rank)
 
 
-def _check_unknown(op, attrs, allowed):
-    unknown = set(attrs) - set(allowed)
-    if unknown:
-        raise InvalidProblemError(op, sorted(unknown)[0], f"one of the attributes {sorted(allowed)}",
-                                  "an unknown attribute")
+KEEPDIM = Attr("keepdim", "bool", False)
+# the forward input's shape, for a backward op that does not read the input
+FWD_SHAPE = Attr("shape", "shape", expected="the forward input's shape")
+
+
+def fwd_rank(inputs, attrs) -> int:
+    return len(attrs["shape"])
+
+
+def full_dims(dims, rank: int) -> tuple:
+    """The validated ``dims`` of an input of ``rank``: a 0-d input reduces nothing (it accepts dim 0 / -1)."""
+    return dims if rank else ()
 
 
 def _nonempty(op, shape, dims, all_axes: bool):
@@ -96,55 +103,34 @@ def _check_one_input(op, spec, inputs):
     return inputs[0]
 
 
-# kind -> attributes (and their defaults).  sum: sum/prod/nansum (ints -> i64, dtype= float or int);
+# kind -> attributes.  sum: sum/prod/nansum (ints -> i64, dtype= float or int);
 # mean: mean/nanmean (dtype= float); ext: amax/amin; logic: any/all; count: count_nonzero;
 # arg: argmax/argmin; sel: max/min (dim=None: the value, else (values, indices)); minmax: aminmax.
-DEFAULTS = {"sum": {"dims": None, "keepdim": False, "dtype": None},
-            "mean": {"dims": None, "keepdim": False, "dtype": None},
-            "ext": {"dims": None, "keepdim": False},
-            "logic": {"dims": None, "keepdim": False},
-            "count": {"dims": None},
-            "arg": {"dim": None, "keepdim": False},
-            "sel": {"dim": None, "keepdim": False},
-            "minmax": {"dim": None, "keepdim": False}}
+_DTYPE = Attr("dtype", "dtype", None, optional=True)
+_ONE_DIM = Attr("dim", "axis", None, optional=True, expected="None or an int")
+ATTRS = {"sum": (dims_attr(), KEEPDIM, _DTYPE), "mean": (dims_attr(), KEEPDIM, _DTYPE),
+         "ext": (dims_attr(), KEEPDIM), "logic": (dims_attr(), KEEPDIM), "count": (dims_attr(),),
+         "arg": (_ONE_DIM, KEEPDIM), "sel": (_ONE_DIM, KEEPDIM), "minmax": (_ONE_DIM, KEEPDIM)}
 _DTYPE_ARG = {"sum": NUM_TYPES, "mean": FLOAT_TYPES}   # what dtype= may name
 
 
 def _check_dtype_arg(name, kind, dt):
     if dt is None:
         return None
-    try:
-        dt = as_dtype(dt)
-    except TypeError as e:
-        raise InvalidProblemError(name, "dtype", "a dtype", repr(dt)) from e
     ok = _DTYPE_ARG[kind]
     if dt not in ok:
         raise UnsupportedError(name, f"argument 'dtype' is {dt}; supported: {', '.join(map(str, ok))}")
     return dt
 
 
-def _one_dim(name, dim, rank):
-    if dim is None:
-        return None, tuple(range(rank))
-    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
-        raise InvalidProblemError(name, "dim", "None or an int", repr(dim))
-    dim = norm_axis(name, "dim", int(dim), rank)
-    return dim, ((dim,) if rank else ())
-
-
 def _make_check(name: str, kind: str):
-    allowed = tuple(DEFAULTS[kind])
-
     def check(inputs, attrs):
-        _check_unknown(name, attrs, allowed)
         x = _check_one_input(name, get_spec(name), inputs)
-        a = {k: attrs.get(k, DEFAULTS[kind][k]) for k in allowed}
-        keep = a["keepdim"] = _check_keepdim(name, a.get("keepdim", False))
-        if kind == "count":
-            del a["keepdim"]
+        a = attrs
+        keep = a.get("keepdim", False)
         rank = len(x.shape)
         if kind in ("arg", "sel", "minmax"):
-            a["dim"], dims = _one_dim(name, a["dim"], rank)
+            dims = tuple(range(rank)) if a["dim"] is None else ((a["dim"],) if rank else ())
             _nonempty(name, x.shape, dims, a["dim"] is None)
             shape = reduced_shape(x.shape, dims, keep)
             if kind == "arg":
@@ -154,7 +140,7 @@ def _make_check(name: str, kind: str):
             if a["dim"] is None:
                 return a, (TensorSpec(shape, x.dtype),)
             return a, (TensorSpec(shape, x.dtype), TensorSpec(shape, DType.i64))
-        dims = a["dims"] = _norm_dims(name, a["dims"], rank)
+        dims = a["dims"] = full_dims(a["dims"], rank)
         shape = reduced_shape(x.shape, dims, keep)
         if kind == "ext":
             _nonempty(name, x.shape, dims, len(dims) == rank)
@@ -190,15 +176,10 @@ def check_reduced(op, x, dims, keepdim, same_dtype=True, **named):
 
 def _check_amax_backward(inputs, attrs):
     op = "amax_backward"
-    _check_unknown(op, attrs, ("dims", "keepdim", "nan"))
     g, x, out = bw_operands(op, SPECS[op], inputs)
-    dims = _norm_dims(op, attrs.get("dims"), len(x.shape))
-    keepdim = _check_keepdim(op, attrs.get("keepdim", False))
-    check_reduced(op, x, dims, keepdim, grad=g, out=out)
-    nan = attrs.get("nan", False)
-    if not isinstance(nan, (bool, np.bool_)):
-        raise InvalidProblemError(op, "nan", "a bool", repr(nan))
-    return {"dims": dims, "keepdim": keepdim, "nan": bool(nan)}, (TensorSpec(x.shape, x.dtype),)
+    attrs["dims"] = full_dims(attrs["dims"], len(x.shape))
+    check_reduced(op, x, attrs["dims"], attrs["keepdim"], grad=g, out=out)
+    return attrs, (TensorSpec(x.shape, x.dtype),)
 
 
 # -- backward rules -------------------------------------------------------------------------------
@@ -226,22 +207,16 @@ def _g_mean(ctx, d, grads, s):
 
 def _check_mean_backward(inputs, attrs):
     op = "mean_backward"
-    _check_unknown(op, attrs, ("shape", "dims", "keepdim", "dtype"))
     if len(inputs) != 1:
         raise InvalidProblemError(op, "inputs", "1 operand (grad)", len(inputs))
     SPECS[op].check_dtypes(inputs)
     g = inputs[0]
-    try:
-        shape = tuple(int(n) for n in attrs["shape"])
-    except (KeyError, TypeError, ValueError):
-        raise InvalidProblemError(op, "shape", "the forward input's shape", repr(attrs.get("shape"))) from None
-    dims = _norm_dims(op, attrs.get("dims"), len(shape))
-    keepdim = _check_keepdim(op, attrs.get("keepdim", False))
+    shape, keepdim = attrs["shape"], attrs["keepdim"]
+    dims = full_dims(attrs["dims"], len(shape))
     want = reduced_shape(shape, dims, keepdim)
     if g.shape != want:
         raise InvalidProblemError(op, "grad", f"shape {want} ({shape} reduced over {dims})", g.shape)
-    dt = attrs.get("dtype")
-    dt = g.dtype if dt is None else as_dtype(dt)
+    dt = attrs["dtype"] or g.dtype
     if dt not in FLOAT_TYPES:
         raise UnsupportedError(op, f"argument 'dtype' is {dt}; supported: {', '.join(map(str, FLOAT_TYPES))}")
     return {"shape": shape, "dims": dims, "keepdim": keepdim, "dtype": dt}, (TensorSpec(shape, dt),)
@@ -475,7 +450,7 @@ def exact_tol(dt):
 @dataclass(frozen=True)
 class RedDef:
     name: str
-    kind: str                   # a key of DEFAULTS
+    kind: str                   # a key of ATTRS
     torch_name: str
     jax_name: str | None
     peer: Callable
@@ -500,7 +475,7 @@ def register_reductions(defs, workloads: Callable) -> None:
         REDUCTIONS[r.name] = r
         SPECS[r.name] = register_spec(OpSpec(
             name=r.name, family="reduction", arg_names=("x",), check=_make_check(r.name, r.kind), dtypes=r.dtypes,
-            defaults=dict(DEFAULTS[r.kind]), torch_peer=r.peer, torch_name=r.torch_name, dropin=r.dropin,
+            attrs=ATTRS[r.kind], torch_peer=r.peer, torch_name=r.torch_name, dropin=r.dropin,
             dropin_result=r.dropin_result, torch_aliases=r.aliases,
             jax_name=r.jax_name, grad=r.grad, saves=r.saves, differentiable=(0,) if r.grad else (),
             samples=(r.samples or _SAMPLES[r.kind])(r.name), errors=_errors(r.name, r.kind, r.dtypes),
@@ -524,7 +499,7 @@ register_reductions([
 ], _workloads)
 SPECS["mean_backward"] = register_spec(OpSpec(
     name="mean_backward", family="reduction", arg_names=("grad",), check=_check_mean_backward,
-    dtypes=FLOAT_TYPES, defaults={"dims": None, "keepdim": False, "dtype": None}, torch_peer=_peer_mean_bw,
+    dtypes=FLOAT_TYPES, attrs=(FWD_SHAPE, dims_attr(fwd_rank), KEEPDIM, _DTYPE), torch_peer=_peer_mean_bw,
     torch_name="torch autograd rule of mean (grad expanded / count)", samples=_mean_bw_samples,
     errors=_mean_bw_errors, cost=lambda d: (d.inputs[0].nbytes + d.outputs[0].nbytes, d.outputs[0].numel),
     category="reduction", doc="gradient of mean: grad broadcast to the input's shape, divided by the count",
@@ -532,7 +507,7 @@ SPECS["mean_backward"] = register_spec(OpSpec(
 
 SPECS["amax_backward"] = register_spec(OpSpec(
     name="amax_backward", family="reduction", arg_names=("grad", "x", "out"), check=_check_amax_backward,
-    dtypes=FLOAT_TYPES, defaults={"dims": None, "keepdim": False, "nan": False}, torch_peer=_peer_amax_bw,
+    dtypes=FLOAT_TYPES, attrs=(dims_attr(1), KEEPDIM, Attr("nan", "bool", False)), torch_peer=_peer_amax_bw,
     torch_name="torch autograd rule of amax/amin (scale_grad_by_count)", samples=_amax_bw_samples,
     errors=_amax_bw_errors, cost=_bw_cost, category="reduction",
     # one division g / count, rounded once to the dtype: the default per-dtype tolerance

@@ -23,10 +23,10 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType, as_dtype
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from ._common import norm_axis
-from .reduction import (ALL_TYPES, NUM_TYPES, RedDef, _check_keepdim, _check_unknown, _dropin_dims, _norm_dims,
-                        _tdims, exact_tol, float_grad, keepdim_shape, reduced_shape, register_reductions, sum_tol)
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from .reduction import (ALL_TYPES, FWD_SHAPE, KEEPDIM, NUM_TYPES, RedDef, _dropin_dims, _norm_dims, _tdims, dims_attr,
+                        exact_tol, float_grad, full_dims, fwd_rank, reduced_shape, register_reductions,
+                        sum_tol)
 
 __all__ = ["MORE_SPECS"]
 
@@ -259,57 +259,42 @@ def _sel_samples(name):
 
 
 # -- the fused backward ops ------------------------------------------------------------------------
-def _bw_common(op, inputs, attrs, allowed, names):
-    _check_unknown(op, attrs, allowed)
+def _bw_common(op, inputs, names):
     if len(inputs) != len(names):
         raise InvalidProblemError(op, "inputs", f"{len(names)} operands ({', '.join(names)})", len(inputs))
 
 
-def _check_grad_x(op, extra=()):
+def _check_grad_x(op):
     def check(inputs, attrs):
-        _bw_common(op, inputs, attrs, ("dims", "keepdim") + extra, ("grad", "x"))
+        _bw_common(op, inputs, ("grad", "x"))
         MORE_SPECS[op].check_dtypes(inputs)
         g, x = inputs
-        dims = _norm_dims(op, attrs.get("dims"), len(x.shape))
-        keepdim = _check_keepdim(op, attrs.get("keepdim", False))
+        dims = attrs["dims"] = full_dims(attrs["dims"], len(x.shape))
+        keepdim = attrs["keepdim"]
         want = reduced_shape(x.shape, dims, keepdim)
         if g.shape != want:
             raise InvalidProblemError(op, "grad", f"shape {want} (x reduced over {dims})", g.shape)
         if g.dtype != x.dtype:
             raise DTypeMismatchError(op, "grad", str(x.dtype), str(g.dtype))
-        a = {"dims": dims, "keepdim": keepdim}
-        for k in extra:
-            v = attrs.get(k, False)
-            if not isinstance(v, (bool, np.bool_)):
-                raise InvalidProblemError(op, k, "a bool", repr(v))
-            a[k] = bool(v)
-        return a, (TensorSpec(x.shape, x.dtype),)
+        return attrs, (TensorSpec(x.shape, x.dtype),)
     return check
 
 
 def _check_select_bw(inputs, attrs):
     op = "value_select_backward"
-    _bw_common(op, inputs, attrs, ("shape", "dim", "keepdim"), ("grad", "indices"))
+    _bw_common(op, inputs, ("grad", "indices"))
     g, idx = inputs
     if g.dtype not in FLOAT_TYPES:
         raise UnsupportedError(op, f"argument 'grad' has dtype {g.dtype}; the op is defined for "
                                    f"{', '.join(map(str, FLOAT_TYPES))}")
     if idx.dtype != DType.i64:
         raise DTypeMismatchError(op, "indices", "i64", str(idx.dtype))
-    try:
-        shape = tuple(int(n) for n in attrs["shape"])
-    except (KeyError, TypeError, ValueError):
-        raise InvalidProblemError(op, "shape", "the forward input's shape", repr(attrs.get("shape"))) from None
-    dim = attrs.get("dim")
-    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
-        raise InvalidProblemError(op, "dim", "an int", repr(dim))
-    dim = norm_axis(op, "dim", int(dim), len(shape))
-    keepdim = _check_keepdim(op, attrs.get("keepdim", False))
+    shape, dim, keepdim = attrs["shape"], attrs["dim"], attrs["keepdim"]
     want = reduced_shape(shape, (dim,) if shape else (), keepdim)
     for nm, t in (("grad", g), ("indices", idx)):
         if t.shape != want:
             raise InvalidProblemError(op, nm, f"shape {want} ({shape} reduced over dim {dim})", t.shape)
-    return {"shape": shape, "dim": dim, "keepdim": keepdim}, (TensorSpec(shape, g.dtype),)
+    return attrs, (TensorSpec(shape, g.dtype),)
 
 
 def _autograd_peer(fwd):
@@ -434,15 +419,15 @@ def _bw_cost(desc):
 MORE_SPECS: dict[str, OpSpec] = {}
 MORE_SPECS["prod_backward"] = register_spec(OpSpec(
     name="prod_backward", family="reduction", arg_names=("grad", "x"), check=_check_grad_x("prod_backward"),
-    dtypes=FLOAT_TYPES, defaults={"dims": None, "keepdim": False}, torch_peer=_autograd_peer(_peer_prod),
+    dtypes=FLOAT_TYPES, attrs=(dims_attr(1), KEEPDIM), torch_peer=_autograd_peer(_peer_prod),
     torch_name="torch autograd rule of prod (prod_safe_zeros_backward)", samples=_prod_bw_samples,
     errors=_bw_errors("prod_backward"), cost=_bw_cost, category="reduction", tol=_prod_tol,
     doc="gradient of prod: grad times the product of the other elements of the slice (zero-safe)",
 ))
 MORE_SPECS["nansum_backward"] = register_spec(OpSpec(
     name="nansum_backward", family="reduction", arg_names=("grad", "x"),
-    check=_check_grad_x("nansum_backward", ("mean",)), dtypes=FLOAT_TYPES,
-    defaults={"dims": None, "keepdim": False, "mean": False},
+    check=_check_grad_x("nansum_backward"), dtypes=FLOAT_TYPES,
+    attrs=(dims_attr(1), KEEPDIM, Attr("mean", "bool", False)),
     torch_peer=lambda g, x, dims=None, keepdim=False, mean=False: _autograd_peer(
         _peer_nan("nanmean" if mean else "nansum"))(g, x, dims, keepdim),
     torch_name="torch autograd rule of nansum / nanmean", samples=_nan_bw_samples,
@@ -451,7 +436,7 @@ MORE_SPECS["nansum_backward"] = register_spec(OpSpec(
 ))
 MORE_SPECS["value_select_backward"] = register_spec(OpSpec(
     name="value_select_backward", family="reduction", arg_names=("grad", "indices"), check=_check_select_bw,
-    dtypes=FLOAT_TYPES, defaults={"dim": 0, "keepdim": False}, torch_peer=_peer_select_bw,
+    dtypes=FLOAT_TYPES, attrs=(FWD_SHAPE, Attr("dim", "axis", rank=fwd_rank), KEEPDIM), torch_peer=_peer_select_bw,
     torch_name="torch autograd rule of max/min(dim) (value_selecting_reduction_backward)",
     samples=_select_bw_samples, errors=_select_bw_errors, category="reduction", tol=exact_tol,
     cost=lambda d: (sum(t.nbytes for t in d.inputs) + d.outputs[0].nbytes, 0),

@@ -29,9 +29,9 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType, as_dtype, result_type
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from ._common import norm_axes, norm_axis
-from .reduction import bw_operands, check_reduced, keepdim_shape, reduced_shape, sum_tol
+from .reduction import KEEPDIM, bw_operands, check_reduced, dims_attr, full_dims, keepdim_shape, reduced_shape, sum_tol
 
 __all__ = ["MOMENT_OPS", "NORM_OPS", "count_of", "norm_grad"]
 
@@ -55,12 +55,6 @@ def _norm_dims(op: str, dims, rank: int) -> tuple[int, ...]:
     return norm_axes(op, "dim", tuple(int(a) for a in seq) or None, rank)
 
 
-def _check_keepdim(op, v):
-    if not isinstance(v, (bool, np.bool_)):
-        raise InvalidProblemError(op, "keepdim", "a bool", repr(v))
-    return bool(v)
-
-
 def _tdims(dims):
     """Peers are also called with raw attributes: None / () / int / sequence -> None (all) or a list."""
     if dims is None or (isinstance(dims, (tuple, list)) and len(dims) == 0):
@@ -72,12 +66,6 @@ def count_of(shape, dims) -> int:
     return math.prod(shape[a] for a in dims) if shape else 1
 
 
-def _unknown(op, attrs, allowed):
-    bad = set(attrs) - set(allowed)
-    if bad:
-        raise InvalidProblemError(op, sorted(bad)[0], f"one of the attributes {sorted(allowed)}", "an unknown attribute")
-
-
 def _one(op, inputs):
     if len(inputs) != 1:
         raise InvalidProblemError(op, "inputs", "1 operand", len(inputs))
@@ -85,24 +73,43 @@ def _one(op, inputs):
     return inputs[0]
 
 
-def _real(op, name, v, default):
-    if v is None:
-        return default
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
-        raise InvalidProblemError(op, name, "a real number", repr(v))
-    return float(v)
+# None means the default (1.0 / 2.0), as the drop-ins may pass it
+_CORR = Attr("correction", "float", 1.0, optional=True)
+_ORD = Attr("ord", "float", 2.0, optional=True)
+
+
+def _norm_ord(op, o, inputs, attrs):
+    """torch.norm's p: a number or 'fro' (the 2-norm over at most 2 dims)."""
+    if isinstance(o, str):
+        if o != "fro":
+            raise UnsupportedError(op, f"argument 'p'={o!r}: only 'fro' and numbers are supported (the nuclear "
+                                       "norm is a matrix norm: use torch.linalg.matrix_norm)")
+        return o
+    return _ORD.validate(op, o)
+
+
+_MOMENT_ATTRS = (dims_attr(), _CORR, KEEPDIM)
+_DTYPE = Attr("dtype", "dtype", None, optional=True, expected="None or a floating dtype")
+_NORM_ATTRS = {"vector_norm": (_ORD, dims_attr(), KEEPDIM, _DTYPE),
+               # dims kept as given (None) until the 'fro' rule has seen it
+               "norm": (Attr("ord", "any", 2.0, optional=True, normalize=_norm_ord),
+                        Attr("dims", "axes", None, optional=True, label="dim"), KEEPDIM, _DTYPE)}
 
 
 # -- var / std / var_mean / std_mean --------------------------------------------------------------
+def _moment_attrs(a, rank):
+    a["dims"] = full_dims(a["dims"], rank)
+    if a["correction"] is None:
+        a["correction"] = 1.0
+    return a
+
+
 def _check_moment(op):
     def check(inputs, attrs):
-        _unknown(op, attrs, ("dims", "correction", "keepdim"))
         x = _one(op, inputs)
-        dims = _norm_dims(op, attrs.get("dims"), len(x.shape))
-        keep = _check_keepdim(op, attrs.get("keepdim", False))
-        corr = _real(op, "correction", attrs.get("correction"), 1.0)
-        out = TensorSpec(reduced_shape(x.shape, dims, keep), x.dtype)
-        return {"dims": dims, "correction": corr, "keepdim": keep}, (out,) * (2 if op.endswith("_mean") else 1)
+        a = _moment_attrs(attrs, len(x.shape))
+        out = TensorSpec(reduced_shape(x.shape, a["dims"], a["keepdim"]), x.dtype)
+        return a, (out,) * (2 if op.endswith("_mean") else 1)
     return check
 
 
@@ -118,18 +125,14 @@ def _g_moment(ctx, d, grads, s):
 
 def _check_var_bw(inputs, attrs):
     op = "var_backward"
-    _unknown(op, attrs, ("dims", "correction", "keepdim", "std"))
     if len(inputs) not in (3, 4):
         raise InvalidProblemError(op, "inputs", "3 or 4 operands (grad, x, out[, grad_mean])", len(inputs))
     _SPECS[op].check_dtypes(inputs)
     named = dict(zip(("grad", "x", "out", "grad_mean"), inputs))
     x = named.pop("x")
-    dims = _norm_dims(op, attrs.get("dims"), len(x.shape))
-    keep = _check_keepdim(op, attrs.get("keepdim", False))
-    check_reduced(op, x, dims, keep, **named)
-    corr = _real(op, "correction", attrs.get("correction"), 1.0)
-    return ({"dims": dims, "correction": corr, "keepdim": keep, "std": bool(attrs.get("std", False))},
-            (TensorSpec(x.shape, x.dtype),))
+    a = _moment_attrs(attrs, len(x.shape))
+    check_reduced(op, x, a["dims"], a["keepdim"], **named)
+    return a, (TensorSpec(x.shape, x.dtype),)
 
 
 def _peer_moment(op):
@@ -213,31 +216,20 @@ def _var_bw_samples(rng):
 
 # -- vector_norm / norm ------------------------------------------------------------------------------
 def _check_norm(op):
-    allowed = ("ord", "dims", "keepdim", "dtype")
-
     def check(inputs, attrs):
-        _unknown(op, attrs, allowed)
         x = _one(op, inputs)
-        o = attrs.get("ord", 2.0)
-        if op == "norm" and isinstance(o, str):
-            if o != "fro":
-                raise UnsupportedError(op, f"argument 'p'={o!r}: only 'fro' and numbers are supported (the nuclear "
-                                           "norm is a matrix norm: use torch.linalg.matrix_norm)")
-            d = attrs.get("dims")
-            if isinstance(d, (tuple, list)) and len(d) > 2:
-                raise InvalidProblemError(op, "dim", "at most 2 dims for p='fro'", tuple(d))
+        o, d = attrs["ord"], attrs["dims"]
+        if o == "fro":
+            if d is not None and len(d) > 2:
+                raise InvalidProblemError(op, "dim", "at most 2 dims for p='fro'", d)
             o = 2.0
-        o = _real(op, "ord", o, 2.0)
+        o = 2.0 if o is None else o
         if math.isnan(o):
             raise InvalidProblemError(op, "ord", "a real number or +-inf", o)
-        dims = _norm_dims(op, attrs.get("dims"), len(x.shape))
-        keep = _check_keepdim(op, attrs.get("keepdim", False))
-        dt = attrs.get("dtype")
+        dims = full_dims(tuple(range(len(x.shape))) if d is None else d, len(x.shape))
+        keep = attrs["keepdim"]
+        dt = attrs["dtype"]
         if dt is not None:
-            try:
-                dt = as_dtype(dt)
-            except TypeError as e:
-                raise InvalidProblemError(op, "dtype", "None or a floating dtype", repr(dt)) from e
             if dt not in FLOAT_TYPES or result_type(x.dtype, dt) != dt:
                 raise InvalidProblemError(op, "dtype", f"a floating dtype {x.dtype} converts to without narrowing",
                                           str(dt))
@@ -267,13 +259,11 @@ def _g_norm(ctx, d, grads, s):
 
 def _check_norm_bw(inputs, attrs):
     op = "vector_norm_backward"
-    _unknown(op, attrs, ("ord", "dims", "keepdim"))
     g, x, out = bw_operands(op, _SPECS[op], inputs)
-    o = _real(op, "ord", attrs.get("ord"), 2.0)
+    o = 2.0 if attrs["ord"] is None else attrs["ord"]
     if not math.isfinite(o):
         raise InvalidProblemError(op, "ord", "a finite ord (inf/-inf: amax_backward of |x|, times sign(x))", o)
-    dims = _norm_dims(op, attrs.get("dims"), len(x.shape))
-    keep = _check_keepdim(op, attrs.get("keepdim", False))
+    dims, keep = full_dims(attrs["dims"], len(x.shape)), attrs["keepdim"]
     check_reduced(op, x, dims, keep, same_dtype=False, grad=g, out=out)
     if out.dtype != g.dtype:
         raise DTypeMismatchError(op, "out", str(g.dtype), str(out.dtype))
@@ -383,19 +373,15 @@ def _norm_bw_samples(rng):
 # -- logsumexp ------------------------------------------------------------------------------------
 def _check_lse(inputs, attrs):
     op = "logsumexp"
-    _unknown(op, attrs, ("dims", "keepdim"))
     x = _one(op, inputs)
-    dims = _norm_dims(op, attrs.get("dims"), len(x.shape))
-    keep = _check_keepdim(op, attrs.get("keepdim", False))
+    dims, keep = full_dims(attrs["dims"], len(x.shape)), attrs["keepdim"]
     return {"dims": dims, "keepdim": keep}, (TensorSpec(reduced_shape(x.shape, dims, keep), x.dtype),)
 
 
 def _check_lse_bw(inputs, attrs):
     op = "logsumexp_backward"
-    _unknown(op, attrs, ("dims", "keepdim"))
     g, x, out = bw_operands(op, _SPECS[op], inputs)
-    dims = _norm_dims(op, attrs.get("dims"), len(x.shape))
-    keep = _check_keepdim(op, attrs.get("keepdim", False))
+    dims, keep = full_dims(attrs["dims"], len(x.shape)), attrs["keepdim"]
     check_reduced(op, x, dims, keep, grad=g, out=out)
     return {"dims": dims, "keepdim": keep}, (TensorSpec(x.shape, x.dtype),)
 
@@ -447,7 +433,6 @@ def _lse_bw_samples(rng):
 # -- trace ----------------------------------------------------------------------------------------
 def _check_trace(inputs, attrs):
     op = "trace"
-    _unknown(op, attrs, ())
     x = _one(op, inputs)
     if len(x.shape) != 2:
         raise InvalidProblemError(op, "x", "a 2-D matrix", f"shape {x.shape}")
@@ -456,17 +441,13 @@ def _check_trace(inputs, attrs):
 
 def _check_trace_bw(inputs, attrs):
     op = "trace_backward"
-    _unknown(op, attrs, ("shape",))
     g = _one(op, inputs)
     if g.shape != ():
         raise InvalidProblemError(op, "grad", "a 0-d tensor", f"shape {g.shape}")
-    try:
-        shape = tuple(int(n) for n in attrs["shape"])
-    except (KeyError, TypeError, ValueError):
-        raise InvalidProblemError(op, "shape", "the 2-D input shape", repr(attrs.get("shape"))) from None
-    if len(shape) != 2 or min(shape) < 0:
+    shape = attrs["shape"]
+    if len(shape) != 2:
         raise InvalidProblemError(op, "shape", "the 2-D input shape", shape)
-    return {"shape": shape}, (TensorSpec(shape, g.dtype),)
+    return attrs, (TensorSpec(shape, g.dtype),)
 
 
 def _peer_trace_bw(g, shape):
@@ -534,7 +515,7 @@ _SPECS: dict[str, OpSpec] = {}
 for _op in MOMENT_OPS:
     _SPECS[_op] = register_spec(OpSpec(
         name=_op, family="reduction_stats", arg_names=("x",), check=_check_moment(_op), dtypes=FLOAT_TYPES,
-        defaults={"dims": None, "correction": 1.0, "keepdim": False}, torch_peer=_peer_moment(_op),
+        attrs=_MOMENT_ATTRS, torch_peer=_peer_moment(_op),
         torch_name=f"torch.{_op}", dropin=_dropin_moment(_op), jax_name=f"jax.numpy.{_op[:3]}" if "_" not in _op else None,
         grad=_g_moment, saves=("inputs", "outputs"), differentiable=(0,), samples=_moment_samples,
         errors=_moment_errors(_op), tol=_moment_tol, grad_tol=_bw_tol,
@@ -542,7 +523,7 @@ for _op in MOMENT_OPS:
         doc=f"torch.{_op}: one-read shifted Welford/Chan moments (accurate for large means); see the module docstring."))
 _SPECS["var_backward"] = register_spec(OpSpec(
     name="var_backward", family="reduction_stats", arg_names=("grad", "x", "out", "grad_mean"), check=_check_var_bw,
-    dtypes=FLOAT_TYPES, defaults={"dims": None, "correction": 1.0, "keepdim": False, "std": False},
+    dtypes=FLOAT_TYPES, attrs=(dims_attr(1), _CORR, KEEPDIM, Attr("std", "bool", False)),
     torch_peer=_peer_var_bw, torch_name="torch autograd rule of var/std/var_mean/std_mean",
     samples=_var_bw_samples, errors=_bw_errors("var_backward", 3), tol=_bw_tol,
     workloads=_bw_wl("var_backward", {"correction": 1.0, "std": True}), cost=_cost(5), category="reduction",
@@ -551,7 +532,7 @@ _SPECS["var_backward"] = register_spec(OpSpec(
 for _op, _dropin in (("vector_norm", _dropin_vector_norm), ("norm", _dropin_norm)):
     _SPECS[_op] = register_spec(OpSpec(
         name=_op, family="reduction_stats", arg_names=("x",), check=_check_norm(_op), dtypes=FLOAT_TYPES,
-        defaults={"ord": 2.0, "dims": None, "keepdim": False, "dtype": None}, torch_peer=_peer_norm(_op),
+        attrs=_NORM_ATTRS[_op], torch_peer=_peer_norm(_op),
         torch_name="torch.linalg.vector_norm" if _op == "vector_norm" else "torch.norm", dropin=_dropin,
         jax_name="jax.numpy.linalg.vector_norm" if _op == "vector_norm" else None,
         grad=_g_norm, saves=("inputs", "outputs"), differentiable=(0,), samples=_norm_samples(_op),
@@ -561,27 +542,27 @@ for _op, _dropin in (("vector_norm", _dropin_vector_norm), ("norm", _dropin_norm
         + ": one read, accumulated in f32 (f64 for f64)."))
 _SPECS["vector_norm_backward"] = register_spec(OpSpec(
     name="vector_norm_backward", family="reduction_stats", arg_names=("grad", "x", "out"), check=_check_norm_bw,
-    dtypes=FLOAT_TYPES, defaults={"ord": 2.0, "dims": None, "keepdim": False}, torch_peer=_peer_norm_bw,
+    dtypes=FLOAT_TYPES, attrs=(_ORD, dims_attr(1), KEEPDIM), torch_peer=_peer_norm_bw,
     torch_name="torch autograd rule of linalg.vector_norm (norm_backward)", samples=_norm_bw_samples,
     errors=_bw_errors("vector_norm_backward", 3), tol=_bw_tol, workloads=_bw_wl("vector_norm_backward", {"ord": 2.0}),
     cost=_cost(6), category="reduction", doc="gradient of a finite-ord vector norm: one elementwise pass."))
 
 _SPECS["logsumexp"] = register_spec(OpSpec(
     name="logsumexp", family="reduction_stats", arg_names=("x",), check=_check_lse, dtypes=FLOAT_TYPES,
-    defaults={"dims": None, "keepdim": False}, torch_peer=_peer_lse, torch_name="torch.logsumexp",
+    attrs=(dims_attr(), KEEPDIM), torch_peer=_peer_lse, torch_name="torch.logsumexp",
     dropin=_dropin_lse, jax_name="jax.scipy.special.logsumexp", grad=_g_lse, saves=("inputs", "outputs"),
     differentiable=(0,), samples=_lse_samples, errors=_moment_errors("logsumexp"), tol=_moment_tol, grad_tol=_bw_tol,
     workloads=_wl("logsumexp"), cost=_cost(4), category="reduction",
     doc="torch.logsumexp: one read (online max / rescaled sum)."))
 _SPECS["logsumexp_backward"] = register_spec(OpSpec(
     name="logsumexp_backward", family="reduction_stats", arg_names=("grad", "x", "out"), check=_check_lse_bw,
-    dtypes=FLOAT_TYPES, defaults={"dims": None, "keepdim": False}, torch_peer=_peer_lse_bw,
+    dtypes=FLOAT_TYPES, attrs=(dims_attr(1), KEEPDIM), torch_peer=_peer_lse_bw,
     torch_name="torch autograd rule of logsumexp", samples=_lse_bw_samples, errors=_bw_errors("logsumexp_backward", 3),
     tol=_bw_tol, workloads=_bw_wl("logsumexp_backward", {}), cost=_cost(3), category="reduction",
     doc="gradient of logsumexp: grad * exp(x - out), one elementwise pass."))
 
 _SPECS["trace"] = register_spec(OpSpec(
-    name="trace", family="reduction_stats", arg_names=("x",), check=_check_trace, dtypes=FLOAT_TYPES,
+    name="trace", family="reduction_stats", arg_names=("x",), check=_check_trace, dtypes=FLOAT_TYPES, attrs=(),
     torch_peer=lambda x: x.diagonal().sum(), torch_name="torch.trace", dropin=lambda input: ((input,), {}),
     jax_name="jax.numpy.trace", grad=lambda ctx, d, grads, s: (ctx.op("trace_backward", grads[0],
                                                                       shape=d.inputs[0].shape),),
@@ -591,6 +572,7 @@ _SPECS["trace"] = register_spec(OpSpec(
     doc="torch.trace of a 2-D matrix (strided read of the diagonal only)."))
 _SPECS["trace_backward"] = register_spec(OpSpec(
     name="trace_backward", family="reduction_stats", arg_names=("grad",), check=_check_trace_bw, dtypes=FLOAT_TYPES,
+    attrs=(Attr("shape", "shape", expected="the 2-D input shape"),),
     torch_peer=_peer_trace_bw, torch_name="torch autograd rule of trace (grad * eye)",
     samples=lambda rng: [Sample((rng.standard_normal(()),), {"shape": s}, name=str(s), grad=False)
                          for s in [(3, 3), (3, 5), (7, 2), (0, 4)]],

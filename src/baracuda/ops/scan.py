@@ -35,8 +35,8 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType, as_dtype
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, default_tol, register_spec
-from ._common import check_nonneg, norm_axis
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, default_tol, register_spec, set_bench_inputs
+from ._common import check_nonneg
 
 __all__ = ["SCAN_OPS", "SCAN_TYPES", "INT_LIKE"]
 
@@ -45,53 +45,29 @@ SCAN_TYPES = FLOAT_TYPES + INT_LIKE
 
 
 # -- shape / dtype rules ------------------------------------------------------------------------
-def _unknown(op, attrs, allowed):
-    extra = set(attrs) - set(allowed)
-    if extra:
-        raise InvalidProblemError(op, sorted(extra)[0], f"one of the attributes {sorted(allowed)}",
-                                  "an unknown attribute")
-
-
-def _dim_rev(op, attrs, rank) -> dict:
-    dim = attrs.get("dim")
-    if dim is None:
-        raise InvalidProblemError(op, "dim", "an int (the axis to scan along)", "nothing")
-    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
-        raise InvalidProblemError(op, "dim", "an int", repr(dim))
-    rev = attrs.get("reverse", False)
-    if not isinstance(rev, (bool, np.bool_)):
-        raise InvalidProblemError(op, "reverse", "a bool", repr(rev))
-    return {"dim": norm_axis(op, "dim", int(dim), rank), "reverse": bool(rev)}
+_DIM_REV = (Attr("dim", "axis", expected="an int (the axis to scan along)"), Attr("reverse", "bool", False))
+_ARITH_ATTRS = _DIM_REV + (Attr("dtype", "dtype", None, optional=True),)
 
 
 def _scan_out_dtype(op, x: DType, dt) -> DType:
     """cumsum/cumprod: dtype= if given (the input is cast to it first), else int64 for integer/bool inputs."""
     if dt is None:
         return DType.i64 if x in INT_LIKE else x
-    try:
-        dt = as_dtype(dt)
-    except TypeError:
-        raise InvalidProblemError(op, "dtype", "None or a dtype", repr(dt)) from None
     if dt not in SCAN_TYPES:
         raise UnsupportedError(op, f"argument 'dtype' is {dt}; supported: {', '.join(map(str, SCAN_TYPES))}")
     return dt
 
 
 def _make_check(op: str, kind: str):
-    allowed = ("dim", "reverse", "dtype") if kind == "arith" else ("dim", "reverse")
-
     def check(inputs, attrs):
-        _unknown(op, attrs, allowed)
         if len(inputs) != 1:
             raise InvalidProblemError(op, "inputs", "1 operand", len(inputs))
         (x,) = inputs
         SPECS[op].check_dtypes(inputs)
         check_nonneg(op, ("x",), (x.shape,))
-        a = _dim_rev(op, attrs, len(x.shape))
+        a = attrs
         if kind == "arith":
-            out = _scan_out_dtype(op, x.dtype, attrs.get("dtype"))
-            a["dtype"] = None if attrs.get("dtype") is None else out
-            return a, (TensorSpec(x.shape, out),)
+            return a, (TensorSpec(x.shape, _scan_out_dtype(op, x.dtype, a["dtype"])),)
         if kind == "ext":
             return a, (TensorSpec(x.shape, x.dtype), TensorSpec(x.shape, DType.i64))
         return a, (TensorSpec(x.shape, x.dtype),)
@@ -100,7 +76,6 @@ def _make_check(op: str, kind: str):
 
 def _make_bw_check(op: str, names: tuple):
     def check(inputs, attrs):
-        _unknown(op, attrs, ("dim", "reverse"))
         if len(inputs) != len(names):
             raise InvalidProblemError(op, "inputs", f"{len(names)} operands ({', '.join(names)})", len(inputs))
         g = inputs[0]
@@ -114,7 +89,7 @@ def _make_bw_check(op: str, names: tuple):
             want = DType.i64 if n == "indices" else g.dtype
             if t.dtype != want:
                 raise DTypeMismatchError(op, n, str(want), str(t.dtype))
-        return _dim_rev(op, attrs, len(g.shape)), (TensorSpec(g.shape, g.dtype),)
+        return attrs, (TensorSpec(g.shape, g.dtype),)
     return check
 
 
@@ -432,13 +407,11 @@ SCAN_OPS: dict[str, ScanDef] = {s.name: s for s in [
             ("inputs", "outputs"), dtypes=FLOAT_TYPES),
 ]}
 
-_DEFAULTS = {"arith": {"reverse": False, "dtype": None}, "ext": {"reverse": False}, "lse": {"reverse": False}}
-
 SPECS: dict[str, OpSpec] = {}
 for _s in SCAN_OPS.values():
     SPECS[_s.name] = register_spec(OpSpec(
         name=_s.name, family="scan", arg_names=("x",), check=_make_check(_s.name, _s.kind), dtypes=_s.dtypes,
-        defaults=dict(_DEFAULTS[_s.kind]), torch_peer=_s.peer, torch_name=f"torch.{_s.name}", dropin=_s.dropin,
+        attrs=_ARITH_ATTRS if _s.kind == "arith" else _DIM_REV, torch_peer=_s.peer, torch_name=f"torch.{_s.name}", dropin=_s.dropin,
         dropin_result=_s.result, jax_name=_s.jax_name, grad=_s.grad, saves=_s.saves, differentiable=(0,),
         samples=_fw_samples(_s.name), errors=_errors(_s.name, _s.kind),
         tol=(lambda dt: (0.0, 0.0)) if _s.kind == "ext" else _tol,   # cummax/cummin select exactly
@@ -459,7 +432,7 @@ _BW = {
 for _name, (_names, _peer, _doc) in _BW.items():
     SPECS[_name] = register_spec(OpSpec(
         name=_name, family="scan", arg_names=_names, check=_make_bw_check(_name, _names), dtypes=FLOAT_TYPES,
-        defaults={"reverse": False}, torch_peer=_peer, torch_name="torch autograd rule of " + _name[:-9],
+        attrs=_DIM_REV, torch_peer=_peer, torch_name="torch autograd rule of " + _name[:-9],
         samples=_bw_samples(_name), errors=_bw_errors(_name, _names),
         tol=_lse_grad_tol if _name.startswith("log") else _tol,
         workloads=_bw_workloads(_name, _names), cost=_cost, category="scan", doc=_doc,
@@ -474,10 +447,9 @@ def scan_geometry(shape, dim) -> tuple[int, int, int]:
     return math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1:])
 
 
-def _register_input_maker():
+def _set_bench_inputs():
     """Bench inputs of the backward ops: the saved tensors must be the forward's (cummax indices monotone,
     out = cumprod / logcumsumexp of x), which random data is not."""
-    from ..bench.inputs import register_input_maker
 
     def maker(desc, device, gen):
         import torch
@@ -497,10 +469,8 @@ def _register_input_maker():
         return [grad, x.to(g.dtype.torch), y]
 
     for op in ("cumprod_backward", "logcumsumexp_backward", "cummax_backward"):
-        register_input_maker(op, maker)
+        set_bench_inputs(op, maker)
 
 
-try:
-    _register_input_maker()
-except ImportError:
-    pass
+_set_bench_inputs()
+

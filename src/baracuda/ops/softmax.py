@@ -20,35 +20,18 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType, as_dtype
 from .._core.errors import DTypeMismatchError, InvalidProblemError
-from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from ._common import check_nonneg, norm_axis
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from ._common import check_nonneg
 
 __all__ = ["SOFTMAX_OPS"]
 
 SOFTMAX_OPS = ("softmax", "log_softmax")
-_DEFAULTS = {"dtype": None}
 
 
-def _attrs(op: str, attrs: dict, rank: int) -> dict:
-    unknown = set(attrs) - {"dim", "dtype"}
-    if unknown:
-        raise InvalidProblemError(op, sorted(unknown)[0], "one of the attributes ['dim', 'dtype']",
-                                  "an unknown attribute")
-    if "dim" not in attrs or attrs["dim"] is None:
-        raise InvalidProblemError(op, "dim", "an int (the axis to normalize over; implicit dim is not supported)",
-                                  "nothing")
-    dim = attrs["dim"]
-    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
-        raise InvalidProblemError(op, "dim", "an int", repr(dim))
-    dt = attrs.get("dtype")
-    if dt is not None:
-        try:
-            dt = as_dtype(dt)
-        except TypeError:
-            raise InvalidProblemError(op, "dtype", "None or a floating dtype", repr(dt)) from None
-        if dt not in FLOAT_TYPES:
-            raise InvalidProblemError(op, "dtype", f"None or one of {', '.join(map(str, FLOAT_TYPES))}", str(dt))
-    return {"dim": norm_axis(op, "dim", int(dim), rank), "dtype": dt}
+# dim: an axis of the (first) operand; dtype: None or a float dtype (torch's dtype= / input_dtype)
+_ATTRS = (Attr("dim", "axis", expected="an int (the axis to normalize over; implicit dim is not supported)"),
+          Attr("dtype", "dtype", None, optional=True, choices=FLOAT_TYPES,
+               expected=f"None or one of {', '.join(map(str, FLOAT_TYPES))}"))
 
 
 def _check_fw(op: str):
@@ -58,8 +41,7 @@ def _check_fw(op: str):
         (x,) = inputs
         _SPECS[op].check_dtypes(inputs)
         check_nonneg(op, ("x",), (x.shape,))
-        a = _attrs(op, attrs, len(x.shape))
-        return a, (TensorSpec(x.shape, a["dtype"] or x.dtype),)
+        return attrs, (TensorSpec(x.shape, attrs["dtype"] or x.dtype),)
     return check
 
 
@@ -74,8 +56,7 @@ def _check_bw(op: str):
             raise InvalidProblemError(op, "out", f"the shape of 'grad' {g.shape}", y.shape)
         if g.dtype != y.dtype:
             raise DTypeMismatchError(op, "out", str(g.dtype), str(y.dtype))
-        a = _attrs(op, attrs, len(g.shape))
-        return a, (TensorSpec(g.shape, a["dtype"] or g.dtype),)
+        return attrs, (TensorSpec(g.shape, attrs["dtype"] or g.dtype),)
     return check
 
 
@@ -219,7 +200,7 @@ for _op, _aten, _grad in (("softmax", "_softmax_backward_data", _g_softmax),
                           ("log_softmax", "_log_softmax_backward_data", _g_log_softmax)):
     _SPECS[_op] = register_spec(OpSpec(
         name=_op, family="softmax", arg_names=("x",), check=_check_fw(_op), dtypes=FLOAT_TYPES,
-        defaults=dict(_DEFAULTS), torch_peer=_peer(_op), torch_name=f"torch.nn.functional.{_op}",
+        attrs=_ATTRS, torch_peer=_peer(_op), torch_name=f"torch.nn.functional.{_op}",
         dropin=_dropin(_op), jax_name=f"jax.nn.{_op}", grad=_grad, saves=("outputs",), differentiable=(0,),
         samples=_fw_samples, errors=_errors(_op, 1), tol=_tol, workloads=_workloads(_op),
         cost=_cost(5 if _op == "softmax" else 4), category="softmax",
@@ -228,7 +209,7 @@ for _op, _aten, _grad in (("softmax", "_softmax_backward_data", _g_softmax),
     _bw = f"{_op}_backward"
     _SPECS[_bw] = register_spec(OpSpec(
         name=_bw, family="softmax", arg_names=("grad", "out"), check=_check_bw(_bw), dtypes=FLOAT_TYPES,
-        defaults=dict(_DEFAULTS), torch_peer=_peer_bw(_aten), torch_name=f"aten.{_aten}",
+        attrs=_ATTRS, torch_peer=_peer_bw(_aten), torch_name=f"aten.{_aten}",
         samples=_bw_samples(_bw), errors=_errors(_bw, 2), tol=_tol_lsm_bw if _op == "log_softmax" else _tol,
         workloads=_bw_workloads(_bw),
         cost=_cost(4), category="softmax",
@@ -237,7 +218,7 @@ for _op, _aten, _grad in (("softmax", "_softmax_backward_data", _g_softmax),
 
 _SPECS["softmin"] = register_spec(OpSpec(
     name="softmin", family="softmax", arg_names=("x",), check=_check_fw("softmin"), dtypes=FLOAT_TYPES,
-    defaults=dict(_DEFAULTS), torch_peer=_peer("softmin"), torch_name="torch.nn.functional.softmin",
+    attrs=_ATTRS, torch_peer=_peer("softmin"), torch_name="torch.nn.functional.softmin",
     dropin=_dropin("softmin"), grad=_g_softmin, saves=("outputs",), differentiable=(0,),
     samples=_fw_samples, errors=_errors("softmin", 1), tol=_tol,
     workloads=(Workload("softmin-16384x4096-bf16", ((16384, 4096),), DType.bf16, {"dim": -1}, backward=True),),

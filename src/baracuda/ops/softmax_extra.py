@@ -23,25 +23,23 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from ._common import check_nonneg, norm_axis
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from ._common import check_nonneg
 
 __all__ = ["SOFTMAX_EXTRA_OPS"]
 
 SOFTMAX_EXTRA_OPS = ("gumbel_softmax", "sparsemax")
-_ATTRS = {"gumbel_softmax": ("tau", "hard", "dim", "seed"), "gumbel_softmax_backward": ("tau", "dim", "seed"),
-          "sparsemax": ("dim",), "sparsemax_backward": ("dim",)}
+_DIM = Attr("dim", "axis", -1)
+_TAU = Attr("tau", "float", 1.0, gt=0, expected="a positive real number")
+_SEED = Attr("seed", "int", ge=0, lt=2 ** 63, expected="an int in [0, 2**63) (the Philox key)")
+_ATTRS = {"gumbel_softmax": (_TAU, Attr("hard", "bool", False), _DIM, _SEED),
+          "gumbel_softmax_backward": (_TAU, _DIM, _SEED), "sparsemax": (_DIM,), "sparsemax_backward": (_DIM,)}
 
 
 def _check(op):
     nin = 2 if op.endswith("_backward") else 1
 
     def check(inputs, attrs):
-        allowed = _ATTRS[op]
-        bad = set(attrs) - set(allowed)
-        if bad:
-            raise InvalidProblemError(op, sorted(bad)[0], f"one of the attributes {sorted(allowed)}",
-                                      "an unknown attribute")
         if len(inputs) != nin:
             raise InvalidProblemError(op, "inputs", f"{nin} operand(s)", len(inputs))
         _SPECS[op].check_dtypes(inputs)
@@ -52,24 +50,7 @@ def _check(op):
                 raise InvalidProblemError(op, "x" if "gumbel" in op else "out", f"the shape of 'grad' {x.shape}", t.shape)
             if t.dtype != x.dtype:
                 raise DTypeMismatchError(op, "x" if "gumbel" in op else "out", str(x.dtype), str(t.dtype))
-        dim = attrs.get("dim", -1)
-        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
-            raise InvalidProblemError(op, "dim", "an int", repr(dim))
-        a = {"dim": norm_axis(op, "dim", int(dim), len(x.shape))}
-        if "tau" in allowed:
-            try:
-                tau = float(attrs.get("tau", 1.0))
-            except (TypeError, ValueError):
-                raise InvalidProblemError(op, "tau", "a positive real number", repr(attrs.get("tau"))) from None
-            if not tau > 0:
-                raise InvalidProblemError(op, "tau", "a positive real number", tau)
-            seed = attrs.get("seed")
-            if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2 ** 63:
-                raise InvalidProblemError(op, "seed", "an int in [0, 2**63) (the Philox key)", repr(seed))
-            a.update(tau=tau, seed=int(seed))
-        if "hard" in allowed:
-            a["hard"] = bool(attrs.get("hard", False))
-        return a, (TensorSpec(x.shape, x.dtype),)
+        return attrs, (TensorSpec(x.shape, x.dtype),)
     return check
 
 
@@ -160,10 +141,10 @@ _SPECS: dict[str, OpSpec] = {}
 
 def _reg(**kw):
     _SPECS[kw["name"]] = register_spec(OpSpec(family="softmax", dtypes=FLOAT_TYPES, category="softmax",
-                                              check=_check(kw["name"]), errors=_errors(kw["name"]), tol=_tol, **kw))
+                                              check=_check(kw["name"]), attrs=_ATTRS[kw["name"]], errors=_errors(kw["name"]), tol=_tol, **kw))
 
 
-_reg(name="gumbel_softmax", arg_names=("x",), defaults={"tau": 1.0, "hard": False, "dim": -1},
+_reg(name="gumbel_softmax", arg_names=("x",),
      torch_name="torch.nn.functional.gumbel_softmax", dropin=_dropin_gumbel, grad=_g_gumbel, saves=("inputs",),
      differentiable=(0,), samples=_gumbel_samples, grad_tol=_tol,
      workloads=_wl("gumbel_softmax", {"tau": 1.0, "hard": False, "dim": -1, "seed": 7}, True), cost=_cost(30),
@@ -172,7 +153,7 @@ _reg(name="gumbel_softmax", arg_names=("x",), defaults={"tau": 1.0, "hard": Fals
 _reg(name="gumbel_softmax_backward", arg_names=("grad", "x"), samples=_gumbel_bw_samples,
      workloads=_wl("gumbel_softmax_backward", {"tau": 1.0, "dim": -1, "seed": 7}), cost=_cost(35),
      doc="fused gumbel_softmax backward: regenerates the noise from the seed, one read of grad and x.")
-_reg(name="sparsemax", arg_names=("x",), defaults={"dim": -1}, grad=_g_sparsemax, saves=("outputs",),
+_reg(name="sparsemax", arg_names=("x",), grad=_g_sparsemax, saves=("outputs",),
      differentiable=(0,), samples=_sparsemax_samples, grad_tol=_tol,
      workloads=_wl("sparsemax", {"dim": -1}, True), cost=_cost(60),
      doc="sparsemax (projection onto the simplex), sort-free for any row length.")

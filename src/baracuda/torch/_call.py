@@ -31,7 +31,8 @@ from .._core.device import Device
 from .._core.errors import BaracudaError, UnsupportedError
 from .._core.options import current_preference
 from .._core.plan import BackwardPlan, Plan
-from .._core.spec import Descriptor, TensorSpec, get_spec, saved_names
+from .._core.spec import Descriptor, TensorSpec, saved_names
+from ._schema import encode_attrs, sig_string
 
 __all__ = ["call", "bound", "Bound", "CACHE_SIZE", "cache_info", "inside_baracuda", "differentiable_only",
            "EAGER_FAST_PATH"]
@@ -136,15 +137,11 @@ class Call:
 
     def encoded_attrs(self) -> str:
         if self._enc is None:
-            from ._library import encode_attrs
-
             self._enc = encode_attrs(self.desc.attr_dict)
         return self._enc
 
     def sig_string(self) -> str:
         if self._sig is None:
-            from ._library import sig_string
-
             self._sig = sig_string(self.desc)
         return self._sig
 
@@ -351,8 +348,6 @@ def call(name: str, xs, attrs: dict):
     tensor([1., 1.])
     """
     if not _eager_ok(xs):
-        from ._library import encode_attrs
-
         for x in xs:
             if isinstance(x, torch.Tensor) and x.device.type not in ("cpu", "cuda", "meta"):
                 raise UnsupportedError(name, f"tensors on device {x.device.type} (baracuda runs on cpu and cuda)")

@@ -12,68 +12,16 @@ not come here at all (``_call.call``).
 """
 from __future__ import annotations
 
-import ast
-import functools
-import json
-
 import torch
 
-from .._core.dtypes import DType, as_dtype
+from .._core.dtypes import as_dtype
 from .._core.spec import Descriptor, TensorSpec
 from ._call import Call, bound
+from ._schema import decode_attrs, parse_sig
 
 _lib = torch.library.Library("baracuda", "DEF")
 _lib.define("op(str name, str attrs, Tensor[] xs) -> Tensor[]")
 _lib.define("op_backward(str name, str attrs, str sig, Tensor?[] args) -> Tensor[]")
-
-
-# -- attribute encoding ------------------------------------------------------------------------
-# attrs travel as a Python literal (repr) so that Dynamo can constant-fold the encoding while tracing
-# (it cannot trace json); DTypes (ours or torch's) become ("__dtype__", "bf16"); non-finite floats (repr 'inf' /
-# 'nan' are not literals: vector_norm's ord=inf, cdist's p=inf) become ("__float__", "inf").
-_DT_TAG = "__dtype__"
-_FL_TAG = "__float__"
-
-
-def _enc(v):
-    if isinstance(v, DType):
-        return (_DT_TAG, v.short)
-    if isinstance(v, (tuple, list)):
-        return tuple(_enc(x) for x in v)
-    if isinstance(v, torch.dtype):
-        return (_DT_TAG, as_dtype(v).short)
-    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
-        return (_FL_TAG, repr(v))
-    return v
-
-
-def _dec(v):
-    if isinstance(v, tuple):
-        if len(v) == 2 and v[0] == _DT_TAG:
-            return as_dtype(v[1])
-        if len(v) == 2 and v[0] == _FL_TAG:
-            return float(v[1])
-        return tuple(_dec(x) for x in v)
-    return v
-
-
-def encode_attrs(attrs: dict) -> str:
-    return repr(tuple((k, _enc(attrs[k])) for k in sorted(attrs)))
-
-
-# (the schema's strings are parsed once per distinct string: a compiled graph calls with the same few)
-@functools.lru_cache(maxsize=1024)
-def decode_attrs(s: str) -> dict:
-    return {k: _dec(v) for k, v in ast.literal_eval(s)}
-
-
-def sig_string(desc: Descriptor) -> str:
-    return json.dumps([[list(t.shape), t.dtype.short] for t in desc.inputs], separators=(",", ":"))
-
-
-@functools.lru_cache(maxsize=1024)
-def _parse_sig(sig: str) -> tuple:
-    return tuple((tuple(s), as_dtype(d)) for s, d in json.loads(sig))
 
 
 class _Operand:
@@ -90,7 +38,7 @@ class _Operand:
 def _operands(sig: str, args) -> list:
     dev = next(a for a in args if a is not None)
     index = dev.get_device()
-    return [_Operand(s, d.torch, index) for s, d in _parse_sig(sig)]
+    return [_Operand(s, d.torch, index) for s, d in parse_sig(sig)]
 
 
 # -- forward -----------------------------------------------------------------------------------
@@ -121,7 +69,7 @@ def _bw_impl(name: str, attrs: str, sig: str, args):
 
 
 def _bw_fake(name: str, attrs: str, sig: str, args):
-    desc = Descriptor(name, tuple(TensorSpec(s, d) for s, d in _parse_sig(sig)),
+    desc = Descriptor(name, tuple(TensorSpec(s, d) for s, d in parse_sig(sig)),
                       tuple(sorted(decode_attrs(attrs).items())))
     dev = next(a for a in args if a is not None).device
     spec = desc.spec
