@@ -1,9 +1,9 @@
 """cProfile of the drop-in call path on tiny CUDA tensors (where the host time goes, per frame).
 
-    python bench/callpath_profile.py [--calls 3000]
+    python bench/callpath_profile.py [--calls 1000] [--top 14] [--ops add,sum]
 
-Profiles, for 16-element f32 tensors: bt.add under no_grad, bt.nn.functional.layer_norm forward + backward,
-and torch.add / bt.add routed under bt.mode().  Prints the top functions by own time for each.
+For each op of ``baracuda bench --host`` (16-element inputs): the drop-in forward under no_grad, forward +
+backward, and the call routed by bt.mode(); prints the top functions by own time for each.
 """
 import argparse
 import cProfile
@@ -13,10 +13,11 @@ import pstats
 import torch
 
 import baracuda.torch as bt
+from baracuda.bench.host import _cases
 
 
-def prof(name, fn, calls):
-    for _ in range(200):
+def prof(name, fn, calls, top):
+    for _ in range(100):
         fn()
     torch.cuda.synchronize()
     p = cProfile.Profile()
@@ -26,34 +27,33 @@ def prof(name, fn, calls):
     torch.cuda.synchronize()
     p.disable()
     s = io.StringIO()
-    pstats.Stats(p, stream=s).sort_stats("tottime").print_stats(18)
-    print(f"==== {name} ({calls} calls)\n{s.getvalue()}")
+    pstats.Stats(p, stream=s).sort_stats("tottime").print_stats(top)
+    text = s.getvalue()
+    print(f"==== {name} ({calls} calls)\n" + text[text.index("ncalls"):])
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--calls", type=int, default=3000)
+    ap.add_argument("--calls", type=int, default=1000)
+    ap.add_argument("--top", type=int, default=14)
+    ap.add_argument("--ops", default="")
     a = ap.parse_args()
-    x, y = torch.randn(16, device="cuda"), torch.randn(16, device="cuda")
-    w, b = torch.randn(16, device="cuda"), torch.randn(16, device="cuda")
-    xg = torch.randn(4, 16, device="cuda", requires_grad=True)
-    g = torch.ones(4, 16, device="cuda")
+    want = set(filter(None, a.ops.split(",")))
+    for op, (theirs, ours, make) in _cases(torch, bt, "16", torch.device("cuda")).items():
+        if want and op not in want:
+            continue
+        xs, xg = make(False), make(True)
 
-    def add_nograd():
-        with torch.no_grad():
-            bt.add(x, y)
+        def fwd():
+            with torch.no_grad():
+                ours(*xs)
 
-    def ln_step():
-        torch.autograd.backward(bt.nn.functional.layer_norm(xg, (16,), w, b), g)
+        def step():
+            out = ours(*xg)
+            torch.autograd.backward(out, torch.ones_like(out) if out.dim() else None)
 
-    def mode_add():
-        with torch.no_grad():
-            torch.add(x, y)
-
-    prof("bt.add no_grad", add_nograd, a.calls)
-    prof("layer_norm fw+bw", ln_step, a.calls // 3)
-    with bt.mode():
-        prof("torch.add under bt.mode()", mode_add, a.calls)
+        prof(f"{op} fwd", fwd, a.calls, a.top)
+        prof(f"{op} fwd+bwd", step, a.calls // 2, a.top)
 
 
 if __name__ == "__main__":
