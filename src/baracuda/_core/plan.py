@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 
 import math
+from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
@@ -352,6 +353,9 @@ def plan_for(desc: Descriptor, device: Device, pref: PlanPreference) -> Plan:
 
 
 # -- backward ----------------------------------------------------------------------------------
+_DTYPE_OF: dict = {}    # an array library's dtype object (torch, NumPy) -> DType, as tensors.shape_dtype_device says
+
+
 class _Ctx:
     """What a backward rule computes with: other baracuda ops (``ctx.op``), reshape, reduce-to.
 
@@ -366,10 +370,15 @@ class _Ctx:
     def spec_of(x) -> TensorSpec:
         if isinstance(x, TensorSpec):
             return x
-        from .tensors import shape_dtype_device
+        dt = _DTYPE_OF.get(getattr(x, "dtype", None))     # (backward rules ask per call: no adapter lookup)
+        if dt is None:
+            from .tensors import shape_dtype_device
 
-        s, d, _ = shape_dtype_device(x)
-        return TensorSpec(tuple(s), d)
+            s, dt, _ = shape_dtype_device(x)
+            if isinstance(getattr(x, "dtype", None), Hashable):
+                _DTYPE_OF[x.dtype] = dt
+            return TensorSpec(tuple(s), dt)
+        return TensorSpec(tuple(x.shape), dt)
 
     def op(self, name: str, *xs, **attrs):
         key = None

@@ -203,10 +203,14 @@ class Bound(Call):
                 res = bw.run(*grads, **saved)
         finally:
             STATE.depth -= 1
+        if not placeholders:
+            # autograd takes a gradient that is an upstream or saved tensor as it is (add's backward hands the
+            # upstream to both inputs, as torch's own does)
+            return list(res)
         out = []
-        for r in res:
+        for r in res:      # the custom op: tensors only, none an alias of an argument
             if r is None:
-                out.append(torch.empty(0, device=_device_of_args(args)) if placeholders else None)
+                out.append(torch.empty(0, device=_device_of_args(args)))
             else:
                 out.append(r.clone() if any(r is a for a in args) else r)
         return out

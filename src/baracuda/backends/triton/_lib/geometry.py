@@ -41,3 +41,16 @@ def lanes_view(t, outer, r, inner):
     if inner == 1:
         return v, 1, outer, 0, v.stride(0), v.stride(1)
     return v, outer, inner, v.stride(0), v.stride(2), v.stride(1)
+
+
+# Host-side integer helpers.  triton.cdiv / triton.next_power_of_2 are constexpr functions: called from host code
+# each unwraps its arguments through Triton's constexpr machinery (~1-4 us a call on the H100 host, several per
+# launch); these are the same integers in plain Python.
+def cdiv(a: int, b: int) -> int:
+    """ceil(a / b) for non-negative ints (triton.cdiv)."""
+    return -(-a // b)
+
+
+def next_power_of_2(n: int) -> int:
+    """The smallest power of two >= n, 0 for 0 (triton.next_power_of_2)."""
+    return 0 if n == 0 else 1 << (int(n) - 1).bit_length()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from triton import knobs
 
-__all__ = ["Launcher", "BoundLaunch", "shared", "FastKernel", "fast_kernel"]
+__all__ = ["Launcher", "BoundLaunch", "shared", "FastKernel", "fast_kernel", "launch_entry"]
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
@@ -28,6 +28,18 @@ def _plain_hooks() -> bool:
     reads ``.calls`` of Triton 3.6's HookChain objects; another Triton falls back to the normal path."""
     enter, exit_ = _RT.launch_enter_hook, _RT.launch_exit_hook
     return (not getattr(enter, "calls", True)) and (not getattr(exit_, "calls", True))
+
+
+def launch_entry(kernel) -> tuple:
+    """``(c, pre)`` such that ``c(g0, g1, g2, stream, *pre, *args)`` launches the compiled ``kernel`` on ``args``:
+    its C launch function when the kernel needs no scratch memory (the launcher's Python ``__call__`` only
+    allocates scratch: one frame less per launch), else its launcher."""
+    lk = kernel.run
+    c = getattr(lk, "launch", None)
+    if c is not None and getattr(lk, "global_scratch_size", 1) == 0 and getattr(lk, "profile_scratch_size", 1) == 0:
+        return c, (kernel.function, lk.launch_cooperative_grid, lk.launch_pdl, None, None, kernel.packed_metadata,
+                   None, None, None)
+    return lk, (kernel.function, kernel.packed_metadata, None, None, None)
 
 
 class Launcher:
@@ -105,10 +117,10 @@ class BoundLaunch:
             for p in ptrs:
                 m |= p
             if not m & 15:
-                run, g0, g1, g2, function, packed, dev, tail = hit
+                c, g0, g1, g2, pre, dev, tail = hit
                 try:
                     if not (_RT.launch_enter_hook.calls or _RT.launch_exit_hook.calls):
-                        run(g0, g1, g2, _raw_stream(dev), function, packed, None, None, None, *ptrs, *tail)
+                        c(g0, g1, g2, _raw_stream(dev), *pre, *ptrs, *tail)
                         return
                 except Exception:  # noqa: BLE001  (private API changed: the normal path from now on)
                     self.launcher.broken = True
@@ -121,7 +133,7 @@ class BoundLaunch:
         entry = L.cache.get(key)
         if entry is not None:
             kernel, ctail = entry
-            self.hit = (kernel.run, *self.grid, kernel.function, kernel.packed_metadata, L.dev, self.tail + ctail)
+            self.hit = (*launch_entry(kernel)[:1], *self.grid, launch_entry(kernel)[1], L.dev, self.tail + ctail)
 
 
 _SHARED: dict = {}
@@ -171,23 +183,26 @@ class FastKernel:
             return self.jit[grid](*args, **kwargs)
         tensor_t = torch.Tensor
         parts = []
+        cargs = []
         for a in args:
             if isinstance(a, tensor_t):
-                parts.append((a.dtype, not a.data_ptr() & 15))
-            elif type(a) is float:
-                parts.append(float)     # a float runtime argument is never specialized on its value
+                p = a.data_ptr()
+                cargs.append(p)
+                parts.append((a.dtype, not p & 15))
             else:
-                parts.append(a)         # ints: Triton specializes on range, divisibility, == 1: the value decides
+                cargs.append(a)
+                # a float runtime argument is never specialized on its value; ints are (range, divisibility, == 1)
+                parts.append(float if type(a) is float else a)
         try:
             key = (tuple(parts), tuple(kwargs.items()))
             hit = self.cache.get(key)
         except TypeError:       # an unhashable argument: Triton's path
             return self.jit[grid](*args, **kwargs)
         if hit is not None and not (_RT.launch_enter_hook.calls or _RT.launch_exit_hook.calls):
-            run, function, packed, tail, dev = hit
+            c, pre, tail, dev = hit
             g = tuple(grid) + (1, 1)
             try:
-                run(g[0], g[1], g[2], _raw_stream(dev), function, packed, None, None, None, *args, *tail)
+                c(g[0], g[1], g[2], _raw_stream(dev), *pre, *cargs, *tail)
                 return None
             except Exception:  # noqa: BLE001  (private API changed: Triton's path from now on)
                 self.broken = True
@@ -203,8 +218,8 @@ class FastKernel:
                 return kernel
             if len(self.cache) >= 1024:     # integer arguments that change every call: stay bounded
                 self.cache.clear()
-            self.cache[key] = (kernel.run, kernel.function, kernel.packed_metadata,
-                               tuple(kwargs[n] for n in names), dev)
+            c, pre = launch_entry(kernel)
+            self.cache[key] = (c, pre, tuple(kwargs[n] for n in names), dev)
         return kernel
 
 

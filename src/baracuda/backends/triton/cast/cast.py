@@ -22,6 +22,7 @@ from ...._core.dtypes import DType
 from .._lib.register import register_triton
 from .._lib.strided import RANK, padded, span, strided_offset
 from .._lib.launch import fast_kernel
+from .._lib.geometry import cdiv
 
 _BLOCK = 4096
 
@@ -188,7 +189,7 @@ def cast_into(x: torch.Tensor, out: torch.Tensor, src: DType, dst: DType) -> Non
         else:
             S, st = p
     i64 = max(2 * n, span(x), span(y)) >= 2 ** 31 - _BLOCK
-    _cast_kernel[(triton.cdiv(n, _BLOCK),)](
+    _cast_kernel[(cdiv(n, _BLOCK),)](
         o, x, y, n, *S[1:], *st[0], *st[1], CT=ct, SRC_FP8=_FP8_CODE.get(src, 0), DST_FP8=_ENC_CODE.get(dst, 0),
         MODE=mode, TWO=two and (mode == 2 or out_cplx == 2), OUT_CPLX=out_cplx, STRIDED=strided, I64=i64,
         BLOCK=_BLOCK, num_warps=8)
@@ -235,7 +236,7 @@ def _run_pack(desc, inputs, outputs, ws):
     nb = outputs[0].numel()
     if nb:
         out = outputs[0] if outputs[0].is_contiguous() else torch.empty_like(outputs[0])
-        _pack_kernel[(triton.cdiv(nb, _BLOCK),)](out, x, nb, BLOCK=_BLOCK, num_warps=8)
+        _pack_kernel[(cdiv(nb, _BLOCK),)](out, x, nb, BLOCK=_BLOCK, num_warps=8)
         if out is not outputs[0]:
             outputs[0].copy_(out)
 
@@ -245,7 +246,7 @@ def _run_unpack(desc, inputs, outputs, ws):
     nb = x.numel()
     if nb:
         out = outputs[0] if outputs[0].is_contiguous() else torch.empty_like(outputs[0])
-        _unpack_kernel[(triton.cdiv(nb, _BLOCK),)](out, x, nb, SIGNED=desc.attr("signed"),
+        _unpack_kernel[(cdiv(nb, _BLOCK),)](out, x, nb, SIGNED=desc.attr("signed"),
                                                    FLOAT=desc.attr("dtype").is_floating, BLOCK=_BLOCK,
                                                    num_warps=8)
         if out is not outputs[0]:

@@ -34,6 +34,7 @@ from .._lib.interp import INTERPRETING, loop
 from .._lib.interp import f64_arg as _scalar
 from ..reduction import COS, NORM, PNORM_KIND, bw_layout, run_stats, stats_workspace
 from .._lib.launch import fast_kernel
+from .._lib.geometry import cdiv
 
 _BI, _BJ, _BK = 64, 64, 4          # forward tile: 16384 differences per step, 8 warps -> 64 per thread
 _BW_BI, _BW_BJ, _BW_BK = 32, 32, 8  # backward tile: [32 rows, 32 pairs, 8 columns] per step
@@ -121,7 +122,7 @@ def _run_cos_bw(desc, inputs, outputs, ws):
     dim = desc.attr("dim")
     (a, b), targets, (g,), (outer, R, inner), (sa, sb), sd, sg, (br, bi), i64, finish = bw_layout(
         shape, (dim,), (x1.expand(shape), x2.expand(shape)), outputs, (g,))
-    n_iblk = triton.cdiv(inner, bi)
+    n_iblk = cdiv(inner, bi)
     _cos_bw_kernel[(outer * n_iblk,)](g, a, b, targets[0], targets[1], inner, R, *sa, *sb, *sd, *sg, n_iblk,
                                       float(desc.attr("eps")), ACC=_TL[_acc(desc.dtype)], I64=i64, INTERP=INTERPRETING,
                                       BLOCK_R=br, BLOCK_I=bi, num_warps=8 if br * bi >= 2048 else 4)
@@ -209,8 +210,8 @@ def _run_cdist(desc, inputs, outputs, ws):
     a, b = _flat3(inputs[0], batch), _flat3(inputs[1], batch)
     target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
     o3 = target.reshape(-1, P, NR)
-    n_jblk = triton.cdiv(NR, _BJ)
-    _dist_kernel[(triton.cdiv(P, _BI) * n_jblk, a.shape[0])](
+    n_jblk = cdiv(NR, _BJ)
+    _dist_kernel[(cdiv(P, _BI) * n_jblk, a.shape[0])](
         a, b, o3, a, P, NR, M, *a.stride(), *b.stride(), *o3.stride(), n_jblk, float(desc.attr("p")),
         PK=_dist_pk(desc.attr("p")), PDIST=False, ACC=_TL[_acc(desc.dtype)], INTERP=INTERPRETING, BI=_BI, BJ=_BJ, BK=_BK,
         num_warps=8)
@@ -225,7 +226,7 @@ def _run_pdist(desc, inputs, outputs, ws):
     if out.numel() == 0:
         return
     assert _BI == _BJ
-    tiles = _upper_tiles(triton.cdiv(N, _BI), str(x.device))
+    tiles = _upper_tiles(cdiv(N, _BI), str(x.device))
     _dist_kernel[(tiles.numel() // 2, 1)](
         x, x, out, tiles, N, N, M, 0, *x.stride(), 0, *x.stride(), 0, 0, 0, 1, float(desc.attr("p")),
         PK=_dist_pk(desc.attr("p")), PDIST=True, ACC=_TL[_acc(desc.dtype)], INTERP=INTERPRETING, BI=_BI, BJ=_BJ, BK=_BK,
@@ -301,7 +302,7 @@ def _launch_bw(g, d, a, b, out, P, NR, M, gst, dst, p, pdist, acc):
     if pk == 0:
         out.zero_()
         return
-    grid = (triton.cdiv(P, _BW_BI), triton.cdiv(M, _BW_BK), a.shape[0] if a.dim() == 3 else 1)
+    grid = (cdiv(P, _BW_BI), cdiv(M, _BW_BK), a.shape[0] if a.dim() == 3 else 1)
     ast = a.stride() if a.dim() == 3 else (0,) + a.stride()
     bst = b.stride() if b.dim() == 3 else (0,) + b.stride()
     ost = out.stride() if out.dim() == 3 else (0,) + out.stride()

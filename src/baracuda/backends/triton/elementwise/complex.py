@@ -35,6 +35,7 @@ from .._lib.strided import padded, span, strided_offset
 from .._lib.strided import expanded_strides as _expanded_strides
 from .._lib.strided import flat_offsets as _flat_offsets
 from .._lib.launch import fast_kernel
+from .._lib.geometry import cdiv as ceil_div   # (cdiv here is complex division)
 
 __all__ = ["COMPLEX_BODIES", "REAL_BODIES", "run_complex", "bind_complex", "ew_precision"]
 
@@ -654,7 +655,7 @@ def launch(fn, inputs, out, p0=0.0, p1=0.0, p2=0.0, ct=tl.float32, holo=False) -
     # 2048 complex elements per program on the contiguous path (16 KB of c64 per operand, 8 warps);
     # the strided path does 6-dim index math per element: 1024 per program, 4 warps
     block = 1024 if strided else 2048
-    _cew_kernel[(triton.cdiv(n, block),)](
+    _cew_kernel[(ceil_div(n, block),)](
         _flat(target), flats[0], flats[1], flats[2], n, float(p0), float(p1), float(p2), *S[1:], *st[0], *st[1],
         *st[2], FN=fn, NIN=nin, CA=cplx[0], CB=cplx[1], CC=cplx[2], OUTC=target.is_complex(), HOLO=holo,
         STRIDED=strided, CT=ct, I64=i64, BLOCK=block, INTERP=INTERPRETING, num_warps=4 if strided else 8)
@@ -743,7 +744,7 @@ def bind_complex(desc, pref):
     const = dict(FN=fn, NIN=nin, CA=cplx[0], CB=cplx[1], CC=cplx[2], OUTC=desc.outputs[0].dtype.is_complex,
                  HOLO=holo, STRIDED=False, CT=_CT[ew_compute_dtype(desc)], I64=2 * n >= 2 ** 31 - 65536,
                  BLOCK=2048, INTERP=INTERPRETING)
-    bound = Launcher(_cew_kernel).bind((triton.cdiv(n, 2048),), tail, const, num_warps=8)
+    bound = Launcher(_cew_kernel).bind((ceil_div(n, 2048),), tail, const, num_warps=8)
 
     def run(d, inputs, outputs, ws):
         out = outputs[0]

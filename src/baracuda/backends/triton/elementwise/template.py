@@ -33,6 +33,7 @@ from .math_bodies import BODIES as _MATH_BODIES
 from .numeric_bodies import BODIES as _EXTRA_BODIES
 from .._lib.math import sigmoid, tanh
 from .._lib.launch import fast_kernel
+from .._lib.geometry import cdiv, next_power_of_2
 
 _MAX_RANK = 4
 _SQRT1_2 = 0.7071067811865476
@@ -165,7 +166,7 @@ def launch(fn, inputs, out, p0: float = 0.0, p1: float = 0.0, compute=None, p2: 
     BLOCK = 1024 if strided else 4096
     while len(ins) < 3:
         ins.append(ins[0])
-    grid = (triton.cdiv(n, BLOCK),)
+    grid = (cdiv(n, BLOCK),)
     _ew_kernel[grid](target, ins[0], ins[1], ins[2], n, float(p0), float(p1), float(p2), *S, *args_st,
                      FN=fn, NIN=nin, STRIDED=strided, CT=compute, I64=i64, BLOCK=BLOCK, NP=nparams,
                      INTERP=INTERPRETING, PF=float_params,
@@ -216,7 +217,7 @@ def _bind(desc, pref):
     if n == 0 or any(t.shape != shape for t in desc.inputs):
         return general
     nin = len(desc.inputs)
-    grid = (triton.cdiv(n, 4096),)
+    grid = (cdiv(n, 4096),)
     tail = (n, float(p0), float(p1), float(p2))
     const = dict(FN=fn, NIN=nin, CT=compute, I64=n >= 2 ** 31 - 65536, BLOCK=4096, NP=3, INTERP=INTERPRETING, PF=pf)
     bound = Launcher(_ew_flat_kernel).bind(grid, tail, const, num_warps=8)
@@ -338,7 +339,7 @@ def _gated_geometry(desc, x):
     shape = tuple(x.shape)
     outer, n, inner = outer_r_inner(shape, dim)
     m = (n // 2) * inner
-    block = max(128, min(2048, triton.next_power_of_2(max(m, 1))))
+    block = max(128, min(2048, next_power_of_2(max(m, 1))))
     i64 = outer * 2 * m >= 2 ** 31 - 65536
     return outer, m, block, i64
 
@@ -352,7 +353,7 @@ def _run_gated(desc, inputs, outputs, ws):
     tgt = y if y.is_contiguous() else torch.empty(y.shape, dtype=y.dtype, device=y.device)
     ct = tl.float64 if x.dtype == torch.float64 else tl.float32
     approx = desc.attr_dict.get("approximate") == "tanh"
-    _gated_fwd_kernel[(outer, triton.cdiv(m, block))](x, tgt, m, GATE=_GATES[desc.op][0], APPROX=approx, CT=ct,
+    _gated_fwd_kernel[(outer, cdiv(m, block))](x, tgt, m, GATE=_GATES[desc.op][0], APPROX=approx, CT=ct,
                                                      I64=i64, BLOCK=block, num_warps=4 if block <= 1024 else 8)
     if tgt is not y:
         y.copy_(tgt)
@@ -368,7 +369,7 @@ def _run_gated_bw(desc, inputs, outputs, ws):
     ct = tl.float64 if x.dtype == torch.float64 else tl.float32
     approx = desc.attr_dict.get("approximate") == "tanh"
     op = desc.op[: -len("_backward")]
-    _gated_bwd_kernel[(outer, triton.cdiv(m, block))](g, x, tgt, m, DGATE=_GATES[op][1], APPROX=approx, CT=ct,
+    _gated_bwd_kernel[(outer, cdiv(m, block))](g, x, tgt, m, DGATE=_GATES[op][1], APPROX=approx, CT=ct,
                                                      I64=i64, BLOCK=block, num_warps=4 if block <= 1024 else 8)
     if tgt is not dx:
         dx.copy_(tgt)
@@ -380,7 +381,7 @@ def _gated_supports(desc):
     if outer >= 2 ** 31:
         return f"{outer} rows exceed the grid's first dimension (2^31 - 1)"
     half = (n // 2) * inner
-    if triton.cdiv(max(half, 1), 2048) > 65535:
+    if cdiv(max(half, 1), 2048) > 65535:
         return f"gated half-row of {half} elements exceeds 65535 column blocks"
     return None
 

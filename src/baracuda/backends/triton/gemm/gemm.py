@@ -47,6 +47,7 @@ from ....ops.gemm import GEMM_OPS, epilogue_tag, gemm_dims, layout_tag, linear_d
 from .._lib.register import register_triton
 from .._lib.interp import INTERPRETING, loop
 from ...._core.device import triton_interpreting
+from .._lib.geometry import cdiv
 
 _SQRT1_2 = tl.constexpr(0.7071067811865476)
 _SQRT_2_OVER_PI = tl.constexpr(0.7978845608028654)
@@ -282,7 +283,7 @@ def _launcher(A, B, C, cfg: GemmConfig, prec: str, bias=None, act: str = "none",
         return None
     sizes = [1] * (2 - len(sizes)) + sizes
     sa, sb, sc = ([0] * (2 - len(x)) + list(x) for x in (sa, sb, sc))
-    tiles = triton.cdiv(M, cfg.bm) * triton.cdiv(N, cfg.bn)
+    tiles = cdiv(M, cfg.bm) * cdiv(N, cfg.bn)
     i64 = max(_span((M, K), (sam, sak)), _span((K, N), (sbk, sbn)), _span((M, N), (scm, scn))) >= 2 ** 31
     dt = A.dtype
     spm, spn = P.stride() if P is not None else (0, 0)
@@ -492,7 +493,7 @@ def _mn_batch(desc):
 def _supports(desc):
     m, n, nb, k = _mn_batch(desc)
     cfg = pick_config(desc.dtype, desc.dtype == DType.f32, m, n, nb, k)
-    if nb * triton.cdiv(max(m, 1), cfg.bm) * triton.cdiv(max(n, 1), cfg.bn) >= 2 ** 31:
+    if nb * cdiv(max(m, 1), cfg.bm) * cdiv(max(n, 1), cfg.bn) >= 2 ** 31:
         return "more than 2^31 output tiles (grid axis 0 limit)"
     return None
 

@@ -20,6 +20,7 @@ from .._lib.register import register_triton
 from .._lib.strided import RANK
 from .move import MODES, copy_into, fill, move
 from .._lib.launch import fast_kernel
+from .._lib.geometry import cdiv
 
 _BLOCK = 2048
 
@@ -217,7 +218,7 @@ def _run_pad_backward(desc, inputs, outputs, ws):
         nxt = torch.empty(new_shape, dtype=out.dtype if last else acc_t, device=g.device)
         total = nxt.numel()
         if total:
-            _fold_kernel[(triton.cdiv(total, _BLOCK),)](
+            _fold_kernel[(cdiv(total, _BLOCK),)](
                 nxt, cur, total, n, m, inner, a, b,
                 MAXP=max(a, b) if desc.attr("mode") == "replicate" else 0, MODE=MODES[desc.attr("mode")],
                 ACC=tl.float64 if acc_t == torch.float64 else tl.float32, BLOCK=_BLOCK, num_warps=4)

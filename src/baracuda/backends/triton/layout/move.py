@@ -46,6 +46,7 @@ import triton.language as tl
 from .._lib.config import overrides
 from .._lib.strided import RANK, collapse, span, unravel
 from .._lib.launch import fast_kernel
+from .._lib.geometry import cdiv, next_power_of_2
 
 _FORCE, forced = overrides("Force layout-copy choices in tests: i64=True (int64 offsets on small tensors), "
                            "path='gather' (the per-element fallback instead of the tiled kernels).")
@@ -262,8 +263,8 @@ def _vec(itemsize, values):
 
 def _col_block(L, cap):
     """Largest power-of-two column block <= cap whose tail wastes at most 1/8 of a row."""
-    c = min(cap, triton.next_power_of_2(L))
-    while c > 16 and triton.cdiv(L, c) * c - L > L // 8:
+    c = min(cap, next_power_of_2(L))
+    while c > 16 and cdiv(L, c) * c - L > L // 8:
         c //= 2
     return c
 
@@ -328,7 +329,7 @@ def _gather(ob, xb, fill_b, n, shape, dst_st, dims, base, mode, tri, diag, i64):
     dst_st = [0] * pad + list(dst_st)
     dims = [(1, 0, 0, 1)] * pad + list(dims)
     N, T, O, V = (list(c) for c in zip(*dims))
-    _gather_kernel[(triton.cdiv(n, _BLOCK),)](
+    _gather_kernel[(cdiv(n, _BLOCK),)](
         ob, xb, fill_b, n, base, diag, *shape[1:], *dst_st, *N, *T, *O, *V,
         MODE=MODES[mode], TRI=tri, I64=i64[0], VIA_F32=i64[1], BLOCK=_BLOCK, num_warps=4)
 
@@ -346,13 +347,13 @@ def _tile(ob, xb, fill_b, shape, dst_st, dims, base, mode, tri, diag, i64, out_c
     size = ob.element_size()
     bc = _col_block(L, max(16, _TILE_BYTES // size // 8))
     br = max(1, _TILE_BYTES // size // bc)
-    br = min(br, triton.next_power_of_2(n_rows))
+    br = min(br, next_power_of_2(n_rows))
     # divisibility hints: every row offset is a multiple of vec when the row strides, the boundary offsets
     # and the base are (the boundary maps only pick a row index; the stride multiplies it)
     vin = _vec(size, T[:-1] + [base] + ([O[-1]] if shifted else [])) if (col_id or shifted) else 1
     vout = _vec(size, [L]) if out_contig else (_vec(size, dst_st[:-1]) if dst_st[-1] == 1 else 1)
-    n_cb = triton.cdiv(L, bc)
-    grid = (triton.cdiv(n_rows, br) * n_cb,)
+    n_cb = cdiv(L, bc)
+    grid = (cdiv(n_rows, br) * n_cb,)
     _tile_kernel[grid](
         ob, xb, fill_b, n_rows, L, n_cb, base, diag, *shape[1:5], *dst_st, *N, *T, *O, *V,
         MODE=MODES[mode], COL_MODE=0 if col_id else MODES[mode], COL_ID=1 if col_id else (2 if shifted else 0),
@@ -371,13 +372,13 @@ def _try_transpose(ob, xb, shape, dst_st, dims, base, i64):
     p = max(cands, key=lambda k: shape[k])
     size = ob.element_size()
     line = max(16, 128 // size)                 # elements per 128-byte line
-    bp = min(line, triton.next_power_of_2(shape[p]))
-    bl = min(max(line, _TILE_BYTES // size // bp), triton.next_power_of_2(shape[-1]))
+    bp = min(line, next_power_of_2(shape[p]))
+    bl = min(max(line, _TILE_BYTES // size // bp), next_power_of_2(shape[-1]))
     batch = [k for k in range(r - 1) if k != p]
     bs = [1] * (4 - len(batch)) + [shape[k] for k in batch]
     bt = [0] * (4 - len(batch)) + [dims[k][1] for k in batch]
     bd = [0] * (4 - len(batch)) + [dst_st[k] for k in batch]
-    n_pb, n_lb = triton.cdiv(shape[p], bp), triton.cdiv(shape[-1], bl)
+    n_pb, n_lb = cdiv(shape[p], bp), cdiv(shape[-1], bl)
     grid = (math.prod(bs) * n_pb * n_lb,)
     _transpose_kernel[grid](ob, xb, shape[p], shape[-1], n_pb, n_lb, base, dims[p][1], dims[-1][1], dst_st[p], 1,
                             *bs[1:], *bt, *bd, I64=i64[0], VIA_F32=i64[1], BP=bp, BL=bl, num_warps=8)
@@ -400,6 +401,6 @@ def fill(out, value):
         return
     target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
     f = scalar(value, out)
-    _fill_kernel[(triton.cdiv(n, _FILL_BLOCK),)](bits(target), bits(f), n, BLOCK=_FILL_BLOCK, num_warps=8)
+    _fill_kernel[(cdiv(n, _FILL_BLOCK),)](bits(target), bits(f), n, BLOCK=_FILL_BLOCK, num_warps=8)
     if target is not out:
         copy_into(out, target)

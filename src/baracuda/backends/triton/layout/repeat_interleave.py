@@ -28,6 +28,7 @@ from .._lib.geometry import outer_r_inner
 from .index_maps import run_view, rank_ok
 from .move import _FORCE, bits, copy_into, fill
 from .._lib.launch import fast_kernel
+from .._lib.geometry import cdiv, next_power_of_2
 
 _SCAN = 1024
 _TILE_BYTES = 16384
@@ -127,8 +128,8 @@ def _geometry(shape, dim):
 
 
 def _tiles(inner, rows, size):
-    bc = min(triton.next_power_of_2(max(inner, 1)), max(16, _TILE_BYTES // size // 8))
-    br = max(1, min(_TILE_BYTES // size // bc, triton.next_power_of_2(max(rows, 1))))
+    bc = min(next_power_of_2(max(inner, 1)), max(16, _TILE_BYTES // size // 8))
+    br = max(1, min(_TILE_BYTES // size // bc, next_power_of_2(max(rows, 1))))
     return br, bc
 
 
@@ -155,10 +156,10 @@ def _run_rinter(desc, inputs, outputs, ws):
     xb, ob = bits(_dense(x)), bits(out)
     rows = outer * total
     br, bc = _tiles(inner, rows, x.element_size())
-    n_cb = triton.cdiv(inner, bc)
+    n_cb = cdiv(inner, bc)
     steps = max(1, n.bit_length())
     i64 = max(rows * inner, x.numel()) >= _LIMIT or _FORCE.get("i64", False)
-    _rinter_fwd_kernel[(triton.cdiv(rows, br) * n_cb,)](ob, xb, cum, rows, total, n, inner, steps, n_cb,
+    _rinter_fwd_kernel[(cdiv(rows, br) * n_cb,)](ob, xb, cum, rows, total, n, inner, steps, n_cb,
                                                         I64=i64, BR=br, BC=bc, num_warps=4)
 
 
@@ -174,9 +175,9 @@ def _run_rinter_bw(desc, inputs, outputs, ws):
     rows = outer * n
     acc = tl.float64 if g.dtype == torch.float64 else tl.float32
     br, bc = _tiles(inner, rows, 4 if acc == tl.float32 else 8)
-    n_cb = triton.cdiv(inner, bc)
+    n_cb = cdiv(inner, bc)
     i64 = max(outer * total * inner, out.numel()) >= _LIMIT or _FORCE.get("i64", False)
-    _rinter_bwd_kernel[(triton.cdiv(rows, br) * n_cb,)](out, g, cum, rows, total, n, inner, n_cb, ACC=acc,
+    _rinter_bwd_kernel[(cdiv(rows, br) * n_cb,)](out, g, cum, rows, total, n, inner, n_cb, ACC=acc,
                                                         I64=i64, BR=br, BC=bc, num_warps=4)
 
 

@@ -31,6 +31,7 @@ from .._lib.coop import per_sm as _per_sm
 from .._lib.coop import publish as _publish
 from .._lib.coop import safe_max as _safe
 from .._lib.coop import wait as _wait
+from .._lib.geometry import cdiv, next_power_of_2
 
 CHUNK = 8192
 WARPS = 8
@@ -139,7 +140,7 @@ def _ce_bw_coop(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, part_ptr, cnt_ptr, den_ptr, 
 
 
 def splits(c: int) -> int:
-    return triton.cdiv(c, CHUNK)
+    return cdiv(c, CHUNK)
 
 
 def eligible(c: int) -> bool:
@@ -165,7 +166,7 @@ def launch(g, x, t, w, dx, ws_words, den, eps, wsum, r, c, ignore, has_w, smooth
     i64 = r * c >= 2 ** 31 - 65536
     args = (g, x, t, w, dx, part, cnt, den, eps, wsum, den if loss is None else loss, r, c, x.stride(0), t.stride(0),
             ignore, nsplit, r if woff is None else woff, 2 * r if foff is None else foff)
-    const = dict(HAS_W=has_w, SMOOTH=smooth, RED=red, F64=f64, CHUNK=CHUNK, SP=triton.next_power_of_2(nsplit),
+    const = dict(HAS_W=has_w, SMOOTH=smooth, RED=red, F64=f64, CHUNK=CHUNK, SP=next_power_of_2(nsplit),
                  I64=i64, LOSS=loss is not None)
     cap = {} if f64 else {"maxnreg": _FORCE.get("maxnreg", maxnreg(has_w, x.element_size()))}
     opts = dict(num_warps=WARPS, **cap)

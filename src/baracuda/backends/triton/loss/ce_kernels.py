@@ -56,6 +56,7 @@ from .._lib.geometry import outer_r_inner
 from .._lib.config import num_sms, overrides
 from .._lib.interp import loop
 from .._lib.launch import fast_kernel
+from .._lib.geometry import cdiv, next_power_of_2
 
 _FORCE, forced = overrides("""Force ``tile`` / ``rows`` / ``split`` in :func:`choose` (tests: multi-tile and split rows under the interpreter).""")
 
@@ -72,17 +73,17 @@ def choose(r: int, c: int, d: int, itemsize: int):
     TILE of classes.  SPLIT: column chunks per row so the grid holds >= 8 programs per SM (at most
     cdiv(C, 2 TILE): each chunk keeps >= 2 steps)."""
     if d > 1:
-        rows = _FORCE.get("rows", min(64, triton.next_power_of_2(max(r, 1))))
-        tile = _FORCE.get("tile", min(triton.next_power_of_2(max(c, 1)), max(2, 2048 // rows)))
+        rows = _FORCE.get("rows", min(64, next_power_of_2(max(r, 1))))
+        tile = _FORCE.get("tile", min(next_power_of_2(max(c, 1)), max(2, 2048 // rows)))
     else:
-        tile = _FORCE.get("tile", min(triton.next_power_of_2(max(c, 1)), 4096))
-        rows = _FORCE.get("rows", max(1, min(2048 // tile, triton.next_power_of_2(max(r, 1)))))
+        tile = _FORCE.get("tile", min(next_power_of_2(max(c, 1)), 4096))
+        rows = _FORCE.get("rows", max(1, min(2048 // tile, next_power_of_2(max(r, 1)))))
     elems = tile * rows
     warps = 4 if elems <= 2048 else 8
-    nblk = max(1, triton.cdiv(r, rows))
-    split = _FORCE.get("split", max(1, min(triton.cdiv(8 * _num_sms(), nblk), triton.cdiv(c, 2 * tile))))
-    chunk = triton.cdiv(triton.cdiv(c, split), tile) * tile
-    split = max(1, triton.cdiv(c, chunk))
+    nblk = max(1, cdiv(r, rows))
+    split = _FORCE.get("split", max(1, min(cdiv(8 * _num_sms(), nblk), cdiv(c, 2 * tile))))
+    chunk = cdiv(cdiv(c, split), tile) * tile
+    split = max(1, cdiv(c, chunk))
     return tile, rows, warps, split, chunk
 
 

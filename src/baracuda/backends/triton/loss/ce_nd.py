@@ -16,6 +16,7 @@ import triton.language as tl
 from .ce_kernels import (_FORCE, _emit_block, _geometry, _grad_coef, _grad_range, _loss_of, _ncd, _num_sms, _row_loss,
                    _row_scale, _rows_info, _stats_range)
 from .._lib.launch import fast_kernel
+from .._lib.geometry import cdiv, next_power_of_2
 
 
 @triton.jit
@@ -101,9 +102,9 @@ def nd_small(desc):
     if d <= 1 or not 1 <= c <= _ND_MAX_C or t.dtype.is_floating:
         return None
     size = x.dtype.itemsize
-    k = _FORCE.get("nd_k", min(triton.next_power_of_2(c), 8 if desc.op.endswith("_backward") else 4))
-    bj = min(256 if size == 8 else 512, max(16, triton.next_power_of_2(d)))
-    while bj > 128 and n * triton.cdiv(d, bj) < 4 * _num_sms():
+    k = _FORCE.get("nd_k", min(next_power_of_2(c), 8 if desc.op.endswith("_backward") else 4))
+    bj = min(256 if size == 8 else 512, max(16, next_power_of_2(d)))
+    while bj > 128 and n * cdiv(d, bj) < 4 * _num_sms():
         bj //= 2
     bj = _FORCE.get("nd_bj", bj)
     return k, bj, _FORCE.get("nd_warps", max(1, min(4, bj * size // 512)))

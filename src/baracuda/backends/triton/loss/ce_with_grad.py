@@ -27,6 +27,7 @@ from .._lib.register import register_triton
 from .._lib.config import num_sms, overrides
 from .._lib.launch import shared
 from .._lib.interp import loop
+from .._lib.geometry import cdiv
 
 _FORCE, forced = overrides("Force ``coop=False`` (tests: the composed route on the GPU).")
 _SCALE_BLOCK = 4096   # 8 KB bf16 / 16 KB f32 per program: 16-byte vectors, ~4 in flight per thread
@@ -106,7 +107,7 @@ def _bind(desc, pref=None):
         w[2 * r:2 * r + 1].zero_()                 # the bad-target flag
         den = w[2 * r + 1:2 * r + 2]
         if mean:
-            nblk = triton.cdiv(r, 1024)
+            nblk = cdiv(r, 1024)
             shared(_ce._denom_blk, x.device)((nblk,), (t, wt, w, r, c, 1, t.stride(0), 0, ignore),
                                              dict(HAS_W=has_w, PROB=False, ND=0, F64=f64, BLOCK=1024), num_warps=4)
             shared(_ce._fold, x.device)((1,), (w, den, nblk), dict(MEAN=False, F64=f64, BLOCK=1024),
@@ -181,7 +182,7 @@ def _run_scale(desc, inputs, outputs, ws):
     inplace = y.data_ptr() == x.data_ptr() and y.stride() == x.stride()
     src = x if x.is_contiguous() else x.contiguous()
     dst = y if y.is_contiguous() else torch.empty(y.shape, dtype=y.dtype, device=y.device)
-    nblocks = triton.cdiv(n, _SCALE_BLOCK)
+    nblocks = cdiv(n, _SCALE_BLOCK)
     shared(_scale_kernel, x.device)((min(nblocks, 4 * num_sms()),), (src, g, g if h is None else h, dst, n, nblocks),
            dict(HAS_H=h is not None, SKIP_ONE=inplace and dst is y and src is x, F64=x.dtype == torch.float64,
                 I64=n >= 2 ** 31 - _SCALE_BLOCK, BLOCK=_SCALE_BLOCK), num_warps=4)

@@ -13,6 +13,7 @@ from .._lib.interp import INTERPRETING
 from .ce_kernels import (_FIN_BLOCK, _FORCE, _RED, _ce_fin, _ce_grad, _ce_part, _check_flag, _denom_blk, _fold, _geometry,
                          _ncd, _nll_bw, _nll_fw, _ws_view, choose)
 from .ce_nd import _ce_nd, _ce_nd_grad, nd_small
+from .._lib.geometry import cdiv
 
 
 def _plan_of(desc):
@@ -59,13 +60,13 @@ def _bind(desc, pref=None):
     nd = 0 if d == 1 else (2 if d % rows == 0 else 1)   # see _roff
     common = dict(HAS_W=has_w, F64=f64, I64=n * c * d >= 2 ** 31 - 65536, ND=nd)
     cfg = dict(PROB=prob, SMOOTH=eps > 0, ROWS=rows, TILE=tile, num_warps=warps)
-    grid = (triton.cdiv(r, rows), split)
+    grid = (cdiv(r, rows), split)
     fused = split == 1 and tile >= c   # the backward's statistics from the same tile (no _ce_part launch)
     coop = _coop(desc, c, d, tile, split)
     small = nd_small(desc)
     if small:
         kc, bj, warps_s = small
-        nbj = triton.cdiv(d, bj)
+        nbj = cdiv(d, bj)
         small_cfg = dict(HAS_W=has_w, SMOOTH=eps > 0, F64=f64, K=kc, BJ=bj, I64=common["I64"],
                          num_warps=warps_s)
         xt_sum = _FORCE.get("nd_xt_sum", True)
@@ -97,7 +98,7 @@ def _bind(desc, pref=None):
         sx = x3.stride()
         if r:
             if nll:
-                _nll_fw[(triton.cdiv(r, 1024),)](x3, tg, wt, loss, w, r, c, d, sx[0], sx[1], sx[2], stn, std, ignore,
+                _nll_fw[(cdiv(r, 1024),)](x3, tg, wt, loss, w, r, c, d, sx[0], sx[1], sx[2], stn, std, ignore,
                                                  NONE=red == "none", BLOCK=1024, **common)
             elif small:
                 _ce_nd[(n * nbj,)](x3, tg, wt, loss, w, eps_of(x3.device), r, c, d, nbj, sx[0], sx[1], sx[2], stn, std,
@@ -107,7 +108,7 @@ def _bind(desc, pref=None):
                 _ce_part[grid](x3, tg, wt, part, e, loss, w, r, c, d, chunk, sx[0], sx[1], sx[2], stn, stc, std,
                                ignore, FIN=split == 1, NONE=red == "none", **cfg, **common)
                 if split > 1:
-                    _ce_fin[(triton.cdiv(r, _FIN_BLOCK),)](x3, tg, wt, part, loss, w, e, r, c, d, sx[0], sx[1], sx[2],
+                    _ce_fin[(cdiv(r, _FIN_BLOCK),)](x3, tg, wt, part, loss, w, e, r, c, d, sx[0], sx[1], sx[2],
                                                            stn, std, ignore, PROB=prob, SMOOTH=eps > 0,
                                                            NONE=red == "none", SPLIT=split, BLOCK=_FIN_BLOCK,
                                                            num_warps=4, **common)
@@ -131,7 +132,7 @@ def _bind(desc, pref=None):
         den = w[2 * r + 1:]
         sx = x3.stride()
         if red == "mean":   # block sums into ws[0, 2 nblk) (free in the backward), folded into den
-            nblk = triton.cdiv(r, 1024)
+            nblk = cdiv(r, 1024)
             _denom_blk[(nblk,)](tg, wt, w, r, c, d, stn, std, ignore, HAS_W=has_w, PROB=prob, ND=nd, F64=f64,
                                 BLOCK=1024, num_warps=4)
             _fold[(1,)](w, den, nblk, MEAN=False, F64=f64, BLOCK=1024, num_warps=4)
@@ -139,7 +140,7 @@ def _bind(desc, pref=None):
             _ce_nd_grad[(n * nbj,)](g, x3, tg, wt, dx, den, eps_of(x3.device), r, c, d, nbj, sx[0], sx[1], sx[2], stn,
                                     std, ignore, RED=_RED[red], **small_cfg)
         elif nll:
-            _nll_bw[(triton.cdiv(r, rows), triton.cdiv(c, tile))](g, tg, wt, dx, den, r, c, d, stn, std, ignore,
+            _nll_bw[(cdiv(r, rows), cdiv(c, tile))](g, tg, wt, dx, den, r, c, d, stn, std, ignore,
                                                                    RED=_RED[red], ROWS=rows, TILE=tile,
                                                                    num_warps=warps, **common)
         else:

@@ -36,6 +36,7 @@ from .._lib.interp import loop
 from .ce_kernels import _RED
 from .pointwise import _pw_fold
 from .._lib.launch import fast_kernel
+from .._lib.geometry import next_power_of_2
 
 _MAX_STATES = 4096
 
@@ -176,7 +177,7 @@ def _layout(bw, t, n, c, block):
 
 def _workspace(desc) -> int:
     bw, t, n, c, _, _, _, f64 = _geom(desc)
-    block = triton.next_power_of_2(min(_max_states(desc), _MAX_STATES))
+    block = next_power_of_2(min(_max_states(desc), _MAX_STATES))
     return sum(_layout(bw, t, n, c, block)) * (8 if f64 else 4)
 
 
@@ -202,7 +203,7 @@ def _bind(desc, pref=None):
         il_h, tl_h, tg_h = il.cpu().numpy(), tl_.cpu().numpy(), tg.cpu().numpy()
         offs = validate_ctc(desc.op, t, c, padded, tg_h, il_h, tl_h, blank)
         lmax = int(np.max(tl_h)) if np.size(tl_h) else 0
-        block = triton.next_power_of_2(2 * lmax + 1)
+        block = next_power_of_2(2 * lmax + 1)
         if block > _MAX_STATES:
             raise UnsupportedError(desc.op, f"targets of {lmax} labels: at most {(_MAX_STATES - 1) // 2} per sequence")
         lp3 = lp if batched else lp[:, None, :]

@@ -35,6 +35,7 @@ from .._lib.interp import INTERPRETING, loop
 from ...nvidia.cublas import _allow, cublas_precision, flag_switch
 from .ce_kernels import _check_flag, _denom, _fold, _lg, _num_sms, _ws_view
 from .._lib.launch import fast_kernel
+from .._lib.geometry import cdiv, next_power_of_2
 
 _FORCE, forced = overrides("""Force ``chunk`` / ``tile`` / ``rows`` / ``programs`` (tests: several chunks and tiles under the interpreter), ``balance=False`` (uniform chunks).""")
 
@@ -51,8 +52,8 @@ def choose(n: int, v: int, itemsize: int):
     row = max(v * itemsize, 1)
     fifth = max(256, n // 5 // 256 * 256)    # whole 256-row GEMM tiles (1664 rows measured 8% slower than 2048)
     chunk = _FORCE.get("chunk", max(1, min(n, max(fifth, (256 << 20) // row), (1 << 30) // row)))
-    tile = _FORCE.get("tile", min(triton.next_power_of_2(max(v, 1)), 8192 if v >= 65536 else 4096))
-    rows = _FORCE.get("rows", max(1, min(2048 // tile, triton.next_power_of_2(max(chunk, 1)))))
+    tile = _FORCE.get("tile", min(next_power_of_2(max(v, 1)), 8192 if v >= 65536 else 4096))
+    rows = _FORCE.get("rows", max(1, min(2048 // tile, next_power_of_2(max(chunk, 1)))))
     elems = tile * rows
     warps = 4 if elems <= 2048 else 8 if elems <= 4096 else 16
     progs = _FORCE.get("programs", max(_num_sms(), min(8 * _num_sms(), (24 << 20) // max(v * itemsize * rows, 1))))
@@ -270,7 +271,7 @@ def _bind(desc, pref=None):
                              prm[4:5], nc, v, ignore, False, eps > 0, 2 if mean else 1, f64, loss=wsv[s0:],
                              woff=n, foff=2 * n - s0)
             else:
-                grid = (min(triton.cdiv(nc, rows), progs),)
+                grid = (min(cdiv(nc, rows), progs),)
                 _lce_chunk[grid](lg, t, wsv, prm, nc, s0, n, v, v, t.stride(0), ignore, CAP=cap is not None,
                                  SMOOTH=eps > 0, Z=z > 0, MEAN=mean, F64=f64, ROWS=rows, TILE=tile,
                                  num_warps=warps)

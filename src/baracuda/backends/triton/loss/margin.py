@@ -39,6 +39,7 @@ from .ce_kernels import _RED, _ws_view
 from .pointwise import _pw_fold
 from .pointwise_template import _check_flag, aux_arg
 from .._lib.launch import fast_kernel
+from .._lib.geometry import cdiv, next_power_of_2
 
 _FORCE, forced = overrides("""Force ``tile`` / ``rows`` in :func:`choose` (tests: multi-tile rows under the interpreter).""")
 _KIND = {"cosine_embedding_loss": 0, "triplet_margin_loss": 1, "multi_margin_loss": 2, "multilabel_margin_loss": 3,
@@ -47,8 +48,8 @@ _KIND = {"cosine_embedding_loss": 0, "triplet_margin_loss": 1, "multi_margin_los
 
 def choose(r: int, c: int):
     """(TILE, ROWS, num_warps): ~2K-element steps; long rows walk C in 2048-wide tiles."""
-    tile = _FORCE.get("tile", min(triton.next_power_of_2(max(c, 1)), 2048))
-    rows = _FORCE.get("rows", max(1, min(2048 // tile, triton.next_power_of_2(max(r, 1)))))
+    tile = _FORCE.get("tile", min(next_power_of_2(max(c, 1)), 2048))
+    rows = _FORCE.get("rows", max(1, min(2048 // tile, next_power_of_2(max(r, 1)))))
     return tile, rows, 4 if tile * rows <= 1024 else 8
 
 
@@ -517,10 +518,10 @@ def _layout(desc):
     tile, rows, _ = choose(r, c)
     if base == "multilabel_margin_loss":
         rows = 1
-    nparts = 0 if (bw or desc.attr("reduction") == "none") else max(1, triton.cdiv(r, rows))
+    nparts = 0 if (bw or desc.attr("reduction") == "none") else max(1, cdiv(r, rows))
     flag = int(base in ("multi_margin_loss", "multilabel_margin_loss"))
     stop = r if base == "multilabel_margin_loss" else 0
-    ist = triton.cdiv(r * c, isz) if base == "multilabel_margin_loss" else 0
+    ist = cdiv(r * c, isz) if base == "multilabel_margin_loss" else 0
     return nparts, flag, stop, ist, isz
 
 
@@ -568,13 +569,13 @@ def _bind(desc, pref=None):
             a, b = _rows2d(inputs[0], R, C), _rows2d(inputs[1], R, C)
             cc = _rows2d(inputs[2], R, C) if kind == 1 else a
             t = inputs[2].reshape(-1).contiguous() if kind == 0 else a
-            _pair_fw[(triton.cdiv(R, rows),)](a, b, cc, t, tgt, w, prm_of(dev), R, C, a.stride(0), b.stride(0),
+            _pair_fw[(cdiv(R, rows),)](a, b, cc, t, tgt, w, prm_of(dev), R, C, a.stride(0), b.stride(0),
                                               cc.stride(0), KIND=kind, PK=pk, SWAP=bool(at.get("swap", False)),
                                               NONE=none, ROWS=rows, TILE=tile, num_warps=warps, **common)
         elif kind == 2:
             xv, t = _rows2d(inputs[0], R, C), inputs[1].reshape(-1).contiguous()
             wt = inputs[2].contiguous() if len(inputs) > 2 else xv
-            _mm_fw[(triton.cdiv(R, rows),)](xv, t, wt, tgt, w, flag, prm_of(dev), R, C, xv.stride(0),
+            _mm_fw[(cdiv(R, rows),)](xv, t, wt, tgt, w, flag, prm_of(dev), R, C, xv.stride(0),
                                             HAS_W=len(inputs) > 2, P2=at["p"] == 2, NONE=none, ROWS=rows, TILE=tile,
                                             num_warps=warps, **common)
         elif kind == 3:
@@ -584,7 +585,7 @@ def _bind(desc, pref=None):
         else:
             xv, y = inputs[0].reshape(R, C).contiguous(), inputs[1].reshape(R, C).contiguous()
             wt, wbc, wc = aux_arg(inputs[2], tuple(x.shape), tuple(inputs[2].shape)) if len(inputs) > 2 else (xv, 1, 1)
-            _ms_fw[(triton.cdiv(R, rows),)](xv, y, wt, tgt, w, R, C, wbc, wc, HAS_W=len(inputs) > 2, NONE=none,
+            _ms_fw[(cdiv(R, rows),)](xv, y, wt, tgt, w, R, C, wbc, wc, HAS_W=len(inputs) > 2, NONE=none,
                                             ROWS=rows, TILE=tile, num_warps=warps, **common)
 
     def ml_prep(t_in, flag, stop, ist):
@@ -624,7 +625,7 @@ def _bind(desc, pref=None):
         if flag is not None:
             flag.zero_()
         rd = _RED[red]
-        grid = (triton.cdiv(R, rows),)
+        grid = (cdiv(R, rows),)
         if kind in (0, 1):
             a, b = _rows2d(ins[0], R, C), _rows2d(ins[1], R, C)
             cc = _rows2d(ins[2], R, C) if kind == 1 else a

@@ -16,6 +16,7 @@ from .._lib.register import register_triton
 from ...._core.dtypes import DType
 from .ce_kernels import _RED, _fold_sums, _ws_view
 from .._lib.launch import fast_kernel
+from .._lib.geometry import cdiv
 
 _PW_KIND = {"mse_loss": 0, "l1_loss": 1, "smooth_l1_loss": 2, "huber_loss": 3}
 _PW_BLOCK = 4096
@@ -93,7 +94,7 @@ def _pw_workspace(desc) -> int:
     if desc.op.endswith("_backward") or desc.attr("reduction") == "none":
         return 0
     n = desc.inputs[-1].numel
-    return max(1, triton.cdiv(n, _PW_BLOCK)) * (8 if desc.inputs[-1].dtype == DType.f64 else 4)
+    return max(1, cdiv(n, _PW_BLOCK)) * (8 if desc.inputs[-1].dtype == DType.f64 else 4)
 
 
 def _pw_bind(desc, pref=None):
@@ -104,7 +105,7 @@ def _pw_bind(desc, pref=None):
     n = desc.inputs[-1].numel
     red = desc.attr("reduction")
     par = desc.attr_dict.get("beta", desc.attr_dict.get("delta", 0.0))
-    nparts = triton.cdiv(n, _PW_BLOCK)
+    nparts = cdiv(n, _PW_BLOCK)
     params: dict = {}
 
     def prm_of(dev):   # beta / delta in the compute dtype (a Python float argument would be typed f32)

@@ -33,6 +33,7 @@ from .._lib.math import exp, log, log1p
 from .ce_kernels import _RED, _ws_view
 from .pointwise import _flat, _pw_fold, _upstream
 from .._lib.launch import fast_kernel
+from .._lib.geometry import cdiv
 
 _KIND = {"binary_cross_entropy": 0, "binary_cross_entropy_with_logits": 1, "kl_div": 2, "poisson_nll_loss": 3,
          "gaussian_nll_loss": 4, "hinge_embedding_loss": 5, "margin_ranking_loss": 6, "soft_margin_loss": 7}
@@ -242,7 +243,7 @@ def _workspace(desc) -> int:
     if bw:
         return 0
     n = ops[0].numel
-    nparts = 0 if desc.attr("reduction") == "none" else max(1, triton.cdiv(n, _BLOCK))
+    nparts = 0 if desc.attr("reduction") == "none" else max(1, cdiv(n, _BLOCK))
     return (nparts + (base in _CHECKED)) * (8 if ops[0].dtype == DType.f64 else 4)   # [partials][flag]
 
 
@@ -265,7 +266,7 @@ def _bind(desc, pref=None):
     at = desc.attr_dict
     flags = sum(bit for name, bit in _FLAG_ATTRS.get(base, ()) if at[name])
     p0 = at.get("eps", at.get("margin", 0.0))
-    nparts = max(1, triton.cdiv(n, _BLOCK))
+    nparts = max(1, cdiv(n, _BLOCK))
     div = _divisor(base, red, shape)
     check = base in _CHECKED
     ws_parts = 0 if red == "none" else nparts

@@ -45,6 +45,7 @@ from .._lib.scalars import join_f64 as _f2
 from .._lib.scalars import split_f64 as _split
 from .layer import _col_sum
 from .._lib.launch import fast_kernel
+from .._lib.geometry import cdiv, next_power_of_2
 
 _FORCE, forced = overrides("""Force ``splits`` (batch_norm partial programs) or tile sizes ``bs`` / ``br`` (tests).""")
 
@@ -183,8 +184,8 @@ def _gn_bw(g_ptr, x_ptr, mean_ptr, rstd_ptr, w_ptr, c0_ptr, c1_ptr, dx_ptr, ws_p
 def _spatial_block(s: int, cap: int) -> int:
     """The widest power-of-two spatial block <= cap whose padding wastes <= 1/8 of the lanes (56x56 = 3136:
     256, 13 blocks = 3328 lanes, instead of 1024 x 4 = 4096 lanes with 23% idle), at least 128 wide."""
-    bs = min(triton.next_power_of_2(max(s, 1)), cap)
-    while bs > 128 and triton.cdiv(s, bs) * bs * 8 > 9 * s:
+    bs = min(next_power_of_2(max(s, 1)), cap)
+    while bs > 128 and cdiv(s, bs) * bs * 8 > 9 * s:
         bs //= 2
     return _FORCE.get("bs", bs)
 
@@ -193,7 +194,7 @@ def _tile(c, s, f64):
     """[BC, BS] tile of <= 4096 (f64: 2048) elements: spatial first (contiguous), the rest channels."""
     cap = 2048 if f64 else 4096
     bs = _spatial_block(s, min(cap, 1024))
-    bc = max(1, min(triton.next_power_of_2(max(c, 1)), cap // bs))
+    bc = max(1, min(next_power_of_2(max(c, 1)), cap // bs))
     return bc, bs, 4 if bc * bs <= 1024 else 8
 
 
@@ -251,8 +252,8 @@ def _bind_gn_bw(desc, pref=None):
             if n == 0:
                 o.zero_()
             else:
-                bcs = min(32, triton.next_power_of_2(c))
-                _col_sum[(triton.cdiv(c, bcs),)](part[j * n * c:], o, n, c, BP=64, BC=bcs, num_warps=4)
+                bcs = min(32, next_power_of_2(c))
+                _col_sum[(cdiv(c, bcs),)](part[j * n * c:], o, n, c, BP=64, BC=bcs, num_warps=4)
     return run
 
 
@@ -446,14 +447,14 @@ def _bn_geom(desc):
     s = math.prod(shape[2:])
     f64 = desc.inputs[0].dtype == DType.f64
     bs = _spatial_block(s, 1024)
-    bc = max(1, min(triton.next_power_of_2(max(c, 1)), 2048 // bs, 1024 if f64 else 2048))
-    ncb = triton.cdiv(c, bc) if c else 0
-    nsb = triton.cdiv(s, bs) if s else 0
+    bc = max(1, min(next_power_of_2(max(c, 1)), 2048 // bs, 1024 if f64 else 2048))
+    ncb = cdiv(c, bc) if c else 0
+    nsb = cdiv(s, bs) if s else 0
     nq = n * nsb
     # ~4 programs per SM over the channel blocks x splits, each with >= 1 tile
     splits = _FORCE.get("splits", max(1, min(nq, (4 * num_sms()) // max(ncb, 1))))
-    qpp = triton.cdiv(nq, splits) if nq else 0
-    splits = triton.cdiv(nq, qpp) if nq else 1
+    qpp = cdiv(nq, splits) if nq else 0
+    splits = cdiv(nq, qpp) if nq else 1
     warps = 4 if bc * bs <= 1024 else 8
     return n, c, s, f64, bc, bs, ncb, nsb, nq, splits, qpp, warps
 
@@ -478,7 +479,7 @@ def _bind_bn(desc, pref=None):
     naff = min(ins - 1, 2)
     train = desc.attr("training")
     run_stats = ins == 5
-    bcf = min(256, triton.next_power_of_2(max(c, 1)))
+    bcf = min(256, next_power_of_2(max(c, 1)))
     eps, mom = desc.attr("eps"), desc.attr("momentum")
     m = n * s
 
@@ -494,7 +495,7 @@ def _bind_bn(desc, pref=None):
             _bn_stats[(ncb, splits)](x, wsv, c, s, nq, qpp, nsb, sN, sC, sS, splits, F64=f64, BC=bc, BS=bs,
                                      num_warps=warps)
         if c:
-            _bn_finalize[(triton.cdiv(c, bcf),)](wsv, rm, rv, mean, rstd, nrm, nrv, c, splits, m, *_split(eps), *_split(mom),
+            _bn_finalize[(cdiv(c, bcf),)](wsv, rm, rv, mean, rstd, nrm, nrv, c, splits, m, *_split(eps), *_split(mom),
                                                  TRAIN=train, RUN=run_stats and train, F64=f64, BC=bcf, num_warps=4)
         if nq:
             _bn_apply[(ncb, splits)](x, w, b, y, wsv[3 * splits * c:], c, s, nq, qpp, nsb, sN, sC, sS,
@@ -509,7 +510,7 @@ def _bind_bn_bw(desc, pref=None):
     has_w = len(desc.inputs) - 2 * extra == 5
     train = desc.attr("training")
     want_w, want_b = len(desc.outputs) >= 2, len(desc.outputs) == 3
-    bcf = min(256, triton.next_power_of_2(max(c, 1)))
+    bcf = min(256, next_power_of_2(max(c, 1)))
 
     def run(desc_, inputs, outputs, ws):
         g, sgN, sgC, sgS = _x3(inputs[0], n, c, s)
@@ -526,7 +527,7 @@ def _bind_bn_bw(desc, pref=None):
                                        F64=f64, BC=bc, BS=bs, num_warps=warps)
         if c and (train or want_w):
             if nq:
-                _bn_bw_fold[(triton.cdiv(c, bcf),)](wsv, dw, db, c, splits, WANT_W=want_w, WANT_B=want_b, F64=f64,
+                _bn_bw_fold[(cdiv(c, bcf),)](wsv, dw, db, c, splits, WANT_W=want_w, WANT_B=want_b, F64=f64,
                                                     BC=bcf, num_warps=4)
             else:
                 for o in outputs[1:]:
@@ -596,8 +597,8 @@ def _bind_lrn(desc, pref=None):
     n, c = shape[0], shape[1]
     s = math.prod(shape[2:])
     f64 = desc.inputs[0].dtype == DType.f64
-    bs = min(triton.next_power_of_2(max(s, 1)), 256)
-    bc = max(1, min(triton.next_power_of_2(max(c, 1)), 1024 // bs))
+    bs = min(next_power_of_2(max(s, 1)), 256)
+    bc = max(1, min(next_power_of_2(max(c, 1)), 1024 // bs))
     bw = desc.op.endswith("_backward")
     a = desc.attr_dict
 
@@ -605,7 +606,7 @@ def _bind_lrn(desc, pref=None):
         ts = [t.contiguous() for t in inputs]
         g, x = (ts[0], ts[1]) if bw else (ts[0], ts[0])
         if n and c and s:
-            _lrn_kernel[(n, triton.cdiv(c, bc), triton.cdiv(s, bs))](g, x, outputs[0], c, s, a["size"], *_split(a["alpha"]),
+            _lrn_kernel[(n, cdiv(c, bc), cdiv(s, bs))](g, x, outputs[0], c, s, a["size"], *_split(a["alpha"]),
                                                                      *_split(a["beta"]), *_split(a["k"]), BW=bw, F64=f64, BC=bc, BS=bs,
                                                                      num_warps=4)
     return run
@@ -702,8 +703,8 @@ def _bind_normalize(desc, pref=None):
     p = desc.attr("p")
     kind = 0 if p == 2.0 else 1 if p == 1.0 else 2 if math.isinf(p) else 3
     f64 = desc.inputs[0].dtype == DType.f64
-    br = _FORCE.get("br", min(triton.next_power_of_2(max(r, 1)), 2048 if inner == 1 else 64))
-    bl = max(1, min(triton.next_power_of_2(max(outer if inner == 1 else inner, 1)), 4096 // br))
+    br = _FORCE.get("br", min(next_power_of_2(max(r, 1)), 2048 if inner == 1 else 64))
+    bl = max(1, min(next_power_of_2(max(outer if inner == 1 else inner, 1)), 4096 // br))
     bw = desc.op.endswith("_backward")
 
     def run(desc_, inputs, outputs, ws):
@@ -712,7 +713,7 @@ def _bind_normalize(desc, pref=None):
         g, _, _, gsa, gsl, gsr = lanes_view(inputs[0], outer, r, inner) if bw else (x, 0, 0, 0, 0, 0)
         y, _, _, ya, yl, yr = lanes_view(outputs[0], outer, r, inner)
         if x.numel():
-            nlb = triton.cdiv(L, bl)
+            nlb = cdiv(L, bl)
             _normalize_kernel[(ga * nlb,)](g, x, y, L, r, sa, sl, sr, gsa, gsl, gsr, ya, yl, yr,
                                            *_split(p if not math.isinf(p) else 0.0), *_split(desc.attr("eps")), nlb,
                                            BW=bw, KIND=kind, F64=f64, BL=bl, BR=br,

@@ -24,6 +24,7 @@ from .._lib.config import num_sms, overrides
 from .._lib.scalars import join_f64 as _eps
 from .._lib.interp import loop
 from .._lib.launch import fast_kernel
+from .._lib.geometry import cdiv, next_power_of_2
 
 # Triton 3.6's interpreter cannot take range() over runtime ints with NumPy >= 2.4: there the row loops
 # are `while` loops (same semantics); on the GPU they are `for` loops.
@@ -47,8 +48,8 @@ def _f64(desc) -> bool:
 
 def choose(m: int, n: int, f64: bool):
     """(BLOCK, rows per forward program, num_warps, backward programs)."""
-    block = triton.next_power_of_2(n)
-    rows = max(1, min(2048 // block, triton.next_power_of_2(max(m, 1))))
+    block = next_power_of_2(n)
+    rows = max(1, min(2048 // block, next_power_of_2(max(m, 1))))
     warps = 4 if block <= 2048 else 8 if block <= 4096 else 16
     progs = _FORCE.get("programs", max(1, min(m, 2 * _num_sms())))
     return block, rows, warps, progs
@@ -234,7 +235,7 @@ def _bind(desc, pref=None):
             outs = [o if o.is_contiguous() else torch.empty_like(o, memory_format=torch.contiguous_format)
                     for o in outputs]
             y, s = (outs[1], outs[0]) if res else (outs[0], outs[0])
-            _norm_fw[(triton.cdiv(m, rows),)](x, w, b, y, r, s, m, n, xs_m, xs_n, sw, sb, rs_m, rs_n, eps_hi,
+            _norm_fw[(cdiv(m, rows),)](x, w, b, y, r, s, m, n, xs_m, xs_n, sw, sb, rs_m, rs_n, eps_hi,
                                               eps_lo, RMS=rms,
                                               HAS_W=len(aff) > 0, HAS_B=len(aff) > 1, RES=res, F64=f64, ROWS=rows,
                                               BLOCK=block, I64=i64, num_warps=warps)
@@ -245,8 +246,8 @@ def _bind(desc, pref=None):
 
     has_w = len(desc.inputs) == 3
     has_b = len(desc.outputs) == 3
-    rpp = triton.cdiv(m, progs) if m else 0
-    nprog = triton.cdiv(m, rpp) if m else 0
+    rpp = cdiv(m, progs) if m else 0
+    nprog = cdiv(m, rpp) if m else 0
     # elements per thread per operand: 16 (16-bit), 8 (f32), 4 (f64) keep the prefetching backward at
     # <= ~128 registers with no spills on sm_90 (ptxas: bf16 N=4096 8 warps 127 regs, f32 16 warps 89-97);
     # N = 16384 (and f64 8192) needs more than 32 warps allow and spills a little
@@ -269,8 +270,8 @@ def _bind(desc, pref=None):
             if nprog == 0:
                 o.zero_()
                 continue
-            bc = min(32, triton.next_power_of_2(n))
-            _col_sum[(triton.cdiv(n, bc),)](part[j * nprog * n:], o, nprog, n, BP=64, BC=bc,
+            bc = min(32, next_power_of_2(n))
+            _col_sum[(cdiv(n, bc),)](part[j * nprog * n:], o, nprog, n, BP=64, BC=bc,
                                             num_warps=4)
         for o, t in zip(outputs, outs):
             if t is not o:

@@ -21,6 +21,7 @@ from .._lib.interp import loop
 from .._lib.strided import span as _span
 from .reduce import _canon, _np2, geometry
 from .._lib.launch import fast_kernel
+from .._lib.geometry import cdiv
 
 _EXT, _PROD, _NANSUM, _SELECT = 0, 1, 2, 3
 
@@ -137,7 +138,7 @@ def _bw_launch(mode, g, x, o, dx, shape, dims, nan=False, mean=False):
     else:
         bi = min(_np2(inner), 128)
         br = max(1, min(4096 // bi, _np2(R)))
-    n_iblk = triton.cdiv(inner, bi)
+    n_iblk = cdiv(inner, bi)
     acc = tl.float64 if dx.dtype == torch.float64 else tl.float32
     i64 = max(_span(xv), outer * R * inner) >= 2 ** 31 - 65536
     _bw_kernel[(outer * n_iblk,)](g, xv, o, target, inner, R, sxo, sxr, sxi, sdo, sdr, sdi, sgo, sgi, n_iblk,

@@ -53,6 +53,7 @@ from .._lib.interp import loop
 from .._lib.strided import span as _span
 from ..elementwise import launch
 from .._lib.launch import fast_kernel
+from .._lib.geometry import cdiv, next_power_of_2
 
 _SUM, _MAX, _ARG, _PROD, _NANSUM, _COUNT, _MINMAX = 0, 1, 2, 3, 4, 5, 6
 _P_NONE, _P_DIV, _P_DIV_CNT, _P_ANY, _P_ALL = 0, 1, 2, 3, 4   # finishing step, applied by the last stage
@@ -409,7 +410,7 @@ def geometry(shape, dims):
 
 
 def _np2(n):
-    return triton.next_power_of_2(max(1, int(n)))
+    return next_power_of_2(max(1, int(n)))
 
 
 def _blocks(outer, R, inner, itemsize, arg=False, stage2=False):
@@ -422,7 +423,7 @@ def _blocks(outer, R, inner, itemsize, arg=False, stage2=False):
     if inner == 1:
         bn = min(_np2(R), tile)
         bm = max(1, min(tile // bn, _np2(outer)))
-        n_prog = triton.cdiv(outer, bm)
+        n_prog = cdiv(outer, bm)
     else:
         # stage 2 reads S x inner partials (e.g. 128 x 4096 f32 = 2 MB for a bf16 [16384, 4096] sum over
         # dim 0): 32-column blocks (one 128 B line per row) give it 128 programs, ~16 KB each, one load
@@ -430,14 +431,14 @@ def _blocks(outer, R, inner, itemsize, arg=False, stage2=False):
         # the 50 us the first stage takes at 2.6 TB/s)
         bi = min(_np2(inner), _STAGE2_COLS if stage2 else 32 * (16 // itemsize) * _COL_WARPS)
         br = max(1, min(tile // bi, _np2(R)))
-        n_prog = outer * triton.cdiv(inner, bi)
+        n_prog = outer * cdiv(inner, bi)
     S, chunk = 1, max(R, 1)
     # row splits: 2x the programs (8 per SM at <= 32 regs x 256 threads, 128 KB in flight per SM); their
     # partials are S values per row, free.  Column splits write S x inner partials: stay at ~4 per SM.
     target = _TARGET_PROGRAMS * (2 if inner == 1 else 1)
     if not stage2 and n_prog < target and R >= 2 * _MIN_CHUNK:   # stage 2 is one pass over the partials
-        S = min(triton.cdiv(target, n_prog), triton.cdiv(R, _MIN_CHUNK))
-        per = triton.cdiv(R, S)
+        S = min(cdiv(target, n_prog), cdiv(R, _MIN_CHUNK))
+        per = cdiv(R, S)
         step = 1 << (per.bit_length() - 1)          # the R-block never exceeds one split
         if inner == 1:
             bn = min(bn, step)
@@ -445,8 +446,8 @@ def _blocks(outer, R, inner, itemsize, arg=False, stage2=False):
         else:
             br = min(br, step)
             step = br
-        chunk = triton.cdiv(per, step) * step       # a multiple of the R-block (see the kernels' loops)
-        S = triton.cdiv(R, chunk)
+        chunk = cdiv(per, step) * step       # a multiple of the R-block (see the kernels' loops)
+        S = cdiv(R, chunk)
     if inner == 1:
         return "row", bm, bn, n_prog, S, chunk
     return "col", br, bi, n_prog, S, chunk
@@ -576,11 +577,11 @@ def _launch(kind, b0, b1, x, xi, out, oi, geom, strides, S, chunk, count, mode, 
                   SEC=_TL[acc] if mode == _MINMAX else tl.int64, HIGH=float("inf") if flt else 2 ** 63 - 1, I64=i64,
                   num_warps=warps)
     if kind == "row":
-        grid = (triton.cdiv(outer, b0), S)
+        grid = (cdiv(outer, b0), S)
         _row_kernel[grid](x, xi, out, oi, outer, R, chunk, strides[0], strides[1], S, count,
                           BLOCK_M=b0, BLOCK_N=b1, **common)
     else:
-        n_iblk = triton.cdiv(inner, b1)
+        n_iblk = cdiv(inner, b1)
         grid = (outer * n_iblk, S)
         _col_kernel[grid](x, xi, out, oi, inner, R, chunk, strides[0], strides[1], strides[2], S, n_iblk, count,
                           BLOCK_R=b0, BLOCK_I=b1, **common)

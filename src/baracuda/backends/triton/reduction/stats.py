@@ -48,6 +48,7 @@ from .._lib.strided import span as _span
 from ..elementwise import launch
 from .reduce import _blocks, _canon, geometry
 from .._lib.launch import fast_kernel
+from .._lib.geometry import cdiv, next_power_of_2
 
 VAR, LSE, NORM, COS = 0, 1, 2, 3
 
@@ -289,10 +290,10 @@ def stage2_tile(outer, S, inner):
     """Stage 2 reads 3 partial arrays of S x inner per outer index (S <= R / 128): 1024-element tiles on 4 warps
     keep 8 values per thread per array (the 8192-wide stage-1 tiles would need ~170 registers here)."""
     if inner == 1:
-        b1 = min(triton.next_power_of_2(S), 1024)
-        return True, max(1, min(1024 // b1, triton.next_power_of_2(outer))), b1
-    b1 = min(triton.next_power_of_2(inner), 128)
-    return False, max(1, min(1024 // b1, triton.next_power_of_2(S))), b1
+        b1 = min(next_power_of_2(S), 1024)
+        return True, max(1, min(1024 // b1, next_power_of_2(outer))), b1
+    b1 = min(next_power_of_2(inner), 128)
+    return False, max(1, min(1024 // b1, next_power_of_2(S))), b1
 
 
 def _tile(row, b0, b1):
@@ -312,8 +313,8 @@ def run_stats(x, y, outs, dims, shape, ws, mode, pk=0, sqrt=False, p=2.0, corr=0
     o0, o1 = targets[0], targets[-1]
     i64 = max(_span(xv), _span(yv), outer * S * inner) >= 2 ** 31 - 65536
     row = kind == "row"
-    n_iblk = 1 if row else triton.cdiv(inner, b1)
-    grid0 = triton.cdiv(outer, b0) if row else outer * n_iblk
+    n_iblk = 1 if row else cdiv(inner, b1)
+    grid0 = cdiv(outer, b0) if row else outer * n_iblk
     warps = 8 if b0 * b1 * x.element_size() >= 8192 else 4
     common = dict(MODE=mode, PK=pk, SQRT=sqrt, NIN=2 if y is not None else 1, WRITE1=len(outs) > 1,
                   ACC=_TL[acc], I64=i64, INTERP=INTERPRETING, num_warps=warps)
@@ -330,8 +331,8 @@ def run_stats(x, y, outs, dims, shape, ws, mode, pk=0, sqrt=False, p=2.0, corr=0
                                   sxo, sxr, sxi, *sy, float(p), float(corr), float(eps), STAGE=1,
                                   **_tile(row, b0, b1), **common)
         row2, c0, c1 = stage2_tile(outer, S, inner)
-        nib2 = 1 if row2 else triton.cdiv(inner, c1)
-        g2 = triton.cdiv(outer, c0) if row2 else outer * nib2
+        nib2 = 1 if row2 else cdiv(inner, c1)
+        g2 = cdiv(outer, c0) if row2 else outer * nib2
         common.update(num_warps=4)
         _stats_kernel[(g2, 1)](xv, yv, *parts, o0, o1, o0, outer if row2 else inner, inner, nib2, R, S, S, sxo, sxi,
                                S * inner, inner, 1, *sy, float(p), float(corr), float(eps), STAGE=2,
@@ -442,15 +443,15 @@ def bw_layout(shape, dims, xs, dxs, reduced):
             st[0], st[2] = 0, st[0]
         sd, sg = [0, 1, R], [0, 1]
         outer = 1
-        br = min(triton.next_power_of_2(max(R, 1)), 1024)
-        bi = max(1, min(4096 // br, triton.next_power_of_2(max(lanes, 1))))
+        br = min(next_power_of_2(max(R, 1)), 1024)
+        bi = max(1, min(4096 // br, next_power_of_2(max(lanes, 1))))
     else:
         # columns: narrower lane blocks until there are ~2 programs per SM (a [16384, 4096] reduction over dim 0
         # would otherwise run 32 programs of 128 columns); 16 columns still fill whole 32 B sectors for 2 B types
-        bi = min(triton.next_power_of_2(inner), 128)
-        while bi > 16 and outer * triton.cdiv(inner, bi) < 264:
+        bi = min(next_power_of_2(inner), 128)
+        while bi > 16 and outer * cdiv(inner, bi) < 264:
             bi //= 2
-        br = max(1, min(4096 // bi, triton.next_power_of_2(max(R, 1))))
+        br = max(1, min(4096 // bi, next_power_of_2(max(R, 1))))
     i64 = max([_span(v) for v in views] + [outer * R * lanes]) >= 2 ** 31 - 65536
 
     def finish():
@@ -469,7 +470,7 @@ def _run_var_bw(desc, inputs, outputs, ws):
         return
     (xv,), (target,), (g, out, gm), (outer, R, inner), (sx,), sd, sg, (br, bi), i64, finish = bw_layout(
         shape, dims, (x,), (outputs[0],), (g, out, gm))
-    n_iblk = triton.cdiv(inner, bi)
+    n_iblk = cdiv(inner, bi)
     dof = n - desc.attr("correction")
     scale = 2.0 / dof if dof != 0 else math.inf    # torch: 2 / (N - correction), unclamped
     _var_bw_kernel[(outer * n_iblk,)](g, xv, out, gm if gm is not None else g, target, inner, R, *sx, *sd, *sg,
@@ -559,7 +560,7 @@ def _run_trace(desc, inputs, outputs, ws):
     x = inputs[0]
     n = min(x.shape)
     _trace_kernel[(1,)](x, outputs[0], n, x.stride(0) + x.stride(1), ACC=_TL[_acc(desc.dtype)],
-                        BLOCK=min(1024, triton.next_power_of_2(max(n, 1))))
+                        BLOCK=min(1024, next_power_of_2(max(n, 1))))
 
 
 def _run_trace_bw(desc, inputs, outputs, ws):
@@ -567,7 +568,7 @@ def _run_trace_bw(desc, inputs, outputs, ws):
     target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
     total = target.numel()
     if total:
-        _trace_bw_kernel[(triton.cdiv(total, 4096),)](inputs[0], target, total, target.shape[1], BLOCK=4096)
+        _trace_bw_kernel[(cdiv(total, 4096),)](inputs[0], target, total, target.shape[1], BLOCK=4096)
     if target is not out:
         out.copy_(target)
 

@@ -47,6 +47,7 @@ from .._lib.strided import span
 from .._lib.interp import loop
 from ...._core.device import triton_interpreting
 from .._lib.launch import fast_kernel
+from .._lib.geometry import cdiv, next_power_of_2
 
 # Triton 3.6's interpreter cannot take range() over runtime ints with NumPy >= 2.4; there the loops are
 # `while` loops (same semantics).  On the GPU they stay `for` loops.
@@ -348,25 +349,25 @@ def choose(outer: int, R: int, inner: int, itemsize: int, mode: int) -> Config:
     elems = _FORCE.get("elems", elems)
     if inner == 1:
         lanes, axis = outer, 1
-        bs = min(triton.next_power_of_2(max(R, 1)), elems)
-        bl = max(1, min(elems // bs, triton.next_power_of_2(max(lanes, 1))))
-        nlb = triton.cdiv(lanes, bl)
+        bs = min(next_power_of_2(max(R, 1)), elems)
+        bl = max(1, min(elems // bs, next_power_of_2(max(lanes, 1))))
+        nlb = cdiv(lanes, bl)
         progs = nlb
         warps = 4 if bs * bl <= 2048 else 8
     else:
         lanes, axis = inner, 0
         # 128 threads x 16 B of contiguous inner elements: each thread owns whole column segments
-        bl = min(triton.next_power_of_2(lanes), max(1, 2048 // itemsize), elems)
-        bs = max(1, min(elems // bl, triton.next_power_of_2(max(R, 1))))
-        progs = outer * triton.cdiv(lanes, bl)
+        bl = min(next_power_of_2(lanes), max(1, 2048 // itemsize), elems)
+        bs = max(1, min(elems // bl, next_power_of_2(max(R, 1))))
+        progs = outer * cdiv(lanes, bl)
         warps = 4
-    ntiles = triton.cdiv(max(R, 1), bs)
+    ntiles = cdiv(max(R, 1), bs)
     sms = num_sms()
-    auto = min(ntiles, triton.cdiv(2 * sms, progs)) if progs < 2 * sms and ntiles > 1 else 1
+    auto = min(ntiles, cdiv(2 * sms, progs)) if progs < 2 * sms and ntiles > 1 else 1
     splits = max(1, min(_FORCE.get("splits", auto), ntiles))
-    chunk = triton.cdiv(ntiles, splits) * bs
-    splits = triton.cdiv(max(R, 1), chunk)
-    kb = max(1, min(triton.next_power_of_2(splits), max(1, elems // bl)))
+    chunk = cdiv(ntiles, splits) * bs
+    splits = cdiv(max(R, 1), chunk)
+    kb = max(1, min(next_power_of_2(splits), max(1, elems // bl)))
     return Config(axis, bs, bl, splits, chunk, kb, warps)
 
 
@@ -431,7 +432,7 @@ def _bind(desc, pref=None):
     else:
         lanes, O = inner, outer
         ystr = (R * inner, inner, 1)
-    nlb = triton.cdiv(lanes, c.bl)
+    nlb = cdiv(lanes, c.bl)
     grid = (O * nlb, c.splits)
     vb, total = _ws_layout(desc)
     n_lanes = O * lanes

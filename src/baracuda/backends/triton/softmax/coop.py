@@ -34,6 +34,7 @@ from .._lib.coop import wait as _wait
 from .._lib.math import exp_acc as _ex
 from .._lib.math import log_acc as _lg
 from .._lib.launch import fast_kernel
+from .._lib.geometry import cdiv, next_power_of_2
 
 CHUNK = 8192      # elements per program: 16 KB bf16 / 32 KB f32 in flight per program, 32 per thread
 WARPS = 8
@@ -130,7 +131,7 @@ def capacity() -> int:
 
 
 def splits(R: int, chunk: int = CHUNK) -> int:
-    return triton.cdiv(R, chunk)
+    return cdiv(R, chunk)
 
 
 def workspace_bytes(outer: int, R: int, bw: bool, f64: bool, chunk: int = CHUNK) -> int:
@@ -158,7 +159,7 @@ def launch(bw: bool, args: tuple, ws: torch.Tensor, outer: int, R: int, f64: boo
     n_t = 3 if bw else 2
     tensors, strides = args[:n_t], args[n_t:]
     full = (*tensors, part, cnt, outer, R, *strides, nsplit)
-    const = dict(kw, CHUNK=chunk, SP=triton.next_power_of_2(nsplit))
+    const = dict(kw, CHUNK=chunk, SP=next_power_of_2(nsplit))
     # forward (f32/f16/bf16 compute): capped at 64 registers, which it fits without spilling (sm_90: 64 with a
     # 0-byte stack, tests/softmax/test_softmax.py), so 4 programs share an SM instead of 3 (80 uncapped)
     opts = dict(num_warps=WARPS, **({} if (bw or f64) else {"maxnreg": FW_MAXNREG}))
@@ -169,5 +170,5 @@ def launch(bw: bool, args: tuple, ws: torch.Tensor, outer: int, R: int, f64: boo
         compiled._init_handles()
         per_sm = _PER_SM[key] = _per_sm(compiled.n_regs, WARPS, compiled.metadata.shared)
     progs = max(nsplit, (num_sms() * per_sm) // nsplit * nsplit)
-    progs = min(progs, triton.cdiv(outer * nsplit, nsplit) * nsplit)
+    progs = min(progs, cdiv(outer * nsplit, nsplit) * nsplit)
     kern[(progs,)](*full, **const, **opts)

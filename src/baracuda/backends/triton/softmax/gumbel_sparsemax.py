@@ -37,6 +37,7 @@ from .._lib.scalars import join_f64 as _f2
 from .._lib.scalars import split_f64 as _split
 from .._lib.interp import loop
 from .._lib.launch import fast_kernel
+from .._lib.geometry import cdiv, next_power_of_2
 
 _FORCE, forced = overrides("""Force the chunk width ``br`` (multi-chunk rows under the interpreter).""")
 _BISECT = 16
@@ -312,11 +313,11 @@ def choose(outer: int, r: int, inner: int, f64: bool):
         cap = 8192 if f64 else 16384
         if r > cap and "br" not in _FORCE:
             return 1, cap // 2, False, 16
-        br = _FORCE.get("br", min(triton.next_power_of_2(max(r, 1)), cap))
-        bl = max(1, min(triton.next_power_of_2(max(outer, 1)), 2048 // br))
+        br = _FORCE.get("br", min(next_power_of_2(max(r, 1)), cap))
+        bl = max(1, min(next_power_of_2(max(outer, 1)), 2048 // br))
     else:
-        bl = min(triton.next_power_of_2(inner), 64)
-        br = _FORCE.get("br", min(triton.next_power_of_2(max(r, 1)), 4096 // bl))
+        bl = min(next_power_of_2(inner), 64)
+        br = _FORCE.get("br", min(next_power_of_2(max(r, 1)), 4096 // bl))
     n = bl * br
     return bl, br, r <= br, 4 if n <= 2048 else 8 if n <= 4096 else 16
 
@@ -329,7 +330,7 @@ def _bind(desc, pref=None):
     bl, br, single, warps = choose(outer, r, inner, f64)
     op = desc.op
     bw = op.endswith("_backward")
-    nlb = triton.cdiv(outer if inner == 1 else inner, bl)
+    nlb = cdiv(outer if inner == 1 else inner, bl)
     grid = ((1 if inner == 1 else outer) * nlb,)
 
     def run(desc_, inputs, outputs, ws):

@@ -38,6 +38,7 @@ from .._lib.strided import span as _span
 from .._lib.geometry import view3 as _view3
 from .._lib.interp import INTERPRETING, loop
 from .._lib.launch import fast_kernel
+from .._lib.geometry import cdiv, next_power_of_2
 
 # Loops over a runtime trip count are _lib.interp.loop: a `for` on the GPU, its interpreter twin under
 # TRITON_INTERPRET=1.
@@ -67,14 +68,14 @@ def choose(outer: int, R: int, inner: int, itemsize: int, f64: bool = False) -> 
     # 32 warps x 32 elements per thread, 63 registers, no spills on sm_90; f32 the same register count)
     max_single = _FORCE.get("max_single", 8192 if f64 else 32768)
     if inner > 1:
-        bi = 64 if inner >= 64 else triton.next_power_of_2(inner)
-        br = _FORCE.get("block_r", max(1, min(triton.next_power_of_2(R), 4096 // bi)))
+        bi = 64 if inner >= 64 else next_power_of_2(inner)
+        br = _FORCE.get("block_r", max(1, min(next_power_of_2(R), 4096 // bi)))
         return Config("cols", br, bi, 1, 4)
     if R <= max_single:
-        block = triton.next_power_of_2(max(R, 1))
+        block = next_power_of_2(max(R, 1))
         # ~2048+ elements per program; warps grow with the row (16 f32 registers per thread per operand,
         # 32 at 32k)
-        rows = max(1, min(2048 // block, triton.next_power_of_2(max(outer, 1))))
+        rows = max(1, min(2048 // block, next_power_of_2(max(outer, 1))))
         warps = 4 if block <= 2048 else 8 if block <= 4096 else 16 if block <= 8192 else 32
         return Config("rows", block, rows, 1, warps)
     row_bytes = R * itemsize
@@ -91,13 +92,13 @@ def choose(outer: int, R: int, inner: int, itemsize: int, f64: bool = False) -> 
     big = fused and R >= 65536
     tile = _FORCE.get("tile", 8192 if big else 4096)
     warps = 16 if big else 8
-    ntiles = triton.cdiv(R, tile)
+    ntiles = cdiv(R, tile)
     # fused (one program per row, persistent) only while >= 1 row per SM fits in ~24 MB of L2, so that the
     # second read of the row is an L2 hit.  Otherwise (few rows, or rows > ~190 KB: 512x262144 bf16 ran at
     # 37% of the copy roofline fused, 132 x 512 KB rows overflowing L2 and 16 KB in flight per SM) split
     # every row into chunks of ~4 tiles (32 KB bf16): stage 1 reads, stage 2 re-reads + writes, 3 HBM
     # passes at full occupancy (thousands of 8-warp programs), <= 2/3 of the copy rate counted as 2 passes
-    auto = 1 if fused else max(triton.cdiv(2 * sms, max(outer, 1)), triton.cdiv(ntiles, 4))
+    auto = 1 if fused else max(cdiv(2 * sms, max(outer, 1)), cdiv(ntiles, 4))
     splits = _FORCE.get("splits", auto)
     # persistent grid: as many rows in flight as fit in ~24 MB of L2 (half of H100's 50 MB), at least one
     # program per SM, at most 8 per SM: pass 2 re-reads a row that pass 1 brought into L2 moments before
@@ -508,19 +509,19 @@ def _bind(desc, pref=None):
                 out.copy_(target)
         return run_coop
     if c.path == "cols":
-        nib = triton.cdiv(inner, c.rows_per_prog)
+        nib = cdiv(inner, c.rows_per_prog)
         kern, grid = (_bw_cols if bw else _fw_cols), (outer * nib,)
         head = (R, inner, nib)
         kw.update(BR=c.block, BI=c.rows_per_prog)
         stages = (None,)
     elif c.path == "rows":
-        kern, grid = (_bw_rows if bw else _fw_rows), (triton.cdiv(outer, c.rows_per_prog),)
+        kern, grid = (_bw_rows if bw else _fw_rows), (cdiv(outer, c.rows_per_prog),)
         head = (outer, R)
         kw.update(ROWS=c.rows_per_prog, BLOCK=c.block)
         stages = (None,)
     else:
-        chunk = triton.cdiv(triton.cdiv(R, c.block), c.splits) * c.block
-        splits = triton.cdiv(R, chunk)
+        chunk = cdiv(cdiv(R, c.block), c.splits) * c.block
+        splits = cdiv(R, chunk)
         kw.update(TILE=c.block)
         if splits == 1:
             kern, grid = (_bw_fused if bw else _fw_fused), (min(outer, c.programs),)
@@ -529,7 +530,7 @@ def _bind(desc, pref=None):
         else:
             kern, grid = (_bw_split if bw else _fw_split), (outer, splits)
             head = (outer, R, chunk)
-            kw.update(SP=triton.next_power_of_2(splits))
+            kw.update(SP=next_power_of_2(splits))
             stages = (1, 2)
     split = c.path == "online" and stages != (None,)
     nstrides = 3 if c.path == "cols" else 2   # (outer, R[, inner]) strides per input
