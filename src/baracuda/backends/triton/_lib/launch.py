@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from triton import knobs
 
-__all__ = ["Launcher", "BoundLaunch", "shared", "FastKernel", "fast_kernel", "launch_entry"]
+__all__ = ["Launcher", "BoundLaunch", "shared", "FastKernel", "fast_kernel", "launch_entry", "bind_kernel", "meta"]
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
@@ -239,3 +239,20 @@ def fast_kernel(fn) -> FastKernel:
     import triton
 
     return FastKernel(triton.jit(fn))
+
+
+_OPTIONS = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg"})
+
+
+def bind_kernel(kernel, grid, tail: tuple, **kw) -> BoundLaunch:
+    """``kernel[grid](*tensors, *tail, **kw)`` with everything but the leading tensors fixed: a plan's contiguous
+    fast path (keywords are the kernel's constexprs and Triton's launch options)."""
+    const = {k: v for k, v in kw.items() if k not in _OPTIONS}
+    opts = {k: v for k, v in kw.items() if k in _OPTIONS}
+    return Launcher(kernel).bind(grid, tuple(tail), const, **opts)
+
+
+def meta(shape) -> torch.Tensor:
+    """A contiguous tensor of ``shape`` on the meta device: a plan's bind computes, once, the views, strides and
+    index widths a contiguous call will have (same functions as the general path, no memory)."""
+    return torch.empty(tuple(shape), device="meta")

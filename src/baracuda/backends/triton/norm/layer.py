@@ -23,7 +23,7 @@ from .._lib.register import register_triton
 from .._lib.config import num_sms, overrides
 from .._lib.scalars import join_f64 as _eps
 from .._lib.interp import loop
-from .._lib.launch import fast_kernel
+from .._lib.launch import bind_kernel, fast_kernel, meta
 from .._lib.geometry import cdiv, next_power_of_2
 
 # Triton 3.6's interpreter cannot take range() over runtime ints with NumPy >= 2.4: there the row loops
@@ -195,6 +195,13 @@ def _rows2d(t, m, n):
     return t2, t2.stride(0), t2.stride(1)
 
 
+def _contiguous(ts) -> bool:
+    for t in ts:
+        if not t.is_contiguous():
+            return False
+    return True
+
+
 def _vec(t, n):
     v = t.reshape(n)
     return v, v.stride(0)
@@ -222,7 +229,24 @@ def _bind(desc, pref=None):
     if not desc.op.endswith("_backward"):
         res = desc.op.startswith("add_")
 
+        n_aff = len(desc.inputs) - (2 if res else 1)
+        # every operand contiguous (the common call): strides fixed here, once; the tensors passed as they are
+        # (the kernel reads pointers and these strides, so the 2-d / 1-d views of the general path are not needed)
+        _, cxm, cxn = _rows2d(meta(desc.inputs[0].shape), m, n)
+        ctail = (m, n, cxm, cxn, 1 if n_aff > 0 else 0, 1 if n_aff > 1 else 0, cxm if res else 0, cxn if res else 0,
+                 eps_hi, eps_lo)
+        fast = bind_kernel(_norm_fw, (cdiv(m, rows),), ctail, RMS=rms, HAS_W=n_aff > 0, HAS_B=n_aff > 1, RES=res,
+                           F64=f64, ROWS=rows, BLOCK=block, I64=i64, num_warps=warps) if m and n else None
+
         def run_fw(desc_, inputs, outputs, ws):
+            if fast is not None and _contiguous(inputs) and _contiguous(outputs):
+                x = inputs[0]
+                r = inputs[1] if res else x
+                w = inputs[-n_aff] if n_aff else x
+                b = inputs[-1] if n_aff > 1 else x
+                y, s = (outputs[1], outputs[0]) if res else (outputs[0], outputs[0])
+                fast(x, w, b, y, r, s)
+                return
             x, xs_m, xs_n = _rows2d(inputs[0], m, n)
             if res:
                 r, rs_m, rs_n = _rows2d(inputs[1], m, n)
@@ -253,7 +277,26 @@ def _bind(desc, pref=None):
     # N = 16384 (and f64 8192) needs more than 32 warps allow and spills a little
     bw_warps = max(4, min(32, block // (32 * _BW_ELEMS[desc.inputs[0].dtype.itemsize])))
 
+    fast = col = None
+    if nprog and n:
+        _, cm, cn = _rows2d(meta(desc.inputs[0].shape), m, n)
+        fast = bind_kernel(_norm_bw, (nprog,), (m, n, rpp, cm, cn, cm, cn, 1 if has_w else 0, eps_hi, eps_lo),
+                           RMS=rms, HAS_W=has_w, HAS_B=has_b, F64=f64, BLOCK=block, I64=i64, num_warps=bw_warps)
+        bc = min(32, next_power_of_2(n))
+        col = bind_kernel(_col_sum, (cdiv(n, bc),), (nprog, n), BP=64, BC=bc, num_warps=4)
+
     def run_bw(desc_, inputs, outputs, ws):
+        if fast is not None and _contiguous(inputs) and _contiguous(outputs):
+            g, x = inputs[0], inputs[1]
+            if has_w:
+                k = 8 if f64 else 4
+                part = ws.view(wdt) if ws.numel() % k == 0 else ws.reshape(-1)[: ws.numel() // k * k].view(wdt)
+                fast(g, x, inputs[2], outputs[0], part)
+                for j, o in enumerate(outputs[1:]):
+                    col(part[j * nprog * n:] if j else part, o)
+            else:
+                fast(g, x, x, outputs[0], outputs[0])
+            return
         g, sgm, sgn = _rows2d(inputs[0], m, n)
         x, sxm, sxn = _rows2d(inputs[1], m, n)
         w, sw = _vec(inputs[2], n) if has_w else (x, 0)

@@ -52,7 +52,7 @@ from .._lib.register import register_triton
 from .._lib.interp import loop
 from .._lib.strided import span as _span
 from ..elementwise import launch
-from .._lib.launch import fast_kernel
+from .._lib.launch import bind_kernel, fast_kernel, meta
 from .._lib.geometry import cdiv, next_power_of_2
 
 _SUM, _MAX, _ARG, _PROD, _NANSUM, _COUNT, _MINMAX = 0, 1, 2, 3, 4, 5, 6
@@ -560,12 +560,14 @@ _TL = {DType.f64: tl.float64, DType.f32: tl.float32, DType.f16: tl.float16, DTyp
        DType.i64: tl.int64, DType.i32: tl.int32, DType.i16: tl.int16, DType.i8: tl.int8, DType.u8: tl.uint8}
 
 
-def _launch(kind, b0, b1, x, xi, out, oi, geom, strides, S, chunk, count, mode, neg_in, neg_out, idx_in,
-            write_val, write_idx, post, acc, pre, i64):
+def _launch_parts(kind, b0, b1, geom, strides, S, chunk, count, mode, neg_in, neg_out, idx_in, write_val, write_idx,
+                  post, acc, pre, i64, itemsize):
+    """(kernel, grid, scalar arguments after the 4 tensors (x, xi, out, oi), constexprs and options) of one
+    launch."""
     outer, R, inner = geom
     if kind == "row":   # 64 B (4 x 16 B loads; ARG: 32 B) per thread: 8 warps for a full tile, fewer if small
         per_thread = _ARG_THREAD_BYTES if mode == _ARG else _THREAD_BYTES
-        warps = min(8, max(1, _np2(b0 * b1 * x.element_size() // (32 * per_thread))))
+        warps = min(8, max(1, _np2(b0 * b1 * itemsize // (32 * per_thread))))
     else:
         warps = _COL_WARPS
     flt = acc.is_floating
@@ -577,14 +579,18 @@ def _launch(kind, b0, b1, x, xi, out, oi, geom, strides, S, chunk, count, mode, 
                   SEC=_TL[acc] if mode == _MINMAX else tl.int64, HIGH=float("inf") if flt else 2 ** 63 - 1, I64=i64,
                   num_warps=warps)
     if kind == "row":
-        grid = (cdiv(outer, b0), S)
-        _row_kernel[grid](x, xi, out, oi, outer, R, chunk, strides[0], strides[1], S, count,
-                          BLOCK_M=b0, BLOCK_N=b1, **common)
-    else:
-        n_iblk = cdiv(inner, b1)
-        grid = (outer * n_iblk, S)
-        _col_kernel[grid](x, xi, out, oi, inner, R, chunk, strides[0], strides[1], strides[2], S, n_iblk, count,
-                          BLOCK_R=b0, BLOCK_I=b1, **common)
+        return (_row_kernel, (cdiv(outer, b0), S), (outer, R, chunk, strides[0], strides[1], S, count),
+                dict(BLOCK_M=b0, BLOCK_N=b1, **common))
+    n_iblk = cdiv(inner, b1)
+    return (_col_kernel, (outer * n_iblk, S), (inner, R, chunk, strides[0], strides[1], strides[2], S, n_iblk, count),
+            dict(BLOCK_R=b0, BLOCK_I=b1, **common))
+
+
+def _launch(kind, b0, b1, x, xi, out, oi, geom, strides, S, chunk, count, mode, neg_in, neg_out, idx_in,
+            write_val, write_idx, post, acc, pre, i64):
+    kernel, grid, tail, kw = _launch_parts(kind, b0, b1, geom, strides, S, chunk, count, mode, neg_in, neg_out,
+                                           idx_in, write_val, write_idx, post, acc, pre, i64, x.element_size())
+    kernel[grid](x, xi, out, oi, *tail, **kw)
 
 
 def _pre_dtype(desc):
@@ -669,8 +675,37 @@ def _route(desc, pref):
     return "triton:" + "+".join(dict.fromkeys(names)) + ("+permute" if perm else "")
 
 
+def _bind(desc, pref=None):
+    """run() with the launch of a contiguous input bound once (geometry, tile, constexprs: the common call pays
+    the pointers and the launch); permuted, split or strided calls take ``_run``."""
+    x = desc.inputs[0]
+    dims = _dims_of(desc)
+    outer, R, inner, perm = geometry(x.shape, dims)
+    (k, vo, io), = _passes(desc)
+    kind, b0, b1, _, S, chunk = _blocks(outer, R, inner, x.dtype.itemsize, _small(k))
+    if perm is not None or S != 1 or outer * inner == 0:
+        return _run
+    xm, geom, strides = _canon(meta(x.shape), dims, x.shape)
+    i64 = max(_span(xm), outer * inner) >= 2 ** 31 - 65536
+    kernel, grid, tail, kw = _launch_parts(kind, b0, b1, geom, strides, 1, chunk, R, k.mode, k.neg, k.neg, False,
+                                           vo is not None, io is not None, k.post, _acc_dtype(desc, k),
+                                           _pre_dtype(desc), i64, x.dtype.itemsize)
+    fast = bind_kernel(kernel, grid, tail, **kw)
+
+    def run(desc_, inputs, outputs, ws):
+        xt = inputs[0]
+        tv = outputs[vo] if vo is not None else None
+        ti = outputs[io] if io is not None else None
+        if xt.is_contiguous() and (tv is None or tv.is_contiguous()) and (ti is None or ti.is_contiguous()):
+            tv_ = tv if tv is not None else ti
+            fast(xt, xt, tv_, ti if ti is not None else tv_)
+            return
+        _run(desc_, inputs, outputs, ws)
+    return run
+
+
 for _name in REDUCTIONS:
-    register_triton(_name, _run, route=_route, workspace=_workspace)
+    register_triton(_name, _run, route=_route, workspace=_workspace, bind=_bind)
 register_triton("mean_backward", _run_mean_bw, route="triton:ew_template(div_count)")
 register_triton("broadcast_to", _run_broadcast, route="triton:ew_template(identity)")
 

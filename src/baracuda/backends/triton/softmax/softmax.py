@@ -37,7 +37,7 @@ from .._lib.geometry import outer_r_inner as _geom
 from .._lib.strided import span as _span
 from .._lib.geometry import view3 as _view3
 from .._lib.interp import INTERPRETING, loop
-from .._lib.launch import fast_kernel
+from .._lib.launch import bind_kernel, fast_kernel, meta
 from .._lib.geometry import cdiv, next_power_of_2
 
 # Loops over a runtime trip count are _lib.interp.loop: a `for` on the GPU, its interpreter twin under
@@ -536,8 +536,21 @@ def _bind(desc, pref=None):
     nstrides = 3 if c.path == "cols" else 2   # (outer, R[, inner]) strides per input
     wdt = torch.float64 if f64 else torch.float32
 
+    fast = None
+    if not split:
+        # every operand contiguous (the common call): views, strides and index width fixed here, once
+        mviews = [_view3(meta(t.shape), dim) for t in desc.inputs]
+        i64c = max([desc.outputs[0].numel] + [_span(v[0]) for v in mviews]) >= 2 ** 31 - 65536
+        ctail = tuple(head) + tuple(s for v in mviews for s in v[1][:nstrides])
+        fast = bind_kernel(kern, grid, ctail, I64=i64c, **kw)
+    n_in = len(desc.inputs)
+
     def run(desc_, inputs, outputs, ws):
         out = outputs[0]
+        if fast is not None and out.is_contiguous() and inputs[0].is_contiguous() and (
+                n_in == 1 or inputs[1].is_contiguous()):
+            fast(*inputs, out)
+            return
         target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
         views = [_view3(x, dim) for x in inputs]
         i64 = max([target.numel()] + [_span(v[0]) for v in views]) >= 2 ** 31 - 65536
