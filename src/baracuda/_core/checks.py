@@ -57,7 +57,7 @@ def flagged(flag, pref, make_error: Callable[[], Exception]) -> None:
         return
     import torch
 
-    if torch.cuda.is_current_stream_capturing():
+    if _capturing():
         return
     if mode == "sync":
         if flag.reshape(-1)[0].item() != 0:
@@ -72,6 +72,17 @@ def flagged(flag, pref, make_error: Callable[[], Exception]) -> None:
     if len(PENDING) > MAX_PENDING:
         PENDING[0][0].synchronize()
         poll()
+
+
+def _capturing() -> bool:
+    """Whether the current CUDA stream is capturing a graph (torch's C query: this runs on every call while checks
+    are queued; torch.cuda.is_current_stream_capturing adds Python frames around the same query)."""
+    import torch
+
+    query = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)
+    if query is None:
+        return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
+    return torch.cuda.is_initialized() and query()
 
 
 def _settle(entry):
@@ -92,9 +103,7 @@ def poll() -> None:
     without waiting; raise the first error found (later ones stay queued: each is raised in turn).  Plan.run
     calls this when checks are queued.  Inside a CUDA-graph capture nothing is polled (a capture forbids event
     queries); the next call outside it does."""
-    import torch
-
-    if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+    if _capturing():
         return
     while PENDING and PENDING[0][0].query():
         err = _settle(PENDING.popleft())

@@ -90,6 +90,7 @@ def force_reduction_split(monkeypatch):
     from ..backends.triton.reduction import reduce as tri
 
     monkeypatch.setattr(tri, "_MIN_CHUNK", 8)
+    monkeypatch.setattr(tri, "_SPLIT_MIN_BYTES", 0)
     monkeypatch.setattr(tri, "_TARGET_PROGRAMS", 16)
 
 

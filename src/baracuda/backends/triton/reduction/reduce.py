@@ -58,6 +58,9 @@ from .._lib.geometry import cdiv, next_power_of_2
 _SUM, _MAX, _ARG, _PROD, _NANSUM, _COUNT, _MINMAX = 0, 1, 2, 3, 4, 5, 6
 _P_NONE, _P_DIV, _P_DIV_CNT, _P_ANY, _P_ALL = 0, 1, 2, 3, 4   # finishing step, applied by the last stage
 _TARGET_PROGRAMS = 512          # ~4 resident programs on each of the 132 SMs of an H100/H200
+# no split below this many input bytes: a second launch costs the host 5-10 us and the GPU ~2 us, while one
+# stage over <= 4 MiB on few programs reads for ~1-3 us (a program streams tens of GB/s; estimate, not an A/B)
+_SPLIT_MIN_BYTES = 4 << 20
 _MIN_CHUNK = 128                # least elements of R per split: e.g. sum over dim 0 of bf16 [4096, 16384]
                                 # runs 16 column blocks x 32 splits = 512 programs of 128 x 1024 elements
                                 # (256 KB each); the f32 partials add 32 x 16384 x 4 B x 2 = 4 MB (3 %)
@@ -436,7 +439,8 @@ def _blocks(outer, R, inner, itemsize, arg=False, stage2=False):
     # row splits: 2x the programs (8 per SM at <= 32 regs x 256 threads, 128 KB in flight per SM); their
     # partials are S values per row, free.  Column splits write S x inner partials: stay at ~4 per SM.
     target = _TARGET_PROGRAMS * (2 if inner == 1 else 1)
-    if not stage2 and n_prog < target and R >= 2 * _MIN_CHUNK:   # stage 2 is one pass over the partials
+    if not stage2 and n_prog < target and R >= 2 * _MIN_CHUNK and \
+            outer * R * inner * itemsize >= _SPLIT_MIN_BYTES:   # stage 2 is one pass over the partials
         S = min(cdiv(target, n_prog), cdiv(R, _MIN_CHUNK))
         per = cdiv(R, S)
         step = 1 << (per.bit_length() - 1)          # the R-block never exceeds one split
