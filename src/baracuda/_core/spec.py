@@ -780,8 +780,12 @@ def declared_ops(spec: OpSpec) -> frozenset:
 def check_op_references() -> None:
     """Raise ValueError naming each spec whose declared backward ops (``uses``, its rule module's declaration) or
     ``fused_grad`` are not registered ops.  Run once by the loader (about 0.2 ms for 358 specs)."""
-    bad = [f"{m} (rule module): declares unknown op {n!r}" for m, ns in _RULE_OPS.items() for n in sorted(ns)
-           if n not in _SPECS]
+    bad = []
+    for m, ns in _RULE_OPS.items():
+        for n in sorted(x for x in ns if x not in _SPECS):   # the error path only: name the specs of those rules
+            specs = [s.name for s in _SPECS.values() if getattr(s.grad, "__module__", None) == m]
+            bad.append(f"{', '.join(specs[:6])}{' ...' if len(specs) > 6 else ''}: the backward rules of {m} "
+                       f"declare unknown op {n!r}")
     bad += [f"{n!r} (the backward context's own op) is not registered" for n in CTX_OPS if n not in _SPECS]
     for s in _SPECS.values():
         bad += [f"{s.name}: uses unknown op {n!r}" for n in s.uses if n not in _SPECS]
