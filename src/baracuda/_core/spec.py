@@ -722,24 +722,29 @@ def backward_spec(forward: OpSpec, name: str | None = None, *, saved: tuple[str,
         yield ErrorCase(((o.shape, other),) + rest, dict(s.attrs), DTypeMismatchError,
                         rf"argument 'grad': expected dtype {o.dtype}", "grad-dtype")
 
+    def workload_specs(w: Workload, hints) -> tuple:
+        specs = []
+        for e, h in zip(w.shapes, hints):
+            if isinstance(e, TensorSpec):
+                specs.append(e)
+            elif len(e) == 2 and isinstance(e[0], (tuple, list)) and isinstance(e[1], (str, DType)):
+                specs.append(TensorSpec(tuple(e[0]), as_dtype(e[1])))
+            else:
+                specs.append(TensorSpec(tuple(e), h if h is not None and not (h.is_floating or h.is_complex) else w.dtype))
+        return tuple(specs)
+
     def workloads():
         out = []
-        hints = None
         for w in forward.workloads:
-            if hints is None or len(hints) != len(w.shapes):
+            specs = workload_specs(w, (None,) * len(w.shapes))
+            try:
+                outs = forward_out(specs, w.attrs)
+            except BaracudaError:   # a bare shape of integers (class targets): the samples' dtypes, as the bench
                 hints = next((tuple(_np_dtype(x) for x in s.inputs) for s in forward.samples(np.random.default_rng(0))
                               if len(s.inputs) == len(w.shapes)), (None,) * len(w.shapes))
-            specs = []
-            for e, h in zip(w.shapes, hints):
-                if isinstance(e, TensorSpec):
-                    specs.append(e)
-                elif len(e) == 2 and isinstance(e[0], (tuple, list)) and isinstance(e[1], (str, DType)):
-                    specs.append(TensorSpec(tuple(e[0]), as_dtype(e[1])))
-                else:
-                    dt = h if h is not None and not (h.is_floating or h.is_complex) else w.dtype
-                    specs.append(TensorSpec(tuple(e), dt))
-            outs = forward_out(tuple(specs), w.attrs)
-            ops = (outs[grad_of],) + operands(tuple(specs), outs)
+                specs = workload_specs(w, hints)
+                outs = forward_out(specs, w.attrs)
+            ops = (outs[grad_of],) + operands(specs, outs)
             wname = name + w.name[len(forward.name):] if w.name.startswith(forward.name) else f"{name}-{w.name}"
             out.append(Workload(wname, tuple((t.shape, t.dtype) for t in ops), w.dtype, dict(w.attrs), False,
                                 dict(w.pref)))
