@@ -26,6 +26,7 @@ import numpy as np
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from .._core.spec import declare_rule_ops
 from ._common import broadcast_shapes
 from .reduction import KEEPDIM
 from .reduction_stats import norm_grad
@@ -436,3 +437,9 @@ _reg(name="cdist_backward", arg_names=("grad", "x1", "x2", "out"), check=_check_
      attrs=(_P, Attr("wrt", "int", 0, choices=(0, 1), expected="0 (x1) or 1 (x2)")), torch_peer=_peer_cdist_bw, torch_name="torch autograd rule of cdist",
      samples=_cdist_bw_samples, errors=_bw_errors("cdist_backward", ("grad", "x1", "x2", "out")), tol=_bw_tol,
      cost=_cost_pairs, doc="gradient of cdist w.r.t. x1 (wrt=0) or x2 (wrt=1): a tile kernel over the pairs.")
+
+
+# the op names this module's backward rules compose (ctx.op), checked at import (spec.check_op_references)
+declare_rule_ops(__name__,
+                 "abs", "affine", "amax_backward", "broadcast_to", "cdist_backward", "cosine_similarity_backward",
+                 "mul", "neg", "pdist_backward", "sign", "sub", "vector_norm_backward")

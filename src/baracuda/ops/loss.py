@@ -29,7 +29,9 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec, set_bench_inputs
+from .._core.spec import (Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, backward_spec, register_spec,
+                          set_bench_inputs)
+from .._core.spec import declare_rule_ops
 
 __all__ = ["LOSS_OPS", "legacy_reduction", "INDEX_DTYPES", "rows_shape", "reduction_attr", "REDUCTION", "IGNORE_INDEX",
            "LABEL_SMOOTHING", "CE_ATTRS"]
@@ -60,20 +62,15 @@ CE_ATTRS = (REDUCTION, IGNORE_INDEX, LABEL_SMOOTHING)
 _DECL = {"cross_entropy": CE_ATTRS, "nll_loss": (REDUCTION, IGNORE_INDEX)}
 
 
-def _check(op: str, base: str | None = None, grad: bool | None = None):
-    """The shape rule of ``op``; ``base``: the loss whose inputs and attributes it takes (default: op without
-    "_backward"); ``grad``: the operands start with the loss's upstream gradient (default: a "_backward" op).
-    cross_entropy_with_grad (ops/loss_fused.py) reuses cross_entropy_backward's rule under its own name."""
-    base = base or op.replace("_backward", "")
-    bw = op.endswith("_backward") if grad is None else grad
+def _check(op: str):
+    """The shape rule of the loss ``op`` (its fused backward's is derived: ``backward_spec``)."""
+    base = op
 
     def check(inputs, attrs):
-        off = 1 if bw else 0
-        if len(inputs) not in (off + 2, off + 3):
-            what = "(grad, input, target[, weight])" if bw else "(input, target[, weight])"
-            raise InvalidProblemError(op, "inputs", f"{off + 2} or {off + 3} operands {what}", len(inputs))
-        x, t = inputs[off], inputs[off + 1]
-        w = inputs[off + 2] if len(inputs) == off + 3 else None
+        if len(inputs) not in (2, 3):
+            raise InvalidProblemError(op, "inputs", "2 or 3 operands (input, target[, weight])", len(inputs))
+        x, t = inputs[0], inputs[1]
+        w = inputs[2] if len(inputs) == 3 else None
         if x.dtype not in FLOAT_TYPES:
             raise UnsupportedError(op, f"argument 'input' has dtype {x.dtype}; the op is defined for "
                                    f"{', '.join(map(str, FLOAT_TYPES))}")
@@ -102,16 +99,7 @@ def _check(op: str, base: str | None = None, grad: bool | None = None):
                 raise InvalidProblemError(op, "weight", f"one weight per class, shape {(c,)}", w.shape)
             if w.dtype != x.dtype:
                 raise DTypeMismatchError(op, "weight", str(x.dtype), str(w.dtype))
-        a = attrs
-        loss_shape = rs if a["reduction"] == "none" else ()
-        if not bw:
-            return a, (TensorSpec(loss_shape, x.dtype),)
-        g = inputs[0]
-        if g.shape != loss_shape:
-            raise InvalidProblemError(op, "grad", f"the loss's shape {loss_shape}", g.shape)
-        if g.dtype != x.dtype:
-            raise DTypeMismatchError(op, "grad", str(x.dtype), str(g.dtype))
-        return a, (TensorSpec(x.shape, x.dtype),)
+        return attrs, (TensorSpec(rs if attrs["reduction"] == "none" else (), x.dtype),)
     return check
 
 
@@ -244,28 +232,14 @@ def _fw_samples(base):
     return samples
 
 
-def _bw_samples(base):
-    def samples(rng):
-        for ins, attrs, name, _ in _fw_cases(rng, base):
-            g = rng.standard_normal(rows_shape(ins[0].shape) if attrs["reduction"] == "none" else ())
-            yield Sample((g,) + tuple(ins), attrs, name=name, grad=False)
-    return samples
-
-
-def _errors(op):
-    bw = op.endswith("_backward")
-    base = op.replace("_backward", "")
-
-    def mk(x, t, w=None, g=None, **attrs):
-        ins = ((x, t) if w is None else (x, t, w))
-        if bw:
-            ins = ((g if g is not None else ((), x[1])),) + ins
-        return ins
+def _errors(base):
+    def mk(x, t, w=None):
+        return (x, t) if w is None else (x, t, w)
 
     def errors():
         f = ((4, 5), "f32")
         t = ((4,), "i64")
-        yield ErrorCase(mk(((4, 5), "i32"), t, g=((), "i32")), {}, UnsupportedError, r"argument 'input' has dtype i32", "int-input")
+        yield ErrorCase(mk(((4, 5), "i32"), t), {}, UnsupportedError, r"argument 'input' has dtype i32", "int-input")
         yield ErrorCase(mk(((2, 5, 3), "f32"), ((2, 5), "i64")), {}, InvalidProblemError,
                         r"argument 'target': expected class indices of shape \(2, 3\)", "nd-target")
         yield ErrorCase(mk(((), "f32"), ((), "i64")), {}, InvalidProblemError, r"argument 'input'", "0-d-input")
@@ -280,9 +254,6 @@ def _errors(op):
         if base == "cross_entropy":
             yield ErrorCase(mk(f, t), {"label_smoothing": 1.5}, InvalidProblemError, r"argument 'label_smoothing'", "bad-ls")
             yield ErrorCase(mk(f, ((4, 5), "f16")), {}, DTypeMismatchError, r"argument 'target': expected dtype f32", "prob-dtype")
-        if bw:
-            yield ErrorCase(((((4,), "f32"),) + mk(f, t)[1:]), {}, InvalidProblemError, r"argument 'grad': expected the loss",
-                            "grad-shape")
     return errors
 
 
@@ -296,10 +267,6 @@ def _workloads(base):
         wl += (Workload("cross_entropy-16x19x512x512-bf16", ((16, 19, 512, 512), (16, 512, 512)), DType.bf16, {},
                         backward=True),)
     return wl
-
-
-def _bw_workloads(base):
-    return tuple(Workload(f"{base}_backward-{n}x{c}-{dt}", ((), (n, c), (n,)), dt, {}) for n, c, dt in _WL[:2])
 
 
 def _cost(desc):
@@ -355,12 +322,9 @@ for _base, _peer, _dropin in (("cross_entropy", _peer_ce, _dropin_ce), ("nll_los
             + (", probability targets, label smoothing" if _base == "cross_entropy" else "")
             + "; reductions none/sum/mean (mean divides by the summed weights of the kept rows, as torch).",
     ))
-    _SPECS[_bw] = register_spec(OpSpec(
-        name=_bw, family="loss", arg_names=("grad", "input", "target", "weight"), check=_check(_bw),
-        dtypes=FLOAT_TYPES, attrs=_DECL[_base], samples=_bw_samples(_base), errors=_errors(_bw), tol=_tol,
-        workloads=_bw_workloads(_base), cost=_cost, category="loss",
-        doc=f"fused backward of {_base}: d input from grad (the loss's gradient) in one kernel.",
-    ))
+    _SPECS[_bw] = register_spec(backward_spec(
+        _SPECS[_base], grad_what="the loss's", cost=_cost,
+        doc=f"fused backward of {_base}: d input from grad (the loss's gradient) in one kernel."))
 
 _register_input_makers_for(LOSS_OPS)
 
@@ -382,13 +346,10 @@ def _pw_decl(base: str) -> tuple:
 
 
 def _pw_check(op: str):
-    bw = op.endswith("_backward")
-
     def check(inputs, attrs):
-        k = 3 if bw else 2
-        if len(inputs) != k:
-            raise InvalidProblemError(op, "inputs", f"{k} operands", len(inputs))
-        x, y = inputs[-2], inputs[-1]
+        if len(inputs) != 2:
+            raise InvalidProblemError(op, "inputs", "2 operands (input, target)", len(inputs))
+        x, y = inputs
         for name, t in (("input", x), ("target", y)):
             if t.dtype not in FLOAT_TYPES:
                 raise UnsupportedError(op, f"argument '{name}' has dtype {t.dtype}; the op is defined for "
@@ -399,16 +360,7 @@ def _pw_check(op: str):
             raise InvalidProblemError(op, "target", f"the input's shape {x.shape} (no broadcasting)", y.shape)
         if y.dtype != x.dtype:
             raise DTypeMismatchError(op, "target", str(x.dtype), str(y.dtype))
-        a = attrs
-        loss_shape = x.shape if a["reduction"] == "none" else ()
-        if not bw:
-            return a, (TensorSpec(loss_shape, x.dtype),)
-        g = inputs[0]
-        if g.shape != loss_shape:
-            raise InvalidProblemError(op, "grad", f"the loss's shape {loss_shape}", g.shape)
-        if g.dtype != x.dtype:
-            raise DTypeMismatchError(op, "grad", str(x.dtype), str(g.dtype))
-        return a, (TensorSpec(x.shape, x.dtype),)
+        return attrs, (TensorSpec(x.shape if attrs["reduction"] == "none" else (), x.dtype),)
     return check
 
 
@@ -461,28 +413,22 @@ def _pw_cases(rng, base):
     return out
 
 
-def _pw_samples(base, bw):
+def _pw_samples(base):
     def samples(rng):
         for (x, y), attrs, name, grad in _pw_cases(rng, base):
-            if bw:
-                g = rng.standard_normal(x.shape if attrs["reduction"] == "none" else ())
-                yield Sample((g, x, y), attrs, name=name, grad=False)
-            else:
-                yield Sample((x, y), attrs, name=name, grad=grad)
+            yield Sample((x, y), attrs, name=name, grad=grad)
     return samples
 
 
-def _pw_errors(op):
-    bw = op.endswith("_backward")
-    base = op.replace("_backward", "")
+def _pw_errors(base):
     par = POINTWISE_LOSSES[base]
 
-    def ins(a, b, g=None):
-        return ((g or ((), a[1])), a, b) if bw else (a, b)
+    def ins(a, b):
+        return (a, b)
 
     def errors():
         f = ((3, 4), "f32")
-        yield ErrorCase(ins(((3, 4), "i32"), ((3, 4), "i32"), ((), "i32")), {}, UnsupportedError, r"dtype i32", "int")
+        yield ErrorCase(ins(((3, 4), "i32"), ((3, 4), "i32")), {}, UnsupportedError, r"dtype i32", "int")
         yield ErrorCase(ins(f, ((4,), "f32")), {}, InvalidProblemError, r"argument 'target': expected the input's shape",
                         "shape")
         yield ErrorCase(ins(f, ((3, 4), "f16")), {}, DTypeMismatchError, r"argument 'target': expected dtype f32", "dtype")
@@ -504,13 +450,18 @@ for _base in POINTWISE_LOSSES:
         name=_base, family="loss", arg_names=("input", "target"), check=_pw_check(_base), dtypes=FLOAT_TYPES,
         attrs=_pw_decl(_base), torch_peer=_pw_peer(_base), torch_name=f"torch.nn.functional.{_base}",
         dropin=_pw_dropin(_base), grad=_pw_grad(_bw), saves=("inputs",), differentiable=(0, 1),
-        samples=_pw_samples(_base, False), errors=_pw_errors(_base), tol=_tol, cost=_pw_cost, category="loss",
+        samples=_pw_samples(_base), errors=_pw_errors(_base), tol=_tol, cost=_pw_cost, category="loss",
         workloads=(Workload(f"{_base}-16384x4096-bf16", ((16384, 4096), (16384, 4096)), DType.bf16, {}, backward=True),
                    Workload(f"{_base}-16384x4096-f32", ((16384, 4096), (16384, 4096)), DType.f32, {}, backward=True)),
         doc=f"{_base}: one fused Triton kernel (elementwise + per-program partial sums + a one-program fold).",
     ))
-    _SPECS[_bw] = register_spec(OpSpec(
-        name=_bw, family="loss", arg_names=("grad", "input", "target"), check=_pw_check(_bw), dtypes=FLOAT_TYPES,
-        attrs=_pw_decl(_base), samples=_pw_samples(_base, True), errors=_pw_errors(_bw), tol=_tol,
-        cost=_pw_cost, category="loss", doc=f"fused backward of {_base}: d input in one pass.",
-    ))
+    # d target = -d input (the forward's rule negates it): the fused op returns d input only
+    _SPECS[_bw] = register_spec(backward_spec(
+        _SPECS[_base], grads=(0,), grad_what="the loss's", cost=_pw_cost,
+        doc=f"fused backward of {_base}: d input in one pass."))
+
+
+# the op names this module's backward rules compose (ctx.op), checked at import (spec.check_op_references)
+declare_rule_ops(__name__,
+                 "cross_entropy_backward", "huber_loss_backward", "l1_loss_backward", "mse_loss_backward", "neg",
+                 "nll_loss_backward", "smooth_l1_loss_backward")

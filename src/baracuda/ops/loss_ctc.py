@@ -32,7 +32,9 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec, set_bench_inputs
+from .._core.spec import (Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, backward_spec, get_spec,
+                          register_spec, set_bench_inputs)
+from .._core.spec import declare_rule_ops
 from .loss import INDEX_DTYPES, REDUCTION
 
 __all__ = ["CTC_DEFAULTS", "ctc_geometry", "validate_ctc"]
@@ -65,15 +67,11 @@ def _attrs(op, a, c):
 
 
 def _check(op):
-    bw = op == _BW
-
     def check(inputs, attrs):
-        k = 5 if bw else 4
-        if len(inputs) != k:
-            what = "(grad, log_probs, targets, input_lengths, target_lengths)" if bw else \
-                "(log_probs, targets, input_lengths, target_lengths)"
-            raise InvalidProblemError(op, "inputs", f"{k} operands {what}", len(inputs))
-        lp, tg, il, tl_ = inputs[-4:]
+        if len(inputs) != 4:
+            raise InvalidProblemError(op, "inputs", "4 operands (log_probs, targets, input_lengths, target_lengths)",
+                                      len(inputs))
+        lp, tg, il, tl_ = inputs
         if lp.dtype not in FLOAT_TYPES:
             raise UnsupportedError(op, f"argument 'log_probs' has dtype {lp.dtype}; the op is defined for "
                                    f"{', '.join(map(str, FLOAT_TYPES))}")
@@ -97,15 +95,7 @@ def _check(op):
                 if s.shape != ():
                     raise InvalidProblemError(op, name, "a 0-d length (unbatched log_probs)", s.shape)
         a = _attrs(op, attrs, lp.shape[-1])
-        loss_shape = ((n,) if batched else ()) if a["reduction"] == "none" else ()
-        if not bw:
-            return a, (TensorSpec(loss_shape, lp.dtype),)
-        g = inputs[0]
-        if g.shape != loss_shape:
-            raise InvalidProblemError(op, "grad", f"the loss's shape {loss_shape}", g.shape)
-        if g.dtype != lp.dtype:
-            raise DTypeMismatchError(op, "grad", str(lp.dtype), str(g.dtype))
-        return a, (TensorSpec(lp.shape, lp.dtype),)
+        return a, (TensorSpec(((n,) if batched else ()) if a["reduction"] == "none" else (), lp.dtype),)
     return check
 
 
@@ -240,23 +230,13 @@ def _samples(rng):
         yield Sample(ins, attrs, name=name, grad=grad)
 
 
-def _bw_samples(rng):
-    for ins, attrs, name, _ in _cases(rng):
-        n = ins[0].shape[1] if ins[0].ndim == 3 else None
-        shape = ((n,) if n is not None else ()) if attrs.get("reduction", "mean") == "none" else ()
-        yield Sample((rng.standard_normal(shape),) + tuple(ins), attrs, name=name, grad=False)
-
-
 def _errors(op):
-    bw = op == _BW
-
-    def ins(lp, tg, il, tl_, g=((), None)):
-        base = (lp, tg, il, tl_)
-        return (((g[0], g[1] or lp[1]),) + base) if bw else base
+    def ins(lp, tg, il, tl_):
+        return (lp, tg, il, tl_)
 
     def errors():
         lp, tg, ln = ((6, 2, 5), "f32"), ((2, 3), "i64"), ((2,), "i64")
-        yield ErrorCase(ins(((6, 2, 5), "i32"), tg, ln, ln, ((), "i32")), {}, UnsupportedError, r"dtype i32", "int")
+        yield ErrorCase(ins(((6, 2, 5), "i32"), tg, ln, ln), {}, UnsupportedError, r"dtype i32", "int")
         yield ErrorCase(ins(((6, 0, 5), "f32"), ((0, 3), "i64"), ((0,), "i64"), ((0,), "i64")), {},
                         InvalidProblemError, r"argument 'log_probs': expected a non-empty", "empty")
         yield ErrorCase(ins(lp, ((3, 3), "i64"), ln, ln), {}, InvalidProblemError, r"argument 'targets'", "tg-shape")
@@ -268,8 +248,6 @@ def _errors(op):
         yield ErrorCase(ins(lp, tg, ln, ln), {"bogus": 1}, InvalidProblemError, r"argument 'bogus'", "attr")
         yield ErrorCase(ins(((6, 5), "f32"), ((3,), "i64"), ((1,), "i64"), ((), "i64")), {}, InvalidProblemError,
                         r"argument 'input_lengths': expected a 0-d length", "unbatched-len")
-        if bw:
-            yield ErrorCase(ins(lp, tg, ln, ln, ((2,), "f32")), {}, InvalidProblemError, r"argument 'grad'", "grad")
     return errors
 
 
@@ -308,12 +286,9 @@ register_spec(OpSpec(
     doc="CTC loss over [T, N, C] log-probabilities (padded or concatenated targets, unbatched [T, C]); alpha "
         "recursion in log space, one program per sequence; mean divides by the target lengths (torch's rule).",
 ))
-register_spec(OpSpec(
-    name=_BW, family="loss", arg_names=("grad", "log_probs", "targets", "input_lengths", "target_lengths"),
-    check=_check(_BW), dtypes=FLOAT_TYPES, attrs=_ATTRS, samples=_bw_samples, errors=_errors(_BW),
-    tol=_tol, cost=_cost, category="loss",
-    doc="fused backward of ctc_loss: alpha and beta recursions and d log_probs (the derivative w.r.t. log_probs).",
-))
+register_spec(backward_spec(
+    get_spec(_OP), _BW, grad_what="the loss's", cost=_cost,
+    doc="fused backward of ctc_loss: alpha and beta recursions and d log_probs (the derivative w.r.t. log_probs)."))
 
 
 def _set_bench_inputs():
@@ -339,3 +314,7 @@ def _set_bench_inputs():
 
 _set_bench_inputs()
 
+
+# the op names this module's backward rules compose (ctx.op), checked at import (spec.check_op_references)
+declare_rule_ops(__name__,
+                 "ctc_loss_backward")

@@ -33,7 +33,9 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec, set_bench_inputs
+from .._core.spec import (Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, backward_spec, register_spec,
+                          set_bench_inputs)
+from .._core.spec import declare_rule_ops
 from .loss import legacy_reduction, reduction_attr
 
 __all__ = ["PW_EXTRA", "PwDef", "param_attrs", "aux_ok", "float_operand", "real", "REDUCTIONS", "register_makers"]
@@ -114,19 +116,17 @@ def var_shape(shape, v):
 
 
 def _check(op: str):
-    base = op.replace("_backward", "")
-    bw = op.endswith("_backward")
+    base = op
     d = PW_EXTRA[base]
 
     def check(inputs, attrs):
-        off = 1 if bw else 0
         nm = len(d.main)
         lo = nm + (len(d.aux) if d.aux_required else 0)
         hi = nm + len(d.aux)
-        ops = inputs[off:]
+        ops = inputs
         if not lo <= len(ops) <= hi:
-            names = ("grad, " if bw else "") + ", ".join(d.main + tuple(f"[{a}]" for a in d.aux))
-            raise InvalidProblemError(op, "inputs", f"{lo + off} to {hi + off} operands ({names})", len(inputs))
+            names = ", ".join(d.main + tuple(f"[{a}]" for a in d.aux))
+            raise InvalidProblemError(op, "inputs", f"{lo} to {hi} operands ({names})", len(inputs))
         a = attrs
         x = ops[0]
         float_operand(op, d.main[0], x)
@@ -144,15 +144,7 @@ def _check(op: str):
                 want = ("the input's shape, its shape without the last dim, or one dim of size 1" if name == "var"
                         else f"a shape that broadcasts to the input's {x.shape}")
                 raise InvalidProblemError(op, name, want, t.shape)
-        loss_shape = x.shape if a["reduction"] == "none" else ()
-        if not bw:
-            return a, (TensorSpec(loss_shape, x.dtype),)
-        g = inputs[0]
-        if g.shape != loss_shape:
-            raise InvalidProblemError(op, "grad", f"the loss's shape {loss_shape}", g.shape)
-        if g.dtype != x.dtype:
-            raise DTypeMismatchError(op, "grad", str(x.dtype), str(g.dtype))
-        return a, tuple(TensorSpec(x.shape, x.dtype) for _ in d.diff)
+        return a, (TensorSpec(x.shape if a["reduction"] == "none" else (), x.dtype),)
     return check
 
 
@@ -358,35 +350,25 @@ def _cases(rng, base):
     return out
 
 
-def _samples(base, bw):
-    d = PW_EXTRA[base]
-
+def _samples(base):
     def samples(rng):
         for ops, attrs, name, grad in _cases(rng, base):
-            if bw and not grad:   # the edge cases' gradients overflow f16 (e.g. 1/1e-12): tests/loss_extra has them
-                continue
-            if bw:
-                g = rng.standard_normal(ops[0].shape if attrs.get("reduction", "mean") == "none" else ())
-                yield Sample((g,) + tuple(ops), attrs, name=name, grad=False)
-            else:
-                yield Sample(tuple(ops), attrs, name=name, grad=grad)
+            yield Sample(tuple(ops), attrs, name=name, grad=grad)
     return samples
 
 
-def _errors(op):
-    bw = op.endswith("_backward")
-    base = op.replace("_backward", "")
+def _errors(base):
     d = PW_EXTRA[base]
     nm = len(d.main)
 
-    def ins(*ops, g=None):
-        return ((g or ((), ops[0][1])),) + ops if bw else ops
+    def ins(*ops):
+        return ops
 
     def errors():
         f = ((3, 4), "f32")
         extra = (f,) if d.aux_required else ()
         main = (f,) * nm
-        yield ErrorCase(ins(*((((3, 4), "i32"),) * nm + extra), g=((), "i32")), {}, UnsupportedError, r"dtype i32",
+        yield ErrorCase(ins(*((((3, 4), "i32"),) * nm + extra)), {}, UnsupportedError, r"dtype i32",
                         "int")
         yield ErrorCase(ins(f, *((((4,), "f32"),) * (nm - 1)), *extra), {}, InvalidProblemError,
                         rf"argument '{d.main[1]}': expected the {d.main[0]}'s shape", "shape")
@@ -405,8 +387,6 @@ def _errors(op):
         for name, (dflt, kind) in d.params.items():
             yield ErrorCase(ins(*main, *extra), {name: "x" if kind != "bool" else 1.5}, InvalidProblemError,
                             rf"argument '{name}'", f"bad-{name}")
-        if bw:
-            yield ErrorCase((((4,), "f32"),) + main + extra, {}, InvalidProblemError, r"argument 'grad'", "grad-shape")
     return errors
 
 
@@ -478,12 +458,19 @@ for _base, _d in PW_EXTRA.items():
     _SPECS[_base] = register_spec(OpSpec(
         name=_base, family="loss", arg_names=_names, check=_check(_base), dtypes=FLOAT_TYPES, attrs=_decl,
         torch_peer=_peer(_base), torch_name=f"torch.nn.functional.{_base}", dropin=_DROPINS[_base],
-        grad=_grad_rule(_base), saves=("inputs",), differentiable=_d.diff, samples=_samples(_base, False),
+        grad=_grad_rule(_base), saves=("inputs",), differentiable=_d.diff, samples=_samples(_base),
         errors=_errors(_base), tol=_tol, cost=_cost, category="loss", workloads=_workloads(_base),
         doc=f"{_base}: one fused Triton kernel (elementwise loss + per-program partials + a one-program fold).",
     ))
-    _SPECS[_bw] = register_spec(OpSpec(
-        name=_bw, family="loss", arg_names=("grad",) + _names, check=_check(_bw), dtypes=FLOAT_TYPES,
-        attrs=_decl, samples=_samples(_base, True), errors=_errors(_bw), tol=_tol, cost=_cost,
-        category="loss", doc=f"fused backward of {_base}: every differentiable operand's gradient in one pass.",
-    ))
+    # every gradient full-shape (the rule reduces a broadcast var); the edge-case samples (grad=False) are left
+    # out: their gradients overflow f16 (e.g. 1/1e-12), tests/loss_extra has them.  No workloads of their own (the
+    # bench times the backward through the forward's backward=True rows; register_makers' domains are the
+    # forward samples', wider than these filtered ones)
+    _SPECS[_bw] = register_spec(backward_spec(
+        _SPECS[_base], grad_what="the loss's", cost=_cost, sample_filter=lambda s: s.grad, workloads=(),
+        outputs=lambda xs, a, _n=len(_d.diff): (TensorSpec(xs[0].shape, xs[0].dtype),) * _n,
+        doc=f"fused backward of {_base}: every differentiable operand's gradient in one pass."))
+
+
+# the op names this module's backward rules compose (ctx.op), checked at import (spec.check_op_references)
+declare_rule_ops(__name__, "sum", *(f"{b}_backward" for b in PW_EXTRA))   # the fused ops, one per table row

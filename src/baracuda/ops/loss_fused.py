@@ -26,10 +26,10 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType
-from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from .loss import _check as _loss_check
-from .loss import CE_ATTRS, _errors, _fw_cases, _register_input_makers_for, _tol
+from .._core.errors import BaracudaError, DTypeMismatchError, InvalidProblemError, UnsupportedError
+from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec, renamed_error
+from .loss import _SPECS as _LOSS_SPECS
+from .loss import CE_ATTRS, _fw_cases, _register_input_makers_for, _tol
 
 CE_WITH_GRAD = "cross_entropy_with_grad"
 
@@ -38,7 +38,10 @@ def _check_ce(inputs, attrs):
     if attrs.get("reduction") == "none":
         raise InvalidProblemError(CE_WITH_GRAD, "reduction", "'mean' or 'sum' (the gradient of a 'none' loss needs "
                                   "the per-row upstream gradient; use cross_entropy + cross_entropy_backward)", "'none'")
-    a, (dx,) = _loss_check(CE_WITH_GRAD, "cross_entropy", grad=True)(inputs, attrs)
+    try:   # cross_entropy_backward's rule (derived from cross_entropy's), under this op's name
+        a, (dx,) = _LOSS_SPECS["cross_entropy_backward"].check(inputs, attrs)
+    except BaracudaError as e:
+        raise renamed_error(e, "cross_entropy_backward", CE_WITH_GRAD) from None
     return a, (TensorSpec((), dx.dtype), dx)
 
 
@@ -50,7 +53,9 @@ def _samples_ce(rng):
 
 
 def _errors_ce():
-    yield from _errors("cross_entropy_backward")()
+    for c in _LOSS_SPECS["cross_entropy_backward"].errors():
+        if c.attrs.get("reduction", "mean") != "none":
+            yield c
     yield ErrorCase((((), "f32"), ((4, 5), "f32"), ((4,), "i64")), {"reduction": "none"}, InvalidProblemError,
                     r"cross_entropy_with_grad.*argument 'reduction': expected 'mean' or 'sum'", "reduction-none")
 

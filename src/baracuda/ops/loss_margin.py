@@ -25,7 +25,8 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError
-from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, backward_spec, register_spec
+from .._core.spec import declare_rule_ops
 from .loss import INDEX_DTYPES, legacy_reduction
 from .loss_extra import REDUCTIONS, aux_ok, float_operand, param_attrs, register_makers
 
@@ -55,15 +56,13 @@ def _rank12(op, name, t):
 
 
 def _check(op: str):
-    base = op.replace("_backward", "")
-    bw = op.endswith("_backward")
+    base = op
     d = ROW_LOSSES[base]
 
     def check(inputs, attrs):
-        off = 1 if bw else 0
-        ops = inputs[off:]
+        ops = inputs
         if not d.nreq <= len(ops) <= len(d.args):
-            raise InvalidProblemError(op, "inputs", f"{d.nreq + off} to {len(d.args) + off} operands", len(inputs))
+            raise InvalidProblemError(op, "inputs", f"{d.nreq} to {len(d.args)} operands", len(inputs))
         a = attrs
         x = ops[0]
         float_operand(op, d.args[0], x)
@@ -107,15 +106,7 @@ def _check(op: str):
                 want = f"one weight per class, shape {(x.shape[-1],)}" if d.kind == "class" else \
                     f"a shape that broadcasts to the input's {x.shape}"
                 raise InvalidProblemError(op, "weight", want, w.shape)
-        loss_shape = rows_shape if a["reduction"] == "none" else ()
-        if not bw:
-            return a, (TensorSpec(loss_shape, x.dtype),)
-        g = inputs[0]
-        if g.shape != loss_shape:
-            raise InvalidProblemError(op, "grad", f"the loss's shape {loss_shape}", g.shape)
-        if g.dtype != x.dtype:
-            raise DTypeMismatchError(op, "grad", str(x.dtype), str(g.dtype))
-        return a, tuple(TensorSpec(ops[i].shape, x.dtype) for i in d.diff)
+        return a, (TensorSpec(rows_shape if a["reduction"] == "none" else (), x.dtype),)
     return check
 
 
@@ -254,25 +245,18 @@ def _cases(rng, base):
     return out
 
 
-def _samples(base, bw):
+def _samples(base):
     def samples(rng):
         for ops, attrs, name, grad in _cases(rng, base):
-            if bw:
-                desc_rows = ops[1].shape if base == "multi_margin_loss" else ops[0].shape[:-1]
-                g = rng.standard_normal(desc_rows if attrs.get("reduction", "mean") == "none" else ())
-                yield Sample((g,) + tuple(ops), attrs, name=name, grad=False)
-            else:
-                yield Sample(tuple(ops), attrs, name=name, grad=grad)
+            yield Sample(tuple(ops), attrs, name=name, grad=grad)
     return samples
 
 
-def _errors(op):
-    bw = op.endswith("_backward")
-    base = op.replace("_backward", "")
+def _errors(base):
     d = ROW_LOSSES[base]
 
-    def ins(*ops, g=((), "f32")):
-        return (g,) + ops if bw else ops
+    def ins(*ops):
+        return ops
 
     def errors():
         f = ((4, 5), "f32")
@@ -282,7 +266,7 @@ def _errors(op):
         yield ErrorCase(ins(*ok), {"reduction": "max"}, InvalidProblemError, r"argument 'reduction'", "red")
         yield ErrorCase(ins(*ok), {"bogus": 1}, InvalidProblemError, r"argument 'bogus'", "attr")
         if d.kind in ("pair", "triplet", "soft"):
-            yield ErrorCase(ins(((4, 5), "f16"), *second, g=((), "f16")), {}, (DTypeMismatchError, InvalidProblemError),
+            yield ErrorCase(ins(((4, 5), "f16"), *second), {}, (DTypeMismatchError, InvalidProblemError),
                             r"argument", "dtype")
         yield ErrorCase(ins(f), {}, InvalidProblemError, r"argument 'inputs'", "arity")
         if d.kind != "soft":
@@ -302,8 +286,6 @@ def _errors(op):
             yield ErrorCase(ins(*ok), {"swap": 2.0}, InvalidProblemError, r"argument 'swap'", "swap")
         if d.kind == "pair":
             yield ErrorCase(ins(f, f, ((5,), "f32")), {}, InvalidProblemError, r"argument 'target'", "target-shape")
-        if bw:
-            yield ErrorCase(((((3,), "f32"),) + ok), {}, InvalidProblemError, r"argument 'grad'", "grad-shape")
     return errors
 
 
@@ -351,12 +333,14 @@ for _base, _d in ROW_LOSSES.items():
     _SPECS[_base] = register_spec(OpSpec(
         name=_base, family="loss", arg_names=_d.args, check=_check(_base), dtypes=FLOAT_TYPES, attrs=_decl,
         torch_peer=_peer(_base), torch_name=f"torch.nn.functional.{_base}", dropin=_DROPINS[_base],
-        grad=_grad_rule(_base), saves=("inputs",), differentiable=_d.diff, samples=_samples(_base, False),
+        grad=_grad_rule(_base), saves=("inputs",), differentiable=_d.diff, samples=_samples(_base),
         errors=_errors(_base), tol=_tol, cost=_cost, category="loss", workloads=_workloads(_base),
         doc=f"{_base}: one fused Triton row kernel (per-row loss + per-program partials + a one-program fold).",
     ))
-    _SPECS[_bw] = register_spec(OpSpec(
-        name=_bw, family="loss", arg_names=("grad",) + _d.args, check=_check(_bw), dtypes=FLOAT_TYPES,
-        attrs=_decl, samples=_samples(_base, True), errors=_errors(_bw), tol=_tol, cost=_cost,
-        category="loss", doc=f"fused backward of {_base}: the gradients of a row block in one kernel.",
-    ))
+    _SPECS[_bw] = register_spec(backward_spec(
+        _SPECS[_base], grad_what="the loss's", cost=_cost,
+        doc=f"fused backward of {_base}: the gradients of a row block in one kernel."))
+
+
+# the op names this module's backward rules compose (ctx.op), checked at import (spec.check_op_references)
+declare_rule_ops(__name__, *(f"{b}_backward" for b in ROW_LOSSES))   # the fused ops, one per table row

@@ -31,6 +31,7 @@ import math
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from .._core.spec import declare_rule_ops
 from ._common import check_nonneg
 
 __all__ = ["GROUP_NORM_OPS"]
@@ -551,3 +552,9 @@ _reg(name="normalize", arg_names=("x",), check=_check_normalize("normalize"), at
 _reg(name="normalize_backward", arg_names=("grad", "x"), check=_check_normalize("normalize_backward"), attrs=_NORMALIZE,
      samples=_norm_bw_samples, errors=_errors("normalize_backward"), tol=_tol, cost=_cost(1, 6),
      doc="fused F.normalize backward: one row reduction (norm, sum(grad * x)) then one map pass.")
+
+
+# the op names this module's backward rules compose (ctx.op), checked at import (spec.check_op_references)
+declare_rule_ops(__name__,
+                 "add", "batch_norm_backward", "div", "group_norm_backward", "local_response_norm_backward",
+                 "mul", "mul_scalar", "normalize_backward")

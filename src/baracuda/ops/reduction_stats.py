@@ -30,6 +30,7 @@ import numpy as np
 from .._core.dtypes import FLOAT_TYPES, DType, as_dtype, result_type
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from .._core.spec import declare_rule_ops
 from ._common import norm_axes, norm_axis
 from .reduction import KEEPDIM, bw_operands, check_reduced, dims_attr, full_dims, keepdim_shape, reduced_shape, sum_tol
 
@@ -578,3 +579,9 @@ _SPECS["trace_backward"] = register_spec(OpSpec(
                          for s in [(3, 3), (3, 5), (7, 2), (0, 4)]],
     errors=lambda: [ErrorCase((((3,), "f32"),), {"shape": (3, 3)}, InvalidProblemError, r"expected a 0-d", "1d")],
     cost=lambda d: (d.outputs[0].nbytes, 0), category="reduction", doc="grad * eye(shape): one write."))
+
+
+# the op names this module's backward rules compose (ctx.op), checked at import (spec.check_op_references)
+declare_rule_ops(__name__,
+                 "abs", "amax_backward", "logsumexp_backward", "mul", "sign", "trace_backward", "var_backward",
+                 "vector_norm_backward")

@@ -19,8 +19,9 @@ import math
 import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType, as_dtype
-from .._core.errors import DTypeMismatchError, InvalidProblemError
-from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from .._core.errors import InvalidProblemError
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, backward_spec, register_spec
+from .._core.spec import declare_rule_ops
 from ._common import check_nonneg
 
 __all__ = ["SOFTMAX_OPS"]
@@ -45,19 +46,12 @@ def _check_fw(op: str):
     return check
 
 
-def _check_bw(op: str):
-    def check(inputs, attrs):
-        if len(inputs) != 2:
-            raise InvalidProblemError(op, "inputs", "2 operands (grad, out)", len(inputs))
-        g, y = inputs
-        _SPECS[op].check_dtypes(inputs)
-        check_nonneg(op, ("grad", "out"), (g.shape, y.shape))
-        if g.shape != y.shape:
-            raise InvalidProblemError(op, "out", f"the shape of 'grad' {g.shape}", y.shape)
-        if g.dtype != y.dtype:
-            raise DTypeMismatchError(op, "out", str(g.dtype), str(y.dtype))
-        return attrs, (TensorSpec(g.shape, attrs["dtype"] or g.dtype),)
-    return check
+def _forward_of(saved, attrs):
+    """The forward problem of a backward call (grad, out; dtype = the input's dtype where the forward upcast):
+    x of out's shape and that dtype, and the forward's dtype= (out's dtype) where it differs."""
+    (y,) = saved
+    dt = attrs["dtype"]
+    return (TensorSpec(y.shape, dt or y.dtype),), dict(attrs, dtype=None if dt is None else y.dtype)
 
 
 # -- backward rules: one fused op each, fed with the saved OUTPUT --------------------------------
@@ -123,41 +117,34 @@ def _fw_samples(rng):
     yield Sample((rng.standard_normal((3, 9)),), {"dim": 1, "dtype": DType.f64}, name="(3,9)dtype=f64")
 
 
-def _bw_samples(op):
-    def samples(rng):
-        for shape, dim in _FW_SHAPES:
-            z = 3.0 * rng.standard_normal(shape)
-            ax = dim % max(len(shape), 1)
-            zz = z.reshape(z.shape or (1,))
-            with np.errstate(all="ignore"):
-                m = np.max(zz, axis=ax, keepdims=True) if zz.size else zz
-                lse = m + np.log(np.sum(np.exp(zz - m), axis=ax, keepdims=True)) if zz.size else zz
-            y = (np.exp(zz - lse) if op == "softmax_backward" else zz - lse).reshape(shape)
-            yield Sample((rng.standard_normal(shape), y), {"dim": dim}, name=f"{shape}dim{dim}", grad=False)
-    return samples
+def _out_values(op):
+    """The saved output of a forward sample, in NumPy (the backward samples' ``out``)."""
+    def values(ins, attrs):
+        (z,) = ins
+        ax = attrs["dim"] % max(z.ndim, 1)
+        zz = z.reshape(z.shape or (1,))
+        with np.errstate(all="ignore"):
+            m = np.max(zz, axis=ax, keepdims=True) if zz.size else zz
+            lse = m + np.log(np.sum(np.exp(zz - m), axis=ax, keepdims=True)) if zz.size else zz
+        return ((np.exp(zz - lse) if op == "softmax" else zz - lse).reshape(z.shape),)
+    return values
 
 
-def _errors(op, nin):
+def _errors(op):
     def errors():
         from .._core.errors import UnsupportedError
 
         f = ((3, 4), "f32")
-        yield ErrorCase(((((3, 4), "i32"),) * nin), {"dim": 1}, UnsupportedError, r"dtype i32; the op is defined for",
+        yield ErrorCase((((3, 4), "i32"),), {"dim": 1}, UnsupportedError, r"dtype i32; the op is defined for",
                         "int-dtype")
-        yield ErrorCase((f,) * nin, {"dim": 2}, InvalidProblemError,
+        yield ErrorCase((f,), {"dim": 2}, InvalidProblemError,
                         rf"{op}: argument 'dim': expected an axis in \[-2, 1\]",
                         "bad-dim")
-        yield ErrorCase((f,) * nin, {}, InvalidProblemError, rf"{op}: argument 'dim': expected an int", "no-dim")
-        yield ErrorCase((f,) * nin, {"dim": 1, "dtype": "i32"}, InvalidProblemError,
+        yield ErrorCase((f,), {}, InvalidProblemError, rf"{op}: argument 'dim': expected an int", "no-dim")
+        yield ErrorCase((f,), {"dim": 1, "dtype": "i32"}, InvalidProblemError,
                         r"argument 'dtype': expected None or",
                         "int-dtype-attr")
-        yield ErrorCase((f,) * nin, {"dim": 1, "bogus": 1}, InvalidProblemError, r"argument 'bogus'", "bad-attr")
-        if nin == 2:
-            yield ErrorCase((f, ((3, 5), "f32")), {"dim": 1}, InvalidProblemError,
-                            r"argument 'out': expected the shape",
-                            "shape-mismatch")
-            yield ErrorCase((f, ((3, 4), "f16")), {"dim": 1}, DTypeMismatchError, r"argument 'out': expected dtype f32",
-                            "dtype-mismatch")
+        yield ErrorCase((f,), {"dim": 1, "bogus": 1}, InvalidProblemError, r"argument 'bogus'", "bad-attr")
     return errors
 
 
@@ -168,11 +155,6 @@ def _workloads(op):
     w = [Workload(f"{op}-{r}x{c}-bf16", ((r, c),), DType.bf16, {"dim": -1}, backward=True) for r, c in _WL_SHAPES]
     w.append(Workload(f"{op}-16384x4096-f32", ((16384, 4096),), DType.f32, {"dim": -1}, backward=True))
     return tuple(w)
-
-
-def _bw_workloads(op):
-    return tuple(Workload(f"{op}-{r}x{c}-{dt}", ((r, c), (r, c)), dt, {"dim": -1})
-                 for (r, c), dt in [(s, DType.bf16) for s in _WL_SHAPES] + [((16384, 4096), DType.f32)])
 
 
 def _cost(flops_per_elem):
@@ -202,24 +184,27 @@ for _op, _aten, _grad in (("softmax", "_softmax_backward_data", _g_softmax),
         name=_op, family="softmax", arg_names=("x",), check=_check_fw(_op), dtypes=FLOAT_TYPES,
         attrs=_ATTRS, torch_peer=_peer(_op), torch_name=f"torch.nn.functional.{_op}",
         dropin=_dropin(_op), jax_name=f"jax.nn.{_op}", grad=_grad, saves=("outputs",), differentiable=(0,),
-        samples=_fw_samples, errors=_errors(_op, 1), tol=_tol, workloads=_workloads(_op),
+        samples=_fw_samples, errors=_errors(_op), tol=_tol, workloads=_workloads(_op),
         cost=_cost(5 if _op == "softmax" else 4), category="softmax",
         doc=f"{_op} along `dim` (numerically stable; torch's dtype= argument).",
     ))
     _bw = f"{_op}_backward"
-    _SPECS[_bw] = register_spec(OpSpec(
-        name=_bw, family="softmax", arg_names=("grad", "out"), check=_check_bw(_bw), dtypes=FLOAT_TYPES,
-        attrs=_ATTRS, torch_peer=_peer_bw(_aten), torch_name=f"aten.{_aten}",
-        samples=_bw_samples(_bw), errors=_errors(_bw, 2), tol=_tol_lsm_bw if _op == "log_softmax" else _tol,
-        workloads=_bw_workloads(_bw),
-        cost=_cost(4), category="softmax",
-        doc=f"fused backward of {_op} from grad and the saved output (one read of each, one write).",
-    ))
+    # saves the OUTPUT; dtype= is the gradient's dtype (the forward's input dtype); the dtype= samples are left out
+    _SPECS[_bw] = register_spec(backward_spec(
+        _SPECS[_op], saved=("out",), forward_of=_forward_of, saved_values=_out_values(_op),
+        sample_filter=lambda s: s.attrs.get("dtype") is None, torch_peer=_peer_bw(_aten), torch_name=f"aten.{_aten}",
+        tol=_tol_lsm_bw if _op == "log_softmax" else _tol, cost=_cost(4),
+        doc=f"fused backward of {_op} from grad and the saved output (one read of each, one write)."))
 
 _SPECS["softmin"] = register_spec(OpSpec(
     name="softmin", family="softmax", arg_names=("x",), check=_check_fw("softmin"), dtypes=FLOAT_TYPES,
     attrs=_ATTRS, torch_peer=_peer("softmin"), torch_name="torch.nn.functional.softmin",
     dropin=_dropin("softmin"), grad=_g_softmin, saves=("outputs",), differentiable=(0,),
-    samples=_fw_samples, errors=_errors("softmin", 1), tol=_tol,
+    samples=_fw_samples, errors=_errors("softmin"), tol=_tol,
     workloads=(Workload("softmin-16384x4096-bf16", ((16384, 4096),), DType.bf16, {"dim": -1}, backward=True),),
     cost=_cost(5), category="softmax", doc="softmin along `dim`: softmax(-x) in the softmax kernels."))
+
+
+# the op names this module's backward rules compose (ctx.op), checked at import (spec.check_op_references)
+declare_rule_ops(__name__,
+                 "log_softmax_backward", "neg", "softmax_backward")
