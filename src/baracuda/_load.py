@@ -9,6 +9,6 @@ from __future__ import annotations
 from . import ops  # noqa: F401  (each family module registers its OpSpecs)
 from . import backends  # noqa: F401  (each backend registers its implementations)
 from ._core import autotune  # noqa: F401  (registers the autotuner with the registry)
-from ._core.spec import check_op_references
+from ._core.derive import check_op_references
 
 check_op_references()   # a backward rule naming a missing op fails here, at import (~0.2 ms)

@@ -11,7 +11,8 @@ import pytest
 
 import baracuda as bc
 from baracuda._core import spec as spec_mod
-from baracuda._core.spec import Descriptor, TensorSpec, declared_ops
+from baracuda._core.spec import Descriptor, TensorSpec
+from baracuda._core.derive import declared_ops
 from baracuda.testing import draw_samples
 
 

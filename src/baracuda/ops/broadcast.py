@@ -12,7 +12,7 @@ from __future__ import annotations
 from .._core.dtypes import FLOAT_TYPES, as_dtype
 from .._core.errors import InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from .._core.spec import declare_rule_ops
+from .._core.derive import declare_rule_ops
 from .reduction import sum_tol
 from .reduction_more import _prod_tol
 
@@ -228,6 +228,6 @@ REDUCE_TO = register_spec(OpSpec(
 ))
 
 
-# the op names this module's backward rules compose (ctx.op), checked at import (spec.check_op_references)
+# the op names this module's backward rules compose (ctx.op), checked at import (derive.check_op_references)
 declare_rule_ops(__name__,
                  "amax_backward", "broadcast_to", "prod_backward")

@@ -33,7 +33,7 @@ import numpy as np
 from .._core.dtypes import FLOAT_TYPES, DType, as_dtype
 from .._core.errors import InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from .._core.spec import declare_rule_ops
+from .._core.derive import declare_rule_ops
 from ._common import check_nonneg
 
 __all__ = ["CAST_TYPES", "FP8_TYPES", "INT4_SOURCES", "UNPACK_TARGETS", "torch_e4m3fn_saturated"]
@@ -311,6 +311,6 @@ AFFINE = register_spec(OpSpec(
 ))
 
 
-# the op names this module's backward rules compose (ctx.op), checked at import (spec.check_op_references)
+# the op names this module's backward rules compose (ctx.op), checked at import (derive.check_op_references)
 declare_rule_ops(__name__,
                  "mul_scalar", "to_dtype")

@@ -26,7 +26,7 @@ import numpy as np
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from .._core.spec import declare_rule_ops
+from .._core.derive import declare_rule_ops
 from ._common import broadcast_shapes
 from .reduction import KEEPDIM
 from .reduction_stats import norm_grad
@@ -439,7 +439,7 @@ _reg(name="cdist_backward", arg_names=("grad", "x1", "x2", "out"), check=_check_
      cost=_cost_pairs, doc="gradient of cdist w.r.t. x1 (wrt=0) or x2 (wrt=1): a tile kernel over the pairs.")
 
 
-# the op names this module's backward rules compose (ctx.op), checked at import (spec.check_op_references)
+# the op names this module's backward rules compose (ctx.op), checked at import (derive.check_op_references)
 declare_rule_ops(__name__,
                  "abs", "affine", "amax_backward", "broadcast_to", "cdist_backward", "cosine_similarity_backward",
                  "mul", "neg", "pdist_backward", "sign", "sub", "vector_norm_backward")

@@ -29,7 +29,7 @@ import numpy as np
 from .._core.dtypes import FLOAT_TYPES, DType, result_type
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, default_tol, register_spec
-from .._core.spec import declare_rule_ops
+from .._core.derive import declare_rule_ops
 from ._common import broadcast_shapes
 
 __all__ = ["EwDef", "EW_OPS", "EW_SPECS", "add_ew_ops", "ew_result_type", "ew_compute_dtype", "ew_operand_shapes",
@@ -590,7 +590,7 @@ def _tname(t):
 
 
 # the op names the elementwise family's backward rules compose (ctx.op; the rows' rules in ew_*.py and
-# activation.py run inside this module's _float_only wrapper), checked at import (spec.check_op_references)
+# activation.py run inside this module's _float_only wrapper), checked at import (derive.check_op_references)
 declare_rule_ops(__name__,
                  "abs_backward", "acos_backward", "acosh_backward", "angle_backward", "asin_backward",
                  "asinh_backward", "atan_backward", "atanh_backward", "celu_backward", "clamp_backward",

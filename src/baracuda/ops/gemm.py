@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from .._core.spec import declare_rule_ops
+from .._core.derive import declare_rule_ops
 from ._common import broadcast_shapes, check_nonneg
 
 __all__ = ["ACTIVATIONS", "ACT_BACKWARD", "GemmDims", "gemm_dims", "linear_dims", "GEMM_OPS", "layout_tag",
@@ -535,6 +535,6 @@ SPECS["linear_act"] = register_spec(OpSpec(
         "save_preact (default: True except for relu) adds the pre-activation as a second output for the backward."))
 
 
-# the op names this module's backward rules compose (ctx.op), checked at import (spec.check_op_references)
+# the op names this module's backward rules compose (ctx.op), checked at import (derive.check_op_references)
 declare_rule_ops(__name__,
                  "add", "bmm", "gelu_backward", "linear", "matmul", "mm", "relu_backward", "silu_backward")

@@ -22,7 +22,7 @@ import numpy as np
 from .._core.dtypes import DType
 from .._core.errors import InvalidProblemError
 from .._core.spec import REQUIRED, Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, default_tol, register_spec
-from .._core.spec import declare_rule_ops
+from .._core.derive import declare_rule_ops
 from ._common import check_nonneg, norm_axis
 
 __all__ = ["LAYOUT_TYPES", "norm_dims_list", "layout_spec", "ints", "Variadic", "int_attr", "ints_attr", "SLICE_ATTRS"]
@@ -643,7 +643,7 @@ for _name in ("triu", "tril"):
                 doc=f"torch.{_name}(diagonal): zero the elements {'below' if _name == 'triu' else 'above'} the diagonal.")
 
 
-# the op names this module's backward rules compose (ctx.op), checked at import (spec.check_op_references)
+# the op names this module's backward rules compose (ctx.op), checked at import (derive.check_op_references)
 declare_rule_ops(__name__,
                  "diagonal", "diagonal_backward", "fill", "flip", "fliplr", "flipud", "full", "movedim", "pad",
                  "pad_backward", "permute", "repeat_interleave_backward", "roll", "rot90", "select_scatter",

@@ -29,9 +29,9 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import (Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, backward_spec, register_spec,
-                          set_bench_inputs)
-from .._core.spec import declare_rule_ops
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec, set_bench_inputs
+from .._core.derive import backward_spec
+from .._core.derive import declare_rule_ops
 
 __all__ = ["LOSS_OPS", "legacy_reduction", "INDEX_DTYPES", "rows_shape", "reduction_attr", "REDUCTION", "IGNORE_INDEX",
            "LABEL_SMOOTHING", "CE_ATTRS"]
@@ -461,7 +461,7 @@ for _base in POINTWISE_LOSSES:
         doc=f"fused backward of {_base}: d input in one pass."))
 
 
-# the op names this module's backward rules compose (ctx.op), checked at import (spec.check_op_references)
+# the op names this module's backward rules compose (ctx.op), checked at import (derive.check_op_references)
 declare_rule_ops(__name__,
                  "cross_entropy_backward", "huber_loss_backward", "l1_loss_backward", "mse_loss_backward", "neg",
                  "nll_loss_backward", "smooth_l1_loss_backward")

@@ -32,9 +32,9 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import (Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, backward_spec, get_spec,
-                          register_spec, set_bench_inputs)
-from .._core.spec import declare_rule_ops
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, get_spec, register_spec, set_bench_inputs
+from .._core.derive import backward_spec
+from .._core.derive import declare_rule_ops
 from .loss import INDEX_DTYPES, REDUCTION
 
 __all__ = ["CTC_DEFAULTS", "ctc_geometry", "validate_ctc"]
@@ -315,6 +315,6 @@ def _set_bench_inputs():
 _set_bench_inputs()
 
 
-# the op names this module's backward rules compose (ctx.op), checked at import (spec.check_op_references)
+# the op names this module's backward rules compose (ctx.op), checked at import (derive.check_op_references)
 declare_rule_ops(__name__,
                  "ctc_loss_backward")

@@ -33,9 +33,9 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import (Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, backward_spec, register_spec,
-                          set_bench_inputs)
-from .._core.spec import declare_rule_ops
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec, set_bench_inputs
+from .._core.derive import backward_spec
+from .._core.derive import declare_rule_ops
 from .loss import legacy_reduction, reduction_attr
 
 __all__ = ["PW_EXTRA", "PwDef", "param_attrs", "aux_ok", "float_operand", "real", "REDUCTIONS", "register_makers"]
@@ -472,5 +472,5 @@ for _base, _d in PW_EXTRA.items():
         doc=f"fused backward of {_base}: every differentiable operand's gradient in one pass."))
 
 
-# the op names this module's backward rules compose (ctx.op), checked at import (spec.check_op_references)
+# the op names this module's backward rules compose (ctx.op), checked at import (derive.check_op_references)
 declare_rule_ops(__name__, "sum", *(f"{b}_backward" for b in PW_EXTRA))   # the fused ops, one per table row

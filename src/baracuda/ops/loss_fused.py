@@ -27,7 +27,8 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import BaracudaError, DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec, renamed_error
+from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from .._core.derive import renamed_error
 from .loss import _SPECS as _LOSS_SPECS
 from .loss import CE_ATTRS, _fw_cases, _register_input_makers_for, _tol
 

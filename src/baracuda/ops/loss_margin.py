@@ -25,8 +25,9 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError
-from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, backward_spec, register_spec
-from .._core.spec import declare_rule_ops
+from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from .._core.derive import backward_spec
+from .._core.derive import declare_rule_ops
 from .loss import INDEX_DTYPES, legacy_reduction
 from .loss_extra import REDUCTIONS, aux_ok, float_operand, param_attrs, register_makers
 
@@ -342,5 +343,5 @@ for _base, _d in ROW_LOSSES.items():
         doc=f"fused backward of {_base}: the gradients of a row block in one kernel."))
 
 
-# the op names this module's backward rules compose (ctx.op), checked at import (spec.check_op_references)
+# the op names this module's backward rules compose (ctx.op), checked at import (derive.check_op_references)
 declare_rule_ops(__name__, *(f"{b}_backward" for b in ROW_LOSSES))   # the fused ops, one per table row

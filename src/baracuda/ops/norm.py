@@ -22,7 +22,7 @@ import math
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from .._core.spec import declare_rule_ops
+from .._core.derive import declare_rule_ops
 from ._common import check_nonneg
 
 __all__ = ["NORM_OPS"]
@@ -321,6 +321,6 @@ for _op, _grad, _peer, _dropin in (("rms_norm", _g_rms, _peer_rms, _dropin_rms),
         doc=f"fused backward of {_op}: dx, and dweight/dbias reduced deterministically (no atomics)."))
 
 
-# the op names this module's backward rules compose (ctx.op), checked at import (spec.check_op_references)
+# the op names this module's backward rules compose (ctx.op), checked at import (derive.check_op_references)
 declare_rule_ops(__name__,
                  "add", "layer_norm_backward", "rms_norm_backward")

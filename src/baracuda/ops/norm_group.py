@@ -31,7 +31,7 @@ import math
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from .._core.spec import declare_rule_ops
+from .._core.derive import declare_rule_ops
 from ._common import check_nonneg
 
 __all__ = ["GROUP_NORM_OPS"]
@@ -554,7 +554,7 @@ _reg(name="normalize_backward", arg_names=("grad", "x"), check=_check_normalize(
      doc="fused F.normalize backward: one row reduction (norm, sum(grad * x)) then one map pass.")
 
 
-# the op names this module's backward rules compose (ctx.op), checked at import (spec.check_op_references)
+# the op names this module's backward rules compose (ctx.op), checked at import (derive.check_op_references)
 declare_rule_ops(__name__,
                  "add", "batch_norm_backward", "div", "group_norm_backward", "local_response_norm_backward",
                  "mul", "mul_scalar", "normalize_backward")

@@ -27,7 +27,7 @@ import numpy as np
 from .._core.dtypes import FLOAT_TYPES, DType, as_dtype
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, get_spec, register_spec
-from .._core.spec import declare_rule_ops
+from .._core.derive import declare_rule_ops
 from ._common import norm_axes, norm_axis
 
 __all__ = ["REDUCTIONS", "RedDef", "reduced_shape", "keepdim_shape", "sum_tol", "register_reductions",
@@ -517,6 +517,6 @@ SPECS["amax_backward"] = register_spec(OpSpec(
 ))
 
 
-# the op names this module's backward rules compose (ctx.op), checked at import (spec.check_op_references)
+# the op names this module's backward rules compose (ctx.op), checked at import (derive.check_op_references)
 declare_rule_ops(__name__,
                  "amax_backward", "broadcast_to", "mean_backward")

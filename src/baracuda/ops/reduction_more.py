@@ -24,7 +24,7 @@ import numpy as np
 from .._core.dtypes import FLOAT_TYPES, DType, as_dtype
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from .._core.spec import declare_rule_ops
+from .._core.derive import declare_rule_ops
 from .reduction import (ALL_TYPES, FWD_SHAPE, KEEPDIM, NUM_TYPES, RedDef, _dropin_dims, _norm_dims, _tdims, dims_attr,
                         exact_tol, float_grad, full_dims, fwd_rank, reduced_shape, register_reductions,
                         sum_tol)
@@ -445,6 +445,6 @@ MORE_SPECS["value_select_backward"] = register_spec(OpSpec(
 ))
 
 
-# the op names this module's backward rules compose (ctx.op), checked at import (spec.check_op_references)
+# the op names this module's backward rules compose (ctx.op), checked at import (derive.check_op_references)
 declare_rule_ops(__name__,
                  "add", "amax_backward", "nansum_backward", "prod_backward", "value_select_backward")

@@ -30,7 +30,7 @@ import numpy as np
 from .._core.dtypes import FLOAT_TYPES, DType, as_dtype, result_type
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from .._core.spec import declare_rule_ops
+from .._core.derive import declare_rule_ops
 from ._common import norm_axes, norm_axis
 from .reduction import KEEPDIM, bw_operands, check_reduced, dims_attr, full_dims, keepdim_shape, reduced_shape, sum_tol
 
@@ -581,7 +581,7 @@ _SPECS["trace_backward"] = register_spec(OpSpec(
     cost=lambda d: (d.outputs[0].nbytes, 0), category="reduction", doc="grad * eye(shape): one write."))
 
 
-# the op names this module's backward rules compose (ctx.op), checked at import (spec.check_op_references)
+# the op names this module's backward rules compose (ctx.op), checked at import (derive.check_op_references)
 declare_rule_ops(__name__,
                  "abs", "amax_backward", "logsumexp_backward", "mul", "sign", "trace_backward", "var_backward",
                  "vector_norm_backward")

@@ -36,7 +36,7 @@ import numpy as np
 from .._core.dtypes import FLOAT_TYPES, DType, as_dtype
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, default_tol, register_spec, set_bench_inputs
-from .._core.spec import declare_rule_ops
+from .._core.derive import declare_rule_ops
 from ._common import check_nonneg
 
 __all__ = ["SCAN_OPS", "SCAN_TYPES", "INT_LIKE"]
@@ -476,6 +476,6 @@ def _set_bench_inputs():
 _set_bench_inputs()
 
 
-# the op names this module's backward rules compose (ctx.op), checked at import (spec.check_op_references)
+# the op names this module's backward rules compose (ctx.op), checked at import (derive.check_op_references)
 declare_rule_ops(__name__,
                  "cummax_backward", "cumprod_backward", "cumsum", "logcumsumexp_backward")

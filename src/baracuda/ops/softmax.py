@@ -20,8 +20,9 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType, as_dtype
 from .._core.errors import InvalidProblemError
-from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, backward_spec, register_spec
-from .._core.spec import declare_rule_ops
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from .._core.derive import backward_spec
+from .._core.derive import declare_rule_ops
 from ._common import check_nonneg
 
 __all__ = ["SOFTMAX_OPS"]
@@ -205,6 +206,6 @@ _SPECS["softmin"] = register_spec(OpSpec(
     cost=_cost(5), category="softmax", doc="softmin along `dim`: softmax(-x) in the softmax kernels."))
 
 
-# the op names this module's backward rules compose (ctx.op), checked at import (spec.check_op_references)
+# the op names this module's backward rules compose (ctx.op), checked at import (derive.check_op_references)
 declare_rule_ops(__name__,
                  "log_softmax_backward", "neg", "softmax_backward")

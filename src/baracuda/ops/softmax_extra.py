@@ -24,7 +24,7 @@ import numpy as np
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from .._core.spec import declare_rule_ops
+from .._core.derive import declare_rule_ops
 from ._common import check_nonneg
 
 __all__ = ["SOFTMAX_EXTRA_OPS"]
@@ -163,6 +163,6 @@ _reg(name="sparsemax_backward", arg_names=("grad", "out"), samples=_sparsemax_bw
      doc="sparsemax backward from the saved output: grad minus its mean over the support, on the support.")
 
 
-# the op names this module's backward rules compose (ctx.op), checked at import (spec.check_op_references)
+# the op names this module's backward rules compose (ctx.op), checked at import (derive.check_op_references)
 declare_rule_ops(__name__,
                  "gumbel_softmax_backward", "sparsemax_backward")
