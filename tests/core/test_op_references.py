@@ -11,6 +11,7 @@ import pytest
 
 import baracuda as bc
 from baracuda._core import derive as derive_mod
+from baracuda._core.plan import ALL_NEEDED
 from baracuda._core import spec as spec_mod
 from baracuda._core.spec import Descriptor, TensorSpec
 from baracuda._core.derive import declared_ops
@@ -21,6 +22,7 @@ class RecordingCtx:
     """The trace-mode backward context (shapes only), recording every op name the rule runs."""
 
     trace = True
+    needs = ALL_NEEDED
 
     def __init__(self):
         self.used: set[str] = set()

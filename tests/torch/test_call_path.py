@@ -134,3 +134,22 @@ def test_scalar_operands_are_reused_and_keep_their_sign():
     torch.testing.assert_close(a, b)
     torch.testing.assert_close(bt.div(torch.ones(2, device=DEVICE), -0.0), torch.full((2,), -np.inf, device=DEVICE))
     torch.testing.assert_close(bt.div(torch.ones(2, device=DEVICE), 0.0), torch.full((2,), np.inf, device=DEVICE))
+
+
+def test_backward_skips_gradients_nobody_wants():
+    """x + mask with a broadcast mask that does not require grad: the backward plan for that mask runs no sum back
+    to the mask's shape (torch's needs_input_grad); x's gradient is torch's."""
+    x = torch.randn(2, 3, 4, 4, device=DEVICE, dtype=torch.float64, requires_grad=True)
+    mask = torch.randn(4, 4, device=DEVICE, dtype=torch.float64)
+    scale = torch.tensor(0.5, device=DEVICE, dtype=torch.float64)
+    y = bt.mul(bt.add(x, mask), scale)
+    g = torch.randn_like(y)
+    y.backward(g)
+    torch.testing.assert_close(x.grad, g * 0.5)
+    b = _call.bound("add", {}, [x, mask])
+    bw = b.backward_plan((True, False))
+    assert bw is b.backward_plan((True, False)) and bw is not b.backward_plan()
+    assert not any(s.op == "sum" for s in bw.skus)
+    assert any(s.op == "sum" for s in b.backward_plan().skus)   # both wanted: the mask's gradient is summed
+    m = _call.bound("mul", {}, [bt.add(x, mask).detach(), scale])
+    assert [s.op for s in m.backward_plan((True, False)).skus] == ["mul"]

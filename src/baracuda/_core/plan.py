@@ -356,15 +356,36 @@ def plan_for(desc: Descriptor, device: Device, pref: PlanPreference) -> Plan:
 _DTYPE_OF: dict = {}    # an array library's dtype object (torch, NumPy) -> DType, as tensors.shape_dtype_device says
 
 
+class _AllNeeded:
+    """``ctx.needs`` when every input's gradient is wanted: ``ctx.needs[i]`` is True for every i."""
+
+    __slots__ = ()
+
+    def __getitem__(self, i) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return "ALL_NEEDED"
+
+
+ALL_NEEDED = _AllNeeded()
+
+
 class _Ctx:
     """What a backward rule computes with: other baracuda ops (``ctx.op``), reshape, reduce-to.
+
+    ``ctx.needs[i]``: whether input i's gradient is wanted (autograd's needs_input_grad); a rule may skip the work
+    of a gradient nobody wants (an add's broadcast mask, a frozen weight) and return None there.
 
     In trace mode the arrays are TensorSpecs (selection happens once, at BackwardPlan.select);
     in run mode they are real arrays and each op runs through the plan chosen while tracing.
     """
 
+    needs = ALL_NEEDED
+
     def __init__(self, bwp: "BackwardPlan", trace: bool):
         self.bwp, self.trace = bwp, trace
+        self.needs = bwp.needs
 
     @staticmethod
     def spec_of(x) -> TensorSpec:
@@ -432,11 +453,14 @@ class BackwardPlan:
     The sub-plans are selected once here by tracing the op's backward rule on shapes; ``skus`` lists them.
     """
 
-    def __init__(self, desc: Descriptor, device: Device, pref: PlanPreference):
+    def __init__(self, desc: Descriptor, device: Device, pref: PlanPreference, needs: tuple | None = None):
+        """needs: per input, whether its gradient is wanted (default: every one); the rule may return None for the
+        others (``_Ctx.needs``)."""
         spec = desc.spec
         if not spec.is_differentiable:
             raise UnsupportedError(desc.op, "has no backward (not differentiable)")
         self.desc, self.device, self.pref = desc, device, pref
+        self.needs = ALL_NEEDED if needs is None or all(needs) else tuple(bool(n) for n in needs)
         self.saves = tuple(saved_names(desc))
         self._plans: dict = {}
         self._by_key: dict = {}     # run-time lookup of _plans (see _Ctx.op)

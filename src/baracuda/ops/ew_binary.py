@@ -23,19 +23,24 @@ def _scaled(ctx, g, k):
 
 
 # -- backward rules ----------------------------------------------------------------------------------
+# (ctx.needs[i] False: nobody wants input i's gradient -- a broadcast mask, a scalar, a frozen weight -- so its
+# multiply and its sum back to the input's shape are not run)
 def _g_add(ctx, d, grads, s):
-    g = grads[0]
-    return _r(ctx, d, 0, g), _r(ctx, d, 1, _scaled(ctx, g, d.attr("alpha")))
+    g, n = grads[0], ctx.needs
+    return (_r(ctx, d, 0, g) if n[0] else None,
+            _r(ctx, d, 1, _scaled(ctx, g, d.attr("alpha"))) if n[1] else None)
 
 
 def _g_sub(ctx, d, grads, s):
-    g = grads[0]
-    return _r(ctx, d, 0, g), _r(ctx, d, 1, _scaled(ctx, g, -d.attr("alpha")))
+    g, n = grads[0], ctx.needs
+    return (_r(ctx, d, 0, g) if n[0] else None,
+            _r(ctx, d, 1, _scaled(ctx, g, -d.attr("alpha"))) if n[1] else None)
 
 
 def _g_mul(ctx, d, grads, s):
-    g = grads[0]
-    return _r(ctx, d, 0, ctx.op("mul", g, cj(ctx, s["b"]))), _r(ctx, d, 1, ctx.op("mul", g, cj(ctx, s["a"])))
+    g, n = grads[0], ctx.needs
+    return (_r(ctx, d, 0, ctx.op("mul", g, cj(ctx, s["b"]))) if n[0] else None,
+            _r(ctx, d, 1, ctx.op("mul", g, cj(ctx, s["a"]))) if n[1] else None)
 
 
 def _g_div(ctx, d, grads, s):
@@ -43,8 +48,9 @@ def _g_div(ctx, d, grads, s):
     if d.attr("rounding_mode") is not None:   # piecewise constant: zero gradient (as torch)
         z = ctx.op("mul_scalar", g, scalar=0.0)
         return _r(ctx, d, 0, z), _r(ctx, d, 1, z)
-    return (_r(ctx, d, 0, ctx.op("div", g, cj(ctx, s["b"]))),
-            _r(ctx, d, 1, ctx.op("div_backward_b", g, s["a"], s["b"])))
+    n = ctx.needs
+    return (_r(ctx, d, 0, ctx.op("div", g, cj(ctx, s["b"]))) if n[0] else None,
+            _r(ctx, d, 1, ctx.op("div_backward_b", g, s["a"], s["b"])) if n[1] else None)
 
 
 def _g_mul_scalar(ctx, d, grads, s):

@@ -120,16 +120,17 @@ class Call:
     def saved(self, xs, outs) -> list:
         return [outs[i] if is_out else xs[i] for is_out, i in self.recipe]
 
-    def input_grads(self, grads, saved_tensors, direct: bool) -> list:
+    def input_grads(self, grads, saved_tensors, direct: bool, needs: tuple | None = None) -> list:
         """The gradients autograd receives for the inputs (None where torch has none); ``direct``: run the
-        backward plan here (a Bound), else through the ``baracuda::op_backward`` custom op."""
+        backward plan here (a Bound), else through the ``baracuda::op_backward`` custom op; ``needs``: which
+        inputs autograd wants gradients for (the direct path skips the others' work where the rule allows)."""
         if all(g is None for g in grads):
             return [None] * self.n_in
         if not self.diff:
             raise RuntimeError(f"baracuda.{self.name}: not differentiable")
         args = list(grads) + list(saved_tensors)
         if direct:
-            res = self.run_backward(args)
+            res = self.run_backward(args, needs=needs)
         else:
             res = torch.ops.baracuda.op_backward(self.name, self.encoded_attrs(), self.sig_string(), args)
         ins = self.desc.inputs
@@ -149,7 +150,7 @@ class Call:
 class Bound(Call):
     """Everything one call key needs: descriptor, plan, launcher, saved-tensor recipe, backward plan (lazily)."""
 
-    __slots__ = ("plan", "go", "pref", "_bw")
+    __slots__ = ("plan", "go", "pref", "_bw", "_bw_masked")
 
     def __init__(self, name: str, attrs: dict, sig: tuple, pref):
         desc = Descriptor(name, tuple(TensorSpec(tuple(s), _dtype_of(d)) for s, d, _ in sig),
@@ -159,7 +160,7 @@ class Bound(Call):
         index = max(devs, default=-1)
         device = Device("cuda", index) if index >= 0 else Device("cpu")
         plan = Plan.select(desc, device, pref)
-        self.plan, self.pref, self._bw = plan, pref, None
+        self.plan, self.pref, self._bw, self._bw_masked = plan, pref, None, None
         # operands on one device: the key vouches for shapes, dtypes and device, so the launcher checks nothing;
         # a CPU operand beside CUDA ones takes the checked run, which names the argument
         self.go = plan.launcher() if len(devs) <= 1 else _checked(plan)
@@ -180,20 +181,30 @@ class Bound(Call):
         return outs
 
     # backward -----------------------------------------------------------------------------------------------
-    def backward_plan(self) -> BackwardPlan:
-        bw = self._bw
+    def backward_plan(self, needs: tuple | None = None) -> BackwardPlan:
+        """The backward plan; ``needs`` (per input, whether autograd wants its gradient): one plan per mask, whose
+        rule may skip the unwanted gradients' work."""
+        if needs is not None and all(needs):
+            needs = None
+        bw = self._bw if needs is None else self._bw_masked.get(needs) if self._bw_masked else None
         if bw is None:
-            bw = self._bw = BackwardPlan(self.desc, self.plan.device, self.pref)
+            bw = BackwardPlan(self.desc, self.plan.device, self.pref, needs)
+            if needs is None:
+                self._bw = bw
+            else:
+                if self._bw_masked is None:
+                    self._bw_masked = {}
+                self._bw_masked[needs] = bw
         return bw
 
-    def run_backward(self, args, placeholders: bool = False) -> list:
+    def run_backward(self, args, placeholders: bool = False, needs: tuple | None = None) -> list:
         """Input gradients from ``args`` = output gradients + saved tensors (``None`` where an input gets none;
         ``placeholders``: an empty tensor there instead, as the backward custom op must return tensors)."""
         n_out = len(self.desc.outputs)
         grads, saved_list = args[:n_out], args[n_out:]
         STATE.depth += 1
         try:
-            bw = self.backward_plan()
+            bw = self.backward_plan(needs)
             saved = dict(zip(bw.saves, saved_list))
             if RECORDERS:
                 res, ms = _timed(lambda: bw.run(*grads, **saved), bw.device)
@@ -324,7 +335,7 @@ class _Eager(torch.autograd.Function):
     def backward(ctx, *grads):
         # the kernel directly unless a graph of the backward is being built (create_graph, a dispatch mode)
         direct = not torch.is_grad_enabled() and not torch._C._len_torch_dispatch_stack()
-        return (None, *ctx.bc.input_grads(grads, ctx.saved_tensors, direct))
+        return (None, *ctx.bc.input_grads(grads, ctx.saved_tensors, direct, ctx.needs_input_grad[1:]))
 
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
@@ -333,6 +344,8 @@ _is_compiling = torch.compiler.is_compiling
 _functorch_active = torch._C._are_functorch_transforms_active
 _dispatch_depth = torch._C._len_torch_dispatch_stack
 _grad_enabled = torch.is_grad_enabled
+_function_mode_on = torch._C._is_torch_function_mode_enabled
+_preference = current_preference
 
 
 def _eager_ok(xs) -> bool:
@@ -344,6 +357,16 @@ def _eager_ok(xs) -> bool:
     return True
 
 
+def _through_custom_op(name: str, xs, attrs: dict):
+    for x in xs:
+        if isinstance(x, torch.Tensor) and x.device.type not in ("cpu", "cuda", "meta"):
+            raise UnsupportedError(name, f"tensors on device {x.device.type} (baracuda runs on cpu and cuda)")
+    if STATE.grad_check and _grad_enabled():
+        bound(name, attrs, xs).check_grad(xs)
+    outs = torch.ops.baracuda.op(name, encode_attrs(attrs), list(xs))
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
 def call(name: str, xs, attrs: dict):
     """Run baracuda op ``name`` on torch tensors ``xs`` with ``attrs``; returns a tensor or a tuple of tensors.
 
@@ -351,21 +374,35 @@ def call(name: str, xs, attrs: dict):
     >>> bt.call("exp", [torch.zeros(2)], {})
     tensor([1., 1.])
     """
-    if not _eager_ok(xs):
-        for x in xs:
-            if isinstance(x, torch.Tensor) and x.device.type not in ("cpu", "cuda", "meta"):
-                raise UnsupportedError(name, f"tensors on device {x.device.type} (baracuda runs on cpu and cuda)")
-        if STATE.grad_check and _grad_enabled():
-            bound(name, attrs, xs).check_grad(xs)
-        outs = torch.ops.baracuda.op(name, encode_attrs(attrs), list(xs))
-        return outs[0] if len(outs) == 1 else tuple(outs)
-    b = bound(name, attrs, xs)
-    if _grad_enabled() and b.float_out:
+    # (one flat function: on a 16-element add this path is what the host pays beyond the launch itself, so the
+    # eager checks, the call key and the launch are inlined here; bench/callpath_profile.py)
+    if not EAGER_FAST_PATH[0] or _is_compiling() or _functorch_active() or _dispatch_depth():
+        return _through_custom_op(name, xs, attrs)
+    sig = []
+    for x in xs:
+        if type(x) not in _PLAIN or not (x.is_cuda or x.is_cpu):
+            return _through_custom_op(name, xs, attrs)
+        sig.append((x.shape, x.dtype, x.get_device()))
+    try:
+        b = _bound(name, _attr_key(attrs) if attrs else (), tuple(sig), _preference())
+    except TypeError:       # an unhashable attribute value (a nested list): bound afresh, not cached
+        b = _bound.__wrapped__(name, _attr_key(attrs), tuple(sig), _preference())
+    if type(b) is _Refused:
+        raise b.error.with_traceback(None)
+    if b.float_out and _grad_enabled():
         for x in xs:
             if x.requires_grad:
                 if STATE.grad_check:
                     b.check_grad(xs)
                 outs = _Eager.apply(b, *xs)
                 return outs[0] if len(outs) == 1 else outs
-    outs = b.forward(xs)
+    if RECORDERS or _function_mode_on():
+        outs = b.forward(xs)        # marks baracuda's own torch calls for an active bt.mode(); records
+    else:
+        outs = b.go(xs)
+        for j, o in enumerate(outs):
+            for x in xs:
+                if o is x:          # a pass-through plan: callers own what a drop-in returns
+                    outs[j] = o.clone()
+                    break
     return outs[0] if len(outs) == 1 else tuple(outs)
