@@ -263,9 +263,17 @@ def test_cublas_adapter_strided_out_and_unfoldable_x():
     desc = bc.Descriptor.like("linear", x, w, b)
     buf = torch.full((6, 3, 5), float("nan"), device=TDEV)
     out = buf.permute(1, 2, 0)                         # [3, 5, 6], not contiguous
-    cublas._bind_linear(desc, bc.PlanPreference())(desc, [x, w, b], [out], None)
-    assert_close(out, torch.nn.functional.linear(x.double().cpu(), w.double().cpu(), b.double().cpu()).numpy(),
-                 *TOL[torch.float32], "strided out")
+    run = cublas._bind_linear(desc, bc.PlanPreference())
+    run(desc, [x, w, b], [out], None)
+    want = torch.nn.functional.linear(x.double().cpu(), w.double().cpu(), b.double().cpu()).numpy()
+    assert_close(out, want, *TOL[torch.float32], "strided out")
+    (made,) = run.produce([x, w, b])       # the drop-in's path: torch allocates the (contiguous) result
+    assert tuple(made.shape) == (3, 5, 6) and made.is_contiguous()
+    assert_close(made, want, *TOL[torch.float32], "linear (produce)")
+    plain = bc.Descriptor.like("linear", x, w)
+    (made,) = cublas._bind_linear(plain, bc.PlanPreference()).produce([x, w])
+    assert_close(made, torch.nn.functional.linear(x.double().cpu(), w.double().cpu()).numpy(), *TOL[torch.float32],
+                 "linear without bias (produce)")
 
 
 @pytest.mark.parametrize("sa,sb,attrs", [((2, 7, 5), (3, 7), {"trans_a": True, "trans_b": True}),
@@ -282,6 +290,9 @@ def test_cublas_gemm_adapter(sa, sb, attrs):
     out = torch.empty(desc.outputs[0].shape, device=TDEV)
     run(desc, [a, b], [out], None)
     assert_close(out, want, *TOL[torch.float32], "cublas adapter matmul")
+    (made,) = run.produce([a, b])          # the drop-in's path: torch allocates the (contiguous) result
+    assert made.shape == out.shape and made.dtype == out.dtype and made.is_contiguous()
+    assert_close(made, want, *TOL[torch.float32], "cublas adapter matmul (produce)")
     if len(sa) == 3 and not attrs.get("trans_a"):
         a_strided = _t(sa[0], 2 * sa[1], sa[2], seed=1)[:, ::2]
         out = torch.empty(desc.outputs[0].shape, device=TDEV)
