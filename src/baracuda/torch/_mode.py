@@ -38,7 +38,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .._core.errors import BaracudaError, UnsupportedError
-from ._call import STATE, differentiable_only
+from ._call import STATE
 
 # Python's operator protocol: the dunder stem -> the torch function it means.  Binary stems also have the
 # reflected ``__r<stem>__`` (operands swapped) and in-place ``__i<stem>__`` forms.
@@ -251,6 +251,7 @@ def _arg_tensors(args, kwargs):
 
 
 _TORCH_FUNCTION_DISABLED = torch._C._disabled_torch_function_impl
+_PLAIN_TYPES = (torch.Tensor,)
 
 
 def _not_routable(types) -> str | None:
@@ -339,16 +340,19 @@ class mode(TorchFunctionMode):
             else:
                 self._fall(name, why)
             return res
-        why = _not_routable(types)
+        why = None if types == _PLAIN_TYPES else _not_routable(types)
         if why is None:
+            state = STATE
+            prev, state.grad_check = state.grad_check, True   # (differentiable_only, without a context manager)
             try:
-                with differentiable_only():
-                    res = route.run(args, kwargs)
+                res = route.run(args, kwargs)
             except _REFUSED as e:
                 why = str(e).splitlines()[0]
             else:
                 self.routed[route.name] += 1
                 return res
+            finally:
+                state.grad_check = prev
         self._fall(route.name, why)
         return func(*args, **kwargs)
 
