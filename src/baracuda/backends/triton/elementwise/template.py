@@ -12,6 +12,8 @@ when any operand spans 2^31 elements or more.
 """
 from __future__ import annotations
 
+import math
+
 
 import torch
 import triton
@@ -20,7 +22,7 @@ import triton.language as tl
 from ....ops.elementwise import EW_OPS, ew_compute_dtype, ew_operand_shapes, is_complex_desc
 from ...._core.dtypes import DType
 from .._lib.register import register_triton
-from .._lib.launch import Launcher
+from .._lib.launch import Launcher, bind_kernel, meta
 from .._lib.geometry import outer_r_inner
 from .._lib.interp import INTERPRETING
 from .._lib.strided import collapse as _collapse
@@ -175,6 +177,39 @@ def launch(fn, inputs, out, p0: float = 0.0, p1: float = 0.0, compute=None, p2: 
         out.copy_(target)
 
 
+def bound_broadcast(fn, in_shapes, out_shape, p0: float = 0.0, p1: float = 0.0, compute=None, p2: float = 0.0,
+                    nparams: int = 2, float_params: bool = False):
+    """``launch`` for contiguous inputs of ``in_shapes`` broadcast to a contiguous output of ``out_shape``, with
+    every size, stride and constexpr fixed once: ``bound(out, a, b, c)`` (unused operand slots repeat ``a``).
+    None where ``launch`` would not run the strided kernel on them (an empty output, same shapes, or the rank > 4
+    contiguize step).  The caller checks contiguity per call and takes ``launch`` otherwise."""
+    out_shape = tuple(out_shape)
+    n = math.prod(out_shape)
+    metas = [meta(s) for s in in_shapes]
+    if n == 0 or all(tuple(s) == out_shape for s in in_shapes):
+        return None
+    dims, sts = _collapse(out_shape, [_expanded_strides(x, out_shape) for x in metas])
+    if len(dims) > _MAX_RANK:
+        return None
+    pad = _MAX_RANK - len(dims)
+    S = ([1] * pad + dims)[1:]
+    args_st = [0] * 12
+    for k, st in enumerate(sts):
+        args_st[4 * k: 4 * k + 4] = [0] * pad + st
+    i64 = max([n] + [_span(x) for x in metas]) >= 2 ** 31 - 65536
+    tail = (n, float(p0), float(p1), float(p2), *S, *args_st)
+    return bind_kernel(_ew_kernel, (cdiv(n, 1024),), tail, FN=fn, NIN=len(in_shapes), STRIDED=True,
+                       CT=compute if compute is not None else tl.float32, I64=i64, BLOCK=1024, NP=nparams,
+                       INTERP=INTERPRETING, PF=float_params, num_warps=4)
+
+
+def _all_contiguous(ts) -> bool:
+    for t in ts:
+        if not t.is_contiguous():
+            return False
+    return True
+
+
 def _select(desc):
     """(body, p0, p1, p2, float_params, operand views or None) for a descriptor."""
     ct = ew_compute_dtype(desc)
@@ -214,8 +249,23 @@ def _bind(desc, pref):
 
     shape = desc.outputs[0].shape
     n = desc.outputs[0].numel
-    if n == 0 or any(t.shape != shape for t in desc.inputs):
+    if n == 0:
         return general
+    if any(t.shape != shape for t in desc.inputs):
+        # broadcast operands (a mask, a 0-d scalar): the strided launch of contiguous operands, bound once
+        in_shapes = [tuple(v) for v in views] if views is not None else [tuple(t.shape) for t in desc.inputs]
+        bound = bound_broadcast(fn, in_shapes, shape, p0, p1, compute, p2, 3, pf)
+        if bound is None:
+            return general
+        nb = len(desc.inputs)
+
+        def run_broadcast(d, inputs, outputs, ws):
+            out = outputs[0]
+            if not (out.is_contiguous() and _all_contiguous(inputs)):
+                return general(d, inputs, outputs, ws)
+            a = inputs[0]
+            bound(out, a, inputs[1] if nb > 1 else a, inputs[2] if nb > 2 else a)
+        return run_broadcast
     nin = len(desc.inputs)
     grid = (cdiv(n, 4096),)
     tail = (n, float(p0), float(p1), float(p2))

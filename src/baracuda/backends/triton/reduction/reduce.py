@@ -51,7 +51,7 @@ from ....ops.reduction import REDUCTIONS, keepdim_shape
 from .._lib.register import register_triton
 from .._lib.interp import loop
 from .._lib.strided import span as _span
-from ..elementwise import launch
+from ..elementwise import bound_broadcast, launch
 from .._lib.launch import bind_kernel, fast_kernel, meta
 from .._lib.geometry import cdiv, next_power_of_2
 
@@ -710,8 +710,31 @@ def _bind(desc, pref=None):
 
 for _name in REDUCTIONS:
     register_triton(_name, _run, route=_route, workspace=_workspace, bind=_bind)
-register_triton("mean_backward", _run_mean_bw, route="triton:ew_template(div_count)")
-register_triton("broadcast_to", _run_broadcast, route="triton:ew_template(identity)")
+def _bind_broadcast(desc, pref=None):
+    """broadcast_to / mean_backward with a contiguous gradient: the strided template launch bound once."""
+    wide = DType.f64 in (desc.dtype, desc.outputs[0].dtype)
+    compute = tl.float64 if wide else tl.float32
+    if desc.op == "mean_backward":
+        shape, dims = desc.attr("shape"), desc.attr("dims")
+        body, p0, general = _div_count, float(math.prod(shape[a] for a in dims)), _run_mean_bw
+        in_shape = keepdim_shape(shape, dims)
+    else:
+        body, p0, general, in_shape = _identity, 0.0, _run_broadcast, desc.inputs[0].shape
+    bound = bound_broadcast(body, [in_shape], desc.outputs[0].shape, p0, compute=compute)
+    if bound is None:
+        return general
+
+    def run(desc_, inputs, outputs, ws):
+        g, out = inputs[0], outputs[0]
+        if g.is_contiguous() and out.is_contiguous():
+            bound(out, g, g, g)     # (the [.., 1, ..] view of a contiguous g has g's address)
+            return
+        general(desc_, inputs, outputs, ws)
+    return run
+
+
+register_triton("mean_backward", _run_mean_bw, route="triton:ew_template(div_count)", bind=_bind_broadcast)
+register_triton("broadcast_to", _run_broadcast, route="triton:ew_template(identity)", bind=_bind_broadcast)
 
 
 # -- reduce_to: the mode's reduction kernels over the axes that broadcasting added (a copy when there are none) --
