@@ -528,10 +528,9 @@ def dropin_ew(e_name: str, *arg_names: str, attr_names: tuple = (), unsupported:
     n_ops = len(arg_names)
 
     def adapter(*args, **kwargs):
-        import torch
-
         # the common call, every operand a tensor given positionally: nothing to convert (host time: this is on
-        # every drop-in call)
+        # every drop-in call; the torch module is looked up once, not imported per call)
+        torch = _TORCH[0] or _torch()
         if not kwargs and len(args) == n_ops:
             for a in args:
                 if not isinstance(a, torch.Tensor):
@@ -565,6 +564,16 @@ def dropin_ew(e_name: str, *arg_names: str, attr_names: tuple = (), unsupported:
         attrs = {n: vals[n] for n in attr_names if n in vals}
         return ins, attrs
     return adapter
+
+
+_TORCH: list = [None]   # the torch module once a drop-in ran (ops/ import torch lazily: it is an optional dependency)
+
+
+def _torch():
+    import torch
+
+    _TORCH[0] = torch
+    return torch
 
 
 def scalar_operand(value, tdt, device):

@@ -9,20 +9,21 @@ from ._call import call
 
 
 def _make(spec, torch_name):
+    adapter, name, fused, result = spec.dropin, spec.name, spec.fused_grad is not None, spec.dropin_result
+
     @functools.wraps(spec.dropin)
     def dropin(*args, **kwargs):
-        res = spec.dropin(*args, **kwargs)
-        inputs, attrs = res[0], res[1]
+        res = adapter(*args, **kwargs)
         # cross_entropy / linear_cross_entropy under eager autograd: the loss and its gradients from one pass,
         # returned as the drop-in's result (_fused.py)
-        if spec.fused_grad is not None:
-            out = run_if_fused(spec, inputs, attrs)
+        if fused:
+            out = run_if_fused(spec, res[0], res[1])
             if out is not None:
                 return out
-        out = call(spec.name, inputs, attrs)
+        out = call(name, res[0], res[1])
         if len(res) == 3:   # the adapter's finisher (batch_norm: copy the new running stats into the buffers)
             out = res[2](out)
-        return out if spec.dropin_result is None else spec.dropin_result(out)
+        return out if result is None else result(out)
 
     dropin.__name__ = torch_name.rsplit(".", 1)[-1]
     dropin.__qualname__ = dropin.__name__
