@@ -10,7 +10,7 @@ from __future__ import annotations
 from .._core.dtypes import DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, Workload
-from .elementwise import FLOAT, NUM, EwDef, _EXTRA_ERRORS, add_ew_ops, dropin_ew, tp
+from .elementwise import FLOAT, NUM, EwDef, _EXTRA_ERRORS, add_ew_ops, dropin_ew, ew_samples, tp
 
 
 _APPROX = Attr("approximate", "str", "none", choices=("none", "tanh"), expected="'none' or 'tanh'")
@@ -60,9 +60,9 @@ def _di(name, attrs=(), first="input"):
     return dropin_ew(name, first, attr_names=attrs, unsupported=("inplace",))
 
 
-def _act(name, *attrs, check=None, samples=({},), avoid=(), domain="any", bw="x", dtypes=FLOAT, **kw):
+def _act(name, *attrs, check=None, samples=None, bw="x", dtypes=FLOAT, **kw):
     return EwDef(name, 1, tp(name), f"torch.nn.functional.{name}", kw.pop("jax", None), attrs=attrs,
-                 check_attrs=check, attr_samples=samples, avoid=avoid, domain=domain, bw=bw, dtypes=dtypes,
+                 check_attrs=check, bw=bw, dtypes=dtypes, samples=samples or ew_samples(),
                  dropin=kw.pop("dropin", None) or _di(name, tuple(a.name for a in attrs)), **kw)
 
 
@@ -117,64 +117,67 @@ _PRELU_SHAPES = (((2, 3, 4, 5), (3,)), ((7,), (1,)), ((5, 4), ()), ((0, 3), (3,)
 _PRELU_BW_SHAPES = (((2, 3, 4), (2, 3, 4), (3,)), ((0, 3), (0, 3), (1,)))
 
 
-def _gated(name, act_peer, *attrs, samples=({},)):
+def _gated(name, act_peer, *attrs, attr_samples=({},)):
     attrs = (Attr("dim", "axis", -1),) + attrs
     return EwDef(name, 1, _gated_peer(act_peer) if act_peer else tp(name),
-                 f"torch.nn.functional.{name}" if not act_peer else None, None, shape="gated", bw="x", avoid=(0.0,),
-                 attrs=attrs, attr_samples=samples,
-                 dropin=dropin_ew(name, "input", attr_names=tuple(a.name for a in attrs)) if not act_peer else None)
+                 f"torch.nn.functional.{name}" if not act_peer else None, None, shape="gated", bw="x", attrs=attrs,
+                 dropin=dropin_ew(name, "input", attr_names=tuple(a.name for a in attrs)) if not act_peer else None,
+                 samples=ew_samples(avoid=(0.0,), attrs=attr_samples))
 
 
 add_ew_ops([
-    _act("relu", bw_peer=_peer_relu_bw, avoid=(0.0,), domain="wide", dtypes=NUM, jax="jax.nn.relu",
-         aliases=("torch.relu",)),
+    _act("relu", bw_peer=_peer_relu_bw, dtypes=NUM, jax="jax.nn.relu",
+         aliases=("torch.relu",), samples=ew_samples("wide", avoid=(0.0,))),
     _act("gelu", _APPROX,
-         samples=({"approximate": "none"}, {"approximate": "tanh"}), bw_peer=_aten("gelu_backward"), jax="jax.nn.gelu"),
+         bw_peer=_aten("gelu_backward"), jax="jax.nn.gelu",
+         samples=ew_samples(attrs=({"approximate": "none"}, {"approximate": "tanh"}))),
     _act("silu", bw_peer=_aten("silu_backward"), jax="jax.nn.silu"),
-    _act("relu6", avoid=(0.0, 6.0), domain="wide", jax="jax.nn.relu6"),
-    _act("leaky_relu", _f("negative_slope", 0.01), avoid=(0.0,),
-         samples=({}, {"negative_slope": 0.2}), jax="jax.nn.leaky_relu"),
-    _act("elu", _f("alpha", 1.0), samples=({}, {"alpha": 0.5}), avoid=(0.0,),
-         jax="jax.nn.elu"),
-    _act("selu", avoid=(0.0,), jax="jax.nn.selu", aliases=("torch.selu",)),
+    _act("relu6", jax="jax.nn.relu6", samples=ew_samples("wide", avoid=(0.0, 6.0))),
+    _act("leaky_relu", _f("negative_slope", 0.01),
+         jax="jax.nn.leaky_relu", samples=ew_samples(avoid=(0.0,), attrs=({}, {"negative_slope": 0.2}))),
+    _act("elu", _f("alpha", 1.0),
+         jax="jax.nn.elu", samples=ew_samples(avoid=(0.0,), attrs=({}, {"alpha": 0.5}))),
+    _act("selu", jax="jax.nn.selu", aliases=("torch.selu",), samples=ew_samples(avoid=(0.0,))),
     _act("celu", _f("alpha", 1.0), check=_nonzero_alpha,
-         samples=({}, {"alpha": 2.0}), avoid=(0.0,), jax="jax.nn.celu"),
+         jax="jax.nn.celu", samples=ew_samples(avoid=(0.0,), attrs=({}, {"alpha": 2.0}))),
     _act("mish", jax=None),
     _act("softplus", _f("beta", 1.0), _f("threshold", 20.0),
-         samples=({}, {"beta": 2.0, "threshold": 3.0}), avoid=(1.5,), jax="jax.nn.softplus"),
+         jax="jax.nn.softplus", samples=ew_samples(avoid=(1.5,), attrs=({}, {"beta": 2.0, "threshold": 3.0}))),
     _act("softsign", jax="jax.nn.soft_sign"),
     _act("tanhshrink"),
     _act("hardtanh", _f("min_val", -1.0), _f("max_val", 1.0), check=_minmax,
-         samples=({}, {"min_val": -0.5, "max_val": 2.0}), avoid=(-1.0, 1.0, -0.5, 2.0), domain="wide",
-         jax="jax.nn.hard_tanh"),
-    _act("hardswish", avoid=(-3.0, 3.0), domain="wide", jax="jax.nn.hard_swish"),
-    _act("hardsigmoid", avoid=(-3.0, 3.0), domain="wide", jax="jax.nn.hard_sigmoid"),
+         jax="jax.nn.hard_tanh",
+         samples=ew_samples("wide", avoid=(-1.0, 1.0, -0.5, 2.0), attrs=({}, {"min_val": -0.5, "max_val": 2.0}))),
+    _act("hardswish", jax="jax.nn.hard_swish", samples=ew_samples("wide", avoid=(-3.0, 3.0))),
+    _act("hardsigmoid", jax="jax.nn.hard_sigmoid", samples=ew_samples("wide", avoid=(-3.0, 3.0))),
     _act("hardshrink", _f("lambd", 0.5, ge=0, expected="a non-negative number"),
-         samples=({}, {"lambd": 1.0}), avoid=(-1.0, -0.5, 0.5, 1.0)),
+         samples=ew_samples(avoid=(-1.0, -0.5, 0.5, 1.0), attrs=({}, {"lambd": 1.0}))),
     _act("softshrink", _f("lambd", 0.5, ge=0, expected="a non-negative number"),
-         samples=({}, {"lambd": 1.0}), avoid=(-1.0, -0.5, 0.5, 1.0)),
+         samples=ew_samples(avoid=(-1.0, -0.5, 0.5, 1.0), attrs=({}, {"lambd": 1.0}))),
     _act("threshold", _f("threshold", 0.0), _f("value", 0.0),
-         samples=({"threshold": 0.5, "value": -2.0},), avoid=(0.5,)),
+         samples=ew_samples(avoid=(0.5,), attrs=({"threshold": 0.5, "value": -2.0},))),
     _act("logsigmoid", jax="jax.nn.log_sigmoid"),
     EwDef("prelu", 2, tp("prelu"), "torch.nn.functional.prelu", None, _g_prelu, same_dtype=True,
-          align=_prelu_align, sample_shapes=_PRELU_SHAPES, domain=("any", "unit"), avoid=(0.0,),
+          align=_prelu_align,
           dropin=dropin_ew("prelu", "input", "weight"), aliases=("torch.prelu",),
           workloads=(Workload("prelu-[32,256,64,64]-bf16", ((32, 256, 64, 64), (256,)), DType.bf16, backward=True),
                      Workload("prelu-[32,256,64,64]-f32", ((32, 256, 64, 64), (256,)), DType.f32)),
           doc="weight of 1 element or one per channel (dim 1 of x); the weight gradient is the broadcast "
-              "gradient x*g (where x <= 0) summed back to the weight"),
+              "gradient x*g (where x <= 0) summed back to the weight",
+          samples=ew_samples(("any", "unit"), avoid=(0.0,), shapes=_PRELU_SHAPES)),
     EwDef("prelu_backward", 3, _peer_prelu_bw, None, internal=True, same_dtype=True, align=_prelu_align,
-          sample_shapes=_PRELU_BW_SHAPES, domain=("any", "any", "unit"), avoid=(0.0,), lean=True),
-    EwDef("prelu_weight_grad", 2, _peer_prelu_wg, None, internal=True, same_shape=True, avoid=(0.0,), lean=True),
+          samples=ew_samples(("any", "any", "unit"), avoid=(0.0,), shapes=_PRELU_BW_SHAPES, lean=True)),
+    EwDef("prelu_weight_grad", 2, _peer_prelu_wg, None, internal=True,
+          samples=ew_samples(avoid=(0.0,), lean=True, same_shape=True)),
     _act("rrelu", _f("lower", 1.0 / 8.0), _f("upper", 1.0 / 3.0), Attr("training", "bool", False), check=_check_rrelu,
-         samples=({}, {"lower": 0.1, "upper": 0.5}), avoid=(0.0,),
          dropin=dropin_ew("rrelu", "input", attr_names=("lower", "upper", "training"), unsupported=("inplace",)),
-         doc="eval mode: leaky_relu with slope (lower + upper) / 2; training=True raises UnsupportedError"),
+         doc="eval mode: leaky_relu with slope (lower + upper) / 2; training=True raises UnsupportedError",
+         samples=ew_samples(avoid=(0.0,), attrs=({}, {"lower": 0.1, "upper": 0.5}))),
     # gated
     _gated("glu", None),
     _gated("swiglu", "silu"),
     _gated("geglu", "gelu", _APPROX,
-           samples=({"approximate": "none"}, {"approximate": "tanh"})),
+           attr_samples=({"approximate": "none"}, {"approximate": "tanh"})),
     _gated("reglu", "relu"),
 ])
 

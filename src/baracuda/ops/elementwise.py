@@ -2,9 +2,10 @@
 
 Adding an op is one ``EwDef`` row (here, in ``ew_math.py``, ``ew_binary.py`` or ``activation.py``), one
 NumPy body in ``backends/reference/elementwise.py`` and one Triton body in ``backends/triton/``.
-``add_ew_ops`` turns rows into ``OpSpec``s: shape rule (broadcast, or the gated split), dtype rule, samples,
-error cases, workloads, and — for rows with ``bw`` — an internal ``<op>_backward(g, saved)`` op plus the
-backward rule that calls it.
+``add_ew_ops`` turns rows into ``OpSpec``s: shape rule (broadcast, or the gated split), dtype rule, samples and
+error cases (drawn by the row's ``samples=ew_samples(...)``, which holds the test-input knobs apart from the op
+facts), workloads, and — for rows with ``bw`` — an internal ``<op>_backward(g, saved)`` op plus the backward rule
+that calls it.
 
 Dtype rule (torch's): the operands named by ``value_args`` are promoted with torch's priority rule
 (dimensioned tensors > 0-d tensors; Python scalars arrive as 0-d tensors from the drop-in adapters, see
@@ -32,8 +33,8 @@ from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, defaul
 from .._core.derive import declare_rule_ops
 from ._common import broadcast_shapes
 
-__all__ = ["EwDef", "EW_OPS", "EW_SPECS", "add_ew_ops", "ew_result_type", "ew_compute_dtype", "ew_operand_shapes",
-           "weak_scalar_dtype", "is_complex_desc", "real_of", "cj", "reduce_grad",
+__all__ = ["EwDef", "EwSamples", "ew_samples", "EW_OPS", "EW_SPECS", "add_ew_ops", "ew_result_type", "ew_compute_dtype",
+           "ew_operand_shapes", "weak_scalar_dtype", "is_complex_desc", "real_of", "cj", "reduce_grad",
            "FLOAT", "INT", "BOOL", "NUM", "ALL", "CPLX", "tp", "dropin_ew"]
 
 FLOAT = FLOAT_TYPES
@@ -64,9 +65,6 @@ class EwDef:
     saves: tuple = ("inputs",)
     attrs: tuple = ()                         # the declared attributes (``Attr``; a gated row's ``dim`` is added)
     check_attrs: Callable | None = None       # (op, attrs) -> attrs: rules across attributes (min <= max)
-    # sample domain, one for all operands or a tuple (one per operand); see ``_DOMAINS``
-    domain: str | tuple = "any"
-    avoid: tuple = ()                         # kinks: samples stay >= 0.05 away from these points
     internal: bool = False                    # a backward helper: not part of the drop-in namespaces
     dtypes: tuple = FLOAT
     out: str = "promote"                      # "promote" | "same" | "float" | "bool"
@@ -74,22 +72,24 @@ class EwDef:
     value_args: tuple | None = None           # operands that take part in promotion (default: all)
     arg_dtypes: dict = field(default_factory=dict)   # operand index -> its own dtype set (e.g. where's cond)
     shape: str = "broadcast"                  # "broadcast" | "gated" (split ``dim`` in halves)
-    attr_samples: tuple = ({},)
     bw: str | None = None                     # "x" | "out": generate ``<name>_backward(g, x|out)``
     bw_peer: Callable | None = None           # torch peer of the generated backward (default: autograd)
     dropin: Callable | None = None
     tol: Callable | None = None
-    lean: bool = False                        # fewer samples (internal helpers, keeps interpreter CI short)
     diff_args: tuple | None = None            # operands that get gradients (default: value_args, or all)
-    same_shape: bool = False                  # samples give every operand the same shape (backward helpers)
     same_dtype: bool = False                  # torch refuses mixed dtypes (heaviside, isclose, lerp, prelu)
     # (op, shapes, attrs) -> the shape each operand broadcasts as (validates too); e.g. prelu's weight [C] acts
     # as [C, 1, ..., 1] against x [N, C, ...].  Kernels take the operand as that view (no copy).
     align: Callable | None = None
-    sample_shapes: tuple | None = None        # per-sample operand shapes (overrides the arity's default set)
     workloads: tuple | None = None            # benchmark problems (overrides the generated 64M-element ones)
     aliases: tuple = ()                       # more torch names with the same signature
     doc: str = ""
+    # test inputs: what the spec's samples and error cases draw (``ew_samples``); not a fact of the op
+    samples: EwSamples | None = None
+
+    def __post_init__(self):
+        if self.samples is None:
+            object.__setattr__(self, "samples", EwSamples())
 
     @property
     def defaults(self) -> dict:
@@ -299,71 +299,95 @@ def _cast_fixed(x, dt):
     return np.round(x).astype(DType[dt].numpy)
 
 
-def _make_samples(e: EwDef):
-    doms = e.domain if isinstance(e.domain, tuple) else (e.domain,) * e.arity
-    if e.sample_shapes is not None:
-        shapes = e.sample_shapes
-    elif e.shape == "gated":
-        shapes = _GATED_SHAPES
-    elif e.shape == "gated_bw":
-        shapes = [(s[:-1] + (s[-1] // 2,), s) for (s,) in _GATED_SHAPES[:2]]
-    elif e.arity == 1:
-        shapes = [(s,) for s in (_UNARY_LEAN if e.lean else _UNARY_SHAPES)]
-    elif e.arity == 2 and e.same_shape:
-        shapes = _SAME_LEAN
-    elif e.arity == 2:
-        shapes = _BINARY_LEAN if e.lean else _BINARY_SHAPES
-    else:
-        shapes = _TERNARY_SHAPES[:2] if e.lean else _TERNARY_SHAPES
+@dataclass(frozen=True)
+class EwSamples:
+    """The test inputs of an elementwise row (``EwDef.samples``; build with ``ew_samples``): what its samples and
+    error cases draw.  These are knobs of the tests, not facts of the op; ``draw`` and ``errors`` combine them
+    with the row's facts (arity, dtypes, shape rule, operand dtypes) into the spec's ``samples``/``errors``."""
 
-    def samples(rng):
-        for attrs in e.attr_samples:
-            for sh in shapes:
-                xs = tuple(_draw(rng, s, doms[i], e.avoid) if e.arg_dtypes.get(i) != BOOL else
-                           _DOMAINS[doms[i]](rng, s) > 0 for i, s in enumerate(sh))
-                yield Sample(xs, dict(attrs), name=f"{sh}{attrs or ''}")
-        if e.lean or e.arity not in _MIXED or e.shape != "broadcast" or e.same_dtype or e.sample_shapes:
-            return
-        for i, dt in _MIXED[e.arity]:
-            allowed = e.arg_dtypes.get(i, e.dtypes)
-            if DType[dt] not in allowed or DType[dt] not in e.dtypes:
-                continue
-            sh = shapes[0]
-            xs = [_draw(rng, s, doms[k], e.avoid) if e.arg_dtypes.get(k) != BOOL else _DOMAINS[doms[k]](rng, s) > 0
-                  for k, s in enumerate(sh)]
-            xs[i] = _cast_fixed(xs[i], dt)
-            yield Sample(tuple(xs), dict(e.attr_samples[0]), name=f"mixed-{dt}@{i}", grad=False)
-    return samples
+    # sample domain, one for all operands or a tuple (one per operand); see ``_DOMAINS``
+    domain: str | tuple = "any"
+    avoid: tuple = ()                         # kinks: samples stay >= 0.05 away from these points
+    attrs: tuple = ({},)                      # the attribute sets sampled (the first also serves errors, bench)
+    shapes: tuple | None = None               # per-sample operand shapes (overrides the arity's default set)
+    lean: bool = False                        # fewer samples (internal helpers, keeps interpreter CI short)
+    same_shape: bool = False                  # samples give every operand the same shape (backward helpers)
 
-
-def _make_errors(e: EwDef):
-    def dt(i):
-        return "bool" if e.arg_dtypes.get(i) == BOOL else "f32" if DType.f32 in e.dtypes else e.dtypes[0].short
-
-    def errors():
-        if e.shape == "gated":
-            base = [((4,), "f32")]
+    def draw(self, e: EwDef):
+        """The spec's ``samples``: rng -> the samples of row ``e`` (its arity, dtypes, shape rule) under these knobs."""
+        kn = self
+        doms = kn.domain if isinstance(kn.domain, tuple) else (kn.domain,) * e.arity
+        if kn.shapes is not None:
+            shapes = kn.shapes
+        elif e.shape == "gated":
+            shapes = _GATED_SHAPES
         elif e.shape == "gated_bw":
-            base = [((2,), "f32"), ((4,), "f32")]
+            shapes = [(s[:-1] + (s[-1] // 2,), s) for (s,) in _GATED_SHAPES[:2]]
+        elif e.arity == 1:
+            shapes = [(s,) for s in (_UNARY_LEAN if kn.lean else _UNARY_SHAPES)]
+        elif e.arity == 2 and kn.same_shape:
+            shapes = _SAME_LEAN
+        elif e.arity == 2:
+            shapes = _BINARY_LEAN if kn.lean else _BINARY_SHAPES
         else:
-            base = [((3,), dt(i)) for i in range(e.arity)]
-        if e.shape == "broadcast" and e.arity >= 2 and e.align is None:
-            ins = [((3, 4), dt(0)), ((5,), dt(1))] + [((4,), dt(i)) for i in range(2, e.arity)]
-            yield ErrorCase(tuple(ins), dict(e.attr_samples[0]), InvalidProblemError,
-                            r"argument 'b': expected a shape broadcastable", "bad-broadcast")
-        bad = next((d for d in (DType.c64, DType.f8e4m3, DType.u32) if d not in e.dtypes), None)
-        if bad is not None:
-            ins = list(base)
-            k = next(i for i in range(e.arity) if i not in e.arg_dtypes)
-            ins[k] = (ins[k][0], bad.short)
-            yield ErrorCase(tuple(ins), dict(e.attr_samples[0]), UnsupportedError,
-                            rf"{e.name}: argument '\w+' has dtype {bad.short}; the op is defined for", "bad-dtype")
-        yield ErrorCase(tuple(base), {"bogus": 1}, InvalidProblemError, r"argument 'bogus'", "bad-attr")
-        if e.shape == "gated":
-            yield ErrorCase((((3, 5), "f32"),), {}, InvalidProblemError, r"expected an even size along dim", "odd")
-        for case in _EXTRA_ERRORS.get(e.name, ()):
-            yield case
-    return errors
+            shapes = _TERNARY_SHAPES[:2] if kn.lean else _TERNARY_SHAPES
+
+        def samples(rng):
+            for attrs in kn.attrs:
+                for sh in shapes:
+                    xs = tuple(_draw(rng, s, doms[i], kn.avoid) if e.arg_dtypes.get(i) != BOOL else
+                               _DOMAINS[doms[i]](rng, s) > 0 for i, s in enumerate(sh))
+                    yield Sample(xs, dict(attrs), name=f"{sh}{attrs or ''}")
+            if kn.lean or e.arity not in _MIXED or e.shape != "broadcast" or e.same_dtype or kn.shapes:
+                return
+            for i, dt in _MIXED[e.arity]:
+                allowed = e.arg_dtypes.get(i, e.dtypes)
+                if DType[dt] not in allowed or DType[dt] not in e.dtypes:
+                    continue
+                sh = shapes[0]
+                xs = [_draw(rng, s, doms[k], kn.avoid) if e.arg_dtypes.get(k) != BOOL else _DOMAINS[doms[k]](rng, s) > 0
+                      for k, s in enumerate(sh)]
+                xs[i] = _cast_fixed(xs[i], dt)
+                yield Sample(tuple(xs), dict(kn.attrs[0]), name=f"mixed-{dt}@{i}", grad=False)
+        return samples
+
+    def errors(self, e: EwDef):
+        """The spec's ``errors``: () -> the error cases of row ``e`` (their attrs: the first sample attrs)."""
+        kn = self
+
+        def dt(i):
+            return "bool" if e.arg_dtypes.get(i) == BOOL else "f32" if DType.f32 in e.dtypes else e.dtypes[0].short
+
+        def errors():
+            if e.shape == "gated":
+                base = [((4,), "f32")]
+            elif e.shape == "gated_bw":
+                base = [((2,), "f32"), ((4,), "f32")]
+            else:
+                base = [((3,), dt(i)) for i in range(e.arity)]
+            if e.shape == "broadcast" and e.arity >= 2 and e.align is None:
+                ins = [((3, 4), dt(0)), ((5,), dt(1))] + [((4,), dt(i)) for i in range(2, e.arity)]
+                yield ErrorCase(tuple(ins), dict(kn.attrs[0]), InvalidProblemError,
+                                r"argument 'b': expected a shape broadcastable", "bad-broadcast")
+            bad = next((d for d in (DType.c64, DType.f8e4m3, DType.u32) if d not in e.dtypes), None)
+            if bad is not None:
+                ins = list(base)
+                k = next(i for i in range(e.arity) if i not in e.arg_dtypes)
+                ins[k] = (ins[k][0], bad.short)
+                yield ErrorCase(tuple(ins), dict(kn.attrs[0]), UnsupportedError,
+                                rf"{e.name}: argument '\w+' has dtype {bad.short}; the op is defined for", "bad-dtype")
+            yield ErrorCase(tuple(base), {"bogus": 1}, InvalidProblemError, r"argument 'bogus'", "bad-attr")
+            if e.shape == "gated":
+                yield ErrorCase((((3, 5), "f32"),), {}, InvalidProblemError, r"expected an even size along dim", "odd")
+            for case in _EXTRA_ERRORS.get(e.name, ()):
+                yield case
+        return errors
+
+
+def ew_samples(domain: str | tuple = "any", avoid: tuple = (), *, attrs: tuple = ({},), shapes: tuple | None = None,
+               lean: bool = False, same_shape: bool = False) -> EwSamples:
+    """The sample/error generator of an elementwise row: ``EwDef(..., samples=ew_samples("positive", avoid=(0,)))``."""
+    return EwSamples(domain, tuple(avoid), tuple(attrs), shapes, lean, same_shape)
 
 
 _EXTRA_ERRORS: dict[str, list] = {}
@@ -375,7 +399,7 @@ _CPLX_BENCH = frozenset({"add", "mul", "div", "exp", "log", "sqrt", "abs", "sin"
 def _workloads(e: EwDef):
     if e.workloads is not None:
         return e.workloads
-    if e.internal or e.lean:
+    if e.internal:   # backward helpers are timed through their forward's backward
         return ()
     n = 64 * 1024 * 1024
     bf, f32 = DType.bf16, DType.f32
@@ -383,7 +407,7 @@ def _workloads(e: EwDef):
         return (Workload(f"{e.name}-[8192,2x11008]-bf16", ((8192, 2 * 11008),), bf, backward=True),)
     # the dtypes the op is defined for: bf16 and f32 where it has them, else its integer types (bitwise ops)
     dts = tuple(dt for dt in (bf, f32) if dt in e.dtypes) or tuple(dt for dt in (DType.i32, DType.u8) if dt in e.dtypes)
-    attrs = dict(e.attr_samples[0]) if e.attr_samples else {}
+    attrs = dict(e.samples.attrs[0]) if e.samples.attrs else {}
     # complex rows of the benchmark: 16M c64 elements (128 MB per operand), forward and backward
     cw = ((Workload(f"{e.name}-16M-c64", ((n // 4,),) * e.arity, DType.c64, attrs=attrs, backward=e.grad is not None),)
           if e.name in _CPLX_BENCH and DType.c64 in e.dtypes else ())
@@ -463,14 +487,14 @@ def _bw_row(e: EwDef) -> EwDef:
     peer = e.bw_peer
     if peer is None and e.bw == "x" and e.torch_peer is not None:
         peer = _autograd_peer(e)
-    dom = e.domain if isinstance(e.domain, str) else e.domain[0]
+    dom = e.samples.domain if isinstance(e.samples.domain, str) else e.samples.domain[0]
     # a gated row's dim is an axis of x, the backward's second operand
     attrs = tuple(replace(a, rank=1) if a.kind == "axis" else a for a in e.attrs) if e.shape == "gated" else e.attrs
     return EwDef(f"{e.name}_backward", 2, peer, None, attrs=attrs, check_attrs=e.check_attrs,
                  shape="gated_bw" if e.shape == "gated" else "broadcast",
-                 domain=("any", dom if e.bw == "x" else "any"), avoid=e.avoid, internal=True,
-                 dtypes=FLOAT + tuple(d for d in CPLX if d in e.dtypes),
-                 attr_samples=e.attr_samples, lean=True, value_args=None, same_shape=True)
+                 internal=True, dtypes=FLOAT + tuple(d for d in CPLX if d in e.dtypes), value_args=None,
+                 samples=ew_samples(("any", dom if e.bw == "x" else "any"), e.samples.avoid, attrs=e.samples.attrs,
+                                    lean=True, same_shape=True))
 
 
 def _bw_rule(e: EwDef):
@@ -505,7 +529,7 @@ def add_ew_ops(defs) -> None:
             attrs=e.attrs, torch_peer=e.torch_peer, torch_name=e.torch_name, dropin=e.dropin,
             torch_aliases=tuple(e.aliases),
             jax_name=e.jax_name, grad=_float_only(e, e.grad, diff) if e.grad else None, saves=e.saves,
-            differentiable=diff, samples=_make_samples(e), errors=_make_errors(e), workloads=_workloads(e),
+            differentiable=diff, samples=e.samples.draw(e), errors=e.samples.errors(e), workloads=_workloads(e),
             tol=_ew_tol(e), category="elementwise", doc=e.doc,
         ))
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from .._core.dtypes import DType
 from .._core.errors import DTypeMismatchError, UnsupportedError
 from .._core.spec import ErrorCase, Workload
-from .elementwise import ALL, CPLX, EwDef, _EXTRA_ERRORS, add_ew_ops, cj, dropin_ew, reduce_grad, tp
+from .elementwise import ALL, CPLX, EwDef, _EXTRA_ERRORS, add_ew_ops, cj, dropin_ew, ew_samples, reduce_grad, tp
 
 _PARTS = (DType.f32, DType.f64)   # torch.polar / torch.complex: float and double (half would be complex32)
 _N = 16 * 1024 * 1024
@@ -79,12 +79,13 @@ add_ew_ops([
           dropin=dropin_ew("imag", "input"), workloads=_wl("imag", DType.c64),
           doc="the imaginary part, materialized (torch refuses real tensors too)"),
     EwDef("angle", 1, tp("angle"), "torch.angle", "jax.numpy.angle", bw="x", bw_peer=_angle_bw_peer, dtypes=ALL + CPLX,
-          out="real_float", domain="wide", avoid=(0.0,), dropin=dropin_ew("angle", "input"),
-          workloads=_wl("angle", DType.c64), doc="atan2(imag, real); real inputs give 0 or pi (NaN stays NaN)"),
+          out="real_float", dropin=dropin_ew("angle", "input"),
+          workloads=_wl("angle", DType.c64), doc="atan2(imag, real); real inputs give 0 or pi (NaN stays NaN)",
+          samples=ew_samples("wide", avoid=(0.0,))),
     EwDef("polar", 2, tp("polar"), "torch.polar", None, _g_polar, saves=("inputs", "outputs"), dtypes=_PARTS,
-          out="complex", same_dtype=True, domain=("positive", "any"),
+          out="complex", same_dtype=True,
           dropin=dropin_ew("polar", "abs", "angle", unsupported=("out",)), workloads=_wl("polar", DType.f32, 2),
-          doc="abs * (cos(angle) + i sin(angle)); f32 -> c64, f64 -> c128"),
+          doc="abs * (cos(angle) + i sin(angle)); f32 -> c64, f64 -> c128", samples=ew_samples(("positive", "any"))),
     EwDef("complex", 2, tp("complex"), "torch.complex", "jax.lax.complex", _g_complex, saves=(), dtypes=_PARTS,
           out="complex", same_dtype=True, dropin=dropin_ew("complex", "real", "imag", unsupported=("out",)),
           workloads=_wl("complex", DType.f32, 2), doc="real + i imag; f32 -> c64, f64 -> c128"),

@@ -12,7 +12,8 @@ import math
 from .._core.dtypes import DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase
-from .elementwise import ALL, CPLX, FLOAT, INT, NUM, EwDef, _EXTRA_ERRORS, add_ew_ops, cj, dropin_ew, reduce_grad, tp
+from .elementwise import (ALL, CPLX, FLOAT, INT, NUM, EwDef, _EXTRA_ERRORS, add_ew_ops, cj, dropin_ew, ew_samples,
+                          reduce_grad, tp)
 
 _LN2 = math.log(2.0)
 
@@ -115,42 +116,45 @@ def _di(name, *args, attrs=()):
 
 _TERN = (((3, 5), (3, 5), (3, 5)), ((0, 2), (0, 2), (0, 2)), ((2, 3, 4), (3, 4), (4,)), ((4, 1), (1, 3), ()))
 add_ew_ops([
-    EwDef("sgn", 1, tp("sgn"), "torch.sgn", "jax.numpy.sign", domain="wide", avoid=(0.0,), dtypes=ALL + CPLX, bw="x",
+    EwDef("sgn", 1, tp("sgn"), "torch.sgn", "jax.numpy.sign", dtypes=ALL + CPLX, bw="x",
           dropin=_di("sgn", "input"),
-          doc="sign of real numbers; z / |z| for complex z (0 at 0); gradient (g - Re(conj(g) sgn) sgn) / |z|"),
+          doc="sign of real numbers; z / |z| for complex z (0 at 0); gradient (g - Re(conj(g) sgn) sgn) / |z|",
+          samples=ew_samples("wide", avoid=(0.0,))),
     *[EwDef(n, 1, tp(n), f"torch.{n}", f"jax.numpy.{n}", out="bool", dtypes=ALL, dropin=_di(n, "input"))
       for n in ("isposinf", "isneginf")],
     EwDef("true_divide", 2, tp("true_divide"), "torch.true_divide", "jax.numpy.true_divide", _g_true_divide,
-          out="float", dtypes=ALL + CPLX, domain=("wide", "nonzero"), dropin=_di("true_divide")),
+          out="float", dtypes=ALL + CPLX, dropin=_di("true_divide"), samples=ew_samples(("wide", "nonzero"))),
     EwDef("float_power", 2, tp("float_power"), "torch.float_power", "jax.numpy.float_power", _g_float_power,
-          dtype_rule=_f64_out, dtypes=ALL, domain=("positive", "expo"),
+          dtype_rule=_f64_out, dtypes=ALL,
           dropin=dropin_ew("float_power", "input", "exponent", unsupported=("out",)),
-          doc="computes in float64 whatever the operands' dtypes (torch)"),
+          doc="computes in float64 whatever the operands' dtypes (torch)", samples=ew_samples(("positive", "expo"))),
     EwDef("nextafter", 2, tp("nextafter"), "torch.nextafter", "jax.numpy.nextafter", _g_nextafter,
-          dtypes=FLOAT, domain="any",
-          dropin=_di("nextafter"), doc="steps one ulp of the result dtype (bf16/f16 step in their own format)"),
+          dtypes=FLOAT,
+          dropin=_di("nextafter"), doc="steps one ulp of the result dtype (bf16/f16 step in their own format)",
+          samples=ew_samples("any")),
     EwDef("ldexp", 2, tp("ldexp"), "torch.ldexp", "jax.numpy.ldexp", _g_ldexp, saves=("inputs", "outputs"),
-          out="float", dtypes=NUM, domain=("any", "wide"), dropin=_di("ldexp")),
+          out="float", dtypes=NUM, dropin=_di("ldexp"), samples=ew_samples(("any", "wide"))),
     EwDef("heaviside", 2, tp("heaviside"), "torch.heaviside", "jax.numpy.heaviside", out="same", dtypes=ALL,
-          same_dtype=True, domain=("grid", "any"), dropin=dropin_ew("heaviside", "input", "values",
-                                                                    unsupported=("out",))),
-    *[EwDef(n, 2, tp(n), f"torch.{n}", f"jax.numpy.{n}", dtypes=INT, domain="wide", dropin=_di(n))
+          same_dtype=True, dropin=dropin_ew("heaviside", "input", "values", unsupported=("out",)),
+          samples=ew_samples(("grid", "any"))),
+    *[EwDef(n, 2, tp(n), f"torch.{n}", f"jax.numpy.{n}", dtypes=INT, dropin=_di(n), samples=ew_samples("wide"))
       for n in ("gcd", "lcm")],
     EwDef("isclose", 2, _peer_isclose, "torch.isclose", "jax.numpy.isclose", out="bool", dtypes=ALL + CPLX,
           same_dtype=True,
-          attrs=(_tol_attr("rtol", 1e-05), _tol_attr("atol", 1e-08), Attr("equal_nan", "bool", False)), domain="grid",
-          attr_samples=({}, {"rtol": 0.25, "atol": 0.5, "equal_nan": True}),
-          dropin=_di("isclose", attrs=("rtol", "atol", "equal_nan"))),
+          attrs=(_tol_attr("rtol", 1e-05), _tol_attr("atol", 1e-08), Attr("equal_nan", "bool", False)),
+          dropin=_di("isclose", attrs=("rtol", "atol", "equal_nan")),
+          samples=ew_samples("grid", attrs=({}, {"rtol": 0.25, "atol": 0.5, "equal_nan": True}))),
     EwDef("clamp_min", 2, tp("clamp_min"), "torch.clamp_min", "jax.numpy.maximum", _g_clamp_bound("ge"), dtypes=ALL,
-          domain="wide", dropin=dropin_ew("clamp_min", "input", "min", unsupported=("out",)),
-          doc="a Python-number bound is a 0-d tensor of torch's weak-scalar dtype"),
+          dropin=dropin_ew("clamp_min", "input", "min", unsupported=("out",)),
+          doc="a Python-number bound is a 0-d tensor of torch's weak-scalar dtype", samples=ew_samples("wide")),
     EwDef("clamp_max", 2, tp("clamp_max"), "torch.clamp_max", "jax.numpy.minimum", _g_clamp_bound("le"), dtypes=ALL,
-          domain="wide", dropin=dropin_ew("clamp_max", "input", "max", unsupported=("out",))),
-    EwDef("fma", 3, _peer_fma, None, None, _g_fma, dtypes=NUM, domain="wide", sample_shapes=_TERN,
-          doc="a * b + c with one rounding on float types (the seed's ternary Fma); integers wrap"),
+          dropin=dropin_ew("clamp_max", "input", "max", unsupported=("out",)), samples=ew_samples("wide")),
+    EwDef("fma", 3, _peer_fma, None, None, _g_fma, dtypes=NUM,
+          doc="a * b + c with one rounding on float types (the seed's ternary Fma); integers wrap",
+          samples=ew_samples("wide", shapes=_TERN)),
     EwDef("lerp_tensor", 3, lambda a, b, c: __import__("torch").lerp(a, b, c), "torch.lerp (tensor weight)",
-          None, _g_lerp_tensor, dtypes=FLOAT + CPLX, same_dtype=True, domain=("any", "any", "weight"),
-          sample_shapes=_TERN),
+          None, _g_lerp_tensor, dtypes=FLOAT + CPLX, same_dtype=True,
+          samples=ew_samples(("any", "any", "weight"), shapes=_TERN)),
 ])
 
 _EXTRA_ERRORS.update({

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from .._core.spec import Attr
-from .elementwise import ALL, BOOL, CPLX, FLOAT, INT, NUM, EwDef, add_ew_ops, dropin_ew, tp
+from .elementwise import ALL, BOOL, CPLX, FLOAT, INT, NUM, EwDef, add_ew_ops, dropin_ew, ew_samples, tp
 
 
 def _scale_rule(k):
@@ -47,8 +47,9 @@ def _dt(name, dtypes):
 
 def _f(name, domain="any", bw="x", jax=None, torch_name=None, dtypes=ALL, **kw):
     """A float-valued math function: integer/bool inputs give f32 (torch)."""
-    return EwDef(name, 1, tp(name), torch_name or f"torch.{name}", jax or f"jax.numpy.{name}", domain=domain,
-                 bw=bw, out="float", dtypes=_dt(name, dtypes), dropin=_di(name), aliases=_ALIASES.get(name, ()), **kw)
+    return EwDef(name, 1, tp(name), torch_name or f"torch.{name}", jax or f"jax.numpy.{name}",
+                 bw=bw, out="float", dtypes=_dt(name, dtypes), dropin=_di(name), aliases=_ALIASES.get(name, ()), **kw,
+                 samples=ew_samples(domain))
 
 
 add_ew_ops([
@@ -74,32 +75,36 @@ add_ew_ops([
     _f("digamma", "positive", bw=None, jax="jax.lax.digamma"),
     _f("i0", jax="jax.numpy.i0"),
     _f("sinc", "nonzero", jax="jax.numpy.sinc"),
-    EwDef("logit", 1, tp("logit"), "torch.logit", "jax.scipy.special.logit", domain="prob", bw="x", out="float",
+    EwDef("logit", 1, tp("logit"), "torch.logit", "jax.scipy.special.logit", bw="x", out="float",
           dtypes=FLOAT, attrs=(Attr("eps", "float", None, optional=True, ge=0, le=0.5,
-                                    expected="None or a number in [0, 0.5]"),), attr_samples=({}, {"eps": 0.2}),
-          avoid=(0.2, 0.8), dropin=_di("logit", ("eps",)), aliases=_ALIASES["logit"]),
+                                    expected="None or a number in [0, 0.5]"),),
+          dropin=_di("logit", ("eps",)), aliases=_ALIASES["logit"],
+          samples=ew_samples("prob", avoid=(0.2, 0.8), attrs=({}, {"eps": 0.2}))),
     EwDef("deg2rad", 1, tp("deg2rad"), "torch.deg2rad", "jax.numpy.deg2rad", _scale_rule(math.pi / 180.0), saves=(),
           out="float", dtypes=NUM, dropin=_di("deg2rad")),
     EwDef("rad2deg", 1, tp("rad2deg"), "torch.rad2deg", "jax.numpy.rad2deg", _scale_rule(180.0 / math.pi), saves=(),
           out="float", dtypes=NUM, dropin=_di("rad2deg")),
     # integer-preserving
-    EwDef("abs", 1, tp("abs"), "torch.abs", "jax.lax.abs", domain="wide", avoid=(0.0,), bw="x", dtypes=_dt("abs", NUM),
-          out="real", dropin=_di("abs"), aliases=_ALIASES["abs"], doc="|z| of complex z is real (hypot: no overflow)"),
-    EwDef("sign", 1, tp("sign"), "torch.sign", "jax.lax.sign", domain="wide", dtypes=ALL, dropin=_di("sign")),
-    EwDef("square", 1, tp("square"), "torch.square", "jax.numpy.square", domain="wide", bw="x", dtypes=_dt("square", NUM),
-          dropin=_di("square")),
-    *[EwDef(n, 1, tp(n), f"torch.{n}", f"jax.numpy.{n}", domain="nonint", dtypes=NUM, dropin=_di(n),
-            aliases=_ALIASES.get(n, ())) for n in ("floor", "ceil", "trunc")],
-    EwDef("round", 1, tp("round"), "torch.round (half to even)", "jax.numpy.round", domain="nonint", dtypes=NUM,
-          dropin=_di("round")),
-    EwDef("frac", 1, tp("frac"), "torch.frac", None, domain="nonint", bw="x", dtypes=FLOAT, dropin=_di("frac")),
+    EwDef("abs", 1, tp("abs"), "torch.abs", "jax.lax.abs", bw="x", dtypes=_dt("abs", NUM),
+          out="real", dropin=_di("abs"), aliases=_ALIASES["abs"], doc="|z| of complex z is real (hypot: no overflow)",
+          samples=ew_samples("wide", avoid=(0.0,))),
+    EwDef("sign", 1, tp("sign"), "torch.sign", "jax.lax.sign", dtypes=ALL, dropin=_di("sign"),
+          samples=ew_samples("wide")),
+    EwDef("square", 1, tp("square"), "torch.square", "jax.numpy.square", bw="x", dtypes=_dt("square", NUM),
+          dropin=_di("square"), samples=ew_samples("wide")),
+    *[EwDef(n, 1, tp(n), f"torch.{n}", f"jax.numpy.{n}", dtypes=NUM, dropin=_di(n),
+            aliases=_ALIASES.get(n, ()), samples=ew_samples("nonint")) for n in ("floor", "ceil", "trunc")],
+    EwDef("round", 1, tp("round"), "torch.round (half to even)", "jax.numpy.round", dtypes=NUM,
+          dropin=_di("round"), samples=ew_samples("nonint")),
+    EwDef("frac", 1, tp("frac"), "torch.frac", None, bw="x", dtypes=FLOAT, dropin=_di("frac"),
+          samples=ew_samples("nonint")),
     EwDef("nan_to_num", 1, tp("nan_to_num"), "torch.nan_to_num", "jax.numpy.nan_to_num", bw="x", dtypes=NUM + BOOL,
           attrs=_N2N,
-          attr_samples=({}, {"nan": 1.5, "posinf": 7.0, "neginf": -7.0}),
-          dropin=_di("nan_to_num", ("nan", "posinf", "neginf"))),
+          dropin=_di("nan_to_num", ("nan", "posinf", "neginf")),
+          samples=ew_samples(attrs=({}, {"nan": 1.5, "posinf": 7.0, "neginf": -7.0}))),
     # predicates (bool results) and bitwise
     *[EwDef(n, 1, tp(n), f"torch.{n}", f"jax.numpy.{n}", out="bool", dtypes=_dt(n, ALL), dropin=_di(n))
       for n in ("isnan", "isinf", "isfinite", "signbit", "logical_not")],
-    EwDef("bitwise_not", 1, tp("bitwise_not"), "torch.bitwise_not", "jax.numpy.invert", domain="wide",
-          dtypes=INT + BOOL, dropin=_di("bitwise_not")),
+    EwDef("bitwise_not", 1, tp("bitwise_not"), "torch.bitwise_not", "jax.numpy.invert",
+          dtypes=INT + BOOL, dropin=_di("bitwise_not"), samples=ew_samples("wide")),
 ])
