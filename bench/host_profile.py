@@ -20,17 +20,13 @@ import torch.nn.functional as F
 
 import baracuda as bc
 import baracuda.torch as bt
+from baracuda.bench import host as _host
 
 
 def per_call_us(fn, n=300, warm=30):
     for _ in range(warm):
         fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / n * 1e6
+    return _host.per_call_us(torch, fn, n)
 
 
 def print_profile(fn, reps):
@@ -52,19 +48,8 @@ def demo(profile):
     """The demo's Llama-style block (tokens 2x256, dim 512, f32), forward + backward: wall ms through baracuda
     (its eager fast path, and every call through the custom op), and through torch eager (best of 5,
     synchronized), and cProfile's view of the baracuda run."""
-    from baracuda.demo import block, make_params
-    params, x0 = make_params(torch, 256, 2, 512, 4, "cuda", torch.float32)
-    leaves = ["w_qkv", "w_o", "b_o", "w_13", "w_2", "w_vocab", "norm1", "norm2", "norm_f"]
-
-    def run(use):
-        p = {k: (v.detach().clone().requires_grad_(k in leaves) if torch.is_tensor(v) else v)
-             for k, v in params.items()}
-        x = x0.detach().clone().requires_grad_()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        block(bt if use else torch, x, p, 4, use).backward()
-        torch.cuda.synchronize()
-        return (time.perf_counter() - t0) * 1e3
+    from baracuda.bench.host import demo_step
+    run = demo_step(torch, bt)
     from baracuda.torch import _call as _library
 
     def custom_op_only():

@@ -17,7 +17,6 @@ import numpy as np
 
 from . import checks as _checks
 from .device import Device, as_device
-from .dtypes import DType
 from .errors import (BufferTooSmallError, DTypeMismatchError, InvalidProblemError, UnsupportedError,
                      WorkspaceTooSmallError)
 from .options import PlanPreference, current_preference
@@ -321,23 +320,14 @@ class Plan:
                 return produce(xs)
 
             return go
-        if len(allocs) == 1 and ws is None:
-            like, alloc = allocs[0]
-            if like is not None:
-                def go(xs):
-                    if checks.PENDING:
-                        checks.poll()
-                    x = xs[like]
-                    outs = [empty_like(x) if x.is_contiguous() else alloc()]
-                    run(desc, xs, outs, None)
-                    return outs
-
-                return go
+        if len(allocs) == 1 and ws is None and allocs[0][0] is not None:
+            like, alloc = allocs[0]      # one output shaped like an input (elementwise, norms, softmax): the hot case
 
             def go(xs):
                 if checks.PENDING:
                     checks.poll()
-                outs = [alloc()]
+                x = xs[like]
+                outs = [empty_like(x) if x.is_contiguous() else alloc()]
                 run(desc, xs, outs, None)
                 return outs
 

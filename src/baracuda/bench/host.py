@@ -22,7 +22,7 @@ import json
 import statistics
 import time
 
-__all__ = ["run_host", "main"]
+__all__ = ["run_host", "main", "demo_step", "per_call_us"]
 
 OPS = ("add", "exp", "softmax", "sum", "layer_norm", "rms_norm", "cross_entropy", "matmul")
 
@@ -56,7 +56,8 @@ def _cases(torch, bt, size: str, dev):
     }
 
 
-def _per_call_us(torch, fn, n: int) -> float:
+def per_call_us(torch, fn, n: int) -> float:
+    """Wall µs per call of ``fn`` over ``n`` calls, the GPU synchronized before and after."""
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     for _ in range(n):
@@ -72,8 +73,8 @@ def _paired(torch, ours, theirs, n: int, rounds: int) -> dict:
             f()
     a, b = [], []
     for _ in range(rounds):
-        a.append(_per_call_us(torch, ours, n))
-        b.append(_per_call_us(torch, theirs, n))
+        a.append(per_call_us(torch, ours, n))
+        b.append(per_call_us(torch, theirs, n))
     ratios = sorted(x / y for x, y in zip(a, b))
     return {"baracuda_us": statistics.median(a), "torch_us": statistics.median(b),
             "ratio": statistics.median(ratios)}
@@ -81,7 +82,6 @@ def _paired(torch, ours, theirs, n: int, rounds: int) -> dict:
 
 def _floors(torch, n: int) -> dict:
     import triton
-    import triton.language as tl
 
     _empty_kernel = triton.jit(_empty_body)
     x = torch.zeros(16, device="cuda")
@@ -108,12 +108,12 @@ def _floors(torch, n: int) -> dict:
         return None
 
     return {
-        "torch.add_16": _per_call_us(torch, lambda: torch.add(y, y), n),
-        "torch.empty_like_16": _per_call_us(torch, lambda: torch.empty_like(y), n),
-        "triton_launch_kernel[grid]": _per_call_us(torch, lambda: _empty_kernel[(1,)](x, 16), n),
-        "triton_launch_direct": _per_call_us(torch, direct, n),
-        "autograd_function_apply": _per_call_us(torch, lambda: _Nothing.apply(xg), n),
-        "python_call": _per_call_us(torch, nothing, n),
+        "torch.add_16": per_call_us(torch, lambda: torch.add(y, y), n),
+        "torch.empty_like_16": per_call_us(torch, lambda: torch.empty_like(y), n),
+        "triton_launch_kernel[grid]": per_call_us(torch, lambda: _empty_kernel[(1,)](x, 16), n),
+        "triton_launch_direct": per_call_us(torch, direct, n),
+        "autograd_function_apply": per_call_us(torch, lambda: _Nothing.apply(xg), n),
+        "python_call": per_call_us(torch, nothing, n),
     }
 
 
@@ -121,7 +121,9 @@ def _empty_body(x_ptr, N: "tl.constexpr"):   # noqa: F821  (a bare Triton launch
     pass
 
 
-def _demo(torch, bt, reps: int) -> dict:
+def demo_step(torch, bt):
+    """``run(use_baracuda) -> ms``: one synchronized forward + backward of ``baracuda demo``'s block (tokens
+    2x256, dim 512, f32) on fresh leaves, through baracuda or torch eager."""
     from ..demo import block, make_params
 
     params, x0 = make_params(torch, 256, 2, 512, 4, "cuda", torch.float32)
@@ -136,7 +138,11 @@ def _demo(torch, bt, reps: int) -> dict:
         block(bt if use else torch, x, p, 4, use).backward()
         torch.cuda.synchronize()
         return (time.perf_counter() - t0) * 1e3
+    return run
 
+
+def _demo(torch, bt, reps: int) -> dict:
+    run = demo_step(torch, bt)
     for use in (True, False, True, False):
         run(use)
     ours, eager = [], []
@@ -177,8 +183,8 @@ def run_host(n: int = 2000, rounds: int = 7, demo_reps: int = 9) -> dict:
             mode = bt.mode()
             with torch.no_grad():   # (entered once: no_grad's own torch calls would pass through the mode too)
                 with mode:
-                    mode_us = [_per_call_us(torch, in_mode, n) for _ in range(rounds)]
-                plain = [_per_call_us(torch, in_mode, n) for _ in range(rounds)]
+                    mode_us = [per_call_us(torch, in_mode, n) for _ in range(rounds)]
+                plain = [per_call_us(torch, in_mode, n) for _ in range(rounds)]
             res["rows"].append({"op": op, "size": size, "row": "mode", "target": 2.0,
                                 "baracuda_us": statistics.median(mode_us), "torch_us": statistics.median(plain),
                                 "ratio": statistics.median(mode_us) / statistics.median(plain),
@@ -188,8 +194,8 @@ def run_host(n: int = 2000, rounds: int = 7, demo_reps: int = 9) -> dict:
     with torch.no_grad():
         mode = bt.mode()
         with mode:
-            m_us = [_per_call_us(torch, lambda: torch.sort(s), n) for _ in range(rounds)]
-        p_us = [_per_call_us(torch, lambda: torch.sort(s), n) for _ in range(rounds)]
+            m_us = [per_call_us(torch, lambda: torch.sort(s), n) for _ in range(rounds)]
+        p_us = [per_call_us(torch, lambda: torch.sort(s), n) for _ in range(rounds)]
     res["rows"].append({"op": "sort (not routed)", "size": "64", "row": "mode_unrouted", "target": 1.2,
                         "baracuda_us": statistics.median(m_us), "torch_us": statistics.median(p_us),
                         "ratio": statistics.median(m_us) / statistics.median(p_us)})
@@ -198,7 +204,7 @@ def run_host(n: int = 2000, rounds: int = 7, demo_reps: int = 9) -> dict:
         o = torch.empty_like(u)
         plan = bc.Plan.select(bc.Descriptor.make("add", (shape, "f32"), (shape, "f32")), "cuda")
         ws = torch.empty(max(plan.workspace_size, 1), dtype=torch.uint8, device=dev)
-        us = statistics.median(_per_call_us(torch, lambda: plan.run(u, v, out=o, workspace=ws), n)
+        us = statistics.median(per_call_us(torch, lambda: plan.run(u, v, out=o, workspace=ws), n)
                                for _ in range(rounds))
         res["rows"].append({"op": "add", "size": size, "row": "plan.run(out=, workspace=)", "target_us": 8.0,
                             "baracuda_us": us})
