@@ -183,3 +183,27 @@ def test_index_inputs_take_the_samples_dtype():
                     assert dt == (h if h.is_integer else wl.dtype)
                 return
     pytest.skip("no op mixes float and integer inputs in its samples")
+
+
+def test_host_bench_machinery_on_cpu(monkeypatch):
+    """bench --host's cases and paired timing run (the numbers mean nothing on the CPU; the GPU run is in
+    bench/results): every case's baracuda and torch calls agree, forward and backward."""
+    import torch
+
+    import baracuda.torch as bt
+    from baracuda.bench import host
+
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    for size in ("16", "64x4096"):
+        for op, (theirs, ours, make) in host._cases(torch, bt, size, torch.device("cpu")).items():
+            xs = make(False)
+            torch.testing.assert_close(ours(*xs), theirs(*xs), rtol=1e-4, atol=1e-4, msg=op)
+            if size == "16":
+                r = host._paired(torch, lambda: ours(*xs), lambda: theirs(*xs), 2, 1)
+                assert r["baracuda_us"] > 0 and r["torch_us"] > 0 and r["ratio"] > 0
+                xg = make(True)
+                out = ours(*xg)
+                torch.autograd.backward(out, torch.ones_like(out) if out.dim() else None)
+                assert all(x.grad is not None for x in xg)
+    assert "fwd" in host._line({"op": "add", "size": "16", "row": "fwd", "target": 1.5, "baracuda_us": 2.0,
+                                "torch_us": 1.0, "ratio": 2.0})
