@@ -153,3 +153,27 @@ def test_backward_skips_gradients_nobody_wants():
     assert any(s.op == "sum" for s in b.backward_plan().skus)   # both wanted: the mask's gradient is summed
     m = _call.bound("mul", {}, [bt.add(x, mask).detach(), scale])
     assert [s.op for s in m.backward_plan((True, False)).skus] == ["mul"]
+
+
+def test_frozen_weights_cost_no_gradient_gemm():
+    """linear / matmul with a frozen weight (LoRA-style): the backward plan for that mask runs one GEMM (dx), none
+    for the weight or bias; the input's gradient is torch's."""
+    x = torch.randn(2, 5, 8, device=DEVICE, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(6, 8, device=DEVICE, dtype=torch.float64)
+    b = torch.randn(6, device=DEVICE, dtype=torch.float64)
+    y = bt.nn.functional.linear(x, w, b)
+    g = torch.randn_like(y)
+    y.backward(g)
+    xr = x.detach().clone().requires_grad_()
+    torch.nn.functional.linear(xr, w, b).backward(g)
+    torch.testing.assert_close(x.grad, xr.grad)
+    lin = _call.bound("linear", {}, [x, w, b])
+    assert [s.op for s in lin.backward_plan((True, False, False)).skus] == ["mm"]
+    assert len(lin.backward_plan().skus) >= 3            # dx, dW and the bias sum when all are wanted
+    a = torch.randn(3, 4, 8, device=DEVICE, dtype=torch.float64, requires_grad=True)
+    m = torch.randn(8, 5, device=DEVICE, dtype=torch.float64)
+    out = bt.matmul(a, m)
+    out.backward(torch.ones_like(out))
+    torch.testing.assert_close(a.grad, torch.ones(3, 4, 5, device=DEVICE, dtype=torch.float64) @ m.T)
+    mm = _call.bound("matmul", {}, [a, m])
+    assert len(mm.backward_plan((True, False)).skus) == 1 and len(mm.backward_plan().skus) == 2

@@ -209,11 +209,16 @@ def _g_gemm(ctx, d, grads, s):
     b = ctx.reshape(s["b"], dims.b_mat) if len(B.shape) == 1 else s["b"]
     g = ctx.reshape(g, dims.batch + (dims.m, dims.n))
     op = d.op
-    if ta:
+    ga = gb = None         # (ctx.needs[i] False: nobody wants that operand's gradient -- a frozen weight)
+    if not ctx.needs[0]:
+        pass
+    elif ta:
         ga = ctx.op(op, b, g, trans_a=tb, trans_b=True)
     else:
         ga = ctx.op(op, g, b, trans_a=False, trans_b=not tb)
-    if len(dims.b_mat) == 2 and len(dims.a_mat) > 2 and not ta and op == "matmul":
+    if not ctx.needs[1]:
+        pass
+    elif len(dims.b_mat) == 2 and len(dims.a_mat) > 2 and not ta and op == "matmul":
         # b is shared by every batch: fold the batch into the rows, one [K, bM] @ [bM, N] GEMM instead of a
         # batched product of [batch, K, N] partials followed by a reduction over the batch
         rows = dims.nbatch * dims.m
@@ -224,8 +229,8 @@ def _g_gemm(ctx, d, grads, s):
         gb = ctx.op(op, g, a, trans_a=True, trans_b=ta)
     else:
         gb = ctx.op(op, a, g, trans_a=not ta, trans_b=False)
-    ga = ctx.reshape(ctx.reduce_to(ga, dims.a_mat), A.shape)
-    gb = ctx.reshape(ctx.reduce_to(gb, dims.b_mat), B.shape)
+    ga = ctx.reshape(ctx.reduce_to(ga, dims.a_mat), A.shape) if ga is not None else None
+    gb = ctx.reshape(ctx.reduce_to(gb, dims.b_mat), B.shape) if gb is not None else None
     return ga, gb
 
 
@@ -233,13 +238,13 @@ def _g_linear_common(ctx, d, s, dpre):
     """dx = dpre @ W, dW = dpre^T @ x, db = sum of dpre over the rows (x folded to [M, K])."""
     x_spec = d.inputs[0]
     m, k, n = linear_dims(d.op, d.inputs)
+    need = ctx.needs     # a frozen weight / bias / an input nobody differentiates: its GEMM or sum is not run
     dpre2 = ctx.reshape(dpre, (m, n))
-    x2 = ctx.reshape(s["x"], (m, k))
-    gx = ctx.reshape(ctx.op("mm", dpre2, s["weight"]), x_spec.shape)
-    gw = ctx.op("mm", dpre2, x2, trans_a=True)
+    gx = ctx.reshape(ctx.op("mm", dpre2, s["weight"]), x_spec.shape) if need[0] else None
+    gw = ctx.op("mm", dpre2, ctx.reshape(s["x"], (m, k)), trans_a=True) if need[1] else None
     res = [gx, gw]
     if len(d.inputs) == 3:
-        res.append(ctx.reduce_to(dpre2, (n,)))
+        res.append(ctx.reduce_to(dpre2, (n,)) if need[2] else None)
     return tuple(res)
 
 
