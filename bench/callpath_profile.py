@@ -6,29 +6,19 @@ For each op of ``baracuda bench --host`` (16-element inputs): the drop-in forwar
 backward, and the call routed by bt.mode(); prints the top functions by own time for each.
 """
 import argparse
-import cProfile
-import io
-import pstats
 
 import torch
 
 import baracuda.torch as bt
 from baracuda.bench.host import _cases
+from host_profile import profile_text   # (bench/, the script's own folder)
 
 
 def prof(name, fn, calls, top):
     for _ in range(100):
         fn()
     torch.cuda.synchronize()
-    p = cProfile.Profile()
-    p.enable()
-    for _ in range(calls):
-        fn()
-    torch.cuda.synchronize()
-    p.disable()
-    s = io.StringIO()
-    pstats.Stats(p, stream=s).sort_stats("tottime").print_stats(top)
-    text = s.getvalue()
+    text = profile_text(fn, calls, (("tottime", top),))
     print(f"==== {name} ({calls} calls)\n" + text[text.index("ncalls"):])
 
 

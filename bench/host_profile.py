@@ -29,8 +29,8 @@ def per_call_us(fn, n=300, warm=30):
     return _host.per_call_us(torch, fn, n)
 
 
-def print_profile(fn, reps):
-    """cProfile of reps calls of fn (then a synchronize): the top functions by own time and by cumulative time."""
+def profile_text(fn, reps, sorts=(("tottime", 30), ("cumulative", 50))) -> str:
+    """cProfile of reps calls of fn (then a synchronize): the top functions for each (sort key, count)."""
     prof = cProfile.Profile()
     prof.enable()
     for _ in range(reps):
@@ -39,9 +39,13 @@ def print_profile(fn, reps):
     prof.disable()
     s = io.StringIO()
     st = pstats.Stats(prof, stream=s)
-    st.sort_stats("tottime").print_stats(30)
-    st.sort_stats("cumulative").print_stats(50)
-    print(s.getvalue())
+    for key, top in sorts:
+        st.sort_stats(key).print_stats(top)
+    return s.getvalue()
+
+
+def print_profile(fn, reps):
+    print(profile_text(fn, reps))
 
 
 def demo(profile):

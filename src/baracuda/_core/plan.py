@@ -10,13 +10,13 @@ from __future__ import annotations
 import functools
 
 import math
-from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
 
 from . import checks as _checks
 from .device import Device, as_device
+from .dtypes import as_dtype
 from .errors import (BufferTooSmallError, DTypeMismatchError, InvalidProblemError, UnsupportedError,
                      WorkspaceTooSmallError)
 from .options import PlanPreference, current_preference
@@ -145,8 +145,6 @@ class Plan:
             shape = tuple(a.shape)
             if shape != want.shape:
                 raise InvalidProblemError(op, self._arg(i), f"shape {want.shape}", shape)
-            from .dtypes import as_dtype
-
             got = as_dtype(a.dtype)
             if got != want.dtype:
                 raise DTypeMismatchError(op, self._arg(i), str(want.dtype), str(got))
@@ -179,8 +177,6 @@ class Plan:
                 raise BufferTooSmallError(self.desc.op, f"out[{j}]", t.numel, n)
             if tuple(a.shape) != t.shape:
                 raise InvalidProblemError(self.desc.op, f"out[{j}]", f"shape {t.shape}", tuple(a.shape))
-            from .dtypes import as_dtype
-
             if as_dtype(a.dtype) != t.dtype:
                 raise DTypeMismatchError(self.desc.op, f"out[{j}]", str(t.dtype), str(as_dtype(a.dtype)))
             natives.append(a)
@@ -265,14 +261,20 @@ class Plan:
                                                        device=self._torch_dev)))
             ws = (functools.partial(torch.empty, self.workspace_size, dtype=torch.uint8, device=self._torch_dev)
                   if self.workspace_size else None)
-            fast = self._fast = (torch.Tensor, sigs, didx, tuple(allocs), torch.empty_like, ws)
+            allocs, empty_like = tuple(allocs), torch.empty_like
+
+            def alloc_outs(xs):
+                # (empty_like of a non-contiguous input would copy its strides: outputs are always contiguous)
+                return [empty_like(xs[like]) if like is not None and xs[like].is_contiguous() else alloc()
+                        for like, alloc in allocs]
+            fast = self._fast = (torch.Tensor, sigs, didx, allocs, alloc_outs, ws)
         return fast
 
     def _fast_path(self, inputs, out=None, workspace=None):
         """Plain torch tensors matching the plan exactly (inputs, and ``out`` / ``workspace`` where given): the
         checks are a few attribute compares per operand (host overhead is what small ops pay); anything else
         returns None and takes the general path, which names what is wrong."""
-        tensor_t, sigs, didx, allocs, empty_like, ws = self._fast_parts()
+        tensor_t, sigs, didx, allocs, alloc_outs, ws = self._fast_parts()
         if len(inputs) != len(sigs):
             return None
         for x, (shp, dt) in zip(inputs, sigs):
@@ -285,9 +287,7 @@ class Plan:
         elif ws is not None:
             workspace = ws()
         if out is None:
-            # (empty_like of a non-contiguous input would copy its strides: outputs are always contiguous)
-            outs = [empty_like(inputs[like]) if like is not None and inputs[like].is_contiguous() else alloc()
-                    for like, alloc in allocs]
+            outs = alloc_outs(inputs)
             self._run(self.desc, inputs, outs, workspace)
             return outs[0] if len(outs) == 1 else tuple(outs)
         outs = [out] if type(out) is tensor_t else list(out) if isinstance(out, (tuple, list)) else None
@@ -309,8 +309,10 @@ class Plan:
                 res = self.run(*xs)
                 return list(res) if isinstance(res, tuple) else [res]
             return checked
-        _, _, _, allocs, empty_like, ws = self._fast_parts()
-        run, desc, checks = self._run, self.desc, _checks
+        import torch
+
+        _, _, _, allocs, alloc_outs, ws = self._fast_parts()
+        run, desc, checks, empty_like = self._run, self.desc, _checks, torch.empty_like
         produce = getattr(run, "produce", None)
         if produce is not None and ws is None:
             # the implementation returns fresh contiguous outputs itself (torch's functional GEMM entry points)
@@ -336,8 +338,7 @@ class Plan:
         def go(xs):
             if checks.PENDING:
                 checks.poll()
-            outs = [empty_like(xs[like]) if like is not None and xs[like].is_contiguous() else alloc()
-                    for like, alloc in allocs]
+            outs = alloc_outs(xs)
             run(desc, xs, outs, ws() if ws is not None else None)
             return outs
 
@@ -352,7 +353,10 @@ def plan_for(desc: Descriptor, device: Device, pref: PlanPreference) -> Plan:
 
 
 # -- backward ----------------------------------------------------------------------------------
-_DTYPE_OF: dict = {}    # an array library's dtype object (torch, NumPy) -> DType, as tensors.shape_dtype_device says
+def _torch_dtype():
+    import torch
+
+    return torch.dtype
 
 
 class _AllNeeded:
@@ -390,15 +394,12 @@ class _Ctx:
     def spec_of(x) -> TensorSpec:
         if isinstance(x, TensorSpec):
             return x
-        dt = _DTYPE_OF.get(getattr(x, "dtype", None))     # (backward rules ask per call: no adapter lookup)
-        if dt is None:
-            from .tensors import shape_dtype_device
+        if isinstance(getattr(x, "dtype", None), _torch_dtype()):
+            return TensorSpec(tuple(x.shape), as_dtype(x.dtype))   # (backward rules ask per call: no adapter lookup)
+        from .tensors import shape_dtype_device
 
-            s, dt, _ = shape_dtype_device(x)
-            if isinstance(getattr(x, "dtype", None), Hashable):
-                _DTYPE_OF[x.dtype] = dt
-            return TensorSpec(tuple(s), dt)
-        return TensorSpec(tuple(x.shape), dt)
+        s, d, _ = shape_dtype_device(x)
+        return TensorSpec(tuple(s), d)
 
     def op(self, name: str, *xs, **attrs):
         key = None

@@ -28,14 +28,14 @@ import threading
 import torch
 
 from .._core.device import Device
+from .._core.dtypes import as_dtype
 from .._core.errors import BaracudaError, UnsupportedError
 from .._core.options import current_preference
 from .._core.plan import BackwardPlan, Plan
 from .._core.spec import Descriptor, TensorSpec, saved_names
-from ._schema import encode_attrs, sig_string
+from ._schema import encode_attrs, plain_attr, sig_string
 
-__all__ = ["call", "bound", "Bound", "CACHE_SIZE", "cache_info", "inside_baracuda", "differentiable_only",
-           "EAGER_FAST_PATH"]
+__all__ = ["call", "bound", "Bound", "Operand", "CACHE_SIZE", "cache_info", "EAGER_FAST_PATH"]
 
 CACHE_SIZE = 4096       # bound calls kept (least recently used dropped first); each holds a plan (~2 KB)
 
@@ -46,27 +46,6 @@ class _State(threading.local):
 
 
 STATE = _State()
-
-
-def inside_baracuda() -> bool:
-    """True while a baracuda op or backward op runs (``baracuda.torch.mode`` then leaves torch calls alone)."""
-    return STATE.depth > 0
-
-
-class differentiable_only:
-    """Inside the block, an op called on tensors that require grad (grad mode on) raises UnsupportedError at
-    once unless baracuda differentiates it with respect to them (its backward plan is built, so a rule that
-    cannot run for these dtypes refuses here, not in ``backward()``).  ``baracuda.torch.mode`` runs drop-ins
-    under it so that torch takes those calls instead."""
-
-    __slots__ = ("prev",)
-
-    def __enter__(self):
-        self.prev = STATE.grad_check
-        STATE.grad_check = True
-
-    def __exit__(self, *exc):
-        STATE.grad_check = self.prev
 
 
 # -- recording (the demo and debugging; off the hot path unless a recorder is active) -----------------------
@@ -153,8 +132,8 @@ class Bound(Call):
     __slots__ = ("plan", "go", "pref", "_bw", "_bw_masked")
 
     def __init__(self, name: str, attrs: dict, sig: tuple, pref):
-        desc = Descriptor(name, tuple(TensorSpec(tuple(s), _dtype_of(d)) for s, d, _ in sig),
-                          tuple(sorted((k, _plain(v)) for k, v in attrs.items())))
+        desc = Descriptor(name, tuple(TensorSpec(tuple(s), as_dtype(d)) for s, d, _ in sig),
+                          tuple(sorted((k, plain_attr(v)) for k, v in attrs.items())))
         super().__init__(desc)
         devs = {i for _, _, i in sig}
         index = max(devs, default=-1)
@@ -173,12 +152,7 @@ class Bound(Call):
             outs = self.go(xs) if not RECORDERS else _record_fw(self, xs)
         finally:
             STATE.depth -= 1
-        # an output that is an input (a pass-through plan) is copied: callers own what a drop-in returns
-        for j, o in enumerate(outs):
-            for x in xs:
-                if o is x:
-                    outs[j] = o.clone()
-        return outs
+        return _owned(outs, xs)
 
     # backward -----------------------------------------------------------------------------------------------
     def backward_plan(self, needs: tuple | None = None) -> BackwardPlan:
@@ -197,9 +171,10 @@ class Bound(Call):
                 self._bw_masked[needs] = bw
         return bw
 
-    def run_backward(self, args, placeholders: bool = False, needs: tuple | None = None) -> list:
+    def run_backward(self, args, as_tensors: bool = False, needs: tuple | None = None) -> list:
         """Input gradients from ``args`` = output gradients + saved tensors (``None`` where an input gets none;
-        ``placeholders``: an empty tensor there instead, as the backward custom op must return tensors)."""
+        ``as_tensors``: an empty tensor there instead, and no gradient aliasing an argument -- what the backward
+        custom op must return)."""
         n_out = len(self.desc.outputs)
         grads, saved_list = args[:n_out], args[n_out:]
         STATE.depth += 1
@@ -214,7 +189,7 @@ class Bound(Call):
                 res = bw.run(*grads, **saved)
         finally:
             STATE.depth -= 1
-        if not placeholders:
+        if not as_tensors:
             # autograd takes a gradient that is an upstream or saved tensor as it is (add's backward hands the
             # upstream to both inputs, as torch's own does)
             return list(res)
@@ -227,7 +202,7 @@ class Bound(Call):
         return out
 
     def check_grad(self, xs) -> None:
-        """Under ``differentiable_only``: refuse now unless every input that requires grad gets its gradient."""
+        """Under bt.mode() (STATE.grad_check): refuse now unless every input that requires grad gets its gradient."""
         if not self.float_out:
             return
         wanted = [i for i, x in enumerate(xs) if x.requires_grad]
@@ -249,6 +224,17 @@ class _Refused:
         self.error = error
 
 
+def _owned(outs: list, xs) -> list:
+    """``outs`` with any output that is an input (a pass-through plan) copied: callers own what a drop-in
+    returns."""
+    for j, o in enumerate(outs):
+        for x in xs:
+            if o is x:
+                outs[j] = o.clone()
+                break
+    return outs
+
+
 def _checked(plan: Plan):
     def run(xs):
         res = plan.run(*xs)
@@ -256,20 +242,17 @@ def _checked(plan: Plan):
     return run
 
 
-@functools.lru_cache(maxsize=None)
-def _dtype_of(tdt):
-    from .._core.dtypes import as_dtype
+class Operand:
+    """Stands for an operand known only by its shape, dtype and device index (the backward custom op's forward
+    operands, the fused path's upstream scalar): what ``bound`` reads of a tensor."""
 
-    return as_dtype(tdt)
+    __slots__ = ("shape", "dtype", "index")
 
+    def __init__(self, shape, dtype, index: int):
+        self.shape, self.dtype, self.index = torch.Size(shape), dtype, index
 
-def _plain(v):
-    """An attribute value as the descriptor keeps it: torch dtypes as ours, sequences as tuples."""
-    if isinstance(v, torch.dtype):
-        return _dtype_of(v)
-    if isinstance(v, (tuple, list)):
-        return tuple(_plain(e) for e in v)
-    return v
+    def get_device(self) -> int:
+        return self.index
 
 
 def _device_of_args(args) -> torch.device:
@@ -304,7 +287,7 @@ def bound(name: str, attrs: dict, xs) -> Bound:
     try:
         b = _bound(name, _attr_key(attrs), sig, current_preference())
     except TypeError:       # an unhashable attribute value (a nested list): bound afresh, not cached
-        b = Bound(name, attrs, sig, current_preference())
+        b = _bound.__wrapped__(name, _attr_key(attrs), sig, current_preference())
     if type(b) is _Refused:
         raise b.error.with_traceback(None)
     return b
@@ -348,13 +331,17 @@ _function_mode_on = torch._C._is_torch_function_mode_enabled
 _preference = current_preference
 
 
+def _traced() -> bool:
+    """A tracer, a transform or a dispatch mode is active (or the fast path is switched off): the custom op."""
+    return not EAGER_FAST_PATH[0] or _is_compiling() or _functorch_active() or _dispatch_depth()
+
+
+def _plain_tensor(x) -> bool:
+    return type(x) in _PLAIN and (x.is_cuda or x.is_cpu)
+
+
 def _eager_ok(xs) -> bool:
-    if not EAGER_FAST_PATH[0] or _is_compiling() or _functorch_active() or _dispatch_depth():
-        return False
-    for x in xs:
-        if type(x) not in _PLAIN or not (x.is_cuda or x.is_cpu):
-            return False
-    return True
+    return not _traced() and all(_plain_tensor(x) for x in xs)
 
 
 def _through_custom_op(name: str, xs, attrs: dict):
@@ -376,17 +363,17 @@ def call(name: str, xs, attrs: dict):
     """
     # (one flat function: on a 16-element add this path is what the host pays beyond the launch itself, so the
     # eager checks, the call key and the launch are inlined here; bench/callpath_profile.py)
-    if not EAGER_FAST_PATH[0] or _is_compiling() or _functorch_active() or _dispatch_depth():
+    if _traced():
         return _through_custom_op(name, xs, attrs)
     sig = []
     for x in xs:
-        if type(x) not in _PLAIN or not (x.is_cuda or x.is_cpu):
+        if type(x) not in _PLAIN or not (x.is_cuda or x.is_cpu):     # (_plain_tensor, inlined)
             return _through_custom_op(name, xs, attrs)
         sig.append((x.shape, x.dtype, x.get_device()))
     try:
         b = _bound(name, _attr_key(attrs) if attrs else (), tuple(sig), _preference())
     except TypeError:       # an unhashable attribute value (a nested list): bound afresh, not cached
-        b = _bound.__wrapped__(name, _attr_key(attrs), tuple(sig), _preference())
+        b = bound(name, attrs, xs)
     if type(b) is _Refused:
         raise b.error.with_traceback(None)
     if b.float_out and _grad_enabled():
@@ -399,10 +386,5 @@ def call(name: str, xs, attrs: dict):
     if RECORDERS or _function_mode_on():
         outs = b.forward(xs)        # marks baracuda's own torch calls for an active bt.mode(); records
     else:
-        outs = b.go(xs)
-        for j, o in enumerate(outs):
-            for x in xs:
-                if o is x:          # a pass-through plan: callers own what a drop-in returns
-                    outs[j] = o.clone()
-                    break
+        outs = _owned(b.go(xs), xs)
     return outs[0] if len(outs) == 1 else tuple(outs)

@@ -27,7 +27,7 @@ import torch
 
 from .._core.errors import InvalidProblemError, UnsupportedError
 from .._core.spec import get_spec
-from ._call import STATE, bound
+from ._call import STATE, Operand, bound
 
 
 def _plan_of(name, attrs: dict, xs, strict: bool = False):
@@ -53,19 +53,6 @@ def _inside(fn):
     return wrapped
 
 
-class _Scalar:
-    """Stands for the upstream gradient (a 0-d tensor of the logits' dtype) where only its shape, dtype and
-    device matter: the plan lookup."""
-    __slots__ = ("dtype", "device", "index")
-    shape = torch.Size(())
-
-    def __init__(self, like):
-        self.dtype, self.device, self.index = like.dtype, like.device, like.get_device()
-
-    def get_device(self) -> int:
-        return self.index
-
-
 @functools.lru_cache(maxsize=None)
 def _takes_upstream(name) -> bool:
     return get_spec(name).arg_names[:1] == ("grad",)
@@ -81,7 +68,8 @@ def _fused_plan(spec, inputs, attrs):
     if not any(inputs[i].requires_grad for i in spec.differentiable if i < len(inputs)):
         return None
     up = _takes_upstream(spec.fused_grad)
-    xs = (_Scalar(inputs[0]),) + tuple(inputs) if up else inputs
+    # the upstream gradient: a 0-d tensor of the logits' dtype, known only by that to the plan lookup
+    xs = (Operand((), inputs[0].dtype, inputs[0].get_device()),) + tuple(inputs) if up else inputs
     plan = _plan_of(spec.fused_grad, attrs, xs)
     return None if plan is None else (plan, up)
 

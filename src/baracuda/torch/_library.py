@@ -16,7 +16,7 @@ import torch
 
 from .._core.dtypes import as_dtype
 from .._core.spec import Descriptor, TensorSpec
-from ._call import Call, bound
+from ._call import Call, Operand, bound
 from ._schema import decode_attrs, parse_sig
 
 _lib = torch.library.Library("baracuda", "DEF")
@@ -24,21 +24,10 @@ _lib.define("op(str name, str attrs, Tensor[] xs) -> Tensor[]")
 _lib.define("op_backward(str name, str attrs, str sig, Tensor?[] args) -> Tensor[]")
 
 
-class _Operand:
-    """Stands for a forward operand the backward custom op only knows by its signature (shape, dtype, device)."""
-    __slots__ = ("shape", "dtype", "index")
-
-    def __init__(self, shape, dtype, index):
-        self.shape, self.dtype, self.index = torch.Size(shape), dtype, index
-
-    def get_device(self) -> int:
-        return self.index
-
-
 def _operands(sig: str, args) -> list:
     dev = next(a for a in args if a is not None)
     index = dev.get_device()
-    return [_Operand(s, d.torch, index) for s, d in parse_sig(sig)]
+    return [Operand(s, d.torch, index) for s, d in parse_sig(sig)]
 
 
 # -- forward -----------------------------------------------------------------------------------
@@ -65,7 +54,7 @@ torch.library.register_fake("baracuda::op", _op_fake, lib=_lib)
 
 # -- backward ----------------------------------------------------------------------------------
 def _bw_impl(name: str, attrs: str, sig: str, args):
-    return bound(name, decode_attrs(attrs), _operands(sig, args)).run_backward(args, placeholders=True)
+    return bound(name, decode_attrs(attrs), _operands(sig, args)).run_backward(args, as_tensors=True)
 
 
 def _bw_fake(name: str, attrs: str, sig: str, args):

@@ -343,7 +343,7 @@ class mode(TorchFunctionMode):
         why = None if types == _PLAIN_TYPES else _not_routable(types)
         if why is None:
             state = STATE
-            prev, state.grad_check = state.grad_check, True   # (differentiable_only, without a context manager)
+            prev, state.grad_check = state.grad_check, True   # (a refused gradient falls through to torch)
             try:
                 res = route.run(args, kwargs)
             except _REFUSED as e:

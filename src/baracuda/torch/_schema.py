@@ -14,7 +14,7 @@ import torch
 from .._core.dtypes import DType, as_dtype
 from .._core.spec import Descriptor
 
-__all__ = ["encode_attrs", "decode_attrs", "sig_string", "parse_sig"]
+__all__ = ["encode_attrs", "decode_attrs", "plain_attr", "sig_string", "parse_sig"]
 
 # -- attribute encoding ------------------------------------------------------------------------
 # attrs travel as a Python literal (repr) so that Dynamo can constant-fold the encoding while tracing
@@ -44,6 +44,12 @@ def _dec(v):
             return float(v[1])
         return tuple(_dec(x) for x in v)
     return v
+
+
+def plain_attr(v):
+    """An attribute value as a descriptor keeps it, the same as after the schema's round trip: torch dtypes as
+    DType, sequences as tuples."""
+    return _dec(_enc(v))
 
 
 def encode_attrs(attrs: dict) -> str:

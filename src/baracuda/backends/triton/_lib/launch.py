@@ -133,7 +133,8 @@ class BoundLaunch:
         entry = L.cache.get(key)
         if entry is not None:
             kernel, ctail = entry
-            self.hit = (*launch_entry(kernel)[:1], *self.grid, launch_entry(kernel)[1], L.dev, self.tail + ctail)
+            c, pre = launch_entry(kernel)
+            self.hit = (c, *self.grid, pre, L.dev, self.tail + ctail)
 
 
 _SHARED: dict = {}

@@ -34,6 +34,14 @@ def padded(shape, strides_list):
     return [1] * pad + dims, [[0] * pad + st for st in sts]
 
 
+def all_contiguous(ts) -> bool:
+    """Every tensor of ``ts`` is contiguous (a plan's bound contiguous launch applies)."""
+    for t in ts:
+        if not t.is_contiguous():
+            return False
+    return True
+
+
 def span(t) -> int:
     return 1 + sum((d - 1) * abs(s) for d, s in zip(t.shape, t.stride()) if d > 0)
 

@@ -26,6 +26,7 @@ from .._lib.launch import Launcher, bind_kernel, meta
 from .._lib.geometry import outer_r_inner
 from .._lib.interp import INTERPRETING
 from .._lib.strided import collapse as _collapse
+from .._lib.strided import all_contiguous
 from .._lib.strided import span as _span
 from .._lib.strided import expanded_strides as _expanded_strides
 from .._lib.strided import flat_offsets as _flat_offsets
@@ -203,13 +204,6 @@ def bound_broadcast(fn, in_shapes, out_shape, p0: float = 0.0, p1: float = 0.0, 
                        INTERP=INTERPRETING, PF=float_params, num_warps=4)
 
 
-def _all_contiguous(ts) -> bool:
-    for t in ts:
-        if not t.is_contiguous():
-            return False
-    return True
-
-
 def _select(desc):
     """(body, p0, p1, p2, float_params, operand views or None) for a descriptor."""
     ct = ew_compute_dtype(desc)
@@ -261,7 +255,7 @@ def _bind(desc, pref):
 
         def run_broadcast(d, inputs, outputs, ws):
             out = outputs[0]
-            if not (out.is_contiguous() and _all_contiguous(inputs)):
+            if not (out.is_contiguous() and all_contiguous(inputs)):
                 return general(d, inputs, outputs, ws)
             a = inputs[0]
             bound(out, a, inputs[1] if nb > 1 else a, inputs[2] if nb > 2 else a)

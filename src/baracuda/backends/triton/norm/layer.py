@@ -24,6 +24,7 @@ from .._lib.config import num_sms, overrides
 from .._lib.scalars import join_f64 as _eps
 from .._lib.interp import loop
 from .._lib.launch import bind_kernel, fast_kernel, meta
+from .._lib.strided import all_contiguous
 from .._lib.geometry import cdiv, next_power_of_2
 
 # Triton 3.6's interpreter cannot take range() over runtime ints with NumPy >= 2.4: there the row loops
@@ -195,13 +196,6 @@ def _rows2d(t, m, n):
     return t2, t2.stride(0), t2.stride(1)
 
 
-def _contiguous(ts) -> bool:
-    for t in ts:
-        if not t.is_contiguous():
-            return False
-    return True
-
-
 def _vec(t, n):
     v = t.reshape(n)
     return v, v.stride(0)
@@ -239,7 +233,7 @@ def _bind(desc, pref=None):
                            F64=f64, ROWS=rows, BLOCK=block, I64=i64, num_warps=warps) if m and n else None
 
         def run_fw(desc_, inputs, outputs, ws):
-            if fast is not None and _contiguous(inputs) and _contiguous(outputs):
+            if fast is not None and all_contiguous(inputs) and all_contiguous(outputs):
                 x = inputs[0]
                 r = inputs[1] if res else x
                 w = inputs[-n_aff] if n_aff else x
@@ -286,7 +280,7 @@ def _bind(desc, pref=None):
         col = bind_kernel(_col_sum, (cdiv(n, bc),), (nprog, n), BP=64, BC=bc, num_warps=4)
 
     def run_bw(desc_, inputs, outputs, ws):
-        if fast is not None and _contiguous(inputs) and _contiguous(outputs):
+        if fast is not None and all_contiguous(inputs) and all_contiguous(outputs):
             g, x = inputs[0], inputs[1]
             if has_w:
                 k = 8 if f64 else 4
