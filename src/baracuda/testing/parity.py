@@ -1,0 +1,275 @@
+"""Torch parity from PyTorch's own samples: every published drop-in against torch on its OpInfo entries.
+
+For each drop-in ``baracuda.torch.X`` whose torch name ``torch.X`` has entries in
+``torch.testing._internal.common_methods_invocations.op_db`` (by name or alias), every sample the entry
+generates runs through torch and through the drop-in, in float32 and float64 and in the integer / bool dtypes
+the entry declares. Compared: whether both raise, the result's structure, shapes, dtypes and values; in float64,
+the gradients of every input torch differentiates (``None`` counts as zero on both sides: a gradient torch
+gives as zero must be zero here, and one torch gives must exist here).
+
+``check_entry`` returns the mismatches of one entry (empty: it passes); ``run`` checks them all and returns a
+summary. The known, deliberate differences are the table in ``docs/parity.md`` (``known_differences``);
+``tests/torch/test_opinfo_parity.py`` asserts that every entry passes or is in that table, and that every
+entry in the table still differs. On a GPU: ``python -m baracuda.testing.parity --device cuda --json F``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import pathlib
+import re
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+# dtypes a sample set is drawn in: the floats always (where the entry supports them), the integers and bool
+# where the entry declares them
+DTYPES = (torch.float32, torch.float64, torch.int64, torch.int32, torch.bool)
+# Tolerances: our CPU drop-in computes in float64 and rounds once; torch computes float32 in float32
+# (accumulating reductions lose ~sqrt(n) ulps, transcendental bodies ~1-2 ulps), so float32 gets 1e-5 relative /
+# absolute; float64 results agree to rounding except where torch and NumPy use different algorithms for
+# special functions (1e-7 covers those); integer and bool results are exact.
+TOL = {torch.float32: (1e-5, 1e-5), torch.float64: (1e-7, 1e-7), torch.complex64: (1e-5, 1e-5),
+       torch.complex128: (1e-7, 1e-7)}
+MAX_SAMPLES = 40    # per entry and dtype: op_db's generators are exhaustive for some ops; 40 cover every kind
+DOCS = pathlib.Path(__file__).resolve().parents[3] / "docs" / "parity.md"
+
+
+@dataclass
+class EntryResult:
+    entry: str                 # op_db name + "." + variant_test_name where there is one
+    published: str             # the drop-in's name under baracuda.torch
+    samples: int = 0
+    mismatches: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+
+def _op_db():
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    return op_db
+
+
+def entry_name(opinfo) -> str:
+    return opinfo.name + (f".{opinfo.variant_test_name}" if opinfo.variant_test_name else "")
+
+
+def published_entries(published: dict) -> list[tuple[str, object]]:
+    """(published name, OpInfo) for every op_db entry whose name or alias is a published drop-in."""
+    out = []
+    for o in _op_db():
+        for name in (o.name,) + tuple(a.name for a in o.aliases):
+            if name in published:
+                out.append((name, o))
+                break
+    return out
+
+
+def _dropin(name: str):
+    import baracuda.torch as bt
+
+    obj = bt
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _flat(x):
+    """A result as a flat list of leaves (tensors, numbers, None), with its structure's signature."""
+    if isinstance(x, torch.Tensor):
+        return [x], "T"
+    if isinstance(x, (tuple, list)):
+        leaves, sig = [], []
+        for e in x:
+            lv, s = _flat(e)
+            leaves += lv
+            sig.append(s)
+        return leaves, f"{type(x).__name__}({','.join(sig)})"
+    return [x], type(x).__name__
+
+
+def _compare(tag, ours, theirs, out: list):
+    lo, so = _flat(ours)
+    lt, st = _flat(theirs)
+    if so != st:
+        out.append(f"{tag}: result structure {so} vs torch {st}")
+        return
+    for k, (a, b) in enumerate(zip(lo, lt)):
+        where = tag if len(lo) == 1 else f"{tag}[{k}]"
+        if isinstance(b, torch.Tensor):
+            if tuple(a.shape) != tuple(b.shape):
+                out.append(f"{where}: shape {tuple(a.shape)} vs torch {tuple(b.shape)}")
+            elif a.dtype != b.dtype:
+                out.append(f"{where}: dtype {a.dtype} vs torch {b.dtype}")
+            elif a.device != b.device:
+                out.append(f"{where}: device {a.device} vs torch {b.device}")
+            else:
+                rtol, atol = TOL.get(b.dtype, (0, 0))
+                try:
+                    torch.testing.assert_close(a.detach(), b.detach(), rtol=rtol, atol=atol, equal_nan=True)
+                except AssertionError as e:
+                    msg = str(e).strip().splitlines()
+                    out.append(f"{where}: values differ ({'; '.join(m.strip() for m in msg[1:3])})")
+        elif isinstance(b, float) and isinstance(a, float):
+            if not (a == b or (math.isnan(a) and math.isnan(b)) or abs(a - b) <= 1e-7 * max(1.0, abs(b))):
+                out.append(f"{where}: {a} vs torch {b}")
+        elif a != b:
+            out.append(f"{where}: {a!r} vs torch {b!r}")
+
+
+def _leaves(sample):
+    """The tensors of a sample that require grad (input, args, kwargs; one level into lists)."""
+    found = []
+
+    def visit(v):
+        if isinstance(v, torch.Tensor):
+            if v.requires_grad and v.is_leaf:
+                found.append(v)
+        elif isinstance(v, (list, tuple)):
+            for e in v:
+                visit(e)
+
+    visit(sample.input)
+    for a in sample.args:
+        visit(a)
+    for v in sample.kwargs.values():
+        visit(v)
+    return found
+
+
+def _call(fn, sample):
+    return fn(sample.input, *sample.args, **sample.kwargs)
+
+
+def _grads(outs, leaves, cots):
+    pairs = [(o, c) for o, c in zip(outs, cots) if isinstance(o, torch.Tensor) and o.requires_grad]
+    if not pairs:
+        return [None] * len(leaves)
+    return torch.autograd.grad([o for o, _ in pairs], leaves, [c for _, c in pairs], allow_unused=True)
+
+
+def _exc(e: BaseException) -> str:
+    return f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+
+
+def check_sample(fn, opinfo, sample, dtype, tag, out: list, grad: bool):
+    with torch.no_grad() if not grad else torch.enable_grad():
+        try:
+            theirs = _call(opinfo.op, sample)
+        except Exception as e:   # torch refuses: so must we
+            try:
+                _call(fn, sample)
+            except Exception:
+                return
+            out.append(f"{tag}: torch raises ({_exc(e)}) but the drop-in returns a result")
+            return
+        try:
+            ours = _call(fn, sample)
+        except Exception as e:
+            out.append(f"{tag}: the drop-in raises {_exc(e)}")
+            return
+    before = len(out)
+    _compare(tag, ours, theirs, out)
+    if not grad or len(out) > before:
+        return
+    leaves = _leaves(sample)
+    if not leaves:
+        return
+    lt, _ = _flat(theirs)
+    lo, _ = _flat(ours)
+    gen = torch.Generator().manual_seed(0)
+    cots = [torch.randn(o.shape, dtype=o.dtype, generator=gen) if isinstance(o, torch.Tensor) and o.is_floating_point()
+            else None for o in lt]
+    try:
+        gt = _grads(lt, leaves, cots)
+    except Exception:       # torch has no gradient here (e.g. an integer output): nothing to compare
+        return
+    try:
+        go = _grads(lo, leaves, cots)
+    except Exception as e:
+        out.append(f"{tag} grad: the drop-in's backward raises {_exc(e)}")
+        return
+    for k, (a, b) in enumerate(zip(go, gt)):
+        if a is None and b is None:
+            continue
+        a = torch.zeros_like(leaves[k]) if a is None else a
+        b = torch.zeros_like(leaves[k]) if b is None else b
+        _compare(f"{tag} grad[{k}]", a, b, out)
+
+
+def check_entry(published: str, opinfo, device: str = "cpu", dtypes=DTYPES,
+                max_samples: int = MAX_SAMPLES) -> EntryResult:
+    res = EntryResult(entry_name(opinfo), published)
+    fn = _dropin(published)
+    supported = opinfo.supported_dtypes(device)
+    for dtype in dtypes:
+        if dtype not in supported:
+            continue
+        grad = dtype == torch.float64 and opinfo.supports_autograd
+        try:
+            samples = list(opinfo.sample_inputs(device, dtype, requires_grad=grad))[:max_samples]
+        except Exception as e:      # a sample generator that needs something this machine lacks
+            res.mismatches.append(f"{dtype}: op_db's sample generator raises {_exc(e)}")
+            continue
+        for k, s in enumerate(samples):
+            torch.manual_seed(k)
+            res.samples += 1
+            n = len(res.mismatches)
+            check_sample(fn, opinfo, s, dtype, f"{str(dtype)[6:]} sample {k}", res.mismatches, grad)
+            if len(res.mismatches) - n and len(res.mismatches) >= 6:   # enough to see what differs
+                return res
+    return res
+
+
+def known_differences(path: pathlib.Path = DOCS) -> dict[str, str]:
+    """The docs table's rows: entry -> reason (``| `entry` | what differs | why |``)."""
+    known = {}
+    if not path.exists():
+        return known
+    for line in path.read_text().splitlines():
+        m = re.match(r"\|\s*`([^`]+)`\s*\|(.*)\|(.*)\|\s*$", line)
+        if m:
+            known[m.group(1)] = m.group(3).strip()
+    return known
+
+
+def run(device: str = "cpu", only: str | None = None) -> dict:
+    import baracuda.torch as bt
+
+    results = []
+    t0 = time.perf_counter()
+    for name, o in published_entries(bt.PUBLISHED):
+        if only and not re.search(only, entry_name(o)):
+            continue
+        results.append(check_entry(name, o, device))
+    known = known_differences()
+    passed = [r for r in results if r.ok]
+    return {"device": device, "torch": torch.__version__, "entries": len(results), "passed": len(passed),
+            "pass_rate": round(len(passed) / max(1, len(results)), 4), "seconds": round(time.perf_counter() - t0, 1),
+            "failed": {r.entry: {"published": r.published, "known": r.entry in known, "mismatches": r.mismatches}
+                       for r in results if not r.ok}}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--only", default=None, help="a regular expression on the entry name")
+    ap.add_argument("--json", default=None, help="write the summary here")
+    a = ap.parse_args(argv)
+    if a.device == "cuda":
+        torch.set_default_device(None)
+    s = run(a.device, a.only)
+    if a.json:
+        pathlib.Path(a.json).write_text(json.dumps(s, indent=1))
+    print(f"{s['passed']}/{s['entries']} OpInfo entries pass on {s['device']} ({s['pass_rate']:.1%}) in {s['seconds']} s")
+    for e, f in s["failed"].items():
+        print(f"  {e}{' (known)' if f['known'] else ''}: {f['mismatches'][0]}")
+
+
+if __name__ == "__main__":
+    main()
