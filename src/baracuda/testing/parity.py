@@ -238,15 +238,22 @@ def known_differences(path: pathlib.Path = DOCS) -> dict[str, str]:
     return known
 
 
-def run(device: str = "cpu", only: str | None = None) -> dict:
+def run(device: str = "cpu", only: str | None = None, shard: tuple[int, int] = (0, 1), log=None) -> dict:
+    """Check every entry (those matching ``only``; the ``shard[0]``-th of ``shard[1]`` slices); ``log``: a file
+    that gets one JSON line per entry as it finishes (a run cut short keeps what it did)."""
     import baracuda.torch as bt
 
     results = []
     t0 = time.perf_counter()
-    for name, o in published_entries(bt.PUBLISHED):
-        if only and not re.search(only, entry_name(o)):
+    for i, (name, o) in enumerate(published_entries(bt.PUBLISHED)):
+        if (only and not re.search(only, entry_name(o))) or i % shard[1] != shard[0]:
             continue
-        results.append(check_entry(name, o, device))
+        r = check_entry(name, o, device)
+        results.append(r)
+        if log is not None:
+            log.write(json.dumps({"entry": r.entry, "published": r.published, "samples": r.samples,
+                                  "mismatches": r.mismatches}) + "\n")
+            log.flush()
     known = known_differences()
     passed = [r for r in results if r.ok]
     return {"device": device, "torch": torch.__version__, "entries": len(results), "passed": len(passed),
@@ -260,10 +267,12 @@ def main(argv=None):
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--only", default=None, help="a regular expression on the entry name")
     ap.add_argument("--json", default=None, help="write the summary here")
+    ap.add_argument("--shard", default="0/1", help="k/n: check every n-th entry from the k-th (parallel runs)")
+    ap.add_argument("--log", default=None, help="append one JSON line per entry here as it finishes")
     a = ap.parse_args(argv)
-    if a.device == "cuda":
-        torch.set_default_device(None)
-    s = run(a.device, a.only)
+    k, n = (int(v) for v in a.shard.split("/"))
+    log = open(a.log, "a") if a.log else None
+    s = run(a.device, a.only, (k, n), log)
     if a.json:
         pathlib.Path(a.json).write_text(json.dumps(s, indent=1))
     print(f"{s['passed']}/{s['entries']} OpInfo entries pass on {s['device']} ({s['pass_rate']:.1%}) in {s['seconds']} s")
