@@ -75,6 +75,7 @@ def main(argv=None) -> int:
     ap.add_argument("--dim", type=int, default=None)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=None, help="timed repetitions (default 50 on a GPU, 10 on the CPU)")
     args = ap.parse_args(argv)
     import torch
 
@@ -91,15 +92,23 @@ def main(argv=None) -> int:
     params, x0 = make_params(torch, S, B, D, H, device, dtype)
     leaves = ["w_qkv", "w_o", "b_o", "w_13", "w_2", "w_vocab", "norm1", "norm2", "norm_f"]
 
-    def run(use_baracuda):
+    def run(use_baracuda, timed=False):
         p = {k: (v.detach().clone().requires_grad_(k in leaves) if torch.is_tensor(v) else v) for k, v in params.items()}
         x = x0.detach().clone().requires_grad_()
+        if device == "cuda":    # CUDA events around the step: the GPU's time, the host's launches included
+            torch.cuda.synchronize()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
         t0 = time.perf_counter()
         loss = block(bt if use_baracuda else torch, x, p, H, use_baracuda)
         loss.backward()
         if device == "cuda":
+            end.record()
             torch.cuda.synchronize()
-        return loss.detach(), {"x": x.grad, **{k: p[k].grad for k in leaves}}, time.perf_counter() - t0
+            ms = start.elapsed_time(end)
+        else:
+            ms = (time.perf_counter() - t0) * 1e3
+        return loss.detach(), {"x": x.grad, **{k: p[k].grad for k in leaves}}, ms
 
     with bt.record(check=True) as log:
         loss, grads, _ = run(True)
@@ -121,10 +130,21 @@ def main(argv=None) -> int:
         e = rel(grads[k], ref_grads[k])
         ok &= e <= tol
         print(f"grad {k:8s} rel diff vs pytorch {e:.2e}  {'ok' if e <= tol else 'MISMATCH'}")
-    # warm timing (plans cached, kernels compiled)
-    t_bc = min(run(True)[2] for _ in range(3))
-    t_pt = min(run(False)[2] for _ in range(3))
-    print(f"\nforward+backward wall time: baracuda {t_bc * 1e3:.2f} ms, pytorch eager {t_pt * 1e3:.2f} ms")
+    # warm timing (plans cached, kernels compiled): interleaved repetitions, median and spread
+    for _ in range(3):
+        run(True), run(False)
+    reps = args.reps or (50 if device == "cuda" else 10)
+    t_bc, t_pt = [], []
+    for _ in range(reps):
+        t_bc.append(run(True)[2])
+        t_pt.append(run(False)[2])
+
+    def stat(ts):
+        ts = sorted(ts)
+        return f"{ts[len(ts) // 2]:.2f} ms (p10-p90 {ts[len(ts) // 10]:.2f}-{ts[(9 * len(ts)) // 10]:.2f})"
+
+    clock = "CUDA events" if device == "cuda" else "wall clock"
+    print(f"\nforward+backward, median of {reps} ({clock}): baracuda {stat(t_bc)}, pytorch eager {stat(t_pt)}")
     print("demo:", "PASS" if ok else "FAIL", f"(tolerance {tol:g} relative, {args.dtype})")
     return 0 if ok else 1
 
