@@ -24,3 +24,16 @@ def test_max_rel_err_equal_infinities():
     w = np.array([-np.inf, 1.0, 2.0])
     assert max_rel_err(np.array([-np.inf, 1.0, 2.5]), w) == pytest.approx(0.25)
     assert max_rel_err(np.array([np.inf, 1.0, 2.0]), w) == np.inf
+
+
+def test_demo_passes_without_warnings(capsys):
+    pytest.importorskip("torch")
+    import warnings
+
+    from baracuda import demo
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        assert demo.main(["--device", "cpu", "--seq", "8", "--dim", "32", "--reps", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "demo: PASS" in out and "median of 2" in out
