@@ -254,12 +254,26 @@ def run(device: str = "cpu", only: str | None = None, shard: tuple[int, int] = (
             log.write(json.dumps({"entry": r.entry, "published": r.published, "samples": r.samples,
                                   "mismatches": r.mismatches}) + "\n")
             log.flush()
+    return summary(results, device, time.perf_counter() - t0)
+
+
+def summary(results: list[EntryResult], device: str, seconds: float) -> dict:
     known = known_differences()
     passed = [r for r in results if r.ok]
     return {"device": device, "torch": torch.__version__, "entries": len(results), "passed": len(passed),
-            "pass_rate": round(len(passed) / max(1, len(results)), 4), "seconds": round(time.perf_counter() - t0, 1),
+            "pass_rate": round(len(passed) / max(1, len(results)), 4), "seconds": round(seconds, 1),
             "failed": {r.entry: {"published": r.published, "known": r.entry in known, "mismatches": r.mismatches}
                        for r in results if not r.ok}}
+
+
+def read_logs(paths) -> list[EntryResult]:
+    """The entries of ``--log`` files (e.g. one per shard of a parallel run)."""
+    out = []
+    for p in paths:
+        for line in pathlib.Path(p).read_text().splitlines():
+            d = json.loads(line)
+            out.append(EntryResult(d["entry"], d["published"], d["samples"], d["mismatches"]))
+    return out
 
 
 def main(argv=None):
@@ -269,10 +283,14 @@ def main(argv=None):
     ap.add_argument("--json", default=None, help="write the summary here")
     ap.add_argument("--shard", default="0/1", help="k/n: check every n-th entry from the k-th (parallel runs)")
     ap.add_argument("--log", default=None, help="append one JSON line per entry here as it finishes")
+    ap.add_argument("--summarize", nargs="*", default=None, help="only summarize these --log files")
     a = ap.parse_args(argv)
-    k, n = (int(v) for v in a.shard.split("/"))
-    log = open(a.log, "a") if a.log else None
-    s = run(a.device, a.only, (k, n), log)
+    if a.summarize is not None:
+        s = summary(read_logs(a.summarize), a.device, 0.0)
+    else:
+        k, n = (int(v) for v in a.shard.split("/"))
+        log = open(a.log, "a") if a.log else None
+        s = run(a.device, a.only, (k, n), log)
     if a.json:
         pathlib.Path(a.json).write_text(json.dumps(s, indent=1))
     print(f"{s['passed']}/{s['entries']} OpInfo entries pass on {s['device']} ({s['pass_rate']:.1%}) in {s['seconds']} s")
