@@ -238,9 +238,12 @@ def known_differences(path: pathlib.Path = DOCS) -> dict[str, str]:
     return known
 
 
-def run(device: str = "cpu", only: str | None = None, shard: tuple[int, int] = (0, 1), log=None) -> dict:
+def run(device: str = "cpu", only: str | None = None, shard: tuple[int, int] = (0, 1), log=None,
+        prefer: tuple = ()) -> dict:
     """Check every entry (those matching ``only``; the ``shard[0]``-th of ``shard[1]`` slices); ``log``: a file
-    that gets one JSON line per entry as it finishes (a run cut short keeps what it did)."""
+    that gets one JSON line per entry as it finishes (a run cut short keeps what it did); ``prefer``: backends
+    to select first (``("triton",)`` on the CPU runs the Triton kernels under TRITON_INTERPRET=1)."""
+    import baracuda as bc
     import baracuda.torch as bt
 
     results = []
@@ -248,7 +251,8 @@ def run(device: str = "cpu", only: str | None = None, shard: tuple[int, int] = (
     for i, (name, o) in enumerate(published_entries(bt.PUBLISHED)):
         if (only and not re.search(only, entry_name(o))) or i % shard[1] != shard[0]:
             continue
-        r = check_entry(name, o, device)
+        with bc.preference(bc.PlanPreference(prefer=list(prefer))):
+            r = check_entry(name, o, device)
         results.append(r)
         if log is not None:
             log.write(json.dumps({"entry": r.entry, "published": r.published, "samples": r.samples,
@@ -283,6 +287,7 @@ def main(argv=None):
     ap.add_argument("--json", default=None, help="write the summary here")
     ap.add_argument("--shard", default="0/1", help="k/n: check every n-th entry from the k-th (parallel runs)")
     ap.add_argument("--log", default=None, help="append one JSON line per entry here as it finishes")
+    ap.add_argument("--prefer", default="", help="comma-separated backends to select first (e.g. triton)")
     ap.add_argument("--summarize", nargs="*", default=None, help="only summarize these --log files")
     a = ap.parse_args(argv)
     if a.summarize is not None:
@@ -290,7 +295,7 @@ def main(argv=None):
     else:
         k, n = (int(v) for v in a.shard.split("/"))
         log = open(a.log, "a") if a.log else None
-        s = run(a.device, a.only, (k, n), log)
+        s = run(a.device, a.only, (k, n), log, tuple(p for p in a.prefer.split(",") if p))
     if a.json:
         pathlib.Path(a.json).write_text(json.dumps(s, indent=1))
     print(f"{s['passed']}/{s['entries']} OpInfo entries pass on {s['device']} ({s['pass_rate']:.1%}) in {s['seconds']} s")

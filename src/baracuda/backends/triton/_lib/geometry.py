@@ -24,13 +24,12 @@ def _merged_stride(shape, strides):
 
 def view3(t, dim: int):
     """(t', (s_outer, s_R, s_inner)): t' is t, or a contiguous copy when t cannot be viewed as (outer, R, inner)."""
-    if t.dim() == 0:
+    if t.dim() == 0 or t.numel() == 0:   # (a zero-size tensor launches nothing; torch calls any strides contiguous)
         return t, (0, 0, 0)
     so = _merged_stride(t.shape[:dim], t.stride()[:dim])
     si = _merged_stride(t.shape[dim + 1:], t.stride()[dim + 1:])
     if so is None or si is None:
-        t = t.contiguous()
-        return view3(t, dim)
+        return view3(t.contiguous(), dim)
     return t, (so, t.stride(dim), si)
 
 

@@ -309,7 +309,7 @@ def move(out, x, dims, base=0, mode="none", fill=None, tri=0, diag=0):
             shape = shape[:-1] + [k, w]
             dims = dims[:-1] + [(k, t * w, 0, 1), (w, t, 0, 1)]
             dst_st = dst_st[:-1] + [dl * w, dl]
-    if mode == "circular" and tri == 0 and len(shape) < RANK and dims[-1][2] == 0 and dims[-1][3] == 1 \
+    if mode == "circular" and tri == 0 and dims and len(shape) < RANK and dims[-1][2] == 0 and dims[-1][3] == 1 \
             and shape[-1] > dims[-1][0] >= 16 and shape[-1] % dims[-1][0] == 0:
         # repeat/tile of the last dim: output columns (k, N) read input column b for every k, so the last dim
         # becomes an identity map (contiguous, vectorizable) and the k copies a row dim with stride 0
