@@ -93,9 +93,24 @@ def _flat(x):
     return [x], type(x).__name__
 
 
-def _compare(tag, ours, theirs, out: list):
+def _within_torchs_own_error(a, b, truth) -> bool:
+    """float32 agreement where the result cancels (a weighted sum of large terms): ours is within 3x torch's own
+    distance from the float64 result (both round the same terms; neither is closer to the truth by contract)."""
+    if tuple(truth.shape) != tuple(a.shape):
+        return False
+    t = truth.detach().double()
+    own = (b.detach().double() - t).abs()
+    rtol, atol = TOL[b.dtype]
+    bound = 3 * own + atol + rtol * t.abs()
+    err = (a.detach().double() - t).abs()
+    both_nan = torch.isnan(a) & torch.isnan(b)
+    return bool(((err <= bound) | both_nan | (a.detach().double() == t)).all())
+
+
+def _compare(tag, ours, theirs, out: list, truth=None):
     lo, so = _flat(ours)
     lt, st = _flat(theirs)
+    lf = []     # the float64 result's leaves, computed on the first float32 value mismatch (``truth()``)
     if so != st:
         out.append(f"{tag}: result structure {so} vs torch {st}")
         return
@@ -113,6 +128,12 @@ def _compare(tag, ours, theirs, out: list):
                 try:
                     torch.testing.assert_close(a.detach(), b.detach(), rtol=rtol, atol=atol, equal_nan=True)
                 except AssertionError as e:
+                    if truth is not None and b.dtype in (torch.float32, torch.complex64):
+                        if not lf:
+                            t = truth()
+                            lf[:] = _flat(t)[0] if t is not None else [None] * len(lt)
+                        if k < len(lf) and isinstance(lf[k], torch.Tensor) and _within_torchs_own_error(a, b, lf[k]):
+                            continue
                     msg = str(e).strip().splitlines()
                     out.append(f"{where}: values differ ({'; '.join(m.strip() for m in msg[1:3])})")
         elif isinstance(b, float) and isinstance(a, float):
@@ -157,6 +178,22 @@ def _exc(e: BaseException) -> str:
     return f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
 
 
+def _f64_result(opinfo, sample):
+    """torch's result on the sample's float32 tensors upcast to float64 (None if torch refuses that)."""
+    def up(v):
+        if isinstance(v, torch.Tensor) and v.dtype == torch.float32:
+            return v.detach().double()
+        if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
+            return type(v)(up(e) for e in v)
+        return v
+    try:
+        with torch.no_grad():
+            return opinfo.op(up(sample.input), *[up(a) for a in sample.args],
+                             **{k: up(v) for k, v in sample.kwargs.items()})
+    except Exception:
+        return None
+
+
 def check_sample(fn, opinfo, sample, dtype, tag, out: list, grad: bool):
     with torch.no_grad() if not grad else torch.enable_grad():
         try:
@@ -174,7 +211,7 @@ def check_sample(fn, opinfo, sample, dtype, tag, out: list, grad: bool):
             out.append(f"{tag}: the drop-in raises {_exc(e)}")
             return
     before = len(out)
-    _compare(tag, ours, theirs, out)
+    _compare(tag, ours, theirs, out, (lambda: _f64_result(opinfo, sample)) if dtype == torch.float32 else None)
     if not grad or len(out) > before:
         return
     leaves = _leaves(sample)
