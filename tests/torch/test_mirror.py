@@ -172,9 +172,9 @@ def test_view_matches_torch(name, args, kwargs):
                                    or "memory_format" in kwargs):
             continue   # (view needs compatible strides; as_strided addresses storage: only the given layout)
         a = (inp,) + args[1:]
-        want, got = _seq(theirs(*a, **kwargs)), _seq(ours(*a, **kwargs))
-        assert type(_seq(got)) is type(_seq(want)) and len(got) == len(want)
-        for g, w in zip(got, want):
+        want, got = theirs(*a, **kwargs), ours(*a, **kwargs)
+        assert type(got) is type(want) and len(_seq(got)) == len(_seq(want))   # (a tuple, a list, a tensor)
+        for g, w in zip(_seq(got), _seq(want)):
             _same_aliasing(g, w, inp)
     if args[0].is_floating_point() and name not in ("view", "as_strided", "view_as_complex") and not kwargs.get(
             "memory_format"):   # gradients (through a non-contiguous twin of the input)
@@ -302,7 +302,7 @@ def _twin_cases():
         ("linalg.matmul", (R(3, 4), R(4, 5)), {}), ("linalg.matmul", (R(2, 3, 4), R(4)), {}),
         ("concat", ([x, y], 1), {}), ("concat", ([x, y],), {}), ("concatenate", ([x, y],), {"axis": 1}),
         ("concatenate", ([x, y], 0), {}),
-        ("nn.functional.sigmoid", (x,), {}), ("nn.functional.tanh", (x,), {}),
+        ("nn.functional.sigmoid", (x,), {}), ("nn.functional.tanh", (x,), {}), ("relu", (x,), {}), ("selu", (x,), {}),
         ("layer_norm", (R(2, 3, 4), (4,), R(4), R(4), 1e-5, False), {}), ("layer_norm", (R(2, 3, 4), [3, 4]), {}),
         ("group_norm", (R(2, 4, 3), 2, R(4), R(4), 1e-5, True), {}), ("group_norm", (R(2, 4, 3), 4), {}),
         ("batch_norm", (R(4, 3, 2), R(3), R(3), R(3), R(3).abs() + 0.5, True, 0.1, 1e-5, False), {}),
@@ -414,7 +414,8 @@ def _aten_overloads(key: str):
     overloads, has_out = [], False
     for s in torch._C._jit_get_schemas_for_operator("aten::" + aten):
         args = list(s.arguments)
-        if not args or "Tensor" not in str(args[0].type) or any("Dimname" in str(a.type) for a in args):
+        if not args or "Tensor" not in str(args[0].type) or any("Dimname" in str(a.type) for a in args) or \
+                not any("Tensor" in str(r.type) for r in s.returns):   # (TorchScript's list overloads: bool)
             continue
         if any(a.name == "out" for a in args):
             has_out = True
@@ -540,8 +541,15 @@ def test_mode_routes_methods_of_twins_and_tensor_only_methods():
         e = torch.hstack([x, x])
         f = TF.sigmoid(x)
         v = x.t().reshape(-1)          # a view function: torch's, not counted as routed
+        g, h = x.clone(), x.clone()
+        torch.celu_(g, 0.5)            # in-place forms of twins
+        torch.threshold_(h, 0.1, 2.0)
+        n = x.narrow_copy(1, 1, 3)
     assert m.routed == {"Tensor.softmax": 1, "Tensor.log_softmax": 1, "Tensor.repeat": 2, "torch.hstack": 1,
-                        "Tensor.sigmoid": 1}, m.summary()
+                        "Tensor.sigmoid": 1, "torch.celu_": 1, "torch.threshold_": 1,
+                        "Tensor.narrow_copy": 1}, m.summary()
+    torch.testing.assert_close(g, torch.celu(x, 0.5))
+    assert torch.equal(h, torch.threshold(x, 0.1, 2.0)) and torch.equal(n, x.narrow_copy(1, 1, 3))
     torch.testing.assert_close(a, x.softmax(1))
     assert b.dtype == torch.float32 and torch.equal(c, x.repeat(2, 1)) and torch.equal(d, x.repeat(1, 2))
     assert torch.equal(e, torch.hstack([x, x])) and torch.equal(v, x.t().reshape(-1))
@@ -577,3 +585,26 @@ def test_mirror_coverage_and_cli_line(capsys):
     out = capsys.readouterr().out
     listed = re.search(r"^not mirrored \((\d+)\): (.*)$", out, re.M)
     assert listed and int(listed.group(1)) == len(missing) and listed.group(2).split(", ") == missing
+
+
+def _spec_aliases():
+    for spec in bc.all_specs():
+        for alias in spec.torch_aliases:
+            key = alias[len("torch."):]
+            if bt.PUBLISHED.get(key) == spec.name and spec.torch_name and spec.torch_name[6:] in bt.PUBLISHED \
+                    and key not in _aliases.OWNED:   # (a twin with its own signature: tested above)
+                yield pytest.param(spec.torch_name[6:], key, id=key)
+
+
+@pytest.mark.parametrize("name,alias", list(_spec_aliases()))
+def test_spec_aliases_have_their_torch_names_signature(name, alias):
+    """A spec's torch_aliases are published with its drop-in as is: torch's signatures must be the same (the
+    positional and keyword names of every overload; torch's Python functions compared directly)."""
+    def shape(key):
+        fn = _resolve(torch, key)
+        if inspect.isfunction(fn):
+            return {(tuple(n for n, p in inspect.signature(fn).parameters.items() if p.kind is p.POSITIONAL_OR_KEYWORD),
+                     frozenset(n for n, p in inspect.signature(fn).parameters.items() if p.kind is p.KEYWORD_ONLY))}
+        overloads, has_out = _aten_overloads(key)
+        return {(tuple(o[0]), frozenset(o[1])) for o in overloads} | ({"out"} if has_out else set())
+    assert shape(alias) == shape(name)

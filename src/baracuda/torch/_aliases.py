@@ -57,8 +57,15 @@ def _dim_kw_dtype(input, dim, *, dtype=None):                # torch.special.log
     return (input, dim), {"dtype": dtype}
 
 
-def _only_input(input):                                      # F.sigmoid, F.tanh (no out=)
+def _only_input(input):                                      # F.sigmoid, F.tanh, torch.selu (no out=)
     return (input,), {}
+
+
+def _only_input_out(op: str):                                 # torch.relu (F.relu takes inplace=)
+    def translate(input, *, out=None):
+        _no_out(op, out)
+        return (input,), {}
+    return translate
 
 
 def _concatenate(tensors, axis=0, *, out=None):
@@ -143,6 +150,7 @@ TWINS = {
     "special.logsumexp": ("logsumexp", None), "linalg.matmul": ("matmul", None),
     "concat": ("cat", None), "concatenate": ("cat", _concatenate),
     _F + "sigmoid": ("sigmoid", _only_input), _F + "tanh": ("tanh", _only_input),
+    "relu": (_F + "relu", _only_input_out("relu")), "selu": (_F + "selu", _only_input),
     "layer_norm": (_F + "layer_norm", _layer_norm), "group_norm": (_F + "group_norm", _group_norm),
     "batch_norm": (_F + "batch_norm", _batch_norm), "instance_norm": (_F + "instance_norm", _instance_norm),
     "rms_norm": (_F + "rms_norm", None),
