@@ -79,7 +79,23 @@ def cmd_ops(args) -> int:
         (docs / "coverage.json").write_text(render(cov, "json") + "\n")
         print(f"wrote {docs / 'coverage.md'} and {docs / 'coverage.json'}", file=sys.stderr)
     print(render(cov, args.format))
+    if args.format == "text" or args.missing:   # (after markdown / json: on stderr, stdout stays parseable)
+        print(_mirror_report(args.missing), file=sys.stdout if args.format == "text" else sys.stderr)
     return 0
+
+
+def _mirror_report(missing: bool) -> str:
+    """The ``baracuda.torch`` mirror's coverage of torch's public functions (``_namespaces.public_functions``)."""
+    try:
+        import baracuda.torch as bt
+        from baracuda.torch._namespaces import MIRRORED, mirror_coverage
+    except ImportError as e:
+        return f"\ntorch mirror: baracuda.torch not importable ({e})"
+    covered, absent = mirror_coverage({*bt.PUBLISHED, *bt.VIEWS})
+    lines = ["", f"torch mirror: {len(covered)} of {len(covered) + len(absent)} public functions ({MIRRORED})"]
+    if missing:
+        lines.append(f"not mirrored ({len(absent)}): " + ", ".join(absent))
+    return "\n".join(lines)
 
 
 # -- explain ---------------------------------------------------------------------------------------
@@ -170,6 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--family", help="only this op family")
     s.add_argument("--write", action="store_true", help="also write DOCS_DIR/coverage.md and coverage.json")
     s.add_argument("--docs-dir", default="docs", help="where --write writes (default: docs)")
+    s.add_argument("--missing", action="store_true",
+                   help="list torch's public functions that baracuda.torch does not mirror")
     s.set_defaults(fn=cmd_ops)
 
     s = sub.add_parser("explain", help="every candidate implementation of one problem, chosen or refused (why)")

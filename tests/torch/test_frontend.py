@@ -98,6 +98,10 @@ def test_dropin_same_call_same_result(name, op):
             want = ref(*xs)
         except TypeError:        # a sample torch's signature does not take positionally (keyword-only operands)
             continue
+        except (RuntimeError, IndexError) as e:   # torch refuses this sample (t_copy of a 3-d tensor): so must we
+            with pytest.raises((type(e), bc.BaracudaError)):
+                _ours("torch." + name)(*xs)
+            continue
         got = _ours("torch." + name)(*xs)
         want = want if isinstance(want, (tuple, list)) else (want,)
         got = got if isinstance(got, (tuple, list)) else (got,)

@@ -1,10 +1,14 @@
 """``baracuda.torch``: a drop-in namespace mirroring torch.
 
 ``baracuda.torch.X`` stands for ``torch.X`` and ``baracuda.torch.nn.functional.Y`` for
-``torch.nn.functional.Y`` (likewise ``linalg``, ``fft``, ``special`` as families arrive), with torch's
-signatures for the arguments we support: an unsupported argument raises a clear error, never a silent
-difference. Every function runs through baracuda's plans (best backend per device), differentiates through
-baracuda's backward plans, and is a torch.library custom op, so ``torch.compile(fullgraph=True)`` traces it.
+``torch.nn.functional.Y`` (likewise ``linalg``, ``fft``, ``special``: modules, so ``import
+baracuda.torch.nn.functional as F`` works), with torch's signatures for the arguments we support: an unsupported
+argument raises a clear error, never a silent difference.  View and shape functions (``reshape``, ``transpose``,
+``split``, ...) are torch's own metadata functions and return torch's views (``_views``); torch's twins of a
+drop-in under another name or signature (``torch.softmax``, ``torch.special.logsumexp``) run the same op
+(``_aliases``).  ``bt.mode`` is baracuda's routing mode, not ``torch.mode``.  Every other function runs through
+baracuda's plans (best backend per device), differentiates through baracuda's backward plans, and is a
+torch.library custom op, so ``torch.compile(fullgraph=True)`` traces it.
 ``with baracuda.torch.mode(): ...`` runs unchanged torch code (functions, Tensor methods, operators) through
 these drop-ins, falling through to torch for what they do not cover (see ``_mode``).
 
@@ -14,26 +18,32 @@ these drop-ins, falling through to torch for what they do not cover (see ``_mode
 """
 from __future__ import annotations
 
-import types
+import functools
 
 from .._core.options import current_preference as get_preference
 from .._core.options import preference
 from . import _library  # noqa: F401  (registers the baracuda::op / op_backward custom ops)
+from . import _aliases, _views
 from ._call import call
 from ._record import record
 from ._mode import mode
 from ._namespaces import build as _build
+from ._namespaces import make_modules as _make_modules
+from ._namespaces import put as _put
+from ._namespaces import set_all as _set_all
 from ._overloads import publish as _publish_overloads
 
-nn = types.ModuleType("baracuda.torch.nn")
-nn.functional = types.ModuleType("baracuda.torch.nn.functional")
-linalg = types.ModuleType("baracuda.torch.linalg")
-fft = types.ModuleType("baracuda.torch.fft")
-special = types.ModuleType("baracuda.torch.special")
+# nn, nn.functional, linalg, fft, special: modules registered in sys.modules (import baracuda.torch.linalg works)
+_SPACES = _make_modules(__name__, globals())
+nn, linalg, fft, special = (_SPACES[""][n] for n in ("nn", "linalg", "fft", "special"))
+_PUT = functools.partial(_put, _SPACES)
+# torch name (relative to torch: "add", "nn.functional.gelu") -> the baracuda op its drop-in runs
+PUBLISHED: dict[str, str] = _build(_SPACES, _views.OWNED | _aliases.OWNED)
+# torch name -> the view / shape function (torch's own, or a view-or-copy of baracuda's): _views.py
+VIEWS: dict = _views.publish(_PUT, PUBLISHED)   # + joins (hstack, ...) and copies (permute_copy, ...) in PUBLISHED
+_aliases.publish(_PUT, PUBLISHED)              # twins (torch.softmax, torch.special.logsumexp, ...) and round
+_publish_overloads(globals(), PUBLISHED)       # lerp, clamp/clip, clamp_min/clamp_max: a number or a tensor operand
+_set_all(_SPACES, list(PUBLISHED) + list(VIEWS))
 
-PUBLISHED: dict[str, str] = _build(globals(), {"torch.nn.functional": nn.functional, "torch.nn": nn,
-                                               "torch.linalg": linalg, "torch.fft": fft, "torch.special": special})
-_publish_overloads(globals(), PUBLISHED)   # lerp, clamp/clip, clamp_min/clamp_max: a number or a tensor operand
-
-__all__ = ["call", "record", "preference", "get_preference", "mode", "nn", "linalg", "fft", "special", "PUBLISHED"] + sorted(
-    n for n in PUBLISHED if "." not in n)
+__all__ = ["call", "record", "preference", "get_preference", "mode", "nn", "linalg", "fft", "special", "PUBLISHED",
+           "VIEWS"] + sorted(n for n in {*PUBLISHED, *VIEWS} if "." not in n)

@@ -6,15 +6,20 @@ runs) runs in torch, unchanged.  The routing table comes from the same op databa
 namespace (``PUBLISHED``):
 
 - ``torch.X`` / ``torch.nn.functional.X`` / ... -> the drop-in of that name;
-- ``Tensor.X`` (the method of a published ``torch.X``: same schema, ``self`` first) and its in-place forms
-  ``Tensor.X_`` / ``torch.X_`` (computed out of place, then written into ``self`` with torch's in-place rules);
-- a method named like a published ``torch.nn.functional.X`` (``x.softmax(-1)``, ``torch.softmax``): its
+- ``Tensor.X`` (the method of a published ``torch.X``, or a Tensor-only method published as ``bt.X``: same
+  schema, ``self`` first) and its in-place forms ``Tensor.X_`` / ``torch.X_`` (computed out of place, then
+  written into ``self`` with torch's in-place rules);
+- a method or ``torch.X`` named like a published ``torch.nn.functional.X`` that has no drop-in of its own: its
   positional arguments are named from the ATen schema, then passed by keyword (the Python signatures differ);
 - Python operators through their torch meaning (``x + y`` is ``add``, ``2 - x`` is ``__rsub__``: ``sub(2, x)``,
   ``x += y`` is ``add_``), one table for the operator protocol, not per op.
 
-Ops whose ATen schema returns a view of an input (transpose, permute, narrow, diagonal, movedim, ...) are not
-routed: baracuda's versions materialize, and code that writes through a view relies on the aliasing.
+View and shape functions (transpose, permute, narrow, reshape, split, ...: what ``baracuda.torch.VIEWS`` lists,
+and any op whose ATen schema returns a view of an input) are not routed: torch runs them natively, as
+``baracuda.torch``'s own view functions are torch's (``_views.py``; a view costs no kernel), and code that writes
+through a view relies on the aliasing.  Nothing routed returns a copy where torch returns a view or the input
+itself (``tests/torch/test_mirror.py`` checks the table).  Twins with another signature (``torch.softmax``,
+``torch.kl_div``'s integer reduction) are published drop-ins of their own (``_aliases.py``) and routed as such.
 
 The mode counts what it routed (``routed``) and the routed calls a drop-in handed back (``fell_through``, with
 ``reasons``); with ``coverage=True`` it also classifies every call it does not route: computing calls baracuda
@@ -193,8 +198,8 @@ def build_routes(ns, published: dict) -> dict:
     top = {n for n in published if "." not in n}
     for name in sorted(published):
         short = name.rsplit(".", 1)[-1]
-        fn, tobj = _resolve(ns, name), _resolve(torch, name)
-        if fn is None or tobj is None or _is_view(short):
+        fn, tobj = _resolve(ns, name), _resolve(torch, name)   # (tobj None: a Tensor-only method, bt.repeat)
+        if fn is None or _is_view(short):
             continue
         add(tobj, _Route("torch." + name, fn))
         if name in top:   # torch.X and Tensor.X share the ATen schema: arguments pass as given
@@ -206,7 +211,7 @@ def build_routes(ns, published: dict) -> dict:
             if at == 0:
                 for owner, prefix in ((torch.Tensor, "Tensor."), (torch, "torch.")):
                     add(getattr(owner, name + "_", None), _Route(prefix + name + "_", fn, inplace=True))
-        elif short not in top:   # F.X: the method / torch.X of that name, arguments named from the schema
+        elif short not in top and tobj is not None:   # F.X: the method / torch.X of that name, arguments named
             kw = _keyword_names(short, tobj)
             if kw:
                 for owner, prefix in ((torch.Tensor, "Tensor."), (torch, "torch.")):

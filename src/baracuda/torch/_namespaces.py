@@ -1,17 +1,35 @@
-"""Publish one drop-in function per op spec that names a torch function and has a ``dropin`` adapter."""
+"""Publish one drop-in function per op spec that names a torch function and has a ``dropin`` adapter; the
+namespace modules (``baracuda.torch.nn.functional``, ``.linalg``, ...), importable like torch's; the count of
+torch's public functions the mirror covers (``baracuda ops``)."""
 from __future__ import annotations
 
 import functools
+import importlib.machinery
+import sys
+import types
 
 from .._core.spec import all_specs
 from ._fused import run_if_fused
 from ._call import call
 
+# torch module -> the baracuda.torch attribute path that mirrors it ("" : baracuda.torch itself)
+NAMESPACES = {"torch": "", "torch.nn": "nn", "torch.nn.functional": "nn.functional", "torch.linalg": "linalg",
+              "torch.fft": "fft", "torch.special": "special"}
 
-def _make(spec, torch_name):
-    adapter, name, fused, result = spec.dropin, spec.name, spec.fused_grad is not None, spec.dropin_result
 
-    @functools.wraps(spec.dropin)
+def _make(spec, torch_name, translate=None):
+    """The drop-in for ``torch_name`` running ``spec``: ``translate`` (torch_name's signature -> the positional
+    and keyword arguments of ``spec.dropin``, whose signature is the spec's own torch function) when the two
+    signatures differ."""
+    name, fused, result = spec.name, spec.fused_grad is not None, spec.dropin_result
+
+    def translated(*args, **kwargs):
+        a, k = translate(*args, **kwargs)
+        return spec.dropin(*a, **k)
+
+    adapter = spec.dropin if translate is None else translated
+
+    @functools.wraps(translate or spec.dropin)
     def dropin(*args, **kwargs):
         res = adapter(*args, **kwargs)
         # cross_entropy / linear_cross_entropy under eager autograd: the loss and its gradients from one pass,
@@ -32,24 +50,106 @@ def _make(spec, torch_name):
     return dropin
 
 
-def build(top_ns: dict, submodules: dict) -> dict[str, str]:
-    """Set the drop-ins on ``baracuda.torch`` (``top_ns``) and its sub-namespaces; returns torch name -> op."""
+def _method_only(fn_name: str) -> bool:
+    """A ``torch.Tensor`` method that has no ``torch.X`` function and does not return a view (by its ATen schema:
+    ``x.to(x.dtype)`` and ``x.contiguous()`` return ``x`` itself, so a materializing drop-in would differ)."""
+    import torch
+
+    from ._mode import _is_view
+
+    return getattr(torch, fn_name, None) is None and hasattr(torch.Tensor, fn_name) and not _is_view(fn_name)
+
+
+def put(namespaces: dict, key: str, fn, own: bool = True) -> None:
+    """Set ``fn`` at ``key`` ("gelu", "nn.functional.gelu") of the mirror (``namespaces``: path -> dict); a function
+    of ours (``own``, not one of torch's) is given that module's name, where pickle and help() look for it."""
+    path, _, fn_name = key.rpartition(".")
+    if own:
+        fn.__module__ = namespaces[path]["__name__"]
+    namespaces[path][fn_name] = fn
+
+
+def build(namespaces: dict, owned=frozenset()) -> dict[str, str]:
+    """Set the drop-ins on the mirror's namespaces (path -> the module's dict, "" for ``baracuda.torch``) and return
+    torch name -> op.  A name in ``owned`` (published by ``_views`` / ``_aliases``: a view, a twin with its own
+    signature) is skipped.  A ``torch.Tensor.X`` method without a ``torch.X`` function is published as ``X`` with
+    the tensor first (``bt.repeat(x, 2, 1)``), which is also how ``bt.mode()`` routes ``x.repeat(2, 1)``."""
     published: dict[str, str] = {}
     for spec in all_specs():
         if spec.dropin is None:
             continue
         for torch_name in ((spec.torch_name,) if spec.torch_name else ()) + tuple(spec.torch_aliases):
-            if not torch_name.startswith("torch."):
-                continue
-            mod_name, fn_name = torch_name.rsplit(".", 1)
+            mod_name, _, fn_name = torch_name.rpartition(".")
             if not fn_name.isidentifier():
                 continue
-            fn = _make(spec, torch_name)
-            if mod_name == "torch":
-                top_ns[fn_name] = fn
-            elif mod_name in submodules:
-                setattr(submodules[mod_name], fn_name, fn)
+            if mod_name == "torch.Tensor" and _method_only(fn_name):
+                key = fn_name
+            elif mod_name in NAMESPACES:
+                key = torch_name[len("torch."):]
             else:
                 continue
-            published[torch_name[len("torch."):]] = spec.name
+            if key in owned:
+                continue
+            put(namespaces, key, _make(spec, torch_name))
+            published[key] = spec.name
     return published
+
+
+def make_modules(package: str, parent: dict) -> dict:
+    """The mirror's sub-namespaces as real modules registered in ``sys.modules`` (``import
+    baracuda.torch.nn.functional as F`` works), set as attributes of their parents; returns path -> module dict."""
+    spaces = {"": parent}
+    for path in sorted(p for p in NAMESPACES.values() if p):
+        name = f"{package}.{path}"
+        mod = types.ModuleType(name, f"baracuda's mirror of ``torch.{path}``: drop-ins with torch's signatures.")
+        mod.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=True)
+        mod.__path__ = []            # a package: its own sub-namespaces import too
+        mod.__all__ = []
+        sys.modules[name] = mod
+        head, _, last = path.rpartition(".")
+        spaces[head][last] = mod
+        spaces[path] = vars(mod)
+    return spaces
+
+
+def set_all(spaces: dict, keys) -> None:
+    """Each sub-namespace's ``__all__``: its published names."""
+    for path, ns in spaces.items():
+        if path:
+            prefix = path + "."
+            subs = [p[len(prefix):] for p in spaces if p.startswith(prefix) and "." not in p[len(prefix):]]
+            ns["__all__"] = sorted({k[len(prefix):] for k in keys
+                                    if k.startswith(prefix) and "." not in k[len(prefix):]} | set(subs))
+
+
+# -- how much of torch the mirror covers ----------------------------------------------------------------------
+def public_functions() -> dict[str, object]:
+    """torch's public functions, by name relative to ``torch`` ("softmax", "nn.functional.gelu"): every attribute
+    of ``torch``, ``torch.nn.functional``, ``torch.special``, ``torch.linalg`` and ``torch.fft`` whose name does
+    not start with ``_`` and which is a function ``torch.overrides.get_testing_overrides()`` knows (the functions
+    that take part in ``__torch_function__``: no classes, submodules, dtypes, or utilities such as
+    ``torch.is_tensor`` or ``torch.manual_seed``)."""
+    from torch.overrides import get_testing_overrides
+
+    known = {id(f) for f in get_testing_overrides()}
+    out = {}
+    for mod_name in ("torch", "torch.nn.functional", "torch.special", "torch.linalg", "torch.fft"):
+        mod = importlib.import_module(mod_name)
+        for n in dir(mod):
+            obj = getattr(mod, n, None)
+            if n.startswith("_") or isinstance(obj, (type, types.ModuleType)) or id(obj) not in known:
+                continue
+            out[(mod_name + "." + n)[len("torch."):]] = obj
+    return out
+
+
+def mirror_coverage(ours) -> tuple[list[str], list[str]]:
+    """(covered, missing): torch's public functions (``public_functions``) that the mirror publishes under the same
+    name and those it does not.  ``ours``: the published names, ``baracuda.torch``'s ``PUBLISHED`` and ``VIEWS``
+    keys, not merely its attributes (``bt.mode`` is baracuda's routing mode, not ``torch.mode``)."""
+    ours = set(ours)
+    names = sorted(public_functions())
+    return [n for n in names if n in ours], [n for n in names if n not in ours]
+
+
+MIRRORED = "torch.*, torch.nn.functional.*, torch.special.*, torch.linalg.*, torch.fft.*"

@@ -1,0 +1,214 @@
+"""Twins: torch functions that compute what a published drop-in computes under another name or signature.
+
+torch exposes many functions twice: ``torch.softmax(input, dim, dtype=None)`` and ``F.softmax(input, dim=None,
+_stacklevel=3, dtype=None)``, ``torch.special.logsumexp`` and ``torch.logsumexp``, ``torch.layer_norm`` (with a
+``cudnn_enable`` hint) and ``F.layer_norm``, ``torch.kl_div(input, target, reduction=0)`` (torch's integer
+reduction: 0 none, 1 mean, 2 sum; torch reduces by ``mean`` for 1, ``sum`` for 2 and not at all for any other
+value) and ``F.kl_div(..., reduction='mean')``.  Note the default: the ATen schemas of these losses say
+``reduction=Mean``, but torch's Python bindings do not reduce when ``reduction`` is not given
+(``torch.kl_div(x, y).shape == x.shape``, torch 2.13); the twins do what torch's Python functions do.
+
+``TWINS`` maps each twin to the published drop-in whose op it runs, with a translator written with the twin's exact
+torch signature into that drop-in's signature (None: the signatures are the same). ``tests/torch/test_mirror.py``
+finds the twins of every published drop-in in torch's namespaces (same name, or torch's "Alias for" docstring) and
+checks each is here or listed as not the same function.
+
+``round`` is here too: the ``round`` op rounds half to even; ``decimals=`` is torch's composition (scale by
+``10**decimals``, round, unscale, in ``float32`` for half types, as torch's CPU kernel), run through baracuda's
+ops.  Deliberate difference: torch raises for an integer input when ``decimals`` is passed explicitly (even 0),
+where baracuda returns the copy ``torch.round(int_tensor)`` returns.
+"""
+from __future__ import annotations
+
+import torch
+
+from .._core.dtypes import DType, as_dtype
+from .._core.errors import UnsupportedError
+from .._core.spec import get_spec
+from ..ops.elementwise import scalar_operand
+from ._call import call
+from ._namespaces import _make
+
+
+def _reduction(r) -> str:
+    """torch's integer reduction (``at::Reduction``) as the string of ``torch.nn.functional``'s losses."""
+    if type(r) is not int:
+        raise TypeError(f"argument 'reduction' must be int, not {type(r).__name__}")
+    return {1: "mean", 2: "sum"}.get(r, "none")
+
+
+def _no_out(op: str, out) -> None:
+    if out is not None:   # (the published drop-in takes none either)
+        raise UnsupportedError(op, "argument 'out'")
+
+
+def _dim_dtype(op: str):                                      # torch.softmax, torch.log_softmax
+    def translate(input, dim, dtype=None, *, out=None):
+        _no_out(op, out)
+        return (input, dim), {"dtype": dtype}
+    return translate
+
+
+def _dim_dtype_no_out(input, dim, dtype=None):               # torch.special.softmax
+    return (input, dim), {"dtype": dtype}
+
+
+def _dim_kw_dtype(input, dim, *, dtype=None):                # torch.special.log_softmax
+    return (input, dim), {"dtype": dtype}
+
+
+def _only_input(input):                                      # F.sigmoid, F.tanh, torch.selu (no out=)
+    return (input,), {}
+
+
+def _only_input_out(op: str):                                 # torch.relu (F.relu takes inplace=)
+    def translate(input, *, out=None):
+        _no_out(op, out)
+        return (input,), {}
+    return translate
+
+
+def _concatenate(tensors, axis=0, *, out=None):
+    return (tensors, axis), {"out": out}
+
+
+def _layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True):
+    return (input, normalized_shape, weight, bias, eps), {}  # (cudnn_enable: a backend hint of torch's)
+
+
+def _group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True):
+    return (input, num_groups, weight, bias, eps), {}
+
+
+def _batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
+    return (input, running_mean, running_var, weight, bias, training, momentum, eps), {}
+
+
+def _instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled):
+    return (input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps), {}
+
+
+def _celu(input, alpha=1.0, *, out=None):
+    _no_out("celu", out)
+    return (input, alpha), {}
+
+
+def _hardshrink(input, lambd=0.5, *, out=None):
+    _no_out("hardshrink", out)
+    return (input, lambd), {}
+
+
+def _threshold(input, threshold, value, *, out=None):
+    _no_out("threshold", out)
+    return (input, threshold, value), {}
+
+
+def _rrelu(input, lower=0.125, upper=1.0 / 3.0, training=False, generator=None):
+    if generator is not None:
+        raise UnsupportedError("rrelu", "argument 'generator' (baracuda's rrelu is the eval-mode slope)")
+    return (input, lower, upper, training), {}
+
+
+def _bce_with_logits(input, target, weight=None, pos_weight=None, reduction=0, *, out=None):
+    _no_out("binary_cross_entropy_with_logits", out)
+    return (input, target, weight), {"reduction": _reduction(reduction), "pos_weight": pos_weight}
+
+
+def _cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=0):
+    return (input1, input2, target, margin), {"reduction": _reduction(reduction)}
+
+
+def _ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=0, zero_infinity=False):
+    return (log_probs, targets, input_lengths, target_lengths, blank, _reduction(reduction), zero_infinity), {}
+
+
+def _hinge_embedding_loss(input, target, margin=1.0, reduction=0):
+    return (input, target, margin), {"reduction": _reduction(reduction)}
+
+
+def _kl_div(input, target, reduction=0, *, log_target=False):
+    return (input, target), {"reduction": _reduction(reduction), "log_target": log_target}
+
+
+def _margin_ranking_loss(input1, input2, target, margin=0.0, reduction=0):
+    return (input1, input2, target, margin), {"reduction": _reduction(reduction)}
+
+
+def _poisson_nll_loss(input, target, log_input, full, eps, reduction):
+    return (input, target, log_input, full), {"eps": eps, "reduction": _reduction(reduction)}
+
+
+def _triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-06, swap=False, reduction=0):
+    return (anchor, positive, negative, margin, p, eps, swap), {"reduction": _reduction(reduction)}
+
+
+_F = "nn.functional."
+# torch name (relative to torch) -> (the published drop-in it runs, translator from its torch signature or None)
+TWINS = {
+    "softmax": (_F + "softmax", _dim_dtype("softmax")), "log_softmax": (_F + "log_softmax", _dim_dtype("log_softmax")),
+    "special.softmax": (_F + "softmax", _dim_dtype_no_out), "special.log_softmax": (_F + "log_softmax", _dim_kw_dtype),
+    "special.logsumexp": ("logsumexp", None), "linalg.matmul": ("matmul", None),
+    "concat": ("cat", None), "concatenate": ("cat", _concatenate),
+    _F + "sigmoid": ("sigmoid", _only_input), _F + "tanh": ("tanh", _only_input),
+    "relu": (_F + "relu", _only_input_out("relu")), "selu": (_F + "selu", _only_input),
+    "layer_norm": (_F + "layer_norm", _layer_norm), "group_norm": (_F + "group_norm", _group_norm),
+    "batch_norm": (_F + "batch_norm", _batch_norm), "instance_norm": (_F + "instance_norm", _instance_norm),
+    "rms_norm": (_F + "rms_norm", None),
+    "celu": (_F + "celu", _celu), "hardshrink": (_F + "hardshrink", _hardshrink),
+    "threshold": (_F + "threshold", _threshold), "rrelu": (_F + "rrelu", _rrelu),
+    "binary_cross_entropy_with_logits": (_F + "binary_cross_entropy_with_logits", _bce_with_logits),
+    "cosine_embedding_loss": (_F + "cosine_embedding_loss", _cosine_embedding_loss),
+    "ctc_loss": (_F + "ctc_loss", _ctc_loss),
+    "hinge_embedding_loss": (_F + "hinge_embedding_loss", _hinge_embedding_loss),
+    "kl_div": (_F + "kl_div", _kl_div), "margin_ranking_loss": (_F + "margin_ranking_loss", _margin_ranking_loss),
+    "poisson_nll_loss": (_F + "poisson_nll_loss", _poisson_nll_loss),
+    "triplet_margin_loss": (_F + "triplet_margin_loss", _triplet_margin_loss),
+}
+
+
+# -- round(input, *, decimals=0, out=None) ---------------------------------------------------------------------
+def _round_to(x, decimals: int):
+    """torch's rounding to ``decimals``: ``nearbyint(x * 10**d) / 10**d`` (d > 0), ``nearbyint(x / 10**-d) * 10**-d``
+    (d < 0), with ``10**|d|`` and the arithmetic in the input's compute type (float32 for half types)."""
+    if not (x.is_floating_point() and x.dtype in (torch.float64, torch.float32, torch.float16, torch.bfloat16)):
+        raise UnsupportedError("round", f"decimals={decimals} on a {x.dtype} input (torch has no such kernel either)")
+    half = x.dtype in (torch.float16, torch.bfloat16)
+    y = call("to_dtype", (x,), {"dtype": DType.f32}) if half else x
+    scale = scalar_operand(10.0 ** abs(decimals), y.dtype, y.device)
+    first, then = ("mul", "div") if decimals > 0 else ("div", "mul")
+    r = call(then, (call("round", (call(first, (y, scale), {}),), {}), scale), {})
+    return call("to_dtype", (r,), {"dtype": as_dtype(x.dtype)}) if half else r
+
+
+def _publish_round(put, published: dict) -> None:
+    whole = _make(get_spec("round"), "torch.round")
+
+    def round(input, *, decimals=0, out=None):   # noqa: A001  (torch's name)
+        """baracuda drop-in for ``torch.round``: half to even (op ``round``); ``decimals=`` scales by 10**decimals,
+        rounds and unscales, through baracuda's ops (torch's formula)."""
+        if type(decimals) is not int:
+            raise TypeError(f"round(): argument 'decimals' must be int, not {type(decimals).__name__}")
+        if decimals == 0:
+            return whole(input) if out is None else whole(input, out=out)
+        if out is not None:
+            raise UnsupportedError("round", "argument 'out' with decimals")
+        return _round_to(input, decimals)
+
+    for key in ("round", "special.round"):
+        put(key, round)
+        published[key] = "round"
+
+
+OWNED = frozenset(TWINS) | {"round", "special.round"}
+
+
+def publish(put, published: dict) -> None:
+    """Set every twin (and ``round``) on the mirror (``put(key, fn)``) and record it in ``published``."""
+    for key, (target, translate) in TWINS.items():
+        op = published[target]
+        put(key, _make(get_spec(op), "torch." + key, translate))
+        published[key] = op
+    _publish_round(put, published)
+
+
+__all__ = ["TWINS", "OWNED", "publish"]
