@@ -41,7 +41,7 @@ from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, 
 from .._core.derive import declare_rule_ops
 from ._common import broadcast_shapes, check_nonneg
 
-__all__ = ["ACTIVATIONS", "ACT_BACKWARD", "GemmDims", "gemm_dims", "linear_dims", "GEMM_OPS", "layout_tag",
+__all__ = ["ACTIVATIONS", "ACT_BACKWARD", "GemmDims", "gemm_dims", "gemm_grads", "linear_dims", "GEMM_OPS", "layout_tag",
            "epilogue_tag", "default_save_preact"]
 
 GEMM_OPS = ("matmul", "mm", "bmm")
@@ -195,28 +195,35 @@ def epilogue_tag(desc) -> str | None:
 
 # -- backward rules --------------------------------------------------------------------------------
 def _g_gemm(ctx, d, grads, s):
-    """C = op(A) @ op(B), op = transpose when the flag is set:
-    d op(A) = dC @ op(B)^T  ->  dA = dC @ op(B)^T (trans_a False) or op(B) @ dC^T (trans_a True)
-    d op(B) = op(A)^T @ dC  ->  dB = op(A)^T @ dC (trans_b False) or dC^T @ op(A) (trans_b True)
-    then summed over the batch axes an operand was broadcast along (ctx.reduce_to)."""
+    """C = op(A) @ op(B), op = transpose when the flag is set: see gemm_grads."""
     g = grads[0]
     if g is None:
         return None, None
-    ta, tb = d.attr("trans_a"), d.attr("trans_b")
     A, B = d.inputs
-    dims = gemm_dims(d.op, A.shape, B.shape, ta, tb)
-    a = ctx.reshape(s["a"], dims.a_mat) if len(A.shape) == 1 else s["a"]
-    b = ctx.reshape(s["b"], dims.b_mat) if len(B.shape) == 1 else s["b"]
+    return gemm_grads(ctx, d.op, A, B, d.attr("trans_a"), d.attr("trans_b"), g, s["a"], s["b"],
+                      ctx.needs[0], ctx.needs[1])
+
+
+def gemm_grads(ctx, op, A, B, ta, tb, g, a, b, need_a=True, need_b=True):
+    """The gradients of C = op(A) @ op(B) (``op`` in matmul / mm / bmm, its shape rule; A, B the operands'
+    TensorSpecs, a, b their saved tensors, g the output gradient), None where ``need_a`` / ``need_b`` is False
+    (a frozen weight: its GEMM is not run):
+    d op(A) = dC @ op(B)^T  ->  dA = dC @ op(B)^T (trans_a False) or op(B) @ dC^T (trans_a True)
+    d op(B) = op(A)^T @ dC  ->  dB = op(A)^T @ dC (trans_b False) or dC^T @ op(A) (trans_b True)
+    then summed over the batch axes an operand was broadcast along (ctx.reduce_to).  The GEMM forms (addmm,
+    addmv, mv, dot, ...: ops/gemm_forms.py) take their product's gradients from here."""
+    dims = gemm_dims(op, A.shape, B.shape, ta, tb)
+    a = ctx.reshape(a, dims.a_mat) if len(A.shape) == 1 else a
+    b = ctx.reshape(b, dims.b_mat) if len(B.shape) == 1 else b
     g = ctx.reshape(g, dims.batch + (dims.m, dims.n))
-    op = d.op
-    ga = gb = None         # (ctx.needs[i] False: nobody wants that operand's gradient -- a frozen weight)
-    if not ctx.needs[0]:
+    ga = gb = None
+    if not need_a:
         pass
     elif ta:
         ga = ctx.op(op, b, g, trans_a=tb, trans_b=True)
     else:
         ga = ctx.op(op, g, b, trans_a=False, trans_b=not tb)
-    if not ctx.needs[1]:
+    if not need_b:
         pass
     elif len(dims.b_mat) == 2 and len(dims.a_mat) > 2 and not ta and op == "matmul":
         # b is shared by every batch: fold the batch into the rows, one [K, bM] @ [bM, N] GEMM instead of a
