@@ -378,11 +378,14 @@ def grad_contraction(ctx, c: Contraction, g, saved, needs) -> list:
             eq = ",".join([c.output] + [c.inputs[j] for j in others]) + "->" + kept
             r = ctx.op("einsum", g, *[saved[j] for j in others], equation=eq)
         own = dict(zip(labels, c.shapes[i]))
-        # back to the operand's own sizes: sum along its broadcast (size-1) axes, repeat along its private labels
-        r = ctx.reduce_to(r, tuple(own[l] for l in kept))
-        if kept != uniq:
-            r = ctx.reshape(r, tuple(own[l] if l in kept else 1 for l in uniq))
-            r = ctx.op("broadcast_to", r, shape=tuple(own[l] for l in uniq))
+        # back to the operand's own sizes: summed along its broadcast (size-1) axes; repeated along its private labels
+        # and along labels whose other occurrences all have size 1 (the gradient is constant there)
+        got = dict(zip(kept, tuple(r.shape)))
+        r = ctx.reduce_to(r, tuple(1 if own[l] == 1 else got[l] for l in kept))
+        full = tuple(own[l] for l in uniq)
+        if kept != uniq or any(own[l] != got[l] for l in kept if own[l] != 1):
+            r = ctx.reshape(r, tuple(1 if l not in kept or own[l] == 1 else got[l] for l in uniq))
+            r = ctx.op("broadcast_to", r, shape=full)
         for k, (d1, d2) in reversed(list(enumerate(diag))):     # undo the diagonals, last one first
             shape = _before_diagonals(labels, diag[:k], own)
             r = ctx.op("diagonal_backward", r, shape=shape, offset=0, dim1=d1, dim2=d2)

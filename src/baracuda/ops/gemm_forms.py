@@ -6,8 +6,8 @@ Add-forms follow torch exactly:
 * ``input`` broadcasts to the product's shape (it may have fewer dimensions, as torch's ``expand``);
 * ``beta == 0`` ignores ``input``: NaN and inf there do not reach the result (torch's documented rule), and its
   gradient is ``0 * grad``;
-* ``beta`` / ``alpha`` are real numbers (a bool is 0 or 1, as torch takes it for floating inputs; a complex value is
-  refused: the family has no complex dtypes); ``alpha == 0`` follows IEEE arithmetic (``0 * inf = nan``): torch's
+* ``beta`` / ``alpha`` are real numbers (a bool is 0 or 1, as torch takes it for floating inputs, except addr, which
+  torch refuses a bool for unless the tensors are bool; a complex value is refused: the family has no complex dtypes); ``alpha == 0`` follows IEEE arithmetic (``0 * inf = nan``): torch's
   CPU kernels skip the product for addmm / addmv / addbmm but not for addr / baddbmm, and it documents neither;
 * a zero-size contraction (K = 0, or no batches for addbmm) gives ``beta * input``.
 
@@ -136,8 +136,11 @@ def _peer_add_form(op):
 
 
 def _scalar_arg(op: str, name: str, v):
-    """torch's Scalar beta / alpha for floating operands: a bool is 0 or 1; complex is refused."""
+    """torch's Scalar beta / alpha for floating operands: a bool is 0 or 1 (addr: refused, as torch refuses a bool
+    beta / alpha for a non-bool result there); complex is refused."""
     if isinstance(v, bool):
+        if op == "addr":
+            raise InvalidProblemError(op, name, "a real number (a bool only for bool tensors, as torch.addr)", v)
         return float(v)
     if isinstance(v, complex):
         raise UnsupportedError(op, f"argument '{name}' is complex ({v}); the GEMM family has no complex dtypes")
