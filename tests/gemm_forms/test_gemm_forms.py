@@ -32,7 +32,7 @@ def _close(got, want, rtol=1e-12, atol=1e-12):
     torch.testing.assert_close(got.detach().cpu().double(), want.detach().cpu().double(), rtol=rtol, atol=atol)
 
 
-# -- beta / alpha -----------------------------------------------------------------------------------------------------
+# -- beta / alpha -------------------------------------------------------------------------------------------------
 def _add_operands(op, seed=0):
     shapes = {"addmm": ((3, 4), (3, 5), (5, 4)), "addmv": ((3,), (3, 5), (5,)), "addr": ((3, 4), (3,), (4,)),
               "baddbmm": ((2, 3, 4), (2, 3, 5), (2, 5, 4)), "addbmm": ((3, 4), (2, 3, 5), (2, 5, 4))}[op]
@@ -94,6 +94,7 @@ def test_refusals_fall_through_under_mode(op):
         got = getattr(torch, op)(inp, a, b, beta=0.5)
     assert torch.equal(got_int, getattr(torch, op)(*ints, beta=2, alpha=3))
     _close(out, getattr(torch, op)(inp, a, b, beta=0.5))
+    _close(got, out)
     assert m.routed == {f"torch.{op}": 1} and m.fell_through == {f"torch.{op}": 2}, m.summary()
 
 
@@ -123,7 +124,7 @@ def test_alpha_zero_is_ieee():
     assert np.isnan(ref[0, 0]).all() and np.isfinite(ref[1]).all()
 
 
-# -- vector products -----------------------------------------------------------------------------------------------------
+# -- vector products ----------------------------------------------------------------------------------------------
 def test_vdot_is_dot_for_real_and_refuses_complex():
     x, y = _t(7, seed=1), _t(7, seed=2)
     _close(bt.vdot(x, y), torch.vdot(x, y))
@@ -149,18 +150,20 @@ def test_outer_alias_ger_and_inner_scalars():
     assert m.routed == {"torch.ger": 1, "Tensor.outer": 1}, m.summary()
 
 
-# -- einsum ------------------------------------------------------------------------------------------------------------------
+# -- einsum -------------------------------------------------------------------------------------------------------
 _EQUATIONS = [
-    ("...ij,...jk", [(2, 1, 3, 4), (5, 4, 2)]), ("b...,b...->...", [(3, 2, 4), (3, 2, 4)]), ("i...->...", [(2, 3, 4)]),
-    ("...ba,a", [(2, 3, 4), (4,)]), ("bB", [(2, 3)]), ("Bb", [(2, 3)]), ("ii", [(4, 4)]), ("iij->ji", [(3, 3, 2)]),
-    ("iii->i", [(3, 3, 3)]), ("ij,ij->ij", [(1, 3), (2, 3)]), ("ij,jk->", [(2, 3), (3, 4)]), ("ab,cd->", [(2, 3), (4, 2)]),
-    ("i j , j k", [(3, 4), (4, 2)]), ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]), ("ijk,ikl->ijl", [(2, 3, 4), (2, 4, 1)]),
-    ("ij,kj->ik", [(3, 4), (5, 1)]), ("ij,kj->ik", [(3, 1), (5, 4)]), ("ij,ij->i", [(3, 1), (1, 4)]), ("...,...", [(2, 3), (3,)]), ("a,b,c->abc", [(2,), (3,), (4,)]),
-    ("ii,i->i", [(3, 3), (3,)]), ("bhqd,bhkd->bhqk", [(2, 3, 4, 5), (2, 3, 6, 5)]), ("i,->i", [(4,), ()]),
+    ("...ij,...jk", [(2, 1, 3, 4), (5, 4, 2)]), ("b...,b...->...", [(3, 2, 4), (3, 2, 4)]),
+    ("i...->...", [(2, 3, 4)]), ("...ba,a", [(2, 3, 4), (4,)]), ("...,...", [(2, 3), (3,)]),
+    ("bB", [(2, 3)]), ("Bb", [(2, 3)]), ("ii", [(4, 4)]), ("iij->ji", [(3, 3, 2)]), ("iii->i", [(3, 3, 3)]),
+    ("ii,i->i", [(3, 3), (3,)]), ("ij,ij->ij", [(1, 3), (2, 3)]), ("ij,kj->ik", [(3, 4), (5, 1)]),
+    ("ij,kj->ik", [(3, 1), (5, 4)]), ("ij,ij->i", [(3, 1), (1, 4)]), ("ij,jk->", [(2, 3), (3, 4)]),
+    ("ab,cd->", [(2, 3), (4, 2)]), ("i j , j k", [(3, 4), (4, 2)]), ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
+    ("ijk,ikl->ijl", [(2, 3, 4), (2, 4, 1)]), ("a,b,c->abc", [(2,), (3,), (4,)]),
+    ("bhqd,bhkd->bhqk", [(2, 3, 4, 5), (2, 3, 6, 5)]), ("i,->i", [(4,), ()]),
 ]
 
 
-@pytest.mark.parametrize("eq,shapes", _EQUATIONS, ids=[e for e, _ in _EQUATIONS])
+@pytest.mark.parametrize("eq,shapes", _EQUATIONS, ids=[f"{e}{s}" for e, s in _EQUATIONS])
 def test_einsum_grammar_values_and_gradients(eq, shapes):
     xs = [_t(*s, seed=i, requires_grad=True) for i, s in enumerate(shapes)]
     ys = [x.detach().clone().requires_grad_() for x in xs]
@@ -200,7 +203,7 @@ def test_einsum_canonical_equation_and_result_is_fresh():
     assert same.data_ptr() != a.data_ptr() and torch.equal(same, a)
 
 
-# -- tensordot ------------------------------------------------------------------------------------------------------------
+# -- tensordot ----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("dims", [2, 0, ([2, 1], [2, 0]), [[2], [1]], ((-1,), (1,)), "tensor-int", "tensor-pair"])
 def test_tensordot_dims_forms(dims):
     a, b = _t(3, 4, 5, seed=1, requires_grad=True), _t(4, 5, 5, seed=2, requires_grad=True)
@@ -229,7 +232,7 @@ def test_tensordot_under_mode_and_refusals():
             bt.tensordot(a, b, dims=bad)
 
 
-# -- multi_dot --------------------------------------------------------------------------------------------------------------
+# -- multi_dot ----------------------------------------------------------------------------------------------------
 def test_chain_order_is_the_cheapest():
     from baracuda.ops.gemm_chain import chain_order
 
@@ -263,7 +266,7 @@ def test_multi_dot_route_values_gradients_and_needs():
     assert m.routed == {"torch.linalg.multi_dot": 1}, m.summary()
 
 
-# -- bilinear, kron ---------------------------------------------------------------------------------------------------------
+# -- bilinear, kron -----------------------------------------------------------------------------------------------
 def test_bilinear_under_mode_and_zero_in_features():
     x1, x2, w, b = _t(2, 3, 4, seed=1), _t(2, 3, 5, seed=2), _t(6, 4, 5, seed=3), _t(6, seed=4)
     with bt.mode(strict=True) as m:
@@ -289,7 +292,7 @@ def test_kron_ranks_and_route():
                                            bc.PlanPreference())
 
 
-# -- the cuBLAS plans' logic on CPU tensors ---------------------------------------------------------------------------------------
+# -- the cuBLAS plans' logic on CPU tensors -----------------------------------------------------------------------
 def _cublas_cases():
     for op in CUBLAS_OPS:
         for dt in ("f64", "f32", "bf16"):
@@ -354,7 +357,7 @@ def test_cost_models():
     assert d.spec.bytes_flops(d)[1] == 2 * (10 * 100 * 5 + 10 * 5 * 50)
 
 
-# -- ctx.needs: a frozen weight costs no GEMM -------------------------------------------------------------------------------
+# -- ctx.needs: a frozen weight costs no GEMM ---------------------------------------------------------------------
 def test_addmm_backward_skips_unwanted_gemms():
     desc = bc.Descriptor.make("addmm", ((6,), "f64"), ((4, 5), "f64"), ((5, 6), "f64"))
 
@@ -368,7 +371,7 @@ def test_addmm_backward_skips_unwanted_gemms():
     assert sorted(s.op for s in bc.BackwardPlan.select(alpha, "cpu").skus) == ["mm", "mm", "mul_scalar", "mul_scalar"]
 
 
-# -- GPT-2's Conv1D projection under bt.mode() ------------------------------------------------------------------------------
+# -- GPT-2's Conv1D projection under bt.mode() --------------------------------------------------------------------
 class _Conv1D(torch.nn.Module):
     """HF transformers' GPT-2 Conv1D: a linear layer with the weight stored transposed [nx, nf]."""
 

@@ -31,18 +31,19 @@ array([[ 5., 14.],
 """
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass
 
 
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, get_spec, register_spec
 from .._core.derive import declare_rule_ops
 from ._common import broadcast_shapes, check_nonneg
 
 __all__ = ["ACTIVATIONS", "ACT_BACKWARD", "GemmDims", "gemm_dims", "gemm_grads", "linear_dims", "GEMM_OPS", "layout_tag",
-           "epilogue_tag", "default_save_preact"]
+           "epilogue_tag", "default_save_preact", "pair_dropin", "check_operands", "torch_fn"]
 
 GEMM_OPS = ("matmul", "mm", "bmm")
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
@@ -314,19 +315,43 @@ def _no_out(op, out):
         raise UnsupportedError(op, "the drop-in does not take out=; run a Plan with out= to write into a buffer")
 
 
-def _dropin_matmul(input, other, *, out=None):
-    _no_out("matmul", out)
-    return (input, other), {}
+def torch_fn(name: str):
+    """The torch peer that is torch.<name> itself, called on the operands."""
+    def peer(*xs):
+        import torch
+
+        return getattr(torch, name)(*xs)
+    return peer
 
 
-def _dropin_mm(input, mat2, *, out=None):
-    _no_out("mm", out)
-    return (input, mat2), {}
+def pair_dropin(op: str, first: str, second: str):
+    """The drop-in of a torch function ``f(first, second, *, out=None)`` of two tensors (torch.mm, torch.dot, ...):
+    its exact signature (``__signature__``; keyword calls bind by torch's names), out= refused (see _no_out)."""
+    sig = inspect.Signature([inspect.Parameter(first, inspect.Parameter.POSITIONAL_OR_KEYWORD),
+                             inspect.Parameter(second, inspect.Parameter.POSITIONAL_OR_KEYWORD),
+                             inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None)])
+
+    def dropin(*args, **kwargs):
+        if not kwargs and len(args) == 2:      # the common call: nothing to bind
+            return args, {}
+        bound = sig.bind(*args, **kwargs).arguments
+        _no_out(op, bound.get("out"))
+        return (bound[first], bound[second]), {}
+    dropin.__signature__ = sig
+    return dropin
 
 
-def _dropin_bmm(input, mat2, *, out=None):
-    _no_out("bmm", out)
-    return (input, mat2), {}
+def check_operands(op: str, names, inputs, counts=None) -> None:
+    """The checks every GEMM form starts with: the operand count (one of ``counts``, None: at least one), the dtype
+    (one of the op's, the same for all) and non-negative shapes."""
+    if counts is not None and len(inputs) not in counts:
+        raise InvalidProblemError(op, "inputs", f"{' or '.join(map(str, counts))} operands ({', '.join(names)})",
+                                  len(inputs))
+    if not inputs:
+        raise InvalidProblemError(op, "operands", "at least one operand", "none")
+    get_spec(op).check_dtypes(inputs)
+    _same_dtype(op, names, inputs)
+    check_nonneg(op, names, [t.shape for t in inputs])
 
 
 def _dropin_linear(input, weight, bias=None):
@@ -514,9 +539,9 @@ _WORKLOADS = {
 
 SPECS: dict[str, OpSpec] = {}
 _GEMM_DEFS = {  # op -> (rank rule, torch name, jax name, dropin, cases)
-    "matmul": (None, "torch.matmul", "jax.numpy.matmul", _dropin_matmul, _MATMUL_CASES),
-    "mm": (2, "torch.mm", "jax.lax.dot", _dropin_mm, _MM_CASES),
-    "bmm": (3, "torch.bmm", "jax.lax.batch_matmul", _dropin_bmm, _BMM_CASES),
+    "matmul": (None, "torch.matmul", "jax.numpy.matmul", pair_dropin("matmul", "input", "other"), _MATMUL_CASES),
+    "mm": (2, "torch.mm", "jax.lax.dot", pair_dropin("mm", "input", "mat2"), _MM_CASES),
+    "bmm": (3, "torch.bmm", "jax.lax.batch_matmul", pair_dropin("bmm", "input", "mat2"), _BMM_CASES),
 }
 for _op, (_rank, _tname, _jname, _dropin, _cases) in _GEMM_DEFS.items():
     SPECS[_op] = register_spec(OpSpec(

@@ -23,8 +23,7 @@ from .._core.derive import declare_rule_ops
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import InvalidProblemError, UnsupportedError
 from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from ._common import check_nonneg
-from .gemm import _io_bytes, _n, _no_out, _same_dtype
+from .gemm import _io_bytes, _n, _no_out, check_operands
 from .gemm_einsum import ALL_INPUTS, chain_tol
 from .layout import Variadic
 
@@ -81,10 +80,8 @@ def _check_multi_dot(inputs, attrs):
     names = [f"tensors[{i}]" for i in range(n)]
     if n < 2:
         raise InvalidProblemError(op, "tensors", "at least 2 tensors", f"{n}")
-    SPECS[op].check_dtypes(inputs)
-    _same_dtype(op, names, inputs)
+    check_operands(op, names, inputs)
     shapes = [t.shape for t in inputs]
-    check_nonneg(op, names, shapes)
     for i, s in enumerate(shapes):
         ends = i in (0, n - 1)
         if len(s) != 2 and not (ends and len(s) == 1):
@@ -195,11 +192,7 @@ def bilinear_dims(op, inputs) -> tuple[int, int, int, int]:
 def _check_bilinear(inputs, attrs):
     op = "bilinear"
     names = ("input1", "input2", "weight", "bias")
-    if len(inputs) not in (3, 4):
-        raise InvalidProblemError(op, "inputs", "3 or 4 operands (input1, input2, weight[, bias])", len(inputs))
-    SPECS[op].check_dtypes(inputs)
-    _same_dtype(op, names, inputs)
-    check_nonneg(op, names, [t.shape for t in inputs])
+    check_operands(op, names, inputs, (3, 4))
     m, o, i, j = bilinear_dims(op, inputs)
     return attrs, (TensorSpec(inputs[0].shape[:-1] + (o,), inputs[0].dtype),)
 

@@ -32,8 +32,7 @@ from .._core.derive import declare_rule_ops
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from ._common import check_nonneg
-from .gemm import _grad_tol, _io_bytes, _n, _no_out, _same_dtype, _tol
+from .gemm import _grad_tol, _io_bytes, _n, _no_out, _tol, check_operands, pair_dropin, torch_fn
 from .layout import Variadic
 
 __all__ = ["LABELS", "Contraction", "parse_einsum", "contraction_of", "schedule", "Schedule", "grad_contraction",
@@ -290,19 +289,9 @@ def contraction_of(desc) -> Contraction:
 
 
 # -- shape rules -------------------------------------------------------------------------------------------------
-def _operands(op, names, inputs, n=None):
-    if n is not None and len(inputs) != n:
-        raise InvalidProblemError(op, "inputs", f"{n} operands", len(inputs))
-    if not inputs:
-        raise InvalidProblemError(op, "operands", "at least one operand", "none")
-    SPECS[op].check_dtypes(inputs)
-    _same_dtype(op, names, inputs)
-    check_nonneg(op, names, [t.shape for t in inputs])
-
-
 def _check_einsum(inputs, attrs):
     names = [f"operands[{i}]" for i in range(len(inputs))]
-    _operands("einsum", names, inputs)
+    check_operands("einsum", names, inputs)
     c = parse_einsum("einsum", attrs["equation"], [t.shape for t in inputs])
     return {"equation": c.equation}, (TensorSpec(c.out_shape, inputs[0].dtype),)
 
@@ -334,7 +323,7 @@ def _norm_dims(op, dims, inputs, attrs):
 
 
 def _check_tensordot(inputs, attrs):
-    _operands("tensordot", ("a", "b"), inputs, 2)
+    check_operands("tensordot", ("a", "b"), inputs, (2,))
     a, b = (t.shape for t in inputs)
     da, db = _norm_dims("tensordot", attrs["dims"], inputs, attrs)
     for ka, kb in zip(da, db):
@@ -346,13 +335,13 @@ def _check_tensordot(inputs, attrs):
 
 
 def _check_inner(inputs, attrs):
-    _operands("inner", ("input", "other"), inputs, 2)
+    check_operands("inner", ("input", "other"), inputs, (2,))
     c = _inner_contraction("inner", *(t.shape for t in inputs))
     return attrs, (TensorSpec(c.out_shape, inputs[0].dtype),)
 
 
 def _check_outer(inputs, attrs):
-    _operands("outer", ("input", "vec2"), inputs, 2)
+    check_operands("outer", ("input", "vec2"), inputs, (2,))
     for name, t in zip(("input", "vec2"), inputs):
         if len(t.shape) != 1:
             raise InvalidProblemError("outer", name, "a 1-D tensor", f"shape {t.shape}")
@@ -472,16 +461,6 @@ def _dims_arg(dims):
 def _dropin_tensordot(a, b, dims=2, out=None):
     _no_out("tensordot", out)
     return (a, b), {"dims": _dims_arg(dims)}
-
-
-def _dropin_inner(input, other, *, out=None):
-    _no_out("inner", out)
-    return (input, other), {}
-
-
-def _dropin_outer(input, vec2, *, out=None):
-    _no_out("outer", out)
-    return (input, vec2), {}
 
 
 # -- samples -----------------------------------------------------------------------------------------------------
@@ -656,14 +635,14 @@ SPECS["tensordot"] = register_spec(OpSpec(
     workloads=_WORKLOADS["tensordot"],
     doc="torch.tensordot: dims an int (last N axes of a with the first N of b) or a pair of axis lists.", **_COMMON))
 SPECS["inner"] = register_spec(OpSpec(
-    name="inner", arg_names=("input", "other"), check=_check_inner, attrs=(), torch_peer=lambda a, b: __import__(
-        "torch").inner(a, b), torch_name="torch.inner", dropin=_dropin_inner, jax_name="jax.numpy.inner",
+    name="inner", arg_names=("input", "other"), check=_check_inner, attrs=(), torch_peer=torch_fn("inner"),
+    torch_name="torch.inner", dropin=pair_dropin("inner", "input", "other"), jax_name="jax.numpy.inner",
     differentiable=(0, 1), samples=_pair_samples(_INNER_CASES), errors=_inner_errors, tol=_tol, grad_tol=_grad_tol,
     workloads=_WORKLOADS["inner"],
     doc="torch.inner: the product over the last axes of both operands (a 0-d operand multiplies).", **_COMMON))
 SPECS["outer"] = register_spec(OpSpec(
-    name="outer", arg_names=("input", "vec2"), check=_check_outer, attrs=(), torch_peer=lambda a, b: __import__(
-        "torch").outer(a, b), torch_name="torch.outer", torch_aliases=("torch.ger",), dropin=_dropin_outer,
+    name="outer", arg_names=("input", "vec2"), check=_check_outer, attrs=(), torch_peer=torch_fn("outer"),
+    torch_name="torch.outer", torch_aliases=("torch.ger",), dropin=pair_dropin("outer", "input", "vec2"),
     jax_name="jax.numpy.outer", differentiable=(0, 1), samples=_pair_samples(_OUTER_CASES), errors=_outer_errors,
     tol=_tol, grad_tol=_grad_tol, workloads=_WORKLOADS["outer"],
     doc="torch.outer / torch.ger: the outer product of two vectors (a K=1 GEMM).", **_COMMON))

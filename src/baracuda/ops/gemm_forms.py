@@ -6,9 +6,10 @@ Add-forms follow torch exactly:
 * ``input`` broadcasts to the product's shape (it may have fewer dimensions, as torch's ``expand``);
 * ``beta == 0`` ignores ``input``: NaN and inf there do not reach the result (torch's documented rule), and its
   gradient is ``0 * grad``;
-* ``beta`` / ``alpha`` are real numbers (a bool is 0 or 1, as torch takes it for floating inputs, except addr, which
-  torch refuses a bool for unless the tensors are bool; a complex value is refused: the family has no complex dtypes); ``alpha == 0`` follows IEEE arithmetic (``0 * inf = nan``): torch's
-  CPU kernels skip the product for addmm / addmv / addbmm but not for addr / baddbmm, and it documents neither;
+* ``beta`` / ``alpha`` are real numbers: a bool is 0 or 1, as torch takes it for floating inputs (except addr, where
+  torch refuses a bool unless the tensors are bool); a complex value is refused (the family has no complex dtypes);
+* ``alpha == 0`` follows IEEE arithmetic (``0 * inf = nan``): torch's CPU kernels skip the product for addmm /
+  addmv / addbmm but not for addr / baddbmm, and it documents neither;
 * a zero-size contraction (K = 0, or no batches for addbmm) gives ``beta * input``.
 
 Dtypes: the floating types of the GEMM family (f64, f32, f16, bf16), one dtype for every operand.  torch also runs
@@ -31,8 +32,7 @@ from .._core.derive import declare_rule_ops
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from ._common import check_nonneg
-from .gemm import _grad_tol, _io_bytes, _n, _no_out, _same_dtype, _tol, gemm_grads
+from .gemm import _grad_tol, _io_bytes, _n, _no_out, _tol, check_operands, gemm_grads, pair_dropin, torch_fn
 from .gemm_einsum import LABELS, grad_contraction, make_contraction
 
 __all__ = ["ADD_FORMS", "AddForm", "add_form_shape", "kron_shapes"]
@@ -81,11 +81,7 @@ def _check_add_form(op):
     f = ADD_FORMS[op]
 
     def check(inputs, attrs):
-        if len(inputs) != 3:
-            raise InvalidProblemError(op, "inputs", f"3 operands ({', '.join(f.names)})", len(inputs))
-        SPECS[op].check_dtypes(inputs)
-        _same_dtype(op, f.names, inputs)
-        check_nonneg(op, f.names, [t.shape for t in inputs])
+        check_operands(op, f.names, inputs, (3,))
         out = add_form_shape(op, inputs[1].shape, inputs[2].shape)
         inp = inputs[0].shape
         if len(inp) > len(out) or any(d not in (1, o) for d, o in zip(reversed(inp), reversed(out))):
@@ -227,7 +223,7 @@ def _add_errors(op):
                         "number", "bool-beta-attr")
         yield ErrorCase(with_(0), {"alpha": "2"}, InvalidProblemError, r"argument 'alpha': expected a real", "str")
         if op in ("baddbmm", "addbmm"):
-            yield ErrorCase(with_(2, (3,) + ok[2][1:]), {}, InvalidProblemError, rf"argument 'batch2': expected 2 "
+            yield ErrorCase(with_(2, (3,) + ok[2][1:]), {}, InvalidProblemError, r"argument 'batch2': expected 2 "
                             "batches", "batch")
     return errors
 
@@ -240,12 +236,8 @@ def _check_vec(op):
     names = _VEC_NAMES[op]
 
     def check(inputs, attrs):
-        if len(inputs) != 2:
-            raise InvalidProblemError(op, "inputs", f"2 operands ({', '.join(names)})", len(inputs))
-        SPECS[op].check_dtypes(inputs)
-        _same_dtype(op, names, inputs)
+        check_operands(op, names, inputs, (2,))
         a, b = (t.shape for t in inputs)
-        check_nonneg(op, names, (a, b))
         if op == "mv":
             if len(a) != 2:
                 raise InvalidProblemError(op, names[0], "a matrix", f"shape {a}")
@@ -269,29 +261,6 @@ def _g_vec(ctx, d, grads, s):
         return None, None
     n = d.spec.arg_names
     return gemm_grads(ctx, "matmul", *d.inputs, False, False, g, s[n[0]], s[n[1]], ctx.needs[0], ctx.needs[1])
-
-
-def _peer_vec(op):
-    def peer(a, b):
-        import torch
-
-        return getattr(torch, op)(a, b)
-    return peer
-
-
-def _dropin_mv(input, vec, *, out=None):
-    _no_out("mv", out)
-    return (input, vec), {}
-
-
-def _dropin_dot(input, tensor, *, out=None):
-    _no_out("dot", out)
-    return (input, tensor), {}
-
-
-def _dropin_vdot(input, other, *, out=None):
-    _no_out("vdot", out)
-    return (input, other), {}
 
 
 _VEC_CASES = {"mv": [((5, 7), (7,)), ((1, 6), (6,)), ((33, 20), (20,)), ((0, 3), (3,)), ((4, 0), (0,))],
@@ -339,12 +308,7 @@ def kron_shapes(a: tuple, b: tuple) -> tuple[tuple, tuple, tuple]:
 
 
 def _check_kron(inputs, attrs):
-    op = "kron"
-    if len(inputs) != 2:
-        raise InvalidProblemError(op, "inputs", "2 operands (input, other)", len(inputs))
-    SPECS[op].check_dtypes(inputs)
-    _same_dtype(op, ("input", "other"), inputs)
-    check_nonneg(op, ("input", "other"), [t.shape for t in inputs])
+    check_operands("kron", ("input", "other"), inputs, (2,))
     pa, pb, _ = kron_shapes(inputs[0].shape, inputs[1].shape)
     return attrs, (TensorSpec(tuple(x * y for x, y in zip(pa, pb)), inputs[0].dtype),)
 
@@ -365,11 +329,6 @@ def _g_kron(ctx, d, grads, s):
     return (ctx.reshape(ga, A.shape) if ga is not None else None), (ctx.reshape(gb, B.shape) if gb is not None else None)
 
 
-def _dropin_kron(input, other, *, out=None):
-    _no_out("kron", out)
-    return (input, other), {}
-
-
 _KRON_CASES = [((2, 3), (3, 2)), ((4,), (2, 3)), ((), (3, 2)), ((2, 1, 3), (2, 2)), ((5, 7), (6, 4)),
                ((0, 3), (2, 2)), ((2, 2), (3, 0))]
 
@@ -388,7 +347,7 @@ def _kron_errors():
 
 # -- cost ----------------------------------------------------------------------------------------------------------
 def _add_cost(desc):
-    a, b = desc.inputs[1].shape, desc.inputs[2].shape
+    a = desc.inputs[1].shape
     k = a[-1]
     return _io_bytes(desc), 2 * desc.outputs[0].numel * k * (a[0] if desc.op == "addbmm" else 1)
 
@@ -433,14 +392,14 @@ for _op, _f in ADD_FORMS.items():
 for _op in ("mv", "dot", "vdot"):
     SPECS[_op] = register_spec(OpSpec(
         name=_op, family="gemm", arg_names=_VEC_NAMES[_op], check=_check_vec(_op), dtypes=FLOAT_TYPES, attrs=(),
-        torch_peer=_peer_vec(_op), torch_name=f"torch.{_op}",
-        dropin=globals()[f"_dropin_{_op}"], grad=_g_vec, saves=("inputs",), differentiable=(0, 1),
+        torch_peer=torch_fn(_op), torch_name=f"torch.{_op}",
+        dropin=pair_dropin(_op, *_VEC_NAMES[_op]), grad=_g_vec, saves=("inputs",), differentiable=(0, 1),
         samples=_vec_samples(_op), errors=_vec_errors(_op), tol=_tol, grad_tol=_grad_tol, workloads=_WORKLOADS[_op],
         cost=_vec_cost if _op != "mv" else _add_cost, category="gemm",
         doc=f"torch.{_op}" + (" (real operands: vdot is dot)" if _op == "vdot" else "")))
 SPECS["kron"] = register_spec(OpSpec(
     name="kron", family="gemm", arg_names=("input", "other"), check=_check_kron, dtypes=FLOAT_TYPES, attrs=(),
-    torch_peer=lambda a, b: __import__("torch").kron(a, b), torch_name="torch.kron", dropin=_dropin_kron,
+    torch_peer=torch_fn("kron"), torch_name="torch.kron", dropin=pair_dropin("kron", "input", "other"),
     jax_name="jax.numpy.kron", grad=_g_kron, saves=("inputs",), differentiable=(0, 1), samples=_kron_samples,
     errors=_kron_errors, tol=_tol, grad_tol=_grad_tol,
     workloads=_WORKLOADS["kron"], category="gemm",
