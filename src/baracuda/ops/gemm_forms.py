@@ -144,6 +144,8 @@ def _scalar_arg(op: str, name: str, v):
 
 
 def _add_form_args(op, tensors, beta, alpha, out):
+    if out is None and type(beta) is int and type(alpha) is int and beta == 1 and alpha == 1:
+        return tuple(tensors), {}       # torch's defaults (GPT-2's addmm(bias, x, w)): the cheapest call key
     _no_out(op, out)
     return tuple(tensors), {"beta": _scalar_arg(op, "beta", beta), "alpha": _scalar_arg(op, "alpha", alpha)}
 
