@@ -82,7 +82,7 @@ def test_refusals_fall_through_under_mode(op):
     inp, a, b = _add_operands(op, seed=5)
     with pytest.raises(bc.UnsupportedError, match="complex"):
         getattr(bt, op)(inp, a, b, beta=1j)
-    ints = [(x * 4).long() for x in (inp, a, b)]
+    ints = [(x * 4).long().cpu() for x in (inp, a, b)]      # (torch runs integer add-forms on the CPU only)
     with pytest.raises(bc.UnsupportedError, match="dtype i64"):
         getattr(bt, op)(*ints)
     out = torch.empty(getattr(torch, op)(inp, a, b).shape, dtype=torch.float64, device=TDEV)
@@ -341,6 +341,8 @@ def test_routes_name_what_runs():
     assert "bmm[2x3x4x5]" in route("einsum", (2, 3, 4), (2, 4, 5), equation="bij,bjk->bik")
     assert "no GEMM" in route("einsum", (4, 4), equation="ii->i")
     assert "torch.mm[4x1x5]" in route("outer", (4,), (5,))
+    hadamard = route("einsum", (3, 4), (3, 4), equation="ij,ij->ij")
+    assert hadamard.startswith("einsum[ij,ij->ij]: no GEMM: ") and "torch.mul[12x1x1]" in hadamard
     f32 = bc.Descriptor.make("einsum", ((3, 4), "f32"), ((4, 5), "f32"), equation="ij,jk")
     impl = next(i for i in implementations("einsum") if i.backend == Backend.CUBLAS)
     assert impl.route_of(f32, bc.PlanPreference(allow_reduced_precision=True)).endswith("[tf32]")

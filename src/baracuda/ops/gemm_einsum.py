@@ -13,7 +13,8 @@ labels, the output explicit), so the reference, the plans and the backward read 
 per operand, its diagonals (views), its broadcast size-1 axes dropped, its private labels (in no other operand nor
 the output) summed; then the operands are multiplied left to right (as torch does without opt_einsum), each pair
 as one batched GEMM: the running product permuted to [batch, left, contracted] and the next operand to [batch,
-contracted, right], both folded to 3-D (or 2-D without a batch label); the result is permuted to the output order.
+contracted, right], both folded to 3-D (or 2-D without a batch label), or as a broadcast multiply where a batched
+pair contracts nothing; the result is permuted to the output order.
 
 Backward (``grad_contraction``): the gradient of operand i is the contraction of the output gradient with every
 other operand onto operand i's labels (``einsum`` ops), broadcast along the labels only operand i has (summed in
@@ -55,9 +56,6 @@ class Contraction:
     @property
     def equation(self) -> str:
         return ",".join(self.inputs) + "->" + self.output
-
-    def size(self, label: str) -> int:
-        return dict(self.sizes)[label]
 
     @property
     def out_shape(self) -> tuple[int, ...]:
@@ -123,7 +121,7 @@ def parse_einsum(op: str, equation, shapes) -> Contraction:
         raise InvalidProblemError(op, "equation", "a string", repr(equation))
     eq = "".join(equation.split())
     lhs, arrow, rhs = eq.partition("->")
-    if "->" in rhs or (not arrow and ">" in lhs):
+    if "->" in rhs:
         raise InvalidProblemError(op, "equation", "at most one '->'", repr(equation))
     terms = [_terms(op, t, f"operand {i}") for i, t in enumerate(lhs.split(","))]
     if len(terms) != len(shapes):
@@ -173,7 +171,9 @@ class Prep:
 @dataclass(frozen=True)
 class Pair:
     """The running product X times the next operand Y as one [b, m, k] @ [b, k, n] GEMM (``batched``: a batch label
-    exists, else 2-D); X's axes ``pre_sum`` are summed first; ``labels``: the result's (batch, left, right)."""
+    exists, else 2-D); X's axes ``pre_sum`` are summed first; ``labels``: the result's (batch, left, right).
+    ``elementwise``: batched with nothing contracted (a Hadamard or batched outer product): a broadcast multiply of
+    [b, m, 1] and [b, 1, n], not b GEMMs with K = 1 (as small as 1x1x1)."""
 
     pre_sum: tuple[int, ...]
     perm_x: tuple[int, ...]
@@ -185,6 +185,7 @@ class Pair:
     batched: bool
     shape: tuple[int, ...]
     labels: str
+    elementwise: bool = False
 
 
 @dataclass(frozen=True)
@@ -250,7 +251,7 @@ def schedule(c: Contraction) -> Schedule:
         pairs.append(Pair(pre, tuple(x.index(l) for l in batch + left + contract),
                           tuple(y.index(l) for l in batch + contract + right), _prod(batch, size), _prod(left, size),
                           _prod(contract, size), _prod(right, size), bool(batch), tuple(size[l] for l in labels),
-                          labels))
+                          labels, bool(batch) and not contract))
         cur = labels
     return Schedule(tuple(preps), tuple(pairs), tuple(cur.index(l) for l in c.output))
 

@@ -14,7 +14,8 @@ in cublas.py).
   diagonals and broadcast axes, torch.sum for the labels one operand alone carries, one torch.mm / torch.bmm per
   pair of operands on permuted, folded views (torch's reshape copies an operand only where its grouped axes do not
   fold in memory), the result permuted into the output.  A schedule without a product (one operand: a transpose, a
-  diagonal, a sum) runs no cuBLAS call at all: the route says "no GEMM".
+  diagonal, a sum) or whose products contract nothing in a batch (a Hadamard product: torch.mul on broadcast views,
+  not a batch of 1x1x1 GEMMs) runs no cuBLAS call at all: the route says "no GEMM".
 * ``multi_dot``: one torch.mm per node of the cheapest parenthesization.
 * ``bilinear``: torch.mm(x2, W.view(O*I, J)^T), then torch.baddbmm (bias) / torch.bmm against x1.
 """
@@ -84,7 +85,7 @@ def _add_route(desc, pref):
 
 def _add_epilogue(desc) -> str:
     beta, alpha = desc.attr("beta"), desc.attr("alpha")
-    tag = "bias" if _lt_path(desc) else ("identity" if beta == 0 else f"{beta:g}*input")
+    tag = "bias" if _lt_path(desc) else "identity" if beta == 0 else "input" if beta == 1 else f"{beta:g}*input"
     return tag + (f"+alpha={alpha:g}" if alpha != 1 else "")
 
 
@@ -126,7 +127,9 @@ def run_schedule(sch, xs):
         if pr.pre_sum:
             cur = cur.sum(pr.pre_sum)
         a, b = cur.permute(pr.perm_x), y.permute(pr.perm_y)
-        if pr.batched:
+        if pr.elementwise:
+            z = torch.mul(a.reshape(pr.b, pr.m, 1), b.reshape(pr.b, 1, pr.n))
+        elif pr.batched:
             z = torch.bmm(a.reshape(pr.b, pr.m, pr.k), b.reshape(pr.b, pr.k, pr.n))
         else:
             z = torch.mm(a.reshape(pr.m, pr.k), b.reshape(pr.k, pr.n))
@@ -158,11 +161,13 @@ def _contract_route(desc, pref):
     if any(p.sums for p in sch.preps) or any(pr.pre_sum for pr in sch.pairs):
         parts.append("torch.sum")
     for pr in sch.pairs:
-        parts.append(f"torch.bmm[{pr.b}x{pr.m}x{pr.k}x{pr.n}]->cublas(strided batched)" if pr.batched else
+        parts.append(f"torch.mul[{pr.b}x{pr.m}x{pr.n}](nothing contracted: elementwise)" if pr.elementwise else
+                     f"torch.bmm[{pr.b}x{pr.m}x{pr.k}x{pr.n}]->cublas(strided batched)" if pr.batched else
                      f"torch.mm[{pr.m}x{pr.k}x{pr.n}]->cublas")
     if sch.final_perm != tuple(range(len(sch.final_perm))) or not sch.fresh:
         parts.append("copy into the output order")
-    head = f"{desc.op}[{c.equation}]: " + ("" if sch.pairs else "no GEMM: ")
+    gemm = any(not pr.elementwise for pr in sch.pairs)
+    head = f"{desc.op}[{c.equation}]: " + ("" if gemm else "no GEMM: ")
     return head + " + ".join(parts) + tf32_tag(desc, pref)
 
 
