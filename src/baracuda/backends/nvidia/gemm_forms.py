@@ -33,8 +33,8 @@ def _lt_path(desc) -> bool:
     if desc.op != "addmm":
         return False
     inp, a, b = (t.shape for t in desc.inputs)
-    return len(inp) == 1 and inp[0] == b[1] and desc.attr("beta") == 1 and a[0] > 1 and lt_bias_ok(a[1], b[1],
-                                                                                                    desc.dtype)
+    return (len(inp) == 1 and inp[0] == b[1] and desc.attr("beta") == 1 and a[0] > 1
+            and lt_bias_ok(a[1], b[1], desc.dtype))
 
 
 def _bind_add_form(desc, pref=None):
@@ -223,8 +223,7 @@ def _bind_bilinear(desc, pref=None):
 
 
 def _bilinear_route(desc, pref):
-    tail = "torch.baddbmm(bias)->cublas(strided batched)" if len(desc.inputs) == 4 else "torch.bmm->cublas(strided " \
-                                                                                         "batched)"
+    tail = ("torch.baddbmm(bias)" if len(desc.inputs) == 4 else "torch.bmm") + "->cublas(strided batched)"
     return "bilinear: torch.mm(x2, W.view(O*I, J)^T)->cublas + " + tail + tf32_tag(desc, pref)
 
 
