@@ -106,7 +106,7 @@ def trace_backward_descs(desc: Descriptor) -> list[Descriptor]:
 
 def saved_specs(spec: OpSpec, desc: Descriptor) -> dict:
     """What a backward plan of ``desc`` keeps, by name (inputs by argument name, outputs as out/outN)."""
-    ins = dict(zip(spec.arg_names, desc.inputs))
+    ins = dict(zip(spec.arg_names[:len(desc.inputs)], desc.inputs))   # (a Variadic names operand i 'name[i]')
     return {s: ins[s] if s in ins else desc.outputs[int(s[3:] or 0)] for s in saved_names(desc)}
 
 

@@ -31,18 +31,19 @@ array([[ 5., 14.],
 """
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass
 
 
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, get_spec, register_spec
 from .._core.derive import declare_rule_ops
 from ._common import broadcast_shapes, check_nonneg
 
-__all__ = ["ACTIVATIONS", "ACT_BACKWARD", "GemmDims", "gemm_dims", "linear_dims", "GEMM_OPS", "layout_tag",
-           "epilogue_tag", "default_save_preact"]
+__all__ = ["ACTIVATIONS", "ACT_BACKWARD", "GemmDims", "gemm_dims", "gemm_grads", "linear_dims", "GEMM_OPS", "layout_tag",
+           "epilogue_tag", "default_save_preact", "pair_dropin", "check_operands", "torch_fn"]
 
 GEMM_OPS = ("matmul", "mm", "bmm")
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
@@ -195,28 +196,35 @@ def epilogue_tag(desc) -> str | None:
 
 # -- backward rules --------------------------------------------------------------------------------
 def _g_gemm(ctx, d, grads, s):
-    """C = op(A) @ op(B), op = transpose when the flag is set:
-    d op(A) = dC @ op(B)^T  ->  dA = dC @ op(B)^T (trans_a False) or op(B) @ dC^T (trans_a True)
-    d op(B) = op(A)^T @ dC  ->  dB = op(A)^T @ dC (trans_b False) or dC^T @ op(A) (trans_b True)
-    then summed over the batch axes an operand was broadcast along (ctx.reduce_to)."""
+    """C = op(A) @ op(B), op = transpose when the flag is set: see gemm_grads."""
     g = grads[0]
     if g is None:
         return None, None
-    ta, tb = d.attr("trans_a"), d.attr("trans_b")
     A, B = d.inputs
-    dims = gemm_dims(d.op, A.shape, B.shape, ta, tb)
-    a = ctx.reshape(s["a"], dims.a_mat) if len(A.shape) == 1 else s["a"]
-    b = ctx.reshape(s["b"], dims.b_mat) if len(B.shape) == 1 else s["b"]
+    return gemm_grads(ctx, d.op, A, B, d.attr("trans_a"), d.attr("trans_b"), g, s["a"], s["b"],
+                      ctx.needs[0], ctx.needs[1])
+
+
+def gemm_grads(ctx, op, A, B, ta, tb, g, a, b, need_a=True, need_b=True):
+    """The gradients of C = op(A) @ op(B) (``op`` in matmul / mm / bmm, its shape rule; A, B the operands'
+    TensorSpecs, a, b their saved tensors, g the output gradient), None where ``need_a`` / ``need_b`` is False
+    (a frozen weight: its GEMM is not run):
+    d op(A) = dC @ op(B)^T  ->  dA = dC @ op(B)^T (trans_a False) or op(B) @ dC^T (trans_a True)
+    d op(B) = op(A)^T @ dC  ->  dB = op(A)^T @ dC (trans_b False) or dC^T @ op(A) (trans_b True)
+    then summed over the batch axes an operand was broadcast along (ctx.reduce_to).  The GEMM forms (addmm,
+    addmv, mv, dot, ...: ops/gemm_forms.py) take their product's gradients from here."""
+    dims = gemm_dims(op, A.shape, B.shape, ta, tb)
+    a = ctx.reshape(a, dims.a_mat) if len(A.shape) == 1 else a
+    b = ctx.reshape(b, dims.b_mat) if len(B.shape) == 1 else b
     g = ctx.reshape(g, dims.batch + (dims.m, dims.n))
-    op = d.op
-    ga = gb = None         # (ctx.needs[i] False: nobody wants that operand's gradient -- a frozen weight)
-    if not ctx.needs[0]:
+    ga = gb = None
+    if not need_a:
         pass
     elif ta:
         ga = ctx.op(op, b, g, trans_a=tb, trans_b=True)
     else:
         ga = ctx.op(op, g, b, trans_a=False, trans_b=not tb)
-    if not ctx.needs[1]:
+    if not need_b:
         pass
     elif len(dims.b_mat) == 2 and len(dims.a_mat) > 2 and not ta and op == "matmul":
         # b is shared by every batch: fold the batch into the rows, one [K, bM] @ [bM, N] GEMM instead of a
@@ -307,19 +315,43 @@ def _no_out(op, out):
         raise UnsupportedError(op, "the drop-in does not take out=; run a Plan with out= to write into a buffer")
 
 
-def _dropin_matmul(input, other, *, out=None):
-    _no_out("matmul", out)
-    return (input, other), {}
+def torch_fn(name: str):
+    """The torch peer that is torch.<name> itself, called on the operands."""
+    def peer(*xs):
+        import torch
+
+        return getattr(torch, name)(*xs)
+    return peer
 
 
-def _dropin_mm(input, mat2, *, out=None):
-    _no_out("mm", out)
-    return (input, mat2), {}
+def pair_dropin(op: str, first: str, second: str):
+    """The drop-in of a torch function ``f(first, second, *, out=None)`` of two tensors (torch.mm, torch.dot, ...):
+    its exact signature (``__signature__``; keyword calls bind by torch's names), out= refused (see _no_out)."""
+    sig = inspect.Signature([inspect.Parameter(first, inspect.Parameter.POSITIONAL_OR_KEYWORD),
+                             inspect.Parameter(second, inspect.Parameter.POSITIONAL_OR_KEYWORD),
+                             inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None)])
+
+    def dropin(*args, **kwargs):
+        if not kwargs and len(args) == 2:      # the common call: nothing to bind
+            return args, {}
+        bound = sig.bind(*args, **kwargs).arguments
+        _no_out(op, bound.get("out"))
+        return (bound[first], bound[second]), {}
+    dropin.__signature__ = sig
+    return dropin
 
 
-def _dropin_bmm(input, mat2, *, out=None):
-    _no_out("bmm", out)
-    return (input, mat2), {}
+def check_operands(op: str, names, inputs, counts=None) -> None:
+    """The checks every GEMM form starts with: the operand count (one of ``counts``, None: at least one), the dtype
+    (one of the op's, the same for all) and non-negative shapes."""
+    if counts is not None and len(inputs) not in counts:
+        raise InvalidProblemError(op, "inputs", f"{' or '.join(map(str, counts))} operands ({', '.join(names)})",
+                                  len(inputs))
+    if not inputs:
+        raise InvalidProblemError(op, "operands", "at least one operand", "none")
+    get_spec(op).check_dtypes(inputs)
+    _same_dtype(op, names, inputs)
+    check_nonneg(op, names, [t.shape for t in inputs])
 
 
 def _dropin_linear(input, weight, bias=None):
@@ -507,9 +539,9 @@ _WORKLOADS = {
 
 SPECS: dict[str, OpSpec] = {}
 _GEMM_DEFS = {  # op -> (rank rule, torch name, jax name, dropin, cases)
-    "matmul": (None, "torch.matmul", "jax.numpy.matmul", _dropin_matmul, _MATMUL_CASES),
-    "mm": (2, "torch.mm", "jax.lax.dot", _dropin_mm, _MM_CASES),
-    "bmm": (3, "torch.bmm", "jax.lax.batch_matmul", _dropin_bmm, _BMM_CASES),
+    "matmul": (None, "torch.matmul", "jax.numpy.matmul", pair_dropin("matmul", "input", "other"), _MATMUL_CASES),
+    "mm": (2, "torch.mm", "jax.lax.dot", pair_dropin("mm", "input", "mat2"), _MM_CASES),
+    "bmm": (3, "torch.bmm", "jax.lax.batch_matmul", pair_dropin("bmm", "input", "mat2"), _BMM_CASES),
 }
 for _op, (_rank, _tname, _jname, _dropin, _cases) in _GEMM_DEFS.items():
     SPECS[_op] = register_spec(OpSpec(

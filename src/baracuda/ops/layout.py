@@ -85,6 +85,20 @@ class Variadic(tuple):
             return tuple(f"{self.base}[{k}]" for k in range(*i.indices(1 << 20)))
         return f"{self.base}[{i}]"
 
+    def _position(self, name) -> int | None:
+        pre = self.base + "["
+        if isinstance(name, str) and name.startswith(pre) and name.endswith("]") and name[len(pre):-1].isdigit():
+            return int(name[len(pre):-1])
+        return None
+
+    def __contains__(self, name) -> bool:
+        """'tensors[i]' names operand i (what saved_names lists for saves=("inputs",))."""
+        return name == self.base or self._position(name) is not None
+
+    def index(self, name, *args) -> int:
+        k = self._position(name)
+        return k if k is not None else super().index(name, *args)
+
 
 _REG: dict[str, OpSpec] = {}
 

@@ -160,6 +160,13 @@ def _allow(pref) -> bool:
     return bool(pref is not None and pref.allow_reduced_precision)
 
 
+def torch_run(call, produce, desc, pref):
+    """The bound run of a plan that calls torch's cuBLAS entry points: ``call(inputs, outputs)`` (into given
+    outputs) with ``.produce(inputs) -> [outputs]`` (torch allocates), both under the math flag of ``pref``."""
+    allow = _allow(pref)
+    return _with_produce(_guarded(call, desc.dtype, allow), produce, desc.dtype, allow)
+
+
 def cublas_precision(desc, pref=None) -> PrecisionGuarantee:
     dt, rp = desc.dtype, _allow(pref)
     if dt == DType.f64:
@@ -199,7 +206,7 @@ def _bind_gemm(desc, pref=None):
 
         def produce(inputs):
             return [fn(inputs[0], inputs[1])]
-    return _with_produce(_guarded(call, desc.dtype, _allow(pref)), produce, desc.dtype, _allow(pref))
+    return torch_run(call, produce, desc, pref)
 
 
 # -- linear / linear_act ---------------------------------------------------------------------------------
@@ -208,12 +215,16 @@ _LT_ACT = {"relu": False, "gelu_tanh": True}
 _LT_DTYPES = (DType.f16, DType.bf16, DType.f32)
 
 
+def lt_bias_ok(k: int, n: int, dt: DType) -> bool:
+    """torch.addmm takes the cuBLASLt bias-epilogue path when the bias is a contiguous [N] vector, beta is 1,
+    K > 1 and N > 1 (CUDA >= 12.1), the dtype is f32 / f16 / bf16 and the output is contiguous (the adapters
+    guarantee both); otherwise it copies the bias into the output and runs a beta=1 GEMM."""
+    return k > 1 and n > 1 and dt in _LT_DTYPES
+
+
 def _lt_bias_ok(desc) -> bool:
-    """torch takes the cuBLASLt bias-epilogue path when the bias is a contiguous [N] vector, K > 1 and N > 1
-    (CUDA >= 12.1) and the output is contiguous (the adapter guarantees both); otherwise it copies the bias
-    into the output and runs a beta=1 GEMM (then applies the activation itself)."""
     m, k, n = linear_dims(desc.op, desc.inputs)
-    return len(desc.inputs) == 3 and k > 1 and n > 1 and desc.dtype in _LT_DTYPES
+    return len(desc.inputs) == 3 and lt_bias_ok(k, n, desc.dtype)
 
 
 def _plan_linear(desc):
@@ -314,8 +325,13 @@ _KIND_ROUTE = {"mm": "torch.mm->cublas", "addmm": "torch.addmm->{lt}",
                "addmm_act": "torch._addmm_activation->cublasLt(bias+{act} epilogue)"}
 
 
+def tf32_tag(desc, pref) -> str:
+    """The route's suffix where an f32 GEMM may use TF32 tensor cores (the preference allows it)."""
+    return "[tf32]" if desc.dtype == DType.f32 and _allow(pref) else ""
+
+
 def _route(desc, pref):
-    suffix = "[tf32]" if desc.dtype == DType.f32 and _allow(pref) else ""
+    suffix = tf32_tag(desc, pref)
     if desc.op in GEMM_OPS:
         return _GEMM_ROUTE[desc.op] + suffix
     kind, fused, separate = _plan_linear(desc)
@@ -341,7 +357,12 @@ def _run_default(bind):
     return run
 
 
+def register_cublas(op: str, bind, route, supports=None, layout=None, epilogue=None, priority=_priority) -> Impl:
+    """Register ``op``'s cuBLAS implementation: ``bind(desc, pref)`` -> the bound run (``torch_run``)."""
+    return register(Impl(op=op, backend=Backend.CUBLAS, run=_run_default(bind), bind=bind, precision=cublas_precision,
+                         devices=frozenset({"cuda"}), priority=priority, route=route, supports=supports,
+                         layout=layout, epilogue=epilogue, array_api="torch"))
+
+
 for _op, _bind in [(o, _bind_gemm) for o in GEMM_OPS] + [("linear", _bind_linear), ("linear_act", _bind_linear)]:
-    register(Impl(op=_op, backend=Backend.CUBLAS, run=_run_default(_bind), bind=_bind, precision=cublas_precision,
-                  devices=frozenset({"cuda"}), priority=_priority, route=_route, supports=_supports,
-                  layout=layout_tag, epilogue=epilogue_tag, array_api="torch"))
+    register_cublas(_op, _bind, _route, _supports, layout_tag, epilogue_tag)
