@@ -188,6 +188,7 @@ def test_like_keywords(kw):
 def test_full_like_values(value, dtype):
     x = X.long() if dtype is torch.int64 else X
     _check("full_like", (x, value), {} if dtype is None else {"dtype": dtype})
+    _check("full_like", (x,), {"fill_value": value} if dtype is None else {"fill_value": value, "dtype": dtype})
 
 
 def test_like_of_a_tensor_requiring_grad_is_a_new_leaf():
@@ -277,7 +278,8 @@ ERROR_CASES = [
     ("linspace", (0, 300, 4), {"dtype": torch.uint8}), ("linspace", (0, 1, 3), {"dtype": torch.bool}),
     ("logspace", (0, 1, 3), {"base": 1j}), ("eye", (-1,), {}), ("eye", (2, -1), {}), ("eye", (2.0,), {}),
     ("eye", (2, None), {}), ("empty", (2, 3), {"memory_format": torch.channels_last}),
-    ("empty", (2,), {"memory_format": torch.preserve_format}),
+    ("empty", (2,), {"memory_format": torch.preserve_format}), ("zeros_like", (X, 3), {}),
+    ("full_like", (X,), {}), ("full_like", (X, 300), {"dtype": torch.uint8}),
 ]
 
 

@@ -267,27 +267,35 @@ def constant_dropin(op: str):
     return factory
 
 
+def _like(op, input, fill, dtype, layout, device, pin_memory, requires_grad, memory_format):
+    torch = _torch()
+    if not isinstance(input, torch.Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    _plain(op, layout, pin_memory)
+    attrs = {"dtype": dtype_of(op, dtype)}
+    if op == "full_like":
+        attrs["value"] = scalar(op, fill, "fill_value")
+    x = input.detach() if input.requires_grad else input     # (read for its shape only: no autograd edge)
+    if device is not None:
+        index = device_index(op, device)
+        if index != (input.get_device() if input.device.type in ("cpu", "cuda") else None):
+            # another device: an operand of the input's shape and dtype there (one element, expanded)
+            x = torch.empty((), dtype=input.dtype, device="cpu" if index < 0 else f"cuda:{index}")
+            x = x.expand(input.shape)
+    return (x,), attrs, _finisher(like_strides(op, input.shape, memory_format, input), None, requires_grad)
+
+
 def like_dropin(op: str):
     """torch.zeros_like / ones_like / full_like / empty_like: the input's shape, dtype, device and strides."""
-    def like(input, *fill, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False,
+    if op == "full_like":
+        def full_like(input, fill_value, *, dtype=None, layout=None, device=None, pin_memory=False,
+                      requires_grad=False, memory_format=None):
+            return _like(op, input, fill_value, dtype, layout, device, pin_memory, requires_grad, memory_format)
+        return full_like
+
+    def like(input, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False,
              memory_format=None):
-        torch = _torch()
-        if not isinstance(input, torch.Tensor):
-            raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
-        if len(fill) != (op == "full_like"):
-            raise TypeError(f"{op}() takes {1 + (op == 'full_like')} positional argument(s), {1 + len(fill)} given")
-        _plain(op, layout, pin_memory)
-        attrs = {"dtype": dtype_of(op, dtype)}
-        if fill:
-            attrs["value"] = scalar(op, fill[0], "fill_value")
-        x = input.detach() if input.requires_grad else input     # (read for its shape only: no autograd edge)
-        if device is not None:
-            index = device_index(op, device)
-            if index != (input.get_device() if input.device.type in ("cpu", "cuda") else None):
-                # another device: an operand of the input's shape and dtype there (one element, expanded)
-                x = torch.empty((), dtype=input.dtype, device="cpu" if index < 0 else f"cuda:{index}")
-                x = x.expand(input.shape)
-        return (x,), attrs, _finisher(like_strides(op, input.shape, memory_format, input), None, requires_grad)
+        return _like(op, input, None, dtype, layout, device, pin_memory, requires_grad, memory_format)
     like.__name__ = op
     return like
 
