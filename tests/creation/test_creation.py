@@ -304,9 +304,10 @@ def test_unsupported_arguments_fall_through_under_mode():
         b = torch.zeros(2, 2, layout=torch.sparse_coo)
         c = torch.empty(2, dtype=torch.uint16)
         d = torch.zeros(2, 3)
+        e = torch.full((2,), np.bool_(True))      # (torch: a float32 tensor, its own reading of NumPy's bool)
     assert a.device.type == "meta" and b.layout == torch.sparse_coo and c.dtype == torch.uint16
-    assert m.routed == {"torch.zeros": 1} and m.fell_through == {"torch.zeros": 2, "torch.empty": 1}
-    assert torch.equal(d, torch.zeros(2, 3))
+    assert m.routed == {"torch.zeros": 1} and m.fell_through == {"torch.zeros": 2, "torch.empty": 1, "torch.full": 1}
+    assert torch.equal(d, torch.zeros(2, 3)) and torch.equal(e, torch.full((2,), np.bool_(True)))
 
 
 def test_mode_routes_factory_calls():

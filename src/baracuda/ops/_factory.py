@@ -72,6 +72,9 @@ def scalar(op: str, v, what: str):
         return v.item()
     if isinstance(v, (str, bytes)) or v is None:
         raise TypeError(f"{op}(): argument '{what}' must be Number, not {type(v).__name__}")
+    if isinstance(v, (np.bool_, np.complexfloating)):   # (torch reads them as real floats: full -> float32)
+        raise UnsupportedError(op, f"argument '{what}' is a NumPy {type(v).__name__}; supported: Python numbers, "
+                                   "NumPy ints and floats")
     v = v.item() if isinstance(v, np.generic) else v
     # one NaN object: the call key compares attributes by identity first (NaN != NaN), so a fresh float('nan')
     # per call would bind the call afresh every time
