@@ -421,3 +421,34 @@ def test_deferred_checks_queue(monkeypatch):
     checks.check_errors()
     assert not checks.PENDING
     assert len(checks._EVENTS) == 5 and len(checks._SLOTS[torch.float32]) == 5
+
+
+# -- no array operands: the plan's device decides; callers of another kind get theirs ----------------------
+@pytest.mark.parametrize("backend", _cpu_backends("full"), ids=str)
+@pytest.mark.parametrize("shape", [(2, 3), (0, 3)], ids=["filled", "zero-size"])
+def test_zero_operand_plan_returns_the_devices_array_type(backend, shape):
+    """A plan with no operands has no caller kind to follow: a CPU plan returns NumPy (whichever backend runs it,
+    zero-size or not); the torch launcher of the same plan returns tensors."""
+    d = bc.Descriptor.make("full", shape=shape, value=2.5, dtype="f32")
+    p = bc.Plan.select(d, "cpu", bc.PlanPreference(prefer=(backend,)))
+    out = p.run()
+    assert type(out) is np.ndarray and out.shape == shape and out.dtype == np.float32
+    np.testing.assert_array_equal(out, np.full(shape, 2.5, np.float32))
+    got = p.launcher()([])
+    assert len(got) == 1 and type(got[0]) is torch.Tensor and tuple(got[0].shape) == shape
+    assert torch.equal(got[0], torch.full(shape, 2.5))
+
+
+@pytest.mark.parametrize("backend", _cpu_backends("cat"), ids=str)
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_backward_zero_operand_sub_op_takes_the_gradients_kind(backend, kind, rng):
+    """cat's backward makes the skipped legacy empty's gradient with ``full`` (no operands): it comes back as the
+    array type of the gradients the backward plan runs on, like the other inputs' gradients."""
+    d = bc.Descriptor.make("cat", ((0,), "f32"), ((2, 3), "f32"), dim=-2)
+    bw = bc.BackwardPlan.select(d, "cpu", bc.PlanPreference(prefer=(backend,)))
+    g = rng.standard_normal((2, 3)).astype(np.float32)
+    if kind == "torch":
+        g = torch.from_numpy(g)
+    g_empty, g_k = bw.run(g)
+    assert type(g_empty) is type(g) and type(g_k) is type(g)
+    assert tuple(g_empty.shape) == (0,) and np.asarray(g_k).tolist() == np.asarray(g).tolist()

@@ -106,6 +106,6 @@ def test_every_gpu_plan_captures(spec, backend):
         plan.run(*xs, out=outs, workspace=ws)
     g.replay()
     torch.cuda.synchronize()
-    if plan.precision.deterministic:
+    if plan.precision.deterministic and not spec.values_unspecified:     # (empty: uninitialized, nothing written)
         for o, w in zip(outs, want):
             torch.testing.assert_close(o, w, equal_nan=True, rtol=0, atol=0)

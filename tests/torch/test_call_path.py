@@ -177,3 +177,26 @@ def test_frozen_weights_cost_no_gradient_gemm():
     torch.testing.assert_close(a.grad, torch.ones(3, 4, 5, device=DEVICE, dtype=torch.float64) @ m.T)
     mm = _call.bound("matmul", {}, [a, m])
     assert len(mm.backward_plan((True, False)).skus) == 1 and len(mm.backward_plan().skus) == 2
+
+
+@pytest.mark.parametrize("routed", ["drop-in", "mode"])
+def test_cat_onto_an_empty_tensor_backward(routed):
+    """transformers' DynamicCache concatenates the first keys onto ``torch.tensor([])``: the skipped empty's
+    gradient (a zero-operand ``full`` in cat's backward) must reach autograd as a tensor, on the CPU (NumPy
+    reference plans) and the GPU (a zero-size output)."""
+    k = torch.randn(2, 3, device=DEVICE, requires_grad=True)
+    empty = torch.tensor([], device=DEVICE)
+    g = torch.randn(2, 3, device=DEVICE)
+    if routed == "mode":
+        with bt.mode() as m:
+            (torch.cat([empty, k], -2) * g).sum().backward()
+        assert m.routed["torch.cat"] == 1
+    else:
+        (bt.cat([empty, k], -2) * g).sum().backward()
+    assert torch.equal(k.grad, g)
+    # the empty operand requiring grad too: its gradient is an empty tensor, as torch's
+    e = torch.tensor([], device=DEVICE, requires_grad=True)
+    k.grad = None
+    bt.cat([e, k], -2).sum().backward()
+    assert isinstance(e.grad, torch.Tensor) and e.grad.shape == (0,) and e.grad.device == k.device
+    assert torch.equal(k.grad, torch.ones_like(k))

@@ -107,7 +107,8 @@ def test_dropin_same_call_same_result(name, op):
         got = got if isinstance(got, (tuple, list)) else (got,)
         for g, w in zip(got, want):
             assert g.dtype == w.dtype and g.shape == w.shape
-            torch.testing.assert_close(g, w, rtol=1e-6, atol=1e-7, equal_nan=True)
+            if not spec.values_unspecified:     # (empty_like: uninitialized)
+                torch.testing.assert_close(g, w, rtol=1e-6, atol=1e-7, equal_nan=True)
         tried += 1
     if not tried:
         pytest.skip(f"{op}: every sample carries attributes; covered by its family tests")

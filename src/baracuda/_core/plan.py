@@ -77,8 +77,9 @@ class Plan:
         self._out_tdt = None
         self._torch_dev = None
         # the hot path (torch tensors of exactly the planned shapes/dtypes/device, nothing else given):
-        # built lazily on the first run; see _fast_path
-        self._fast = None if (not self._np and not self._skip) else False
+        # built lazily on the first run; see _fast_path.  A CPU plan with no operands takes the general path: its
+        # outputs come back as NumPy (the CPU's array type), see _check_inputs
+        self._fast = None if (not self._np and not self._skip and (desc.inputs or device.type == "cuda")) else False
 
     # -- selection ---------------------------------------------------------------------------
     @classmethod
@@ -149,7 +150,9 @@ class Plan:
             if got != want.dtype:
                 raise DTypeMismatchError(op, self._arg(i), str(want.dtype), str(got))
             natives.append(a)
-        return natives, (kind0 or ArrayKind.NUMPY)
+        # no array operands (creation ops): the array type of the plan's device; callers of another kind convert
+        # (the launcher and BackwardPlan's sub-ops: see launcher() and _Ctx.op)
+        return natives, (kind0 or (ArrayKind.TORCH if self.device.type == "cuda" else ArrayKind.NUMPY))
 
     def _arg(self, i: int) -> str:
         names = self.desc.spec.arg_names
@@ -210,7 +213,8 @@ class Plan:
 
     # -- run -----------------------------------------------------------------------------------
     def run(self, *inputs, out=None, workspace=None, stream=None) -> Any:
-        """Run on ``inputs`` (any supported array type); returns the output(s) in the caller's type.
+        """Run on ``inputs`` (any supported array type); returns the output(s) in the caller's type (with no array
+        operands, the device's: NumPy on a CPU plan, torch tensors on a CUDA plan).
 
         out: preallocated output array(s) (then nothing is allocated for outputs);
         workspace: a byte buffer of at least ``workspace_size`` bytes;
@@ -303,11 +307,14 @@ class Plan:
         """``go(xs) -> list of outputs`` for torch tensors already known to match this plan (shape, dtype and device
         of every operand: the drop-in's call key holds them, ``torch/_call.py``), so nothing is checked per call:
         the pending value-check poll, the output allocation and the launch.  Plans of the NumPy reference backend
-        and plans with nothing to compute take ``run``."""
+        and plans with nothing to compute take ``run``.  The outputs are torch tensors (also with no operands)."""
         if self._fast is False:
+            device = self.device
+
             def checked(xs):
                 res = self.run(*xs)
-                return list(res) if isinstance(res, tuple) else [res]
+                res = list(res) if isinstance(res, tuple) else [res]
+                return res if xs else [restore(ArrayKind.TORCH, r, device) for r in res]
             return checked
         import torch
 
@@ -386,9 +393,17 @@ class _Ctx:
 
     needs = ALL_NEEDED
 
-    def __init__(self, bwp: "BackwardPlan", trace: bool):
-        self.bwp, self.trace = bwp, trace
+    def __init__(self, bwp: "BackwardPlan", trace: bool, grads=()):
+        self.bwp, self.trace, self._grads = bwp, trace, grads
         self.needs = bwp.needs
+
+    def _caller_kind(self, res):
+        """A sub-op without operands (``full``) returns its plan's device type; give it the gradients' kind."""
+        g = next((g for g in self._grads if g is not None), None)
+        if g is None:
+            return res
+        kind, dev = kind_of(g), self.bwp.device
+        return tuple(restore(kind, r, dev) for r in res) if isinstance(res, tuple) else restore(kind, res, dev)
 
     @staticmethod
     def spec_of(x) -> TensorSpec:
@@ -412,7 +427,7 @@ class _Ctx:
             except TypeError:       # an unhashable attribute value: the general path
                 key = p = None
             if p is not None:
-                return p.run(*xs)
+                return p.run(*xs) if xs else self._caller_kind(p.run())
         desc = Descriptor(name, tuple(self.spec_of(x) for x in xs), tuple(sorted(attrs.items())))
         plans = self.bwp._plans
         p = plans.get(desc)
@@ -423,7 +438,7 @@ class _Ctx:
             return outs[0] if len(outs) == 1 else outs
         if key is not None:
             self.bwp._by_key[key] = p
-        return p.run(*xs)
+        return p.run(*xs) if xs else self._caller_kind(p.run())
 
     def shape(self, x) -> tuple:
         return tuple(x.shape)
@@ -518,4 +533,4 @@ class BackwardPlan:
         for j, (g, t) in enumerate(zip(grads, desc.outputs)):
             if g is not None and tuple(g.shape) != t.shape:
                 raise InvalidProblemError(desc.op + "_backward", f"grads[{j}]", f"shape {t.shape}", tuple(g.shape))
-        return tuple(desc.spec.grad(_Ctx(self, False), desc, grads, saved))
+        return tuple(desc.spec.grad(_Ctx(self, False, grads), desc, grads, saved))

@@ -245,6 +245,9 @@ class OpSpec:
     # op names the backward rule composes that are data (a table row's backward op, a derived spec's name); the
     # literal names of a module's rules are declared with ``declare_rule_ops``; both are checked at import
     uses: tuple[str, ...] = ()
+    # the output's values are unspecified (empty / empty_like: uninitialized memory, torch.empty's contract): only
+    # shapes, dtypes and devices are compared by the tests
+    values_unspecified: bool = False
 
     def __post_init__(self):
         if self.category is None:

@@ -114,12 +114,12 @@ def to_torch(x, device: Device | None = None):
         t = x
     elif k is ArrayKind.NUMPY:
         dt = as_dtype(x.dtype)
-        if any(s < 0 for s in x.strides) or not x.flags.writeable:
-            x = x.copy()  # torch cannot view negative strides or read-only memory: a documented host copy
-        if dt in _VIEW_INT:
-            t = torch.from_numpy(x.view(_VIEW_INT[dt][0])).view(dt.torch)
+        if x.size == 0:     # nothing to share; NumPy gives empty arrays zero strides, torch the contiguous ones
+            t = torch.empty(x.shape, dtype=dt.torch)
         else:
-            t = torch.from_numpy(x)
+            if any(s < 0 for s in x.strides) or not x.flags.writeable:
+                x = x.copy()  # torch cannot view negative strides or read-only memory: a documented host copy
+            t = torch.from_numpy(x.view(_VIEW_INT[dt][0])).view(dt.torch) if dt in _VIEW_INT else torch.from_numpy(x)
     elif k is ArrayKind.CUDA_ARRAY:
         t = torch.as_tensor(x, device="cuda")
     else:

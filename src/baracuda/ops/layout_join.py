@@ -2,8 +2,8 @@
 
 cat / stack (any number of inputs; mixed dtypes promote like torch.result_type, the gradient of each input
 goes back in its own dtype), pad (torch.nn.functional.pad: constant, reflect, replicate, circular) with its
-fold ``pad_backward``, full (no inputs: shape and dtype are attributes), slice_scatter (any positive step),
-select_scatter and the seeds' ``write_slice`` (KV-cache append).
+fold ``pad_backward``, fill, slice_scatter (any positive step), select_scatter and the seeds' ``write_slice``
+(KV-cache append).  (``full``, which the backward rules here compose, is a creation op: ops/creation.py.)
 
 write_slice(dst, src, dim, start) returns dst with ``dst.narrow(dim, start, src.shape[dim])`` replaced by
 src; every other extent of src must equal dst's (the seeds' contract, with the range on one axis).
@@ -14,14 +14,13 @@ Not differentiable (as in the seeds).
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from .._core.dtypes import DType, as_dtype, result_type
+from .._core.dtypes import DType, result_type
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import REQUIRED, Attr, ErrorCase, Sample, TensorSpec, Workload, default_tol
 from ._common import check_nonneg, norm_axis
+from .creation import number_attr, to_scalar
 from .layout import (LAYOUT_TYPES, SLICE_ATTRS, _KV, Variadic, int_attr, ints_attr, layout_spec, slice_bounds, slice_len,
                      slice_step)
 
@@ -106,9 +105,11 @@ def _g_cat(ctx, d, grads, s):
 def _cat_samples(rng):
     n = rng.standard_normal
     yield Sample((n((2, 3)), n((4, 3))), {"dim": 0}, name="rows")
+    # the skipped 1-D empty's gradient is made by a zero-operand op (full): it must come back as the gradients'
+    # array type (transformers' DynamicCache concatenates onto torch.tensor([]))
+    yield Sample((n((0,)), n((2, 3))), {"dim": -2}, name="legacy-empty")
     yield Sample((n((2, 3, 4)), n((2, 1, 4)), n((2, 0, 4))), {"dim": 1}, name="3-way-with-empty")
     yield Sample((n((3, 2)), n((3, 5))), {"dim": -1}, name="last")
-    yield Sample((n((2, 3)), n((0,))), {"dim": 0}, name="legacy-empty", grad=False)
     yield Sample((n((4,)),), {"dim": 0}, name="single")
     # an integer input promotes with the tested dtype (torch.cat([x, i64]) -> result_type(x, i64))
     yield Sample((n((2, 3)), np.arange(-3, 3, dtype=np.int64).reshape(2, 3)), {"dim": 1}, name="mixed-int")
@@ -323,75 +324,16 @@ layout_spec("pad_backward", _check_pad_bw, attrs=(ints_attr("pad", ()), _MODE, A
             doc="Gradient of non-constant pad: each input element sums the output elements that read it.")
 
 
-# -- full ------------------------------------------------------------------------------------------------------
-def _check_full(inputs, attrs):
-    op = "full"
-    if inputs:
-        raise InvalidProblemError(op, "inputs", "no operands (shape and dtype are attributes)", len(inputs))
-    shape = attrs.get("shape", ())
-    if any(s < 0 for s in shape):
-        raise InvalidProblemError(op, "shape", "non-negative sizes", shape)
-    dt = as_dtype(attrs.get("dtype") or DType.f32)
-    if dt not in LAYOUT_TYPES + (DType.f8e4m3, DType.f8e5m2):
-        raise UnsupportedError(op, f"argument 'dtype' is {dt}")
-    v = _real(op, attrs.get("value", 0.0))
-    if (dt.is_integer or dt == DType.bool) and (not math.isfinite(v) or v != int(v)):
-        raise InvalidProblemError(op, "value", f"an integer value for {dt}", v)
-    return {"shape": shape, "value": v, "dtype": dt}, (TensorSpec(shape, dt),)
-
-
-def _full_samples(rng):
-    yield Sample((), {"shape": (3, 5), "value": 1.5, "dtype": DType.f32}, name="f32")
-    yield Sample((), {"shape": (7,), "value": -2.0, "dtype": DType.bf16}, name="bf16")
-    yield Sample((), {"shape": (2, 3), "value": 7.0, "dtype": DType.i32}, name="i32")
-    yield Sample((), {"shape": (4,), "value": 1.0, "dtype": DType.bool}, name="bool")
-    yield Sample((), {"shape": (0, 3), "value": 1.0, "dtype": DType.f16}, name="empty")
-    yield Sample((), {"shape": (), "value": float("inf"), "dtype": DType.f64}, name="scalar-inf")
-
-
-def _peer_full(shape, value, dtype):
-    import torch
-
-    from .cast import _widen
-
-    return _widen(torch.full(shape, value, dtype=dtype.torch))
-
-
-layout_spec("full", _check_full,
-            attrs=(Attr("shape", "ints", ()), _fill_attr(0.0), Attr("dtype", "dtype", None, optional=True)), arg_names=(), dtypes=LAYOUT_TYPES, peer=_peer_full, samples=_full_samples,
-            errors=lambda: [ErrorCase((), {"shape": (2, -1)}, InvalidProblemError, r"full: argument 'shape'", "neg"),
-                            ErrorCase((), {"shape": (2,), "value": 1.5, "dtype": "i32"}, InvalidProblemError,
-                                      r"an integer value for i32", "frac"),
-                            ErrorCase((((2,), "f32"),), {"shape": (2,)}, InvalidProblemError, r"no operands", "inputs")],
-            workloads=[Workload("full-[8,4096,4096]-bf16", (), DType.bf16, {"shape": (8, 4096, 4096), "value": 0.0,
-                                                                             "dtype": DType.bf16})],
-            cost=lambda d: (d.outputs[0].nbytes, 0),
-            doc="A tensor of ``shape`` filled with ``value`` (torch.full / fill_).")
-
-
 # -- fill (torch.fill: a tensor of the input's shape and dtype holding one value) ---------------------------
-def fill_value(op: str, v, dt: DType):
-    """The value as stored in dt, by torch's scalar conversion: truncation toward zero for integer types, an
-    error when it overflows them; nonzero is True for bool."""
-    v = _real(op, v)
-    if dt == DType.bool:
-        return float(v != 0)
-    if dt.is_integer:
-        info = np.iinfo(dt.numpy)
-        if not math.isfinite(v) or not info.min <= math.trunc(v) <= info.max:
-            raise InvalidProblemError(op, "value", f"a value that converts to {dt} without overflow "
-                                                   f"([{info.min}, {info.max}])", v)
-        return float(math.trunc(v))
-    return v
-
-
 def _check_fill(inputs, attrs):
     op = "fill"
     if len(inputs) != 1:
         raise InvalidProblemError(op, "inputs", "1 operand", len(inputs))
     _REG_FILL().check_dtypes(inputs)
     x = inputs[0]
-    return {"value": fill_value(op, attrs.get("value", 0.0), x.dtype)}, (TensorSpec(x.shape, x.dtype),)
+    # torch's checked scalar conversion (truncation toward zero into integer types, an overflow is an error, a
+    # negative int wraps into an unsigned type, nonzero is True for bool)
+    return {"value": to_scalar(op, "value", attrs["value"], x.dtype)}, (TensorSpec(x.shape, x.dtype),)
 
 
 def _fill_samples(rng):
@@ -422,7 +364,7 @@ def _fill_peer(x, value):
     return _widen(torch.fill(x, value))
 
 
-_FILL = layout_spec("fill", _check_fill, attrs=(_fill_attr(0.0),), torch_name="torch.fill", peer=_fill_peer,
+_FILL = layout_spec("fill", _check_fill, attrs=(number_attr("value", 0.0, real=True),), torch_name="torch.fill", peer=_fill_peer,
                     dropin=_fill_dropin, grad=_fill_grad, samples=_fill_samples,
                     errors=lambda: [ErrorCase((((2,), "u8"),), {"value": 300}, InvalidProblemError,
                                               r"fill: argument 'value': expected a value that converts to u8", "overflow"),

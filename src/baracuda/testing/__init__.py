@@ -114,9 +114,7 @@ def finite_difference_grads(desc: Descriptor, arrays, grads_out, eps: float = 1e
             res.append(None)
             continue
         g = np.zeros_like(base[i])
-        it = np.nditer(base[i], flags=["multi_index"])
-        for _ in it:
-            idx = it.multi_index
+        for idx in np.ndindex(base[i].shape):      # (nothing for an empty operand)
             for unit in ((1.0, 1j) if dt.is_complex else (1.0,)):
                 vals = []
                 for sgn in (1, -1):

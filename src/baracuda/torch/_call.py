@@ -70,7 +70,7 @@ def _record_fw(b: "Bound", xs):
     log, check = RECORDERS[-1]
     outs, ms = _timed(lambda: b.go(xs), b.plan.device)
     err = None
-    if check:
+    if check and not b.desc.spec.values_unspecified:      # (empty: nothing to check)
         ref = reference_f64(b.desc, [x.detach().cpu() for x in xs])
         err = max(max_rel_err(o.detach().cpu(), r) for o, r in zip(outs, ref)) if outs else 0.0
     log.append({"kind": "fw", "op": b.name, "desc": str(b.desc), "sku": str(b.plan.sku), "ms": ms, "rel_err": err})
@@ -131,12 +131,12 @@ class Bound(Call):
 
     __slots__ = ("plan", "go", "pref", "_bw", "_bw_masked")
 
-    def __init__(self, name: str, attrs: dict, sig: tuple, pref):
+    def __init__(self, name: str, attrs: dict, sig: tuple, pref, device: int = -1):
         desc = Descriptor(name, tuple(TensorSpec(tuple(s), as_dtype(d)) for s, d, _ in sig),
                           tuple(sorted((k, plain_attr(v)) for k, v in attrs.items())))
         super().__init__(desc)
         devs = {i for _, _, i in sig}
-        index = max(devs, default=-1)
+        index = max(devs, default=device)       # (no operands: the call's device, a creation op)
         device = Device("cuda", index) if index >= 0 else Device("cpu")
         plan = Plan.select(desc, device, pref)
         self.plan, self.pref, self._bw, self._bw_masked = plan, pref, None, None
@@ -260,9 +260,9 @@ def _device_of_args(args) -> torch.device:
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
-def _bound(name: str, akey: tuple, sig: tuple, pref):
+def _bound(name: str, akey: tuple, sig: tuple, pref, device: int = -1):
     try:
-        return Bound(name, {k: v for k, v, *_ in akey}, sig, pref)
+        return Bound(name, {k: v for k, v, *_ in akey}, sig, pref, device)
     except (BaracudaError, TypeError, ValueError) as e:
         return _Refused(e)
 
@@ -279,15 +279,16 @@ def _attr_key(attrs: dict) -> tuple:
     return tuple(out)
 
 
-def bound(name: str, attrs: dict, xs) -> Bound:
+def bound(name: str, attrs: dict, xs, device: int = -1) -> Bound:
     """The bound call of op ``name`` on tensors ``xs`` with ``attrs`` under the preference in effect (raises the
     call's error where no plan takes it).  ``xs`` may hold stand-ins with ``shape``, ``dtype`` and
-    ``get_device()``."""
+    ``get_device()``; ``device``: the device index (-1: the CPU) of a call with no operands."""
     sig = tuple([(x.shape, x.dtype, x.get_device()) for x in xs])
+    dev = -1 if xs else device
     try:
-        b = _bound(name, _attr_key(attrs), sig, current_preference())
+        b = _bound(name, _attr_key(attrs), sig, current_preference(), dev)
     except TypeError:       # an unhashable attribute value (a nested list): bound afresh, not cached
-        b = _bound.__wrapped__(name, _attr_key(attrs), sig, current_preference())
+        b = _bound.__wrapped__(name, _attr_key(attrs), sig, current_preference(), dev)
     if type(b) is _Refused:
         raise b.error.with_traceback(None)
     return b
@@ -344,18 +345,23 @@ def _eager_ok(xs) -> bool:
     return not _traced() and all(_plain_tensor(x) for x in xs)
 
 
-def _through_custom_op(name: str, xs, attrs: dict):
+def _through_custom_op(name: str, xs, attrs: dict, device: int = -1):
     for x in xs:
         if isinstance(x, torch.Tensor) and x.device.type not in ("cpu", "cuda", "meta"):
             raise UnsupportedError(name, f"tensors on device {x.device.type} (baracuda runs on cpu and cuda)")
+    if not xs:      # a creation op: no tensor carries the device, the custom op takes it
+        outs = torch.ops.baracuda.create(name, encode_attrs(attrs), torch.device("cuda", device) if device >= 0
+                                         else torch.device("cpu"))
+        return outs[0] if len(outs) == 1 else tuple(outs)
     if STATE.grad_check and _grad_enabled():
         bound(name, attrs, xs).check_grad(xs)
     outs = torch.ops.baracuda.op(name, encode_attrs(attrs), list(xs))
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def call(name: str, xs, attrs: dict):
+def call(name: str, xs, attrs: dict, device: int = -1):
     """Run baracuda op ``name`` on torch tensors ``xs`` with ``attrs``; returns a tensor or a tuple of tensors.
+    ``device``: where a call with no operands runs (a creation op; the device index, -1: the CPU), in its key.
 
     >>> import torch, baracuda.torch as bt
     >>> bt.call("exp", [torch.zeros(2)], {})
@@ -364,16 +370,16 @@ def call(name: str, xs, attrs: dict):
     # (one flat function: on a 16-element add this path is what the host pays beyond the launch itself, so the
     # eager checks, the call key and the launch are inlined here; bench/callpath_profile.py)
     if _traced():
-        return _through_custom_op(name, xs, attrs)
+        return _through_custom_op(name, xs, attrs, device)
     sig = []
     for x in xs:
         if type(x) not in _PLAIN or not (x.is_cuda or x.is_cpu):     # (_plain_tensor, inlined)
             return _through_custom_op(name, xs, attrs)
         sig.append((x.shape, x.dtype, x.get_device()))
     try:
-        b = _bound(name, _attr_key(attrs) if attrs else (), tuple(sig), _preference())
+        b = _bound(name, _attr_key(attrs) if attrs else (), tuple(sig), _preference(), device if not sig else -1)
     except TypeError:       # an unhashable attribute value (a nested list): bound afresh, not cached
-        b = bound(name, attrs, xs)
+        b = bound(name, attrs, xs, device)
     if type(b) is _Refused:
         raise b.error.with_traceback(None)
     if b.float_out and _grad_enabled():

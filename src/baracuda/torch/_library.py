@@ -2,6 +2,7 @@
 
     baracuda::op(str name, str attrs, Tensor[] xs) -> Tensor[]
     baracuda::op_backward(str name, str attrs, str sig, Tensor?[] args) -> Tensor[]
+    baracuda::create(str name, str attrs, Device device) -> Tensor[]     (creation ops: no tensor operand)
 
 ``attrs`` is the descriptor's attributes as a Python literal, ``sig`` the forward operands' shapes and dtypes.
 Each has a fake (meta) implementation computed from the op's shape rule, so torch.compile(fullgraph=True) traces
@@ -22,6 +23,7 @@ from ._schema import decode_attrs, parse_sig
 _lib = torch.library.Library("baracuda", "DEF")
 _lib.define("op(str name, str attrs, Tensor[] xs) -> Tensor[]")
 _lib.define("op_backward(str name, str attrs, str sig, Tensor?[] args) -> Tensor[]")
+_lib.define("create(str name, str attrs, Device device) -> Tensor[]")
 
 
 def _operands(sig: str, args) -> list:
@@ -50,6 +52,20 @@ def _op_fake(name: str, attrs: str, xs):
 _lib.impl("op", _op_impl, "CPU")
 _lib.impl("op", _op_impl, "CUDA")
 torch.library.register_fake("baracuda::op", _op_fake, lib=_lib)
+
+
+# -- creation (no tensor operand: the device is an argument; the dispatcher, with no tensor to read a backend
+# from, runs the CompositeExplicitAutograd kernel; fake tensor modes, make_fx and Dynamo run the fake one) --------
+def _create_impl(name: str, attrs: str, device: torch.device):
+    return bound(name, decode_attrs(attrs), (), device.index if device.type == "cuda" else -1).forward(())
+
+
+def _create_fake(name: str, attrs: str, device: torch.device):
+    return [torch.empty(t.shape, dtype=t.dtype.torch, device=device) for t in _descriptor(name, attrs, ()).outputs]
+
+
+_lib.impl("create", _create_impl, "CompositeExplicitAutograd")
+torch.library.register_fake("baracuda::create", _create_fake, lib=_lib)
 
 
 # -- backward ----------------------------------------------------------------------------------

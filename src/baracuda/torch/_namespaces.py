@@ -38,9 +38,10 @@ def _make(spec, torch_name, translate=None):
             out = run_if_fused(spec, res[0], res[1])
             if out is not None:
                 return out
-        out = call(name, res[0], res[1])
-        if len(res) == 3:   # the adapter's finisher (batch_norm: copy the new running stats into the buffers)
-            out = res[2](out)
+        # a creation op's adapter also names the device (no operand carries it): (operands, attrs, finisher, device)
+        out = call(name, res[0], res[1]) if len(res) < 4 else call(name, res[0], res[1], res[3])
+        if len(res) > 2 and res[2] is not None:   # the adapter's finisher (batch_norm: copy the new running stats
+            out = res[2](out)                     # into the buffers; creation: out=, requires_grad, strides)
         return out if result is None else result(out)
 
     dropin.__name__ = torch_name.rsplit(".", 1)[-1]

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._core.dtypes import DType
 from ..._core.errors import InvalidProblemError
 from ...ops.layout_join import pad_pairs
 from . import register_reference
@@ -125,12 +124,6 @@ def _pad_backward(d, g):
     return out
 
 
-def _full(d):
-    dt = d.attr("dtype")
-    v = d.attr("value")
-    return np.full(d.attr("shape"), v if dt.is_floating else (bool(v) if dt == DType.bool else int(v)))
-
-
 def _scatter(d, x, src):
     out = x.copy()
     idx = [slice(None)] * x.ndim
@@ -166,7 +159,6 @@ BODIES = {
     "stack": lambda d, *xs: np.stack([x.astype(d.outputs[0].dtype.numpy) for x in xs], axis=d.attr("dim")),
     "pad": _pad,
     "pad_backward": _pad_backward,
-    "full": _full,
     "fill": lambda d, x: np.full(x.shape, d.attr("value"), dtype=x.dtype),
     "slice_scatter": _scatter,
     "select_scatter": _scatter,

@@ -317,10 +317,13 @@ def _run_cdist_bw(desc, inputs, outputs, ws):
     if out.numel() == 0:
         return
     batch, P, NR, M = _batched(desc)
+    wrt = desc.attr("wrt")
+    if (NR if wrt == 0 else P) == 0:    # a sum over no rows of the other operand (it is empty)
+        out.zero_()
+        return
     a, b = _flat3(x1, batch), _flat3(x2, batch)
     g3, d3 = g.reshape(-1, P, NR), d.reshape(-1, P, NR)
     target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-    wrt = desc.attr("wrt")
     o3 = target.reshape((-1,) + tuple(out.shape[-2:]))
     gs, ds = g3.stride(), d3.stride()
     if wrt == 0:

@@ -174,7 +174,7 @@ def _run_stack(desc, inputs, outputs, ws):
         copy_into(outputs[0].select(desc.attr("dim"), i), x)
 
 
-def _run_full(desc, inputs, outputs, ws):
+def _run_fill(desc, inputs, outputs, ws):
     fill(outputs[0], desc.attr("value"))
 
 
@@ -258,8 +258,7 @@ for _name in _VIEW_OPS:
     register_triton(_name, run_view, supports=rank_ok, route="triton:layout_move")
 register_triton("cat", _run_cat, supports=rank_ok, route="triton:layout_rows_copy")
 register_triton("stack", _run_stack, supports=rank_ok, route="triton:layout_rows_copy")
-register_triton("full", _run_full, route="triton:fill")
-register_triton("fill", _run_full, route="triton:fill")
+register_triton("fill", _run_fill, route="triton:fill")
 for _name in ("diagonal", "diagonal_backward", "diag_embed", "diag"):
     register_triton(_name, _run_diagonal, supports=rank_ok, route="triton:layout_gather")
 register_triton("pad_backward", _run_pad_backward, route="triton:pad_fold")
