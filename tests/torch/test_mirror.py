@@ -389,7 +389,9 @@ def _twin_candidates():
         m = re.search(r"Alias (?:for|of) :(?:func|meth):`torch\.([\w.]+)`", fn.__doc__ or "")
         if m and (m.group(1) in ours or k in ours):
             found |= {k, m.group(1)} & set(pub)
-    return found
+    # one function object under two names (torch.bilinear is F.bilinear): routed by identity, nothing to publish
+    published_objects = {id(pub[k]) for k in ours if k in pub}
+    return {k for k in found if k in ours or id(pub[k]) not in published_objects}
 
 
 # torch functions that share a name with a drop-in but are not the same function
