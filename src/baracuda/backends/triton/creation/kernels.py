@@ -27,7 +27,7 @@ import triton.language as tl
 from ...._core.dtypes import DType
 from ...._core.sku import MathPrecision, PrecisionGuarantee
 from ....ops.creation import arange_terms, fill_of, space_terms
-from .._lib import math as tm
+from .._lib.math import cos, exp, pow, sin
 from .._lib.geometry import cdiv
 from .._lib.launch import bind_kernel, fast_kernel
 from .._lib.register import register_triton
@@ -100,13 +100,13 @@ def _range_kernel(out_ptr, n, half, A, E, S, AI, EI, SI, LB, LBI, MODE: tl.const
                 lr, li = _f64(LB), _f64(LBI)
                 wr = re * lr - im * li
                 wi = re * li + im * lr
-                mag = tm.exp(wr)
-                re, im = mag * tm.cos(wi), mag * tm.sin(wi)
+                mag = exp(wr)
+                re, im = mag * cos(wi), mag * sin(wi)
             _store(out_ptr, 2 * i, re, mask, False, False)
             _store(out_ptr, 2 * i + 1, im, mask, False, False)
         else:
             if MODE == 2:
-                re = tm.pow(tl.zeros_like(re) + _f64(LB), re)
+                re = pow(tl.zeros_like(re) + _f64(LB), re)
             _store(out_ptr, i, re, mask, INT, HALF)
 
 

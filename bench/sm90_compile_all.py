@@ -1,0 +1,71 @@
+"""Compile every Triton plan of the given ops (default: all) for sm_90 offline, on a machine with no GPU.
+
+For each op with a Triton implementation, the first spec sample of each declared dtype is bound and launched
+under ``baracuda.testing.sm90.offline_launches()`` (host code on CPU tensors; each launch becomes an sm_90
+compile), so a GPU-only compile error (a frontend error hidden by the interpreter, an MLIR or ptxas failure)
+shows without a GPU.  Run it without TRITON_INTERPRET:
+
+    python bench/sm90_compile_all.py [REGEX]      # prints one line per failure and a count
+"""
+from __future__ import annotations
+
+import re
+import sys
+
+import numpy as np
+import torch
+
+import baracuda as bc
+from baracuda._core.registry import implementations
+from baracuda._core.sku import Backend
+from baracuda._core.spec import all_specs
+from baracuda.testing import cast, samples_for
+from baracuda.testing.sm90 import offline_launches
+
+
+def main(pattern: str = ".", per_dtype: int = 2) -> int:
+    ok = bad = 0
+    for spec in all_specs():
+        if not re.search(pattern, spec.name):
+            continue
+        impl = next((i for i in implementations(spec.name) if i.backend == Backend.TRITON), None)
+        if impl is None:
+            continue
+        for dt in spec.dtypes:
+            if impl.dtypes is not None and dt not in impl.dtypes:
+                continue
+            for sample in samples_for(spec, dt)[:per_dtype]:
+                arrays = [cast(x, dt if np.asarray(x).dtype.kind in "fc" else bc.as_dtype(np.asarray(x).dtype))
+                          for x in sample.inputs]
+                attrs = dict(sample.attrs)
+                if not spec.arg_names and "dtype" in spec.defaults:
+                    attrs.setdefault("dtype", dt)
+                try:
+                    desc = bc.Descriptor.like(spec.name, *arrays, **attrs)
+                except Exception:
+                    continue
+                if impl.supports is not None and impl.supports(desc) is not None:
+                    continue
+                xs = [torch.from_numpy(np.ascontiguousarray(a)) if np.asarray(a).dtype.kind != "V"
+                      else torch.zeros(t.shape, dtype=t.dtype.torch) for a, t in zip(arrays, desc.inputs)]
+                xs = [x if x.dtype == t.dtype.torch else torch.zeros(t.shape, dtype=t.dtype.torch)
+                      for x, t in zip(xs, desc.inputs)]
+                outs = [torch.empty(t.shape, dtype=t.dtype.torch) for t in desc.outputs]
+                nws = impl.workspace(desc) if impl.workspace else 0
+                ws = torch.empty(nws, dtype=torch.uint8) if nws else None
+                try:
+                    with offline_launches():
+                        run = impl.bind(desc, bc.PlanPreference()) if impl.bind else impl.run
+                        run(desc, xs, outs, ws)
+                    ok += 1
+                except Exception as e:
+                    bad += 1
+                    msg = str(e).strip().splitlines()
+                    print(f"FAIL {spec.name} {dt} [{sample.name}]: {type(e).__name__}: {' | '.join(msg[-3:])[:300]}",
+                          flush=True)
+    print(f"{ok} compiled, {bad} failed")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:]))
