@@ -269,7 +269,12 @@ def test_copy_matches_torch_through_contiguous(name, args, kwargs):
     assert torch.equal(got, want) and got._base is None
     assert got.untyped_storage().data_ptr() != args[0].untyped_storage().data_ptr()
     if args[0].is_floating_point() and name != "detach_copy":   # (torch's has no derivative; ours: no grad)
-        gw, gg = _grad_through(_resolve(torch, name), args, kwargs), _grad_through(_resolve(bt, name), args, kwargs)
+        try:
+            gw = _grad_through(_resolve(torch, name), args, kwargs)
+        except RuntimeError as e:   # torch's CUDA narrow_copy has no derivative (its CPU one has): ours has one
+            assert "not implemented" in str(e) and DEVICE == "cuda", e
+            return
+        gg = _grad_through(_resolve(bt, name), args, kwargs)
         assert (gw is None) == (gg is None) and (gw is None or torch.equal(gg, gw))
     with pytest.raises(bc.UnsupportedError, match="argument 'out'"):
         _resolve(bt, name)(*args, **kwargs, out=want)
@@ -311,7 +316,7 @@ def _twin_cases():
         ("rms_norm", (R(2, 3, 4), (4,), R(4), 1e-6), {}), ("rms_norm", (R(2, 3, 4), [3, 4]), {}),
         ("celu", (x,), {}), ("celu", (x, 0.7), {}), ("hardshrink", (x, 0.3), {}), ("hardshrink", (x,), {}),
         ("threshold", (x, 0.1, 2.0), {}), ("rrelu", (x,), {}), ("rrelu", (x, 0.1, 0.3, False), {}),
-        ("binary_cross_entropy_with_logits", (x, torch.rand(3, 5, generator=GEN, dtype=torch.float64)), {}),
+        ("binary_cross_entropy_with_logits", (x, torch.rand(3, 5, generator=GEN, dtype=torch.float64).to(DEVICE)), {}),
         ("binary_cross_entropy_with_logits", (x, _p(3, 5), R(5).abs(), R(5).abs(), 1), {}),
         ("binary_cross_entropy_with_logits", (x, _p(3, 5), None, None, 2), {}),
         ("cosine_embedding_loss", (x, y, _sign(3)), {}), ("cosine_embedding_loss", (x, y, _sign(3), 0.1, 1), {}),
@@ -477,10 +482,11 @@ def test_round_decimals_matches_torch(dtype, decimals):
     want = torch.round(x, decimals=decimals)
     got = bt.round(x, decimals=decimals)
     assert got.dtype == want.dtype and got.shape == want.shape
-    if dtype in (torch.float16, torch.bfloat16) and DEVICE == "cuda":
-        # torch's CUDA kernel scales in the half type itself (its CPU kernel and ours: float32): a scaled value
-        # may round differently once; 1 unit of the half type is the bound
-        torch.testing.assert_close(got.float(), want.float(), rtol=2 ** -7, atol=10.0 ** -decimals)
+    if DEVICE == "cuda":
+        # torch's CUDA and CPU kernels disagree on scaled near-ties (measured on the H100: -0.05 * 10 in float32 is
+        # exactly -0.5 on the CPU, rounded to -0; torch's CUDA kernel gives -0.1, as if it scaled in a wider
+        # type); ours follows the CPU kernel, so a tie may land one unit of the last decimal apart on the GPU
+        torch.testing.assert_close(got.float(), want.float(), rtol=2 ** -7, atol=1.01 * 10.0 ** -decimals)
     else:
         assert torch.equal(got, want)
 

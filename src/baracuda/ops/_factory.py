@@ -197,8 +197,11 @@ def like_strides(op: str, shape, memory_format, x=None):
     mf = memory_format
     if mf is None:
         mf = torch.preserve_format if x is not None else torch.contiguous_format
+    # (a plan's output allocated like an input keeps that input's strides on size-1 dims, which any strides satisfy:
+    # a *_like result with a size-1 dim is restrided to exactly torch's)
+    keep = x is not None and 1 in shape
     if mf == torch.contiguous_format:
-        return None
+        return contiguous_strides(shape) if keep else None
     if mf == torch.preserve_format and x is not None:
         st = tuple(x.stride())
         if not _non_overlapping_and_dense(shape, st):
@@ -207,7 +210,7 @@ def like_strides(op: str, shape, memory_format, x=None):
         st = _channels_last(shape)
     else:
         raise UnsupportedError(op, f"memory_format {mf} for a {len(shape)}-d tensor")
-    return None if st == contiguous_strides(shape) else st
+    return None if st == contiguous_strides(shape) and not keep else st
 
 
 # -- the result ------------------------------------------------------------------------------------------------
