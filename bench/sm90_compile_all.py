@@ -23,6 +23,15 @@ from baracuda.testing import cast, samples_for
 from baracuda.testing.sm90 import offline_launches
 
 
+def _tensor(a, t):
+    """The sample's values where torch takes the array (host code may read them: lengths, indices), else zeros."""
+    try:
+        x = torch.from_numpy(np.ascontiguousarray(a))
+    except TypeError:       # ml_dtypes arrays (bf16, fp8)
+        return torch.zeros(t.shape, dtype=t.dtype.torch)
+    return x if x.dtype == t.dtype.torch else torch.zeros(t.shape, dtype=t.dtype.torch)
+
+
 def main(pattern: str = ".", per_dtype: int = 2) -> int:
     ok = bad = 0
     for spec in all_specs():
@@ -46,10 +55,7 @@ def main(pattern: str = ".", per_dtype: int = 2) -> int:
                     continue
                 if impl.supports is not None and impl.supports(desc) is not None:
                     continue
-                xs = [torch.from_numpy(np.ascontiguousarray(a)) if np.asarray(a).dtype.kind != "V"
-                      else torch.zeros(t.shape, dtype=t.dtype.torch) for a, t in zip(arrays, desc.inputs)]
-                xs = [x if x.dtype == t.dtype.torch else torch.zeros(t.shape, dtype=t.dtype.torch)
-                      for x, t in zip(xs, desc.inputs)]
+                xs = [_tensor(a, t) for a, t in zip(arrays, desc.inputs)]
                 outs = [torch.empty(t.shape, dtype=t.dtype.torch) for t in desc.outputs]
                 nws = impl.workspace(desc) if impl.workspace else 0
                 ws = torch.empty(nws, dtype=torch.uint8) if nws else None
@@ -68,4 +74,4 @@ def main(pattern: str = ".", per_dtype: int = 2) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:]))
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else ".", int(sys.argv[2]) if len(sys.argv) > 2 else 2))
