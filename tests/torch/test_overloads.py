@@ -116,3 +116,27 @@ def test_number_bound_keeps_double_precision():
 def test_python_float_operand_keeps_double_precision_in_ew_dropins():
     x = torch.randn(64, **F64)
     _same(bt.div(x, 0.1), torch.div(x, 0.1))
+
+
+@pytest.mark.parametrize("exponent", [2, 3, 0.5, -1.5])
+def test_pow_python_exponent_forward_and_backward(exponent):
+    """``bt.pow(x, 2)`` once ran forward and failed in backward (the int exponent became an i64 0-d operand whose
+    gradient the backward could not form); a Python exponent is now the attribute of ``pow_scalar``."""
+    x = torch.rand(3, 4, **F64) + 0.25
+    _fw_bw(lambda a: bt.pow(a, exponent), lambda a: torch.pow(a, exponent), x)
+
+
+def test_pow_number_base_tensor_exponent_and_mode():
+    x = torch.rand(5, **F64) + 0.25
+    _fw_bw(lambda a: bt.pow(2, a), lambda a: torch.pow(2, a), x)
+    with bt.mode() as m:
+        _fw_bw(lambda a: a ** 2, lambda a: torch.pow(a, 2), x)
+    assert m.routed
+
+
+def test_pow_integer_tensors_like_torch():
+    xi = torch.arange(-3, 4, device=DEVICE)
+    _same(bt.pow(xi, 3), torch.pow(xi, 3))
+    _same(bt.pow(xi.abs(), 0.5), torch.pow(xi.abs(), 0.5))
+    with pytest.raises(Exception, match="exponent"):
+        bt.pow(xi, -1)

@@ -74,9 +74,13 @@ def _g_mod(rounding):
 
 
 def _g_pow(ctx, d, grads, s):
-    g = grads[0]
-    return (_r(ctx, d, 0, ctx.op("pow_backward_a", g, s["a"], s["b"])),
-            _r(ctx, d, 1, ctx.op("pow_backward_b", g, s["a"], s["b"])))
+    # an integer operand (torch.pow(2, x): a weak-scalar base; x ** int_tensor) takes no gradient but enters the
+    # other's formula in the result dtype
+    g, n, out = grads[0], ctx.needs, d.outputs[0].dtype
+    a, b = (v if d.inputs[i].dtype == out else ctx.op("to_dtype", v, dtype=out)
+            for i, v in enumerate((s["a"], s["b"])))
+    return (_r(ctx, d, 0, ctx.op("pow_backward_a", g, a, b)) if n[0] else None,
+            _r(ctx, d, 1, ctx.op("pow_backward_b", g, a, b)) if n[1] else None)
 
 
 def _g_atan2(ctx, d, grads, s):   # d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2)

@@ -65,8 +65,15 @@ _CLAMP = Overload(("torch.clamp", "torch.clip"), ("input", "min", "max"), {"min"
     Route("clamp_tensor", {"min": "T", "max": "T"}, ("input", "min", "max")),
 ), none_error="torch.clamp: At least one of 'min' or 'max' must not be None")
 
+# torch.pow(x, 2): a Python exponent is an attribute of ``pow_scalar`` (no 0-d operand, and its backward needs no
+# gradient for an integer exponent); torch.pow(2, x): a number base is a weak-scalar operand of ``pow``
+_POW = Overload(("torch.pow",), ("input", "exponent"), {}, (
+    Route("pow_scalar", {"input": "T", "exponent": "N"}, ("input",), ("exponent",)),
+    Route("pow", {"input": "TN", "exponent": "T"}, ("input", "exponent")),
+))
+
 OVERLOADS = (
-    _LERP, _CLAMP,
+    _LERP, _CLAMP, _POW,
     Overload(("torch.clamp_min",), ("input", "min"), {}, (Route("clamp_min", {"min": "TN"}, ("input", "min")),)),
     Overload(("torch.clamp_max",), ("input", "max"), {}, (Route("clamp_max", {"max": "TN"}, ("input", "max")),)),
 )
@@ -116,7 +123,7 @@ def _make(ov: Overload, torch_name: str):
         bound.apply_defaults()
         vals = dict(bound.arguments)
         out = vals.pop("out")
-        if not isinstance(vals[ov.params[0]], torch.Tensor):
+        if not any(isinstance(vals[p], torch.Tensor) for p in ov.params):
             raise TypeError(f"{fn_name}(): argument '{ov.params[0]}' must be a Tensor, not "
                             f"{type(vals[ov.params[0]]).__name__}")
         optional = [p for p in ov.params if p in ov.defaults]
