@@ -2,7 +2,8 @@
 
 Every op_db entry whose torch name is a published drop-in must agree with torch on every sample (values, dtypes,
 shapes, float64 gradients), or be listed with its reason in the table of ``docs/parity.md``; a listed entry
-that agrees again must leave the table (strict). Runs on the CPU drop-ins (the float64 reference backend).
+that agrees again must leave the table (strict). Runs on the CPU drop-ins twice: the float64 reference backend, and the Triton kernels (preferred where they
+take the call) under ``TRITON_INTERPRET=1`` -- the kernels the GPU runs, checked against torch on the CPU.
 """
 from __future__ import annotations
 
@@ -11,16 +12,22 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("expecttest")   # torch.testing._internal needs it
 
+import baracuda as bc  # noqa: E402
 import baracuda.torch as bt  # noqa: E402
+from baracuda._core.device import triton_interpreting  # noqa: E402
 from baracuda.testing import parity  # noqa: E402
 
 ENTRIES = parity.published_entries(bt.PUBLISHED)
 KNOWN = parity.known_differences()
 
 
+@pytest.mark.parametrize("prefer", ["reference", "triton"])
 @pytest.mark.parametrize("published,opinfo", ENTRIES, ids=[parity.entry_name(o) for _, o in ENTRIES])
-def test_opinfo_entry(published, opinfo):
-    res = parity.check_entry(published, opinfo, "cpu")
+def test_opinfo_entry(published, opinfo, prefer):
+    if prefer == "triton" and not triton_interpreting():
+        pytest.skip("the Triton kernels run on the CPU only under TRITON_INTERPRET=1")
+    with bc.preference(bc.PlanPreference(prefer=[prefer])):
+        res = parity.check_entry(published, opinfo, "cpu")
     name = parity.entry_name(opinfo)
     if name in KNOWN:
         assert not res.ok, f"{name} agrees with torch now: remove it from docs/parity.md"
