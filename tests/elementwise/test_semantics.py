@@ -228,3 +228,24 @@ def test_dropin_activation_kwargs():
     torch.testing.assert_close(_dropin("gelu", x, approximate="tanh"), F.gelu(x, approximate="tanh"))
     torch.testing.assert_close(_dropin("leaky_relu", x, 0.2), F.leaky_relu(x, 0.2))
     torch.testing.assert_close(_dropin("softplus", x, beta=2.0, threshold=1.0), F.softplus(x, 2.0, 1.0))
+
+
+@pytest.mark.parametrize("op", ["floor", "ceil", "trunc", "round", "sign"])
+@pytest.mark.parametrize("dt", [torch.float64, torch.float32, torch.bfloat16])
+def test_piecewise_constant_ops_have_torchs_zero_gradient(op, dt):
+    import baracuda.torch as bt
+
+    # random values, integers (the jumps) and signed zeros: torch's gradient is an exact zero everywhere
+    x = torch.cat([torch.randn(40, dtype=torch.float64) * 3, torch.tensor([2.0, -1.0, 0.0, -0.0, 0.5])]).to(dt)
+    g = torch.randn(x.shape, dtype=torch.float64).to(dt) + 2.0
+    xt = x.clone().requires_grad_(True)
+    (want,) = torch.autograd.grad(getattr(torch, op)(xt), xt, g)
+    xb = x.clone().requires_grad_(True)
+    (got,) = torch.autograd.grad(getattr(bt, op)(xb), xb, g)
+    assert got.dtype == want.dtype == dt and got.shape == want.shape
+    assert torch.equal(got, want), f"{op} {dt}: {got}"
+    for be in _backends("zeros_like"):   # the rule's fill on each backend (no saved tensors)
+        bw = bc.BackwardPlan.select(bc.Descriptor.like(op, x), DEV, bc.PlanPreference(prefer=(be,)))
+        assert bw.saves == () and bw.sku.backend == be
+        (gg,) = bw.run(g.to(DEV.type))
+        assert torch.equal(torch.as_tensor(gg).cpu(), want), f"{op} {be}"

@@ -34,7 +34,7 @@ from .._core.derive import declare_rule_ops
 from ._common import broadcast_shapes
 
 __all__ = ["EwDef", "EwSamples", "ew_samples", "EW_OPS", "EW_SPECS", "add_ew_ops", "ew_result_type", "ew_compute_dtype",
-           "ew_operand_shapes", "weak_scalar_dtype", "is_complex_desc", "real_of", "cj", "reduce_grad",
+           "ew_operand_shapes", "weak_scalar_dtype", "zero_grad", "is_complex_desc", "real_of", "cj", "reduce_grad",
            "FLOAT", "INT", "BOOL", "NUM", "ALL", "CPLX", "tp", "dropin_ew"]
 
 FLOAT = FLOAT_TYPES
@@ -471,6 +471,12 @@ def reduce_grad(ctx, g, shape):
     return ctx.op("complex", ctx.reduce_to(ctx.op("real", g), shape), ctx.reduce_to(ctx.op("imag", g), shape))
 
 
+def zero_grad(ctx, d, grads, s):
+    """The gradient of a piecewise-constant op (floor, round, sign, ...): torch's exact zero, of the input's shape
+    and dtype (the upstream gradient's: these ops keep shape and dtype).  One fill, nothing read; saves nothing."""
+    return (ctx.op("zeros_like", grads[0]),)
+
+
 def _autograd_peer(e: EwDef):
     def peer(g, x, **attrs):
         import torch
@@ -640,5 +646,6 @@ declare_rule_ops(__name__,
                  "rsqrt_backward", "selu_backward", "sgn_backward", "sigmoid_backward", "sign", "silu_backward",
                  "sin", "sin_backward", "sinc_backward", "sinh_backward", "softplus_backward",
                  "softshrink_backward", "softsign_backward", "sqrt_backward", "square_backward", "sub",
+                 "zeros_like",
                  "swiglu_backward", "tan_backward", "tanh_backward", "tanhshrink_backward", "threshold_backward",
                  "where_backward")
