@@ -65,6 +65,19 @@ def _g_minmax(mode):
     return rule
 
 
+def _g_clamp_tensor(ctx, d, grads, s):
+    """torch's clamp backward with tensor bounds (y = min(max(x, lo), hi)): x gets g where lo <= x <= hi; lo gets
+    g where x < lo and lo < hi; hi gets g where x > hi or hi < lo (so with lo > hi the result is hi and only hi has
+    a gradient).  Every comparison is false at a NaN: no gradient there."""
+    g, n, (x, lo, hi) = grads[0], ctx.needs, (s["a"], s["b"], s["c"])
+
+    def masked(pred):
+        return ctx.op("where_backward", g, pred, branch=1)
+    return (_r(ctx, d, 0, masked(ctx.op("logical_and", ctx.op("ge", x, lo), ctx.op("le", x, hi)))) if n[0] else None,
+            _r(ctx, d, 1, masked(ctx.op("logical_and", ctx.op("lt", x, lo), ctx.op("lt", lo, hi)))) if n[1] else None,
+            _r(ctx, d, 2, masked(ctx.op("logical_or", ctx.op("gt", x, hi), ctx.op("lt", hi, lo)))) if n[2] else None)
+
+
 def _g_mod(rounding):
     def rule(ctx, d, grads, s):   # a - b * q(a / b): da = g, db = -g * q
         g = grads[0]
@@ -308,7 +321,7 @@ add_ew_ops([
           samples=ew_samples("wide", avoid=(-0.5, 0.25, 0.5, 0.75, 1.0, 5.0),
                              attrs=({"min": -0.5, "max": 0.75}, {"min": 1, "max": 5}, {"min": 0.25}, {"max": 0.5}))),
     EwDef("clamp_tensor", 3, lambda x, lo, hi: __import__("torch").clamp(x, lo, hi), "torch.clamp (tensor bounds)",
-          "jax.numpy.clip", dtypes=NUM, samples=ew_samples("wide")),
+          "jax.numpy.clip", _g_clamp_tensor, dtypes=NUM, samples=ew_samples("wide")),
     EwDef("addcmul", 3, lambda a, b, c, value: __import__("torch").addcmul(a, b, c, value=value), "torch.addcmul",
           None, _g_addcmul, dtypes=NUMC, attrs=(Attr("value", "number", 1.0),),
           dtype_rule=_weak_float_dtype("value"),
