@@ -12,6 +12,7 @@ from baracuda._core.sku import Backend
 from baracuda.testing import backends_for, forced_plan, test_device
 
 DEV = test_device()
+NAN, INF = float("nan"), float("inf")
 
 
 def _backends(op):
@@ -249,3 +250,57 @@ def test_piecewise_constant_ops_have_torchs_zero_gradient(op, dt):
         assert bw.saves == () and bw.sku.backend == be
         (gg,) = bw.run(g.to(DEV.type))
         assert torch.equal(torch.as_tensor(gg).cpu(), want), f"{op} {be}"
+
+
+GAMMA_SPECIAL = torch.tensor([-3.0, -2.0, -1.0, -0.0, 0.0, 1.0, -0.5, -2.5, -7.2, 0.3, 1e-8, 7.9, 8.0, 9.99, 123.4,
+                              1e10, -1e10, 1e300, INF, -INF, NAN], dtype=torch.float64)
+
+
+@pytest.mark.parametrize("dt", [torch.float64, torch.float32])
+def test_digamma_special_values_match_torch(dt):
+    # psi(+-0) = -+inf, NaN at the negative integers (poles) and -inf, as torch
+    x = GAMMA_SPECIAL.to(dt)
+    want = torch.digamma(x)
+    for be in _backends("digamma"):
+        got = _run("digamma", be, x)
+        torch.testing.assert_close(got, want, rtol=1e-13 if dt == torch.float64 else 2e-6, atol=0, equal_nan=True,
+                                   msg=f"digamma {dt} {be}")
+
+
+@pytest.mark.parametrize("dt", [torch.float64, torch.float32])
+def test_digamma_gradient_is_trigamma(dt):
+    import baracuda.torch as bt
+
+    mpmath = pytest.importorskip("mpmath")
+    x = torch.cat([torch.randn(200, dtype=torch.float64) * 6, torch.rand(50, dtype=torch.float64) * 60]).to(dt)
+    g = (torch.rand(x.shape, dtype=torch.float64) + 0.5).to(dt)
+    # the exact polygamma(1, x) (mpmath) times g; torch's rule is g * polygamma(1, x), whose series is accurate to
+    # ~5e-10 in float64 and ~4e-4 in float32 (near the poles): baracuda is held to the exact value
+    exact = torch.tensor([float(mpmath.polygamma(1, mpmath.mpf(float(v)))) for v in x.double()], dtype=torch.float64)
+    want = (g.double() * exact).to(dt)
+    xt = x.clone().requires_grad_(True)
+    (peer,) = torch.autograd.grad(torch.digamma(xt), xt, g)
+    torch.testing.assert_close(peer, g * torch.polygamma(1, x), rtol=0, atol=0)   # torch's rule, written out
+    if dt == torch.float64:
+        torch.testing.assert_close(peer, want, rtol=1e-9, atol=0)
+    tol = dict(rtol=1e-13, atol=0) if dt == torch.float64 else dict(rtol=1e-5, atol=0)
+    xb = x.clone().requires_grad_(True)
+    (got,) = torch.autograd.grad(bt.digamma(xb), xb, g)
+    torch.testing.assert_close(got, want, **tol)
+    for be in _backends("digamma_backward"):
+        torch.testing.assert_close(_run("digamma_backward", be, g, x), want, **tol, msg=f"{be}")
+    # float64 finite differences of the reference digamma
+    xd = torch.tensor([0.3, 1.7, 5.5, 12.25, -2.5, -0.75], dtype=torch.float64)
+    h = 1e-6
+    fd = (_run("digamma", Backend.REFERENCE, xd + h) - _run("digamma", Backend.REFERENCE, xd - h)) / (2 * h)
+    torch.testing.assert_close(_run("digamma_backward", Backend.REFERENCE, torch.ones_like(xd), xd), fd,
+                               rtol=1e-6, atol=0)
+
+
+def test_trigamma_poles_are_inf():
+    # torch's polygamma(1, x) at the poles is a rounding artifact of sin(pi * x) (6.6e32 at -1 in f64, 1.3e15 in
+    # f32); baracuda takes sin(pi x) on x mod 2, exactly 0 there: +inf, the limit from both sides
+    x = torch.tensor([0.0, -0.0, -1.0, -2.0, -7.0], dtype=torch.float64)
+    for be in _backends("digamma_backward"):
+        got = _run("digamma_backward", be, torch.ones_like(x), x)
+        assert torch.equal(got, torch.full_like(x, INF)), f"{be}: {got}"

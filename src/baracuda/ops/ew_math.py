@@ -72,7 +72,7 @@ add_ew_ops([
     _f("erfinv", "unit", bw="out", jax="jax.lax.erf_inv"),
     _f("sigmoid", bw="out", jax="jax.nn.sigmoid"),
     _f("lgamma", "positive", jax="jax.lax.lgamma"),
-    _f("digamma", "positive", bw=None, jax="jax.lax.digamma"),
+    _f("digamma", "positive", jax="jax.lax.digamma"),   # digamma_backward: g * polygamma(1, x)
     _f("i0", jax="jax.numpy.i0"),
     _f("sinc", "nonzero", jax="jax.numpy.sinc"),
     EwDef("logit", 1, tp("logit"), "torch.logit", "jax.scipy.special.logit", bw="x", out="float",

@@ -5,7 +5,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .._lib.math import cos, cosh, cospi, digamma, exp, i1, log, log1p, pow, sigmoid, sin, sinh, sinpi, softplus, sqrt, tanh
+from .._lib.math import (cos, cosh, cospi, digamma, exp, i1, log, log1p, pow, sigmoid, sin, sinh, sinpi, softplus,
+                         sqrt, tanh, trigamma)
 
 _SELU_A, _SELU_S = 1.6732632423543772, 1.0507009873554805
 _LN2, _LN10, _PI = 0.6931471805599453, 2.302585092994046, 3.141592653589793
@@ -215,6 +216,11 @@ def _bw_lgamma(g, x, p0, p1, p2):
 
 
 @triton.jit
+def _bw_digamma(g, x, p0, p1, p2):
+    return g * trigamma(x)
+
+
+@triton.jit
 def _bw_i0(g, x, p0, p1, p2):
     return g * i1(x)
 
@@ -417,7 +423,8 @@ BODIES = {
     "cosh_backward": _c(_bw_cosh), "asinh_backward": _c(_bw_asinh, 1.0), "acosh_backward": _c(_bw_asinh, -1.0),
     "atanh_backward": _c(_bw_atanh), "erf_backward": _c(_bw_erf, 1.1283791670955126),
     "erfc_backward": _c(_bw_erf, -1.1283791670955126), "erfinv_backward": _c(_bw_erfinv),
-    "sigmoid_backward": _c(_bw_sigmoid), "lgamma_backward": _c(_bw_lgamma), "i0_backward": _c(_bw_i0),
+    "sigmoid_backward": _c(_bw_sigmoid), "lgamma_backward": _c(_bw_lgamma),
+    "digamma_backward": _c(_bw_digamma), "i0_backward": _c(_bw_i0),
     "sinc_backward": _c(_bw_sinc),
     "logit_backward": lambda d, i: (_bw_logit, -1.0 if d.attr("eps") is None else d.attr("eps"), 0.0, 0.0),
     "abs_backward": _c(_bw_abs), "square_backward": _c(_bw_square), "frac_backward": _c(_bw_ident),
