@@ -54,9 +54,8 @@ def test_clamp_tensor_bounds_match_torch(bounds):
     kw = {"both": dict(min=lo, max=hi), "min": dict(min=lo), "max": dict(max=hi)}[bounds]
     for ours, theirs in ((bt.clamp, torch.clamp), (bt.clip, torch.clip)):
         _same(ours(x, **kw), theirs(x, **kw))
-    if bounds != "both":   # clamp_min / clamp_max differentiate (clamp_tensor has no backward rule yet)
-        _fw_bw(lambda *t: bt.clamp(t[0], **dict(zip(kw, t[1:]))),
-               lambda *t: torch.clamp(t[0], **dict(zip(kw, t[1:]))), x, *kw.values())
+    _fw_bw(lambda *t: bt.clamp(t[0], **dict(zip(kw, t[1:]))),   # gradients to x and to each tensor bound
+           lambda *t: torch.clamp(t[0], **dict(zip(kw, t[1:]))), x, *kw.values())
 
 
 def test_clamp_promotion_and_number_bounds():
