@@ -304,3 +304,29 @@ def test_trigamma_poles_are_inf():
     for be in _backends("digamma_backward"):
         got = _run("digamma_backward", be, torch.ones_like(x), x)
         assert torch.equal(got, torch.full_like(x, INF)), f"{be}: {got}"
+
+
+SHRINK_CASES = [("hardshrink", {"lambd": 0.5}), ("hardshrink", {"lambd": -0.5}), ("hardshrink", {"lambd": 0.0}),
+                ("softshrink", {"lambd": 0.5}), ("softshrink", {"lambd": 0.0}),
+                ("threshold", {"threshold": 0.5, "value": -2.0}), ("threshold", {"threshold": NAN, "value": 3.0}),
+                ("threshold", {"threshold": -1.0, "value": NAN})]
+
+
+@pytest.mark.parametrize("op,attrs", SHRINK_CASES)
+@pytest.mark.parametrize("dt", [torch.float64, torch.float32, torch.bfloat16])
+def test_shrink_and_threshold_nan_and_lambda_like_torch(op, attrs, dt):
+    import torch.nn.functional as F
+
+    # NaN stays NaN (no comparison holds there); a negative hardshrink lambd empties the zero band; the gradient
+    # of the shrinks is zero at a NaN, threshold's passes it (torch's x <= threshold test)
+    x = torch.cat([SPECIAL, torch.tensor([-0.5, 0.5, -1.0, 1.0, 0.25, -0.25], dtype=torch.float64),
+                   torch.randn(30, dtype=torch.float64)]).to(dt)
+    g = (torch.rand(x.shape, dtype=torch.float64) + 0.5).to(dt)
+    xt = x.clone().requires_grad_(True)
+    y = getattr(F, op)(xt, *attrs.values())
+    (dx,) = torch.autograd.grad(y, xt, g)
+    for be in _backends(op):
+        got = _run(op, be, x, **attrs)
+        torch.testing.assert_close(got, y.detach(), rtol=0, atol=0, equal_nan=True, msg=f"{op} {attrs} {be}")
+        gbw = _run(f"{op}_backward", be, g, x, **attrs)
+        torch.testing.assert_close(gbw, dx, rtol=0, atol=0, equal_nan=True, msg=f"{op} grad {attrs} {be}")

@@ -340,10 +340,12 @@ BODIES = {
     "hardtanh": lambda d, x: np.clip(x, d.attr("min_val"), d.attr("max_val")),
     "hardswish": lambda d, x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0,
     "hardsigmoid": lambda d, x: np.clip(x / 6.0 + 0.5, 0.0, 1.0),
-    "hardshrink": lambda d, x: np.where(np.abs(x) > d.attr("lambd"), x, 0.0),
+    # torch's NaN rules: hardshrink / softshrink / threshold keep a NaN x (the comparisons are false there);
+    # hardshrink's zero band [-lambd, lambd] is empty for lambd < 0; softshrink's band is x * 0 (-0.0 for x < 0)
+    "hardshrink": lambda d, x: np.where((x >= -d.attr("lambd")) & (x <= d.attr("lambd")), 0.0, x),
     "softshrink": lambda d, x: np.where(x > d.attr("lambd"), x - d.attr("lambd"),
-                                        np.where(x < -d.attr("lambd"), x + d.attr("lambd"), 0.0)),
-    "threshold": lambda d, x: np.where(x > d.attr("threshold"), x, d.attr("value")),
+                                        np.where(x < -d.attr("lambd"), x + d.attr("lambd"), x * 0.0)),
+    "threshold": lambda d, x: np.where(x <= d.attr("threshold"), d.attr("value"), x),
     "logsigmoid": lambda d, x: np.minimum(x, 0.0) - np.log1p(np.exp(-np.abs(x))),
     # backward helpers: (g, saved) -> dx
     "div_backward_b": lambda d, g, a, b: -g * a / (b * b),
@@ -392,9 +394,10 @@ BODIES = {
     "hardtanh_backward": lambda d, g, x: np.where((x > d.attr("min_val")) & (x < d.attr("max_val")), g, 0.0),
     "hardswish_backward": lambda d, g, x: np.where(x < -3.0, 0.0, np.where(x <= 3.0, g * (x / 3.0 + 0.5), g)),
     "hardsigmoid_backward": lambda d, g, x: np.where((x > -3.0) & (x < 3.0), g * _SIXTH_F32, 0.0),
-    "hardshrink_backward": lambda d, g, x: np.where(np.abs(x) > d.attr("lambd"), g, 0.0),
-    "softshrink_backward": lambda d, g, x: np.where(np.abs(x) > d.attr("lambd"), g, 0.0),
-    "threshold_backward": lambda d, g, x: np.where(x > d.attr("threshold"), g, 0.0),
+    # (torch: the shrinks pass g outside the band, none at a NaN; threshold passes g unless x <= threshold: at a NaN)
+    "hardshrink_backward": lambda d, g, x: np.where((x > d.attr("lambd")) | (x < -d.attr("lambd")), g, 0.0),
+    "softshrink_backward": lambda d, g, x: np.where((x > d.attr("lambd")) | (x < -d.attr("lambd")), g, 0.0),
+    "threshold_backward": lambda d, g, x: np.where(x <= d.attr("threshold"), 0.0, g),
     "logsigmoid_backward": lambda d, g, x: g * _sig(-x),
     **{n: _gated(n) for n in ("glu", "swiglu", "geglu", "reglu")},
     **{f"{n}_backward": _gated_bw(n) for n in ("glu", "swiglu", "geglu", "reglu")},

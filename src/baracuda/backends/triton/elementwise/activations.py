@@ -89,18 +89,18 @@ def _hardsigmoid(x, p0, p1, p2):
 
 
 @triton.jit
-def _hardshrink(x, p0, p1, p2):
-    return tl.where((x > p0) | (x < -p0), x, 0.0)
+def _hardshrink(x, p0, p1, p2):   # torch: 0 inside [-lambd, lambd] (empty for lambd < 0), else x; NaN stays NaN
+    return tl.where((x >= -p0) & (x <= p0), 0.0, x)
 
 
 @triton.jit
-def _softshrink(x, p0, p1, p2):
-    return tl.where(x > p0, x - p0, tl.where(x < -p0, x + p0, 0.0))
+def _softshrink(x, p0, p1, p2):   # x * 0 inside: NaN stays NaN (torch; and -0.0 for x < 0, as its CUDA kernel)
+    return tl.where(x > p0, x - p0, tl.where(x < -p0, x + p0, x * 0.0))
 
 
 @triton.jit
-def _threshold(x, p0, p1, p2):
-    return tl.where(x > p0, x, p1)
+def _threshold(x, p0, p1, p2):    # torch: value where x <= threshold, else x (NaN stays NaN)
+    return tl.where(x <= p0, p1, x)
 
 
 @triton.jit
@@ -344,8 +344,8 @@ def _bw_shrink(g, x, p0, p1, p2):
 
 
 @triton.jit
-def _bw_threshold(g, x, p0, p1, p2):
-    return tl.where(x > p0, g, 0.0)
+def _bw_threshold(g, x, p0, p1, p2):   # torch: g passes where not x <= threshold (a NaN x passes it)
+    return tl.where(x <= p0, 0.0, g)
 
 
 @triton.jit
