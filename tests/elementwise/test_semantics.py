@@ -94,6 +94,52 @@ def test_integer_semantics(op, dt, a, b):
         _same(_run(op, be, *xs), want, f"{op} {dt} {be}")
 
 
+@pytest.mark.parametrize("dt", [torch.int64, torch.int32, torch.int8, torch.uint8])
+@pytest.mark.parametrize("value", [1, 3, -1, 1.5, -1.5, 2.9, 300, 1e30])
+def test_addcmul_integers_keep_their_dtype(dt, value):
+    # torch: the operands' dtype whatever value is; value converted to it by the checked scalar conversion (a
+    # fraction truncates, -1 wraps into uint8, a float below 0 or out of range is an overflow error)
+    a, b, c = (torch.randint(-100, 100, (4, 5)).to(dt) for _ in range(3))
+    try:
+        want = torch.addcmul(a, b, c, value=value)
+    except RuntimeError as e:
+        assert "without overflow" in str(e)
+        with pytest.raises(bc.InvalidProblemError, match="addcmul: argument 'value': expected a value that converts"):
+            bc.Descriptor.like("addcmul", a, b, c, value=value)
+        return
+    for be in _backends("addcmul"):
+        _same(_run("addcmul", be, a, b, c, value=value), want, f"addcmul {dt} value={value} {be}")
+    import baracuda.torch as bt
+
+    _same(bt.addcmul(a, b, c, value=value), want, "drop-in")
+    _same(bt.addcmul(a, b, c), torch.addcmul(a, b, c), "drop-in, default value")
+
+
+@pytest.mark.parametrize("alpha", [True, False, 1, 2, 0])
+def test_add_bool_alpha_on_bool_operands(alpha):
+    import baracuda.torch as bt
+
+    a, b = torch.rand(4, 6) > 0.5, torch.rand(4, 6) > 0.5
+    want = torch.add(a, b, alpha=alpha)
+    for be in _backends("add"):
+        _same(_run("add", be, a, b, alpha=alpha), want, f"add bool alpha={alpha} {be}")
+    _same(bt.add(a, b, alpha=alpha), want, "drop-in")
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.int64])
+def test_bool_alpha_is_for_bool_results_only(dt):
+    x = torch.ones(3, dtype=dt)
+    with pytest.raises(RuntimeError, match="Boolean alpha only supported for Boolean results"):
+        torch.add(x, x, alpha=True)
+    with pytest.raises(bc.InvalidProblemError, match="add: argument 'alpha': expected a number \\(a bool alpha is for"):
+        bc.Descriptor.like("add", x, x, alpha=True)
+    b = torch.ones(3, dtype=torch.bool)
+    with pytest.raises(RuntimeError, match="alpha must not be a floating point number"):
+        torch.add(b, b, alpha=0.5)
+    with pytest.raises(bc.InvalidProblemError, match="add: argument 'alpha': expected an integral value"):
+        bc.Descriptor.like("add", b, b, alpha=0.5)
+
+
 @pytest.mark.parametrize("mode", ["trunc", "floor"])
 def test_integer_div_rounding(mode):
     a = torch.tensor([7, -7, 7, -7, -128, 0], dtype=torch.int8)

@@ -5,9 +5,12 @@ Rows only (see ``elementwise.py`` for the mechanism).  Backward rules compose ot
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .._core.dtypes import DType
 from .._core.errors import InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase
+from .creation import to_scalar
 from .elementwise import (ALL, BOOL, CPLX, FLOAT, INT, NUM, EwDef, _EXTRA_ERRORS, add_ew_ops, cj,
                           dropin_ew, ew_samples, reduce_grad, tp)
 
@@ -151,13 +154,27 @@ def _g_addcdiv(ctx, d, grads, s):
 
 # -- attribute / dtype rules ---------------------------------------------------------------------------
 def _alpha_dtype(op, inputs, attrs, r):
-    """torch: integer results need an integral alpha (bool results: alpha acts as its truthiness)."""
-    if r.is_integer and attrs["alpha"] != int(attrs["alpha"]):
-        raise InvalidProblemError(op, "alpha", "an integral value for integer operands", attrs["alpha"])
+    """torch: integer and bool results need an integral alpha (bool results: alpha acts as its truthiness); a bool
+    alpha is for bool results only."""
+    al = attrs["alpha"]
+    if isinstance(al, bool) and r != DType.bool:
+        raise InvalidProblemError(op, "alpha", f"a number (a bool alpha is for bool results only; the result is {r})",
+                                  al)
+    if (r.is_integer or r == DType.bool) and al != int(al):
+        raise InvalidProblemError(op, "alpha", "an integral value for integer operands", al)
     return r
 
 
-_ALPHA = Attr("alpha", "float", 1.0)
+def _real_or_bool(op, v, inputs, attrs):
+    """alpha: a real number (kept as float) or a bool (kept: torch takes alpha=True for bool operands)."""
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        return float(v)
+    raise InvalidProblemError(op, "alpha", "a real number or a bool", repr(v))
+
+
+_ALPHA = Attr("alpha", "any", 1.0, normalize=_real_or_bool)
 _ROUNDING = Attr("rounding_mode", "str", None, optional=True, choices=("trunc", "floor"),
                  expected="None, 'trunc' or 'floor'")
 
@@ -186,6 +203,14 @@ def _weak_float_dtype(*names):
             return DType.f32
         return r
     return rule
+
+
+def _addcmul_dtype(op, inputs, attrs, r):
+    """torch: the result is the operands' promoted dtype whatever ``value`` is; for integer results value goes
+    through torch's checked scalar conversion (a fraction truncates; a value out of the dtype's range is an error)."""
+    if r.is_integer:
+        to_scalar(op, "value", attrs["value"], r)
+    return r
 
 
 def _pow_scalar_dtype(op, inputs, attrs, r):
@@ -323,8 +348,8 @@ add_ew_ops([
     EwDef("clamp_tensor", 3, lambda x, lo, hi: __import__("torch").clamp(x, lo, hi), "torch.clamp (tensor bounds)",
           "jax.numpy.clip", _g_clamp_tensor, dtypes=NUM, samples=ew_samples("wide")),
     EwDef("addcmul", 3, lambda a, b, c, value: __import__("torch").addcmul(a, b, c, value=value), "torch.addcmul",
-          None, _g_addcmul, dtypes=NUMC, attrs=(Attr("value", "number", 1.0),),
-          dtype_rule=_weak_float_dtype("value"),
+          None, _g_addcmul, dtypes=NUMC, attrs=(Attr("value", "number", 1),), dtype_rule=_addcmul_dtype,
+          doc="integer operands keep their dtype whatever value is: a float value is truncated to an int (torch)",
           dropin=dropin_ew("addcmul", "input", "tensor1", "tensor2", attr_names=("value",), unsupported=("out",)),
           samples=ew_samples(attrs=({"value": 2},))),
     EwDef("addcdiv", 3, lambda a, b, c, value: __import__("torch").addcdiv(a, b, c, value=value), "torch.addcdiv",
