@@ -207,16 +207,45 @@ def test_clamp_bound_dropin(op, x, bound):
     _exact(got, want, f"{op} drop-in {x.dtype} {bound!r}")
 
 
+def _grads_vs_torch(op, torch_fn, xs, g):
+    """The op's backward on every backend against torch.autograd of ``torch_fn`` (exactly: masks of g)."""
+    leaves = [x.clone().requires_grad_(True) for x in xs]
+    want = torch.autograd.grad(torch_fn(*leaves), leaves, g)
+    desc = bc.Descriptor.like(op, *xs)
+    names = bc.get_spec(op).arg_names
+    for be in backends_for("where_backward", DEV):
+        bw = bc.BackwardPlan.select(desc, DEV, bc.PlanPreference(prefer=(be,)))
+        assert bw.sku.backend == be
+        got = bw.run(g.to(DEV.type), **{n: x.to(DEV.type) for n, x in zip(names, xs)})
+        for i, (gg, ww) in enumerate(zip(got, want)):
+            _exact(torch.as_tensor(gg).cpu(), ww, f"{op} grad {i} {be}")
+
+
 def test_clamp_bound_grads_match_torch():
-    x = torch.tensor([[-1.0, 0.5, 0.5], [2.0, -3.0, 0.25]], dtype=torch.float64, requires_grad=True)
-    m = torch.tensor([0.0, 0.5, 1.0], dtype=torch.float64, requires_grad=True)
-    g = torch.randn(2, 3, dtype=torch.float64)
+    # ties (x == bound) give the gradient to x; a NaN in x or the bound gives neither a gradient (torch)
+    x = torch.tensor([[-1.0, 0.5, 0.5, NAN], [2.0, -3.0, 0.25, 1.0]], dtype=torch.float64)
+    m = torch.tensor([0.0, 0.5, 1.0, NAN], dtype=torch.float64)
+    g = torch.randn(2, 4, dtype=torch.float64) + 3.0
     for op in ("clamp_min", "clamp_max"):
-        want = torch.autograd.grad(getattr(torch, op)(x, m), (x, m), g)
-        bw = bc.BackwardPlan.select(bc.Descriptor.like(op, x.detach(), m.detach()), "cpu")
-        got = bw.run(g, a=x.detach(), b=m.detach())
-        for gg, ww in zip(got, want):   # ties (x == bound) give the gradient to x, as torch
-            torch.testing.assert_close(torch.as_tensor(gg), ww, rtol=0, atol=0)
+        _grads_vs_torch(op, getattr(torch, op), (x, m), g)
+
+
+def test_clamp_tensor_grads_match_torch():
+    # lo <= x <= hi: x's; x < lo < hi: lo's; x > hi or hi < lo (the result is hi): hi's; ties x == lo / x == hi go to
+    # x; NaN anywhere: no gradient.  Bounds broadcast against x: their gradients are summed back.
+    x = torch.tensor([[0.0, 1.0, 2.0, 3.0, 1.0, 2.0, NAN, 0.5, 0.5, 5.0]], dtype=torch.float64).repeat(3, 1)
+    x[1:] += torch.randn(2, 10, dtype=torch.float64)
+    lo = torch.tensor([1.0, 1.0, 1.0, 1.0, 2.0, 3.0, 0.0, NAN, 0.0, 3.0], dtype=torch.float64)
+    hi = torch.tensor([[2.0, 2.0, 2.0, 2.0, 1.0, 1.0, 1.0, 1.0, NAN, 3.0]], dtype=torch.float64)
+    g = torch.randn(3, 10, dtype=torch.float64) + 3.0
+    _grads_vs_torch("clamp_tensor", torch.clamp, (x, lo, hi), g)
+    import baracuda.torch as bt   # the drop-in routes two tensor bounds to clamp_tensor
+
+    leaves = [t.clone().requires_grad_(True) for t in (x, lo, hi)]
+    got = torch.autograd.grad(bt.clamp(*leaves), leaves, g)
+    want = torch.autograd.grad(torch.clamp(*leaves), leaves, g)
+    for i, (gg, ww) in enumerate(zip(got, want)):
+        _exact(gg, ww, f"bt.clamp grad {i}")
 
 
 @pytest.mark.parametrize("da,db", [(torch.int64, torch.int64), (torch.float32, torch.float32),

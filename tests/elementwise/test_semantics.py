@@ -12,6 +12,7 @@ from baracuda._core.sku import Backend
 from baracuda.testing import backends_for, forced_plan, test_device
 
 DEV = test_device()
+NAN, INF = float("nan"), float("inf")
 
 
 def _backends(op):
@@ -91,6 +92,52 @@ def test_integer_semantics(op, dt, a, b):
     want = getattr(torch, op)(*xs)
     for be in _backends(op):
         _same(_run(op, be, *xs), want, f"{op} {dt} {be}")
+
+
+@pytest.mark.parametrize("dt", [torch.int64, torch.int32, torch.int8, torch.uint8])
+@pytest.mark.parametrize("value", [1, 3, -1, 1.5, -1.5, 2.9, 300, 1e30])
+def test_addcmul_integers_keep_their_dtype(dt, value):
+    # torch: the operands' dtype whatever value is; value converted to it by the checked scalar conversion (a
+    # fraction truncates, -1 wraps into uint8, a float below 0 or out of range is an overflow error)
+    a, b, c = (torch.randint(-100, 100, (4, 5)).to(dt) for _ in range(3))
+    try:
+        want = torch.addcmul(a, b, c, value=value)
+    except RuntimeError as e:
+        assert "without overflow" in str(e)
+        with pytest.raises(bc.InvalidProblemError, match="addcmul: argument 'value': expected a value that converts"):
+            bc.Descriptor.like("addcmul", a, b, c, value=value)
+        return
+    for be in _backends("addcmul"):
+        _same(_run("addcmul", be, a, b, c, value=value), want, f"addcmul {dt} value={value} {be}")
+    import baracuda.torch as bt
+
+    _same(bt.addcmul(a, b, c, value=value), want, "drop-in")
+    _same(bt.addcmul(a, b, c), torch.addcmul(a, b, c), "drop-in, default value")
+
+
+@pytest.mark.parametrize("alpha", [True, False, 1, 2, 0])
+def test_add_bool_alpha_on_bool_operands(alpha):
+    import baracuda.torch as bt
+
+    a, b = torch.rand(4, 6) > 0.5, torch.rand(4, 6) > 0.5
+    want = torch.add(a, b, alpha=alpha)
+    for be in _backends("add"):
+        _same(_run("add", be, a, b, alpha=alpha), want, f"add bool alpha={alpha} {be}")
+    _same(bt.add(a, b, alpha=alpha), want, "drop-in")
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.int64])
+def test_bool_alpha_is_for_bool_results_only(dt):
+    x = torch.ones(3, dtype=dt)
+    with pytest.raises(RuntimeError, match="Boolean alpha only supported for Boolean results"):
+        torch.add(x, x, alpha=True)
+    with pytest.raises(bc.InvalidProblemError, match="add: argument 'alpha': expected a number \\(a bool alpha is for"):
+        bc.Descriptor.like("add", x, x, alpha=True)
+    b = torch.ones(3, dtype=torch.bool)
+    with pytest.raises(RuntimeError, match="alpha must not be a floating point number"):
+        torch.add(b, b, alpha=0.5)
+    with pytest.raises(bc.InvalidProblemError, match="add: argument 'alpha': expected an integral value"):
+        bc.Descriptor.like("add", b, b, alpha=0.5)
 
 
 @pytest.mark.parametrize("mode", ["trunc", "floor"])
@@ -228,3 +275,104 @@ def test_dropin_activation_kwargs():
     torch.testing.assert_close(_dropin("gelu", x, approximate="tanh"), F.gelu(x, approximate="tanh"))
     torch.testing.assert_close(_dropin("leaky_relu", x, 0.2), F.leaky_relu(x, 0.2))
     torch.testing.assert_close(_dropin("softplus", x, beta=2.0, threshold=1.0), F.softplus(x, 2.0, 1.0))
+
+
+@pytest.mark.parametrize("op", ["floor", "ceil", "trunc", "round", "sign"])
+@pytest.mark.parametrize("dt", [torch.float64, torch.float32, torch.bfloat16])
+def test_piecewise_constant_ops_have_torchs_zero_gradient(op, dt):
+    import baracuda.torch as bt
+
+    # random values, integers (the jumps) and signed zeros: torch's gradient is an exact zero everywhere
+    x = torch.cat([torch.randn(40, dtype=torch.float64) * 3, torch.tensor([2.0, -1.0, 0.0, -0.0, 0.5])]).to(dt)
+    g = torch.randn(x.shape, dtype=torch.float64).to(dt) + 2.0
+    xt = x.clone().requires_grad_(True)
+    (want,) = torch.autograd.grad(getattr(torch, op)(xt), xt, g)
+    xb = x.clone().requires_grad_(True)
+    (got,) = torch.autograd.grad(getattr(bt, op)(xb), xb, g)
+    assert got.dtype == want.dtype == dt and got.shape == want.shape
+    assert torch.equal(got, want), f"{op} {dt}: {got}"
+    for be in _backends("zeros_like"):   # the rule's fill on each backend (no saved tensors)
+        bw = bc.BackwardPlan.select(bc.Descriptor.like(op, x), DEV, bc.PlanPreference(prefer=(be,)))
+        assert bw.saves == () and bw.sku.backend == be
+        (gg,) = bw.run(g.to(DEV.type))
+        assert torch.equal(torch.as_tensor(gg).cpu(), want), f"{op} {be}"
+
+
+GAMMA_SPECIAL = torch.tensor([-3.0, -2.0, -1.0, -0.0, 0.0, 1.0, -0.5, -2.5, -7.2, 0.3, 1e-8, 7.9, 8.0, 9.99, 123.4,
+                              1e10, -1e10, 1e300, INF, -INF, NAN], dtype=torch.float64)
+
+
+@pytest.mark.parametrize("dt", [torch.float64, torch.float32])
+def test_digamma_special_values_match_torch(dt):
+    # psi(+-0) = -+inf, NaN at the negative integers (poles) and -inf, as torch
+    x = GAMMA_SPECIAL.to(dt)
+    want = torch.digamma(x)
+    for be in _backends("digamma"):
+        got = _run("digamma", be, x)
+        torch.testing.assert_close(got, want, rtol=1e-13 if dt == torch.float64 else 2e-6, atol=0, equal_nan=True,
+                                   msg=f"digamma {dt} {be}")
+
+
+@pytest.mark.parametrize("dt", [torch.float64, torch.float32])
+def test_digamma_gradient_is_trigamma(dt):
+    import baracuda.torch as bt
+
+    mpmath = pytest.importorskip("mpmath")
+    x = torch.cat([torch.randn(200, dtype=torch.float64) * 6, torch.rand(50, dtype=torch.float64) * 60]).to(dt)
+    g = (torch.rand(x.shape, dtype=torch.float64) + 0.5).to(dt)
+    # the exact polygamma(1, x) (mpmath) times g; torch's rule is g * polygamma(1, x), whose series is accurate to
+    # ~5e-10 in float64 and ~4e-4 in float32 (near the poles): baracuda is held to the exact value
+    exact = torch.tensor([float(mpmath.polygamma(1, mpmath.mpf(float(v)))) for v in x.double()], dtype=torch.float64)
+    want = (g.double() * exact).to(dt)
+    xt = x.clone().requires_grad_(True)
+    (peer,) = torch.autograd.grad(torch.digamma(xt), xt, g)
+    torch.testing.assert_close(peer, g * torch.polygamma(1, x), rtol=0, atol=0)   # torch's rule, written out
+    if dt == torch.float64:
+        torch.testing.assert_close(peer, want, rtol=1e-9, atol=0)
+    tol = dict(rtol=1e-13, atol=0) if dt == torch.float64 else dict(rtol=1e-5, atol=0)
+    xb = x.clone().requires_grad_(True)
+    (got,) = torch.autograd.grad(bt.digamma(xb), xb, g)
+    torch.testing.assert_close(got, want, **tol)
+    for be in _backends("digamma_backward"):
+        torch.testing.assert_close(_run("digamma_backward", be, g, x), want, **tol, msg=f"{be}")
+    # float64 finite differences of the reference digamma
+    xd = torch.tensor([0.3, 1.7, 5.5, 12.25, -2.5, -0.75], dtype=torch.float64)
+    h = 1e-6
+    fd = (_run("digamma", Backend.REFERENCE, xd + h) - _run("digamma", Backend.REFERENCE, xd - h)) / (2 * h)
+    torch.testing.assert_close(_run("digamma_backward", Backend.REFERENCE, torch.ones_like(xd), xd), fd,
+                               rtol=1e-6, atol=0)
+
+
+def test_trigamma_poles_are_inf():
+    # torch's polygamma(1, x) at the poles is a rounding artifact of sin(pi * x) (6.6e32 at -1 in f64, 1.3e15 in
+    # f32); baracuda takes sin(pi x) on x mod 2, exactly 0 there: +inf, the limit from both sides
+    x = torch.tensor([0.0, -0.0, -1.0, -2.0, -7.0], dtype=torch.float64)
+    for be in _backends("digamma_backward"):
+        got = _run("digamma_backward", be, torch.ones_like(x), x)
+        assert torch.equal(got, torch.full_like(x, INF)), f"{be}: {got}"
+
+
+SHRINK_CASES = [("hardshrink", {"lambd": 0.5}), ("hardshrink", {"lambd": -0.5}), ("hardshrink", {"lambd": 0.0}),
+                ("softshrink", {"lambd": 0.5}), ("softshrink", {"lambd": 0.0}),
+                ("threshold", {"threshold": 0.5, "value": -2.0}), ("threshold", {"threshold": NAN, "value": 3.0}),
+                ("threshold", {"threshold": -1.0, "value": NAN})]
+
+
+@pytest.mark.parametrize("op,attrs", SHRINK_CASES)
+@pytest.mark.parametrize("dt", [torch.float64, torch.float32, torch.bfloat16])
+def test_shrink_and_threshold_nan_and_lambda_like_torch(op, attrs, dt):
+    import torch.nn.functional as F
+
+    # NaN stays NaN (no comparison holds there); a negative hardshrink lambd empties the zero band; the gradient
+    # of the shrinks is zero at a NaN, threshold's passes it (torch's x <= threshold test)
+    x = torch.cat([SPECIAL, torch.tensor([-0.5, 0.5, -1.0, 1.0, 0.25, -0.25], dtype=torch.float64),
+                   torch.randn(30, dtype=torch.float64)]).to(dt)
+    g = (torch.rand(x.shape, dtype=torch.float64) + 0.5).to(dt)
+    xt = x.clone().requires_grad_(True)
+    y = getattr(F, op)(xt, *attrs.values())
+    (dx,) = torch.autograd.grad(y, xt, g)
+    for be in _backends(op):
+        got = _run(op, be, x, **attrs)
+        torch.testing.assert_close(got, y.detach(), rtol=0, atol=0, equal_nan=True, msg=f"{op} {attrs} {be}")
+        gbw = _run(f"{op}_backward", be, g, x, **attrs)
+        torch.testing.assert_close(gbw, dx, rtol=0, atol=0, equal_nan=True, msg=f"{op} grad {attrs} {be}")

@@ -45,3 +45,13 @@ def test_pass_rate():
     # the acceptance bar of issue #14: >= 97 % of the published entries agree with torch
     assert len(ENTRIES) >= 200
     assert 1 - len(KNOWN) / len(ENTRIES) >= 0.97, f"{len(KNOWN)} of {len(ENTRIES)} entries listed as differing"
+
+
+def test_an_entry_whose_op_reorders_the_call_runs_the_dropin_through_it():
+    # op_db's `where` is lambda self, condition, other: torch.where(condition, self, other); the harness runs
+    # that lambda with torch.where routed to bt.where (strict: a fall-through to torch would raise)
+    (_, where), = [(p, o) for p, o in ENTRIES if parity.entry_name(o) == "where"]
+    fn = parity._ours("where", where)
+    x, c, y = torch.randn(3, 4), torch.rand(3, 4) > 0.5, torch.randn(4)
+    torch.testing.assert_close(fn(x, c, y), torch.where(c, x, y), rtol=0, atol=0)
+    assert parity._ours("add", next(o for p, o in ENTRIES if p == "add")) is bt.add   # torch's own function: direct

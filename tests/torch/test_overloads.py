@@ -54,9 +54,8 @@ def test_clamp_tensor_bounds_match_torch(bounds):
     kw = {"both": dict(min=lo, max=hi), "min": dict(min=lo), "max": dict(max=hi)}[bounds]
     for ours, theirs in ((bt.clamp, torch.clamp), (bt.clip, torch.clip)):
         _same(ours(x, **kw), theirs(x, **kw))
-    if bounds != "both":   # clamp_min / clamp_max differentiate (clamp_tensor has no backward rule yet)
-        _fw_bw(lambda *t: bt.clamp(t[0], **dict(zip(kw, t[1:]))),
-               lambda *t: torch.clamp(t[0], **dict(zip(kw, t[1:]))), x, *kw.values())
+    _fw_bw(lambda *t: bt.clamp(t[0], **dict(zip(kw, t[1:]))),   # gradients to x and to each tensor bound
+           lambda *t: torch.clamp(t[0], **dict(zip(kw, t[1:]))), x, *kw.values())
 
 
 def test_clamp_promotion_and_number_bounds():
@@ -140,3 +139,28 @@ def test_pow_integer_tensors_like_torch():
     _same(bt.pow(xi.abs(), 0.5), torch.pow(xi.abs(), 0.5))
     with pytest.raises(Exception, match="exponent"):
         bt.pow(xi, -1)
+
+
+@pytest.mark.parametrize("fn", ["max", "min"])
+def test_max_min_with_a_tensor_other_are_elementwise(fn):
+    ours, theirs = getattr(bt, fn), getattr(torch, fn)
+    a, b = torch.randn(3, 5, **F64), torch.randn(5, **F64)
+    b[1] = a[0, 1]                                                                  # a tie: torch splits the gradient
+    _fw_bw(ours, theirs, a, b)
+    _fw_bw(lambda x, y: ours(x, other=y), lambda x, y: theirs(x, other=y), a, b)
+    i = torch.randint(-5, 5, (4,), device=DEVICE)
+    f = torch.randn(3, 1, device=DEVICE)
+    _same(ours(i, f), theirs(i, f))                                                  # promotion and broadcast
+    o1, o2 = torch.empty(0, **F64), torch.empty(0, **F64)
+    assert ours(a, b, out=o1) is o1
+    theirs(a, b, out=o2)
+    _same(o1, o2)
+    # the reduction forms are unchanged: torch.return_types with indices
+    for args, kw in (((a,), {}), ((a, 1), {}), ((a,), {"dim": 0, "keepdim": True})):
+        got, want = ours(*args, **kw), theirs(*args, **kw)
+        assert type(got) is type(want)
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            assert torch.equal(g, w)
+    with bt.mode():                                                                  # Tensor.max(other) routes too
+        _same(a.max(b) if fn == "max" else a.min(b), theirs(a, b))
+    assert bt.PUBLISHED[fn] == fn

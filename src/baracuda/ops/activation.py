@@ -150,8 +150,9 @@ add_ew_ops([
          samples=ew_samples("wide", avoid=(-1.0, 1.0, -0.5, 2.0), attrs=({}, {"min_val": -0.5, "max_val": 2.0}))),
     _act("hardswish", jax="jax.nn.hard_swish", samples=ew_samples("wide", avoid=(-3.0, 3.0))),
     _act("hardsigmoid", jax="jax.nn.hard_sigmoid", samples=ew_samples("wide", avoid=(-3.0, 3.0))),
-    _act("hardshrink", _f("lambd", 0.5, ge=0, expected="a non-negative number"),
-         samples=ew_samples(avoid=(-1.0, -0.5, 0.5, 1.0), attrs=({}, {"lambd": 1.0}))),
+    # (any real lambd, as torch: a negative one makes the zero band [-lambd, lambd] empty, hardshrink the identity)
+    _act("hardshrink", _f("lambd", 0.5),
+         samples=ew_samples(avoid=(-1.0, -0.5, 0.5, 1.0), attrs=({}, {"lambd": 1.0}, {"lambd": -0.5}))),
     _act("softshrink", _f("lambd", 0.5, ge=0, expected="a non-negative number"),
          samples=ew_samples(avoid=(-1.0, -0.5, 0.5, 1.0), attrs=({}, {"lambd": 1.0}))),
     _act("threshold", _f("threshold", 0.0), _f("value", 0.0),

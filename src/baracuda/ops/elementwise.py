@@ -34,7 +34,7 @@ from .._core.derive import declare_rule_ops
 from ._common import broadcast_shapes
 
 __all__ = ["EwDef", "EwSamples", "ew_samples", "EW_OPS", "EW_SPECS", "add_ew_ops", "ew_result_type", "ew_compute_dtype",
-           "ew_operand_shapes", "weak_scalar_dtype", "is_complex_desc", "real_of", "cj", "reduce_grad",
+           "ew_operand_shapes", "weak_scalar_dtype", "zero_grad", "is_complex_desc", "real_of", "cj", "reduce_grad",
            "FLOAT", "INT", "BOOL", "NUM", "ALL", "CPLX", "tp", "dropin_ew"]
 
 FLOAT = FLOAT_TYPES
@@ -471,6 +471,12 @@ def reduce_grad(ctx, g, shape):
     return ctx.op("complex", ctx.reduce_to(ctx.op("real", g), shape), ctx.reduce_to(ctx.op("imag", g), shape))
 
 
+def zero_grad(ctx, d, grads, s):
+    """The gradient of a piecewise-constant op (floor, round, sign, ...): torch's exact zero, of the input's shape
+    and dtype (the upstream gradient's: these ops keep shape and dtype).  One fill, nothing read; saves nothing."""
+    return (ctx.op("zeros_like", grads[0]),)
+
+
 def _autograd_peer(e: EwDef):
     def peer(g, x, **attrs):
         import torch
@@ -625,20 +631,19 @@ def _tname(t):
 # the op names the elementwise family's backward rules compose (ctx.op; the rows' rules in ew_*.py and
 # activation.py run inside this module's _float_only wrapper), checked at import (derive.check_op_references)
 declare_rule_ops(__name__,
-                 "abs_backward", "acos_backward", "acosh_backward", "angle_backward", "asin_backward",
-                 "asinh_backward", "atan_backward", "atanh_backward", "celu_backward", "clamp_backward",
-                 "complex", "conj", "cos", "cos_backward", "cosh_backward", "div", "div_backward_b",
-                 "elu_backward", "erf_backward", "erfc_backward", "erfinv_backward", "exp", "exp2",
-                 "exp2_backward", "exp_backward", "expm1_backward", "frac_backward", "ge", "geglu_backward",
-                 "gelu_backward", "glu_backward", "hardshrink_backward", "hardsigmoid_backward",
-                 "hardswish_backward", "hardtanh_backward", "hypot", "i0_backward", "imag", "ldexp", "le",
-                 "leaky_relu_backward", "lgamma_backward", "log", "log10_backward", "log1p_backward",
-                 "log2_backward", "log_backward", "logit_backward", "logsigmoid_backward", "minmax_backward",
-                 "mish_backward", "mul", "mul_scalar", "nan_to_num_backward", "ne", "neg", "pow_backward_a",
-                 "pow_backward_b", "pow_scalar_backward", "prelu_backward", "prelu_weight_grad", "real",
-                 "reciprocal_backward", "reglu_backward", "relu6_backward", "relu_backward", "rrelu_backward",
-                 "rsqrt_backward", "selu_backward", "sgn_backward", "sigmoid_backward", "sign", "silu_backward",
-                 "sin", "sin_backward", "sinc_backward", "sinh_backward", "softplus_backward",
-                 "softshrink_backward", "softsign_backward", "sqrt_backward", "square_backward", "sub",
-                 "swiglu_backward", "tan_backward", "tanh_backward", "tanhshrink_backward", "threshold_backward",
-                 "where_backward")
+                 "abs_backward", "acos_backward", "acosh_backward", "angle_backward", "asin_backward", "asinh_backward",
+                 "atan_backward", "atanh_backward", "celu_backward", "clamp_backward", "complex", "conj", "cos",
+                 "cos_backward", "cosh_backward", "digamma_backward", "div", "div_backward_b", "elu_backward",
+                 "erf_backward", "erfc_backward", "erfinv_backward", "exp", "exp2", "exp2_backward", "exp_backward",
+                 "expm1_backward", "frac_backward", "ge", "geglu_backward", "gelu_backward", "glu_backward", "gt",
+                 "hardshrink_backward", "hardsigmoid_backward", "hardswish_backward", "hardtanh_backward", "hypot",
+                 "i0_backward", "imag", "ldexp", "le", "leaky_relu_backward", "lgamma_backward", "log",
+                 "log10_backward", "log1p_backward", "log2_backward", "log_backward", "logical_and", "logical_or",
+                 "logit_backward", "logsigmoid_backward", "lt", "minmax_backward", "mish_backward", "mul", "mul_scalar",
+                 "nan_to_num_backward", "ne", "neg", "pow_backward_a", "pow_backward_b", "pow_scalar_backward",
+                 "prelu_backward", "prelu_weight_grad", "real", "reciprocal_backward", "reglu_backward",
+                 "relu6_backward", "relu_backward", "rrelu_backward", "rsqrt_backward", "selu_backward", "sgn_backward",
+                 "sigmoid_backward", "sign", "silu_backward", "sin", "sin_backward", "sinc_backward", "sinh_backward",
+                 "softplus_backward", "softshrink_backward", "softsign_backward", "sqrt_backward", "square_backward",
+                 "sub", "swiglu_backward", "tan_backward", "tanh_backward", "tanhshrink_backward", "threshold_backward",
+                 "where_backward", "zeros_like")

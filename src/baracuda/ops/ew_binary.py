@@ -5,9 +5,12 @@ Rows only (see ``elementwise.py`` for the mechanism).  Backward rules compose ot
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .._core.dtypes import DType
 from .._core.errors import InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase
+from .creation import to_scalar
 from .elementwise import (ALL, BOOL, CPLX, FLOAT, INT, NUM, EwDef, _EXTRA_ERRORS, add_ew_ops, cj,
                           dropin_ew, ew_samples, reduce_grad, tp)
 
@@ -63,6 +66,19 @@ def _g_minmax(mode):
         return (_r(ctx, d, 0, ctx.op("minmax_backward", g, s["a"], s["b"], mode=mode)),
                 _r(ctx, d, 1, ctx.op("minmax_backward", g, s["b"], s["a"], mode=mode)))
     return rule
+
+
+def _g_clamp_tensor(ctx, d, grads, s):
+    """torch's clamp backward with tensor bounds (y = min(max(x, lo), hi)): x gets g where lo <= x <= hi; lo gets
+    g where x < lo and lo < hi; hi gets g where x > hi or hi < lo (so with lo > hi the result is hi and only hi has
+    a gradient).  Every comparison is false at a NaN: no gradient there."""
+    g, n, (x, lo, hi) = grads[0], ctx.needs, (s["a"], s["b"], s["c"])
+
+    def masked(pred):
+        return ctx.op("where_backward", g, pred, branch=1)
+    return (_r(ctx, d, 0, masked(ctx.op("logical_and", ctx.op("ge", x, lo), ctx.op("le", x, hi)))) if n[0] else None,
+            _r(ctx, d, 1, masked(ctx.op("logical_and", ctx.op("lt", x, lo), ctx.op("lt", lo, hi)))) if n[1] else None,
+            _r(ctx, d, 2, masked(ctx.op("logical_or", ctx.op("gt", x, hi), ctx.op("lt", hi, lo)))) if n[2] else None)
 
 
 def _g_mod(rounding):
@@ -142,13 +158,27 @@ def _g_addcdiv(ctx, d, grads, s):
 
 # -- attribute / dtype rules ---------------------------------------------------------------------------
 def _alpha_dtype(op, inputs, attrs, r):
-    """torch: integer results need an integral alpha (bool results: alpha acts as its truthiness)."""
-    if r.is_integer and attrs["alpha"] != int(attrs["alpha"]):
-        raise InvalidProblemError(op, "alpha", "an integral value for integer operands", attrs["alpha"])
+    """torch: integer and bool results need an integral alpha (bool results: alpha acts as its truthiness); a bool
+    alpha is for bool results only."""
+    al = attrs["alpha"]
+    if isinstance(al, bool) and r != DType.bool:
+        raise InvalidProblemError(op, "alpha", f"a number (a bool alpha is for bool results only; the result is {r})",
+                                  al)
+    if (r.is_integer or r == DType.bool) and al != int(al):
+        raise InvalidProblemError(op, "alpha", "an integral value for integer operands", al)
     return r
 
 
-_ALPHA = Attr("alpha", "float", 1.0)
+def _real_or_bool(op, v, inputs, attrs):
+    """alpha: a real number (kept as float) or a bool (kept: torch takes alpha=True for bool operands)."""
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        return float(v)
+    raise InvalidProblemError(op, "alpha", "a real number or a bool", repr(v))
+
+
+_ALPHA = Attr("alpha", "any", 1.0, normalize=_real_or_bool)
 _ROUNDING = Attr("rounding_mode", "str", None, optional=True, choices=("trunc", "floor"),
                  expected="None, 'trunc' or 'floor'")
 
@@ -177,6 +207,14 @@ def _weak_float_dtype(*names):
             return DType.f32
         return r
     return rule
+
+
+def _addcmul_dtype(op, inputs, attrs, r):
+    """torch: the result is the operands' promoted dtype whatever ``value`` is; for integer results value goes
+    through torch's checked scalar conversion (a fraction truncates; a value out of the dtype's range is an error)."""
+    if r.is_integer:
+        to_scalar(op, "value", attrs["value"], r)
+    return r
 
 
 def _pow_scalar_dtype(op, inputs, attrs, r):
@@ -312,10 +350,10 @@ add_ew_ops([
           samples=ew_samples("wide", avoid=(-0.5, 0.25, 0.5, 0.75, 1.0, 5.0),
                              attrs=({"min": -0.5, "max": 0.75}, {"min": 1, "max": 5}, {"min": 0.25}, {"max": 0.5}))),
     EwDef("clamp_tensor", 3, lambda x, lo, hi: __import__("torch").clamp(x, lo, hi), "torch.clamp (tensor bounds)",
-          "jax.numpy.clip", dtypes=NUM, samples=ew_samples("wide")),
+          "jax.numpy.clip", _g_clamp_tensor, dtypes=NUM, samples=ew_samples("wide")),
     EwDef("addcmul", 3, lambda a, b, c, value: __import__("torch").addcmul(a, b, c, value=value), "torch.addcmul",
-          None, _g_addcmul, dtypes=NUMC, attrs=(Attr("value", "number", 1.0),),
-          dtype_rule=_weak_float_dtype("value"),
+          None, _g_addcmul, dtypes=NUMC, attrs=(Attr("value", "number", 1),), dtype_rule=_addcmul_dtype,
+          doc="integer operands keep their dtype whatever value is: a float value is truncated to an int (torch)",
           dropin=dropin_ew("addcmul", "input", "tensor1", "tensor2", attr_names=("value",), unsupported=("out",)),
           samples=ew_samples(attrs=({"value": 2},))),
     EwDef("addcdiv", 3, lambda a, b, c, value: __import__("torch").addcdiv(a, b, c, value=value), "torch.addcdiv",

@@ -59,13 +59,13 @@ def _g_ldexp(ctx, d, grads, s):   # y = a * 2^b: dy/da = 2^b, dy/db = y * ln 2
     return (None if da is None else _r(ctx, d, 0, da)), (None if db is None else _r(ctx, d, 1, db))
 
 
-def _g_clamp_bound(cmp):
-    """clamp_min: x keeps the gradient where x >= min, the bound where x < min (clamp_max: <=, >), as torch."""
+def _g_clamp_bound(keep, take):
+    """clamp_min: x keeps the gradient where x >= min, the bound takes it where x < min (clamp_max: <=, >), as
+    torch: at a NaN (in x or the bound) both comparisons are false and neither gets a gradient."""
     def rule(ctx, d, grads, s):
-        g = grads[0]
-        keep = ctx.op(cmp, s["a"], s["b"])
-        return (_r(ctx, d, 0, ctx.op("where_backward", g, keep, branch=1)),
-                _r(ctx, d, 1, ctx.op("where_backward", g, keep, branch=2)))
+        g, n = grads[0], ctx.needs
+        return (_r(ctx, d, 0, ctx.op("where_backward", g, ctx.op(keep, s["a"], s["b"]), branch=1)) if n[0] else None,
+                _r(ctx, d, 1, ctx.op("where_backward", g, ctx.op(take, s["a"], s["b"]), branch=1)) if n[1] else None)
     return rule
 
 
@@ -144,10 +144,10 @@ add_ew_ops([
           attrs=(_tol_attr("rtol", 1e-05), _tol_attr("atol", 1e-08), Attr("equal_nan", "bool", False)),
           dropin=_di("isclose", attrs=("rtol", "atol", "equal_nan")),
           samples=ew_samples("grid", attrs=({}, {"rtol": 0.25, "atol": 0.5, "equal_nan": True}))),
-    EwDef("clamp_min", 2, tp("clamp_min"), "torch.clamp_min", "jax.numpy.maximum", _g_clamp_bound("ge"), dtypes=ALL,
+    EwDef("clamp_min", 2, tp("clamp_min"), "torch.clamp_min", "jax.numpy.maximum", _g_clamp_bound("ge", "lt"), dtypes=ALL,
           dropin=dropin_ew("clamp_min", "input", "min", unsupported=("out",)),
           doc="a Python-number bound is a 0-d tensor of torch's weak-scalar dtype", samples=ew_samples("wide")),
-    EwDef("clamp_max", 2, tp("clamp_max"), "torch.clamp_max", "jax.numpy.minimum", _g_clamp_bound("le"), dtypes=ALL,
+    EwDef("clamp_max", 2, tp("clamp_max"), "torch.clamp_max", "jax.numpy.minimum", _g_clamp_bound("le", "gt"), dtypes=ALL,
           dropin=dropin_ew("clamp_max", "input", "max", unsupported=("out",)), samples=ew_samples("wide")),
     EwDef("fma", 3, _peer_fma, None, None, _g_fma, dtypes=NUM,
           doc="a * b + c with one rounding on float types (the seed's ternary Fma); integers wrap",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from .._core.spec import Attr
-from .elementwise import ALL, BOOL, CPLX, FLOAT, INT, NUM, EwDef, add_ew_ops, dropin_ew, ew_samples, tp
+from .elementwise import ALL, BOOL, CPLX, FLOAT, INT, NUM, EwDef, add_ew_ops, dropin_ew, ew_samples, tp, zero_grad
 
 
 def _scale_rule(k):
@@ -72,7 +72,7 @@ add_ew_ops([
     _f("erfinv", "unit", bw="out", jax="jax.lax.erf_inv"),
     _f("sigmoid", bw="out", jax="jax.nn.sigmoid"),
     _f("lgamma", "positive", jax="jax.lax.lgamma"),
-    _f("digamma", "positive", bw=None, jax="jax.lax.digamma"),
+    _f("digamma", "positive", jax="jax.lax.digamma"),   # digamma_backward: g * polygamma(1, x)
     _f("i0", jax="jax.numpy.i0"),
     _f("sinc", "nonzero", jax="jax.numpy.sinc"),
     EwDef("logit", 1, tp("logit"), "torch.logit", "jax.scipy.special.logit", bw="x", out="float",
@@ -88,13 +88,14 @@ add_ew_ops([
     EwDef("abs", 1, tp("abs"), "torch.abs", "jax.lax.abs", bw="x", dtypes=_dt("abs", NUM),
           out="real", dropin=_di("abs"), aliases=_ALIASES["abs"], doc="|z| of complex z is real (hypot: no overflow)",
           samples=ew_samples("wide", avoid=(0.0,))),
-    EwDef("sign", 1, tp("sign"), "torch.sign", "jax.lax.sign", dtypes=ALL, dropin=_di("sign"),
+    # piecewise constant: torch's gradient is an exact zero (zero_grad: a fill, nothing saved)
+    EwDef("sign", 1, tp("sign"), "torch.sign", "jax.lax.sign", zero_grad, saves=(), dtypes=ALL, dropin=_di("sign"),
           samples=ew_samples("wide")),
     EwDef("square", 1, tp("square"), "torch.square", "jax.numpy.square", bw="x", dtypes=_dt("square", NUM),
           dropin=_di("square"), samples=ew_samples("wide")),
-    *[EwDef(n, 1, tp(n), f"torch.{n}", f"jax.numpy.{n}", dtypes=NUM, dropin=_di(n),
+    *[EwDef(n, 1, tp(n), f"torch.{n}", f"jax.numpy.{n}", zero_grad, saves=(), dtypes=NUM, dropin=_di(n),
             aliases=_ALIASES.get(n, ()), samples=ew_samples("nonint")) for n in ("floor", "ceil", "trunc")],
-    EwDef("round", 1, tp("round"), "torch.round (half to even)", "jax.numpy.round", dtypes=NUM,
+    EwDef("round", 1, tp("round"), "torch.round (half to even)", "jax.numpy.round", zero_grad, saves=(), dtypes=NUM,
           dropin=_di("round"), samples=ew_samples("nonint")),
     EwDef("frac", 1, tp("frac"), "torch.frac", None, bw="x", dtypes=FLOAT, dropin=_di("frac"),
           samples=ew_samples("nonint")),

@@ -135,8 +135,10 @@ def _dropin_sel(fn):
         import torch
 
         if isinstance(dim, torch.Tensor):
-            raise TypeError(f"baracuda.torch.{fn}(input, other): the binary form is the elementwise "
-                            f"torch.{fn}imum; call baracuda.torch.{fn}imum(input, other)")
+            # (baracuda.torch.max routes max(input, other) to the elementwise maximum before this adapter; a tensor
+            # here came with more arguments, which torch refuses too)
+            raise TypeError(f"{fn}() received an invalid combination of arguments: with a tensor 'other', "
+                            f"torch.{fn}(input, other) is the elementwise {fn}imum and takes no dim or keepdim")
         return (input,), {"dim": dim, "keepdim": keepdim}
     return dropin
 

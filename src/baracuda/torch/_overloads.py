@@ -3,10 +3,13 @@
 torch has one name for what baracuda keeps as several ops, split by whether an operand is a tensor:
 ``torch.lerp(input, end, weight)`` is the ``lerp`` op (a number weight, an attribute) or ``lerp_tensor``
 (a tensor weight, an operand); ``torch.clamp(input, min, max)`` is ``clamp`` (number bounds), ``clamp_min`` /
-``clamp_max`` (one tensor bound) or ``clamp_tensor`` (two).  One ``Overload`` row per torch function says which
-op each combination of kinds goes to; one builder turns the rows into drop-ins with torch's signature,
-broadcasting and promotion (a Python number is a 0-d tensor of torch's weak-scalar dtype), ``out=`` and torch's
-errors.  The rows replace the spec-published drop-ins of the same names (those take numbers only).
+``clamp_max`` (one tensor bound) or ``clamp_tensor`` (two); ``torch.max(input, other)`` is the elementwise
+``maximum`` (``torch.min``: ``minimum``) while ``torch.max(input[, dim, keepdim])`` is the ``max`` reduction.
+One ``Overload`` row per torch function says which op each combination of kinds goes to; one builder turns the
+rows into drop-ins with torch's signature, broadcasting and promotion (a Python number is a 0-d tensor of torch's
+weak-scalar dtype), ``out=`` and torch's errors.  The rows replace the spec-published drop-ins of the same names
+(those take numbers only); a row with ``otherwise`` passes the calls none of its routes takes (arguments that do
+not bind to its parameters, kinds no route has) to that spec-published drop-in (torch.max's reduction forms).
 """
 from __future__ import annotations
 
@@ -51,6 +54,8 @@ class Overload:
     # param -> param: a 0-d tensor there takes that param's dtype (torch treats a 0-d tensor as a scalar: lerp's
     # weight); a dimensioned one must match it already (the op then says so)
     scalar_like: dict = field(default_factory=dict)
+    # the calls no route takes go to the drop-in published before under the same name (else: torch's TypeError)
+    otherwise: bool = False
 
 
 _LERP = Overload(("torch.lerp",), ("input", "end", "weight"), {}, (
@@ -72,8 +77,13 @@ _POW = Overload(("torch.pow",), ("input", "exponent"), {}, (
     Route("pow", {"input": "TN", "exponent": "T"}, ("input", "exponent")),
 ))
 
+# torch.max(input, other) / torch.min(input, other): the elementwise maximum / minimum (torch's binary overload);
+# max(input), max(input, dim, keepdim) stay the reduction (the spec's drop-in, returning torch.return_types.max)
+_SELECT = tuple(Overload((f"torch.{fn}",), ("input", "other"), {}, (
+    Route(f"{fn}imum", {"other": "T"}, ("input", "other")),), otherwise=True) for fn in ("max", "min"))
+
 OVERLOADS = (
-    _LERP, _CLAMP, _POW,
+    _LERP, _CLAMP, _POW, *_SELECT,
     Overload(("torch.clamp_min",), ("input", "min"), {}, (Route("clamp_min", {"min": "TN"}, ("input", "min")),)),
     Overload(("torch.clamp_max",), ("input", "max"), {}, (Route("clamp_max", {"max": "TN"}, ("input", "max")),)),
 )
@@ -108,7 +118,8 @@ def _operand(v, ref: torch.Tensor, tensor_dtypes, any_dim: bool):
     return scalar_operand(v, dt.torch, ref.device)
 
 
-def _make(ov: Overload, torch_name: str):
+def _make(ov: Overload, torch_name: str, otherwise=None):
+    """The drop-in of ``ov`` under ``torch_name``; ``otherwise``: the drop-in that takes the calls no route takes."""
     fn_name = torch_name.rsplit(".", 1)[-1]
     sig = inspect.Signature([inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD,
                                                default=ov.defaults.get(p, inspect.Parameter.empty))
@@ -119,6 +130,8 @@ def _make(ov: Overload, torch_name: str):
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as e:
+            if otherwise is not None:
+                return otherwise(*args, **kwargs)
             raise TypeError(f"{fn_name}(): {e}") from None
         bound.apply_defaults()
         vals = dict(bound.arguments)
@@ -131,6 +144,8 @@ def _make(ov: Overload, torch_name: str):
             raise RuntimeError(ov.none_error)
         kinds = {p: _kind(v) for p, v in vals.items()}
         route = next((r for r in ov.routes if all(kinds[p] in ks for p, ks in r.when.items())), None)
+        if route is None and otherwise is not None:
+            return otherwise(*args, **kwargs)
         if route is None:
             got = ", ".join(f"{p}={type(v).__name__}" for p, v in vals.items())
             raise TypeError(f"{fn_name}() received an invalid combination of arguments - got ({got})")
@@ -153,21 +168,28 @@ def _make(ov: Overload, torch_name: str):
         return write_out(f"{fn_name}()", call(route.op, ins, attrs), out)
 
     dropin.__name__ = dropin.__qualname__ = fn_name
-    dropin.__signature__ = sig
-    dropin.__doc__ = (f"baracuda drop-in for ``{torch_name}``: " + "; ".join(
+    doc = (f"baracuda drop-in for ``{torch_name}``: " + "; ".join(
         f"{', '.join(f'{p} {k}' for p, k in r.when.items())} -> op ``{r.op}``" for r in ov.routes)
-        + " (T: a tensor, N: a Python number, -: None).")
+        + " (T: a tensor, N: a Python number, -: None)")
+    if otherwise is None:
+        dropin.__signature__ = sig
+        dropin.__doc__ = doc + "."
+    else:   # torch's other forms are the earlier drop-in's (its signature: torch.max(input, dim, keepdim))
+        dropin.__signature__ = inspect.signature(otherwise)
+        dropin.__doc__ = doc + "; any other call: " + (otherwise.__doc__ or "")
     return dropin
 
 
 def publish(top_ns: dict, published: dict) -> None:
     """Set the overloaded drop-ins on ``baracuda.torch`` (replacing number-only ones) and record them in
-    ``published`` (torch name -> the op of the route taken when every operand is a tensor)."""
+    ``published`` (torch name -> the op of the route taken when every operand is a tensor; an ``otherwise`` row keeps
+    the earlier drop-in's op: ``max`` stays the reduction's name)."""
     for ov in OVERLOADS:
         for torch_name in ov.torch_names:
             fn_name = torch_name[len("torch."):]
-            top_ns[fn_name] = _make(ov, torch_name)
-            published[fn_name] = ov.routes[-1].op
+            top_ns[fn_name] = _make(ov, torch_name, top_ns[fn_name] if ov.otherwise else None)
+            if not (ov.otherwise and fn_name in published):
+                published[fn_name] = ov.routes[-1].op
 
 
 __all__ = ["OVERLOADS", "Overload", "Route", "publish", "write_out"]

@@ -63,18 +63,47 @@ def _silu_d(x):
 
 
 def _digamma(x):
+    """psi(x) with torch's special values: psi(+-0) = -+inf, NaN at the negative integers (the poles) and -inf."""
     x = np.asarray(x, np.float64)
     refl = x < 0.5
     y = np.where(refl, 1.0 - x, x)
     acc = np.zeros_like(y)
-    for _ in range(8):            # recurrence psi(y) = psi(y + 1) - 1/y up to y >= 8
-        small = y < 8.0
-        acc = acc - np.where(small, 1.0 / y, 0.0)
-        y = np.where(small, y + 1.0, y)
-    r = 1.0 / (y * y)
-    psi = np.log(y) - 0.5 / y - r * (1 / 12 - r * (1 / 120 - r * (1 / 252 - r * (1 / 240 - r / 132))))
-    psi = psi + acc
-    return np.where(refl, psi - math.pi / np.tan(math.pi * x), psi)
+    with np.errstate(all="ignore"):
+        for _ in range(8):            # recurrence psi(y) = psi(y + 1) - 1/y up to y >= 8
+            small = y < 8.0
+            acc = acc - np.where(small, 1.0 / y, 0.0)
+            y = np.where(small, y + 1.0, y)
+        r = 1.0 / (y * y)
+        # asymptotic series to B_14 (relative error < 2e-15 at y >= 8)
+        psi = np.log(y) - 0.5 / y - r * (1 / 12 - r * (1 / 120 - r * (1 / 252 - r * (1 / 240 - r * (
+            1 / 132 - r * (691 / 32760 - r / 12))))))
+        psi = psi + acc
+        # reflection psi(x) = psi(1 - x) - pi / tan(pi x), tan taken on x minus its nearest integer (exact; tan has
+        # period pi), so -0.0 and +0.0 give +inf and -inf as torch
+        psi = np.where(refl, psi - math.pi / np.tan(math.pi * np.where(x == 0, x, x - np.rint(x))), psi)
+    return np.where((x < 0) & (x == np.floor(x)), np.nan, psi)
+
+
+def _trigamma(x):
+    """psi'(x) = polygamma(1, x): reflection below 0.5 (pi^2 / sin^2(pi x) - psi'(1 - x)), recurrence up to
+    y >= 10, then the asymptotic series 1/y + 1/(2y^2) + sum B_2k / y^(2k+1) to B_14 (relative error < 1e-17).
+    The poles (0 and the negative integers) give +inf: sin(pi x)^2 is taken on x minus its nearest integer (exact;
+    period 1), exactly 0 there."""
+    x = np.asarray(x, np.float64)
+    refl = x < 0.5
+    y = np.where(refl, 1.0 - x, x)
+    acc = np.zeros_like(y)
+    with np.errstate(all="ignore"):
+        for _ in range(10):           # psi'(y) = psi'(y + 1) + 1/y^2
+            small = y < 10.0
+            acc = acc + np.where(small, 1.0 / (y * y), 0.0)
+            y = np.where(small, y + 1.0, y)
+        r = 1.0 / (y * y)
+        series = (1.0 + (0.5 + (1 / 6 - r * (1 / 30 - r * (1 / 42 - r * (1 / 30 - r * (5 / 66 - r * (
+            691 / 2730 - r * 7 / 6)))))) / y) / y) / y
+        t = acc + series
+        s = np.sin(math.pi * (x - np.rint(x)))
+        return np.where(refl, math.pi * math.pi / (s * s) - t, t)
 
 
 def _erfinv(y):
@@ -311,10 +340,12 @@ BODIES = {
     "hardtanh": lambda d, x: np.clip(x, d.attr("min_val"), d.attr("max_val")),
     "hardswish": lambda d, x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0,
     "hardsigmoid": lambda d, x: np.clip(x / 6.0 + 0.5, 0.0, 1.0),
-    "hardshrink": lambda d, x: np.where(np.abs(x) > d.attr("lambd"), x, 0.0),
+    # torch's NaN rules: hardshrink / softshrink / threshold keep a NaN x (the comparisons are false there);
+    # hardshrink's zero band [-lambd, lambd] is empty for lambd < 0; softshrink's band is x * 0 (-0.0 for x < 0)
+    "hardshrink": lambda d, x: np.where((x >= -d.attr("lambd")) & (x <= d.attr("lambd")), 0.0, x),
     "softshrink": lambda d, x: np.where(x > d.attr("lambd"), x - d.attr("lambd"),
-                                        np.where(x < -d.attr("lambd"), x + d.attr("lambd"), 0.0)),
-    "threshold": lambda d, x: np.where(x > d.attr("threshold"), x, d.attr("value")),
+                                        np.where(x < -d.attr("lambd"), x + d.attr("lambd"), x * 0.0)),
+    "threshold": lambda d, x: np.where(x <= d.attr("threshold"), d.attr("value"), x),
     "logsigmoid": lambda d, x: np.minimum(x, 0.0) - np.log1p(np.exp(-np.abs(x))),
     # backward helpers: (g, saved) -> dx
     "div_backward_b": lambda d, g, a, b: -g * a / (b * b),
@@ -342,6 +373,7 @@ BODIES = {
     "erfc_backward": lambda d, g, x: -g * (2.0 / math.sqrt(math.pi)) * np.exp(-x * x),
     "erfinv_backward": lambda d, g, y: g * (math.sqrt(math.pi) / 2.0) * np.exp(y * y),
     "sigmoid_backward": lambda d, g, y: g * y * (1.0 - y), "lgamma_backward": lambda d, g, x: g * _digamma(x),
+    "digamma_backward": lambda d, g, x: g * _trigamma(x),
     "i0_backward": lambda d, g, x: g * _i1(x), "sinc_backward": lambda d, g, x: g * _sinc_d(x),
     "logit_backward": _logit_bw, "abs_backward": lambda d, g, x: g * np.sign(x),
     "square_backward": lambda d, g, x: 2.0 * g * x, "frac_backward": lambda d, g, x: g,
@@ -362,9 +394,10 @@ BODIES = {
     "hardtanh_backward": lambda d, g, x: np.where((x > d.attr("min_val")) & (x < d.attr("max_val")), g, 0.0),
     "hardswish_backward": lambda d, g, x: np.where(x < -3.0, 0.0, np.where(x <= 3.0, g * (x / 3.0 + 0.5), g)),
     "hardsigmoid_backward": lambda d, g, x: np.where((x > -3.0) & (x < 3.0), g * _SIXTH_F32, 0.0),
-    "hardshrink_backward": lambda d, g, x: np.where(np.abs(x) > d.attr("lambd"), g, 0.0),
-    "softshrink_backward": lambda d, g, x: np.where(np.abs(x) > d.attr("lambd"), g, 0.0),
-    "threshold_backward": lambda d, g, x: np.where(x > d.attr("threshold"), g, 0.0),
+    # (torch: the shrinks pass g outside the band, none at a NaN; threshold passes g unless x <= threshold: at a NaN)
+    "hardshrink_backward": lambda d, g, x: np.where((x > d.attr("lambd")) | (x < -d.attr("lambd")), g, 0.0),
+    "softshrink_backward": lambda d, g, x: np.where((x > d.attr("lambd")) | (x < -d.attr("lambd")), g, 0.0),
+    "threshold_backward": lambda d, g, x: np.where(x <= d.attr("threshold"), 0.0, g),
     "logsigmoid_backward": lambda d, g, x: g * _sig(-x),
     **{n: _gated(n) for n in ("glu", "swiglu", "geglu", "reglu")},
     **{f"{n}_backward": _gated_bw(n) for n in ("glu", "swiglu", "geglu", "reglu")},

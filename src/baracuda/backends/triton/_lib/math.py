@@ -4,8 +4,8 @@ On the GPU, transcendental functions go to libdevice (accurate to ~1-2 ulp in f3
 where CUDA's math library is).  Triton's interpreter has no libdevice, so under TRITON_INTERPRET=1 the
 same names bind to host versions computed in float64 with NumPy on the interpreter's arrays (accurate,
 slow; the interpreter is for correctness of everything around the math: indexing, broadcasting, dtype
-rules, masks).  The GPU suite checks the libdevice path.  ``digamma`` has no libdevice entry: it is
-written here once in portable Triton (recurrence + asymptotic series) and runs on both.
+rules, masks).  The GPU suite checks the libdevice path.  ``digamma`` and ``trigamma`` have no libdevice entry:
+they are written here once in portable Triton (recurrence + asymptotic series) and run on both.
 """
 from __future__ import annotations
 
@@ -37,7 +37,25 @@ def _host_fill():
     erf = np.vectorize(math.erf, otypes=[np.float64])
     erfc = np.vectorize(math.erfc, otypes=[np.float64])
     _HOST.update({"erf": erf, "erfc": erfc, "erfinv": _erfinv, "lgamma": _lgamma, "cyl_bessel_i1": _i1,
-                  "sinpi": lambda x: np.sin(np.pi * x), "cospi": lambda x: np.cos(np.pi * x)})
+                  "sinpi": _sinpi, "cospi": _cospi})
+
+
+def _half_turns(x):
+    """x = n + r with n the nearest integer and |r| <= 1/2 (exact); (-1)^n."""
+    n = np.rint(x)
+    return x - n, np.where(np.fmod(n, 2.0) == 0, 1.0, -1.0)
+
+
+def _sinpi(x):
+    """sin(pi x) as libdevice's: reduced exactly to |r| <= 1/2 (no rounding of pi x), +-0 at the integers (the poles
+    of digamma / trigamma)."""
+    r, sign = _half_turns(x)
+    return np.where(x == np.floor(x), x * 0.0, sign * np.sin(np.pi * r))
+
+
+def _cospi(x):
+    r, sign = _half_turns(x)
+    return sign * np.cos(np.pi * r)
 
 
 def _host(fn):
@@ -87,7 +105,9 @@ def softplus(x):
 
 @triton.jit
 def digamma(x):
-    """psi(x): reflection below 0.5, recurrence up to >= 8, then the asymptotic series (error < 1e-12)."""
+    """psi(x): reflection below 0.5, recurrence up to >= 8, then the asymptotic series to B_14 (relative error
+    < 2e-15).  torch's special values: psi(+-0) = -+inf (pi cospi / sinpi is +-inf there), NaN at the negative
+    integers (the poles) and at -inf."""
     refl = x < 0.5
     y = tl.where(refl, 1.0 - x, x)
     acc = tl.zeros_like(y)
@@ -96,9 +116,30 @@ def digamma(x):
         acc = acc - tl.where(small, 1.0 / y, 0.0)
         y = tl.where(small, y + 1.0, y)
     r = 1.0 / (y * y)
-    s = r * (1.0 / 12 - r * (1.0 / 120 - r * (1.0 / 252 - r * (1.0 / 240 - r * (1.0 / 132)))))
+    s = r * (1.0 / 12 - r * (1.0 / 120 - r * (1.0 / 252 - r * (1.0 / 240 - r * (1.0 / 132 - r * (
+        691.0 / 32760 - r * (1.0 / 12)))))))
     psi = log(y) - 0.5 / y - s + acc
-    return tl.where(refl, psi - 3.141592653589793 * cospi(x) / sinpi(x), psi)
+    psi = tl.where(refl, psi - 3.141592653589793 * cospi(x) / sinpi(x), psi)
+    return tl.where((x < 0) & (x == tl.floor(x)), float("nan"), psi)
+
+
+@triton.jit
+def trigamma(x):
+    """psi'(x) = polygamma(1, x): reflection below 0.5 (pi^2 / sinpi(x)^2 - psi'(1 - x)), recurrence up to >= 8,
+    then the asymptotic series 1/y + 1/(2y^2) + sum B_2k / y^(2k+1) to B_14 (relative error < 3e-14).  The poles
+    (0 and the negative integers) give +inf: sinpi is exactly 0 there."""
+    refl = x < 0.5
+    y = tl.where(refl, 1.0 - x, x)
+    acc = tl.zeros_like(y)
+    for _ in tl.static_range(8):
+        small = y < 8.0
+        acc = acc + tl.where(small, 1.0 / (y * y), 0.0)
+        y = tl.where(small, y + 1.0, y)
+    r = 1.0 / (y * y)
+    b = 1.0 / 6 - r * (1.0 / 30 - r * (1.0 / 42 - r * (1.0 / 30 - r * (5.0 / 66 - r * (691.0 / 2730 - r * (7.0 / 6))))))
+    t = acc + (1.0 + (0.5 + b / y) / y) / y
+    sp = sinpi(x)
+    return tl.where(refl, 9.869604401089358 / (sp * sp) - t, t)
 
 
 @triton.jit

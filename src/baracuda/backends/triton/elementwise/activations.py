@@ -5,7 +5,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .._lib.math import cos, cosh, cospi, digamma, exp, i1, log, log1p, pow, sigmoid, sin, sinh, sinpi, softplus, sqrt, tanh
+from .._lib.math import (cos, cosh, cospi, digamma, exp, i1, log, log1p, pow, sigmoid, sin, sinh, sinpi, softplus,
+                         sqrt, tanh, trigamma)
 
 _SELU_A, _SELU_S = 1.6732632423543772, 1.0507009873554805
 _LN2, _LN10, _PI = 0.6931471805599453, 2.302585092994046, 3.141592653589793
@@ -88,18 +89,18 @@ def _hardsigmoid(x, p0, p1, p2):
 
 
 @triton.jit
-def _hardshrink(x, p0, p1, p2):
-    return tl.where((x > p0) | (x < -p0), x, 0.0)
+def _hardshrink(x, p0, p1, p2):   # torch: 0 inside [-lambd, lambd] (empty for lambd < 0), else x; NaN stays NaN
+    return tl.where((x >= -p0) & (x <= p0), 0.0, x)
 
 
 @triton.jit
-def _softshrink(x, p0, p1, p2):
-    return tl.where(x > p0, x - p0, tl.where(x < -p0, x + p0, 0.0))
+def _softshrink(x, p0, p1, p2):   # x * 0 inside: NaN stays NaN (torch; and -0.0 for x < 0, as its CUDA kernel)
+    return tl.where(x > p0, x - p0, tl.where(x < -p0, x + p0, x * 0.0))
 
 
 @triton.jit
-def _threshold(x, p0, p1, p2):
-    return tl.where(x > p0, x, p1)
+def _threshold(x, p0, p1, p2):    # torch: value where x <= threshold, else x (NaN stays NaN)
+    return tl.where(x <= p0, p1, x)
 
 
 @triton.jit
@@ -212,6 +213,11 @@ def _bw_sigmoid(g, y, p0, p1, p2):
 @triton.jit
 def _bw_lgamma(g, x, p0, p1, p2):
     return g * digamma(x)
+
+
+@triton.jit
+def _bw_digamma(g, x, p0, p1, p2):
+    return g * trigamma(x)
 
 
 @triton.jit
@@ -338,8 +344,8 @@ def _bw_shrink(g, x, p0, p1, p2):
 
 
 @triton.jit
-def _bw_threshold(g, x, p0, p1, p2):
-    return tl.where(x > p0, g, 0.0)
+def _bw_threshold(g, x, p0, p1, p2):   # torch: g passes where not x <= threshold (a NaN x passes it)
+    return tl.where(x <= p0, 0.0, g)
 
 
 @triton.jit
@@ -417,7 +423,8 @@ BODIES = {
     "cosh_backward": _c(_bw_cosh), "asinh_backward": _c(_bw_asinh, 1.0), "acosh_backward": _c(_bw_asinh, -1.0),
     "atanh_backward": _c(_bw_atanh), "erf_backward": _c(_bw_erf, 1.1283791670955126),
     "erfc_backward": _c(_bw_erf, -1.1283791670955126), "erfinv_backward": _c(_bw_erfinv),
-    "sigmoid_backward": _c(_bw_sigmoid), "lgamma_backward": _c(_bw_lgamma), "i0_backward": _c(_bw_i0),
+    "sigmoid_backward": _c(_bw_sigmoid), "lgamma_backward": _c(_bw_lgamma),
+    "digamma_backward": _c(_bw_digamma), "i0_backward": _c(_bw_i0),
     "sinc_backward": _c(_bw_sinc),
     "logit_backward": lambda d, i: (_bw_logit, -1.0 if d.attr("eps") is None else d.attr("eps"), 0.0, 0.0),
     "abs_backward": _c(_bw_abs), "square_backward": _c(_bw_square), "frac_backward": _c(_bw_ident),

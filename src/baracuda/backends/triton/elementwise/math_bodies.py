@@ -577,7 +577,9 @@ def _c(fn, p0=0.0, p1=0.0, p2=0.0):
 
 
 def _alpha(plain, scaled):
-    return lambda d, is_int: (plain, 0.0, 0.0, 0.0) if d.attr("alpha") == 1.0 else (scaled, d.attr("alpha"), 0.0, 0.0)
+    # (a bool alpha, for bool operands, is passed as 0.0 / 1.0: the kernels hold bool as 0/1)
+    return lambda d, is_int: (plain, 0.0, 0.0, 0.0) if d.attr("alpha") == 1.0 else (scaled, float(d.attr("alpha")),
+                                                                                    0.0, 0.0)
 
 
 def _div_sel(d, is_int):
