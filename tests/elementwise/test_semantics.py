@@ -139,6 +139,18 @@ def test_bool_operands_of_binary_ops_match_torch(op, da, db):
         _same(_run(op, be, a, b), want, f"{op}({da}, {db}) {be}")
 
 
+@pytest.mark.parametrize("dt", [torch.float32, torch.float64, torch.bfloat16])
+def test_ldexp_bool_exponent(dt):
+    """ldexp(float, bool) is a * 2^b with b in {0, 1}, as torch's CUDA kernel and its decomposition compute it
+    (torch's CPU kernel refuses a bool exponent of a floating mantissa: a dispatch gap, not a rule)."""
+    g = torch.Generator().manual_seed(7)
+    a = (torch.randn(4, 6, generator=g, dtype=torch.float64) * 3).to(dt)
+    b = _rand_operand(torch.bool, (6,), 8)
+    want = (a.double() * torch.pow(2.0, b.double())).to(dt)   # exact: a power-of-two scaling
+    for be in _backends("ldexp"):
+        _same(_run("ldexp", be, a, b), want, f"ldexp({dt}, bool) {be}")
+
+
 @pytest.mark.parametrize("op", ["deg2rad", "rad2deg", "square", "logit"])
 @pytest.mark.parametrize("dt", [torch.bool, torch.int64, torch.uint8, torch.int8])
 def test_bool_and_integer_operands_of_unary_ops_match_torch(op, dt):
@@ -186,8 +198,6 @@ def test_activations_on_uint8_match_torch():
      "rounding_mode='floor' is not defined for bool operands"),
     (lambda t, F, a: t.div(a, a, rounding_mode="trunc"), "div", bc.UnsupportedError,
      "rounding_mode='trunc' is not defined for bool operands"),
-    (lambda t, F, a: t.ldexp(a.double(), a), "ldexp", bc.UnsupportedError,
-     "argument 'b' has dtype bool with a floating 'a'"),
     (lambda t, F, a: F.threshold(a.to(torch.uint8), 1.0, -3.0), "threshold", bc.InvalidProblemError,
      "argument 'value': expected a value representable in u8"),
     (lambda t, F, a: F.threshold(a.to(torch.int8), 127.5, 0.0), "threshold", bc.InvalidProblemError,

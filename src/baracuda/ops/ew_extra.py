@@ -90,16 +90,6 @@ def _f64_out(op, inputs, attrs, r):
     return DType.f64
 
 
-def _ldexp_dtype(op, inputs, attrs, r):
-    """Float result (torch's default dtype for integer/bool operands); torch's kernel for a floating mantissa
-    takes integer or floating exponents only, so a bool exponent of a float mantissa is refused as torch does
-    (``ldexp(f32, bool)``: "not implemented for 'Bool'"); integer/bool mantissas take any exponent."""
-    if inputs[0].dtype.is_floating and inputs[1].dtype == DType.bool:
-        raise UnsupportedError(op, f"argument 'b' has dtype bool with a floating 'a' ({inputs[0].dtype}); torch "
-                               "defines a floating mantissa's exponent for integer and floating dtypes only")
-    return r if r.is_floating else DType.f32
-
-
 # -- peers -------------------------------------------------------------------------------------------
 def _peer_fma(a, b, c):
     """torch has no fma: a * b + c in float64 (one rounding of the exact product short of a true fma, far
@@ -143,7 +133,9 @@ add_ew_ops([
           dropin=_di("nextafter"), doc="steps one ulp of the result dtype (bf16/f16 step in their own format)",
           samples=ew_samples("any")),
     EwDef("ldexp", 2, tp("ldexp"), "torch.ldexp", "jax.numpy.ldexp", _g_ldexp, saves=("inputs", "outputs"),
-          dtype_rule=_ldexp_dtype, dtypes=ALL, dropin=_di("ldexp"), samples=ew_samples(("any", "wide"))),
+          out="float", dtypes=ALL, dropin=_di("ldexp"), samples=ew_samples(("any", "wide")),
+          doc="a * 2^b; bool operands are 0/1 (torch's CUDA kernel and its decomposition; its CPU kernel has no "
+              "bool exponent for a floating mantissa)"),
     EwDef("heaviside", 2, tp("heaviside"), "torch.heaviside", "jax.numpy.heaviside", out="same", dtypes=ALL,
           same_dtype=True, dropin=dropin_ew("heaviside", "input", "values", unsupported=("out",)),
           samples=ew_samples(("grid", "any"))),
@@ -176,8 +168,6 @@ _EXTRA_ERRORS.update({
                           r"isclose: argument 'b': expected dtype i32", "mixed-dtypes")],
     "lerp_tensor": [ErrorCase((((3,), "f32"), ((3,), "f32"), ((3,), "f64")), {}, DTypeMismatchError,
                               r"lerp_tensor: argument 'c': expected dtype f32", "mixed-dtypes")],
-    "ldexp": [ErrorCase((((3,), "f32"), ((3,), "bool")), {}, UnsupportedError,
-                        r"ldexp: argument 'b' has dtype bool with a floating 'a'", "float-mantissa-bool-exponent")],
     "gcd": [ErrorCase((((3,), "i32"), ((3,), "bool")), {}, UnsupportedError, r"gcd: argument 'b' has dtype bool",
                       "bool")],
 })
