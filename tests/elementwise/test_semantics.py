@@ -159,6 +159,116 @@ def test_integer_division_by_zero_raises_on_reference(op, attrs):
         _run(op, Backend.REFERENCE, a, b, **attrs)
 
 
+# -- bool / integer operands of float-valued and integer-preserving ops (torch's promotion) ----------------------
+def _rand_operand(dt, shape, seed):
+    """Random operands of ``dt``: bool a coin flip per element, integers in [-9, 9] ([0, 18] for u8), never all
+    zero."""
+    g = torch.Generator().manual_seed(seed)
+    if dt == torch.bool:
+        x = torch.rand(shape, generator=g) > 0.5
+        x.view(-1)[0] = True
+        return x
+    lo = 0 if dt == torch.uint8 else -9
+    return torch.randint(lo, lo + 19, shape, generator=g).to(dt)
+
+
+BOOL_INT_BINARY = [  # (op, a dtype, b dtype): bool promotes like an integer, float-valued ops give f32
+    (op, da, db) for op in ("atan2", "copysign", "div", "fmax", "fmin", "ldexp", "xlogy")
+    for da, db in ((torch.bool, torch.bool), (torch.bool, torch.int32), (torch.int64, torch.bool),
+                   (torch.bool, torch.float64), (torch.uint8, torch.bool))]
+
+
+@pytest.mark.parametrize("op,da,db", BOOL_INT_BINARY, ids=str)
+def test_bool_operands_of_binary_ops_match_torch(op, da, db):
+    a, b = _rand_operand(da, (4, 6), 1), _rand_operand(db, (6,), 2)
+    want = getattr(torch, op)(a, b)
+    for be in _backends(op):
+        _same(_run(op, be, a, b), want, f"{op}({da}, {db}) {be}")
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.float64, torch.bfloat16])
+def test_ldexp_bool_exponent(dt):
+    """ldexp(float, bool) is a * 2^b with b in {0, 1}, as torch's CUDA kernel and its decomposition compute it
+    (torch's CPU kernel refuses a bool exponent of a floating mantissa: a dispatch gap, not a rule)."""
+    g = torch.Generator().manual_seed(7)
+    a = (torch.randn(4, 6, generator=g, dtype=torch.float64) * 3).to(dt)
+    b = _rand_operand(torch.bool, (6,), 8)
+    want = (a.double() * torch.pow(2.0, b.double())).to(dt)   # exact: a power-of-two scaling
+    for be in _backends("ldexp"):
+        _same(_run("ldexp", be, a, b), want, f"ldexp({dt}, bool) {be}")
+
+
+@pytest.mark.parametrize("op", ["deg2rad", "rad2deg", "square", "logit"])
+@pytest.mark.parametrize("dt", [torch.bool, torch.int64, torch.uint8, torch.int8])
+def test_bool_and_integer_operands_of_unary_ops_match_torch(op, dt):
+    x = _rand_operand(dt, (5, 7), 3)
+    want = getattr(torch, op)(x)   # square(bool) is i64 (pow(x, 2)), the others f32
+    for be in _backends(op):
+        _same(_run(op, be, x), want, f"{op}({dt}) {be}")
+
+
+def test_logit_eps_on_integers_matches_torch():
+    x = _rand_operand(torch.int32, (9,), 4)
+    for be in _backends("logit"):
+        _same(_run("logit", be, x, eps=0.25), torch.logit(x, 0.25), f"logit(i32, eps) {be}")
+
+
+@pytest.mark.parametrize("op,attrs", [("softsign", {}), ("tanhshrink", {}), ("relu6", {}),
+                                      ("hardtanh", {}), ("hardtanh", {"min_val": -2.5, "max_val": 3.75}),
+                                      ("threshold", {"threshold": 0.5, "value": -2.0}),
+                                      ("threshold", {"threshold": -1.5, "value": 9.75})], ids=str)
+@pytest.mark.parametrize("dt", [torch.int64, torch.int32, torch.int16, torch.int8])
+def test_activations_on_integers_match_torch(op, attrs, dt):
+    """softsign/tanhshrink give f32; relu6/hardtanh/threshold keep the integer dtype and compare with their
+    numbers truncated to it (threshold -1.5 replaces -1)."""
+    import torch.nn.functional as F
+
+    x = _rand_operand(dt, (6, 8), 5)
+    want = getattr(F, op)(x, *attrs.values())
+    for be in _backends(op):
+        _same(_run(op, be, x, **attrs), want, f"{op}({dt}, {attrs}) {be}")
+
+
+def test_activations_on_uint8_match_torch():
+    import torch.nn.functional as F
+
+    x = _rand_operand(torch.uint8, (6, 8), 6)
+    for op, attrs in (("relu6", {}), ("hardtanh", {"min_val": -0.5, "max_val": 7.5}),
+                      ("threshold", {"threshold": 4.5, "value": 200.0}), ("softsign", {})):
+        want = getattr(F, op)(x, *attrs.values())
+        for be in _backends(op):
+            _same(_run(op, be, x, **attrs), want, f"{op}(u8, {attrs}) {be}")
+
+
+@pytest.mark.parametrize("call,op,err,match", [
+    (lambda t, F, a: t.div(a, a, rounding_mode="floor"), "div", bc.UnsupportedError,
+     "rounding_mode='floor' is not defined for bool operands"),
+    (lambda t, F, a: t.div(a, a, rounding_mode="trunc"), "div", bc.UnsupportedError,
+     "rounding_mode='trunc' is not defined for bool operands"),
+    (lambda t, F, a: F.threshold(a.to(torch.uint8), 1.0, -3.0), "threshold", bc.InvalidProblemError,
+     "argument 'value': expected a value representable in u8"),
+    (lambda t, F, a: F.threshold(a.to(torch.int8), 127.5, 0.0), "threshold", bc.InvalidProblemError,
+     "argument 'threshold': expected a value representable in i8"),
+    (lambda t, F, a: F.hardtanh(a.to(torch.uint8), -1.0, 1.0), "hardtanh", bc.InvalidProblemError,
+     "argument 'min_val': expected non-negative limits"),
+    (lambda t, F, a: F.hardtanh(a.to(torch.int8), -200.0, 1.0), "hardtanh", bc.InvalidProblemError,
+     "argument 'min_val': expected a value representable in i8"),
+    (lambda t, F, a: F.softsign(a), "softsign", bc.UnsupportedError, "argument 'x' has dtype bool"),
+    (lambda t, F, a: F.relu6(a), "relu6", bc.UnsupportedError, "argument 'x' has dtype bool"),
+], ids=lambda v: v if isinstance(v, str) and " " not in v else None)
+def test_bool_and_integer_refusals_match_torch(call, op, err, match):
+    """What torch refuses for bool/integer operands, the drop-in refuses too, naming the op and the argument."""
+    import torch.nn.functional as F
+
+    import baracuda.torch as bt
+
+    a = torch.tensor([True, False, True])
+    with pytest.raises((RuntimeError, NotImplementedError)):
+        call(torch, F, a)
+    with pytest.raises(err, match=f"{op}: {match}"):
+        call(bt, bt.nn.functional, a)
+
+
 # -- special values ---------------------------------------------------------------------------------------
 SPECIAL = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 0.5, 1e-30,
                         3.0, -3.0, 6.0, 1e30], dtype=torch.float64)

@@ -269,6 +269,86 @@ def test_integer_extrema(backend):
     _same(mx, torch.aminmax(u, dim=1).max)
 
 
+def _bool_case(shape, seed):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.rand(shape, generator=g) > 0.5
+    x.view(-1)[0], x.view(-1)[-1] = True, False   # both values present
+    return x
+
+
+def _check_bool_extrema(x, backend, dims_list):
+    for dims in dims_list:
+        kw = {} if dims is None else {"dim": dims}
+        for op in ("amax", "amin"):
+            got = _run(op, x, backend, dims=dims)
+            want = getattr(torch, op)(x, **({"dim": dims} if dims is not None else {}))
+            assert got.dtype == torch.bool == want.dtype, op
+            _same(got, want)
+        d = dims if isinstance(dims, int) else None
+        for op in ("max", "min"):
+            if d is None:
+                got, want = _run(op, x, backend), getattr(torch, op)(x)
+                assert got.dtype == torch.bool
+                _same(got, want)
+                continue
+            (v, i), w = _run(op, x, backend, dim=d), getattr(torch, op)(x, d)
+            assert v.dtype == torch.bool and i.dtype == torch.int64
+            _same(v, w.values)
+            _same(i, w.indices)                      # the first extreme's index
+        mn, mx = _run("aminmax", x, backend, dim=d)
+        w = torch.aminmax(x, dim=d)
+        assert mn.dtype == mx.dtype == torch.bool
+        _same(mn, w.min)
+        _same(mx, w.max)
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=str)
+def test_bool_extrema_stay_bool(backend):
+    """amax/amin/max/min/aminmax of bool: bool results (torch), indices of the first True / False."""
+    _check_bool_extrema(_bool_case((6, 37), 3), backend, (0, 1, None))
+    _check_bool_extrema(_bool_case((3, 4, 5), 4), backend, (1, (0, 2)))
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=str)
+def test_bool_dtype_argument(backend):
+    """sum/prod/nansum(dtype=bool) convert first (x != 0; NaN counts as True except in nansum, which zeroes it
+    first) and reduce in bool: a sum is any, a product all."""
+    g = torch.Generator().manual_seed(5)
+    f = torch.randn(5, 19, generator=g)
+    f[f.abs() < 0.4] = 0.0
+    f[1, :] = 0.0
+    f[1, 5] = float("nan")                     # the only non-zero of row 1: sum True, nansum False
+    f[2, 3], f[3, :] = float("nan"), 1.5
+    f[4, 2] = float("nan")
+    i = (f.nan_to_num() * 3).to(torch.int32)
+    b = f > 0
+    for x in (f, i, b):
+        for dims in (0, 1, None):
+            kw = {} if dims is None else {"dim": dims}
+            for op in ("sum", "prod", "nansum"):
+                if op == "prod" and dims is None:
+                    want = torch.prod(x, dtype=torch.bool)
+                else:
+                    want = getattr(torch, op)(x, **kw, dtype=torch.bool)
+                got = _run(op, x, backend, dims=dims, dtype=bc.DType.bool)
+                assert got.dtype == torch.bool, (op, x.dtype)
+                _same(got, want)
+
+
+@pytest.mark.skipif(Backend.TRITON not in BACKENDS, reason="Triton not available")
+@pytest.mark.parametrize("shape,dims", [((3, 50), 1), ((50, 3), 0), ((203,), None)])
+def test_split_two_stage_bool(split, shape, dims):
+    x = _bool_case(shape, 6)
+    desc = bc.Descriptor.like("amin", x, dims=dims)
+    assert "split" in forced_plan(desc, DEVICE, Backend.TRITON).sku.route
+    _check_bool_extrema(x, Backend.TRITON, (dims,))
+    f = torch.where(x, 2.5, 0.0)
+    f.view(-1)[4] = float("nan")
+    kw = {} if dims is None else {"dim": dims}
+    for op in ("sum", "nansum"):
+        _same(_run(op, f, Backend.TRITON, dims=dims, dtype=bc.DType.bool), getattr(torch, op)(f, **kw, dtype=torch.bool))
+
+
 @pytest.mark.parametrize("backend", BACKENDS, ids=str)
 def test_nan_reductions(backend):
     x = torch.randn(4, 37, dtype=torch.float64)

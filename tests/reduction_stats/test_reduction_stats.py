@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 import baracuda as bc  # noqa: E402
 import baracuda.torch as bt  # noqa: E402
 from baracuda.testing import backends_for  # noqa: E402
-from baracuda.testing.checks import DEVICE, force_reduction_split, grad_pair, needs_sm90, run_sm90_script  # noqa: E402
+from baracuda.testing.checks import DEVICE, TDEV, force_reduction_split, grad_pair, needs_sm90, run_sm90_script  # noqa: E402
 from baracuda.testing.checks import assert_same as _same, run_on as _run  # noqa: E402
 
 BACKENDS = backends_for("var", DEVICE)
@@ -107,6 +107,28 @@ def test_gradient_conventions_match_torch():
     _grad_pair(lambda t: bt.logsumexp(t, 0), lambda t: torch.logsumexp(t, 0), c)
     _grad_pair(lambda t: bt.trace(t), lambda t: torch.trace(t), c)
     _grad_pair(lambda t: bt.norm(t, "fro", dim=(0, 1)), lambda t: torch.norm(t, "fro", dim=(0, 1)), c)
+
+
+@pytest.mark.parametrize("dt", [torch.int64, torch.int16, torch.uint8, torch.bool])
+def test_logsumexp_of_integers_is_float(dt):
+    """torch.logsumexp converts an integer/bool input to the default dtype first (f32; f64 under
+    set_default_dtype(f64))."""
+    g = torch.Generator().manual_seed(12)
+    x = torch.randint(0, 2, (5, 7), generator=g).bool() if dt == torch.bool else \
+        torch.randint(0 if dt == torch.uint8 else -9, 10, (5, 7), generator=g).to(dt)
+    for dims, keep in ((1, False), (0, True), ((0, 1), False)):
+        want = torch.logsumexp(x, dims, keepdim=keep)
+        got = bt.logsumexp(x.to(TDEV), dims, keepdim=keep).cpu()
+        assert got.dtype == want.dtype == torch.float32
+        torch.testing.assert_close(got, want, rtol=2e-6, atol=1e-6)
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        want, got = torch.logsumexp(x, 1), bt.logsumexp(x.to(TDEV), 1).cpu()
+    finally:
+        torch.set_default_dtype(old)
+    assert got.dtype == want.dtype == torch.float64
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
 
 
 def test_dropin_signatures():

@@ -216,6 +216,38 @@ def test_dropin_adapters():
             s.dropin(x)
 
 
+@pytest.mark.parametrize("op", [*FW, "softmin"])
+@pytest.mark.parametrize("dt", [torch.int64, torch.int32, torch.uint8, torch.bool])
+def test_dropin_integer_input_with_dtype_is_cast_first(op, dt):
+    """torch converts an integer/bool input to dtype= first (the kernels then read floats); without dtype= the op
+    refuses it, as torch; softmin of bool is refused (softmin negates its input), and softmin of an integer input
+    negates it in its own dtype first (wrapping: uint8 x != 0 weighs as 256 - x, int8 -128 stays -128)."""
+    import baracuda.torch as bt
+
+    g = torch.Generator().manual_seed(11)
+    x = torch.randint(0, 2, (4, 9), generator=g).bool() if dt == torch.bool else \
+        torch.randint(0 if dt == torch.uint8 else -6, 7, (4, 9), generator=g).to(dt)
+    if dt == torch.int32:
+        x[1, 2] = -2 ** 31                     # -x wraps to itself in softmin
+    F, B = torch.nn.functional, bt.nn.functional
+    if op == "softmin" and dt == torch.bool:
+        with pytest.raises(RuntimeError):
+            F.softmin(x, 1, dtype=torch.float32)
+        with pytest.raises(bc.UnsupportedError, match="softmin: argument 'input' has dtype bool"):
+            B.softmin(x, 1, dtype=torch.float32)
+        return
+    for fdt, tol in ((torch.float64, (1e-12, 1e-14)), (torch.float32, (2e-6, 1e-7))):
+        for dim in (0, 1):
+            want = getattr(F, op)(x, dim, dtype=fdt)
+            got = getattr(B, op)(_dev(x), dim, dtype=fdt).cpu()
+            assert got.dtype == want.dtype == fdt
+            torch.testing.assert_close(got, want, rtol=tol[0], atol=tol[1])
+    with pytest.raises(RuntimeError):
+        getattr(F, op)(x, 1)
+    with pytest.raises(bc.UnsupportedError, match=f"{op}: argument 'x' has dtype"):
+        getattr(B, op)(x, 1)
+
+
 @pytest.mark.parametrize("shape,dim,force", LONG[::2] + [((4, 33), -1, {})], ids=lambda v: str(v))
 def test_softmin_paths_and_backward(shape, dim, force):
     tm = _triton_mod()

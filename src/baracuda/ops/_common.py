@@ -22,6 +22,15 @@ def broadcast_shapes(op: str, arg_names, shapes) -> tuple[int, ...]:
     return tuple(out)
 
 
+def float_operand(x, dtype):
+    """A drop-in's tensor ``x`` as torch converts it before a float-only op: an integer or bool tensor becomes
+    ``dtype`` (a torch dtype: softmax's ``dtype=``, logsumexp's default dtype) first, in one cast (no kernel of the
+    op reads integers); a floating or complex tensor, or any tensor when ``dtype`` is None, is returned as is."""
+    if dtype is None or x.dtype.is_floating_point or x.dtype.is_complex:
+        return x
+    return x.to(dtype)
+
+
 def check_nonneg(op: str, names, shapes):
     for n, s in zip(names, shapes):
         if any(d < 0 for d in s):

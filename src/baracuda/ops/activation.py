@@ -7,6 +7,10 @@ in a fused ``[W_gate; W_up]`` projection).  Their backward is one fused kernel: 
 """
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from .._core.dtypes import DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, Workload
@@ -30,6 +34,35 @@ def _minmax(op, attrs):
     if attrs["min_val"] > attrs["max_val"]:
         raise InvalidProblemError(op, "max_val", f"a value >= min_val={attrs['min_val']}", attrs["max_val"])
     return attrs
+
+
+def _int_scalar(op, name, v, dt):
+    """A Python-number attribute of an integer tensor, checked as torch converts it to the tensor's dtype (c10's
+    ``checked_convert``: NaN, infinities and values outside the dtype's range overflow)."""
+    info = np.iinfo(dt.numpy)
+    if not (info.min <= v <= info.max):   # False for NaN
+        raise InvalidProblemError(op, name, f"a value representable in {dt} ([{info.min}, {info.max}]); torch "
+                                  "converts it to the input's dtype", v)
+
+
+def _int_limits(*names, no_negative=False):
+    """The dtype rule of an activation defined for integer tensors with number attributes (threshold, hardtanh):
+    the result keeps the input's dtype; on integer inputs the attributes are converted to it as torch does.
+    ``no_negative``: hardtanh first truncates its limits to integers and refuses negative ones on uint8."""
+    def rule(op, inputs, attrs, r):
+        if not r.is_integer:
+            return r
+        for n in names:
+            v = attrs[n]
+            if no_negative:
+                if not math.isfinite(v):
+                    _int_scalar(op, n, v, r)
+                v = math.trunc(v)
+                if r == DType.u8 and v < 0:
+                    raise InvalidProblemError(op, n, "non-negative limits for an unsigned (u8) input (torch)", attrs[n])
+            _int_scalar(op, n, v, r)
+        return r
+    return rule
 
 
 def _aten(name):
@@ -132,7 +165,7 @@ add_ew_ops([
          bw_peer=_aten("gelu_backward"), jax="jax.nn.gelu",
          samples=ew_samples(attrs=({"approximate": "none"}, {"approximate": "tanh"}))),
     _act("silu", bw_peer=_aten("silu_backward"), jax="jax.nn.silu"),
-    _act("relu6", jax="jax.nn.relu6", samples=ew_samples("wide", avoid=(0.0, 6.0))),
+    _act("relu6", dtypes=NUM, jax="jax.nn.relu6", samples=ew_samples("wide", avoid=(0.0, 6.0))),
     _act("leaky_relu", _f("negative_slope", 0.01),
          jax="jax.nn.leaky_relu", samples=ew_samples(avoid=(0.0,), attrs=({}, {"negative_slope": 0.2}))),
     _act("elu", _f("alpha", 1.0),
@@ -143,9 +176,10 @@ add_ew_ops([
     _act("mish", jax=None),
     _act("softplus", _f("beta", 1.0), _f("threshold", 20.0),
          jax="jax.nn.softplus", samples=ew_samples(avoid=(1.5,), attrs=({}, {"beta": 2.0, "threshold": 3.0}))),
-    _act("softsign", jax="jax.nn.soft_sign"),
-    _act("tanhshrink"),
-    _act("hardtanh", _f("min_val", -1.0), _f("max_val", 1.0), check=_minmax,
+    _act("softsign", dtypes=NUM, out="float", jax="jax.nn.soft_sign"),
+    _act("tanhshrink", dtypes=NUM, out="float"),
+    _act("hardtanh", _f("min_val", -1.0), _f("max_val", 1.0), check=_minmax, dtypes=NUM,
+         dtype_rule=_int_limits("min_val", "max_val", no_negative=True),
          jax="jax.nn.hard_tanh",
          samples=ew_samples("wide", avoid=(-1.0, 1.0, -0.5, 2.0), attrs=({}, {"min_val": -0.5, "max_val": 2.0}))),
     _act("hardswish", jax="jax.nn.hard_swish", samples=ew_samples("wide", avoid=(-3.0, 3.0))),
@@ -155,8 +189,10 @@ add_ew_ops([
          samples=ew_samples(avoid=(-1.0, -0.5, 0.5, 1.0), attrs=({}, {"lambd": 1.0}, {"lambd": -0.5}))),
     _act("softshrink", _f("lambd", 0.5, ge=0, expected="a non-negative number"),
          samples=ew_samples(avoid=(-1.0, -0.5, 0.5, 1.0), attrs=({}, {"lambd": 1.0}))),
-    _act("threshold", _f("threshold", 0.0), _f("value", 0.0),
-         samples=ew_samples(avoid=(0.5,), attrs=({"threshold": 0.5, "value": -2.0},))),
+    _act("threshold", _f("threshold", 0.0), _f("value", 0.0), dtypes=NUM,
+         dtype_rule=_int_limits("threshold", "value"),
+         samples=ew_samples("wide", avoid=(0.5, -1.5), attrs=({"threshold": 0.5, "value": -2.0},
+                                                            {"threshold": -1.5, "value": 9.75}))),
     _act("logsigmoid", jax="jax.nn.log_sigmoid"),
     EwDef("prelu", 2, tp("prelu"), "torch.nn.functional.prelu", None, _g_prelu, same_dtype=True,
           align=_prelu_align,
@@ -189,6 +225,12 @@ _EXTRA_ERRORS.update({
                         r"prelu: argument 'weight': expected a 0-d or 1-D weight", "2d-weight"),
               ErrorCase((((2, 3), "f32"), ((3,), "f64")), {}, DTypeMismatchError,
                         r"prelu: argument 'b': expected dtype f32", "mixed-dtypes")],
+    "threshold": [ErrorCase((((3,), "u8"),), {"threshold": 1.0, "value": -3.0}, InvalidProblemError,
+                            r"threshold: argument 'value': expected a value representable in u8", "u8-overflow")],
+    "hardtanh": [ErrorCase((((3,), "u8"),), {"min_val": -1.0, "max_val": 1.0}, InvalidProblemError,
+                           r"hardtanh: argument 'min_val': expected non-negative limits for an unsigned", "u8-negative"),
+                 ErrorCase((((3,), "i8"),), {"min_val": -200.0, "max_val": 1.0}, InvalidProblemError,
+                           r"hardtanh: argument 'min_val': expected a value representable in i8", "i8-overflow")],
     "rrelu": [ErrorCase((((3,), "f32"),), {"training": True}, UnsupportedError,
                         r"rrelu: training=True draws a random slope", "training")],
 })

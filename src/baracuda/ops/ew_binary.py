@@ -188,9 +188,9 @@ def _bound(name):
 
 
 def _div_dtype(op, inputs, attrs, r):
-    if r.is_complex and attrs["rounding_mode"] is not None:
-        raise UnsupportedError(op, f"rounding_mode={attrs['rounding_mode']!r} is not defined for complex operands "
-                               f"({r}); torch refuses it too")
+    if (r.is_complex or r == DType.bool) and attrs["rounding_mode"] is not None:
+        raise UnsupportedError(op, f"rounding_mode={attrs['rounding_mode']!r} is not defined for "
+                               f"{'complex' if r.is_complex else 'bool'} operands ({r}); torch refuses it too")
     return r if attrs["rounding_mode"] is not None or r.is_floating or r.is_complex else DType.f32
 
 
@@ -286,7 +286,7 @@ add_ew_ops([
           samples=ew_samples("wide", attrs=({}, {"alpha": 3.0}))),
     EwDef("mul", 2, tp("mul"), "torch.mul", "jax.lax.mul", _g_mul, dtypes=ALLC, dropin=_di("mul"),
           aliases=("torch.multiply",), samples=ew_samples("wide")),
-    EwDef("div", 2, tp("div"), "torch.div", "jax.lax.div", _g_div, dtypes=NUMC,
+    EwDef("div", 2, tp("div"), "torch.div", "jax.lax.div", _g_div, dtypes=ALLC,
           attrs=(_ROUNDING,), dtype_rule=_div_dtype,
           dropin=_di("div", attrs=("rounding_mode",)), aliases=("torch.divide",),
           samples=ew_samples(("wide", "nonzero"), attrs=({}, {"rounding_mode": "trunc"}, {"rounding_mode": "floor"}))),
@@ -301,26 +301,26 @@ add_ew_ops([
     EwDef("pow_scalar", 1, _peer_pow_scalar, "torch.pow (Python exponent)", "jax.lax.pow",
           dtypes=NUMC, attrs=(Attr("exponent", "number", 2.0),), dtype_rule=_pow_scalar_dtype,
           bw="x", samples=ew_samples("positive", attrs=({"exponent": 2}, {"exponent": 0.5}, {"exponent": -1.5}))),
-    EwDef("atan2", 2, tp("atan2"), "torch.atan2", "jax.lax.atan2", _g_atan2, out="float", dtypes=NUM,
+    EwDef("atan2", 2, tp("atan2"), "torch.atan2", "jax.lax.atan2", _g_atan2, out="float", dtypes=ALL,
           dropin=_di("atan2"), aliases=("torch.arctan2",), samples=ew_samples(("any", "nonzero"))),
     EwDef("hypot", 2, tp("hypot"), "torch.hypot", "jax.numpy.hypot", _g_hypot, saves=("inputs", "outputs"),
           dtypes=FLOAT, dropin=_di("hypot"), samples=ew_samples("nonzero")),
     EwDef("copysign", 2, tp("copysign"), "torch.copysign", "jax.numpy.copysign", _g_copysign,
-          saves=("inputs", "outputs"), out="float", dtypes=NUM, diff_args=(0,),
+          saves=("inputs", "outputs"), out="float", dtypes=ALL, diff_args=(0,),
           dropin=_di("copysign"), samples=ew_samples("nonzero")),
     EwDef("maximum", 2, tp("maximum"), "torch.maximum", "jax.lax.max", _g_minmax("max"), dtypes=ALL,
           dropin=_di("maximum"), samples=ew_samples("wide")),
     EwDef("minimum", 2, tp("minimum"), "torch.minimum", "jax.lax.min", _g_minmax("min"), dtypes=ALL,
           dropin=_di("minimum"), samples=ew_samples("wide")),
-    EwDef("fmax", 2, tp("fmax"), "torch.fmax", "jax.numpy.fmax", _g_minmax("fmax"), dtypes=NUM,
+    EwDef("fmax", 2, tp("fmax"), "torch.fmax", "jax.numpy.fmax", _g_minmax("fmax"), dtypes=ALL,
           dropin=_di("fmax"), samples=ew_samples("wide")),
-    EwDef("fmin", 2, tp("fmin"), "torch.fmin", "jax.numpy.fmin", _g_minmax("fmin"), dtypes=NUM,
+    EwDef("fmin", 2, tp("fmin"), "torch.fmin", "jax.numpy.fmin", _g_minmax("fmin"), dtypes=ALL,
           dropin=_di("fmin"), samples=ew_samples("wide")),
     EwDef("logaddexp", 2, tp("logaddexp"), "torch.logaddexp", "jax.numpy.logaddexp", _g_logaddexp(False),
           saves=("inputs", "outputs"), dropin=_di("logaddexp")),
     EwDef("logaddexp2", 2, tp("logaddexp2"), "torch.logaddexp2", "jax.numpy.logaddexp2", _g_logaddexp(True),
           saves=("inputs", "outputs"), dropin=_di("logaddexp2")),
-    EwDef("xlogy", 2, tp("xlogy"), "torch.xlogy", "jax.scipy.special.xlogy", _g_xlogy, out="float", dtypes=NUM,
+    EwDef("xlogy", 2, tp("xlogy"), "torch.xlogy", "jax.scipy.special.xlogy", _g_xlogy, out="float", dtypes=ALL,
           dropin=_di("xlogy"), aliases=("torch.special.xlogy",), samples=ew_samples(("any", "positive"))),
     EwDef("lerp", 2, lambda a, b, weight: __import__("torch").lerp(a, b, weight), "torch.lerp (scalar weight)",
           None, _g_lerp, saves=(), attrs=(Attr("weight", "float", 0.5),), dtypes=FLOATC,
@@ -381,7 +381,9 @@ _EXTRA_ERRORS.update({
     "add": [ErrorCase((((3,), "i32"), ((3,), "i32")), {"alpha": 0.5}, InvalidProblemError,
                       r"add: argument 'alpha': expected an integral value", "int-alpha")],
     "div": [ErrorCase((((3,), "f32"), ((3,), "f32")), {"rounding_mode": "ceil"}, InvalidProblemError,
-                      r"div: argument 'rounding_mode': expected None, 'trunc' or 'floor'", "bad-rounding")],
+                      r"div: argument 'rounding_mode': expected None, 'trunc' or 'floor'", "bad-rounding"),
+            ErrorCase((((3,), "bool"), ((3,), "bool")), {"rounding_mode": "floor"}, UnsupportedError,
+                      r"div: rounding_mode='floor' is not defined for bool operands", "bool-rounding")],
     "sub": [ErrorCase((((3,), "bool"), ((3,), "bool")), {}, UnsupportedError, r"sub: argument 'a' has dtype bool",
                       "bool-sub")],
     "clamp": [ErrorCase((((3,), "f32"),), {}, InvalidProblemError, r"clamp: argument 'min': expected at least one",

@@ -133,7 +133,9 @@ add_ew_ops([
           dropin=_di("nextafter"), doc="steps one ulp of the result dtype (bf16/f16 step in their own format)",
           samples=ew_samples("any")),
     EwDef("ldexp", 2, tp("ldexp"), "torch.ldexp", "jax.numpy.ldexp", _g_ldexp, saves=("inputs", "outputs"),
-          out="float", dtypes=NUM, dropin=_di("ldexp"), samples=ew_samples(("any", "wide"))),
+          out="float", dtypes=ALL, dropin=_di("ldexp"), samples=ew_samples(("any", "wide")),
+          doc="a * 2^b; bool operands are 0/1 (torch's CUDA kernel and its decomposition; its CPU kernel has no "
+              "bool exponent for a floating mantissa)"),
     EwDef("heaviside", 2, tp("heaviside"), "torch.heaviside", "jax.numpy.heaviside", out="same", dtypes=ALL,
           same_dtype=True, dropin=dropin_ew("heaviside", "input", "values", unsupported=("out",)),
           samples=ew_samples(("grid", "any"))),

@@ -8,12 +8,18 @@ from __future__ import annotations
 
 import math
 
+from .._core.dtypes import DType
 from .._core.spec import Attr
 from .elementwise import ALL, BOOL, CPLX, FLOAT, INT, NUM, EwDef, add_ew_ops, dropin_ew, ew_samples, tp, zero_grad
 
 
 def _scale_rule(k):
     return lambda ctx, d, grads, s: (ctx.op("mul_scalar", grads[0], scalar=k),)
+
+
+def _square_dtype(op, inputs, attrs, r):
+    """torch.square is pow(x, 2): a bool tensor with the integer exponent promotes to i64 (square(bool) is i64)."""
+    return DType.i64 if r == DType.bool else r
 
 
 _N2N = tuple(Attr(k, "float", d, optional=True) for k, d in (("nan", 0.0), ("posinf", None), ("neginf", None)))
@@ -76,14 +82,14 @@ add_ew_ops([
     _f("i0", jax="jax.numpy.i0"),
     _f("sinc", "nonzero", jax="jax.numpy.sinc"),
     EwDef("logit", 1, tp("logit"), "torch.logit", "jax.scipy.special.logit", bw="x", out="float",
-          dtypes=FLOAT, attrs=(Attr("eps", "float", None, optional=True, ge=0, le=0.5,
+          dtypes=ALL, attrs=(Attr("eps", "float", None, optional=True, ge=0, le=0.5,
                                     expected="None or a number in [0, 0.5]"),),
           dropin=_di("logit", ("eps",)), aliases=_ALIASES["logit"],
           samples=ew_samples("prob", avoid=(0.2, 0.8), attrs=({}, {"eps": 0.2}))),
     EwDef("deg2rad", 1, tp("deg2rad"), "torch.deg2rad", "jax.numpy.deg2rad", _scale_rule(math.pi / 180.0), saves=(),
-          out="float", dtypes=NUM, dropin=_di("deg2rad")),
+          out="float", dtypes=ALL, dropin=_di("deg2rad")),
     EwDef("rad2deg", 1, tp("rad2deg"), "torch.rad2deg", "jax.numpy.rad2deg", _scale_rule(180.0 / math.pi), saves=(),
-          out="float", dtypes=NUM, dropin=_di("rad2deg")),
+          out="float", dtypes=ALL, dropin=_di("rad2deg")),
     # integer-preserving
     EwDef("abs", 1, tp("abs"), "torch.abs", "jax.lax.abs", bw="x", dtypes=_dt("abs", NUM),
           out="real", dropin=_di("abs"), aliases=_ALIASES["abs"], doc="|z| of complex z is real (hypot: no overflow)",
@@ -91,7 +97,8 @@ add_ew_ops([
     # piecewise constant: torch's gradient is an exact zero (zero_grad: a fill, nothing saved)
     EwDef("sign", 1, tp("sign"), "torch.sign", "jax.lax.sign", zero_grad, saves=(), dtypes=ALL, dropin=_di("sign"),
           samples=ew_samples("wide")),
-    EwDef("square", 1, tp("square"), "torch.square", "jax.numpy.square", bw="x", dtypes=_dt("square", NUM),
+    EwDef("square", 1, tp("square"), "torch.square", "jax.numpy.square", bw="x", dtypes=_dt("square", ALL),
+          dtype_rule=_square_dtype,
           dropin=_di("square"), samples=ew_samples("wide")),
     *[EwDef(n, 1, tp(n), f"torch.{n}", f"jax.numpy.{n}", zero_grad, saves=(), dtypes=NUM, dropin=_di(n),
             aliases=_ALIASES.get(n, ()), samples=ew_samples("nonint")) for n in ("floor", "ceil", "trunc")],

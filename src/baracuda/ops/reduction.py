@@ -13,8 +13,9 @@ return the first index on ties.  The gradient of amax/amin is split evenly among
 (``(g / count) * (x == out)``, torch's ``scale_grad_by_count``).
 
 Dtypes (torch's rules): sum/prod/nansum of integers and bool accumulate and return int64 (wrapping on
-overflow); ``dtype=`` converts the input to that dtype first (a float or an integer type); mean/nanmean
-are defined for floating inputs only; amax/amin/argmax/argmin also take integers.
+overflow); ``dtype=`` converts the input to that dtype first (a float, an integer type or bool: a bool sum is
+any, a bool prod all; nansum zeroes NaN first); mean/nanmean are defined for floating inputs only;
+amax/amin (and max/min/aminmax) also take integers and bool (bool in, bool out), argmax/argmin integers.
 """
 from __future__ import annotations
 
@@ -112,7 +113,7 @@ _ONE_DIM = Attr("dim", "axis", None, optional=True, expected="None or an int")
 ATTRS = {"sum": (dims_attr(), KEEPDIM, _DTYPE), "mean": (dims_attr(), KEEPDIM, _DTYPE),
          "ext": (dims_attr(), KEEPDIM), "logic": (dims_attr(), KEEPDIM), "count": (dims_attr(),),
          "arg": (_ONE_DIM, KEEPDIM), "sel": (_ONE_DIM, KEEPDIM), "minmax": (_ONE_DIM, KEEPDIM)}
-_DTYPE_ARG = {"sum": NUM_TYPES, "mean": FLOAT_TYPES}   # what dtype= may name
+_DTYPE_ARG = {"sum": ALL_TYPES, "mean": FLOAT_TYPES}   # what dtype= may name (sum/prod/nansum: bool too, as torch)
 
 
 def _check_dtype_arg(name, kind, dt):
@@ -385,8 +386,8 @@ def _errors(name, kind, dtypes=FLOAT_TYPES):
             yield ErrorCase((((3, 4), "f32"),), {"dim": (0, 1)}, InvalidProblemError, r"expected None or an int",
                             "tuple-dim")
         if kind == "sum":
-            yield ErrorCase((((3, 4), "f32"),), {"dtype": "bool"}, UnsupportedError, r"argument 'dtype' is bool",
-                            "bool-out-dtype")
+            yield ErrorCase((((3, 4), "f32"),), {"dtype": "c64"}, UnsupportedError, r"argument 'dtype' is c64",
+                            "complex-out-dtype")
         if kind == "mean":
             yield ErrorCase((((3, 4), "f32"),), {"dtype": "i32"}, UnsupportedError, r"argument 'dtype' is i32",
                             "int-out-dtype")
@@ -490,9 +491,9 @@ register_reductions([
     RedDef("sum", "sum", "torch.sum", "jax.numpy.sum", _peer_sum("sum"), _dropin_sum, _g_sum, dtypes=ALL_TYPES),
     RedDef("mean", "mean", "torch.mean", "jax.numpy.mean", _peer_sum("mean"), _dropin_sum, _g_mean),
     RedDef("amax", "ext", "torch.amax", "jax.numpy.max", _peer_ext("amax"), _dropin_ext, _g_ext, ("inputs", "outputs"),
-           dtypes=NUM_TYPES),
+           dtypes=ALL_TYPES),
     RedDef("amin", "ext", "torch.amin", "jax.numpy.min", _peer_ext("amin"), _dropin_ext, _g_ext, ("inputs", "outputs"),
-           dtypes=NUM_TYPES),
+           dtypes=ALL_TYPES),
     RedDef("argmax", "arg", "torch.argmax", "jax.numpy.argmax", _peer_arg("argmax"), _dropin_arg, None,
            dtypes=NUM_TYPES),
     RedDef("argmin", "arg", "torch.argmin", "jax.numpy.argmin", _peer_arg("argmin"), _dropin_arg, None,

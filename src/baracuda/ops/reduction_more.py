@@ -407,11 +407,11 @@ register_reductions([
     RedDef("count_nonzero", "count", "torch.count_nonzero", "jax.numpy.count_nonzero", _peer_count, _dropin_count,
            None, dtypes=ALL_TYPES, samples=_logic_samples, tol=exact_tol),
     RedDef("aminmax", "minmax", "torch.aminmax", None, _peer_aminmax, _dropin_aminmax, _g_aminmax, _SAVE_XO,
-           dtypes=NUM_TYPES, samples=_sel_samples, dropin_result=_result("aminmax")),
+           dtypes=ALL_TYPES, samples=_sel_samples, dropin_result=_result("aminmax")),
     RedDef("max", "sel", "torch.max", "jax.numpy.max", _peer_sel("max"), _dropin_sel("max"), _g_sel, _SAVE_XO,
-           dtypes=NUM_TYPES, samples=_sel_samples, dropin_result=_result("max")),
+           dtypes=ALL_TYPES, samples=_sel_samples, dropin_result=_result("max")),
     RedDef("min", "sel", "torch.min", "jax.numpy.min", _peer_sel("min"), _dropin_sel("min"), _g_sel, _SAVE_XO,
-           dtypes=NUM_TYPES, samples=_sel_samples, dropin_result=_result("min")),
+           dtypes=ALL_TYPES, samples=_sel_samples, dropin_result=_result("min")),
 ], _workloads)
 
 

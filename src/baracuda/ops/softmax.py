@@ -4,7 +4,8 @@ softmax(x, dim, dtype=None)      y = exp(x - max) / sum(exp(x - max))  along ``d
 log_softmax(x, dim, dtype=None)  y = x - max - log(sum(exp(x - max)))
 softmin(x, dim, dtype=None)      y = softmax(-x): the same kernels, negating on load
                                  (backward: softmax_backward(-grad, y))
-``dtype`` follows torch's ``dtype=`` argument: the input is cast to it first and the output has it.
+``dtype`` follows torch's ``dtype=`` argument: the input is cast to it first and the output has it (the drop-ins
+take integer/bool inputs with ``dtype=`` as torch does, cast to it before the call; softmin refuses bool).
 
 Backward (each one fused kernel: one read of grad and out, one write of grad_in; saves the OUTPUT):
 softmax_backward(grad, out, dim, dtype=None)      grad_in = out * (grad - sum(grad * out))
@@ -19,11 +20,11 @@ import math
 import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType, as_dtype
-from .._core.errors import InvalidProblemError
+from .._core.errors import InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from .._core.derive import backward_spec
 from .._core.derive import declare_rule_ops
-from ._common import check_nonneg
+from ._common import check_nonneg, float_operand
 
 __all__ = ["SOFTMAX_OPS"]
 
@@ -102,8 +103,17 @@ def _dropin(name):
         if dim is None:
             raise InvalidProblemError(name, "dim", "an explicit dim (torch's implicit dim choice is deprecated; "
                                       f"call {name}(x, dim=-1) for the last axis)", "None")
-        return (input,), {"dim": dim, "dtype": None if dtype is None else as_dtype(dtype)}
+        if name == "softmin" and dtype is not None and not input.dtype.is_floating_point:
+            if input.dtype == DType.bool.torch:
+                raise UnsupportedError(name, "argument 'input' has dtype bool; softmin is softmax(-input) and torch "
+                                       "does not negate bool tensors")
+            # torch's softmin is softmax(-input, dtype): the negation wraps in the integer dtype (-x of uint8 is
+            # 256 - x, -(-128) of int8 is -128) before the cast; this op negates again, hence -(cast(-input))
+            input = (-input).to(dtype).neg()
+        # torch casts an integer/bool input to dtype= first (without dtype= the op refuses it: float only)
+        return (float_operand(input, dtype),), {"dim": dim, "dtype": None if dtype is None else as_dtype(dtype)}
     return dropin
+
 
 
 # -- samples, errors, workloads, cost ------------------------------------------------------------

@@ -238,6 +238,13 @@ def _clamp(x, lo, hi):
     return x
 
 
+def _threshold(d, x):
+    t, v = d.attr("threshold"), d.attr("value")
+    if _int(x):   # torch converts both numbers to the tensor's type (truncation; the spec refuses overflow)
+        t, v = (np.asarray(int(u)).astype(x.dtype) for u in (t, v))
+    return np.where(x <= t, v, x)   # a NaN x stays (torch's comparison is false there)
+
+
 def _split(d, x):
     return np.split(x, 2, axis=d.attr("dim"))
 
@@ -328,7 +335,7 @@ BODIES = {
     "logical_not": lambda d, x: x == 0, "bitwise_not": lambda d, x: ~x,
     # activations
     "relu": lambda d, x: np.where(x < 0, 0, x).astype(x.dtype), "gelu": lambda d, x: _gelu(x, d.attr("approximate")),
-    "silu": lambda d, x: x * _sig(x), "relu6": lambda d, x: np.clip(x, 0.0, 6.0),
+    "silu": lambda d, x: x * _sig(x), "relu6": lambda d, x: _clamp(x, 0, 6),
     "leaky_relu": lambda d, x: np.where(x > 0, x, x * d.attr("negative_slope")),
     "elu": lambda d, x: np.where(x > 0, x, d.attr("alpha") * np.expm1(x)),
     "selu": lambda d, x: _SELU_S * np.where(x > 0, x, _SELU_A * np.expm1(x)),
@@ -337,7 +344,7 @@ BODIES = {
     "softplus": lambda d, x: np.where(x * d.attr("beta") > d.attr("threshold"), x,
                                       _softplus(x * d.attr("beta")) / d.attr("beta")),
     "softsign": lambda d, x: x / (1.0 + np.abs(x)), "tanhshrink": lambda d, x: x - np.tanh(x),
-    "hardtanh": lambda d, x: np.clip(x, d.attr("min_val"), d.attr("max_val")),
+    "hardtanh": lambda d, x: _clamp(x, d.attr("min_val"), d.attr("max_val")),   # integer x: truncated limits
     "hardswish": lambda d, x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0,
     "hardsigmoid": lambda d, x: np.clip(x / 6.0 + 0.5, 0.0, 1.0),
     # torch's NaN rules: hardshrink / softshrink / threshold keep a NaN x (the comparisons are false there);
@@ -345,7 +352,7 @@ BODIES = {
     "hardshrink": lambda d, x: np.where((x >= -d.attr("lambd")) & (x <= d.attr("lambd")), 0.0, x),
     "softshrink": lambda d, x: np.where(x > d.attr("lambd"), x - d.attr("lambd"),
                                         np.where(x < -d.attr("lambd"), x + d.attr("lambd"), x * 0.0)),
-    "threshold": lambda d, x: np.where(x <= d.attr("threshold"), d.attr("value"), x),
+    "threshold": _threshold,
     "logsigmoid": lambda d, x: np.minimum(x, 0.0) - np.log1p(np.exp(-np.abs(x))),
     # backward helpers: (g, saved) -> dx
     "div_backward_b": lambda d, g, a, b: -g * a / (b * b),

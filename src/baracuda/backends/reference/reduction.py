@@ -34,9 +34,9 @@ def _prod(d, x):
 
 
 def _nansum(d, x):
+    if x.dtype.kind == "f" or x.dtype.name == "bfloat16":   # NaN is zeroed before dtype= converts (torch)
+        x = np.where(np.isnan(x), np.zeros((), x.dtype), x)
     x = _as_dtype_first(d, x)
-    if x.dtype.kind == "f":
-        x = np.where(np.isnan(x), 0.0, x)
     return np.sum(x, axis=_axes(d.attr("dims")), keepdims=d.attr("keepdim"))
 
 

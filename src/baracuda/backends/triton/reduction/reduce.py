@@ -84,6 +84,8 @@ def _load(ptr, off, m, MODE: tl.constexpr, NEG: tl.constexpr, ACC: tl.constexpr,
     v = tl.load(ptr + off, mask=m, other=0)
     if MODE != 5:
         if HAS_PRE:
+            if MODE == 4:       # nansum: NaN is zeroed before the conversion (torch: nansum(nan, dtype=bool) = False)
+                v = tl.where(v == v, v, 0)
             v = v.to(PRE)
         v = v.to(ACC)
         if NEG:
@@ -561,7 +563,8 @@ def _span(x):
 
 
 _TL = {DType.f64: tl.float64, DType.f32: tl.float32, DType.f16: tl.float16, DType.bf16: tl.bfloat16,
-       DType.i64: tl.int64, DType.i32: tl.int32, DType.i16: tl.int16, DType.i8: tl.int8, DType.u8: tl.uint8}
+       DType.i64: tl.int64, DType.i32: tl.int32, DType.i16: tl.int16, DType.i8: tl.int8, DType.u8: tl.uint8,
+       DType.bool: tl.int1}   # bool: amax/max/aminmax of bool inputs, dtype=bool (x != 0; 0/1 in the i64 accumulator)
 
 
 def _launch_parts(kind, b0, b1, geom, strides, S, chunk, count, mode, neg_in, neg_out, idx_in, write_val, write_idx,
