@@ -231,10 +231,11 @@ def _logit_bw(d, g, x):
 def _clamp(x, lo, hi):
     if _int(x):   # integer bounds are cast to the tensor's type first (wrapping, like torch's scalar cast)
         lo, hi = (None if v is None else np.asarray(int(v)).astype(x.dtype) for v in (lo, hi))
+    # comparisons, not np.maximum: -0.0 inside the bounds stays -0.0 (torch's clamp), a NaN stays NaN
     if lo is not None:
-        x = np.maximum(x, lo)
+        x = np.where(x < lo, lo, x).astype(x.dtype)
     if hi is not None:
-        x = np.minimum(x, hi)
+        x = np.where(x > hi, hi, x).astype(x.dtype)
     return x
 
 
