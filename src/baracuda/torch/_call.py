@@ -29,10 +29,11 @@ import torch
 
 from .._core.device import Device, check_devices
 from .._core.dtypes import as_dtype
-from .._core.errors import BaracudaError, UnsupportedError
+from .._core.errors import ArgumentTypeError, BaracudaError, UnsupportedError
 from .._core.options import current_preference
 from .._core.plan import BackwardPlan, Plan
 from .._core.spec import Descriptor, TensorSpec, get_spec, saved_names
+from .._core.tensors import given
 from ._schema import encode_attrs, plain_attr, sig_string
 
 __all__ = ["call", "bound", "Bound", "Operand", "CACHE_SIZE", "cache_info", "EAGER_FAST_PATH"]
@@ -353,8 +354,10 @@ def _eager_ok(xs) -> bool:
 
 
 def _through_custom_op(name: str, xs, attrs: dict, device: int = -1):
-    for x in xs:
-        if isinstance(x, torch.Tensor) and x.device.type not in ("cpu", "cuda", "meta"):
+    for i, x in enumerate(xs):
+        if not isinstance(x, torch.Tensor):     # (a drop-in's adapter passes tensors: this is a caller's list, None)
+            raise ArgumentTypeError(name, get_spec(name).arg_name(i), "a tensor", given(x))
+        if x.device.type not in ("cpu", "cuda", "meta"):
             raise UnsupportedError(name, f"tensors on device {x.device.type} (baracuda runs on cpu and cuda)")
     if len(xs) > 1:
         _check_devices(name, [x.device for x in xs])
