@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 
 import numpy as np
 import pytest
@@ -23,7 +24,7 @@ import baracuda as bc
 from baracuda import (ArgumentTypeError, BaracudaError, DeviceMismatchError, DType, DTypeMismatchError,
                       InvalidProblemError)
 from baracuda._core.sku import Backend
-from baracuda._core.tensors import to_torch
+from baracuda._core.tensors import given as given_text, to_torch
 from baracuda.testing import assert_close, cast, noncontig, reference_f64, samples_for
 
 torch = pytest.importorskip("torch")
@@ -51,6 +52,172 @@ WRONG_TYPE = {
     "dtype": ["f99", 3, 1.5, object()],
 }
 ALL_DTYPES = [d for d in DType if not d.is_packed]
+
+
+# -- the known cases, one by one ---------------------------------------------------------------------------------
+@pytest.fixture
+def add_plan():
+    return bc.Plan.select(bc.Descriptor.make("add", ((2, 3), "f32"), ((3,), "f32")), "cpu", REF)
+
+
+@pytest.mark.parametrize("bad", [[1.0, 2.0, 3.0], None, np.float32(1.0), 1.0], ids=["list", "None", "np-scalar",
+                                                                                       "number"])
+def test_plan_run_names_op_and_argument_for_non_arrays(add_plan, bad):
+    a, b = np.ones((2, 3), np.float32), np.ones(3, np.float32)
+    for kwargs, arg, args in (({}, "b", (a, bad)), ({"out": bad}, "out[0]", (a, b)),
+                              ({"workspace": bad}, "workspace", (a, b))):
+        if (bad is None and kwargs) or (isinstance(bad, list) and "out" in kwargs):
+            continue          # out=None / workspace=None: allocate; out=[...]: one array per output
+        with pytest.raises(TypeError, match=rf"^add: argument '{re.escape(arg)}': expected an array .*, got "
+                                            rf"{re.escape(given_text(bad))}$") as e:
+            add_plan.run(*args, **kwargs)
+        assert isinstance(e.value, ArgumentTypeError)
+
+
+def test_plan_run_refuses_a_meta_tensor(add_plan):
+    with pytest.raises(RuntimeError, match=r"add: argument 'a': expected an array on cpu, got one on meta \(a meta "
+                                           r"tensor has no data") as e:
+        add_plan.run(torch.ones(2, 3, device="meta"), np.ones(3, np.float32))
+    assert isinstance(e.value, DeviceMismatchError)
+
+
+@pytest.mark.parametrize("fn, args, torch_raises", [
+    ("add", lambda m: (torch.ones(3), m((3,))), True),
+    ("cat", lambda m: ([torch.ones(3), m((3,))],), True),
+    ("matmul", lambda m: (torch.ones(3, 3), m((3, 3))), False),
+    ("bmm", lambda m: (torch.ones(2, 3, 3), m((2, 3, 3))), False),
+])
+def test_drop_ins_refuse_mixed_devices(fn, args, torch_raises):
+    """A CPU tensor beside a meta one: a RuntimeError naming the devices, as torch's add and cat raise (its matmul
+    and bmm return a meta tensor); the drop-ins did return uninitialized CPU memory (the custom op's fake kernel
+    ran)."""
+    import baracuda.torch as bt
+
+    xs = args(lambda shape: torch.empty(shape, device="meta"))
+    if torch_raises:
+        with pytest.raises(RuntimeError):
+            getattr(torch, fn)(*xs)
+    with pytest.raises(RuntimeError, match=rf"^{fn}: argument '.*': expected a tensor on (cpu|meta) .*got one on "
+                                           r"(meta|cpu)") as e:
+        getattr(bt, fn)(*xs)
+    assert isinstance(e.value, DeviceMismatchError)
+    # on meta alone the shape rule answers (torch's meta semantics)
+    meta = [x.to("meta") if isinstance(x, torch.Tensor) else [t.to("meta") for t in x] for x in xs]
+    got, want = getattr(bt, fn)(*meta), getattr(torch, fn)(*meta)
+    assert got.device.type == "meta" and got.shape == want.shape and got.dtype == want.dtype
+
+
+@pytest.mark.parametrize("call, op, arg", [
+    (lambda bt, x: bt.add([1.0, 2.0], x), "add", "input"),
+    (lambda bt, x: bt.add(x, None), "add", "other"),
+    (lambda bt, x: bt.exp([1.0]), "exp", "input"),
+    (lambda bt, x: bt.matmul(x, [[1.0]]), "matmul", "b"),
+    (lambda bt, x: bt.cat([[1.0], [2.0]]), "cat", "tensors[0]"),
+    (lambda bt, x: bt.nn.functional.layer_norm(x, (4,), [1.0] * 4), "layer_norm", "weight"),
+    (lambda bt, x: bt.nn.functional.cross_entropy(x, [0, 1, 2]), "cross_entropy", "target"),
+    (lambda bt, x: bt.sum(x, 1.0), "sum", "dim"),
+    (lambda bt, x: bt.sum(x, (1.5,)), "sum", "dim"),
+    (lambda bt, x: bt.nn.functional.softmax(x, "1"), "softmax", "dim"),
+])
+def test_drop_ins_name_op_and_argument_for_wrong_types(call, op, arg):
+    """Wrong Python types: a TypeError (as torch's) naming the op and the argument, never an AttributeError or a
+    bare TypeError ('unhashable type', "'float' object is not iterable"), and never a float dim truncated."""
+    import baracuda.torch as bt
+
+    with pytest.raises(TypeError, match=rf"^{op}: argument '{re.escape(arg)}': expected ") as e:
+        call(bt, torch.randn(3, 4))
+    assert isinstance(e.value, ArgumentTypeError)
+
+
+@pytest.mark.parametrize("op, attrs, arg", [("softmax", {"dim": "1"}, "dim"), ("softmax", {"dim": 1.0}, "dim"),
+                                            ("layer_norm", {"normalized_shape": (4.5,)}, "normalized_shape"),
+                                            ("sum", {"keepdim": 1}, "keepdim")])
+def test_descriptor_make_wrong_attribute_types(op, attrs, arg):
+    with pytest.raises(TypeError, match=rf"^{op}: argument '{arg}': expected .*, got") as e:
+        bc.Descriptor.make(op, ((3, 4), "f32"), **attrs)
+    assert isinstance(e.value, ArgumentTypeError) and isinstance(e.value, InvalidProblemError)
+
+
+def test_backward_plan_checks_saved_tensors_and_says_how_to_pass_them():
+    p = bc.Plan.select(bc.Descriptor.make("softmax", ((3, 5), "f32"), dim=-1), "cpu", REF)
+    bw = p.backward()
+    rng = np.random.default_rng(2)
+    x, g = rng.standard_normal((3, 5)).astype(np.float32), rng.standard_normal((3, 5)).astype(np.float32)
+    y = p.run(x)
+    (dx,) = bw.run(g, out=y)
+    want = y * (g - (g * y).sum(-1, keepdims=True))
+    np.testing.assert_allclose(dx, want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(InvalidProblemError, match=re.escape("softmax_backward: argument 'out': expected the saved "
+                       "tensor 'out' (the forward's output, f32[3, 5]): run(grad, out=<the forward's output>)")):
+        bw.run(g)
+    with pytest.raises(InvalidProblemError, match=r"argument 'x': expected only the saved tensors \['out'\]"):
+        bw.run(g, out=y, x=x)
+    with pytest.raises(InvalidProblemError, match=r"argument 'out': expected shape \(3, 5\).*got \(2, 3, 5\)"):
+        bw.run(g, out=np.stack([y, y]))                 # was: a (2, 3, 5) "gradient" for an f32[3, 5] plan
+    with pytest.raises(DTypeMismatchError, match=r"argument 'grads\[0\]': expected dtype f32 .*got f64"):
+        bw.run(g.astype(np.float64), out=y)
+    with pytest.raises(DeviceMismatchError, match=r"argument 'out': expected an array on cpu, got one on meta"):
+        bw.run(g, out=torch.empty(3, 5, device="meta"))
+    with pytest.raises(ArgumentTypeError, match=r"argument 'grads\[0\]': expected an array"):
+        bw.run(g.tolist(), out=y)
+
+
+def test_autograd_replays_the_backward_without_rechecking(monkeypatch):
+    """The drop-ins' autograd passes the forward's own tensors: it takes BackwardPlan.replay, not run's checks."""
+    import baracuda.torch as bt
+
+    def no_run(self, *a, **k):
+        raise AssertionError("BackwardPlan.run called on the autograd path")
+    monkeypatch.setattr(bc.BackwardPlan, "run", no_run)
+    x = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)
+    g = torch.randn(3, 5, dtype=torch.float64)
+    (got,) = torch.autograd.grad(bt.softmax(x, -1), x, g)
+    (want,) = torch.autograd.grad(torch.softmax(x, -1), x, g)
+    torch.testing.assert_close(got, want)
+
+
+def test_deferred_check_slot_is_pinned_host_memory_whatever_the_default_device(monkeypatch):
+    """Under torch.set_default_device("cuda") the deferred value check's pinned slot was allocated on the GPU
+    ("Only dense CPU tensors can be pinned").  Here the default device is 'meta' (a factory without device= lands
+    there) and pinning is simulated where no GPU gives a pinned allocator."""
+    from baracuda._core import checks
+
+    calls = []
+    real_empty = torch.empty
+
+    def empty(*a, **k):
+        calls.append(dict(k))
+        if not torch.cuda.is_available():
+            k["pin_memory"] = False
+        return real_empty(*a, **k)
+    monkeypatch.setattr(torch, "empty", empty)
+    with torch.device("meta"):
+        slot = checks._pinned_slot(torch, torch.int32)
+    assert slot.device.type == "cpu" and calls == [{"dtype": torch.int32, "device": "cpu", "pin_memory": True}]
+    if torch.cuda.is_available():
+        assert slot.is_pinned()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="a deferred device-side check needs a GPU")
+def test_deferred_value_check_under_a_cuda_default_device():
+    """A class index out of range under set_default_device('cuda'): the deferred check raises the op's error."""
+    import baracuda.torch as bt
+
+    torch.set_default_device("cuda")
+    try:
+        x, t = torch.randn(4, 5), torch.tensor([0, 1, 7, 2])
+        bt.nn.functional.cross_entropy(x, t)
+        with pytest.raises(InvalidProblemError, match="cross_entropy"):
+            bc.check_errors()
+    finally:
+        torch.set_default_device(None)
+
+
+def test_to_torch_of_an_empty_array_stays_on_the_host():
+    from baracuda._core.tensors import to_torch as _to_torch
+
+    with torch.device("meta"):
+        assert _to_torch(np.empty((0, 3), np.float32)).device.type == "cpu"
 
 
 # -- the valid problem of each op ---------------------------------------------------------------------------------
