@@ -9,8 +9,8 @@ array([0. , 0. , 0. , 0.5, 1. ], dtype=float32)
 from ._core.checks import check_errors
 from ._core.device import Device, as_device
 from ._core.dtypes import DType, as_dtype, result_type
-from ._core.errors import (BaracudaError, BufferTooSmallError, DTypeMismatchError, InvalidProblemError,
-                           UnsupportedError, WorkspaceTooSmallError)
+from ._core.errors import (ArgumentTypeError, BaracudaError, BufferTooSmallError, DeviceMismatchError,
+                           DTypeMismatchError, InvalidProblemError, UnsupportedError, WorkspaceTooSmallError)
 from ._core.options import PlanPreference, current_preference, preference
 from ._core.plan import BackwardPlan, Plan, plan_for
 from ._core.registry import Explanation
@@ -28,8 +28,8 @@ def explain(desc: Descriptor, device=None, pref: PlanPreference | None = None) -
 
 
 __all__ = [
-    "Arch", "Backend", "BackwardPlan", "BaracudaError", "BufferTooSmallError", "DType", "DTypeMismatchError",
-    "Descriptor", "Device", "check_errors", "Explanation", "InvalidProblemError", "KernelSku", "MathPrecision", "Plan",
+    "ArgumentTypeError", "Arch", "Backend", "BackwardPlan", "BaracudaError", "BufferTooSmallError", "DType", "DTypeMismatchError",
+    "DeviceMismatchError", "Descriptor", "Device", "check_errors", "Explanation", "InvalidProblemError", "KernelSku", "MathPrecision", "Plan",
     "PlanPreference", "PrecisionGuarantee", "TensorSpec", "UnsupportedError", "WorkspaceTooSmallError",
     "all_specs", "as_device", "as_dtype", "current_preference", "explain", "get_spec", "plan_for", "preference",
     "result_type",

@@ -85,5 +85,5 @@ def test_wrong_device_is_an_error():
     if DEV.type != "cuda":
         pytest.skip("needs a GPU to have two devices")
     p = bc.Plan.select(bc.Descriptor.make("add", ((3,), "f32"), ((3,), "f32")), "cuda")
-    with pytest.raises(bc.InvalidProblemError, match="expected an array on cuda"):
+    with pytest.raises(bc.DeviceMismatchError, match="expected an array on cuda"):
         p.run(np.ones(3, np.float32), np.ones(3, np.float32))

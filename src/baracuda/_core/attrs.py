@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .dtypes import DType
-from .errors import InvalidProblemError
+from .errors import ArgumentTypeError, InvalidProblemError
 
 __all__ = ["Attr", "REQUIRED", "ATTR_KINDS", "norm_axis", "norm_axes"]
 
@@ -148,8 +148,12 @@ class Attr:
         hi = (self.le, False) if self.le is not None else (self.lt, True) if self.lt is not None else None
         attr = self
 
-        def bad(op, v):
-            return InvalidProblemError(op, label, attr.describe(), str(v) if isinstance(v, DType) else repr(v))
+        def bad(op, v, error=InvalidProblemError):
+            return error(op, label, attr.describe(), str(v) if isinstance(v, DType) else repr(v))
+
+        def bad_type(op, v):
+            """A value of the wrong Python type (a str for an int, a float for an axis): a TypeError too."""
+            return bad(op, v, ArgumentTypeError)
 
         def ints(op, v):
             if type(v) is tuple and all(type(a) is int for a in v):    # the common case, already normalized
@@ -157,10 +161,10 @@ class Attr:
             if _is_int(v):
                 return (int(v),)
             if isinstance(v, (str, bytes)) or not hasattr(v, "__iter__"):
-                raise bad(op, v)
+                raise bad_type(op, v)
             v = tuple(v)
             if not all(_is_int(a) for a in v):
-                raise bad(op, v)
+                raise bad_type(op, v)
             return tuple(int(a) for a in v)
 
         def rank_of(inputs, attrs):
@@ -174,7 +178,7 @@ class Attr:
                 if type(v) is int:
                     return v
                 if not _is_int(v):
-                    raise bad(op, v)
+                    raise bad_type(op, v)
                 return int(v)
         elif kind in ("float", "number"):
             as_float = kind == "float"
@@ -183,23 +187,23 @@ class Attr:
                 if type(v) is float:
                     return v
                 if not isinstance(v, _REAL_T) or isinstance(v, _BOOL_T):
-                    raise bad(op, v)
+                    raise bad_type(op, v)
                 return float(v) if as_float or isinstance(v, np.floating) else int(v) if isinstance(v, np.integer) \
                     else v
         elif kind == "bool":
             def check(op, v, inputs, attrs):
                 if not isinstance(v, _BOOL_T):
-                    raise bad(op, v)
+                    raise bad_type(op, v)
                 return bool(v)
         elif kind == "str":
             def check(op, v, inputs, attrs):
                 if not isinstance(v, str):
-                    raise bad(op, v)
+                    raise bad_type(op, v)
                 return v
         elif kind == "axis":
             def check(op, v, inputs, attrs):
                 if not _is_int(v):
-                    raise bad(op, v)
+                    raise bad_type(op, v)
                 r = rank_of(inputs, attrs)
                 return int(v) if r is None else norm_axis(op, label, int(v), r)
         elif kind == "axes":
@@ -232,7 +236,7 @@ class Attr:
                 try:
                     return _as_dtype(v)
                 except (TypeError, ValueError, KeyError):
-                    raise bad(op, v) from None
+                    raise bad_type(op, v) from None
         else:
             def check(op, v, inputs, attrs):
                 return v

@@ -64,7 +64,7 @@ def flagged(flag, pref, make_error: Callable[[], Exception]) -> None:
             raise make_error()
         return
     free = _SLOTS.setdefault(flag.dtype, [])
-    slot = free.pop() if free else torch.empty(1, dtype=flag.dtype, pin_memory=True)
+    slot = free.pop() if free else _pinned_slot(torch, flag.dtype)
     slot.copy_(flag, non_blocking=True)          # (a 0-d or 1-element flag: broadcast into the slot)
     ev = _EVENTS.pop() if _EVENTS else torch.cuda.Event()
     ev.record(torch.cuda.current_stream(flag.device))
@@ -72,6 +72,13 @@ def flagged(flag, pref, make_error: Callable[[], Exception]) -> None:
     if len(PENDING) > MAX_PENDING:
         PENDING[0][0].synchronize()
         poll()
+
+
+def _pinned_slot(torch, dtype):
+    """A 1-element pinned host tensor for a flag's copy.  device="cpu" always: under
+    ``torch.set_default_device("cuda")`` a factory without it allocates on the default device, and pinning a CUDA
+    tensor fails ("Only dense CPU tensors can be pinned")."""
+    return torch.empty(1, dtype=dtype, device="cpu", pin_memory=True)
 
 
 def _capturing() -> bool:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from .sku import Arch
 
-__all__ = ["Device", "as_device", "cuda_available", "triton_interpreting"]
+__all__ = ["Device", "as_device", "cuda_available", "triton_interpreting", "check_devices"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,29 @@ def cuda_available() -> bool:
     except ImportError:
         return False
     return bool(torch.cuda.is_available())
+
+
+def check_devices(op: str, names, devices, expected: str | None = None, what: str = "a tensor") -> None:
+    """The one device check of every call path (``Plan.run``, ``BackwardPlan.run``, the torch drop-ins and their
+    custom ops): every operand on ``expected`` (default: the first operand's device), as torch wants of one call.
+
+    names: the operands' argument names; devices: one per operand, anything whose ``str`` is torch's device text
+    (a torch.device, a Device, 'cpu'); what: the message's noun ("an array" for the Plan API).  A meta tensor matches only 'meta' (a fake tensor mode's call); a plan, which
+    computes, never expects 'meta'.  Raises DeviceMismatchError (a RuntimeError) naming the first operand off it.
+    """
+    want = expected
+    first = None
+    for name, d in zip(names, devices):
+        d = str(d)
+        if want is None:
+            want, first = d, name
+            continue
+        if d != want:
+            from .errors import DeviceMismatchError
+
+            where = f"{what} on {want}" + (f" (the device of '{first}': the operands of one call are on one device)"
+                                             if first is not None else "")
+            raise DeviceMismatchError(op, name, where, d)
 
 
 def triton_interpreting() -> bool:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 __all__ = [
     "BaracudaError", "UnsupportedError", "InvalidProblemError", "DTypeMismatchError",
-    "BufferTooSmallError", "WorkspaceTooSmallError",
+    "BufferTooSmallError", "WorkspaceTooSmallError", "ArgumentTypeError", "DeviceMismatchError",
 ]
 
 
@@ -29,6 +29,21 @@ class InvalidProblemError(BaracudaError, ValueError):
     def __init__(self, op: str, arg: str, expected: str, got: object):
         self.op, self.arg = op, arg
         super().__init__(f"{op}: argument '{arg}': expected {expected}, got {got}")
+
+
+class ArgumentTypeError(InvalidProblemError, TypeError):
+    """An argument of the wrong Python type: a list, None or a number where an array is expected, a string where an
+    attribute takes an int.  A TypeError (as torch's for a wrong argument type) and an InvalidProblemError."""
+
+
+class DeviceMismatchError(BaracudaError, RuntimeError):
+    """An operand on the wrong device: operands on different devices, a meta tensor (no data) given to a plan, an
+    ``out=`` or workspace off the plan's device.  A RuntimeError, as torch's own device errors."""
+
+    def __init__(self, op: str, arg: str, expected: str, got: str):
+        self.op, self.arg = op, arg
+        note = " (a meta tensor has no data to compute on)" if got.startswith("meta") else ""
+        super().__init__(f"{op}: argument '{arg}': expected {expected}, got one on {got}{note}")
 
 
 class DTypeMismatchError(BaracudaError, TypeError):

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from . import checks as _checks
-from .device import Device, as_device
+from .device import Device, as_device, check_devices
 from .dtypes import as_dtype
 from .errors import (BufferTooSmallError, DTypeMismatchError, InvalidProblemError, UnsupportedError,
                      WorkspaceTooSmallError)
@@ -23,7 +23,7 @@ from .options import PlanPreference, current_preference
 from .registry import Impl, explain, select_impl
 from .sku import KernelSku
 from .spec import Descriptor, TensorSpec, saved_names
-from .tensors import ArrayKind, kind_of, restore, to_numpy, to_torch
+from .tensors import ArrayKind, array_kind, device_text, dtype_of, kind_of, restore, to_numpy, to_torch
 
 __all__ = ["Plan", "BackwardPlan", "plan_for"]
 
@@ -52,7 +52,7 @@ class Plan:
     """
 
     __slots__ = ("desc", "device", "pref", "impl", "sku", "precision", "workspace_size", "capturable", "_np", "_tdt",
-                 "_in_shapes", "_out_specs", "_n_in", "_skip", "_torch_dev", "_out_tdt", "_run", "_fast")
+                 "_in_shapes", "_out_specs", "_n_in", "_skip", "_torch_dev", "_out_tdt", "_run", "_fast", "_dev_text")
 
     def __init__(self, desc: Descriptor, device: Device, pref: PlanPreference, impl: Impl):
         self.desc, self.device, self.pref, self.impl = desc, device, pref, impl
@@ -76,6 +76,7 @@ class Plan:
         self._tdt = None
         self._out_tdt = None
         self._torch_dev = None
+        self._dev_text = str(device)
         # the hot path (torch tensors of exactly the planned shapes/dtypes/device, nothing else given):
         # built lazily on the first run; see _fast_path.  A CPU plan with no operands takes the general path: its
         # outputs come back as NumPy (the CPU's array type), see _check_inputs
@@ -121,42 +122,44 @@ class Plan:
         natives = []
         kind0 = None
         for i, x in enumerate(inputs):
-            k = kind_of(x)
+            arg = self._arg(i)
+            a, k = self._native(arg, x, True)
             if kind0 is None:
                 kind0 = k
-            want = self.desc.inputs[i]
-            if k is ArrayKind.TORCH:
-                tdt = self._torch_dtypes()[i]
-                if tuple(x.shape) != want.shape:
-                    raise InvalidProblemError(op, self._arg(i), f"shape {want.shape}", tuple(x.shape))
-                if x.dtype != tdt:
-                    raise DTypeMismatchError(op, self._arg(i), str(want.dtype), str(x.dtype).replace("torch.", ""))
-                on_cuda = x.device.type == "cuda"
-                if on_cuda != (self.device.type == "cuda"):
-                    if not (self._np and on_cuda):
-                        raise InvalidProblemError(op, self._arg(i), f"an array on {self.device}", f"one on {x.device}")
-                natives.append(to_numpy(x) if self._np else x.detach())
-                continue
-            if self._np:
-                a = to_numpy(x)
-            else:
-                a = to_torch(x)
-                if (a.device.type == "cuda") != (self.device.type == "cuda"):
-                    raise InvalidProblemError(op, self._arg(i), f"an array on {self.device}", f"one on {a.device}")
-            shape = tuple(a.shape)
-            if shape != want.shape:
-                raise InvalidProblemError(op, self._arg(i), f"shape {want.shape}", shape)
-            got = as_dtype(a.dtype)
-            if got != want.dtype:
-                raise DTypeMismatchError(op, self._arg(i), str(want.dtype), str(got))
-            natives.append(a)
+            self._check_spec(arg, a, self.desc.inputs[i], x)
+            natives.append(a if self._np or k is not ArrayKind.TORCH else a.detach())
         # no array operands (creation ops): the array type of the plan's device; callers of another kind convert
         # (the launcher and BackwardPlan's sub-ops: see launcher() and _Ctx.op)
         return natives, (kind0 or (ArrayKind.TORCH if self.device.type == "cuda" else ArrayKind.NUMPY))
 
+    def _native(self, arg: str, x, host_copy: bool):
+        """``x`` as what the backend computes on (NumPy for the reference backend, else a torch tensor) and its
+        array kind, after the type and device checks: an array (ArgumentTypeError), on the plan's device
+        (DeviceMismatchError; never a meta tensor).  host_copy: the reference backend may copy a device array to
+        the host (inputs; an ``out=`` must be written where it is)."""
+        op = self.desc.op
+        k = array_kind(op, arg, x)
+        dev = device_text(x, k)
+        if dev != self._dev_text and not (host_copy and self._np and dev.startswith("cuda")):
+            check_devices(op, (arg,), (dev,), self._dev_text, "an array")
+        if self._np:
+            return (x if k is ArrayKind.NUMPY else to_numpy(x)), k
+        return (x if k is ArrayKind.TORCH else to_torch(x)), k
+
+    def _check_spec(self, arg: str, a, want: TensorSpec, given=None) -> None:
+        """Shape and dtype of array ``a`` (NumPy or torch) against ``want``; ``given``: the caller's array (a torch
+        tensor's dtype is named as torch names it: float16)."""
+        shape = tuple(a.shape)
+        if shape != want.shape:
+            raise InvalidProblemError(self.desc.op, arg, f"shape {want.shape}", shape)
+        got = dtype_of(self.desc.op, arg, a, want.dtype)
+        if got != want.dtype:     # (a torch tensor's dtype by torch's name: float16)
+            given = a if given is None else given
+            raise DTypeMismatchError(self.desc.op, arg, str(want.dtype), str(got) if isinstance(given, np.ndarray)
+                                     else str(given.dtype).replace("torch.", ""))
+
     def _arg(self, i: int) -> str:
-        names = self.desc.spec.arg_names
-        return names[i] if i < len(names) else f"input {i}"
+        return self.desc.spec.arg_name(i)
 
     def _outputs(self, out):
         specs = self._out_specs
@@ -172,16 +175,12 @@ class Plan:
             raise InvalidProblemError(self.desc.op, "out", f"{len(specs)} arrays", len(outs))
         natives = []
         for j, (o, t) in enumerate(zip(outs, specs)):
-            a = to_numpy(o) if self._np else to_torch(o)
-            if self._np and kind_of(o) is ArrayKind.TORCH and o.device.type == "cuda":
-                raise InvalidProblemError(self.desc.op, "out", "a host array for the reference backend", "a CUDA tensor")
+            arg = f"out[{j}]"
+            a, _ = self._native(arg, o, False)
             n = math.prod(a.shape)
             if n < t.numel:
-                raise BufferTooSmallError(self.desc.op, f"out[{j}]", t.numel, n)
-            if tuple(a.shape) != t.shape:
-                raise InvalidProblemError(self.desc.op, f"out[{j}]", f"shape {t.shape}", tuple(a.shape))
-            if as_dtype(a.dtype) != t.dtype:
-                raise DTypeMismatchError(self.desc.op, f"out[{j}]", str(t.dtype), str(as_dtype(a.dtype)))
+                raise BufferTooSmallError(self.desc.op, arg, t.numel, n)
+            self._check_spec(arg, a, t, o)
             natives.append(a)
         return natives, outs
 
@@ -195,10 +194,16 @@ class Plan:
             import torch
 
             return torch.empty(need, dtype=torch.uint8, device=self._torch_dev)
-        got = int(workspace.nbytes) if hasattr(workspace, "nbytes") else int(workspace.numel() * workspace.element_size())
+        a, _ = self._native("workspace", workspace, False)
+        if isinstance(a, np.ndarray):
+            got, dense = int(a.nbytes), a.flags.c_contiguous
+        else:
+            got, dense = a.numel() * a.element_size(), a.is_contiguous()
+        if not dense:       # kernels address the workspace as one run of bytes from its start
+            raise InvalidProblemError(self.desc.op, "workspace", "a contiguous buffer", "a strided view")
         if got < need:
             raise WorkspaceTooSmallError(self.desc.op, need, got)
-        return workspace
+        return a
 
     def can_implement(self, *inputs, out=None, workspace=None) -> bool:
         """All argument checks of ``run``, without launching anything. Raises on the first problem."""
@@ -281,12 +286,16 @@ class Plan:
         tensor_t, sigs, didx, allocs, alloc_outs, ws = self._fast_parts()
         if len(inputs) != len(sigs):
             return None
+        # (get_device() is -1 for a CPU and a meta tensor alike: a CPU plan, the Triton interpreter's, asks is_meta)
+        host = didx < 0
         for x, (shp, dt) in zip(inputs, sigs):
-            if type(x) is not tensor_t or x.dtype is not dt or x.shape != shp or x.get_device() != didx:
+            if type(x) is not tensor_t or x.dtype is not dt or x.shape != shp or x.get_device() != didx or \
+                    (host and x.is_meta):
                 return None
         if workspace is not None:
-            if type(workspace) is not tensor_t or workspace.get_device() != didx or \
-                    workspace.numel() * workspace.element_size() < self.workspace_size:
+            if type(workspace) is not tensor_t or workspace.get_device() != didx or (host and workspace.is_meta) or \
+                    workspace.numel() * workspace.element_size() < self.workspace_size or \
+                    not workspace.is_contiguous():
                 return None
         elif ws is not None:
             workspace = ws()
@@ -298,7 +307,8 @@ class Plan:
         if outs is None or len(outs) != len(allocs):
             return None
         for o, t, odt in zip(outs, self._out_specs, self._out_tdt):
-            if type(o) is not tensor_t or o.dtype is not odt or o.shape != t.shape or o.get_device() != didx:
+            if type(o) is not tensor_t or o.dtype is not odt or o.shape != t.shape or o.get_device() != didx or \
+                    (host and o.is_meta):
                 return None
         self._run(self.desc, inputs, outs, workspace)
         return outs[0] if len(outs) == 1 else tuple(outs)
@@ -519,18 +529,60 @@ class BackwardPlan:
         return f"BackwardPlan({self.desc.op}; saves={self.saves}; " + "; ".join(str(s) for s in self.skus) + ")"
 
     def run(self, *grads, **saved):
-        """grads: one per output (None for an output with no gradient); saved: by the names in ``saves``.
+        """grads: one per output (None for an output with no gradient); saved: by the names in ``saves``, the
+        forward's inputs and outputs (softmax: ``plan.backward().run(g, out=y)`` with ``y = plan.run(x)``).
 
-        Returns one gradient per input (None for inputs that are not differentiable).
+        Returns one gradient per input (None for inputs that are not differentiable).  Every argument is checked
+        against the descriptor (type, shape, dtype, device: the errors name the argument); ``replay`` skips that
+        for callers that pass the forward's own tensors.
         """
-        desc = self.desc
+        self._check_args(grads, saved)
+        return self.replay(grads, saved)
+
+    def replay(self, grads, saved: dict) -> tuple:
+        """``run`` without the argument checks, for a caller that passes exactly what the forward saw and returned
+        (the torch drop-ins' autograd Function: autograd gives gradients of the outputs' shapes and dtypes)."""
+        return tuple(self.desc.spec.grad(_Ctx(self, False, grads), self.desc, grads, saved))
+
+    def call_text(self) -> str:
+        """How to call ``run`` for this op, e.g. ``run(grad, out=<the forward's output>)``."""
+        outs = self.desc.outputs
+        gnames = ["grad"] if len(outs) == 1 else [f"grad{j}" for j in range(len(outs))]
+        saved = [f"{n}=<the forward's {self._what(n)}>" for n in self.saves]
+        return f"run({', '.join(gnames + saved)})"
+
+    def _what(self, name: str) -> str:
+        if name == "out":
+            return "output"
+        if name.startswith("out") and name[3:].isdigit():
+            return f"output {int(name[3:])}"
+        return f"input '{name}'"
+
+    def _check_args(self, grads, saved: dict) -> None:
+        desc, op = self.desc, self.desc.op + "_backward"
         if len(grads) != len(desc.outputs):
-            raise InvalidProblemError(desc.op + "_backward", "grads", f"{len(desc.outputs)} arrays", len(grads))
-        missing = [n for n in self.saves if n not in saved]
-        if missing:
-            raise InvalidProblemError(desc.op + "_backward", missing[0], "a saved tensor (saves = "
-                                      f"{self.saves})", "nothing")
-        for j, (g, t) in enumerate(zip(grads, desc.outputs)):
-            if g is not None and tuple(g.shape) != t.shape:
-                raise InvalidProblemError(desc.op + "_backward", f"grads[{j}]", f"shape {t.shape}", tuple(g.shape))
-        return tuple(desc.spec.grad(_Ctx(self, False, grads), desc, grads, saved))
+            raise InvalidProblemError(op, "grads", f"{len(desc.outputs)} arrays (one per output of the forward; "
+                                      f"None for an output without gradient): {self.call_text()}", len(grads))
+        for n in saved:
+            if n not in self.saves:
+                raise InvalidProblemError(op, n, f"only the saved tensors {list(self.saves)}: "
+                                          f"{self.call_text()}", "an argument this backward does not take")
+        for n in self.saves:
+            if n not in saved:
+                raise InvalidProblemError(op, n, f"the saved tensor '{n}' (the forward's {self._what(n)}, "
+                                          f"{self._spec_for(n)}): {self.call_text()}", "nothing")
+        want_dev = str(self.device)
+        args = [(f"grads[{j}]", g, t) for j, (g, t) in enumerate(zip(grads, desc.outputs))
+                if g is not None]
+        args += [(n, saved[n], self._spec_for(n)) for n in self.saves]
+        for arg, x, t in args:
+            k = array_kind(op, arg, x)
+            check_devices(op, (arg,), (device_text(x, k),), want_dev, "an array")
+            shape = tuple(x.shape)
+            if shape != t.shape:
+                raise InvalidProblemError(op, arg, f"shape {t.shape} (the forward's "
+                                          f"{self._what(arg) if arg in self.saves else 'output'}, {t})", shape)
+            got = dtype_of(op, arg, x, t.dtype)
+            if got != t.dtype:
+                raise DTypeMismatchError(op, arg, f"{t.dtype} (the forward's "
+                                         f"{self._what(arg) if arg in self.saves else 'output'})", str(got))

@@ -19,7 +19,7 @@ import numpy as np
 
 from .attrs import REQUIRED, Attr, _AttrTable, _is_int, norm_axes, norm_axis  # noqa: F401  (re-exported)
 from .dtypes import DType, as_dtype
-from .errors import InvalidProblemError, UnsupportedError
+from .errors import ArgumentTypeError, InvalidProblemError, UnsupportedError
 
 __all__ = ["TensorSpec", "Descriptor", "OpSpec", "Sample", "ErrorCase", "Workload", "register_spec",
            "get_spec", "all_specs", "default_tol", "Attr", "REQUIRED", "norm_axis", "norm_axes",
@@ -77,20 +77,30 @@ class Descriptor:
 
     @classmethod
     def make(cls, op: str, *inputs, **attrs) -> "Descriptor":
-        """inputs: TensorSpec, or (shape, dtype) pairs."""
+        """inputs: TensorSpec, or (shape, dtype) pairs.  A malformed one raises ArgumentTypeError (a TypeError and
+        an InvalidProblemError) naming the op and the operand."""
+        spec = get_spec(op)
         ins = []
         for i, x in enumerate(inputs):
             if isinstance(x, TensorSpec):
                 ins.append(x)
-            else:
-                try:
-                    shape, dt = x
-                    shape = tuple(shape)
-                except (TypeError, ValueError):
-                    raise InvalidProblemError(op, f"input {i}", "a (shape, dtype) pair or TensorSpec", repr(x)) from None
-                if not all(_is_int(s) and s >= 0 for s in shape):
-                    raise InvalidProblemError(op, f"input {i}", "a shape of non-negative ints", repr(shape))
-                ins.append(TensorSpec(tuple(int(s) for s in shape), as_dtype(dt)))
+                continue
+            arg = spec.arg_name(i)
+            try:
+                shape, dt = x
+                shape = tuple(shape)
+            except (TypeError, ValueError):
+                raise ArgumentTypeError(op, arg, "a (shape, dtype) pair or TensorSpec", repr(x)) from None
+            if not all(_is_int(s) for s in shape):
+                raise ArgumentTypeError(op, arg, "a shape of non-negative ints", repr(shape))
+            if not all(s >= 0 for s in shape):
+                raise InvalidProblemError(op, arg, "a shape of non-negative ints", repr(shape))
+            try:
+                dt = as_dtype(dt)
+            except (TypeError, ValueError, KeyError):
+                raise ArgumentTypeError(op, arg, "a dtype (a NumPy or torch dtype, or one of "
+                                        f"{', '.join(sorted(d.short for d in DType))})", repr(dt)) from None
+            ins.append(TensorSpec(tuple(int(s) for s in shape), dt))
         return cls(op, tuple(ins), tuple(sorted(attrs.items())))
 
     @classmethod
@@ -262,6 +272,14 @@ class OpSpec:
         """The declared attributes of a call, validated and normalized (defaults filled in)."""
         return dict(attrs) if self._attr_table is None else self._attr_table(tuple(inputs), attrs)
 
+    def arg_name(self, i: int) -> str:
+        """The name of operand ``i`` in error messages (``input 3`` past the declared names; a variadic op's
+        ``arg_names`` names every position: ``tensors[3]``)."""
+        try:
+            return self.arg_names[i]
+        except IndexError:
+            return f"input {i}"
+
     @property
     def is_differentiable(self) -> bool:
         return self.grad is not None and bool(self.differentiable)
@@ -270,7 +288,7 @@ class OpSpec:
         for i, t in enumerate(inputs):
             if t.dtype not in self.dtypes:
                 raise UnsupportedError(
-                    self.name, f"argument '{self.arg_names[i] if i < len(self.arg_names) else i}' has dtype "
+                    self.name, f"argument '{self.arg_name(i)}' has dtype "
                     f"{t.dtype}; the op is defined for {', '.join(map(str, self.dtypes))}")
 
     def bytes_flops(self, desc: Descriptor) -> tuple[int, int]:

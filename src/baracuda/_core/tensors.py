@@ -10,8 +10,10 @@ import numpy as np
 
 from .device import Device
 from .dtypes import DType, as_dtype
+from .errors import ArgumentTypeError, DTypeMismatchError
 
-__all__ = ["ArrayKind", "kind_of", "shape_dtype_device", "to_numpy", "to_torch", "restore", "strides_of"]
+__all__ = ["ArrayKind", "kind_of", "shape_dtype_device", "to_numpy", "to_torch", "restore", "strides_of",
+           "array_kind", "device_text", "dtype_of"]
 
 
 class ArrayKind(enum.Enum):
@@ -53,6 +55,43 @@ def _classify(t: type, x) -> ArrayKind:
     if hasattr(x, "__cuda_array_interface__"):
         return ArrayKind.CUDA_ARRAY
     raise TypeError(f"expected an array (NumPy, torch, CuPy, JAX, DLPack or CUDA array interface), got {t.__name__}")
+
+
+ARRAY_TYPES = "an array (NumPy, torch, CuPy, JAX, DLPack or CUDA array interface)"
+
+
+def given(x) -> str:
+    """What an argument of the wrong type is, for an error message: its type, and its value where short."""
+    if x is None:
+        return "None"
+    r = repr(x)
+    return type(x).__name__ + (f" {r}" if len(r) <= 40 and not r.startswith("<") else "")
+
+
+def array_kind(op: str, arg: str, x) -> ArrayKind:
+    """``kind_of(x)``, or ArgumentTypeError naming ``op`` and ``arg`` for anything that is not an array (a list, None,
+    a Python or NumPy scalar)."""
+    try:
+        return kind_of(x)
+    except TypeError:
+        raise ArgumentTypeError(op, arg, ARRAY_TYPES, given(x)) from None
+
+
+def device_text(x, kind: ArrayKind) -> str:
+    """Where an array lives, as torch writes it ('cpu', 'cuda:0', 'meta')."""
+    if kind is ArrayKind.NUMPY:
+        return "cpu"
+    if kind is ArrayKind.TORCH:
+        return str(x.device)
+    return str(to_torch(x).device)
+
+
+def dtype_of(op: str, arg: str, x, want) -> DType:
+    """The DType of array ``x``; DTypeMismatchError (expected ``want``) for a dtype baracuda has no equivalent of."""
+    try:
+        return as_dtype(x.dtype)
+    except (TypeError, ValueError, KeyError):
+        raise DTypeMismatchError(op, arg, str(want), str(x.dtype).replace("torch.", "")) from None
 
 
 def _torch():
@@ -115,7 +154,7 @@ def to_torch(x, device: Device | None = None):
     elif k is ArrayKind.NUMPY:
         dt = as_dtype(x.dtype)
         if x.size == 0:     # nothing to share; NumPy gives empty arrays zero strides, torch the contiguous ones
-            t = torch.empty(x.shape, dtype=dt.torch)
+            t = torch.empty(x.shape, dtype=dt.torch, device="cpu")   # (not the default device)
         else:
             if any(s < 0 for s in x.strides) or not x.flags.writeable:
                 x = x.copy()  # torch cannot view negative strides or read-only memory: a documented host copy

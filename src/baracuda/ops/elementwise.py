@@ -28,8 +28,9 @@ from typing import Callable
 import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType, result_type
-from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
+from .._core.errors import ArgumentTypeError, DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, default_tol, register_spec
+from .._core.tensors import given
 from .._core.derive import declare_rule_ops
 from ._common import broadcast_shapes
 
@@ -583,9 +584,13 @@ def dropin_ew(e_name: str, *arg_names: str, attr_names: tuple = (), unsupported:
         ops = [vals[n] for n in arg_names if n in vals]
         if len(ops) != len(arg_names):
             raise TypeError(f"{e_name}() missing operand(s): {[n for n in arg_names if n not in vals]}")
+        for n, x in zip(arg_names, ops):
+            if not isinstance(x, (torch.Tensor, bool, int, float, complex, np.number, np.bool_)):
+                raise ArgumentTypeError(e_name, n, "a tensor or a number", given(x))
         tensors = [x for x in ops if isinstance(x, torch.Tensor)]
         if not tensors:
-            raise TypeError(f"{e_name}(): at least one operand must be a tensor")
+            raise ArgumentTypeError(e_name, arg_names[0], "a tensor (at least one operand must be one)",
+                                    given(ops[0]))
         dev = tensors[0].device
         tdts = [DType[_tname(t)] for t in tensors]
         any_dim = any(t.dim() > 0 for t in tensors)

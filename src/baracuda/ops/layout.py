@@ -380,6 +380,8 @@ def _check_roll(inputs, attrs):
             raise InvalidProblemError(op, "shifts", "one shift when dims is None", repr(shifts))
         dims = None
     else:
+        if not x.shape:     # torch: "Dimension specified as 0 but tensor has no dimensions"
+            raise InvalidProblemError(op, "dims", "no dims for a 0-d tensor", repr(attrs["dims"]))
         dims = tuple(norm_axis(op, "dims", d, len(x.shape)) for d in dims)
         if len(dims) != len(shifts):
             raise InvalidProblemError(op, "dims", f"as many dims as shifts ({len(shifts)})", repr(attrs["dims"]))

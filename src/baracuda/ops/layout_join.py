@@ -18,7 +18,7 @@ import numpy as np
 
 from .._core.dtypes import DType, result_type
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import REQUIRED, Attr, ErrorCase, Sample, TensorSpec, Workload, default_tol
+from .._core.spec import REQUIRED, Attr, ErrorCase, Sample, TensorSpec, Workload, default_tol, get_spec
 from ._common import check_nonneg, norm_axis
 from .creation import number_attr, to_scalar
 from .layout import (LAYOUT_TYPES, SLICE_ATTRS, _KV, Variadic, int_attr, ints_attr, layout_spec, slice_bounds, slice_len,
@@ -294,6 +294,7 @@ def _check_pad_bw(inputs, attrs):
     if len(inputs) != 1:
         raise InvalidProblemError(op, "inputs", "1 operand", len(inputs))
     _same_dtype(op, inputs, ("grad",))
+    get_spec(op).check_dtypes(inputs)      # a floating gradient (the reference would return floats for an int)
     shape = attrs.get("shape", ())
     fwd_attrs, (o,) = _check_pad((TensorSpec(shape, inputs[0].dtype),), {"pad": attrs.get("pad", ()), "mode": attrs.get("mode")})
     if o.shape != inputs[0].shape:

@@ -301,11 +301,9 @@ def _peer_amax_bw(g, x, out, dims=None, keepdim=False, nan=False):
 
 
 def _dropin_dims(dim):
-    if dim is None:
-        return None
-    if isinstance(dim, int):
-        return dim
-    return tuple(int(a) for a in dim)
+    """torch's ``dim`` as given (a list as a tuple): the typed ``dims`` attribute validates it, so a float is an
+    error naming the argument, never truncated (``int(1.5)``)."""
+    return tuple(dim) if isinstance(dim, list) else dim
 
 
 def _dropin_sum(input, dim=None, keepdim=False, *, dtype=None):

@@ -27,12 +27,13 @@ import threading
 
 import torch
 
-from .._core.device import Device
+from .._core.device import Device, check_devices
 from .._core.dtypes import as_dtype
-from .._core.errors import BaracudaError, UnsupportedError
+from .._core.errors import ArgumentTypeError, BaracudaError, UnsupportedError
 from .._core.options import current_preference
 from .._core.plan import BackwardPlan, Plan
-from .._core.spec import Descriptor, TensorSpec, saved_names
+from .._core.spec import Descriptor, TensorSpec, get_spec, saved_names
+from .._core.tensors import given
 from ._schema import encode_attrs, plain_attr, sig_string
 
 __all__ = ["call", "bound", "Bound", "Operand", "CACHE_SIZE", "cache_info", "EAGER_FAST_PATH"]
@@ -132,6 +133,8 @@ class Bound(Call):
     __slots__ = ("plan", "go", "pref", "_bw", "_bw_masked")
 
     def __init__(self, name: str, attrs: dict, sig: tuple, pref, device: int = -1):
+        if len(sig) > 1:
+            _check_devices(name, [_device_name(i) for _, _, i in sig])
         desc = Descriptor(name, tuple(TensorSpec(tuple(s), as_dtype(d)) for s, d, _ in sig),
                           tuple(sorted((k, plain_attr(v)) for k, v in attrs.items())))
         super().__init__(desc)
@@ -140,9 +143,9 @@ class Bound(Call):
         device = Device("cuda", index) if index >= 0 else Device("cpu")
         plan = Plan.select(desc, device, pref)
         self.plan, self.pref, self._bw, self._bw_masked = plan, pref, None, None
-        # operands on one device: the key vouches for shapes, dtypes and device, so the launcher checks nothing;
-        # a CPU operand beside CUDA ones takes the checked run, which names the argument
-        self.go = plan.launcher() if len(devs) <= 1 else _checked(plan)
+        # operands on one device (checked above): the key vouches for shapes, dtypes and device, so the launcher
+        # checks nothing
+        self.go = plan.launcher()
 
     # forward ------------------------------------------------------------------------------------------------
     def forward(self, xs) -> list:
@@ -181,12 +184,14 @@ class Bound(Call):
         try:
             bw = self.backward_plan(needs)
             saved = dict(zip(bw.saves, saved_list))
+            # replay: autograd hands the saved tensors back as the forward gave them and gradients of the outputs'
+            # shapes, dtypes and device (its engine checks and casts them): BackwardPlan.run's checks would repeat
             if RECORDERS:
-                res, ms = _timed(lambda: bw.run(*grads, **saved), bw.device)
+                res, ms = _timed(lambda: bw.replay(grads, saved), bw.device)
                 RECORDERS[-1][0].append({"kind": "bw", "op": self.name, "desc": str(self.desc),
                                          "sku": "; ".join(str(k) for k in bw.skus), "ms": ms, "rel_err": None})
             else:
-                res = bw.run(*grads, **saved)
+                res = bw.replay(grads, saved)
         finally:
             STATE.depth -= 1
         if not as_tensors:
@@ -208,9 +213,8 @@ class Bound(Call):
         wanted = [i for i, x in enumerate(xs) if x.requires_grad]
         bad = [i for i in wanted if i not in self.diff]
         if bad:
-            argn = self.desc.spec.arg_names
             raise UnsupportedError(self.name, f"not differentiable with respect to argument "
-                                   f"'{argn[bad[0]] if bad[0] < len(argn) else bad[0]}'")
+                                   f"'{self.desc.spec.arg_name(bad[0])}'")
         if wanted:
             self.backward_plan()
 
@@ -235,11 +239,15 @@ def _owned(outs: list, xs) -> list:
     return outs
 
 
-def _checked(plan: Plan):
-    def run(xs):
-        res = plan.run(*xs)
-        return list(res) if isinstance(res, tuple) else [res]
-    return run
+def _device_name(index: int) -> str:
+    return "cpu" if index < 0 else f"cuda:{index}"
+
+
+def _check_devices(name: str, devices) -> None:
+    """Every operand of a call on one device (``_core.device.check_devices``, which Plan.run applies too): torch's
+    RuntimeError kind, naming the operand off the first one's device.  (A meta tensor beside a CPU one would
+    otherwise reach the custom op's fake kernel, which returns uninitialized memory.)"""
+    check_devices(name, [get_spec(name).arg_name(i) for i in range(len(devices))], devices)
 
 
 class Operand:
@@ -346,9 +354,13 @@ def _eager_ok(xs) -> bool:
 
 
 def _through_custom_op(name: str, xs, attrs: dict, device: int = -1):
-    for x in xs:
-        if isinstance(x, torch.Tensor) and x.device.type not in ("cpu", "cuda", "meta"):
+    for i, x in enumerate(xs):
+        if not isinstance(x, torch.Tensor):     # (a drop-in's adapter passes tensors: this is a caller's list, None)
+            raise ArgumentTypeError(name, get_spec(name).arg_name(i), "a tensor", given(x))
+        if x.device.type not in ("cpu", "cuda", "meta"):
             raise UnsupportedError(name, f"tensors on device {x.device.type} (baracuda runs on cpu and cuda)")
+    if len(xs) > 1:
+        _check_devices(name, [x.device for x in xs])
     if not xs:      # a creation op: no tensor carries the device, the custom op takes it
         outs = torch.ops.baracuda.create(name, encode_attrs(attrs), torch.device("cuda", device) if device >= 0
                                          else torch.device("cpu"))

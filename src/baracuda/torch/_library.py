@@ -17,7 +17,7 @@ import torch
 
 from .._core.dtypes import as_dtype
 from .._core.spec import Descriptor, TensorSpec
-from ._call import Call, Operand, bound
+from ._call import Call, Operand, _check_devices, bound
 from ._schema import decode_attrs, parse_sig
 
 _lib = torch.library.Library("baracuda", "DEF")
@@ -44,6 +44,8 @@ def _descriptor(name: str, attrs: str, xs) -> Descriptor:
 
 
 def _op_fake(name: str, attrs: str, xs):
+    if len(xs) > 1:
+        _check_devices(name, [x.device for x in xs])
     desc = _descriptor(name, attrs, xs)
     dev = xs[0].device if xs else torch.device("cpu")
     return [torch.empty(t.shape, dtype=t.dtype.torch, device=dev) for t in desc.outputs]

@@ -9,7 +9,7 @@ import triton.language as tl
 
 def split_f64(v: float):
     """A Python float as (f32 hi, f32 lo): Triton passes floats as f32; join_f64 rebuilds ~48 bits for f64 kernels."""
-    hi = float(torch.tensor(v, dtype=torch.float32))
+    hi = float(torch.tensor(v, dtype=torch.float32, device="cpu"))   # (not the default device: no sync)
     return hi, float(v - hi)
 
 

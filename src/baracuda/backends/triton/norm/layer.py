@@ -215,7 +215,7 @@ def _bind(desc, pref=None):
     block, rows, warps, progs = choose(m, n, f64)
     rms = "rms" in desc.op
     eps = float(desc.attr("eps"))
-    eps_hi = float(torch.tensor(eps, dtype=torch.float32))
+    eps_hi = float(torch.tensor(eps, dtype=torch.float32, device="cpu"))
     eps_lo = eps - eps_hi   # exact in f64; see _eps
     i64 = desc.inputs[0].numel >= 2 ** 31 - 65536
     wdt = torch.float64 if f64 else torch.float32
