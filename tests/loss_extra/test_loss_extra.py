@@ -136,11 +136,21 @@ def test_gaussian_var_shapes_clamp_and_negative(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_bad_bce_input_raises(backend):
-    x = torch.rand(3, 4)
-    x[2, 1] = 1.5
-    with pytest.raises(InvalidProblemError, match=r"argument 'input': expected values in \[0, 1\]"):
-        _plan("binary_cross_entropy", _dev(x), _dev(x), backend=backend).run(_dev(x), _dev(x.clamp(0, 1)))
+@pytest.mark.parametrize("bad", [1.5, -0.25, float("nan")])
+@pytest.mark.parametrize("arg", ["input", "target"])
+def test_bad_bce_input_or_target_raises(backend, bad, arg):
+    """An input or a target outside [0, 1] (NaN included) is an error naming the argument, as torch's; the
+    Triton kernel's flag (deferred on the GPU) says which argument failed."""
+    g = _g(11)
+    x, y = torch.rand(3, 4, generator=g), torch.rand(3, 4, generator=g)
+    (x if arg == "input" else y)[2, 1] = bad
+    with pytest.raises(RuntimeError, match=f"all elements of {arg} should be between 0 and 1"):
+        F.binary_cross_entropy(x, y)
+    with pytest.raises(InvalidProblemError, match=rf"argument '{arg}': expected values in \[0, 1\]"):
+        _plan("binary_cross_entropy", _dev(x), _dev(y), backend=backend).run(_dev(x), _dev(y))
+        bc.check_errors()
+    with pytest.raises(InvalidProblemError, match=rf"argument '{arg}'"):
+        bt.nn.functional.binary_cross_entropy(_dev(x), _dev(y), reduction="none")
         bc.check_errors()
 
 

@@ -4,7 +4,7 @@ losses are in loss_margin.py.
 Every op here is loss = reduce(f(a, b[, c]; aux)) over same-shape "main" operands and optional broadcast "aux"
 operands (weight, pos_weight, var), with torch.nn.functional's names and semantics:
   binary_cross_entropy(input, target[, weight])         -w (y max(log x, -100) + (1 - y) max(log(1 - x), -100))
-      input outside [0, 1] is an error (as torch); dx = w (x - y) / max(x (1 - x), 1e-12), dy = w log((1 - x) / x)
+      input or target outside [0, 1] (or NaN) is an error (as torch); dx = w (x - y) / max(x (1 - x), 1e-12), dy = w log((1 - x) / x)
   binary_cross_entropy_with_logits(input, target[, weight][, pos_weight]; has_pos_weight)
       w ((1 - y) x + (1 + (pw - 1) y) softplus(-x)) (stable for any x); dx = w (sigmoid(x) (1 + (pw - 1) y) - pw y)
       dy = w ((pw - 1) softplus(-x) - x).  With only pos_weight given, pass has_pos_weight=True.
