@@ -18,7 +18,8 @@ batch_norm(x[, weight[, bias][, running_mean, running_var]], training, momentum,
     Gradients flow to x, weight, bias (the running statistics are buffers: no gradient, as torch).
 local_response_norm(x, size, alpha, beta, k): y = x / (k + alpha/size * sum_window x^2)^beta across
     channels, window [c - size//2, c + (size-1)//2] zero-padded (torch's avg_pool of the padded squares).
-normalize(x, p, dim, eps): y = x / max(||x||_p, eps) along dim (p >= 1 or inf).
+normalize(x, p, dim, eps): y = x / max(||x||_p, eps) along dim, any p as torch.norm: p = 0 counts the nonzeros
+    (no gradient through the norm), p < 0 gives 0 where an entry is 0, p = inf the max.
 
 Gradients of the statistics outputs (mean, rstd, new running stats) are the exact derivatives with respect
 to x (composed from elementwise ops, only when such a gradient is given: torch passes None for unused
@@ -41,14 +42,15 @@ _AFF = ("weight", "bias")
 
 
 def _eps(default):
-    return Attr("eps", "float", default, ge=0, expected="a real number >= 0.0")
+    # any real eps, as torch (a negative one makes var + eps < 0 rows NaN, as there)
+    return Attr("eps", "float", default)
 
 
 _GROUPS = Attr("num_groups", "int", gt=0, expected="a positive int dividing the channels")
 _BW_FLAGS = (Attr("has_bias", "bool", False), Attr("extra", "bool", False))
 _LRN = (Attr("size", "int", ge=1, expected="a positive int"), Attr("alpha", "float", 1e-4),
         Attr("beta", "float", 0.75), Attr("k", "float", 1.0))
-_NORMALIZE = (Attr("p", "float", 2.0, ge=1.0, expected="a norm order >= 1 or inf"), Attr("dim", "axis", 1),
+_NORMALIZE = (Attr("p", "float", 2.0), Attr("dim", "axis", 1),   # any p, as torch.norm (0: the nonzero count)
               _eps(1e-12))
 
 
@@ -238,7 +240,7 @@ def _check_lrn(op):
 
 def _check_normalize(op):
     def check(inputs, attrs):
-        x = _head(op, inputs, (2,) if op.endswith("backward") else (1,), 1,
+        x = _head(op, inputs, (2,) if op.endswith("backward") else (1,), 0,   # 0-d: a 1-element row (dim 0 / -1)
                   "2 operands (grad, x)" if op.endswith("backward") else "1 operand")
         _same(op, x, ("x",), inputs[1:], x.shape)
         return attrs, (TensorSpec(x.shape, x.dtype),)
@@ -256,12 +258,11 @@ def _g_normalize(ctx, d, grads, s):
 # -- peers and drop-ins ----------------------------------------------------------------------------
 def _peer_gn(x, *aff, num_groups, eps):
     import torch
-    import torch.nn.functional as F
 
-    n = x.shape[0]
-    xr = x.reshape(n, num_groups, math.prod(x.shape[1:]) // num_groups)
-    var, mean = torch.var_mean(xr, dim=-1, unbiased=False)
-    return F.group_norm(x, num_groups, *aff, eps=eps), mean, torch.rsqrt(var + eps)
+    n, c = x.shape[:2]
+    w, b = (list(aff) + [None, None])[:2]
+    # torch's own (y, mean, rstd): an empty group has mean 0 and rstd NaN there
+    return torch.native_group_norm(x, w, b, n, c, math.prod(x.shape[2:]), num_groups, eps)
 
 
 def _peer_in(x, *aff, eps):
@@ -357,7 +358,8 @@ def _dropin_normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 
 # -- samples, errors, workloads ------------------------------------------------------------------
-_GN_SHAPES = [((2, 6, 5), 3), ((3, 4), 2), ((2, 4, 3, 3), 4), ((1, 6, 7), 1), ((0, 4, 3), 2), ((2, 8, 40), 2)]
+_GN_SHAPES = [((2, 6, 5), 3), ((3, 4), 2), ((2, 4, 3, 3), 4), ((1, 6, 7), 1), ((0, 4, 3), 2), ((2, 8, 40), 2),
+              ((2, 4, 0), 2)]   # empty groups: rstd NaN (torch)
 
 
 def _gn_samples(rng):
@@ -424,7 +426,9 @@ def _lrn_bw_samples(rng):
 
 def _norm_samples(rng):
     for shape, p, dim in [((3, 5), 2.0, 1), ((4, 6), 1.0, 0), ((2, 3, 4), 3.0, 1), ((3, 7), float("inf"), -1),
-                          ((5,), 2.0, 0), ((2, 300), 2.0, 1), ((0, 3), 2.0, 1), ((2, 2, 3), 2.0, 2)]:
+                          ((5,), 2.0, 0), ((2, 300), 2.0, 1), ((0, 3), 2.0, 1), ((2, 2, 3), 2.0, 2),
+                          ((3, 6), 0.5, 1), ((2, 5), -1.5, 1), ((4, 3), 0.0, 0), ((3, 5), -float("inf"), 1),
+                          ((), 1.2, 0), ((), 2.0, -1)]:
         yield Sample((rng.standard_normal(shape) * 2,), {"p": p, "dim": dim, "eps": 1e-12}, name=f"{shape}p{p}d{dim}")
     yield Sample((rng.standard_normal((3, 4)) * 1e-3,), {"p": 2.0, "dim": 1, "eps": 0.01}, name="clamped")
 
@@ -458,7 +462,7 @@ def _errors(op):
             yield ErrorCase(((((3, 4), "f32"),) * (2 if bw else 1)), {"size": 2}, InvalidProblemError,
                             r"at least 3 dimensions", "rank")
         if op.startswith("normalize"):
-            yield ErrorCase(((f,) if bw else ()) + (f,), {"p": 0.5}, InvalidProblemError, r"argument 'p'", "p")
+            yield ErrorCase(((f,) if bw else ()) + (f,), {"p": "2"}, InvalidProblemError, r"argument 'p'", "p")
             yield ErrorCase(((f,) if bw else ()) + (f,), {"dim": 3}, InvalidProblemError, r"argument 'dim'", "dim")
         n = 4 if bw and not op.startswith(("local", "normalize")) else 2 if bw else 1
         yield ErrorCase(((((2, 4, 3), "i32"),) * n), {"num_groups": 2} if op.startswith("group") else
