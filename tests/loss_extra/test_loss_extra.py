@@ -256,3 +256,38 @@ def test_dropins_and_autograd():
     f.binary_cross_entropy(b, y, w).backward()
     F.binary_cross_entropy(b2, y, w).backward()
     torch.testing.assert_close(b.grad, b2.grad)
+
+
+def test_integer_inputs_promote_as_torch():
+    """Integer inputs (and cosine_embedding_loss's bools) are accepted where torch accepts them, computed in the
+    floating dtype torch's arithmetic promotes them to (the default dtype), with torch's values."""
+    g = _g(12)
+    a, b = torch.randint(-5, 6, (4, 6), generator=g), torch.randint(-5, 6, (4, 6), generator=g)
+    y = torch.randint(0, 2, (4,), generator=g) * 2 - 1
+    cases = [("margin_ranking_loss", (a[:, 0], b[:, 0], y), {"margin": 0.5}),
+             ("poisson_nll_loss", (a.abs(), b.abs()), {"log_input": False}),
+             ("poisson_nll_loss", (a.clamp(max=3), b), {"reduction": "sum"}),
+             ("cosine_embedding_loss", (a, b, y), {"margin": 0.2, "reduction": "none"}),
+             ("cosine_embedding_loss", (a > 0, b > 0, y > 0), {"margin": 0.3}),
+             ("triplet_margin_loss", (a, b, a.flip(0)), {"p": 1.0, "reduction": "none"})]
+    for name, ins, kw in cases:
+        want = getattr(F, name)(*ins, **kw)
+        got = getattr(bt.nn.functional, name)(*[_dev(t) for t in ins], **kw)
+        assert got.dtype == want.dtype == torch.get_default_dtype(), name
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-6, msg=name)
+    with pytest.raises(Exception):   # a bool difference: torch raises, so does the drop-in
+        bt.nn.functional.margin_ranking_loss(a[:, 0] > 0, b[:, 0] > 0, y)
+
+
+def test_margin_losses_0d_input():
+    """A 0-d input is one unbatched row of one class (torch's reading): multi_margin_loss with a 0-d class index,
+    multilabel_margin_loss with a 0-d label row; values and gradients as torch, every reduction."""
+    from baracuda.testing.checks import grad_pair
+
+    x = torch.tensor(0.7, dtype=torch.float64)
+    for red in ("none", "mean", "sum"):
+        for name, t, kw in (("multi_margin_loss", torch.tensor(0), {"p": 2, "margin": 2.0}),
+                            ("multilabel_margin_loss", torch.tensor(0), {}),
+                            ("multilabel_margin_loss", torch.tensor(-1), {})):
+            grad_pair(lambda u, f=getattr(bt.nn.functional, name), t=t, kw=kw: f(u, t, reduction=red, **kw),
+                      lambda u, f=getattr(F, name), t=t, kw=kw: f(u, t, reduction=red, **kw), x)

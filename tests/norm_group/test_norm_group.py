@@ -214,3 +214,20 @@ def test_add_layer_norm_vs_unfused():
         assert torch.equal(s.cpu(), s_ref), "the sum is rounded to bf16 like the unfused add"
     assert_close(s.cpu(), s_ref.double().numpy(), 2 ** -7, 0, "s")
     assert_close(y.cpu(), F.layer_norm(s_ref.double(), (16,), w.double(), b.double()).numpy(), 3e-2, 3e-2, "y")
+
+
+@pytest.mark.parametrize("backend", [Backend.REFERENCE, Backend.TRITON])
+def test_local_response_norm_integer_input(backend):
+    """An integer input: torch's integer avg_pool rounds the window mean of the squares down, and the result is
+    float32 (the default dtype); an empty integer input comes back as it is (its dtype kept)."""
+    g = _gen()
+    x = torch.randint(-9, 10, (2, 6, 3, 2), generator=g)
+    with bt.preference(bc.PlanPreference(prefer=(backend,))):
+        for size, kw in ((3, {}), (2, {"alpha": 0.3, "beta": 0.5, "k": 1.25}), (5, {"alpha": 0.05})):
+            want = F.local_response_norm(x, size, **kw)
+            got = bt.nn.functional.local_response_norm(_dev(x), size, **kw)
+            assert got.dtype == want.dtype == torch.float32
+            torch.testing.assert_close(got.cpu(), want, rtol=1e-6, atol=1e-6)
+        e = torch.zeros(0, 3, 2, dtype=torch.int64)
+        got = bt.nn.functional.local_response_norm(_dev(e), 2)
+        assert got.dtype == torch.int64 and got.shape == e.shape

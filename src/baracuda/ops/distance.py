@@ -27,7 +27,7 @@ from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from .._core.derive import declare_rule_ops
-from ._common import broadcast_shapes
+from ._common import broadcast_shapes, float_operands
 from .reduction import KEEPDIM
 from .reduction_stats import norm_grad
 
@@ -114,6 +114,10 @@ def _peer_cos_bw(g, x1, x2, *, dim=1, eps=1e-8):
 
 
 def _dropin_cos(x1, x2, dim=1, eps=1e-8):
+    if x1.dim() == 0 and x2.dim() == 0:   # two scalars: one 1-element vector each (dim 0 or -1, as torch)
+        if dim not in (0, -1):
+            raise InvalidProblemError("cosine_similarity", "dim", "an axis in [-1, 0] for 0-d inputs", dim)
+        x1, x2, dim = x1.reshape(1), x2.reshape(1), 0
     return (x1, x2), {"dim": dim, "eps": eps}
 
 
@@ -162,7 +166,9 @@ def _peer_pw(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 
 def _dropin_pw(x1, x2, p=2.0, eps=1e-6, keepdim=False):
-    return (x1, x2), {"p": float(p), "eps": eps, "keepdim": keepdim}
+    if x1.dim() == 0 and x2.dim() == 0:   # two scalars: torch's norm over the one element, a 0-d result
+        x1, x2, keepdim = x1.reshape(1), x2.reshape(1), False
+    return float_operands(x1, x2), {"p": float(p), "eps": eps, "keepdim": keepdim}
 
 
 def _pw_samples(rng):

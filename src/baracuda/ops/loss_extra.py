@@ -36,6 +36,7 @@ from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedE
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec, set_bench_inputs
 from .._core.derive import backward_spec
 from .._core.derive import declare_rule_ops
+from ._common import float_operands
 from .loss import legacy_reduction, reduction_attr
 
 __all__ = ["PW_EXTRA", "PwDef", "param_attrs", "aux_ok", "float_operand", "real", "REDUCTIONS", "register_makers"]
@@ -216,7 +217,7 @@ def _dropins():
                                  "log_target": log_target}
 
     def poisson(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None, reduction="mean"):
-        return (input, target), {"reduction": legacy_reduction(size_average, reduce, reduction), "log_input": log_input,
+        return float_operands(input, target), {"reduction": legacy_reduction(size_average, reduce, reduction), "log_input": log_input,
                                  "full": full, "eps": eps}
 
     def gaussian(input, target, var, full=False, eps=1e-6, reduction="mean"):
@@ -232,7 +233,7 @@ def _dropins():
         return (input, target), {"reduction": legacy_reduction(size_average, reduce, reduction), "margin": margin}
 
     def ranking(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
-        return (input1, input2, target), {"reduction": legacy_reduction(size_average, reduce, reduction),
+        return float_operands(input1, input2, target), {"reduction": legacy_reduction(size_average, reduce, reduction),
                                           "margin": margin}
 
     def soft(input, target, size_average=None, reduce=None, reduction="mean"):

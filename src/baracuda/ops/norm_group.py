@@ -33,7 +33,7 @@ from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from .._core.derive import declare_rule_ops
-from ._common import check_nonneg
+from ._common import check_nonneg, float_operands
 
 __all__ = ["GROUP_NORM_OPS"]
 
@@ -49,7 +49,10 @@ def _eps(default):
 _GROUPS = Attr("num_groups", "int", gt=0, expected="a positive int dividing the channels")
 _BW_FLAGS = (Attr("has_bias", "bool", False), Attr("extra", "bool", False))
 _LRN = (Attr("size", "int", ge=1, expected="a positive int"), Attr("alpha", "float", 1e-4),
-        Attr("beta", "float", 0.75), Attr("k", "float", 1.0))
+        Attr("beta", "float", 0.75), Attr("k", "float", 1.0),
+        # the window mean of the squares rounded down: torch's integer avg_pool when x is an integer tensor
+        # (the drop-in casts it and sets this); piecewise constant, so the forward only
+        Attr("floor_mean", "bool", False))
 _NORMALIZE = (Attr("p", "float", 2.0), Attr("dim", "axis", 1),   # any p, as torch.norm (0: the nonzero count)
               _eps(1e-12))
 
@@ -234,6 +237,8 @@ def _check_lrn(op):
         x = _head(op, inputs, (2,) if op.endswith("backward") else (1,), 3,
                   "2 operands (grad, x)" if op.endswith("backward") else "1 operand")
         _same(op, x, ("x",), inputs[1:], x.shape)
+        if op.endswith("backward") and attrs["floor_mean"]:
+            raise InvalidProblemError(op, "floor_mean", "False (an integer input has no gradient)", True)
         return attrs, (TensorSpec(x.shape, x.dtype),)
     return check
 
@@ -291,9 +296,14 @@ def _peer_bn(x, *ins, training, momentum, eps):
     return outs
 
 
-def _peer_lrn(x, *, size, alpha, beta, k):
+def _peer_lrn(x, *, size, alpha, beta, k, floor_mean=False):
     import torch.nn.functional as F
 
+    if floor_mean:    # torch's integer path (avg_pool of the integer squares rounds down), in x's dtype
+        c, lo = x.shape[1], size // 2
+        sq = F.pad(x * x, (0, 0) * (x.dim() - 2) + (lo, size - 1 - lo))
+        s = sum(sq[:, j: j + c] for j in range(size))
+        return x / (alpha * (s / size).floor() + k) ** beta
     return F.local_response_norm(x, size, alpha, beta, k)
 
 
@@ -348,7 +358,10 @@ def _dropin_bn(input, running_mean, running_var, weight=None, bias=None, trainin
 
 
 def _dropin_lrn(input, size, alpha=1e-4, beta=0.75, k=1.0):
-    return (input,), {"size": size, "alpha": alpha, "beta": beta, "k": k}
+    integer = not (input.is_floating_point() or input.is_complex())
+    # torch returns an empty input as it is (an integer one keeps its dtype)
+    finish = (lambda out: out.to(input.dtype)) if integer and input.numel() == 0 else None
+    return float_operands(input), {"size": size, "alpha": alpha, "beta": beta, "k": k, "floor_mean": integer}, finish
 
 
 def _dropin_normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
@@ -417,11 +430,15 @@ def _lrn_samples(rng):
     for shape, size in [((2, 5, 3), 3), ((1, 7, 2, 2), 2), ((2, 3, 4), 5), ((2, 9, 1, 3), 4), ((0, 3, 2), 2)]:
         yield Sample((rng.standard_normal(shape) * 2,), {"size": size, "alpha": 0.3, "beta": 0.75, "k": 1.5},
                      name=f"{shape}s{size}")
+    # integer values (an integer tensor cast by the drop-in): the window mean rounded down
+    yield Sample((rng.integers(-8, 9, size=(2, 6, 3)).astype(float),),
+                 {"size": 3, "alpha": 0.3, "beta": 0.75, "k": 1.5, "floor_mean": True}, name="floor", grad=False)
 
 
 def _lrn_bw_samples(rng):
     for s in _lrn_samples(rng):
-        yield Sample((rng.standard_normal(s.inputs[0].shape),) + s.inputs, s.attrs, s.name, grad=False)
+        if not s.attrs.get("floor_mean"):
+            yield Sample((rng.standard_normal(s.inputs[0].shape),) + s.inputs, s.attrs, s.name, grad=False)
 
 
 def _norm_samples(rng):

@@ -118,6 +118,8 @@ def _lrn_den(desc, x):
     pad = np.zeros(x.shape[:1] + (c + size - 1,) + x.shape[2:])
     pad[:, size // 2: size // 2 + c] = sq
     s = sum(pad[:, j: j + c] for j in range(size))
+    if desc.attr("floor_mean"):
+        return desc.attr("k") + desc.attr("alpha") * np.floor(s / size)
     return desc.attr("k") + desc.attr("alpha") / size * s
 
 

@@ -542,7 +542,7 @@ def _bind_bn_bw(desc, pref=None):
 # -- local_response_norm --------------------------------------------------------------------------------
 @triton.jit
 def _lrn_den(x_ptr, base, cc, ss, sm, C, S, size, lo, alpha, k, CT: tl.constexpr, BC: tl.constexpr,
-             BS: tl.constexpr):
+             BS: tl.constexpr, FLOOR: tl.constexpr = False):
     acc = tl.zeros([BC, BS], CT)
     j = 0
     while j < size:
@@ -551,12 +551,14 @@ def _lrn_den(x_ptr, base, cc, ss, sm, C, S, size, lo, alpha, k, CT: tl.constexpr
         v = tl.load(x_ptr + base + cj[:, None] * S + ss[None, :], mask=m, other=0.0).to(CT)
         acc += v * v
         j += 1
+    if FLOOR:     # an integer input's window mean, rounded down (torch's integer avg_pool)
+        return k + alpha * tl.floor(acc / size)
     return k + alpha / size * acc
 
 
 @fast_kernel
 def _lrn_kernel(g_ptr, x_ptr, y_ptr, C, S, size, alpha_hi, alpha_lo, beta_hi, beta_lo, k_hi, k_lo, BW: tl.constexpr, F64: tl.constexpr,
-                BC: tl.constexpr, BS: tl.constexpr):
+                BC: tl.constexpr, BS: tl.constexpr, FLOOR: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     alpha = _f2(alpha_hi, alpha_lo, F64)
     beta = _f2(beta_hi, beta_lo, F64)
@@ -570,7 +572,7 @@ def _lrn_kernel(g_ptr, x_ptr, y_ptr, C, S, size, alpha_hi, alpha_lo, beta_hi, be
     off = base + cc[:, None] * S + ss[None, :]
     x = tl.load(x_ptr + off, mask=mask, other=0.0).to(CT)
     lo = size // 2
-    d = _lrn_den(x_ptr, base, cc, ss, sm, C, S, size, lo, alpha, k, CT, BC, BS)
+    d = _lrn_den(x_ptr, base, cc, ss, sm, C, S, size, lo, alpha, k, CT, BC, BS, FLOOR)
     if BW:
         g = tl.load(g_ptr + off, mask=mask, other=0.0).to(CT)
         # channels whose window holds c: [c - (size-1)//2, c + size//2]
@@ -608,6 +610,7 @@ def _bind_lrn(desc, pref=None):
         if n and c and s:
             _lrn_kernel[(n, cdiv(c, bc), cdiv(s, bs))](g, x, outputs[0], c, s, a["size"], *_split(a["alpha"]),
                                                                      *_split(a["beta"]), *_split(a["k"]), BW=bw, F64=f64, BC=bc, BS=bs,
+                                                                     FLOOR=a["floor_mean"],
                                                                      num_warps=4)
     return run
 
