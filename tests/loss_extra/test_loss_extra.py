@@ -291,3 +291,24 @@ def test_margin_losses_0d_input():
                             ("multilabel_margin_loss", torch.tensor(-1), {})):
             grad_pair(lambda u, f=getattr(bt.nn.functional, name), t=t, kw=kw: f(u, t, reduction=red, **kw),
                       lambda u, f=getattr(F, name), t=t, kw=kw: f(u, t, reduction=red, **kw), x)
+
+
+def test_gaussian_nll_target_broadcasts():
+    """torch judges var's shape against the input's alone and then broadcasts input, target and var: a target of
+    (1,) or () or a larger one; values and gradients (input, target, var) as torch, every reduction."""
+    from baracuda.testing.checks import grad_pair
+
+    g = _g(13)
+
+    def r(*s):
+        return torch.randn(s, generator=g, dtype=torch.float64)
+    for xs, ts, vs in (((5,), (1,), (5,)), ((5,), (), (1,)), ((1,), (5,), (1,)), ((5,), (3, 5), (5,)),
+                       ((4, 5), (4, 1), (4,)), ((4, 5), (5,), (4, 1))):
+        for red in ("none", "mean", "sum"):
+            grad_pair(lambda a, b, v, red=red: bt.nn.functional.gaussian_nll_loss(a, b, v, full=True, reduction=red),
+                      lambda a, b, v, red=red: F.gaussian_nll_loss(a, b, v, full=True, reduction=red),
+                      r(*xs), r(*ts), r(*vs).abs() + 0.1)
+    with pytest.raises(ValueError, match="var"):   # var judged against the (1,) input, not the broadcast shape
+        bt.nn.functional.gaussian_nll_loss(r(1), r(5), r(5).abs())
+    with pytest.raises(ValueError, match="var"):
+        F.gaussian_nll_loss(r(1), r(5), r(5).abs())

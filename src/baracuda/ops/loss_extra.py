@@ -221,12 +221,22 @@ def _dropins():
                                  "full": full, "eps": eps}
 
     def gaussian(input, target, var, full=False, eps=1e-6, reduction="mean"):
-        if isinstance(var, (int, float)):
-            import torch
+        import torch
 
+        if isinstance(var, (int, float)):
             if var < 0:
                 raise InvalidProblemError("gaussian_nll_loss", "var", "a non-negative variance", var)
             var = torch.full_like(input, float(var))
+        if target.shape != input.shape:
+            # torch: var's shape is judged against the input's, then (input - target)^2 / var broadcasts all three;
+            # the op takes same-shape input and target, so they (and var) are expanded views of that shape
+            x, v = tuple(input.shape), tuple(var.shape)
+            if not _var_ok(x, v):
+                raise InvalidProblemError("gaussian_nll_loss", "var", f"the input's shape {x}, its shape without the "
+                                          "last dim, or its rank with exactly one dim of size 1", v)
+            var = var.unsqueeze(-1) if v != x and v == x[:-1] else var
+            shape = torch.broadcast_shapes(input.shape, target.shape, var.shape)
+            input, target, var = input.expand(shape), target.expand(shape), var.expand(shape)
         return (input, target, var), {"reduction": reduction, "full": full, "eps": eps}
 
     def hinge(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
