@@ -231,3 +231,49 @@ def test_local_response_norm_integer_input(backend):
         e = torch.zeros(0, 3, 2, dtype=torch.int64)
         got = bt.nn.functional.local_response_norm(_dev(e), 2)
         assert got.dtype == torch.int64 and got.shape == e.shape
+
+
+@pytest.mark.parametrize("backend", [Backend.REFERENCE, Backend.TRITON])
+def test_batch_norm_training_updates_buffers_and_backward_works(backend):
+    """training=True with running statistics: the drop-in writes the new statistics into the caller's buffers
+    in place, and the backward still runs (the buffers are not among the saved tensors whose version autograd
+    checks); gradients and updated buffers equal torch's."""
+    g = _gen()
+    x = torch.randn(4, 3, 5, generator=g, dtype=torch.float64)
+    w, b = torch.randn(3, generator=g, dtype=torch.float64), torch.randn(3, generator=g, dtype=torch.float64)
+    gy = torch.randn(4, 3, 5, generator=g, dtype=torch.float64)
+    res = []
+    for fn in (bt.nn.functional.batch_norm, F.batch_norm):
+        ts = [t.clone().requires_grad_() for t in (x, w, b)]
+        rm, rv = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+        with bt.preference(bc.PlanPreference(prefer=(backend,))):
+            y = fn(ts[0], rm, rv, ts[1], ts[2], True, 0.3, 1e-5)
+            grads = torch.autograd.grad(y, ts, gy)
+        res.append((y.detach(), rm, rv) + grads)
+    for a, e in zip(*res):
+        torch.testing.assert_close(a, e, rtol=1e-9, atol=1e-9)
+
+
+def test_batch_norm_empty_input_and_eps_checks():
+    """An empty batch (also a 1-D empty input) returns an empty result and leaves the running statistics as
+    they are, as torch; eps <= 0 when training (< 0 otherwise) is refused as torch's F.batch_norm does."""
+    for shape in ((0,), (0, 3), (0, 3, 2)):
+        c = 0 if len(shape) == 1 else 3
+        rm, rv = torch.randn(c, dtype=torch.float64), torch.rand(c, dtype=torch.float64) + 0.5
+        rm0, rv0 = rm.clone(), rv.clone()
+        x = torch.randn(shape, dtype=torch.float64, requires_grad=True)
+        for training in (True, False):
+            y = bt.nn.functional.batch_norm(x, rm, rv, training=training)
+            assert y.shape == shape and torch.equal(rm, rm0) and torch.equal(rv, rv0)
+            (gx,) = torch.autograd.grad(y.sum(), x)
+            assert gx.shape == shape
+    x = torch.randn(4, 3)
+    for training, eps in ((True, 0.0), (True, -1.0), (False, -1.0)):
+        with pytest.raises(ValueError, match="eps"):
+            F.batch_norm(x, None if training else torch.zeros(3), None if training else torch.ones(3),
+                         training=training, eps=eps)
+        with pytest.raises(ValueError, match="eps"):
+            bt.nn.functional.batch_norm(x, None if training else torch.zeros(3), None if training else torch.ones(3),
+                                        training=training, eps=eps)
+    y = bt.nn.functional.batch_norm(x, torch.zeros(3), torch.ones(3), training=False, eps=0.0)
+    torch.testing.assert_close(y, F.batch_norm(x, torch.zeros(3), torch.ones(3), training=False, eps=0.0))

@@ -196,7 +196,7 @@ def _g_bn(ctx, d, grads, s):
     x = s["x"]
     shape = d.inputs[0].shape
     c = shape[1]
-    m = math.prod(shape) // c
+    m = math.prod(shape) // c if c else 0
     naff = min(len(d.inputs) - 1, 2)
     tr = d.attr("training")
     c0 = c1 = None
@@ -339,21 +339,32 @@ def _dropin_in(input, running_mean=None, running_var=None, weight=None, bias=Non
 def _dropin_bn(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
     """Returns a third element: the finisher that copies the new running statistics into the caller's buffers
     (torch updates them in place) and returns y."""
+    import torch
+
     if (running_mean is None) != (running_var is None):
         raise InvalidProblemError("batch_norm", "running_var", "both running statistics or neither", "only one")
-    has_run = running_mean is not None
+    if eps < 0 or (training and eps == 0):   # torch.nn.functional's own check (the op takes any eps)
+        raise InvalidProblemError("batch_norm", "eps", "a positive eps when training, non-negative otherwise", eps)
     if momentum is None:
         raise UnsupportedError("batch_norm", "momentum=None (cumulative moving average) is not supported")
+    shape = input.shape
+    if input.numel() == 0:
+        # torch returns an empty result and leaves the running statistics alone: eval mode on the batch's
+        # channels does exactly that (a 1-D empty input is [0, C], C from the statistics or the affine weights)
+        c = next((t.numel() for t in (running_mean, weight, bias) if t is not None), 0)
+        input = input.reshape(0, c) if input.dim() < 2 else input
+        if running_mean is None:
+            running_mean, running_var = input.new_zeros(input.shape[1]), input.new_ones(input.shape[1])
+        training = False
+    has_run = running_mean is not None
     ins = (input,) + _aff_fill(input, weight, bias, need_bias=has_run) + ((running_mean, running_var) if has_run else ())
 
     def finish(out):
         if training and has_run:
-            import torch
-
             with torch.no_grad():
                 running_mean.copy_(out[3])
                 running_var.copy_(out[4])
-        return out[0]
+        return out[0].reshape(shape)
     return ins, {"training": bool(training), "momentum": momentum, "eps": eps}, finish
 
 
@@ -549,7 +560,9 @@ _reg(name="group_norm_backward", arg_names=("grad", "x", "mean", "rstd", "weight
 _reg(name="batch_norm", arg_names=("x", "weight", "bias", "running_mean", "running_var"), check=_check_bn,
      attrs=(Attr("training", "bool", False), Attr("momentum", "float", 0.1), _eps(1e-5)), torch_peer=_peer_bn,
      torch_name="torch.nn.functional.batch_norm", dropin=_dropin_bn, dropin_result=None, grad=_g_bn,
-     saves=("inputs", "out1", "out2"), differentiable=(0, 1, 2), samples=_bn_samples, errors=_errors("batch_norm"),
+     # never the running statistics: the drop-in overwrites them in place after the forward (a saved tensor whose
+     # version moved breaks autograd's backward)
+     saves=("x", "weight", "out1", "out2"), differentiable=(0, 1, 2), samples=_bn_samples, errors=_errors("batch_norm"),
      tol=_tol, grad_tol=_tol, workloads=_WL["batch_norm"], cost=_cost(2, 8),
      doc="batch_norm -> (y, mean, rstd[, new_running_mean, new_running_var]); the drop-in copies the new running "
          "statistics into the given buffers and returns y.")
