@@ -124,3 +124,24 @@ def test_cosine_similarity_0d_inputs():
                        lambda u, v, d=dim: torch.nn.functional.cosine_similarity(u, v, dim=d), a, b)
     with pytest.raises(Exception, match="dim"):
         bt.nn.functional.cosine_similarity(x[0], x[1], dim=1)
+
+
+def test_cdist_every_compute_mode():
+    """Every compute_mode torch takes is accepted (the distances are computed directly in each): the values and
+    gradients agree with torch's, its matrix-multiply modes included, within their rounding; an unknown mode is
+    an error."""
+    g = torch.Generator().manual_seed(9)
+    a = torch.randn(2, 7, 5, generator=g, dtype=torch.float64)
+    b = torch.randn(2, 30, 5, generator=g, dtype=torch.float64)   # > 25 rows: torch's 'if necessary' takes mm
+    for mode in ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist"):
+        for p in (2.0, 1.0):
+            ta, tb = a.clone().requires_grad_(), b.clone().requires_grad_()
+            oa, ob = a.clone().requires_grad_(), b.clone().requires_grad_()
+            want = torch.cdist(ta, tb, p=p, compute_mode=mode)
+            got = bt.cdist(oa, ob, p=p, compute_mode=mode)
+            gy = torch.randn(want.shape, generator=g, dtype=torch.float64)
+            torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-10)
+            for x, y in zip(torch.autograd.grad(got, (oa, ob), gy), torch.autograd.grad(want, (ta, tb), gy)):
+                torch.testing.assert_close(x, y, rtol=1e-9, atol=1e-9)
+    with pytest.raises(ValueError, match="compute_mode"):
+        bt.cdist(a, b, compute_mode="fast")
