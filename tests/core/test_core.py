@@ -402,7 +402,7 @@ def test_deferred_checks_queue(monkeypatch):
     monkeypatch.setattr(checks, "_EVENTS", [])
 
     def entry(done, bad, name):
-        return (Ev(done), torch.tensor([1.0 if bad else 0.0]), lambda: InvalidProblemError(name, "x", "ok", "bad"))
+        return (Ev(done), torch.tensor([1.0 if bad else 0.0]), lambda _: InvalidProblemError(name, "x", "ok", "bad"))
 
     evs = [entry(True, False, "a"), entry(True, True, "b"), entry(True, True, "c"), entry(False, True, "d"),
            entry(True, False, "e")]

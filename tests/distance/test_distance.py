@@ -96,3 +96,52 @@ def test_halves_and_strided(backend):
     _same(_run("cosine_similarity", x[:, ::2], y[:, ::2], backend=backend, dim=1),
           F.cosine_similarity(x[:, ::2].double(), y[:, ::2].double(), dim=1), 1e-5, 1e-6)
     _same(_run("pairwise_distance", x, y, backend=backend, p=INF), F.pairwise_distance(x, y, p=INF), 1e-6, 1e-6)
+
+
+def test_pairwise_distance_integer_and_0d_inputs():
+    """Integer inputs give torch's float result; 0-d inputs (alone or broadcast against a vector) reduce over the
+    one remaining dim, as torch (a 0-d result)."""
+    g = torch.Generator().manual_seed(8)
+    a, b = torch.randint(-4, 5, (3, 5), generator=g), torch.randint(-4, 5, (3, 5), generator=g)
+    for kw in ({}, {"p": 1.0, "keepdim": True}, {"p": -1.0}, {"eps": 1.0}):
+        want = torch.nn.functional.pairwise_distance(a, b, **kw)
+        got = bt.nn.functional.pairwise_distance(a.to(DEVICE.type if DEVICE.type == "cuda" else "cpu"),
+                                                 b.to(DEVICE.type if DEVICE.type == "cuda" else "cpu"), **kw)
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-6, atol=1e-6)
+    x = torch.randn(5, dtype=torch.float64)
+    for s1, s2 in ((x[0], x[1]), (x, x[2]), (x[3], x)):
+        _grad_pair(bt.nn.functional.pairwise_distance, torch.nn.functional.pairwise_distance, s1, s2)
+
+
+def test_cosine_similarity_0d_inputs():
+    """Two 0-d inputs are 1-element vectors (dim 0 or -1; dim 1 is refused, as torch): the result is the sign
+    product (0 where a norm clamps), with torch's (zero) gradients."""
+    x = torch.tensor([0.7, -2.0, 0.0], dtype=torch.float64)
+    for a, b in ((x[0], x[1]), (x[1], x[1]), (x[2], x[0])):
+        for dim in (0, -1):
+            _grad_pair(lambda u, v, d=dim: bt.nn.functional.cosine_similarity(u, v, dim=d),
+                       lambda u, v, d=dim: torch.nn.functional.cosine_similarity(u, v, dim=d), a, b)
+    with pytest.raises(Exception, match="dim"):
+        bt.nn.functional.cosine_similarity(x[0], x[1], dim=1)
+
+
+def test_cdist_every_compute_mode():
+    """Every compute_mode torch takes is accepted (the distances are computed directly in each): the values and
+    gradients agree with torch's, its matrix-multiply modes included, within their rounding; an unknown mode is
+    an error."""
+    g = torch.Generator().manual_seed(9)
+    a = torch.randn(2, 7, 5, generator=g, dtype=torch.float64)
+    b = torch.randn(2, 30, 5, generator=g, dtype=torch.float64)   # > 25 rows: torch's 'if necessary' takes mm
+    for mode in ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist"):
+        for p in (2.0, 1.0):
+            ta, tb = a.clone().requires_grad_(), b.clone().requires_grad_()
+            oa, ob = a.clone().requires_grad_(), b.clone().requires_grad_()
+            want = torch.cdist(ta, tb, p=p, compute_mode=mode)
+            got = bt.cdist(oa, ob, p=p, compute_mode=mode)
+            gy = torch.randn(want.shape, generator=g, dtype=torch.float64)
+            torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-10)
+            for x, y in zip(torch.autograd.grad(got, (oa, ob), gy), torch.autograd.grad(want, (ta, tb), gy)):
+                torch.testing.assert_close(x, y, rtol=1e-9, atol=1e-9)
+    with pytest.raises(ValueError, match="compute_mode"):
+        bt.cdist(a, b, compute_mode="fast")

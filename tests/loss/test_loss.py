@@ -12,7 +12,7 @@ import baracuda.torch as bt
 from baracuda._core.errors import InvalidProblemError
 from baracuda._core.sku import Backend
 from baracuda.testing import assert_close
-from baracuda.testing.checks import DEVICE, class_targets as _targets, on_device as _dev, plan_or_skip as _plan
+from baracuda.testing.checks import DEVICE, class_targets as _targets, grad_pair, on_device as _dev, plan_or_skip as _plan
 
 TOL = {torch.float64: (1e-10, 1e-12), torch.float32: (2e-5, 2e-6), torch.float16: (1e-2, 1e-3),
        torch.bfloat16: (1.6e-2, 1e-2)}
@@ -22,7 +22,7 @@ BACKENDS = (Backend.REFERENCE, Backend.TRITON)
 def _grad(fn, x, *rest, **kw):
     x = x.detach().double().clone().requires_grad_(True)
     y = fn(x, *[r.double() if r is not None and r.is_floating_point() else r for r in rest], **kw)
-    gout = torch.ones_like(y) if y.dim() == 0 else torch.linspace(-1, 1, y.numel(), dtype=torch.float64)
+    gout = torch.ones_like(y) if y.dim() == 0 else torch.linspace(-1, 1, y.numel(), dtype=torch.float64).reshape(y.shape)
     (y * gout).sum().backward()
     return y.detach(), x.grad, gout
 
@@ -106,6 +106,58 @@ def test_extreme_logits():
     x = torch.tensor([[1e4, -1e4, 0.0, 5.0], [-1e4, -1e4, -1e4, -1e4 + 1]])
     t = torch.tensor([0, 3])
     _check_ce(x, t, reduction="none")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dt", [torch.float32, torch.float64])
+def test_masked_class_is_finite(backend, dt):
+    """A -inf logit (a masked class) with class-index targets: the loss and its gradient are finite, as torch's
+    (the masked class's term is 0 * inf only if formed; smoothing makes the loss inf, again as torch), also N-D."""
+    g = torch.Generator().manual_seed(6)
+    for shape in ((5, 9), (2, 9, 3)):
+        x = 2 * torch.randn(shape, generator=g, dtype=dt)
+        x[:, 4] = float("-inf")
+        x[0, 7] = float("-inf")
+        t = _targets(g, shape[:1] + shape[2:], 9)
+        t[t == 4] = 1
+        t[0] = 2
+        w = torch.rand(9, generator=g, dtype=dt) + 0.1
+        for red in ("none", "sum", "mean"):
+            _check_ce(x, t, w, backend, reduction=red)
+            _check_ce(x, t, None, backend, reduction=red, label_smoothing=0.1)   # an inf loss, finite gradient
+        y, dx, _ = _grad(F.cross_entropy, x, t)
+        assert torch.isfinite(y) and torch.isfinite(dx).all()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_logits_near_float32_max(backend):
+    """Logits of +-3e38 (float32's range ends at 3.4e38): two equal maxima give log 2, not the 0 that forming
+    lse = 3e38 + log 2 (== 3e38) and subtracting the logit would."""
+    x = torch.tensor([[3e38, -3e38, 3e38], [-3e38, 3e38, 1.0]])
+    t = torch.tensor([0, 2])
+    _check_ce(x, t, None, backend, reduction="none")
+    got = bt.nn.functional.cross_entropy(x, t, reduction="none")
+    assert abs(got[0].item() - 0.6931471805599453) < 1e-6 and got[1].item() == pytest.approx(3e38, rel=1e-6)
+
+
+def test_probability_target_gradient():
+    """cross_entropy is differentiable in its probability target (torch's composite: -(1 - eps) w log p scaled by
+    the reduction), for every reduction, with weights, smoothing and N-D inputs; the fused training path
+    (which returns d input only) steps aside when the target requires grad."""
+    g = torch.Generator().manual_seed(7)
+    for shape in ((4, 6), (2, 6, 3), (6,)):
+        cdim = 0 if len(shape) == 1 else 1
+        x = torch.randn(shape, generator=g, dtype=torch.float64)
+        p = torch.softmax(torch.randn(shape, generator=g, dtype=torch.float64), cdim)
+        w = torch.rand(6, generator=g, dtype=torch.float64) + 0.1
+        for kw in ({"reduction": "mean"}, {"reduction": "sum", "weight": w, "label_smoothing": 0.2},
+                   {"reduction": "none", "weight": w}):
+            def ours(a, b, kw=kw):
+                return bt.nn.functional.cross_entropy(a, b, **kw)
+
+            def theirs(a, b, kw=kw):
+                return F.cross_entropy(a, b, **kw)
+            grad_pair(ours, theirs, x, p)
 
 
 def test_dropin_signature_and_legacy_args():

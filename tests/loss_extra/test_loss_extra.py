@@ -136,11 +136,21 @@ def test_gaussian_var_shapes_clamp_and_negative(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_bad_bce_input_raises(backend):
-    x = torch.rand(3, 4)
-    x[2, 1] = 1.5
-    with pytest.raises(InvalidProblemError, match=r"argument 'input': expected values in \[0, 1\]"):
-        _plan("binary_cross_entropy", _dev(x), _dev(x), backend=backend).run(_dev(x), _dev(x.clamp(0, 1)))
+@pytest.mark.parametrize("bad", [1.5, -0.25, float("nan")])
+@pytest.mark.parametrize("arg", ["input", "target"])
+def test_bad_bce_input_or_target_raises(backend, bad, arg):
+    """An input or a target outside [0, 1] (NaN included) is an error naming the argument, as torch's; the
+    Triton kernel's flag (deferred on the GPU) says which argument failed."""
+    g = _g(11)
+    x, y = torch.rand(3, 4, generator=g), torch.rand(3, 4, generator=g)
+    (x if arg == "input" else y)[2, 1] = bad
+    with pytest.raises(RuntimeError, match=f"all elements of {arg} should be between 0 and 1"):
+        F.binary_cross_entropy(x, y)
+    with pytest.raises(InvalidProblemError, match=rf"argument '{arg}': expected values in \[0, 1\]"):
+        _plan("binary_cross_entropy", _dev(x), _dev(y), backend=backend).run(_dev(x), _dev(y))
+        bc.check_errors()
+    with pytest.raises(InvalidProblemError, match=rf"argument '{arg}'"):
+        bt.nn.functional.binary_cross_entropy(_dev(x), _dev(y), reduction="none")
         bc.check_errors()
 
 
@@ -246,3 +256,59 @@ def test_dropins_and_autograd():
     f.binary_cross_entropy(b, y, w).backward()
     F.binary_cross_entropy(b2, y, w).backward()
     torch.testing.assert_close(b.grad, b2.grad)
+
+
+def test_integer_inputs_promote_as_torch():
+    """Integer inputs (and cosine_embedding_loss's bools) are accepted where torch accepts them, computed in the
+    floating dtype torch's arithmetic promotes them to (the default dtype), with torch's values."""
+    g = _g(12)
+    a, b = torch.randint(-5, 6, (4, 6), generator=g), torch.randint(-5, 6, (4, 6), generator=g)
+    y = torch.randint(0, 2, (4,), generator=g) * 2 - 1
+    cases = [("margin_ranking_loss", (a[:, 0], b[:, 0], y), {"margin": 0.5}),
+             ("poisson_nll_loss", (a.abs(), b.abs()), {"log_input": False}),
+             ("poisson_nll_loss", (a.clamp(max=3), b), {"reduction": "sum"}),
+             ("cosine_embedding_loss", (a, b, y), {"margin": 0.2, "reduction": "none"}),
+             ("cosine_embedding_loss", (a > 0, b > 0, y > 0), {"margin": 0.3}),
+             ("triplet_margin_loss", (a, b, a.flip(0)), {"p": 1.0, "reduction": "none"})]
+    for name, ins, kw in cases:
+        want = getattr(F, name)(*ins, **kw)
+        got = getattr(bt.nn.functional, name)(*[_dev(t) for t in ins], **kw)
+        assert got.dtype == want.dtype == torch.get_default_dtype(), name
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-6, msg=name)
+    with pytest.raises(Exception):   # a bool difference: torch raises, so does the drop-in
+        bt.nn.functional.margin_ranking_loss(a[:, 0] > 0, b[:, 0] > 0, y)
+
+
+def test_margin_losses_0d_input():
+    """A 0-d input is one unbatched row of one class (torch's reading): multi_margin_loss with a 0-d class index,
+    multilabel_margin_loss with a 0-d label row; values and gradients as torch, every reduction."""
+    from baracuda.testing.checks import grad_pair
+
+    x = torch.tensor(0.7, dtype=torch.float64)
+    for red in ("none", "mean", "sum"):
+        for name, t, kw in (("multi_margin_loss", torch.tensor(0), {"p": 2, "margin": 2.0}),
+                            ("multilabel_margin_loss", torch.tensor(0), {}),
+                            ("multilabel_margin_loss", torch.tensor(-1), {})):
+            grad_pair(lambda u, f=getattr(bt.nn.functional, name), t=t, kw=kw: f(u, t, reduction=red, **kw),
+                      lambda u, f=getattr(F, name), t=t, kw=kw: f(u, t, reduction=red, **kw), x)
+
+
+def test_gaussian_nll_target_broadcasts():
+    """torch judges var's shape against the input's alone and then broadcasts input, target and var: a target of
+    (1,) or () or a larger one; values and gradients (input, target, var) as torch, every reduction."""
+    from baracuda.testing.checks import grad_pair
+
+    g = _g(13)
+
+    def r(*s):
+        return torch.randn(s, generator=g, dtype=torch.float64)
+    for xs, ts, vs in (((5,), (1,), (5,)), ((5,), (), (1,)), ((1,), (5,), (1,)), ((5,), (3, 5), (5,)),
+                       ((4, 5), (4, 1), (4,)), ((4, 5), (5,), (4, 1))):
+        for red in ("none", "mean", "sum"):
+            grad_pair(lambda a, b, v, red=red: bt.nn.functional.gaussian_nll_loss(a, b, v, full=True, reduction=red),
+                      lambda a, b, v, red=red: F.gaussian_nll_loss(a, b, v, full=True, reduction=red),
+                      r(*xs), r(*ts), r(*vs).abs() + 0.1)
+    with pytest.raises(ValueError, match="var"):   # var judged against the (1,) input, not the broadcast shape
+        bt.nn.functional.gaussian_nll_loss(r(1), r(5), r(5).abs())
+    with pytest.raises(ValueError, match="var"):
+        F.gaussian_nll_loss(r(1), r(5), r(5).abs())

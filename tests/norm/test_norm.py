@@ -84,6 +84,34 @@ def test_eps_none_is_torch_default():
     assert bc.Descriptor.like("layer_norm", x, normalized_shape=(8,)).attr("eps") == 1e-5
 
 
+@pytest.mark.parametrize("backend", [Backend.REFERENCE, Backend.TRITON])
+def test_negative_eps_as_torch(backend):
+    """Any real eps, as torch: with eps < 0 a row whose var + eps (mean square + eps) is negative is NaN, the
+    others are finite (forward and gradients)."""
+    import torch.nn.functional as F
+
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(4, 6, generator=g, dtype=torch.float64)
+    x[1] *= 0.1    # var ~ 0.01 < 0.5: NaN with eps = -0.5
+    w, b = torch.randn(6, generator=g, dtype=torch.float64), torch.randn(6, generator=g, dtype=torch.float64)
+    gy = torch.randn(4, 6, generator=g, dtype=torch.float64)
+    for op, aff, peer in (("layer_norm", [w, b], lambda x, w, b: F.layer_norm(x, (6,), w, b, -0.5)),
+                          ("rms_norm", [w], lambda x, w: F.rms_norm(x, (6,), w, -0.5))):
+        ts = [t.clone().requires_grad_() for t in [x] + aff]
+        want = peer(*ts)
+        wg = torch.autograd.grad(want, ts, gy)
+        assert want.isnan().any() and not want.isnan().all()
+        desc = bc.Descriptor.like(op, x, *aff, normalized_shape=(6,), eps=-0.5)
+        pref = bc.PlanPreference(prefer=(backend,))
+        y = bc.Plan.select(desc, DEVICE, pref).run(*[_dev(t) for t in [x] + aff])
+        names = ("x", "weight", "bias")
+        got = bc.BackwardPlan.select(desc, DEVICE, pref).run(
+            _dev(gy), **{n: _dev(t) for n, t in zip(names, [x] + aff)}, out=y)
+        torch.testing.assert_close(y.cpu(), want.detach(), rtol=1e-10, atol=1e-10, equal_nan=True)
+        for a, e in zip(got, wg):
+            torch.testing.assert_close(a.cpu(), e, rtol=1e-9, atol=1e-9, equal_nan=True)
+
+
 def test_zero_rows_give_zero_dweight():
     x = torch.randn(0, 8)
     w = torch.randn(8)

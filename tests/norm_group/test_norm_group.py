@@ -110,6 +110,35 @@ def test_group_and_instance_norm_dropins(dt):
         bt.nn.functional.instance_norm(x, torch.zeros(8, dtype=dt), torch.ones(8, dtype=dt))
 
 
+@pytest.mark.parametrize("backend", [Backend.REFERENCE, Backend.TRITON])
+def test_group_norm_negative_eps_and_empty_groups(backend):
+    """Any real eps (a group with var + eps < 0 is NaN, as torch), and a group with no elements has mean 0 and
+    rstd NaN, as torch.native_group_norm."""
+    g = _gen()
+    x = torch.randn(2, 4, 5, generator=g, dtype=torch.float64)
+    x[0, :2] *= 0.1
+    w = torch.randn(4, generator=g, dtype=torch.float64)
+    gy = torch.randn(2, 4, 5, generator=g, dtype=torch.float64)
+    xt, wt = x.clone().requires_grad_(), w.clone().requires_grad_()
+    want = F.group_norm(xt, 2, wt, None, -0.5)
+    wg = torch.autograd.grad(want, (xt, wt), gy)
+    assert want.isnan().any() and not want.isnan().all()
+    with bt.preference(bc.PlanPreference(prefer=(backend,))):
+        xb, wb = _dev(x).requires_grad_(), _dev(w).requires_grad_()
+        y = bt.nn.functional.group_norm(xb, 2, wb, None, -0.5)
+        got = torch.autograd.grad(y, (xb, wb), _dev(gy))
+    torch.testing.assert_close(y.detach().cpu(), want.detach(), rtol=1e-10, atol=1e-10, equal_nan=True)
+    for a, e in zip(got, wg):
+        torch.testing.assert_close(a.cpu(), e, rtol=1e-9, atol=1e-9, equal_nan=True)
+    e = torch.randn(2, 4, 0, dtype=torch.float64)
+    desc = bc.Descriptor.like("group_norm", e, num_groups=2, eps=1e-5)
+    _, mean, rstd = bc.Plan.select(desc, DEVICE, bc.PlanPreference(prefer=(backend,))).run(_dev(e))
+    _, tm, tr = torch.native_group_norm(e, None, None, 2, 4, 0, 2, 1e-5)
+    torch.testing.assert_close(mean.cpu(), tm, equal_nan=True)
+    torch.testing.assert_close(rstd.cpu(), tr, equal_nan=True)
+    assert tr.isnan().all()
+
+
 def test_normalize_edge_cases():
     # p=inf with ties: the gradient is split evenly among the maxima (torch's amax backward)
     x = torch.tensor([[1.0, -3.0, 3.0, 2.0], [0.5, 0.25, -0.5, 0.1]], dtype=torch.float64)
@@ -123,6 +152,31 @@ def test_normalize_edge_cases():
         (dx,) = bc.BackwardPlan.select(desc, DEVICE, TRITON).run(_dev(gy), x=_dev(x))
         assert_close(y.cpu(), ref.detach().numpy(), 1e-12, 1e-12, f"normalize p={p}")
         assert_close(dx.cpu(), want.numpy(), 1e-10, 1e-10, f"normalize grad p={p} eps={eps}")
+
+
+@pytest.mark.parametrize("backend", [Backend.REFERENCE, Backend.TRITON])
+@pytest.mark.parametrize("p", [0.5, 0.0, -1.5, -float("inf"), 3.0])
+def test_normalize_any_p_with_zero_entries(backend, p):
+    """Any p, as torch.norm: p < 1 (the gradient is 0 at a zero entry), p = 0 (the nonzero count: no gradient
+    through the norm), p < 0 (a zero entry makes the norm 0, then the eps clamp), p = -inf (the smallest |x|);
+    rows with and without zeros, the reduced dim first and last."""
+    g = _gen()
+    x = torch.randn(4, 6, generator=g, dtype=torch.float64) * 2
+    x[1, 2] = 0.0
+    x[2, :] = 0.0
+    x[3, 4] = x[3, 1] = -0.75        # a tie in |x| (p = -inf splits the gradient)
+    x[3, 5] = 0.75
+    gy = torch.randn(4, 6, generator=g, dtype=torch.float64)
+    for dim in (1, 0):
+        xt = x.clone().requires_grad_()
+        ref = F.normalize(xt, p, dim, 1e-3)
+        (want,) = torch.autograd.grad(ref, xt, gy)
+        desc = bc.Descriptor.like("normalize", x, p=p, dim=dim, eps=1e-3)
+        pref = bc.PlanPreference(prefer=(backend,))
+        y = bc.Plan.select(desc, DEVICE, pref).run(_dev(x))
+        (dx,) = bc.BackwardPlan.select(desc, DEVICE, pref).run(_dev(gy), x=_dev(x))
+        assert_close(y.cpu(), ref.detach().numpy(), 1e-12, 1e-12, f"normalize p={p} dim={dim}")
+        assert_close(dx.cpu(), want.numpy(), 1e-10, 1e-10, f"normalize grad p={p} dim={dim}")
 
 
 def test_normalize_chunked_and_inner():
@@ -160,3 +214,66 @@ def test_add_layer_norm_vs_unfused():
         assert torch.equal(s.cpu(), s_ref), "the sum is rounded to bf16 like the unfused add"
     assert_close(s.cpu(), s_ref.double().numpy(), 2 ** -7, 0, "s")
     assert_close(y.cpu(), F.layer_norm(s_ref.double(), (16,), w.double(), b.double()).numpy(), 3e-2, 3e-2, "y")
+
+
+@pytest.mark.parametrize("backend", [Backend.REFERENCE, Backend.TRITON])
+def test_local_response_norm_integer_input(backend):
+    """An integer input: torch's integer avg_pool rounds the window mean of the squares down, and the result is
+    float32 (the default dtype); an empty integer input comes back as it is (its dtype kept)."""
+    g = _gen()
+    x = torch.randint(-9, 10, (2, 6, 3, 2), generator=g)
+    with bt.preference(bc.PlanPreference(prefer=(backend,))):
+        for size, kw in ((3, {}), (2, {"alpha": 0.3, "beta": 0.5, "k": 1.25}), (5, {"alpha": 0.05})):
+            want = F.local_response_norm(x, size, **kw)
+            got = bt.nn.functional.local_response_norm(_dev(x), size, **kw)
+            assert got.dtype == want.dtype == torch.float32
+            torch.testing.assert_close(got.cpu(), want, rtol=1e-6, atol=1e-6)
+        e = torch.zeros(0, 3, 2, dtype=torch.int64)
+        got = bt.nn.functional.local_response_norm(_dev(e), 2)
+        assert got.dtype == torch.int64 and got.shape == e.shape
+
+
+@pytest.mark.parametrize("backend", [Backend.REFERENCE, Backend.TRITON])
+def test_batch_norm_training_updates_buffers_and_backward_works(backend):
+    """training=True with running statistics: the drop-in writes the new statistics into the caller's buffers
+    in place, and the backward still runs (the buffers are not among the saved tensors whose version autograd
+    checks); gradients and updated buffers equal torch's."""
+    g = _gen()
+    x = torch.randn(4, 3, 5, generator=g, dtype=torch.float64)
+    w, b = torch.randn(3, generator=g, dtype=torch.float64), torch.randn(3, generator=g, dtype=torch.float64)
+    gy = torch.randn(4, 3, 5, generator=g, dtype=torch.float64)
+    res = []
+    for fn in (bt.nn.functional.batch_norm, F.batch_norm):
+        ts = [t.clone().requires_grad_() for t in (x, w, b)]
+        rm, rv = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+        with bt.preference(bc.PlanPreference(prefer=(backend,))):
+            y = fn(ts[0], rm, rv, ts[1], ts[2], True, 0.3, 1e-5)
+            grads = torch.autograd.grad(y, ts, gy)
+        res.append((y.detach(), rm, rv) + grads)
+    for a, e in zip(*res):
+        torch.testing.assert_close(a, e, rtol=1e-9, atol=1e-9)
+
+
+def test_batch_norm_empty_input_and_eps_checks():
+    """An empty batch (also a 1-D empty input) returns an empty result and leaves the running statistics as
+    they are, as torch; eps <= 0 when training (< 0 otherwise) is refused as torch's F.batch_norm does."""
+    for shape in ((0,), (0, 3), (0, 3, 2)):
+        c = 0 if len(shape) == 1 else 3
+        rm, rv = torch.randn(c, dtype=torch.float64), torch.rand(c, dtype=torch.float64) + 0.5
+        rm0, rv0 = rm.clone(), rv.clone()
+        x = torch.randn(shape, dtype=torch.float64, requires_grad=True)
+        for training in (True, False):
+            y = bt.nn.functional.batch_norm(x, rm, rv, training=training)
+            assert y.shape == shape and torch.equal(rm, rm0) and torch.equal(rv, rv0)
+            (gx,) = torch.autograd.grad(y.sum(), x)
+            assert gx.shape == shape
+    x = torch.randn(4, 3)
+    for training, eps in ((True, 0.0), (True, -1.0), (False, -1.0)):
+        with pytest.raises(ValueError, match="eps"):
+            F.batch_norm(x, None if training else torch.zeros(3), None if training else torch.ones(3),
+                         training=training, eps=eps)
+        with pytest.raises(ValueError, match="eps"):
+            bt.nn.functional.batch_norm(x, None if training else torch.zeros(3), None if training else torch.ones(3),
+                                        training=training, eps=eps)
+    y = bt.nn.functional.batch_norm(x, torch.zeros(3), torch.ones(3), training=False, eps=0.0)
+    torch.testing.assert_close(y, F.batch_norm(x, torch.zeros(3), torch.ones(3), training=False, eps=0.0))

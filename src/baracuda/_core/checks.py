@@ -45,23 +45,26 @@ def mode_of(value) -> str:
                      f"got {value!r}")
 
 
-def flagged(flag, pref, make_error: Callable[[], Exception]) -> None:
-    """Raise ``make_error()`` (now or later, see the module doc) if the 1-element device tensor ``flag`` is
-    non-zero.  Call it right after the launches that set the flag, on the stream they ran on."""
+def flagged(flag, pref, make_error: Callable[[float], Exception]) -> None:
+    """Raise ``make_error(value)`` (now or later, see the module doc) if the 1-element device tensor ``flag`` is
+    non-zero (its value may say which check failed: BCE's input or target).  Call it right after the launches
+    that set the flag, on the stream they ran on."""
     mode = pref.check_values if pref is not None else "deferred"
     if mode == "off":
         return
     if flag.device.type != "cuda":
-        if flag.reshape(-1)[0].item() != 0:
-            raise make_error()
+        v = flag.reshape(-1)[0].item()
+        if v != 0:
+            raise make_error(v)
         return
     import torch
 
     if _capturing():
         return
     if mode == "sync":
-        if flag.reshape(-1)[0].item() != 0:
-            raise make_error()
+        v = flag.reshape(-1)[0].item()
+        if v != 0:
+            raise make_error(v)
         return
     free = _SLOTS.setdefault(flag.dtype, [])
     slot = free.pop() if free else _pinned_slot(torch, flag.dtype)
@@ -95,12 +98,12 @@ def _capturing() -> bool:
 def _settle(entry):
     """Recycle one landed entry; its error (with the deferred note) or None."""
     ev, slot, make_error = entry
-    bad = slot.item() != 0
+    v = slot.item()
     _SLOTS.setdefault(slot.dtype, []).append(slot)
     _EVENTS.append(ev)
-    if not bad:
+    if v == 0:
         return None
-    err = make_error()
+    err = make_error(v)
     err.add_note(_NOTE)
     return err
 

@@ -234,6 +234,9 @@ class OpSpec:
     # so a step whose upstream repeats needs no scaling pass; otherwise it computes for a unit upstream (no
     # pass when the upstream is 1)
     fused_grad: str | None = None
+    # the inputs whose gradients the fused op returns, in order (None: every differentiable input); a call where
+    # another input requires grad (cross_entropy's probability target) takes the ordinary forward / backward
+    fused_grad_inputs: tuple[int, ...] | None = None
     samples: Callable[[np.random.Generator], Iterable[Sample]] | None = None
     errors: Callable[[], Iterable[ErrorCase]] | None = None
     tol: Callable[[DType], Tol] = default_tol

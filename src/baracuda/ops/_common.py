@@ -1,4 +1,4 @@
-"""Shape helpers shared by the op families (pure Python: no NumPy, no torch)."""
+"""Shape helpers shared by the op families (pure Python: no NumPy; torch only inside the drop-in helper)."""
 from __future__ import annotations
 
 from .._core.errors import InvalidProblemError
@@ -35,3 +35,22 @@ def check_nonneg(op: str, names, shapes):
     for n, s in zip(names, shapes):
         if any(d < 0 for d in s):
             raise InvalidProblemError(op, n, "non-negative dimensions", s)
+
+
+def float_operands(*ts, bools: bool = False):
+    """Drop-in helper: the integer tensors among ``ts`` cast to the floating dtype torch computes them in (the
+    promoted dtype of the floating tensors among ``ts``, else ``torch.get_default_dtype()``), for losses and
+    distances torch accepts integer inputs to (their arithmetic with a float margin / eps / exp promotes).
+    Floating and non-tensor arguments are returned as they are, so are bools unless ``bools`` (where torch's
+    arithmetic on them is defined: a product, not a difference); the op's own check judges them."""
+    import torch
+
+    floats = [t.dtype for t in ts if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    to = floats[0] if floats else torch.get_default_dtype()
+    for d in floats[1:]:
+        to = torch.promote_types(to, d)
+
+    def cast(t):
+        return isinstance(t, torch.Tensor) and not (t.is_floating_point() or t.is_complex()) and (
+            bools or t.dtype != torch.bool)
+    return tuple(t.to(to) if cast(t) else t for t in ts)

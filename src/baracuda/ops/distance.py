@@ -6,8 +6,8 @@ cosine_similarity(x1, x2, dim=1, eps=1e-8)   torch's current formula: sum((x1 / 
 pairwise_distance(x1, x2, p=2, eps=1e-6, keepdim=False)   vector_norm(x1 - x2 + eps, p) over the last dim
 pdist(x, p=2)            ||x_i - x_j||_p for i < j of the rows of a 2-D x (row-major condensed order)
 cdist(x1, x2, p=2)       ||x1[..., i, :] - x2[..., j, :]||_p, batch dims broadcast; computed directly (no GEMM
-    expansion ||a||^2 + ||b||^2 - 2ab, which loses the small distances): torch's default compute_mode
-    ('use_mm_for_euclid_dist_if_necessary') gives the same values up to its rounding; other modes are refused.
+    expansion ||a||^2 + ||b||^2 - 2ab, which loses the small distances) whatever torch's compute_mode says: its
+    matrix-multiply modes give the same values up to their rounding.
 p >= 0 for pdist/cdist (torch's domain); p = inf is the max norm.
 
 Backward ops (torch's _cdist_backward / _pdist_backward conventions per p: 0 -> 0; 1 -> sign(diff);
@@ -27,7 +27,7 @@ from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from .._core.derive import declare_rule_ops
-from ._common import broadcast_shapes
+from ._common import broadcast_shapes, float_operands
 from .reduction import KEEPDIM
 from .reduction_stats import norm_grad
 
@@ -114,6 +114,10 @@ def _peer_cos_bw(g, x1, x2, *, dim=1, eps=1e-8):
 
 
 def _dropin_cos(x1, x2, dim=1, eps=1e-8):
+    if x1.dim() == 0 and x2.dim() == 0:   # two scalars: one 1-element vector each (dim 0 or -1, as torch)
+        if dim not in (0, -1):
+            raise InvalidProblemError("cosine_similarity", "dim", "an axis in [-1, 0] for 0-d inputs", dim)
+        x1, x2, dim = x1.reshape(1), x2.reshape(1), 0
     return (x1, x2), {"dim": dim, "eps": eps}
 
 
@@ -162,7 +166,9 @@ def _peer_pw(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 
 def _dropin_pw(x1, x2, p=2.0, eps=1e-6, keepdim=False):
-    return (x1, x2), {"p": float(p), "eps": eps, "keepdim": keepdim}
+    if x1.dim() == 0 and x2.dim() == 0:   # two scalars: torch's norm over the one element, a 0-d result
+        x1, x2, keepdim = x1.reshape(1), x2.reshape(1), False
+    return float_operands(x1, x2), {"p": float(p), "eps": eps, "keepdim": keepdim}
 
 
 def _pw_samples(rng):
@@ -277,10 +283,14 @@ def _dropin_pdist(input, p=2):
     return (input,), {"p": float(p)}
 
 
+_COMPUTE_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
+
+
 def _dropin_cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
-    if compute_mode != "use_mm_for_euclid_dist_if_necessary":
-        raise UnsupportedError("cdist", f"compute_mode={compute_mode!r} is not supported: baracuda computes every p "
-                                        "directly (no matrix-multiply expansion); pass the default compute_mode")
+    # every mode computes the differences directly: torch's matrix-multiply expansion is a speed choice whose
+    # values differ from the exact distances by its rounding only (the expansion loses small distances)
+    if compute_mode not in _COMPUTE_MODES:
+        raise InvalidProblemError("cdist", "compute_mode", " or ".join(map(repr, _COMPUTE_MODES)), repr(compute_mode))
     return (x1, x2), {"p": float(p)}
 
 

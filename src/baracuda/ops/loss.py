@@ -107,8 +107,25 @@ def _check(op: str):
 def _grad_rule(bw_op):
     def rule(ctx, d, grads, s):
         names = ("input", "target", "weight")[: len(d.inputs)]
-        return (ctx.op(bw_op, grads[0], *[s[n] for n in names], **d.attr_dict),) + (None,) * (len(d.inputs) - 1)
+        gx = ctx.op(bw_op, grads[0], *[s[n] for n in names], **d.attr_dict) if ctx.needs[0] else None
+        gt = _prob_target_grad(ctx, d, grads[0], s) if d.inputs[1].dtype in FLOAT_TYPES and ctx.needs[1] else None
+        return (gx, gt) + (None,) * (len(d.inputs) - 2)
     return rule
+
+
+def _prob_target_grad(ctx, d, g, s):
+    """d loss / d y of cross_entropy with class probabilities y (torch differentiates the target there):
+    -(1 - eps) w_c log_softmax(x)_c scale_r, scale_r = g_r (none) | g (sum) | g / R (mean over the R rows)."""
+    x = d.inputs[0]
+    cdim = 0 if len(x.shape) == 1 else 1
+    lsm = ctx.op("log_softmax", s["input"], dim=cdim)
+    if len(d.inputs) == 3:     # the class weights along the class dim
+        lsm = ctx.op("mul", lsm, ctx.reshape(s["weight"], (x.shape[cdim],) + (1,) * (len(x.shape) - cdim - 1)))
+    red, rows = d.attr("reduction"), rows_shape(x.shape)
+    if red == "none" and cdim:   # per-row upstream, broadcast over the classes
+        g = ctx.reshape(g, rows[:1] + (1,) + rows[1:])
+    k = -(1.0 - d.attr("label_smoothing")) / (max(int(np.prod(rows)), 1) if red == "mean" else 1)
+    return ctx.op("mul_scalar", ctx.op("mul", lsm, g), scalar=k)
 
 
 # -- torch peers and drop-in adapters -----------------------------------------------------------
@@ -315,15 +332,17 @@ for _base, _peer, _dropin in (("cross_entropy", _peer_ce, _dropin_ce), ("nll_los
     _SPECS[_base] = register_spec(OpSpec(
         name=_base, family="loss", arg_names=("input", "target", "weight"), check=_check(_base), dtypes=FLOAT_TYPES,
         attrs=_DECL[_base], torch_peer=_peer, torch_name=f"torch.nn.functional.{_base}", dropin=_dropin,
-        grad=_grad_rule(_bw), saves=("inputs",), differentiable=(0,), samples=_fw_samples(_base),
-        fused_grad="cross_entropy_with_grad" if _base == "cross_entropy" else None,
+        grad=_grad_rule(_bw), saves=("inputs",), samples=_fw_samples(_base),
+        # class probabilities (cross_entropy's floating target) get a gradient too, as torch's
+        differentiable=(0, 1) if _base == "cross_entropy" else (0,),
+        fused_grad="cross_entropy_with_grad" if _base == "cross_entropy" else None, fused_grad_inputs=(0,),
         errors=_errors(_base), tol=_tol, workloads=_workloads(_base), cost=_cost, category="loss",
         doc=f"{_base} over [N, C, d1, ...] inputs (class dim 1, or unbatched [C]): class-index targets with ignore_index and weights"
             + (", probability targets, label smoothing" if _base == "cross_entropy" else "")
             + "; reductions none/sum/mean (mean divides by the summed weights of the kept rows, as torch).",
     ))
     _SPECS[_bw] = register_spec(backward_spec(
-        _SPECS[_base], grad_what="the loss's", cost=_cost,
+        _SPECS[_base], grads=(0,), grad_what="the loss's", cost=_cost,
         doc=f"fused backward of {_base}: d input from grad (the loss's gradient) in one kernel."))
 
 _register_input_makers_for(LOSS_OPS)
@@ -463,5 +482,6 @@ for _base in POINTWISE_LOSSES:
 
 # the op names this module's backward rules compose (ctx.op), checked at import (derive.check_op_references)
 declare_rule_ops(__name__,
-                 "cross_entropy_backward", "huber_loss_backward", "l1_loss_backward", "mse_loss_backward", "neg",
+                 "cross_entropy_backward", "huber_loss_backward", "l1_loss_backward", "log_softmax", "mse_loss_backward",
+                 "mul", "mul_scalar", "neg",
                  "nll_loss_backward", "smooth_l1_loss_backward")

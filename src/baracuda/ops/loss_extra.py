@@ -4,7 +4,7 @@ losses are in loss_margin.py.
 Every op here is loss = reduce(f(a, b[, c]; aux)) over same-shape "main" operands and optional broadcast "aux"
 operands (weight, pos_weight, var), with torch.nn.functional's names and semantics:
   binary_cross_entropy(input, target[, weight])         -w (y max(log x, -100) + (1 - y) max(log(1 - x), -100))
-      input outside [0, 1] is an error (as torch); dx = w (x - y) / max(x (1 - x), 1e-12), dy = w log((1 - x) / x)
+      input or target outside [0, 1] (or NaN) is an error (as torch); dx = w (x - y) / max(x (1 - x), 1e-12), dy = w log((1 - x) / x)
   binary_cross_entropy_with_logits(input, target[, weight][, pos_weight]; has_pos_weight)
       w ((1 - y) x + (1 + (pw - 1) y) softplus(-x)) (stable for any x); dx = w (sigmoid(x) (1 + (pw - 1) y) - pw y)
       dy = w ((pw - 1) softplus(-x) - x).  With only pos_weight given, pass has_pos_weight=True.
@@ -36,6 +36,7 @@ from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedE
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec, set_bench_inputs
 from .._core.derive import backward_spec
 from .._core.derive import declare_rule_ops
+from ._common import float_operands
 from .loss import legacy_reduction, reduction_attr
 
 __all__ = ["PW_EXTRA", "PwDef", "param_attrs", "aux_ok", "float_operand", "real", "REDUCTIONS", "register_makers"]
@@ -216,23 +217,33 @@ def _dropins():
                                  "log_target": log_target}
 
     def poisson(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None, reduction="mean"):
-        return (input, target), {"reduction": legacy_reduction(size_average, reduce, reduction), "log_input": log_input,
+        return float_operands(input, target), {"reduction": legacy_reduction(size_average, reduce, reduction), "log_input": log_input,
                                  "full": full, "eps": eps}
 
     def gaussian(input, target, var, full=False, eps=1e-6, reduction="mean"):
-        if isinstance(var, (int, float)):
-            import torch
+        import torch
 
+        if isinstance(var, (int, float)):
             if var < 0:
                 raise InvalidProblemError("gaussian_nll_loss", "var", "a non-negative variance", var)
             var = torch.full_like(input, float(var))
+        if target.shape != input.shape:
+            # torch: var's shape is judged against the input's, then (input - target)^2 / var broadcasts all three;
+            # the op takes same-shape input and target, so they (and var) are expanded views of that shape
+            x, v = tuple(input.shape), tuple(var.shape)
+            if not _var_ok(x, v):
+                raise InvalidProblemError("gaussian_nll_loss", "var", f"the input's shape {x}, its shape without the "
+                                          "last dim, or its rank with exactly one dim of size 1", v)
+            var = var.unsqueeze(-1) if v != x and v == x[:-1] else var
+            shape = torch.broadcast_shapes(input.shape, target.shape, var.shape)
+            input, target, var = input.expand(shape), target.expand(shape), var.expand(shape)
         return (input, target, var), {"reduction": reduction, "full": full, "eps": eps}
 
     def hinge(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
         return (input, target), {"reduction": legacy_reduction(size_average, reduce, reduction), "margin": margin}
 
     def ranking(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
-        return (input1, input2, target), {"reduction": legacy_reduction(size_average, reduce, reduction),
+        return float_operands(input1, input2, target), {"reduction": legacy_reduction(size_average, reduce, reduction),
                                           "margin": margin}
 
     def soft(input, target, size_average=None, reduce=None, reduction="mean"):

@@ -28,6 +28,7 @@ from .._core.errors import DTypeMismatchError, InvalidProblemError
 from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from .._core.derive import backward_spec
 from .._core.derive import declare_rule_ops
+from ._common import float_operands
 from .loss import INDEX_DTYPES, legacy_reduction
 from .loss_extra import REDUCTIONS, aux_ok, float_operand, param_attrs, register_makers
 
@@ -144,23 +145,39 @@ def _peer(base):
     return peer
 
 
+def _unbatched_0d(input, target, row_target: bool):
+    """A 0-d input is one unbatched row of C = 1 class (torch's reading); its 0-d target then is that row's class
+    index (multi_margin) or its one-entry label row (multilabel_margin: ``row_target``)."""
+    if input.dim() == 0:
+        input = input.reshape(1)
+        if row_target and target.dim() == 0:
+            target = target.reshape(1)
+    return input, target
+
+
 def _dropins():
     def red(sa, r, reduction):
         return legacy_reduction(sa, r, reduction)
 
     def cosine(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
-        return (input1, input2, target), {"reduction": red(size_average, reduce, reduction), "margin": margin}
+        import torch
+
+        if target.dtype == torch.bool:   # True is 1 (a similar pair), False neither 1 nor -1 (a zero loss), as torch
+            target = target.long()
+        return float_operands(input1, input2, bools=True) + (target,), {"reduction": red(size_average, reduce, reduction), "margin": margin}
 
     def triplet(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None, reduce=None,
                 reduction="mean"):
-        return (anchor, positive, negative), {"reduction": red(size_average, reduce, reduction), "margin": margin,
+        return float_operands(anchor, positive, negative), {"reduction": red(size_average, reduce, reduction), "margin": margin,
                                               "p": p, "eps": eps, "swap": swap}
 
     def multi(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
+        input, target = _unbatched_0d(input, target, False)
         return ((input, target) + ((weight,) if weight is not None else ()),
                 {"reduction": red(size_average, reduce, reduction), "p": p, "margin": margin})
 
     def mlm(input, target, size_average=None, reduce=None, reduction="mean"):
+        input, target = _unbatched_0d(input, target, True)
         return (input, target), {"reduction": red(size_average, reduce, reduction)}
 
     def mlsm(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):

@@ -32,7 +32,8 @@ _MAX_AFFINE = {"rms_norm": 1, "layer_norm": 2}   # weight / weight+bias
 
 
 _NS = Attr("normalized_shape", "shape", expected="a tuple of ints")
-_EPS = Attr("eps", "float", None, optional=True, ge=0, expected="a non-negative real number or None")
+# any real eps or None, as torch (a negative one makes rows with var + eps < 0 NaN, as there)
+_EPS = Attr("eps", "float", None, optional=True, expected="a real number or None")
 _ATTRS = (_NS, _EPS)
 
 

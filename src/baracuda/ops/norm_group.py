@@ -18,7 +18,8 @@ batch_norm(x[, weight[, bias][, running_mean, running_var]], training, momentum,
     Gradients flow to x, weight, bias (the running statistics are buffers: no gradient, as torch).
 local_response_norm(x, size, alpha, beta, k): y = x / (k + alpha/size * sum_window x^2)^beta across
     channels, window [c - size//2, c + (size-1)//2] zero-padded (torch's avg_pool of the padded squares).
-normalize(x, p, dim, eps): y = x / max(||x||_p, eps) along dim (p >= 1 or inf).
+normalize(x, p, dim, eps): y = x / max(||x||_p, eps) along dim, any p as torch.norm: p = 0 counts the nonzeros
+    (no gradient through the norm), p < 0 gives 0 where an entry is 0, p = inf the max.
 
 Gradients of the statistics outputs (mean, rstd, new running stats) are the exact derivatives with respect
 to x (composed from elementwise ops, only when such a gradient is given: torch passes None for unused
@@ -32,7 +33,7 @@ from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from .._core.derive import declare_rule_ops
-from ._common import check_nonneg
+from ._common import check_nonneg, float_operands
 
 __all__ = ["GROUP_NORM_OPS"]
 
@@ -41,14 +42,18 @@ _AFF = ("weight", "bias")
 
 
 def _eps(default):
-    return Attr("eps", "float", default, ge=0, expected="a real number >= 0.0")
+    # any real eps, as torch (a negative one makes var + eps < 0 rows NaN, as there)
+    return Attr("eps", "float", default)
 
 
 _GROUPS = Attr("num_groups", "int", gt=0, expected="a positive int dividing the channels")
 _BW_FLAGS = (Attr("has_bias", "bool", False), Attr("extra", "bool", False))
 _LRN = (Attr("size", "int", ge=1, expected="a positive int"), Attr("alpha", "float", 1e-4),
-        Attr("beta", "float", 0.75), Attr("k", "float", 1.0))
-_NORMALIZE = (Attr("p", "float", 2.0, ge=1.0, expected="a norm order >= 1 or inf"), Attr("dim", "axis", 1),
+        Attr("beta", "float", 0.75), Attr("k", "float", 1.0),
+        # the window mean of the squares rounded down: torch's integer avg_pool when x is an integer tensor
+        # (the drop-in casts it and sets this); piecewise constant, so the forward only
+        Attr("floor_mean", "bool", False))
+_NORMALIZE = (Attr("p", "float", 2.0), Attr("dim", "axis", 1),   # any p, as torch.norm (0: the nonzero count)
               _eps(1e-12))
 
 
@@ -191,7 +196,7 @@ def _g_bn(ctx, d, grads, s):
     x = s["x"]
     shape = d.inputs[0].shape
     c = shape[1]
-    m = math.prod(shape) // c
+    m = math.prod(shape) // c if c else 0
     naff = min(len(d.inputs) - 1, 2)
     tr = d.attr("training")
     c0 = c1 = None
@@ -232,13 +237,15 @@ def _check_lrn(op):
         x = _head(op, inputs, (2,) if op.endswith("backward") else (1,), 3,
                   "2 operands (grad, x)" if op.endswith("backward") else "1 operand")
         _same(op, x, ("x",), inputs[1:], x.shape)
+        if op.endswith("backward") and attrs["floor_mean"]:
+            raise InvalidProblemError(op, "floor_mean", "False (an integer input has no gradient)", True)
         return attrs, (TensorSpec(x.shape, x.dtype),)
     return check
 
 
 def _check_normalize(op):
     def check(inputs, attrs):
-        x = _head(op, inputs, (2,) if op.endswith("backward") else (1,), 1,
+        x = _head(op, inputs, (2,) if op.endswith("backward") else (1,), 0,   # 0-d: a 1-element row (dim 0 / -1)
                   "2 operands (grad, x)" if op.endswith("backward") else "1 operand")
         _same(op, x, ("x",), inputs[1:], x.shape)
         return attrs, (TensorSpec(x.shape, x.dtype),)
@@ -256,12 +263,11 @@ def _g_normalize(ctx, d, grads, s):
 # -- peers and drop-ins ----------------------------------------------------------------------------
 def _peer_gn(x, *aff, num_groups, eps):
     import torch
-    import torch.nn.functional as F
 
-    n = x.shape[0]
-    xr = x.reshape(n, num_groups, math.prod(x.shape[1:]) // num_groups)
-    var, mean = torch.var_mean(xr, dim=-1, unbiased=False)
-    return F.group_norm(x, num_groups, *aff, eps=eps), mean, torch.rsqrt(var + eps)
+    n, c = x.shape[:2]
+    w, b = (list(aff) + [None, None])[:2]
+    # torch's own (y, mean, rstd): an empty group has mean 0 and rstd NaN there
+    return torch.native_group_norm(x, w, b, n, c, math.prod(x.shape[2:]), num_groups, eps)
 
 
 def _peer_in(x, *aff, eps):
@@ -290,9 +296,14 @@ def _peer_bn(x, *ins, training, momentum, eps):
     return outs
 
 
-def _peer_lrn(x, *, size, alpha, beta, k):
+def _peer_lrn(x, *, size, alpha, beta, k, floor_mean=False):
     import torch.nn.functional as F
 
+    if floor_mean:    # torch's integer path (avg_pool of the integer squares rounds down), in x's dtype
+        c, lo = x.shape[1], size // 2
+        sq = F.pad(x * x, (0, 0) * (x.dim() - 2) + (lo, size - 1 - lo))
+        s = sum(sq[:, j: j + c] for j in range(size))
+        return x / (alpha * (s / size).floor() + k) ** beta
     return F.local_response_norm(x, size, alpha, beta, k)
 
 
@@ -328,26 +339,40 @@ def _dropin_in(input, running_mean=None, running_var=None, weight=None, bias=Non
 def _dropin_bn(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
     """Returns a third element: the finisher that copies the new running statistics into the caller's buffers
     (torch updates them in place) and returns y."""
+    import torch
+
     if (running_mean is None) != (running_var is None):
         raise InvalidProblemError("batch_norm", "running_var", "both running statistics or neither", "only one")
-    has_run = running_mean is not None
+    if eps < 0 or (training and eps == 0):   # torch.nn.functional's own check (the op takes any eps)
+        raise InvalidProblemError("batch_norm", "eps", "a positive eps when training, non-negative otherwise", eps)
     if momentum is None:
         raise UnsupportedError("batch_norm", "momentum=None (cumulative moving average) is not supported")
+    shape = input.shape
+    if input.numel() == 0:
+        # torch returns an empty result and leaves the running statistics alone: eval mode on the batch's
+        # channels does exactly that (a 1-D empty input is [0, C], C from the statistics or the affine weights)
+        c = next((t.numel() for t in (running_mean, weight, bias) if t is not None), 0)
+        input = input.reshape(0, c) if input.dim() < 2 else input
+        if running_mean is None:
+            running_mean, running_var = input.new_zeros(input.shape[1]), input.new_ones(input.shape[1])
+        training = False
+    has_run = running_mean is not None
     ins = (input,) + _aff_fill(input, weight, bias, need_bias=has_run) + ((running_mean, running_var) if has_run else ())
 
     def finish(out):
         if training and has_run:
-            import torch
-
             with torch.no_grad():
                 running_mean.copy_(out[3])
                 running_var.copy_(out[4])
-        return out[0]
+        return out[0].reshape(shape)
     return ins, {"training": bool(training), "momentum": momentum, "eps": eps}, finish
 
 
 def _dropin_lrn(input, size, alpha=1e-4, beta=0.75, k=1.0):
-    return (input,), {"size": size, "alpha": alpha, "beta": beta, "k": k}
+    integer = not (input.is_floating_point() or input.is_complex())
+    # torch returns an empty input as it is (an integer one keeps its dtype)
+    finish = (lambda out: out.to(input.dtype)) if integer and input.numel() == 0 else None
+    return float_operands(input), {"size": size, "alpha": alpha, "beta": beta, "k": k, "floor_mean": integer}, finish
 
 
 def _dropin_normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
@@ -357,7 +382,8 @@ def _dropin_normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 
 # -- samples, errors, workloads ------------------------------------------------------------------
-_GN_SHAPES = [((2, 6, 5), 3), ((3, 4), 2), ((2, 4, 3, 3), 4), ((1, 6, 7), 1), ((0, 4, 3), 2), ((2, 8, 40), 2)]
+_GN_SHAPES = [((2, 6, 5), 3), ((3, 4), 2), ((2, 4, 3, 3), 4), ((1, 6, 7), 1), ((0, 4, 3), 2), ((2, 8, 40), 2),
+              ((2, 4, 0), 2)]   # empty groups: rstd NaN (torch)
 
 
 def _gn_samples(rng):
@@ -415,16 +441,22 @@ def _lrn_samples(rng):
     for shape, size in [((2, 5, 3), 3), ((1, 7, 2, 2), 2), ((2, 3, 4), 5), ((2, 9, 1, 3), 4), ((0, 3, 2), 2)]:
         yield Sample((rng.standard_normal(shape) * 2,), {"size": size, "alpha": 0.3, "beta": 0.75, "k": 1.5},
                      name=f"{shape}s{size}")
+    # integer values (an integer tensor cast by the drop-in): the window mean rounded down
+    yield Sample((rng.integers(-8, 9, size=(2, 6, 3)).astype(float),),
+                 {"size": 3, "alpha": 0.3, "beta": 0.75, "k": 1.5, "floor_mean": True}, name="floor", grad=False)
 
 
 def _lrn_bw_samples(rng):
     for s in _lrn_samples(rng):
-        yield Sample((rng.standard_normal(s.inputs[0].shape),) + s.inputs, s.attrs, s.name, grad=False)
+        if not s.attrs.get("floor_mean"):
+            yield Sample((rng.standard_normal(s.inputs[0].shape),) + s.inputs, s.attrs, s.name, grad=False)
 
 
 def _norm_samples(rng):
     for shape, p, dim in [((3, 5), 2.0, 1), ((4, 6), 1.0, 0), ((2, 3, 4), 3.0, 1), ((3, 7), float("inf"), -1),
-                          ((5,), 2.0, 0), ((2, 300), 2.0, 1), ((0, 3), 2.0, 1), ((2, 2, 3), 2.0, 2)]:
+                          ((5,), 2.0, 0), ((2, 300), 2.0, 1), ((0, 3), 2.0, 1), ((2, 2, 3), 2.0, 2),
+                          ((3, 6), 0.5, 1), ((2, 5), -1.5, 1), ((4, 3), 0.0, 0), ((3, 5), -float("inf"), 1),
+                          ((), 1.2, 0), ((), 2.0, -1)]:
         yield Sample((rng.standard_normal(shape) * 2,), {"p": p, "dim": dim, "eps": 1e-12}, name=f"{shape}p{p}d{dim}")
     yield Sample((rng.standard_normal((3, 4)) * 1e-3,), {"p": 2.0, "dim": 1, "eps": 0.01}, name="clamped")
 
@@ -458,7 +490,7 @@ def _errors(op):
             yield ErrorCase(((((3, 4), "f32"),) * (2 if bw else 1)), {"size": 2}, InvalidProblemError,
                             r"at least 3 dimensions", "rank")
         if op.startswith("normalize"):
-            yield ErrorCase(((f,) if bw else ()) + (f,), {"p": 0.5}, InvalidProblemError, r"argument 'p'", "p")
+            yield ErrorCase(((f,) if bw else ()) + (f,), {"p": "2"}, InvalidProblemError, r"argument 'p'", "p")
             yield ErrorCase(((f,) if bw else ()) + (f,), {"dim": 3}, InvalidProblemError, r"argument 'dim'", "dim")
         n = 4 if bw and not op.startswith(("local", "normalize")) else 2 if bw else 1
         yield ErrorCase(((((2, 4, 3), "i32"),) * n), {"num_groups": 2} if op.startswith("group") else
@@ -528,7 +560,9 @@ _reg(name="group_norm_backward", arg_names=("grad", "x", "mean", "rstd", "weight
 _reg(name="batch_norm", arg_names=("x", "weight", "bias", "running_mean", "running_var"), check=_check_bn,
      attrs=(Attr("training", "bool", False), Attr("momentum", "float", 0.1), _eps(1e-5)), torch_peer=_peer_bn,
      torch_name="torch.nn.functional.batch_norm", dropin=_dropin_bn, dropin_result=None, grad=_g_bn,
-     saves=("inputs", "out1", "out2"), differentiable=(0, 1, 2), samples=_bn_samples, errors=_errors("batch_norm"),
+     # never the running statistics: the drop-in overwrites them in place after the forward (a saved tensor whose
+     # version moved breaks autograd's backward)
+     saves=("x", "weight", "out1", "out2"), differentiable=(0, 1, 2), samples=_bn_samples, errors=_errors("batch_norm"),
      tol=_tol, grad_tol=_tol, workloads=_WL["batch_norm"], cost=_cost(2, 8),
      doc="batch_norm -> (y, mean, rstd[, new_running_mean, new_running_var]); the drop-in copies the new running "
          "statistics into the given buffers and returns y.")

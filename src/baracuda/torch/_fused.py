@@ -53,6 +53,12 @@ def _inside(fn):
     return wrapped
 
 
+def fused_inputs(spec, n: int) -> tuple:
+    """The inputs (of ``n``) whose gradients ``spec.fused_grad`` returns, in order."""
+    diff = spec.differentiable if spec.fused_grad_inputs is None else spec.fused_grad_inputs
+    return tuple(i for i in diff if i < n)
+
+
 @functools.lru_cache(maxsize=None)
 def _takes_upstream(name) -> bool:
     return get_spec(name).arg_names[:1] == ("grad",)
@@ -65,8 +71,11 @@ def _fused_plan(spec, inputs, attrs):
         return None
     if any(type(x) is not torch.Tensor for x in inputs):
         return None
-    if not any(inputs[i].requires_grad for i in spec.differentiable if i < len(inputs)):
+    fused = fused_inputs(spec, len(inputs))
+    if not any(inputs[i].requires_grad for i in fused):
         return None
+    if any(inputs[i].requires_grad for i in spec.differentiable if i < len(inputs) and i not in fused):
+        return None     # a gradient the fused op does not compute is wanted
     up = _takes_upstream(spec.fused_grad)
     # the upstream gradient: a 0-d tensor of the logits' dtype, known only by that to the plan lookup
     xs = (Operand((), inputs[0].dtype, inputs[0].get_device()),) + tuple(inputs) if up else inputs
@@ -150,5 +159,5 @@ def run_if_fused(spec, inputs, attrs):
     if found is None:
         return None
     plan, up = found
-    diff = tuple(i for i in spec.differentiable if i < len(inputs))
+    diff = fused_inputs(spec, len(inputs))
     return _FusedGrad.apply(plan, diff, up, *inputs)

@@ -69,6 +69,16 @@ def _lse(x):
     return (m + np.log(np.exp(x - m).sum(axis=1, keepdims=True)))[:, 0]
 
 
+def _log_softmax(x):
+    """log_softmax over the class dim, shifted by the row max first: lse - x never forms lse itself, which
+    absorbs log(sum) at |x| ~ 3e38 (3e38 + log 2 == 3e38 in float64: the loss would read 0 instead of log 2)."""
+    if x.size == 0:
+        return x
+    with np.errstate(invalid="ignore"):      # a row of -inf only: NaN, as torch
+        z = x - x.max(axis=1, keepdims=True)
+        return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+
+
 def _reduce(desc, loss, denom):
     red = desc.attr("reduction")
     if red == "none":
@@ -104,17 +114,27 @@ def _smoothed(desc, x, t, w):
 
 def _ce(desc, *xs):
     _, x, t, w = _split(desc, xs)
-    y, wc, wrow, valid = _smoothed(desc, x, t, w)
-    lse = _lse(x)
-    loss = np.where(valid, (wc * y * (lse[:, None] - x)).sum(axis=1), 0.0)
-    return _reduce(desc, loss, wrow.sum())
+    nls = -_log_softmax(x)
+    if np.asarray(t).dtype.kind == "f":
+        # torch's -sum_c w_c y'_c log p_c as is: a zero probability on a -inf logit gives NaN there too
+        y, wc, wrow, _ = _smoothed(desc, x, t, w)
+        return _reduce(desc, (wc * y * nls).sum(axis=1), wrow.sum())
+    # class indices: the target term and the smoothing term apart, so a masked (-inf) class the one-hot does
+    # not pick adds nothing (0 * inf would be NaN; torch's loss is finite there, inf with smoothing)
+    eps, c = desc.attr("label_smoothing"), x.shape[1]
+    valid, ts, wt = _index_rows(desc, x, t, w)
+    per = (1 - eps) * wt * nls[np.arange(x.shape[0]), ts]
+    if eps:
+        wc = np.ones(c) if w is None else w
+        per = per + eps / c * (wc * nls).sum(axis=1)
+    return _reduce(desc, np.where(valid, per, 0.0), wt.sum())
 
 
 def _ce_bw(desc, *xs):
     g, x, t, w = _split(desc, xs)
     n = x.shape[0]
     y, wc, wrow, valid = _smoothed(desc, x, t, w)
-    p = np.exp(x - _lse(x)[:, None])
+    p = np.exp(_log_softmax(x))
     wy = wc * y
     d = p * wy.sum(axis=1, keepdims=True) - wy
     sc = np.where(valid, _scale(desc, g, wrow.sum(), n), 0.0)

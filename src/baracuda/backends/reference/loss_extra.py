@@ -41,8 +41,9 @@ def _fg(desc, xs):
     with np.errstate(all="ignore"):
         if base == "binary_cross_entropy":
             x, y = m
-            if np.any((x < 0) | (x > 1)):
-                raise InvalidProblemError(desc.op, "input", "values in [0, 1]", "a value outside")
+            for name, v in (("input", x), ("target", y)):   # NaN fails the check too, as torch's
+                if not np.all((v >= 0) & (v <= 1)):
+                    raise InvalidProblemError(desc.op, name, "values in [0, 1]", "a value outside (or NaN)")
             w = a.get("weight", 1.0)
             lx, l1x = np.maximum(np.log(x), -100.0), np.maximum(np.log1p(-x), -100.0)
             f = -w * (y * lx + (1 - y) * l1x)

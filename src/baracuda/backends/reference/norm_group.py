@@ -20,8 +20,10 @@ def _gn(desc, x, *aff):
     g = desc.attr("num_groups") if desc.op == "group_norm" else c
     x3 = x.reshape(n, g, int(np.prod(x.shape[1:])) // g)
     with np.errstate(all="ignore"):
+        # an empty group (no spatial elements): mean 0 and a NaN variance, so rstd is NaN (torch's
+        # native_group_norm)
         mean = x3.mean(axis=2) if x3.size else np.zeros((n, g))
-        var = ((x3 - mean[:, :, None]) ** 2).mean(axis=2) if x3.size else np.zeros((n, g))
+        var = ((x3 - mean[:, :, None]) ** 2).mean(axis=2) if x3.size else np.full((n, g), np.nan)
         rstd = 1.0 / np.sqrt(var + desc.attr("eps"))
     y = ((x3 - mean[:, :, None]) * rstd[:, :, None]).reshape(x.shape)
     return _affine(y, x.shape, c, aff), mean, rstd
@@ -116,6 +118,8 @@ def _lrn_den(desc, x):
     pad = np.zeros(x.shape[:1] + (c + size - 1,) + x.shape[2:])
     pad[:, size // 2: size // 2 + c] = sq
     s = sum(pad[:, j: j + c] for j in range(size))
+    if desc.attr("floor_mean"):
+        return desc.attr("k") + desc.attr("alpha") * np.floor(s / size)
     return desc.attr("k") + desc.attr("alpha") / size * s
 
 
@@ -137,16 +141,30 @@ def _lrn_bw(desc, g, x):
 
 def _pnorm(x, p, ax):
     if np.isinf(p):
-        return np.max(np.abs(x), axis=ax, keepdims=True)
-    return np.sum(np.abs(x) ** p, axis=ax, keepdims=True) ** (1.0 / p)
+        return (np.max if p > 0 else np.min)(np.abs(x), axis=ax, keepdims=True)
+    if p == 0:     # torch.norm's p = 0: the count of nonzeros
+        return np.sum(x != 0, axis=ax, keepdims=True).astype(np.float64)
+    with np.errstate(divide="ignore"):    # p < 0 and a zero entry: inf in the sum, a 0 norm (as torch)
+        return np.sum(np.abs(x) ** p, axis=ax, keepdims=True) ** (1.0 / p)
 
 
+def _one_d(fn):
+    """A 0-d x as the 1-element row it is (torch's dim 0 / -1 of a scalar)."""
+    def body(desc, *xs):
+        if np.ndim(xs[-1]):
+            return fn(desc, *xs)
+        return fn(desc, *[np.reshape(a, 1) for a in xs]).reshape(())
+    return body
+
+
+@_one_d
 def _normalize(desc, x):
     if x.size == 0:
         return x
     return x / np.maximum(_pnorm(x, desc.attr("p"), desc.attr("dim")), desc.attr("eps"))
 
 
+@_one_d
 def _normalize_bw(desc, g, x):
     if x.size == 0:
         return g
@@ -157,9 +175,11 @@ def _normalize_bw(desc, g, x):
     if np.isinf(p):
         hit = (np.abs(x) == n).astype(np.float64)
         dn = np.sign(x) * hit / np.sum(hit, axis=ax, keepdims=True)
-    else:
+    elif p == 0:   # a count: no gradient (torch's norm backward returns none)
+        dn = np.zeros_like(x)
+    else:          # sign(x) |x|^(p-1) / n^(p-1), 0 at x == 0 (torch masks it for p < 1) and where n == 0
         with np.errstate(all="ignore"):
-            dn = np.sign(x) * np.abs(x) ** (p - 1) / n ** (p - 1)
+            dn = np.where(x != 0, np.sign(x) * (np.abs(x) / n) ** (p - 1), 0.0)
         dn = np.where(n > 0, dn, 0.0)
     return g / den - np.where(n >= eps, gx / (den * den), 0.0) * dn
 

@@ -535,7 +535,7 @@ def _ncd(shape) -> tuple[int, int, int]:
 
 def _check_flag(op, ws, c, ignore, pref):
     """Raise on an out-of-range class index flagged by the kernels (now or deferred: _core/checks.py)."""
-    flagged(ws, pref, lambda: InvalidProblemError(op, "target", f"class indices in [0, {c}) or ignore_index={ignore}",
+    flagged(ws, pref, lambda _: InvalidProblemError(op, "target", f"class indices in [0, {c}) or ignore_index={ignore}",
                                                   "an index out of range"))
 
 

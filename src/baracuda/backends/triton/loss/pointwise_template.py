@@ -58,16 +58,17 @@ def _sig(x):
 
 @triton.jit
 def _body(a, b, c, w, q, p0, KIND: tl.constexpr, FLAGS: tl.constexpr):
-    """(f, bad, g0, g1, g2): the loss, the bad-value mask, and d f / d (differentiable operands, in order)."""
-    bad = a < float("-inf")   # all False (NaN included)
+    """(f, bad, g0, g1, g2): the loss, the bad-value code (0: good; else which check failed, see _WHAT), and
+    d f / d (differentiable operands, in order)."""
+    bad = tl.full(a.shape, 0.0, a.dtype)
     g1 = a * 0.0
     g2 = a * 0.0
-    if KIND == 0:     # BCE: a = x in [0, 1], b = y, w = weight
-        bad = (a < 0.0) | (a > 1.0)
+    if KIND == 0:     # BCE: a = x in [0, 1], b = y in [0, 1] (NaN is outside, as torch's check): 1 input, 2 target
+        bad = tl.where((a >= 0.0) & (a <= 1.0), tl.where((b >= 0.0) & (b <= 1.0), 0.0, 2.0), 1.0)
         lx = tl.maximum(log(a), -100.0)
         l1x = tl.maximum(log1p(-a), -100.0)
         f = -w * (b * lx + (1.0 - b) * l1x)
-        f = tl.where(bad, float("nan"), f)
+        f = tl.where(bad != 0.0, float("nan"), f)
         g0 = w * (a - b) / tl.maximum(a * (1.0 - a), 1e-12)
         g1 = w * (log1p(-a) - log(a))
     elif KIND == 1:   # BCE with logits: w = weight, q = pos_weight
@@ -107,14 +108,14 @@ def _body(a, b, c, w, q, p0, KIND: tl.constexpr, FLAGS: tl.constexpr):
             f += tl.where(big, ys * ly - ys + 0.5 * log(6.283185307179586 * ys), 0.0)
             g1 += tl.where(big, ly + 0.5 / ys, 0.0)
     elif KIND == 4:   # gaussian_nll_loss: w = var (p0 = eps)
-        bad = w < 0.0
+        bad = tl.where(w < 0.0, 1.0, 0.0)
         v = tl.maximum(w, p0)
         d = a - b
         iv = 1.0 / v
         f = 0.5 * (log(v) + d * d * iv)
         if FLAGS & 2:
             f += 0.9189385332046727   # log(2 pi) / 2
-        f = tl.where(bad, float("nan"), f)
+        f = tl.where(bad != 0.0, float("nan"), f)
         g0 = d * iv
         g1 = -g0
         g2 = 0.5 * iv * (1.0 - d * d * iv)
@@ -173,8 +174,8 @@ def _fw(a_ptr, b_ptr, c_ptr, w_ptr, q_ptr, out_ptr, ws_ptr, flag_ptr, prm_ptr, n
         tl.store(out_ptr + i, f.to(out_ptr.dtype.element_ty), mask=m)
     else:
         tl.store(ws_ptr + pid, tl.sum(tl.where(m, f, 0.0), 0))
-    if CHECK:   # every writer stores the same value: the race is benign
-        tl.store(flag_ptr + i * 0, tl.full([BLOCK], 1.0, CT), mask=bad & m)
+    if CHECK:   # writers race, but any bad code written names a real bad value: the race is benign
+        tl.store(flag_ptr + i * 0, bad.to(CT), mask=(bad != 0.0) & m)
 
 
 @fast_kernel
@@ -249,11 +250,13 @@ def _workspace(desc) -> int:
 
 def _check_flag(op, flag, what, pref):
     """Raise on a bad value flagged by the kernels (now or deferred: _core/checks.py)."""
-    flagged(flag, pref, lambda: InvalidProblemError(op, *what))
+    flagged(flag, pref, lambda code: InvalidProblemError(op, *what[int(code) - 1]))
 
 
-_WHAT = {"binary_cross_entropy": ("input", "values in [0, 1]", "a value outside"),
-         "gaussian_nll_loss": ("var", "non-negative variances", "a negative entry")}
+# per op, the error of each bad-value code (1, 2, ...) the kernel's _body writes
+_WHAT = {"binary_cross_entropy": (("input", "values in [0, 1]", "a value outside (or NaN)"),
+                                  ("target", "values in [0, 1]", "a value outside (or NaN)")),
+         "gaussian_nll_loss": (("var", "non-negative variances", "a negative entry"),)}
 
 
 def _bind(desc, pref=None):

@@ -542,7 +542,7 @@ def _bind_bn_bw(desc, pref=None):
 # -- local_response_norm --------------------------------------------------------------------------------
 @triton.jit
 def _lrn_den(x_ptr, base, cc, ss, sm, C, S, size, lo, alpha, k, CT: tl.constexpr, BC: tl.constexpr,
-             BS: tl.constexpr):
+             BS: tl.constexpr, FLOOR: tl.constexpr = False):
     acc = tl.zeros([BC, BS], CT)
     j = 0
     while j < size:
@@ -551,12 +551,14 @@ def _lrn_den(x_ptr, base, cc, ss, sm, C, S, size, lo, alpha, k, CT: tl.constexpr
         v = tl.load(x_ptr + base + cj[:, None] * S + ss[None, :], mask=m, other=0.0).to(CT)
         acc += v * v
         j += 1
+    if FLOOR:     # an integer input's window mean, rounded down (torch's integer avg_pool)
+        return k + alpha * tl.floor(acc / size)
     return k + alpha / size * acc
 
 
 @fast_kernel
 def _lrn_kernel(g_ptr, x_ptr, y_ptr, C, S, size, alpha_hi, alpha_lo, beta_hi, beta_lo, k_hi, k_lo, BW: tl.constexpr, F64: tl.constexpr,
-                BC: tl.constexpr, BS: tl.constexpr):
+                BC: tl.constexpr, BS: tl.constexpr, FLOOR: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     alpha = _f2(alpha_hi, alpha_lo, F64)
     beta = _f2(beta_hi, beta_lo, F64)
@@ -570,7 +572,7 @@ def _lrn_kernel(g_ptr, x_ptr, y_ptr, C, S, size, alpha_hi, alpha_lo, beta_hi, be
     off = base + cc[:, None] * S + ss[None, :]
     x = tl.load(x_ptr + off, mask=mask, other=0.0).to(CT)
     lo = size // 2
-    d = _lrn_den(x_ptr, base, cc, ss, sm, C, S, size, lo, alpha, k, CT, BC, BS)
+    d = _lrn_den(x_ptr, base, cc, ss, sm, C, S, size, lo, alpha, k, CT, BC, BS, FLOOR)
     if BW:
         g = tl.load(g_ptr + off, mask=mask, other=0.0).to(CT)
         # channels whose window holds c: [c - (size-1)//2, c + size//2]
@@ -608,13 +610,14 @@ def _bind_lrn(desc, pref=None):
         if n and c and s:
             _lrn_kernel[(n, cdiv(c, bc), cdiv(s, bs))](g, x, outputs[0], c, s, a["size"], *_split(a["alpha"]),
                                                                      *_split(a["beta"]), *_split(a["k"]), BW=bw, F64=f64, BC=bc, BS=bs,
+                                                                     FLOOR=a["floor_mean"],
                                                                      num_warps=4)
     return run
 
 
 # -- normalize --------------------------------------------------------------------------------------------
 @triton.jit
-def _nrm_step(x, acc, KIND: tl.constexpr, p):
+def _nrm_step(x, mask, acc, KIND: tl.constexpr, p):
     ax = tl.abs(x)
     if KIND == 0:
         return acc + tl.sum(x * x, 1)
@@ -622,8 +625,13 @@ def _nrm_step(x, acc, KIND: tl.constexpr, p):
         return acc + tl.sum(ax, 1)
     elif KIND == 2:
         return tl.maximum(acc, tl.max(ax, 1))
-    else:
-        return acc + tl.sum(tl.where(ax > 0, _pow(ax, p), 0.0), 1)
+    elif KIND == 5:   # p = -inf: the smallest magnitude
+        return tl.minimum(acc, tl.min(tl.where(mask, ax, float("inf")), 1))
+    elif KIND == 3:   # any other p != 0: a zero entry adds 0 (p > 0) or inf (p < 0: the norm is then 0, as torch)
+        zero_term = tl.where(p < 0, float("inf"), 0.0)
+        return acc + tl.sum(tl.where(ax > 0, _pow(ax, p), tl.where(mask, zero_term, 0.0)), 1)
+    else:             # p = 0: the count of nonzeros
+        return acc + tl.sum(tl.where(ax != 0, 1.0, 0.0), 1)
 
 
 @triton.jit
@@ -648,14 +656,14 @@ def _normalize_kernel(g_ptr, x_ptr, y_ptr, L, R, sa, sl, sr, ga, gl, gr, ya, yl,
     lanes = (pid % NLB) * BL + tl.arange(0, BL)
     lm = lanes < L
     lanes = lanes.to(tl.int64)
-    acc = tl.zeros([BL], CT)
+    acc = tl.zeros([BL], CT) + (float("inf") if KIND == 5 else 0.0)
     gx = tl.zeros([BL], CT)
     ri = 0
     while ri * BR < R:
         rr = ri * BR + tl.arange(0, BR)
         mask = lm[:, None] & (rr < R)[None, :]
         x = tl.load(x_ptr + a * sa + lanes[:, None] * sl + rr[None, :] * sr, mask=mask, other=0.0).to(CT)
-        acc = _nrm_step(x, acc, KIND, p)
+        acc = _nrm_step(x, mask, acc, KIND, p)
         if BW:
             g = tl.load(g_ptr + a * ga + lanes[:, None] * gl + rr[None, :] * gr, mask=mask, other=0.0).to(CT)
             gx += tl.sum(g * x, 1)
@@ -663,7 +671,7 @@ def _normalize_kernel(g_ptr, x_ptr, y_ptr, L, R, sa, sl, sr, ga, gl, gr, ya, yl,
     nrm = _nrm_fin(acc, KIND, p)
     den = tl.maximum(nrm, eps)
     ties = tl.zeros([BL], CT)
-    if BW and KIND == 2:
+    if BW and (KIND == 2 or KIND == 5):
         ri = 0
         while ri * BR < R:
             rr = ri * BR + tl.arange(0, BR)
@@ -685,10 +693,12 @@ def _normalize_kernel(g_ptr, x_ptr, y_ptr, L, R, sa, sl, sr, ga, gl, gr, ya, yl,
                 dn = x / nn
             elif KIND == 1:
                 dn = sgn
-            elif KIND == 2:
+            elif KIND == 2 or KIND == 5:   # +-inf: the (tied) extreme entries share the gradient, as torch
                 dn = tl.where(tl.abs(x) == nrm[:, None], sgn, 0.0) / tl.maximum(ties, 1.0)[:, None]
-            else:
+            elif KIND == 3:
                 dn = sgn * tl.where(x != 0, _pow(tl.abs(x) / nn, p - 1.0), 0.0)
+            else:         # p = 0: the count has no gradient
+                dn = x * 0.0
             out = g / den[:, None] - coef[:, None] * dn
         else:
             out = x / den[:, None]
@@ -697,17 +707,20 @@ def _normalize_kernel(g_ptr, x_ptr, y_ptr, L, R, sa, sl, sr, ga, gl, gr, ya, yl,
 
 
 def _bind_normalize(desc, pref=None):
-    shape = desc.inputs[0].shape
+    shape = desc.inputs[0].shape or (1,)     # a 0-d x: one 1-element row
     dim = desc.attr("dim")
     outer, r, inner = outer_r_inner(shape, dim)
     p = desc.attr("p")
-    kind = 0 if p == 2.0 else 1 if p == 1.0 else 2 if math.isinf(p) else 3
+    # kinds: 0 p = 2, 1 p = 1, 2 p = inf, 5 p = -inf, 4 p = 0 (a count), 3 any other p (a pow per entry)
+    kind = 0 if p == 2.0 else 1 if p == 1.0 else (2 if p > 0 else 5) if math.isinf(p) else 4 if p == 0 else 3
     f64 = desc.inputs[0].dtype == DType.f64
     br = _FORCE.get("br", min(next_power_of_2(max(r, 1)), 2048 if inner == 1 else 64))
     bl = max(1, min(next_power_of_2(max(outer if inner == 1 else inner, 1)), 4096 // br))
     bw = desc.op.endswith("_backward")
 
     def run(desc_, inputs, outputs, ws):
+        if not desc.inputs[0].shape:
+            inputs, outputs = [t.reshape(1) for t in inputs], [t.reshape(1) for t in outputs]
         xi = inputs[1] if bw else inputs[0]
         x, ga, L, sa, sl, sr = lanes_view(xi, outer, r, inner)
         g, _, _, gsa, gsl, gsr = lanes_view(inputs[0], outer, r, inner) if bw else (x, 0, 0, 0, 0, 0)
