@@ -194,6 +194,20 @@ def test_einsum_call_forms():
     assert m.routed == {"torch.einsum": 3}, m.summary()
 
 
+def test_einsum_refuses_what_torch_refuses_with_torchs_exception_types():
+    """The operands before the equation (op_db's sample order), a non-tensor operand in the list or the varargs, no
+    operand: torch raises TypeError / ValueError before any work; so does the drop-in (not the custom op's schema
+    error), and bt.mode() hands none of them to torch silently."""
+    t = _t(3, seed=1)
+    for args, exc in [(([t], "i->"), TypeError), (("i,i", t, 3), TypeError), (("i,i", [t, 3]), TypeError),
+                      (("i,i", [t], [t]), TypeError), ((t,), ValueError), (("i",), ValueError)]:
+        with pytest.raises(exc):
+            torch.einsum(*args)
+        with pytest.raises(exc, match="einsum"):
+            bt.einsum(*args)
+    _close(bt.einsum("i->", (t,)), torch.einsum("i->", t))   # a tuple of operands, as torch
+
+
 def test_einsum_canonical_equation_and_result_is_fresh():
     d = bc.Descriptor.make("einsum", ((2, 1, 3, 4), "f32"), ((5, 4, 2), "f32"), equation="...ij , ...jk")
     assert d.attr("equation") == "ABij,Bjk->ABik" and d.outputs[0].shape == (2, 5, 3, 2)

@@ -436,15 +436,22 @@ def _sublist_equation(args) -> tuple[str, list]:
 def _dropin_einsum(*args):
     import torch
 
-    if len(args) < 2:
-        raise TypeError("einsum(): must specify the equation string and at least one operand, or at least one "
-                        "operand and its subscripts list")
+    if len(args) < 2:       # torch raises ValueError here
+        raise ValueError("einsum(): must specify the equation string and at least one operand, or at least one "
+                         "operand and its subscripts list")
     if isinstance(args[0], torch.Tensor):
         equation, operands = _sublist_equation(args)
     else:
         equation, operands = args[0], list(args[1:])
+        if not isinstance(equation, str):
+            raise TypeError(f"einsum(): argument 'equation' (position 1) must be str, not {type(equation).__name__} "
+                            "(the forms are einsum(equation, *operands), einsum(equation, [operands]) and the "
+                            "sublist form einsum(op0, sub0, op1, sub1, ..., [out]))")
         if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
             operands = list(operands[0])
+    for i, x in enumerate(operands):
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"einsum(): expected a Tensor as operand {i}, got {type(x).__name__}")
     return tuple(operands), {"equation": equation}
 
 
