@@ -418,7 +418,7 @@ _COMPILE_CHECK = textwrap.dedent("""
         sig.update({n: "i32" for n in names})
         ce = {"scn": 1, ("sak" if layout[0] == "r" else "sam"): 1, ("sbn" if layout[1] == "r" else "sbk"): 1}
         ce.update(ACT=g.ACT_FN[act], HAS_BIAS=bias, SAVE_PRE=False, PREC=prec,
-                  ACC=tl.float32, EVEN_K=True, HINT_M=True, HINT_N=True, I64=False, DOT_F32=False,
+                  ACC=tl.float32, INT=False, EVEN_K=True, HINT_M=True, HINT_N=True, I64=False, DOT_F32=False,
                   BM=cfg.bm, BN=cfg.bn, BK=cfg.bk, GROUP_M=cfg.group_m)
         sig.update({n: "constexpr" for n in ce})
         div = [n for n in list(sig) if sig[n] != "constexpr" and n not in ("NB1", "TILES", "spn", "s_bias")]

@@ -82,20 +82,15 @@ def test_refusals_fall_through_under_mode(op):
     inp, a, b = _add_operands(op, seed=5)
     with pytest.raises(bc.UnsupportedError, match="complex"):
         getattr(bt, op)(inp, a, b, beta=1j)
-    ints = [(x * 4).long().cpu() for x in (inp, a, b)]      # (torch runs integer add-forms on the CPU only)
-    with pytest.raises(bc.UnsupportedError, match="dtype i64"):
-        getattr(bt, op)(*ints)
     out = torch.empty(getattr(torch, op)(inp, a, b).shape, dtype=torch.float64, device=TDEV)
     with pytest.raises(bc.UnsupportedError, match="out="):
         getattr(bt, op)(inp, a, b, out=out)
     with bt.mode() as m:
-        got_int = getattr(torch, op)(*ints, beta=2, alpha=3)
         getattr(torch, op)(inp, a, b, beta=0.5, out=out)
         got = getattr(torch, op)(inp, a, b, beta=0.5)
-    assert torch.equal(got_int, getattr(torch, op)(*ints, beta=2, alpha=3))
     _close(out, getattr(torch, op)(inp, a, b, beta=0.5))
     _close(got, out)
-    assert m.routed == {f"torch.{op}": 1} and m.fell_through == {f"torch.{op}": 2}, m.summary()
+    assert m.routed == {f"torch.{op}": 1} and m.fell_through == {f"torch.{op}": 1}, m.summary()
 
 
 @pytest.mark.parametrize("op", ADD_FORMS)
