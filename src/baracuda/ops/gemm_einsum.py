@@ -21,8 +21,9 @@ one side still holds with Tensor.sum, which widens an integer narrower than int6
 with the other side; so its result is int64 where it summed such a label, and it raises where the widened side meets
 a still narrow one in a GEMM ("expected scalar type Int but found Long").  ``torch_int_result`` models those steps
 on the shapes, and the shape rule follows it (the dtype, or that refusal).  The values are the exact products mod
-2^64 narrowed to the output's width: torch's too, except where it widens an intermediate that already wrapped in the
-narrow type (a 3-operand einsum whose narrow partial product overflows, then meets a summed operand).
+2^64 narrowed to the output's width, which are torch's whenever it widens before it multiplies; where it multiplies
+narrow operands first and widens that (wrapped) product later (three or more operands), the drop-in refuses rather
+than return other numbers (UnsupportedError: bt.mode() hands the call to torch).
 
 Backward (``grad_contraction``): the gradient of operand i is the contraction of the output gradient with every
 other operand onto operand i's labels (``einsum`` ops), broadcast along the labels only operand i has (summed in
@@ -305,7 +306,8 @@ def torch_int_result(c: Contraction):
     where its size is not 1 (the first operand if none); the first operand's finished labels are summed (size > 1)
     or squeezed; then each next operand i meets the running product: a label i finishes is summed on i's side
     where the product's size is 1 (int64), else contracted; a product that contracts (bmm / dot) needs one dtype,
-    an elementwise one promotes."""
+    an elementwise one promotes.  A narrow product widened later (its wrapped values sign-extended, not the exact
+    sums this library computes) is refused too."""
     out = set(c.output)
     own = [dict(zip(labels, shape)) for labels, shape in zip(c.inputs, c.shapes)]
     if len(own) == 1:
@@ -313,6 +315,7 @@ def torch_int_result(c: Contraction):
     last = {l: max((i for i, o in enumerate(own) if o.get(l, 1) != 1), default=0) for l in dict(c.sizes)}
     wide = any(s != 1 for l, s in own[0].items() if l not in out and last[l] == 0)
     held = {l: s for l, s in own[0].items() if l in out or last[l] > 0}
+    narrow_product = False
     for i in range(1, len(own)):
         b = own[i]
         finished = [l for l in b if l not in out and last[l] == i]
@@ -322,7 +325,12 @@ def torch_int_result(c: Contraction):
             side = f"operand {i}" if b_wide else "the product of the operands before it"
             return (f"torch sums a label of {side} into an int64 tensor, then contracts {''.join(contracted)} with "
                     "the other, still narrow, side and refuses the mixed dtypes (expected scalar type Int but found "
-                    "Long)")
+                    "Long); torch.einsum raises here, so does the drop-in")
+        if b_wide and narrow_product and not wide:
+            return (f"torch multiplies operands 0..{i - 1} in the narrow dtype (wrapping) and widens that product "
+                    "to int64 afterwards, where the drop-in's exact sums would differ once it wraps: refused (int64 "
+                    "operands run)")
+        narrow_product = narrow_product or not (wide or b_wide)
         wide = wide or b_wide
         held = {l: max(held.get(l, 1), b.get(l, 1)) for l in {**held, **b} if l in out or last[l] > i}
     return "i64" if wide else "same"
@@ -337,8 +345,7 @@ def _check_einsum(inputs, attrs):
     if dt.is_integer and dt != DType.i64:
         r = torch_int_result(c)
         if r not in ("same", "i64"):
-            raise UnsupportedError("einsum", f"{c.equation} with {dt} operands: {r}; torch.einsum raises here, so "
-                                   "does the drop-in (int64 operands run)")
+            raise UnsupportedError("einsum", f"{c.equation} with {dt} operands: {r}")
         dt = DType.i64 if r == "i64" else dt
     return {"equation": c.equation}, (TensorSpec(c.out_shape, dt),)
 
