@@ -418,7 +418,7 @@ _COMPILE_CHECK = textwrap.dedent("""
         sig.update({n: "i32" for n in names})
         ce = {"scn": 1, ("sak" if layout[0] == "r" else "sam"): 1, ("sbn" if layout[1] == "r" else "sbk"): 1}
         ce.update(ACT=g.ACT_FN[act], HAS_BIAS=bias, SAVE_PRE=False, PREC=prec,
-                  ACC=tl.float32, EVEN_K=True, HINT_M=True, HINT_N=True, I64=False, DOT_F32=False,
+                  ACC=tl.float32, INT=False, EVEN_K=True, HINT_M=True, HINT_N=True, I64=False, DOT_F32=False,
                   BM=cfg.bm, BN=cfg.bn, BK=cfg.bk, GROUP_M=cfg.group_m)
         sig.update({n: "constexpr" for n in ce})
         div = [n for n in list(sig) if sig[n] != "constexpr" and n not in ("NB1", "TILES", "spn", "s_bias")]
@@ -458,3 +458,43 @@ def test_triton_kernel_compiles_for_sm90_pipelined():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     r = subprocess.run([sys.executable, "-c", _COMPILE_CHECK], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
+
+
+# -- the integer GEMM path, compiled offline for sm_90 ------------------------------------------------------------
+_INT_SM90 = textwrap.dedent("""
+    import torch
+    import baracuda as bc
+    from baracuda._core.registry import implementations
+    from baracuda._core.sku import Backend
+    from baracuda.testing.sm90 import offline_launches
+    # (op, shapes): tails on M/N/K, a 16-divisible K (EVEN_K), a batch, linear's bias
+    CASES = [("mm", ((37, 21), (21, 35))), ("mm", ((64, 32), (32, 64))), ("bmm", ((3, 33, 16), (3, 16, 17))),
+             ("linear", ((37, 21), (35, 21), (35,))), ("kron", ((3, 4), (5, 2))), ("trace", ((9, 7),))]
+    for dt in (torch.int64, torch.int32, torch.int8, torch.uint8):
+        for op, shapes in CASES:
+            xs = [torch.empty(s, dtype=dt) for s in shapes]
+            desc = bc.Descriptor.like(op, *xs)
+            outs = [torch.empty(o.shape, dtype=o.dtype.torch) for o in desc.outputs]
+            impl = next(i for i in implementations(op) if i.backend == Backend.TRITON)
+            print("compiling", op, shapes, dt, flush=True)
+            run = impl.bind(desc, None) if impl.bind else impl.run
+            with offline_launches() as launches:
+                run(desc, xs, outs, None)
+            assert launches, (op, dt)
+            for k in launches:
+                regs, stack = k.resources()
+                print("   ", k.name, "warps", k.num_warps, "regs", regs, "stack", stack, flush=True)
+                assert stack == 0, (op, dt, "spills", stack)
+    print("ok")
+""")
+
+
+@pytest.mark.skipif(__import__("baracuda.testing.sm90", fromlist=["unavailable"]).unavailable() is not None,
+                    reason="no offline sm_90 compile here")
+def test_integer_kernels_compile_for_sm90_without_spills():
+    """The Triton integer paths (the GEMM kernel's int64 multiply-adds, kron's int64 product, trace's int64 sum)
+    compile for the H100 from the plans' own host code, with no register spills."""
+    from baracuda.testing.sm90 import failure_report, run_isolated
+
+    r = run_isolated(_INT_SM90)
+    assert r.returncode == 0 and r.stdout.rstrip().endswith("ok"), failure_report(r)

@@ -11,8 +11,8 @@ import pytest
 
 import baracuda as bc
 from baracuda._core.registry import implementations
-from baracuda._core.sku import Backend
-from baracuda.testing import assert_close, draw_samples, noncontig, reference_f64, test_device
+from baracuda._core.sku import Backend, MathPrecision
+from baracuda.testing import assert_close, cast, draw_samples, forced_plan, noncontig, reference_f64, test_device
 
 torch = pytest.importorskip("torch")
 import baracuda.torch as bt  # noqa: E402
@@ -82,20 +82,15 @@ def test_refusals_fall_through_under_mode(op):
     inp, a, b = _add_operands(op, seed=5)
     with pytest.raises(bc.UnsupportedError, match="complex"):
         getattr(bt, op)(inp, a, b, beta=1j)
-    ints = [(x * 4).long().cpu() for x in (inp, a, b)]      # (torch runs integer add-forms on the CPU only)
-    with pytest.raises(bc.UnsupportedError, match="dtype i64"):
-        getattr(bt, op)(*ints)
     out = torch.empty(getattr(torch, op)(inp, a, b).shape, dtype=torch.float64, device=TDEV)
     with pytest.raises(bc.UnsupportedError, match="out="):
         getattr(bt, op)(inp, a, b, out=out)
     with bt.mode() as m:
-        got_int = getattr(torch, op)(*ints, beta=2, alpha=3)
         getattr(torch, op)(inp, a, b, beta=0.5, out=out)
         got = getattr(torch, op)(inp, a, b, beta=0.5)
-    assert torch.equal(got_int, getattr(torch, op)(*ints, beta=2, alpha=3))
     _close(out, getattr(torch, op)(inp, a, b, beta=0.5))
     _close(got, out)
-    assert m.routed == {f"torch.{op}": 1} and m.fell_through == {f"torch.{op}": 2}, m.summary()
+    assert m.routed == {f"torch.{op}": 1} and m.fell_through == {f"torch.{op}": 1}, m.summary()
 
 
 @pytest.mark.parametrize("op", ADD_FORMS)
@@ -192,6 +187,20 @@ def test_einsum_call_forms():
     for r in got:
         _close(r, want)
     assert m.routed == {"torch.einsum": 3}, m.summary()
+
+
+def test_einsum_refuses_what_torch_refuses_with_torchs_exception_types():
+    """The operands before the equation (op_db's sample order), a non-tensor operand in the list or the varargs, no
+    operand: torch raises TypeError / ValueError before any work; so does the drop-in (not the custom op's schema
+    error), and bt.mode() hands none of them to torch silently."""
+    t = _t(3, seed=1)
+    for args, exc in [(([t], "i->"), TypeError), (("i,i", t, 3), TypeError), (("i,i", [t, 3]), TypeError),
+                      (("i,i", [t], [t]), TypeError), ((t,), ValueError), (("i",), ValueError)]:
+        with pytest.raises(exc):
+            torch.einsum(*args)
+        with pytest.raises(exc, match="einsum"):
+            bt.einsum(*args)
+    _close(bt.einsum("i->", (t,)), torch.einsum("i->", t))   # a tuple of operands, as torch
 
 
 def test_einsum_canonical_equation_and_result_is_fresh():
@@ -295,7 +304,8 @@ def test_kron_ranks_and_route():
 # -- the cuBLAS plans' logic on CPU tensors -----------------------------------------------------------------------
 def _cublas_cases():
     for op in CUBLAS_OPS:
-        for dt in ("f64", "f32", "bf16"):
+        # addr / outer of integers and bools: torch.addr / torch.outer (elementwise on CUDA; cuBLAS has no integers)
+        for dt in ("f64", "f32", "bf16") + (("i64", "u8", "bool") if op in ("addr", "outer") else ()):
             yield pytest.param(op, dt, id=f"{op}-{dt}")
 
 
@@ -308,14 +318,16 @@ def test_cublas_plan_logic_on_cpu_tensors(op, dt):
     impl = next(i for i in implementations(op) if i.backend == Backend.CUBLAS)
     dtype = bc.as_dtype(dt)
     rtol, atol = spec.tol(dtype)
+    ints = not dtype.is_floating
     for sample in draw_samples(spec):
-        xs = [torch.from_numpy(np.asarray(x)).to(dtype.torch) for x in sample.inputs]
+        xs = [torch.from_numpy(cast(np.asarray(x) * 40, dtype)) if ints else torch.from_numpy(np.asarray(x)).to(
+            dtype.torch) for x in sample.inputs]
         desc = bc.Descriptor.like(op, *xs, **sample.attrs)
-        ref = reference_f64(desc, [x.double().numpy() for x in xs])[0]
+        ref = reference_f64(desc, [x.numpy() if ints else x.double().numpy() for x in xs])[0]
         run = impl.bind(desc, bc.PlanPreference())
         for layout in ("contig", "noncontig"):
             ins = [noncontig(x) for x in xs] if layout == "noncontig" else xs
-            out = noncontig(torch.full(desc.outputs[0].shape, float("nan"), dtype=dtype.torch))
+            out = noncontig(torch.full(desc.outputs[0].shape, 1 if ints else float("nan"), dtype=dtype.torch))
             run(desc, ins, [out], None)
             assert_close(out, ref, rtol, atol, f"{op}[{sample.name}] {dt} {layout} out=")
             (made,) = run.produce(ins)
@@ -438,3 +450,214 @@ def test_variadic_names_operands():
     v = Variadic("operands")
     assert "operands[3]" in v and "operands" in v and "tensors[0]" not in v and "operands[x]" not in v
     assert v.index("operands[3]") == 3 and v[2] == "operands[2]"
+
+
+# -- integer operands ---------------------------------------------------------------------------------------------
+INT_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+# op -> (torch function, operand shapes, keyword arguments): every GEMM form with integer operands
+_INT_CASES = {
+    "mm": (torch.mm, ((5, 7), (7, 3)), {}),
+    "bmm": (torch.bmm, ((2, 5, 7), (2, 7, 3)), {}),
+    "matmul": (torch.matmul, ((2, 1, 5, 7), (3, 7, 4)), {}),
+    "linear": (torch.nn.functional.linear, ((2, 3, 7), (4, 7), (4,)), {}),
+    "addmm": (torch.addmm, ((3,), (5, 7), (7, 3)), {"beta": 3, "alpha": -2}),
+    "addmv": (torch.addmv, ((5,), (5, 7), (7,)), {"beta": -1, "alpha": 2}),
+    "addr": (torch.addr, ((5, 4), (5,), (4,)), {"beta": 2, "alpha": 3}),
+    "baddbmm": (torch.baddbmm, ((2, 5, 3), (2, 5, 7), (2, 7, 3)), {"alpha": 2}),
+    "addbmm": (torch.addbmm, ((5, 3), (2, 5, 7), (2, 7, 3)), {"beta": 2}),
+    "mv": (torch.mv, ((5, 7), (7,)), {}),
+    "dot": (torch.dot, ((9,), (9,)), {}),
+    "vdot": (torch.vdot, ((9,), (9,)), {}),
+    "outer": (torch.outer, ((5,), (4,)), {}),
+    "inner": (torch.inner, ((2, 3, 7), (4, 7)), {}),
+    "tensordot": (torch.tensordot, ((3, 4, 5), (4, 5, 2)), {"dims": 2}),
+    "kron": (torch.kron, ((2, 3), (3, 2)), {}),
+    "multi_dot": (lambda *xs: torch.linalg.multi_dot(list(xs)), ((3, 5), (5, 2), (2, 6)), {}),
+    "bilinear": (torch.nn.functional.bilinear, ((4, 3), (4, 2), (5, 3, 2), (5,)), {}),
+    "einsum": (lambda *xs: torch.einsum("bij,bjk->bik", *xs), ((2, 3, 4), (2, 4, 5)), {}),
+    "trace": (torch.trace, ((5, 4),), {}),
+}
+
+
+def _ints(shape, dtype, seed, full=True):
+    """Random integers over the dtype's whole range (``full``: int64 values up to 2^62, whose products wrap), or
+    small ones (|x| < 50); never all zeros."""
+    g = torch.Generator().manual_seed(seed)
+    info = torch.iinfo(dtype)
+    lo, hi = (info.min, info.max) if full else (max(info.min, -49), min(info.max, 50))
+    if dtype == torch.int64 and full:
+        lo, hi = -2 ** 62, 2 ** 62
+    return torch.randint(lo, hi, shape, generator=g, dtype=torch.int64).to(dtype)
+
+
+def _wrap(v: int, dtype) -> int:
+    """A Python int reduced to ``dtype``'s two's-complement range (wrapping arithmetic)."""
+    bits = torch.iinfo(dtype).bits
+    v %= 2 ** bits
+    return v - 2 ** bits if (dtype != torch.uint8 and v >= 2 ** (bits - 1)) else v
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES, ids=lambda d: str(d)[6:])
+@pytest.mark.parametrize("op", list(_INT_CASES))
+def test_integer_gemm_forms_are_exact_and_wrap_like_torch(op, dtype):
+    """Every GEMM form on integers over the dtype's whole range (int64 products past 2^63 wrap): the drop-in equals
+    torch's CPU result bit for bit, dtype included (trace: int64), contiguous and strided."""
+    fn, shapes, kw = _INT_CASES[op]
+    xs = [_ints(s, dtype, seed=7 * i + len(op)) for i, s in enumerate(shapes)]
+    want = fn(*xs, **kw)
+    for layout in ("contig", "noncontig"):
+        ins = [noncontig(x) for x in xs] if layout == "noncontig" else xs
+        got = (getattr(bt, op) if op not in ("multi_dot", "einsum", "linear", "bilinear") else
+               {"multi_dot": lambda *a: bt.linalg.multi_dot(list(a)), "einsum": lambda *a: bt.einsum("bij,bjk->bik", *a),
+                "linear": bt.nn.functional.linear, "bilinear": bt.nn.functional.bilinear}[op])(*ins, **kw)
+        assert got.dtype == want.dtype and torch.equal(got, want), (op, dtype, layout)
+
+
+def test_int64_products_past_2_53_are_exact():
+    """No float64 round trip: dot and mm of int64 values near 2^40 (products ~2^80) against Python's exact integers
+    reduced mod 2^64, and against torch."""
+    x, y = _ints((7,), torch.int64, 1), _ints((7,), torch.int64, 2)
+    x, y = x % 2 ** 41 + 2 ** 40, y % 2 ** 41 - 2 ** 40
+    exact = _wrap(sum(int(a) * int(b) for a, b in zip(x.tolist(), y.tolist())), torch.int64)
+    assert bt.dot(x, y).item() == exact == torch.dot(x, y).item()
+    a, b = x.view(1, 7), y.view(7, 1) + 3
+    exact = _wrap(sum(int(p) * int(q) for p, q in zip(a.flatten().tolist(), b.flatten().tolist())), torch.int64)
+    assert bt.mm(a, b).item() == exact and float(exact) != float(a.double() @ b.double())   # f64 would differ
+
+
+@pytest.mark.parametrize("op", ["mm", "bmm", "matmul", "linear", "kron", "trace"])
+@pytest.mark.parametrize("dtype", INT_DTYPES, ids=lambda d: str(d)[6:])
+def test_triton_integer_kernels(op, dtype):
+    """The Triton integer paths (int64 multiply-adds in the GEMM kernel, kron's int64 product, trace's int64 sum):
+    exact vs torch's CPU result, on the test device (the interpreter on the CPU), strided operands and the M/N/K
+    tails of the tile included."""
+    fn, shapes, kw = _INT_CASES[op]
+    if op in ("mm", "linear"):       # bigger than one 16/32-wide tile, with tails
+        shapes = ((37, 21), (21, 35)) if op == "mm" else ((37, 21), (35, 21), (35,))
+    xs = [_ints(s, dtype, seed=i + 11) for i, s in enumerate(shapes)]
+    want = fn(*xs, **kw)
+    for layout in ("contig", "noncontig"):
+        ins = [noncontig(x) for x in xs] if layout == "noncontig" else xs
+        desc = bc.Descriptor.like(op, *ins)
+        plan = forced_plan(desc, DEV, Backend.TRITON)
+        assert not isinstance(plan, str), plan
+        assert plan.sku.precision.math == MathPrecision.INT or op != "mm"
+        got = torch.as_tensor(plan.run(*[x.to(TDEV) for x in ins])).cpu()
+        assert got.dtype == want.dtype and torch.equal(got, want), (op, dtype, layout)
+
+
+def test_integer_beta_alpha_convert_as_torch():
+    """beta / alpha with integer tensors: a float truncates toward zero (torch's cast), a value the dtype cannot hold
+    (NaN, 1e30, 256 for uint8) raises, uint8 takes negative ints down to -255 (they wrap); torch.addr refuses any
+    float there and a bool unless the tensors are bool.  Both sides raise or both agree exactly."""
+    cases = [("addmm", torch.int64, {"alpha": 2.9}), ("addmm", torch.int64, {"alpha": -2.9, "beta": 0.7}),
+             ("addmv", torch.int32, {"beta": float("nan")}), ("baddbmm", torch.int64, {"alpha": 1e30}),
+             ("addbmm", torch.uint8, {"alpha": -2}), ("addbmm", torch.uint8, {"alpha": -255}),
+             ("addmm", torch.uint8, {"alpha": -256}), ("addmm", torch.uint8, {"alpha": 256}),
+             ("addmm", torch.uint8, {"alpha": -0.5}), ("addmm", torch.int8, {"beta": 127, "alpha": -128}),
+             ("addmm", torch.int8, {"beta": 128}), ("addmm", torch.int64, {"alpha": True}),
+             ("addr", torch.int64, {"alpha": 2.0}), ("addr", torch.int32, {"beta": True}),
+             ("addr", torch.int16, {"beta": -3, "alpha": 5}), ("addr", torch.bool, {"alpha": True, "beta": False}),
+             ("addr", torch.bool, {"alpha": 2}), ("addr", torch.bool, {"alpha": 1.0}), ("addr", torch.bool, {})]
+    for op, dtype, kw in cases:
+        fn, shapes, _ = _INT_CASES[op]
+        if dtype == torch.bool:
+            xs = [_ints(s, torch.int64, seed=3 + i, full=False) > 0 for i, s in enumerate(shapes)]
+        else:
+            xs = [_ints(s, dtype, seed=3 + i, full=False) for i, s in enumerate(shapes)]
+        try:
+            want = fn(*xs, **kw)
+        except (RuntimeError, OverflowError):
+            with pytest.raises((bc.InvalidProblemError, bc.UnsupportedError)):
+                getattr(bt, op)(*xs, **kw)
+            continue
+        got = getattr(bt, op)(*xs, **kw)
+        assert got.dtype == want.dtype and torch.equal(got, want), (op, dtype, kw)
+
+
+def test_bool_operands_where_torch_takes_them():
+    """addr / outer / kron take bool tensors (logical and / or, as torch); the products torch refuses for bool
+    (mm, dot, einsum, ...) are refused."""
+    a, b = _ints((5,), torch.int64, 1, full=False) > 0, _ints((4,), torch.int64, 2, full=False) > 0
+    m = _ints((5, 4), torch.int64, 3, full=False) > 0
+    assert torch.equal(bt.addr(m, a, b), torch.addr(m, a, b))
+    assert torch.equal(bt.outer(a, b), torch.outer(a, b))
+    assert torch.equal(bt.kron(m, m), torch.kron(m, m))
+    for fn, args in [("mm", (m, m.T)), ("dot", (a, a)), ("mv", (m, b)), ("inner", (a, a))]:
+        with pytest.raises(RuntimeError):
+            getattr(torch, fn)(*args)
+        with pytest.raises(bc.UnsupportedError, match="dtype bool"):
+            getattr(bt, fn)(*args)
+
+
+def test_integer_gemms_have_no_gradient():
+    """torch: an integer tensor cannot require grad; the family's backward rules give no gradient for integer
+    operands (they are never asked on the drop-in path, but the Plan API's BackwardPlan could be)."""
+    for op, (_, shapes, kw) in _INT_CASES.items():
+        spec = bc.get_spec(op)
+        if not spec.is_differentiable:
+            continue
+        attrs = dict(kw) if op not in ("einsum",) else {"equation": "bij,bjk->bik"}
+        attrs.pop("dims", None) if op != "tensordot" else None
+        desc = bc.Descriptor.make(op, *((s, "i64") for s in shapes), **attrs)
+        grads = spec.grad(None, desc, tuple(desc.outputs), {})
+        assert all(g is None for g in grads), op
+    with pytest.raises(RuntimeError, match="floating point"):
+        _ints((2, 2), torch.int64, 0).requires_grad_()
+
+
+def _random_einsum(rng):
+    terms = ["".join(rng.choice(list("abcd"), rng.integers(0, 4))) for _ in range(rng.integers(1, 4))]
+    size = {lab: int(rng.choice([1, 2, 3])) for lab in "abcd"}
+    out = [lab for lab in dict.fromkeys("".join(terms)) if rng.random() < 0.4]
+    eq = ",".join(terms) + ("->" + "".join(out) if rng.random() < 0.8 else "")
+    shapes = [tuple(size[lab] if (len(set(t)) < len(t) or rng.random() < 0.8) else 1 for lab in t) for t in terms]
+    return eq, shapes
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.uint8, torch.int64], ids=lambda d: str(d)[6:])
+def test_einsum_integer_result_dtype_and_refusals_follow_torch(dtype):
+    """torch.einsum sums a label only one side holds with Tensor.sum, which widens narrow integers to int64, and
+    then refuses to contract that with the still narrow side: on 400 random equations (1-3 operands, broadcast
+    size-1 axes, diagonals, implicit outputs) the drop-in returns torch's dtype and values, and raises where torch
+    raises; where torch widens a narrow product that may have wrapped it refuses (only for narrow integers; int64
+    always runs)."""
+    rng = np.random.default_rng(0)
+    raised = refused = 0
+    for _ in range(400):
+        eq, shapes = _random_einsum(rng)
+        xs = [_ints(s, dtype, seed=k, full=False) for k, s in enumerate(shapes)]
+        try:
+            want = torch.einsum(eq, *xs)
+        except RuntimeError:
+            raised += 1
+            with pytest.raises(bc.UnsupportedError, match="torch.einsum raises here"):
+                bt.einsum(eq, *xs)
+            continue
+        try:
+            got = bt.einsum(eq, *xs)
+        except bc.UnsupportedError as e:
+            assert "widens that product" in str(e), (eq, shapes, e)
+            refused += 1
+            continue
+        assert got.dtype == want.dtype and torch.equal(got, want), (eq, shapes)
+    assert (raised > 0) == (refused > 0) == (dtype != torch.int64), (raised, refused)
+
+
+def test_cublas_declines_integers_with_torchs_reason():
+    """cuBLAS has no integer GEMM and torch's CUDA matmuls refuse integers: the cuBLAS plans declare the floating
+    types and their refusal says why (on a GPU the Triton kernel or nothing runs integer products); addr / outer of
+    integers run torch.addr / torch.outer there (elementwise kernels)."""
+    from baracuda._core.dtypes import FLOAT_TYPES
+    from baracuda._core.registry import refusal
+
+    for op in CUBLAS_OPS + ("mm", "bmm", "matmul", "linear"):
+        impl = next(i for i in implementations(op) if i.backend == Backend.CUBLAS)
+        if op in ("addr", "outer"):
+            assert impl.dtypes is None, op
+            continue
+        assert impl.dtypes == frozenset(FLOAT_TYPES) and "addmm_cuda" in impl.dtypes_note, op
+        if DEV.type == "cuda":
+            desc = bc.Descriptor.make(op, *[(s, "i64") for s in _INT_CASES[op][1]], **(
+                {"equation": "bij,bjk->bik"} if op == "einsum" else {}))
+            assert "torch's CUDA matmuls refuse integers" in refusal(impl, desc, DEV, bc.PlanPreference()), op

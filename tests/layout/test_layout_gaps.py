@@ -164,3 +164,60 @@ def test_fill_matches_torch_scalar_conversion(dt, value):
             bt.fill(x, value)
         return
     torch.testing.assert_close(bt.fill(x, value), want, rtol=0, atol=0)
+
+
+# -- narrow (the slice op's torch.narrow adapter), diag(out=), roll of a 0-d tensor ---------------------------------
+@pytest.mark.parametrize("backend", BACKENDS, ids=str)
+def test_narrow_adapter_follows_torch(backend):
+    """The slice op's torch.narrow adapter: a negative start counts from the end, a 0-d tensor start is taken, and
+    what torch.narrow refuses (start out of [-size, size], start + length past the size, a negative length) is
+    refused -- a slice would have clamped it silently."""
+    x = torch.randn(4, 10, device=DEV)
+    spec = bc.get_spec("slice")
+    for dim, start, length in [(1, -3, 3), (1, -3, 2), (-1, 2, 5), (1, torch.tensor(2), 3), (0, -4, 4), (1, 10, 0),
+                               (0, torch.tensor(-1), 1)]:
+        ops, attrs = spec.dropin(x, dim, start, length)
+        got = _run(backend, "slice", *ops, **attrs)
+        assert torch.equal(got, torch.narrow(x, dim, start, length)), (dim, start, length)
+    for dim, start, length in [(1, 8, 5), (1, -11, 2), (1, 11, 0), (1, 3, -1), (1, torch.tensor([1]), 2),
+                               (1, torch.tensor(1.0), 2)]:
+        with pytest.raises((RuntimeError, IndexError, TypeError)):
+            torch.narrow(x, dim, start, length)
+        with pytest.raises(bc.InvalidProblemError, match="narrow: argument"):
+            spec.dropin(x, dim, start, length)
+
+
+def test_diag_writes_into_out_like_torch():
+    """diag(x, out=buf) writes the result into buf and returns it (the matrix of a vector, the diagonal of a matrix),
+    resizes a buffer of another shape with torch's warning, refuses another dtype, and the result has no gradient."""
+    v = torch.randn(4, device=DEV, requires_grad=True)
+    m = torch.randn(3, 5, device=DEV)
+    for x, k, buf in [(v, 1, torch.full((5, 5), 7.0, device=DEV)), (m, -1, torch.full((2,), 7.0, device=DEV)),
+                      (m, 0, torch.empty(0, device=DEV))]:
+        got = bt.diag(x, k, out=buf)
+        assert got is buf and torch.equal(buf, torch.diag(x.detach(), k))
+        assert not buf.requires_grad
+    buf = torch.zeros(2, 2, device=DEV)
+    with pytest.warns(UserWarning, match="resized"):
+        bt.diag(m, out=buf)
+    assert torch.equal(buf, torch.diag(m))
+    with pytest.raises(RuntimeError):
+        torch.diag(m, out=torch.zeros(3, dtype=torch.float64, device=DEV))
+    with pytest.raises(bc.InvalidProblemError, match="diag: argument 'out': expected dtype f32"):
+        bt.diag(m, out=torch.zeros(3, dtype=torch.float64, device=DEV))
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=str)
+def test_roll_of_a_0d_tensor_is_the_value(backend):
+    """torch.roll of a 0-d tensor returns the value for any single shift; with dims it raises (no dim to roll)."""
+    x = torch.tensor(3.5, device=DEV)
+    for shifts in (1, -4, 0):
+        assert torch.equal(_run(backend, "roll", x, shifts=shifts), torch.roll(x, shifts))
+        assert torch.equal(bt.roll(x, shifts), torch.roll(x, shifts))
+    g = torch.tensor(2.0, device=DEV, requires_grad=True)
+    bt.roll(g, 2).backward()
+    assert g.grad.item() == 1.0
+    with pytest.raises(IndexError):
+        torch.roll(x, 1, 0)
+    with pytest.raises(bc.InvalidProblemError, match="roll: argument 'dims': expected no dims for a 0-d tensor"):
+        bt.roll(x, 1, 0)

@@ -36,6 +36,7 @@ class Impl:
     run: Callable
     precision: Callable[..., PrecisionGuarantee]
     dtypes: frozenset | None = None              # None: every dtype of the op spec
+    dtypes_note: str = ""                        # why the spec's other dtypes are not implemented (in the refusal)
     devices: frozenset = frozenset({"cuda"})
     archs: frozenset | None = None               # None: any arch of the device type
     supports: Callable | None = None
@@ -116,7 +117,8 @@ def refusal(impl: Impl, desc, device: Device, pref: PlanPreference) -> str | Non
     if impl.dtypes is not None:
         for t in desc.inputs or desc.outputs:
             if t.dtype not in impl.dtypes:
-                return f"dtype {t.dtype} not implemented (has {', '.join(sorted(d.short for d in impl.dtypes))})"
+                why = f"dtype {t.dtype} not implemented (has {', '.join(sorted(d.short for d in impl.dtypes))})"
+                return why + (f": {impl.dtypes_note}" if impl.dtypes_note else "")
     if impl.archs is not None and device.arch not in impl.archs:
         return f"arch {device.arch} not supported (needs {', '.join(sorted(a.value for a in impl.archs))})"
     if impl.reduced_precision is not None and impl.reduced_precision(desc, pref) and not pref.allow_reduced_precision:

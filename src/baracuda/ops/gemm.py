@@ -23,6 +23,14 @@ inputs.  Backward of the activation needs the pre-activation ``x @ W^T + b``:
 Default (``save_preact=None``): the training trade-off eager makes - True for gelu / gelu_tanh / silu (two
 outputs, ``(y, pre)``), False for relu (one output; nothing to gain).  The descriptor holds the resolved bool.
 
+Integer operands (``GEMM_TYPES``: i64, i32, i16, i8, u8, as torch's CPU matmuls; not bool, which torch refuses):
+the product is exact in wrapping two's-complement arithmetic, like torch's CPU kernels - an int64 product past
+2^63 wraps, nothing goes through float64 - and the result keeps the operands' dtype (sums mod 2^bits: the same
+bits whether accumulated in the narrow type or in int64).  Integer GEMMs have no gradient (torch: an integer
+tensor cannot require grad).  linear_act stays floating (an activation of integers is not a torch function).
+torch's CUDA matmuls refuse integers ("addmm_cuda" not implemented for 'Long'): the cuBLAS plans decline them
+with that reason, the Triton kernel computes them (int64 multiply-adds on CUDA cores).
+
 >>> import numpy as np, baracuda as bc
 >>> a = np.arange(6, dtype=np.float32).reshape(2, 3)
 >>> bc.Plan.select(bc.Descriptor.like("matmul", a, a, trans_b=True), device="cpu").run(a, a)
@@ -31,21 +39,28 @@ array([[ 5., 14.],
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 from dataclasses import dataclass
 
+
+import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, get_spec, register_spec
 from .._core.derive import declare_rule_ops
 from ._common import broadcast_shapes, check_nonneg
+from .reduction import INT_TYPES
 
 __all__ = ["ACTIVATIONS", "ACT_BACKWARD", "GemmDims", "gemm_dims", "gemm_grads", "linear_dims", "GEMM_OPS", "layout_tag",
-           "epilogue_tag", "default_save_preact", "pair_dropin", "check_operands", "torch_fn"]
+           "epilogue_tag", "default_save_preact", "pair_dropin", "check_operands", "torch_fn", "GEMM_TYPES",
+           "INT_TYPES", "float_grads", "scalar_for"]
 
 GEMM_OPS = ("matmul", "mm", "bmm")
+# the dtypes of torch's CPU matmuls: the floating types and the integers (torch refuses bool and uint16/32/64)
+GEMM_TYPES = FLOAT_TYPES + INT_TYPES
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 # activation -> (elementwise backward op, its attrs): d act(pre) = op(grad, pre)
 ACT_BACKWARD = {
@@ -105,6 +120,39 @@ def gemm_dims(op: str, a: tuple, b: tuple, trans_a: bool = False, trans_b: bool 
     batch = broadcast_shapes(op, ("a", "b"), [a_op[:-2], b_op[:-2]])
     out = batch + ((m,) if len(a) > 1 else ()) + ((n,) if len(b) > 1 else ())
     return GemmDims(batch, m, k, n, a_mat, b_mat, out)
+
+
+def scalar_for(op: str, name: str, v, dt: DType):
+    """A Python number (beta / alpha) as torch converts it for tensors of dtype ``dt`` (c10's checked_convert):
+    floating dtypes a float; integer dtypes an int, a float truncated toward zero, out of the dtype's range (NaN
+    included) an error, except that an unsigned dtype also takes ints down to -max (they wrap: alpha=-2 on uint8 is
+    254); bool 0 or 1 (any nonzero number is True)."""
+    if dt.is_floating:
+        return float(v)
+    if dt == DType.bool:
+        return int(bool(v))
+    info = np.iinfo(dt.numpy)
+    lo, hi = info.min, info.max
+    if isinstance(v, float):
+        ok = lo <= v < hi + 1          # exact comparisons of a float with ints; False for NaN
+    else:
+        ok = (-hi if lo == 0 else lo) <= v <= hi
+    if not ok:
+        raise InvalidProblemError(op, name, f"a value {dt} can hold ([{-hi if lo == 0 else lo}, {hi}]; torch "
+                                  "converts the scalar to the tensors' dtype)", v)
+    return int(v)
+
+
+def float_grads(rule):
+    """Wrap a GEMM backward rule: integer operands have no gradient (torch: an integer tensor cannot require grad;
+    the family's operands share one dtype).  The wrapper keeps the rule's module: its declared ops are that
+    module's (derive.declared_ops)."""
+    @functools.wraps(rule)
+    def grad(ctx, d, grads, s):
+        if not d.inputs[0].dtype.is_floating:
+            return (None,) * len(d.inputs)
+        return rule(ctx, d, grads, s)
+    return grad
 
 
 def _same_dtype(op, names, inputs):
@@ -421,8 +469,8 @@ def _gemm_errors(op):
         yield ErrorCase(two, {}, InvalidProblemError, rf"{op}: argument 'b': expected 4 rows", "inner-mismatch")
         same = (((3, 4), "f32"), ((4, 5), "bf16")) if op != "bmm" else (((2, 3, 4), "f32"), ((2, 4, 5), "bf16"))
         yield ErrorCase(same, {}, DTypeMismatchError, rf"{op}: argument 'b': expected dtype f32", "dtype-mismatch")
-        ints = (((3, 4), "i32"), ((4, 5), "i32")) if op != "bmm" else (((2, 3, 4), "i32"), ((2, 4, 5), "i32"))
-        yield ErrorCase(ints, {}, UnsupportedError, r"dtype i32; the op is defined for", "int-dtype")
+        bools = (((3, 4), "bool"), ((4, 5), "bool")) if op != "bmm" else (((2, 3, 4), "bool"), ((2, 4, 5), "bool"))
+        yield ErrorCase(bools, {}, UnsupportedError, r"dtype bool; the op is defined for", "bool-dtype")
         yield ErrorCase(two, {"trans_a": "yes"}, InvalidProblemError, rf"{op}: argument 'trans_a': expected a bool",
                         "bad-flag")
         yield ErrorCase(two, {"alpha": 2.0}, InvalidProblemError, r"argument 'alpha'", "bad-attr")
@@ -545,17 +593,17 @@ _GEMM_DEFS = {  # op -> (rank rule, torch name, jax name, dropin, cases)
 }
 for _op, (_rank, _tname, _jname, _dropin, _cases) in _GEMM_DEFS.items():
     SPECS[_op] = register_spec(OpSpec(
-        name=_op, family="gemm", arg_names=("a", "b"), check=_make_gemm_check(_op, _rank), dtypes=FLOAT_TYPES,
+        name=_op, family="gemm", arg_names=("a", "b"), check=_make_gemm_check(_op, _rank), dtypes=GEMM_TYPES,
         attrs=(Attr("trans_a", "bool", False), Attr("trans_b", "bool", False)), torch_peer=_peer_gemm(_op), torch_name=_tname,
-        dropin=_dropin, jax_name=_jname, grad=_g_gemm, saves=("inputs",), differentiable=(0, 1),
+        dropin=_dropin, jax_name=_jname, grad=float_grads(_g_gemm), saves=("inputs",), differentiable=(0, 1),
         samples=_gemm_samples(_cases), errors=_gemm_errors(_op), tol=_tol, grad_tol=_grad_tol,
         workloads=_WORKLOADS[_op], cost=_gemm_cost, category="gemm",
         doc=f"{_tname} with optional transposes of the operands' last two axes (trans_a, trans_b)."))
 
 SPECS["linear"] = register_spec(OpSpec(
     name="linear", family="gemm", arg_names=("x", "weight", "bias"), check=_make_linear_check("linear", False), attrs=(),
-    dtypes=FLOAT_TYPES, torch_peer=_peer_linear, torch_name="torch.nn.functional.linear", dropin=_dropin_linear,
-    jax_name=None, grad=_g_linear, saves=("inputs",), differentiable=(0, 1, 2), samples=_linear_samples,
+    dtypes=GEMM_TYPES, torch_peer=_peer_linear, torch_name="torch.nn.functional.linear", dropin=_dropin_linear,
+    jax_name=None, grad=float_grads(_g_linear), saves=("inputs",), differentiable=(0, 1, 2), samples=_linear_samples,
     errors=_linear_errors("linear"), tol=_tol, grad_tol=_grad_tol, workloads=_WORKLOADS["linear"],
     cost=_linear_cost, category="gemm", doc="y = x @ weight^T + bias (torch.nn.functional.linear)."))
 

@@ -20,10 +20,10 @@ import functools
 import math
 
 from .._core.derive import declare_rule_ops
-from .._core.dtypes import FLOAT_TYPES, DType
+from .._core.dtypes import DType
 from .._core.errors import InvalidProblemError, UnsupportedError
 from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from .gemm import _io_bytes, _n, _no_out, check_operands
+from .gemm import GEMM_TYPES, _io_bytes, _n, _no_out, check_operands, float_grads
 from .gemm_einsum import ALL_INPUTS, chain_tol
 from .layout import Variadic
 
@@ -157,7 +157,7 @@ def _multi_dot_errors():
     yield ErrorCase((((), f), ((3,), f)), {}, InvalidProblemError, r"argument 'tensors\[0\]': expected a 1-D or 2-D",
                     "scalar")
     yield ErrorCase((((3, 4), f), ((4, 2), "f64")), {}, Exception, r"expected dtype f32", "dtype")
-    yield ErrorCase((((3, 4), "i64"), ((4, 2), "i64")), {}, UnsupportedError, r"dtype i64", "int")
+    yield ErrorCase((((3, 4), "bool"), ((4, 2), "bool")), {}, UnsupportedError, r"dtype bool", "bool")
 
 
 def _multi_dot_cost(desc):
@@ -272,10 +272,10 @@ def _grad_tol(dt: DType):
 _BF = DType.bf16
 SPECS: dict[str, OpSpec] = {}
 SPECS["multi_dot"] = register_spec(OpSpec(
-    name="multi_dot", family="gemm", arg_names=Variadic("tensors"), check=_check_multi_dot, dtypes=FLOAT_TYPES,
+    name="multi_dot", family="gemm", arg_names=Variadic("tensors"), check=_check_multi_dot, dtypes=GEMM_TYPES,
     attrs=(), torch_peer=lambda *xs: __import__("torch").linalg.multi_dot(list(xs)),
     torch_name="torch.linalg.multi_dot", dropin=_dropin_multi_dot, jax_name="jax.numpy.linalg.multi_dot",
-    grad=_g_multi_dot, saves=("inputs",), differentiable=ALL_INPUTS, samples=_multi_dot_samples,
+    grad=float_grads(_g_multi_dot), saves=("inputs",), differentiable=ALL_INPUTS, samples=_multi_dot_samples,
     errors=_multi_dot_errors, tol=chain_tol, grad_tol=_grad_tol,
     workloads=(Workload("multi_dot-[8192,64]x[64,8192]x[8192,64]-bf16", ((8192, 64), (64, 8192), (8192, 64)), _BF,
                         backward=True),),
@@ -283,8 +283,8 @@ SPECS["multi_dot"] = register_spec(OpSpec(
     doc="torch.linalg.multi_dot: the chain multiplied in its cheapest order (dynamic programming over the shapes)."))
 SPECS["bilinear"] = register_spec(OpSpec(
     name="bilinear", family="gemm", arg_names=("input1", "input2", "weight", "bias"), check=_check_bilinear,
-    dtypes=FLOAT_TYPES, attrs=(), torch_peer=_peer_bilinear, torch_name="torch.nn.functional.bilinear",
-    dropin=_dropin_bilinear, grad=_g_bilinear, saves=("inputs",), differentiable=(0, 1, 2, 3),
+    dtypes=GEMM_TYPES, attrs=(), torch_peer=_peer_bilinear, torch_name="torch.nn.functional.bilinear",
+    dropin=_dropin_bilinear, grad=float_grads(_g_bilinear), saves=("inputs",), differentiable=(0, 1, 2, 3),
     samples=_bilinear_samples, errors=_bilinear_errors, tol=chain_tol, grad_tol=_grad_tol,
     workloads=(Workload("bilinear-[4096,256]x[4096,256]->256-bf16", ((4096, 256), (4096, 256), (256, 256, 256),
                                                                      (256,)), _BF, backward=True),),

@@ -16,6 +16,15 @@ as one batched GEMM: the running product permuted to [batch, left, contracted] a
 contracted, right], both folded to 3-D (or 2-D without a batch label), or as a broadcast multiply where a batched
 pair contracts nothing; the result is permuted to the output order.
 
+Integer operands (the GEMM family's integers, exact in wrapping arithmetic): torch.einsum sums a label that only
+one side still holds with Tensor.sum, which widens an integer narrower than int64 to int64, and then multiplies that
+with the other side; so its result is int64 where it summed such a label, and it raises where the widened side meets
+a still narrow one in a GEMM ("expected scalar type Int but found Long").  ``torch_int_result`` models those steps
+on the shapes, and the shape rule follows it (the dtype, or that refusal).  The values are the exact products mod
+2^64 narrowed to the output's width, which are torch's whenever it widens before it multiplies; where it multiplies
+narrow operands first and widens that (wrapped) product later (three or more operands), the drop-in refuses rather
+than return other numbers (UnsupportedError: bt.mode() hands the call to torch).
+
 Backward (``grad_contraction``): the gradient of operand i is the contraction of the output gradient with every
 other operand onto operand i's labels (``einsum`` ops), broadcast along the labels only operand i has (summed in
 the forward), summed back to its size-1 broadcast axes, and written onto its diagonals (``diagonal_backward``)
@@ -30,10 +39,11 @@ import string
 from dataclasses import dataclass
 
 from .._core.derive import declare_rule_ops
-from .._core.dtypes import FLOAT_TYPES, DType
+from .._core.dtypes import DType
 from .._core.errors import InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from .gemm import _grad_tol, _io_bytes, _n, _no_out, _tol, check_operands, pair_dropin, torch_fn
+from .gemm import (GEMM_TYPES, _grad_tol, _io_bytes, _n, _no_out, _tol, check_operands, float_grads, pair_dropin,
+                   torch_fn)
 from .layout import Variadic
 
 __all__ = ["LABELS", "Contraction", "parse_einsum", "contraction_of", "schedule", "Schedule", "grad_contraction",
@@ -289,12 +299,55 @@ def contraction_of(desc) -> Contraction:
     return make_contraction(desc.op, ("input", "vec2"), ("a", "b"), "ab", shapes)   # outer
 
 
+def torch_int_result(c: Contraction):
+    """torch.einsum's result dtype for integer operands narrower than int64: "same" (theirs), "i64", or why torch
+    raises.  Its steps (shapes only; operands left to right, as torch without opt_einsum): one operand: any label
+    left out of the output is summed (int64).  Several: a label not in the output is finished by the last operand
+    where its size is not 1 (the first operand if none); the first operand's finished labels are summed (size > 1)
+    or squeezed; then each next operand i meets the running product: a label i finishes is summed on i's side
+    where the product's size is 1 (int64), else contracted; a product that contracts (bmm / dot) needs one dtype,
+    an elementwise one promotes.  A narrow product widened later (its wrapped values sign-extended, not the exact
+    sums this library computes) is refused too."""
+    out = set(c.output)
+    own = [dict(zip(labels, shape)) for labels, shape in zip(c.inputs, c.shapes)]
+    if len(own) == 1:
+        return "i64" if set(own[0]) - out else "same"
+    last = {l: max((i for i, o in enumerate(own) if o.get(l, 1) != 1), default=0) for l in dict(c.sizes)}
+    wide = any(s != 1 for l, s in own[0].items() if l not in out and last[l] == 0)
+    held = {l: s for l, s in own[0].items() if l in out or last[l] > 0}
+    narrow_product = False
+    for i in range(1, len(own)):
+        b = own[i]
+        finished = [l for l in b if l not in out and last[l] == i]
+        contracted = [l for l in finished if held.get(l, 1) != 1]
+        b_wide = len(contracted) < len(finished)       # summed on i's side
+        if contracted and wide != b_wide:
+            side = f"operand {i}" if b_wide else "the product of the operands before it"
+            return (f"torch sums a label of {side} into an int64 tensor, then contracts {''.join(contracted)} with "
+                    "the other, still narrow, side and refuses the mixed dtypes (expected scalar type Int but found "
+                    "Long); torch.einsum raises here, so does the drop-in")
+        if b_wide and narrow_product and not wide:
+            return (f"torch multiplies operands 0..{i - 1} in the narrow dtype (wrapping) and widens that product "
+                    "to int64 afterwards, where the drop-in's exact sums would differ once it wraps: refused (int64 "
+                    "operands run)")
+        narrow_product = narrow_product or not (wide or b_wide)
+        wide = wide or b_wide
+        held = {l: max(held.get(l, 1), b.get(l, 1)) for l in {**held, **b} if l in out or last[l] > i}
+    return "i64" if wide else "same"
+
+
 # -- shape rules -------------------------------------------------------------------------------------------------
 def _check_einsum(inputs, attrs):
     names = [f"operands[{i}]" for i in range(len(inputs))]
     check_operands("einsum", names, inputs)
     c = parse_einsum("einsum", attrs["equation"], [t.shape for t in inputs])
-    return {"equation": c.equation}, (TensorSpec(c.out_shape, inputs[0].dtype),)
+    dt = inputs[0].dtype
+    if dt.is_integer and dt != DType.i64:
+        r = torch_int_result(c)
+        if r not in ("same", "i64"):
+            raise UnsupportedError("einsum", f"{c.equation} with {dt} operands: {r}")
+        dt = DType.i64 if r == "i64" else dt
+    return {"equation": c.equation}, (TensorSpec(c.out_shape, dt),)
 
 
 def _norm_dims(op, dims, inputs, attrs):
@@ -436,15 +489,22 @@ def _sublist_equation(args) -> tuple[str, list]:
 def _dropin_einsum(*args):
     import torch
 
-    if len(args) < 2:
-        raise TypeError("einsum(): must specify the equation string and at least one operand, or at least one "
-                        "operand and its subscripts list")
+    if len(args) < 2:       # torch raises ValueError here
+        raise ValueError("einsum(): must specify the equation string and at least one operand, or at least one "
+                         "operand and its subscripts list")
     if isinstance(args[0], torch.Tensor):
         equation, operands = _sublist_equation(args)
     else:
         equation, operands = args[0], list(args[1:])
+        if not isinstance(equation, str):
+            raise TypeError(f"einsum(): argument 'equation' (position 1) must be str, not {type(equation).__name__} "
+                            "(the forms are einsum(equation, *operands), einsum(equation, [operands]) and the "
+                            "sublist form einsum(op0, sub0, op1, sub1, ..., [out]))")
         if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
             operands = list(operands[0])
+    for i, x in enumerate(operands):
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"einsum(): expected a Tensor as operand {i}, got {type(x).__name__}")
     return tuple(operands), {"equation": equation}
 
 
@@ -539,8 +599,8 @@ def _einsum_errors():
     yield ErrorCase(two, {"equation": "ij,jk->ik->i"}, InvalidProblemError, r"at most one '->'", "two-arrows")
     yield ErrorCase((((3, 4), f), ((4, 5), "f16")), {"equation": "ij,jk"}, Exception, r"expected dtype f32",
                     "dtype-mismatch")
-    yield ErrorCase((((3, 4), "i32"), ((4, 5), "i32")), {"equation": "ij,jk"}, UnsupportedError,
-                    r"dtype i32; the op is defined for", "int-dtype")
+    yield ErrorCase((((3, 4), "bool"), ((4, 5), "bool")), {"equation": "ij,jk"}, UnsupportedError,
+                    r"dtype bool; the op is defined for", "bool-dtype")
     yield ErrorCase(two, {"equation": 3}, InvalidProblemError, r"argument 'equation': expected a string", "not-str")
     yield ErrorCase(two, {}, InvalidProblemError, r"argument 'equation'", "no-equation")
 
@@ -568,7 +628,7 @@ def _inner_errors():
                     r"a last dimension of 5", "last-dim")
     yield ErrorCase((((3, 1), "f32"), ((4, 5), "f32")), {}, InvalidProblemError, r"a last dimension of 1", "no-bcast")
     yield ErrorCase((((3,), "f32"), ((3,), "f64")), {}, Exception, r"expected dtype f32", "dtype")
-    yield ErrorCase((((3,), "i64"), ((3,), "i64")), {}, UnsupportedError, r"dtype i64", "int")
+    yield ErrorCase((((3,), "bool"), ((3,), "bool")), {}, UnsupportedError, r"dtype bool", "bool")
 
 
 def _outer_errors():
@@ -586,7 +646,7 @@ def _outer_errors():
 # where the output cancels to ~0, up to u * sum|t||y| ~ 8u..16u absolute (K <= 8, |t| up to ~5).
 def chain_tol(dt: DType):
     rtol, atol = _tol(dt)
-    if dt == DType.f64:
+    if dt == DType.f64 or not dt.is_floating:     # integers: exact
         return rtol, atol
     u = {DType.f32: 2.0 ** -24, DType.f16: 2.0 ** -11, DType.bf16: 2.0 ** -8}[dt]
     return rtol + 4 * u, atol + 16 * u
@@ -617,10 +677,10 @@ _WORKLOADS = {
 }
 
 SPECS: dict[str, OpSpec] = {}
-_COMMON = dict(family="gemm", dtypes=FLOAT_TYPES, grad=_g_contract, saves=("inputs",), category="gemm",
+_COMMON = dict(family="gemm", grad=float_grads(_g_contract), saves=("inputs",), category="gemm",
                cost=_contract_cost)
 SPECS["einsum"] = register_spec(OpSpec(
-    name="einsum", arg_names=Variadic("operands"), check=_check_einsum,
+    name="einsum", dtypes=GEMM_TYPES, arg_names=Variadic("operands"), check=_check_einsum,
     attrs=(Attr("equation", "str", doc="torch.einsum's equation; kept in canonical form (ellipsis expanded, "
                                        "explicit output)"),),
     torch_peer=_peer_einsum, torch_name="torch.einsum", dropin=_dropin_einsum, jax_name="jax.numpy.einsum",
@@ -629,20 +689,22 @@ SPECS["einsum"] = register_spec(OpSpec(
     doc="torch.einsum (equation or sublist form, '...' broadcasting, repeated subscripts = diagonals, implicit "
         "output); operands multiplied left to right, each pair as one (batched) GEMM.", **_COMMON))
 SPECS["tensordot"] = register_spec(OpSpec(
-    name="tensordot", arg_names=("a", "b"), check=_check_tensordot,
+    name="tensordot", dtypes=GEMM_TYPES, arg_names=("a", "b"), check=_check_tensordot,
     attrs=(Attr("dims", "any", 2, expected="an int or a pair of lists of axes"),),
     torch_peer=_peer_tensordot, torch_name="torch.tensordot", dropin=_dropin_tensordot, jax_name="jax.numpy.tensordot",
     differentiable=(0, 1), samples=_tensordot_samples, errors=_tensordot_errors, tol=_tol, grad_tol=_grad_tol,
     workloads=_WORKLOADS["tensordot"],
     doc="torch.tensordot: dims an int (last N axes of a with the first N of b) or a pair of axis lists.", **_COMMON))
 SPECS["inner"] = register_spec(OpSpec(
-    name="inner", arg_names=("input", "other"), check=_check_inner, attrs=(), torch_peer=torch_fn("inner"),
+    name="inner", dtypes=GEMM_TYPES, arg_names=("input", "other"), check=_check_inner, attrs=(),
+    torch_peer=torch_fn("inner"),
     torch_name="torch.inner", dropin=pair_dropin("inner", "input", "other"), jax_name="jax.numpy.inner",
     differentiable=(0, 1), samples=_pair_samples(_INNER_CASES), errors=_inner_errors, tol=_tol, grad_tol=_grad_tol,
     workloads=_WORKLOADS["inner"],
     doc="torch.inner: the product over the last axes of both operands (a 0-d operand multiplies).", **_COMMON))
 SPECS["outer"] = register_spec(OpSpec(
-    name="outer", arg_names=("input", "vec2"), check=_check_outer, attrs=(), torch_peer=torch_fn("outer"),
+    name="outer", dtypes=GEMM_TYPES + (DType.bool,), arg_names=("input", "vec2"), check=_check_outer, attrs=(),
+    torch_peer=torch_fn("outer"),
     torch_name="torch.outer", torch_aliases=("torch.ger",), dropin=pair_dropin("outer", "input", "vec2"),
     jax_name="jax.numpy.outer", differentiable=(0, 1), samples=_pair_samples(_OUTER_CASES), errors=_outer_errors,
     tol=_tol, grad_tol=_grad_tol, workloads=_WORKLOADS["outer"],

@@ -12,11 +12,13 @@ Add-forms follow torch exactly:
   addmv / addbmm but not for addr / baddbmm, and it documents neither;
 * a zero-size contraction (K = 0, or no batches for addbmm) gives ``beta * input``.
 
-Dtypes: the floating types of the GEMM family (f64, f32, f16, bf16), one dtype for every operand.  torch also runs
-integer add-forms on the CPU; those are refused (UnsupportedError: under ``bt.mode()`` they fall through to torch),
-as are complex operands (so ``vdot`` is ``dot``: conjugation is the identity on real numbers).  The drop-ins refuse
-``out=`` (UnsupportedError, as the other GEMM drop-ins: ``bt.mode()`` hands such calls to torch; a Plan runs with
-``out=``).
+Dtypes: the GEMM family's (``GEMM_TYPES``: f64, f32, f16, bf16 and the integers i64, i32, i16, i8, u8, exact in
+wrapping arithmetic as torch's CPU kernels, see ops/gemm.py), one dtype for every operand; ``addr`` and ``kron`` also
+take bool (torch's: logical and / or).  With integer or bool tensors beta / alpha are converted as torch converts
+them (``scalar_for``: a float truncated toward zero, out of the dtype's range an error), except that ``addr`` refuses
+a float there and a bool unless the tensors are bool, as torch.addr does.  Complex operands are refused (so ``vdot``
+is ``dot``: conjugation is the identity on real numbers).  The drop-ins refuse ``out=`` (UnsupportedError, as the
+other GEMM drop-ins: ``bt.mode()`` hands such calls to torch; a Plan runs with ``out=``).
 
 Backward rules compose the GEMM family's own gradients (``gemm_grads``: mm / matmul / bmm with transpose flags,
 never a materialized transpose) and honour ``ctx.needs``: a frozen weight or bias costs no GEMM and no sum
@@ -29,10 +31,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .._core.derive import declare_rule_ops
-from .._core.dtypes import FLOAT_TYPES, DType
+from .._core.dtypes import DType
 from .._core.errors import InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from .gemm import _grad_tol, _io_bytes, _n, _no_out, _tol, check_operands, gemm_grads, pair_dropin, torch_fn
+from .gemm import (GEMM_TYPES, _grad_tol, _io_bytes, _n, _no_out, _tol, check_operands, float_grads, gemm_grads,
+                   pair_dropin, scalar_for, torch_fn)
 from .gemm_einsum import LABELS, grad_contraction, make_contraction
 
 __all__ = ["ADD_FORMS", "AddForm", "add_form_shape", "kron_shapes"]
@@ -86,7 +89,14 @@ def _check_add_form(op):
         inp = inputs[0].shape
         if len(inp) > len(out) or any(d not in (1, o) for d, o in zip(reversed(inp), reversed(out))):
             raise InvalidProblemError(op, f.names[0], f"a shape that broadcasts to the product's {out}", f"shape {inp}")
-        return attrs, (TensorSpec(out, inputs[0].dtype),)
+        dt = inputs[0].dtype
+        for name in ("beta", "alpha"):
+            v = attrs[name]
+            if op == "addr" and not dt.is_floating and isinstance(v, float):
+                raise InvalidProblemError(op, name, f"an int for {dt} tensors (torch.addr: for integral input "
+                                          "tensors, beta and alpha must not be floating point numbers)", v)
+            attrs[name] = scalar_for(op, name, v, dt)
+        return attrs, (TensorSpec(out, dt),)
     return check
 
 
@@ -131,13 +141,15 @@ def _peer_add_form(op):
     return peer
 
 
-def _scalar_arg(op: str, name: str, v):
-    """torch's Scalar beta / alpha for floating operands: a bool is 0 or 1 (addr: refused, as torch refuses a bool
-    beta / alpha for a non-bool result there); complex is refused."""
+def _scalar_arg(op: str, name: str, v, tensors):
+    """torch's Scalar beta / alpha: a bool is 0 or 1 (addr: only for bool tensors, as torch refuses a bool beta /
+    alpha for a non-bool result there); complex is refused.  The descriptor converts it to the tensors' dtype."""
+    import torch
+
     if isinstance(v, bool):
-        if op == "addr":
+        if op == "addr" and tensors[0].dtype != torch.bool:
             raise InvalidProblemError(op, name, "a real number (a bool only for bool tensors, as torch.addr)", v)
-        return float(v)
+        return int(v)
     if isinstance(v, complex):
         raise UnsupportedError(op, f"argument '{name}' is complex ({v}); the GEMM family has no complex dtypes")
     return v
@@ -147,7 +159,8 @@ def _add_form_args(op, tensors, beta, alpha, out):
     if out is None and type(beta) is int and type(alpha) is int and beta == 1 and alpha == 1:
         return tuple(tensors), {}       # torch's defaults (GPT-2's addmm(bias, x, w)): the cheapest call key
     _no_out(op, out)
-    return tuple(tensors), {"beta": _scalar_arg(op, "beta", beta), "alpha": _scalar_arg(op, "alpha", alpha)}
+    return tuple(tensors), {"beta": _scalar_arg(op, "beta", beta, tensors),
+                            "alpha": _scalar_arg(op, "alpha", alpha, tensors)}
 
 
 def _dropin_addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
@@ -171,24 +184,26 @@ def _dropin_addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
 
 
 # (input shape, operand shapes, attrs): the first three (<= 64 elements each) are the gradient samples; then
-# broadcast inputs, beta = 0, K = 0 (beta * input), empty outputs and one larger problem
-_AB = {"beta": 0.5, "alpha": -2.0}
+# broadcast inputs, beta = 0, K = 0 (beta * input), empty outputs and one larger problem.  beta / alpha are ints, so
+# that every sample is valid for every dtype (torch.addr refuses a float beta / alpha for integer tensors, a negative
+# float is out of uint8's range); fractional ones on floating tensors: tests/gemm_forms.
+_AB = {"beta": 3, "alpha": -2}
 _ADD_CASES = {
-    "addmm": [((5, 3), (5, 7), (7, 3), {}), ((3,), (4, 6), (6, 3), _AB), ((4, 1), (4, 5), (5, 3), {"beta": 0.0}),
-              ((), (3, 4), (4, 2), {"alpha": 1.5}), ((1, 3), (2, 5), (5, 3), {"beta": -1.0, "alpha": 0.25}),
-              ((40,), (33, 20), (20, 40), {}), ((4, 3), (4, 0), (0, 3), {"beta": 2.0}), ((0, 3), (0, 4), (4, 3), {}),
-              ((3,), (5, 4), (4, 3), {"alpha": 0.0})],
-    "addmv": [((5,), (5, 7), (7,), {}), ((1,), (4, 6), (6,), _AB), ((), (6, 5), (5,), {"beta": 0.0}),
-              ((33,), (33, 20), (20,), {"alpha": 3.0}), ((4,), (4, 0), (0,), {"beta": 2.0}), ((0,), (0, 3), (3,), {})],
-    "addr": [((5, 4), (5,), (4,), {}), ((4,), (3,), (4,), _AB), ((3, 1), (3,), (6,), {"beta": 0.0}),
+    "addmm": [((5, 3), (5, 7), (7, 3), {}), ((3,), (4, 6), (6, 3), _AB), ((4, 1), (4, 5), (5, 3), {"beta": 0}),
+              ((), (3, 4), (4, 2), {"alpha": 2}), ((1, 3), (2, 5), (5, 3), {"beta": -1, "alpha": 2}),
+              ((40,), (33, 20), (20, 40), {}), ((4, 3), (4, 0), (0, 3), {"beta": 2}), ((0, 3), (0, 4), (4, 3), {}),
+              ((3,), (5, 4), (4, 3), {"alpha": 0})],
+    "addmv": [((5,), (5, 7), (7,), {}), ((1,), (4, 6), (6,), _AB), ((), (6, 5), (5,), {"beta": 0}),
+              ((33,), (33, 20), (20,), {"alpha": -1}), ((4,), (4, 0), (0,), {"beta": 2}), ((0,), (0, 3), (3,), {})],
+    "addr": [((5, 4), (5,), (4,), {}), ((4,), (3,), (4,), _AB), ((3, 1), (3,), (6,), {"beta": 0}),
              ((), (33,), (20,), {}), ((0, 3), (0,), (3,), {})],
     "baddbmm": [((2, 5, 3), (2, 5, 4), (2, 4, 3), {}), ((3,), (2, 3, 4), (2, 4, 3), _AB),
-                ((2, 1, 3), (2, 4, 5), (2, 5, 3), {"beta": 0.0}), ((4, 3), (3, 4, 6), (3, 6, 3), {"alpha": 0.125}),
-                ((3, 17, 20), (3, 17, 20), (3, 20, 20), {}), ((2, 3, 4), (2, 3, 0), (2, 0, 4), {"beta": 2.0}),
+                ((2, 1, 3), (2, 4, 5), (2, 5, 3), {"beta": 0}), ((4, 3), (3, 4, 6), (3, 6, 3), {"alpha": -1}),
+                ((3, 17, 20), (3, 17, 20), (3, 20, 20), {}), ((2, 3, 4), (2, 3, 0), (2, 0, 4), {"beta": 2}),
                 ((0, 3, 4), (0, 3, 5), (0, 5, 4), {})],
     "addbmm": [((5, 3), (2, 5, 4), (2, 4, 3), {}), ((3,), (3, 4, 2), (3, 2, 3), _AB),
-               ((4, 1), (2, 4, 3), (2, 3, 2), {"beta": 0.0}), ((17, 20), (4, 17, 20), (4, 20, 20), {"alpha": 0.5}),
-               ((3, 4), (0, 3, 5), (0, 5, 4), {"beta": 3.0}), ((3, 4), (2, 3, 0), (2, 0, 4), {"beta": -1.0})],
+               ((4, 1), (2, 4, 3), (2, 3, 2), {"beta": 0}), ((17, 20), (4, 17, 20), (4, 20, 20), {"alpha": 2}),
+               ((3, 4), (0, 3, 5), (0, 5, 4), {"beta": 3}), ((3, 4), (2, 3, 0), (2, 0, 4), {"beta": -1})],
 }
 
 
@@ -219,8 +234,16 @@ def _add_errors(op):
         yield ErrorCase(with_(0, ok[0][:-1] + (ok[0][-1] + 1,)), {}, InvalidProblemError,
                         rf"argument '{f.names[0]}': expected a shape that broadcasts", "input-shape")
         yield ErrorCase(with_(2, dt="f64"), {}, Exception, r"expected dtype f32", "dtype-mismatch")
-        yield ErrorCase(tuple((s, "i64") for s in ok), {}, UnsupportedError, r"dtype i64; the op is defined for",
-                        "int-dtype")
+        if op != "addr":
+            yield ErrorCase(tuple((s, "bool") for s in ok), {}, UnsupportedError, r"dtype bool; the op is defined "
+                            "for", "bool-dtype")
+        yield ErrorCase(tuple((s, "u8") for s in ok), {"alpha": 256}, InvalidProblemError, rf"{op}: argument "
+                        r"'alpha': expected a value u8 can hold \(\[-255, 255\]", "int-alpha-range")
+        yield ErrorCase(tuple((s, "i32") for s in ok), {"beta": float("nan")}, InvalidProblemError,
+                        r"argument 'beta': expected", "int-beta-nan")
+        if op == "addr":
+            yield ErrorCase(tuple((s, "i64") for s in ok), {"alpha": 2.0}, InvalidProblemError,
+                            r"addr: argument 'alpha': expected an int for i64 tensors", "int-float-alpha")
         yield ErrorCase(with_(0), {"beta": True}, InvalidProblemError, rf"{op}: argument 'beta': expected a real "
                         "number", "bool-beta-attr")
         yield ErrorCase(with_(0), {"alpha": "2"}, InvalidProblemError, r"argument 'alpha': expected a real", "str")
@@ -295,8 +318,8 @@ def _vec_errors(op):
                                 "for f64, f32, f16, bf16", "complex")
         yield ErrorCase((((3, 4) if op == "mv" else (4,), "f32"), ((4,), "f16")), {}, Exception,
                         r"expected dtype f32", "dtype")
-        yield ErrorCase((((3, 4) if op == "mv" else (4,), "i32"), ((4,), "i32")), {}, UnsupportedError,
-                        r"dtype i32", "int")
+        yield ErrorCase((((3, 4) if op == "mv" else (4,), "bool"), ((4,), "bool")), {}, UnsupportedError,
+                        r"dtype bool", "bool")
     return errors
 
 
@@ -343,8 +366,8 @@ def _kron_samples(rng):
 def _kron_errors():
     yield ErrorCase((((2, 3), "f32"), ((3, 2), "f64")), {}, Exception, r"kron: argument 'other': expected dtype f32",
                     "dtype")
-    yield ErrorCase((((2, 3), "i64"), ((3, 2), "i64")), {}, UnsupportedError, r"kron: argument 'input' has dtype i64",
-                    "int")
+    yield ErrorCase((((2, 3), "u32"), ((3, 2), "u32")), {}, UnsupportedError, r"kron: argument 'input' has dtype u32",
+                    "u32")
 
 
 # -- cost ----------------------------------------------------------------------------------------------------------
@@ -382,27 +405,32 @@ _WORKLOADS = {
 }
 
 SPECS: dict[str, OpSpec] = {}
+# beta / alpha: numbers kept as given (an int stays an int: torch.addr refuses a float for integer tensors), converted
+# to the tensors' dtype by the shape rule (scalar_for)
+_BETA_ALPHA = (Attr("beta", "number", 1), Attr("alpha", "number", 1))
 for _op, _f in ADD_FORMS.items():
     SPECS[_op] = register_spec(OpSpec(
-        name=_op, family="gemm", arg_names=_f.names, check=_check_add_form(_op), dtypes=FLOAT_TYPES,
-        attrs=(Attr("beta", "float", 1.0), Attr("alpha", "float", 1.0)), torch_peer=_peer_add_form(_op),
-        torch_name=f"torch.{_op}", dropin=globals()[f"_dropin_{_op}"], grad=_g_add_form, saves=("inputs",),
+        name=_op, family="gemm", arg_names=_f.names, check=_check_add_form(_op),
+        dtypes=GEMM_TYPES + ((DType.bool,) if _op == "addr" else ()),
+        attrs=_BETA_ALPHA, torch_peer=_peer_add_form(_op),
+        torch_name=f"torch.{_op}", dropin=globals()[f"_dropin_{_op}"], grad=float_grads(_g_add_form), saves=("inputs",),
         differentiable=(0, 1, 2), samples=_add_samples(_op), errors=_add_errors(_op), tol=_tol, grad_tol=_grad_tol,
         workloads=_WORKLOADS[_op], cost=_add_cost, category="gemm",
         doc=f"torch.{_op}: beta * {_f.names[0]} + alpha * ({_f.names[1]} x {_f.names[2]}); beta = 0 ignores "
             f"{_f.names[0]} (NaN/inf there do not propagate)."))
 for _op in ("mv", "dot", "vdot"):
     SPECS[_op] = register_spec(OpSpec(
-        name=_op, family="gemm", arg_names=_VEC_NAMES[_op], check=_check_vec(_op), dtypes=FLOAT_TYPES, attrs=(),
+        name=_op, family="gemm", arg_names=_VEC_NAMES[_op], check=_check_vec(_op), dtypes=GEMM_TYPES, attrs=(),
         torch_peer=torch_fn(_op), torch_name=f"torch.{_op}",
-        dropin=pair_dropin(_op, *_VEC_NAMES[_op]), grad=_g_vec, saves=("inputs",), differentiable=(0, 1),
+        dropin=pair_dropin(_op, *_VEC_NAMES[_op]), grad=float_grads(_g_vec), saves=("inputs",), differentiable=(0, 1),
         samples=_vec_samples(_op), errors=_vec_errors(_op), tol=_tol, grad_tol=_grad_tol, workloads=_WORKLOADS[_op],
         cost=_vec_cost if _op != "mv" else _add_cost, category="gemm",
         doc=f"torch.{_op}" + (" (real operands: vdot is dot)" if _op == "vdot" else "")))
 SPECS["kron"] = register_spec(OpSpec(
-    name="kron", family="gemm", arg_names=("input", "other"), check=_check_kron, dtypes=FLOAT_TYPES, attrs=(),
-    torch_peer=torch_fn("kron"), torch_name="torch.kron", dropin=pair_dropin("kron", "input", "other"),
-    jax_name="jax.numpy.kron", grad=_g_kron, saves=("inputs",), differentiable=(0, 1), samples=_kron_samples,
+    name="kron", family="gemm", arg_names=("input", "other"), check=_check_kron, dtypes=GEMM_TYPES + (DType.bool,),
+    attrs=(), torch_peer=torch_fn("kron"), torch_name="torch.kron", dropin=pair_dropin("kron", "input", "other"),
+    jax_name="jax.numpy.kron", grad=float_grads(_g_kron), saves=("inputs",), differentiable=(0, 1),
+    samples=_kron_samples,
     errors=_kron_errors, tol=_tol, grad_tol=_grad_tol,
     workloads=_WORKLOADS["kron"], category="gemm",
     doc="torch.kron: the Kronecker product (ranks padded with leading 1s); one product per output element."))

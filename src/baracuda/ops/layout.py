@@ -323,8 +323,33 @@ def _peer_slice(x, dim, start, end, step):
     return x[(slice(None),) * dim + (slice(start, end, step),)].contiguous()
 
 
+def _dropin_narrow(input, dim, start, length):
+    """torch.narrow's arguments as the slice op's: ``start`` an int or a 0-d integer tensor, counted from the end
+    when negative (in [-size, size]), ``length`` >= 0 with start + length <= size (torch raises otherwise: a slice
+    would clamp silently)."""
+    import torch
+
+    op = "narrow"
+    if isinstance(start, torch.Tensor):
+        if start.dim() != 0 or start.dtype.is_floating_point or start.dtype.is_complex:
+            raise InvalidProblemError(op, "start", "an int or a 0-d integer tensor", f"a {start.dim()}-d "
+                                      f"{start.dtype} tensor")
+        start = int(start.item())
+    if input.dim() == 0:
+        raise InvalidProblemError(op, "input", "at least 1 dim (narrow() cannot be applied to a 0-dim tensor)", 0)
+    n = input.shape[norm_axis(op, "dim", dim, input.dim())]
+    if not -n <= start <= n:
+        raise InvalidProblemError(op, "start", f"a start in [{-n}, {n}] (dimension size {n})", start)
+    start = start + n if start < 0 else start
+    if length < 0:
+        raise InvalidProblemError(op, "length", "a non-negative length", length)
+    if start + length > n:
+        raise InvalidProblemError(op, "length", f"start ({start}) + length <= dimension size ({n})", length)
+    return (input,), {"dim": dim, "start": start, "end": start + length}
+
+
 layout_spec("slice", _check_slice, torch_name="torch.narrow", peer=_peer_slice, attrs=SLICE_ATTRS,
-            dropin=lambda input, dim, start, length: ((input,), {"dim": dim, "start": start, "end": start + length}),
+            dropin=_dropin_narrow,
             grad=_g_slice,
             samples=_rng_samples(((7,), (3, 5), (2, 6, 4), (0, 4)),
                                  lambda s: [{"dim": -1, "start": 1, "end": -1}, {"dim": 0, "start": 0, "end": 2},
@@ -379,6 +404,8 @@ def _check_roll(inputs, attrs):
         if len(shifts) != 1:
             raise InvalidProblemError(op, "shifts", "one shift when dims is None", repr(shifts))
         dims = None
+    elif not x.shape:     # torch.roll of a 0-d tensor takes no dims (with none it returns the value)
+        raise InvalidProblemError(op, "dims", "no dims for a 0-d tensor (it has no dimension to roll)", repr(dims))
     else:
         if not x.shape:     # torch: "Dimension specified as 0 but tensor has no dimensions"
             raise InvalidProblemError(op, "dims", "no dims for a 0-d tensor", repr(attrs["dims"]))

@@ -5,7 +5,7 @@ stride s1 + s2 starting at offset*s2 (offset > 0) or -offset*s1."""
 from __future__ import annotations
 
 from .._core.errors import InvalidProblemError
-from .._core.dtypes import DType
+from .._core.dtypes import DType, as_dtype
 from .._core.spec import Attr, ErrorCase, Sample, TensorSpec, Workload
 from ._common import check_nonneg, norm_axis
 from .layout import int_attr, layout_spec
@@ -164,9 +164,34 @@ layout_spec("diag_embed", _check_diag_embed, attrs=_diag_attrs(-2, -1), arg_name
             errors=lambda: [ErrorCase((((), "f32"),), {}, InvalidProblemError, r"diag_embed: argument 'input'", "scalar")],
             workloads=[Workload("diag_embed-[64,4096]-bf16", ((64, 4096),), DType.bf16, {}, backward=True)],
             doc="torch.diag_embed: the last dim of input on the diagonal of dims (dim1, dim2) of the result.")
+def _dropin_diag(input, diagonal=0, *, out=None):
+    """torch.diag; ``out=``: the result written into ``out`` (of the result's dtype exactly, as torch.diag requires;
+    resized to the result's shape, with torch's warning when it had elements) and ``out`` returned, outside autograd
+    (torch's out= results have no gradient)."""
+    if out is None:
+        return (input,), {"diagonal": diagonal}
+
+    def finish(t):
+        import warnings
+
+        import torch
+
+        if out.dtype != t.dtype:
+            raise InvalidProblemError("diag", "out", f"dtype {as_dtype(t.dtype)} (the result's)", as_dtype(out.dtype))
+        if out.shape != t.shape:
+            if out.numel():
+                warnings.warn(f"diag: an output with one or more elements was resized since it had shape "
+                              f"{list(out.shape)}, which does not match the required output shape {list(t.shape)}",
+                              UserWarning, stacklevel=3)
+            out.resize_(t.shape)
+        with torch.no_grad():
+            out.copy_(t)
+        return out
+    return (input,), {"diagonal": diagonal}, finish
+
+
 layout_spec("diag", _check_diag, attrs=(int_attr("diagonal", 0),), arg_names=("input",), torch_name="torch.diag", peer=_tp("diag"),
-            dropin=lambda input, diagonal=0, *, out=None: ((input,), {"diagonal": diagonal}),
-            grad=_g_diag, samples=_samples("diag"),
+            dropin=_dropin_diag, grad=_g_diag, samples=_samples("diag"),
             workloads=[Workload("diag-[16384]->matrix-bf16", ((16384,),), DType.bf16, {}, backward=True)],
             errors=lambda: [ErrorCase((((2, 3, 4), "f32"),), {}, InvalidProblemError, r"diag: argument 'input': expected a 1-D or 2-D", "rank")],
             doc="torch.diag: a vector -> the matrix with it on diagonal k; a matrix -> its diagonal k.")

@@ -32,7 +32,8 @@ from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedE
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from .._core.derive import declare_rule_ops
 from ._common import float_operand, norm_axes, norm_axis
-from .reduction import KEEPDIM, bw_operands, check_reduced, dims_attr, full_dims, keepdim_shape, reduced_shape, sum_tol
+from .reduction import (NUM_TYPES, KEEPDIM, bw_operands, check_reduced, dims_attr, full_dims, keepdim_shape,
+                        reduced_shape, sum_tol)
 
 __all__ = ["MOMENT_OPS", "NORM_OPS", "count_of", "norm_grad"]
 
@@ -441,7 +442,14 @@ def _check_trace(inputs, attrs):
     x = _one(op, inputs)
     if len(x.shape) != 2:
         raise InvalidProblemError(op, "x", "a 2-D matrix", f"shape {x.shape}")
-    return {}, (TensorSpec((), x.dtype),)
+    # integers sum into int64 (wrapping), as torch.trace and torch.sum
+    return {}, (TensorSpec((), x.dtype if x.dtype.is_floating else DType.i64),)
+
+
+def _g_trace(ctx, d, grads, s):
+    if not d.inputs[0].dtype.is_floating or grads[0] is None:     # integer input: no gradient (torch)
+        return (None,)
+    return (ctx.op("trace_backward", grads[0], shape=d.inputs[0].shape),)
 
 
 def _check_trace_bw(inputs, attrs):
@@ -469,7 +477,7 @@ def _trace_samples(rng):
 def _trace_errors():
     yield ErrorCase((((3, 4, 5), "f32"),), {}, InvalidProblemError, r"trace: argument 'x': expected a 2-D", "3d")
     yield ErrorCase((((3,), "f32"),), {}, InvalidProblemError, r"trace: argument 'x': expected a 2-D", "1d")
-    yield ErrorCase((((3, 3), "i32"),), {}, UnsupportedError, r"dtype i32", "int")
+    yield ErrorCase((((3, 3), "bool"),), {}, UnsupportedError, r"trace: argument 'x' has dtype bool", "bool")
 
 
 # -- shared: backward-op errors, workloads, costs, tolerances --------------------------------------
@@ -567,10 +575,9 @@ _SPECS["logsumexp_backward"] = register_spec(OpSpec(
     doc="gradient of logsumexp: grad * exp(x - out), one elementwise pass."))
 
 _SPECS["trace"] = register_spec(OpSpec(
-    name="trace", family="reduction_stats", arg_names=("x",), check=_check_trace, dtypes=FLOAT_TYPES, attrs=(),
+    name="trace", family="reduction_stats", arg_names=("x",), check=_check_trace, dtypes=NUM_TYPES, attrs=(),
     torch_peer=lambda x: x.diagonal().sum(), torch_name="torch.trace", dropin=lambda input: ((input,), {}),
-    jax_name="jax.numpy.trace", grad=lambda ctx, d, grads, s: (ctx.op("trace_backward", grads[0],
-                                                                      shape=d.inputs[0].shape),),
+    jax_name="jax.numpy.trace", grad=_g_trace,
     saves=(), differentiable=(0,), samples=_trace_samples, errors=_trace_errors, tol=_moment_tol,
     workloads=(Workload("trace-[8192,8192]-f32", ((8192, 8192),), DType.f32, {}, backward=True),),
     cost=lambda d: (min(d.inputs[0].shape) * d.dtype.itemsize, min(d.inputs[0].shape)), category="reduction",

@@ -70,13 +70,22 @@ def published_entries(published: dict) -> list[tuple[str, object]]:
     return out
 
 
+# op_db entries whose ``op`` is a lambda taking the sample in another order than torch's function (einsum's samples
+# are (tensors, equation), torch.einsum takes (equation, tensors)): the drop-in, which has torch's signature, is
+# called the way that lambda calls torch
+_SAMPLE_ORDER = {
+    "einsum": lambda fn: lambda tensors, equation: fn(equation, tensors),
+    "where": lambda fn: lambda self, condition, other, **kw: fn(condition, self, other, **kw),
+}
+
+
 def _dropin(name: str):
     import baracuda.torch as bt
 
     obj = bt
     for part in name.split("."):
         obj = getattr(obj, part)
-    return obj
+    return _SAMPLE_ORDER[name](obj) if name in _SAMPLE_ORDER else obj
 
 
 def _flat(x):

@@ -31,7 +31,7 @@ on another install may round differently.
 """
 from __future__ import annotations
 
-from ..._core.dtypes import DType
+from ..._core.dtypes import FLOAT_TYPES, DType
 from ..._core.registry import Impl, register
 from ..._core.sku import Backend, MathPrecision, PrecisionGuarantee
 from ...ops.gemm import GEMM_OPS, epilogue_tag, layout_tag, linear_dims
@@ -169,6 +169,8 @@ def torch_run(call, produce, desc, pref):
 
 def cublas_precision(desc, pref=None) -> PrecisionGuarantee:
     dt, rp = desc.dtype, _allow(pref)
+    if not dt.is_floating:     # the integer / bool paths (torch.addr, torch.outer): exact, in the dtype
+        return PrecisionGuarantee(MathPrecision.INT, dt, True, True)
     if dt == DType.f64:
         return PrecisionGuarantee(MathPrecision.F64, DType.f64, bit_stable=False, deterministic=True)
     if dt == DType.f32:
@@ -357,9 +359,19 @@ def _run_default(bind):
     return run
 
 
-def register_cublas(op: str, bind, route, supports=None, layout=None, epilogue=None, priority=_priority) -> Impl:
-    """Register ``op``'s cuBLAS implementation: ``bind(desc, pref)`` -> the bound run (``torch_run``)."""
+# cuBLAS has no integer GEMM, and torch's CUDA matmuls refuse integers ("addmm_cuda" not implemented for 'Long')
+INT_NOTE = ("cuBLAS has no integer GEMM and torch's CUDA matmuls refuse integers too ('addmm_cuda' not implemented for "
+            "'Long'); the Triton backend runs integer mm / bmm / matmul / linear / kron / trace on CUDA, the reference "
+            "backend every integer GEMM form on the CPU")
+
+
+def register_cublas(op: str, bind, route, supports=None, layout=None, epilogue=None, priority=_priority,
+                    dtypes=FLOAT_TYPES) -> Impl:
+    """Register ``op``'s cuBLAS implementation: ``bind(desc, pref)`` -> the bound run (``torch_run``); ``dtypes``:
+    the floating types unless the plan has an integer path (None: every dtype of the spec)."""
     return register(Impl(op=op, backend=Backend.CUBLAS, run=_run_default(bind), bind=bind, precision=cublas_precision,
+                         dtypes=frozenset(dtypes) if dtypes is not None else None,
+                         dtypes_note=INT_NOTE if dtypes is not None else "",
                          devices=frozenset({"cuda"}), priority=priority, route=route, supports=supports,
                          layout=layout, epilogue=epilogue, array_api="torch"))
 

@@ -5,11 +5,14 @@ in cublas.py).
   [N] vector and beta is 1, see ``lt_bias_ok``; else cuBLAS with beta: torch copies ``input`` into the result first,
   or, for beta = 0, does not read it), torch.addmv (gemv), torch.baddbmm (strided batched).
 * ``addr``: torch.addmm on the [n, 1] and [1, m] views of the vectors (a K = 1 GEMM: torch's own addr on CUDA is an
-  elementwise kernel, not cuBLAS).
+  elementwise kernel, not cuBLAS).  Integer and bool vectors: torch.addr itself (that elementwise kernel, exact;
+  cuBLAS has no integer GEMM).
 * ``addbmm``: sum_b batch1[b] @ batch2[b] is one GEMM over K = B*k: batch1 permuted to [n, B, k] and folded to
   [n, B*k] (a copy), batch2 folded to [B*k, m] (a view when contiguous), then torch.addmm.  One cuBLAS call instead
   of torch's loop of B accumulating GEMMs, summed in f32 throughout (torch rounds half types after every batch).
 * ``mv`` / ``dot`` / ``vdot``: torch.mv (gemv), torch.dot / torch.vdot (cuBLAS dot).
+* ``outer`` of integer or bool vectors: torch.outer (an elementwise multiply on CUDA, exact).  The other GEMM forms
+  take the floating types only here (``INT_NOTE``: torch's CUDA matmuls refuse integers too).
 * ``einsum`` / ``tensordot`` / ``inner`` / ``outer``: the contraction's schedule (ops/gemm_einsum.py): views for the
   diagonals and broadcast axes, torch.sum for the labels one operand alone carries, one torch.mm / torch.bmm per
   pair of operands on permuted, folded views (torch's reshape copies an operand only where its grouped axes do not
@@ -24,6 +27,7 @@ from __future__ import annotations
 from ...ops.gemm_chain import bilinear_dims, chain_dims, chain_order, order_text
 from ...ops.gemm_einsum import contraction_of, schedule
 from ...ops.gemm_forms import ADD_FORMS
+from ..._core.dtypes import FLOAT_TYPES
 from .cublas import lt_bias_ok, register_cublas, tf32_tag, torch_run
 
 
@@ -41,7 +45,12 @@ def _bind_add_form(desc, pref=None):
     import torch
 
     op, beta, alpha = desc.op, desc.attr("beta"), desc.attr("alpha")
-    if op == "addr":
+    if op == "addr" and not desc.dtype.is_floating:
+        fn = torch.addr
+
+        def operands(xs):
+            return xs
+    elif op == "addr":
         fn = torch.addmm
 
         def operands(xs):
@@ -72,6 +81,8 @@ def _bind_add_form(desc, pref=None):
 
 def _add_route(desc, pref):
     op, beta = desc.op, desc.attr("beta")
+    if op == "addr" and not desc.dtype.is_floating:
+        return f"torch.addr(elementwise, {desc.dtype}; no GEMM)"
     if _lt_path(desc):
         r = "torch.addmm->cublasLt(bias epilogue)"
     else:
@@ -140,6 +151,8 @@ def run_schedule(sch, xs):
 def _bind_contract(desc, pref=None):
     import torch
 
+    if desc.op == "outer" and not desc.dtype.is_floating:
+        return _bind_vec(desc, pref)       # torch.outer(a, b): an elementwise multiply, exact for integers / bool
     sch = schedule(contraction_of(desc))
     fresh = sch.fresh
 
@@ -153,6 +166,8 @@ def _bind_contract(desc, pref=None):
 
 
 def _contract_route(desc, pref):
+    if desc.op == "outer" and not desc.dtype.is_floating:
+        return f"torch.outer(elementwise, {desc.dtype}; no GEMM)"
     c = contraction_of(desc)
     sch = schedule(c)
     parts = []
@@ -229,10 +244,11 @@ def _bilinear_route(desc, pref):
 
 # -- registration -------------------------------------------------------------------------------------------------------
 for _op in ADD_FORMS:
-    register_cublas(_op, _bind_add_form, _add_route, epilogue=_add_epilogue)
+    register_cublas(_op, _bind_add_form, _add_route, epilogue=_add_epilogue,
+                    dtypes=None if _op == "addr" else FLOAT_TYPES)
 for _op in _VEC_ROUTE:
     register_cublas(_op, _bind_vec, lambda desc, pref: _VEC_ROUTE[desc.op])
 for _op in ("einsum", "tensordot", "inner", "outer"):
-    register_cublas(_op, _bind_contract, _contract_route)
+    register_cublas(_op, _bind_contract, _contract_route, dtypes=None if _op == "outer" else FLOAT_TYPES)
 register_cublas("multi_dot", _bind_multi_dot, _multi_dot_route)
 register_cublas("bilinear", _bind_bilinear, _bilinear_route)

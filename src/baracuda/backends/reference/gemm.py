@@ -1,4 +1,5 @@
-"""NumPy bodies of the GEMM family (float64: the oracle every GPU GEMM is compared with)."""
+"""NumPy bodies of the GEMM family (float64: the oracle every GPU GEMM is compared with; integers exact, see
+``exact_ints``)."""
 from __future__ import annotations
 
 import math
@@ -15,6 +16,30 @@ _ACT = {
     "gelu_tanh": lambda x: 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3))),
     "silu": lambda x: x / (1.0 + np.exp(-x)),
 }
+
+
+def exact_ints(fn):
+    """A GEMM body for integer and bool operands too: they are computed in uint64, whose arithmetic NumPy defines as
+    wrapping mod 2^64 (never through float64, which is inexact past 2^53), and the result reinterpreted as int64; the
+    output cast then keeps the low bits of the output's width (bool: nonzero).  That is torch's CPU integer matmul:
+    wrapping two's-complement arithmetic, and sums and products mod 2^64 reduced mod 2^bits are the same bits as
+    computed in the narrow type."""
+    def body(desc, *xs):
+        if all(x.dtype.kind in "fc" for x in xs):
+            return fn(desc, *xs)
+        r = fn(desc, *(x.astype(np.uint64) for x in xs))
+        return tuple(_signed(x) for x in r) if isinstance(r, tuple) else _signed(r)
+    return body
+
+
+def _signed(r):
+    r = np.asarray(r)
+    return r.view(np.int64) if r.dtype == np.uint64 else r
+
+
+def wrap_scalar(v, like: np.ndarray):
+    """beta / alpha for ``like``'s arithmetic: a uint64 (mod 2^64) for the uint64 integer path, else as given."""
+    return np.uint64(int(v) % 2 ** 64) if like.dtype == np.uint64 else v
 
 
 def _op(x, trans: bool):
@@ -43,6 +68,6 @@ def _linear_act(desc, x, w, b=None):
 
 
 for _name in GEMM_OPS:
-    register_reference(_name, _gemm)
-register_reference("linear", _linear)
+    register_reference(_name, exact_ints(_gemm))
+register_reference("linear", exact_ints(_linear))
 register_reference("linear_act", _linear_act)

@@ -7,6 +7,7 @@ import numpy as np
 
 from ...ops.gemm_einsum import contraction_of
 from . import register_reference
+from .gemm import exact_ints, wrap_scalar
 
 _PRODUCT = {"addmm": np.matmul, "addmv": np.matmul, "addr": np.outer, "baddbmm": np.matmul,
             "addbmm": lambda a, b: np.matmul(a, b).sum(axis=0)}
@@ -14,7 +15,7 @@ _PRODUCT = {"addmm": np.matmul, "addmv": np.matmul, "addr": np.outer, "baddbmm":
 
 def _add_form(desc, inp, a, b):
     """beta * input + alpha * product; beta = 0 leaves input out (its NaN / inf do not propagate, as torch)."""
-    beta, alpha = desc.attr("beta"), desc.attr("alpha")
+    beta, alpha = wrap_scalar(desc.attr("beta"), inp), wrap_scalar(desc.attr("alpha"), inp)
     with np.errstate(invalid="ignore", over="ignore"):
         p = alpha * _PRODUCT[desc.op](a, b)
         return p + beta * inp if beta != 0 else p
@@ -42,16 +43,15 @@ def _kron(desc, a, b):
     return np.kron(a, b) if a.ndim or b.ndim else a * b
 
 
-register_reference("einsum", _einsum)
-register_reference("tensordot", _tensordot)
-register_reference("inner", lambda desc, a, b: np.inner(a, b))
-register_reference("outer", lambda desc, a, b: np.outer(a, b))
-for _op in _PRODUCT:
-    register_reference(_op, _add_form)
-register_reference("mv", lambda desc, a, b: a @ b)
-register_reference("dot", lambda desc, a, b: np.dot(a, b))
-register_reference("vdot", lambda desc, a, b: np.vdot(a, b))
-register_reference("kron", _kron)
-register_reference("multi_dot", lambda desc, *xs: np.linalg.multi_dot(xs))
-register_reference("bilinear", lambda desc, x1, x2, w, b=None: np.einsum("...i,oij,...j->...o", x1, w, x2)
-                   + (0.0 if b is None else b))
+def _bilinear(desc, x1, x2, w, b=None):
+    y = np.einsum("...i,oij,...j->...o", x1, w, x2)
+    return y if b is None else y + b
+
+
+_BODIES = {"einsum": _einsum, "tensordot": _tensordot, "inner": lambda desc, a, b: np.inner(a, b),
+           "outer": lambda desc, a, b: np.outer(a, b), "mv": lambda desc, a, b: a @ b,
+           "dot": lambda desc, a, b: np.dot(a, b), "vdot": lambda desc, a, b: np.vdot(a, b), "kron": _kron,
+           "multi_dot": lambda desc, *xs: np.linalg.multi_dot(xs), "bilinear": _bilinear,
+           **{op: _add_form for op in _PRODUCT}}
+for _op, _fn in _BODIES.items():
+    register_reference(_op, exact_ints(_fn))

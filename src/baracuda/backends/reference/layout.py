@@ -19,6 +19,8 @@ def _slice(d, x):
 
 
 def _roll(d, x):
+    if x.ndim == 0:       # torch.roll of a 0-d tensor is the value (np.roll has no axis 0 to roll)
+        return x
     dims = d.attr("dims")
     return np.roll(x, d.attr("shifts"), dims) if dims is not None else np.roll(x, d.attr("shifts")[0])
 

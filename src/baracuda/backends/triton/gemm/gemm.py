@@ -26,6 +26,10 @@ Why these choices, with numbers (H100 SXM: 989 TFLOP/s dense bf16, 3.35 TB/s HBM
   the same pipeline as row-major ones: 16-byte cp.async loads along the unit stride into 128-byte-swizzled
   shared memory that wgmma reads directly (the "transposed" NVMMA layout), checked offline for sm_90 in
   tests/gemm for all four layouts.
+* integers (i64, i32, i16, i8, u8; torch's CUDA matmuls have none): ``INT`` replaces ``tl.dot`` by a broadcast
+  multiply and a sum over BK in int64 on CUDA cores (tensor-core integer MMA is int8 x int8 -> int32 only, and
+  int64 products must wrap mod 2^64 like torch's CPU kernels); the store narrows mod 2^bits.  Small tiles (the
+  [BM, BK, BN] product lives in registers): a correctness path, not a fast one.
 * host cost: a plan binds the config once, and the launch arguments (collapsed batch strides, the batch
   fold, int64 and hint switches) once per stride signature of its arguments (``_Memo``); a call then costs a
   dictionary lookup plus Triton's own launch.
@@ -98,7 +102,7 @@ def _gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, p_ptr,
                  sc0, sc1, scm, scn,
                  spm, spn, s_bias,
                  ACT: tl.constexpr, HAS_BIAS: tl.constexpr, SAVE_PRE: tl.constexpr,
-                 PREC: tl.constexpr, ACC: tl.constexpr, EVEN_K: tl.constexpr,
+                 PREC: tl.constexpr, ACC: tl.constexpr, INT: tl.constexpr, EVEN_K: tl.constexpr,
                  HINT_M: tl.constexpr, HINT_N: tl.constexpr, I64: tl.constexpr, DOT_F32: tl.constexpr,
                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr):
     pid = tl.program_id(0)
@@ -142,10 +146,13 @@ def _gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, p_ptr,
             k_left = K - kt * BK
             a = tl.load(a_ptrs, mask=rk[None, :] < k_left, other=0.0)
             b = tl.load(b_ptrs, mask=rk[:, None] < k_left, other=0.0)
-        if DOT_F32:   # interpreter only: its dot multiplies bf16 bit patterns as integers (exact upcast)
-            a = a.to(tl.float32)
-            b = b.to(tl.float32)
-        acc = tl.dot(a, b, acc, input_precision=PREC, out_dtype=ACC)
+        if INT:       # exact wrapping int64 multiply-adds (see the module docstring)
+            acc += tl.sum(a.to(tl.int64)[:, :, None] * b.to(tl.int64)[None, :, :], axis=1)
+        else:
+            if DOT_F32:   # interpreter only: its dot multiplies bf16 bit patterns as integers (exact upcast)
+                a = a.to(tl.float32)
+                b = b.to(tl.float32)
+            acc = tl.dot(a, b, acc, input_precision=PREC, out_dtype=ACC)
         a_ptrs += BK * sak
         b_ptrs += BK * sbk
 
@@ -196,6 +203,8 @@ CONFIGS: dict[tuple[str, str], GemmConfig] = {
     ("f64", "large"): GemmConfig(64, 64, 16, 8, 4, 3),
     ("f64", "medium"): GemmConfig(64, 64, 16, 8, 4, 3),
     ("f64", "small"): GemmConfig(32, 32, 16, 8, 4, 3),
+    # integers: the [32, 8, 32] int64 product is 64 values per thread of 4 warps; one size for every class
+    **{("int", size): GemmConfig(32, 32, 8, 8, 4, 2) for size in ("large", "medium", "small")},
 }
 # Relative per-SM throughput of a size class when every tile is full (larger tiles reuse each loaded byte
 # over more MMAs: 128x256 does 85 FLOP per byte loaded, 128x128 64, 64x64 32).
@@ -215,6 +224,8 @@ def _num_sms() -> int:
 
 
 def math_class(dt: DType, allow_tf32: bool) -> str:
+    if dt.is_integer:
+        return "int"
     return _MATH_CLASS.get(dt, "tf32" if allow_tf32 else "ieee")
 
 
@@ -289,8 +300,9 @@ def _launcher(A, B, C, cfg: GemmConfig, prec: str, bias=None, act: str = "none",
     spm, spn = P.stride() if P is not None else (0, 0)
     scalars = (M, N, K, sizes[1], tiles, sa[0], sa[1], sam, sak, sb[0], sb[1], sbk, sbn, sc[0], sc[1], scm, scn,
                spm, spn, bias.stride(0) if bias is not None else 0)
+    ints = not (dt.is_floating_point or dt.is_complex)
     consts = dict(ACT=ACT_FN[act], HAS_BIAS=bias is not None, SAVE_PRE=P is not None, PREC=prec,
-                  ACC=tl.float64 if dt == torch.float64 else tl.float32,
+                  ACC=tl.int64 if ints else tl.float64 if dt == torch.float64 else tl.float32, INT=ints,
                   EVEN_K=K % cfg.bk == 0, HINT_M=M % cfg.bm == 0, HINT_N=N % cfg.bn == 0, I64=i64,
                   DOT_F32=dt == torch.bfloat16 and INTERPRETING,
                   BM=cfg.bm, BN=cfg.bn, BK=cfg.bk, GROUP_M=cfg.group_m, num_warps=cfg.warps, num_stages=cfg.stages)
@@ -449,6 +461,8 @@ def _run_default(bind):
 def gemm_precision(desc, pref=None) -> PrecisionGuarantee:
     """One tiled kernel, no split-K, no atomics: deterministic and bit-stable for a fixed descriptor."""
     dt = desc.dtype
+    if dt.is_integer:
+        return PrecisionGuarantee(MathPrecision.INT, DType.i64, True, True)
     if dt == DType.f64:
         return PrecisionGuarantee(MathPrecision.F64, DType.f64, True, True)
     if dt == DType.f32:
@@ -472,7 +486,8 @@ def _priority(desc, dev) -> float:
 
 def _route(desc, pref):
     cfg = pick_config(desc.dtype, _prec(desc, pref) == "tf32", *_mn_batch(desc))
-    tag = f"triton:gemm[{cfg.bm}x{cfg.bn}x{cfg.bk},w{cfg.warps},s{cfg.stages},{_prec(desc, pref)}"
+    math = "int64" if desc.dtype.is_integer else _prec(desc, pref)
+    tag = f"triton:gemm[{cfg.bm}x{cfg.bn}x{cfg.bk},w{cfg.warps},s{cfg.stages},{math}"
     if desc.op == "linear_act":
         tag += f",epilogue=bias+{desc.attr('activation')}" if len(desc.inputs) == 3 else \
             f",epilogue={desc.attr('activation')}"

@@ -3,12 +3,13 @@ so the template multiplies the operand views [a0, 1, a1, 1, ...] and [1, b0, 1, 
 axes): each output element written once, each operand element read from cache, no intermediate.  The template
 addresses up to 4 collapsed dimensions; a kron with more than 4 non-unit dimensions in that view (rank > 2 operands)
 takes its documented fallback (the operands expanded to the output's shape first): correct, slower, and the route
-says so."""
+says so.  Integer and bool operands multiply in int64 (wrapping, narrowed mod 2^bits by the store; bool 0/1 products are
+logical and), not in the template's default f32."""
 from __future__ import annotations
 
 import torch
 import triton
-import triton.language as tl  # noqa: F401  (the interpreter looks for it in a jit function's module)
+import triton.language as tl
 
 from ....ops.gemm_forms import kron_shapes
 from ..elementwise import launch
@@ -29,7 +30,8 @@ def _run(desc, inputs, outputs, ws):
     out = outputs[0]
     pa, pb, inter = kron_shapes(tuple(a.shape), tuple(b.shape))
     target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-    launch(_times, list(_views(a, b, pa, pb)), target.view(inter))
+    compute = None if desc.dtype.is_floating else tl.int64
+    launch(_times, list(_views(a, b, pa, pb)), target.view(inter), compute=compute)
     if target is not out:
         out.copy_(target)
 

@@ -559,7 +559,8 @@ def _trace_bw_kernel(g_ptr, o_ptr, total, cols, BLOCK: tl.constexpr):
 def _run_trace(desc, inputs, outputs, ws):
     x = inputs[0]
     n = min(x.shape)
-    _trace_kernel[(1,)](x, outputs[0], n, x.stride(0) + x.stride(1), ACC=_TL[_acc(desc.dtype)],
+    acc = _TL[_acc(desc.dtype)] if desc.dtype.is_floating else tl.int64     # integers: int64, wrapping (torch)
+    _trace_kernel[(1,)](x, outputs[0], n, x.stride(0) + x.stride(1), ACC=acc,
                         BLOCK=min(1024, next_power_of_2(max(n, 1))))
 
 
