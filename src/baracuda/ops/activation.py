@@ -131,8 +131,14 @@ def _peer_rrelu_noise_bw(g, x, noise):
     return torch.where(x <= 0, g * noise.to(g.dtype), g)
 
 
-def _g_rrelu_noise(ctx, d, grads, s):   # (noise may broadcast x: the gradient is summed back to x's shape)
-    return reduce_grad(ctx, ctx.op("rrelu_with_noise_backward", grads[0], s["a"], s["b"]), d.inputs[0].shape), None
+def _g_rrelu_noise(ctx, d, grads, s):
+    """g * noise where x <= 0, summed back to x's shape where noise broadcasts it.  torch's forward multiplies by the
+    slope in the compute dtype (f32 for bf16 / f16) but keeps the noise in x's dtype for the backward: a wider noise
+    is rounded to x's dtype first (one small cast, half types only), which gives torch's gradient bit for bit."""
+    x, r = s["a"], s["b"]
+    if ctx.spec_of(r).dtype != d.inputs[0].dtype:
+        r = ctx.op("to_dtype", r, dtype=d.inputs[0].dtype)
+    return reduce_grad(ctx, ctx.op("rrelu_with_noise_backward", grads[0], x, r), d.inputs[0].shape), None
 
 
 _PRELU_SHAPES = (((2, 3, 4, 5), (3,)), ((7,), (1,)), ((5, 4), ()), ((0, 3), (3,)), ((3, 6), (6,)))

@@ -646,4 +646,4 @@ declare_rule_ops(__name__,
                  "selu_backward", "sgn_backward", "sigmoid_backward", "sign", "silu_backward", "sin", "sin_backward",
                  "sinc_backward", "sinh_backward", "softplus_backward", "softshrink_backward", "softsign_backward",
                  "sqrt_backward", "square_backward", "sub", "swiglu_backward", "tan_backward", "tanh_backward",
-                 "tanhshrink_backward", "threshold_backward", "where_backward", "zeros_like")
+                 "tanhshrink_backward", "threshold_backward", "to_dtype", "where_backward", "zeros_like")
