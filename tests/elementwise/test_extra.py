@@ -345,7 +345,7 @@ def test_prelu_errors_like_torch():
         bc.Descriptor.make("prelu", ((2, 3), "f32"), ((3,), "f64"))
 
 
-def test_rrelu_eval_and_training_refused():
+def test_rrelu_eval_mode():
     x = torch.randn(50, dtype=torch.float64, requires_grad=True)
     y = F.rrelu(x, 0.1, 0.4, training=False)
     g = torch.randn_like(y)
@@ -356,12 +356,91 @@ def test_rrelu_eval_and_training_refused():
     (got,) = bw.run(g, x=x.detach())
     torch.testing.assert_close(torch.as_tensor(got), want, rtol=0, atol=0)
     torch.testing.assert_close(_dropin("rrelu", x.detach(), 0.1, 0.4), y.detach(), rtol=0, atol=0)
-    with pytest.raises(NotImplementedError, match="rrelu: training=True"):
-        _dropin("rrelu", x.detach(), training=True)
+    with pytest.raises(NotImplementedError, match="rrelu: training=True draws a random slope"):   # the op: eval only
+        bc.Descriptor.like("rrelu", x.detach(), training=True)
+
+
+@pytest.mark.parametrize("dt", [torch.float64, torch.float32, torch.bfloat16])
+def test_rrelu_with_noise_op_fw_bw(dt):
+    # y = x * noise where x <= 0 (zeros and -0.0 included, a NaN kept), gradient g * noise there, g elsewhere;
+    # float64 reference values, every backend; noise in the compute dtype (f32 for bf16)
+    x = torch.cat([SPECIAL, torch.randn(60, dtype=torch.float64)]).to(dt)
+    nt = torch.float64 if dt == torch.float64 else torch.float32
+    noise = torch.empty(x.shape, dtype=nt).uniform_(0.1, 0.6)
+    g = (torch.rand(x.shape, dtype=torch.float64) + 0.5).to(dt)
+    want = torch.where(x.double() <= 0, x.double() * noise.double(), x.double()).to(dt)
+    # the backward multiplies by the noise in x's dtype (torch keeps its noise buffer in x's dtype)
+    wgrad = torch.where(x.double() <= 0, g.double() * noise.to(dt).double(), g.double()).to(dt)
+    for be in backends_for("rrelu_with_noise", DEV):
+        # (Triton's interpreter truncates f32 -> bf16 instead of rounding: within one bf16 ulp there, exact on a GPU)
+        check = _exact if not (dt == torch.bfloat16 and be == Backend.TRITON and triton_interpreting()) else \
+            (lambda a, b, what: torch.testing.assert_close(a, b, rtol=2 ** -7, atol=0, equal_nan=True, msg=what))
+        check(_run("rrelu_with_noise", be, x, noise), want, f"rrelu_with_noise {dt} {be}")
+        bw = bc.BackwardPlan.select(bc.Descriptor.like("rrelu_with_noise", x, noise), DEV,
+                                    bc.PlanPreference(prefer=(be,)))
+        got, none = bw.run(g.to(DEV.type), a=x.to(DEV.type), b=noise.to(DEV.type))
+        assert none is None
+        check(torch.as_tensor(got).cpu(), wgrad, f"rrelu_with_noise grad {dt} {be}")
+
+
+@pytest.mark.parametrize("dt", [torch.float64, torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("lower,upper", [(1.0 / 8, 1.0 / 3), (0.01, 0.99), (0.3, 0.3)])
+def test_rrelu_training_is_torchs_on_the_cpu(dt, lower, upper):
     import baracuda.torch as bt
 
-    with pytest.raises(NotImplementedError, match="rrelu: training=True"):
-        bt.nn.functional.rrelu(x.detach(), training=True)
+    # on the CPU the slopes follow torch's own stream (one double per x <= 0, torch's formula): the same values and
+    # gradients as torch under the same seed or generator; the noise-gradient consistency holds by construction
+    x = torch.randn(30, 40, dtype=torch.float64).to(dt)
+    x[::5, ::3] = 0.0
+    x[1, 1], x[2, 2] = float("nan"), -0.0
+    g = torch.randn(30, 40, dtype=torch.float64).to(dt)
+    res = []
+    for fn in (F.rrelu, bt.nn.functional.rrelu):
+        xr = x.clone().requires_grad_(True)
+        torch.manual_seed(11)
+        y = fn(xr, lower, upper, training=True)
+        res.append((y.detach(), *torch.autograd.grad(y, xr, g)))
+    for a, b in zip(*res):
+        _exact(b, a, f"F.rrelu training {dt}")
+    gens = [torch.Generator().manual_seed(7) for _ in range(2)]
+    _exact(bt.rrelu(x, lower, upper, True, gens[1]), torch.rrelu(x, lower, upper, True, gens[0]), "torch.rrelu")
+    # the distribution: slopes in [lower, upper] on x < 0, identity elsewhere, gradient = slope
+    y, dx = res[1][0].double(), res[1][1].double()
+    neg = x.double() < 0
+    slope = y[neg] / x.double()[neg]
+    lo, hi = float(torch.tensor(lower, dtype=torch.float32)), float(torch.tensor(upper, dtype=torch.float32))
+    assert slope.min() >= lo * (1 - 1e-2) and slope.max() <= hi * (1 + 1e-2)
+    pos = x.double() > 0
+    assert torch.equal(y[pos], x.double()[pos]) and torch.equal(dx[pos], g.double()[pos])
+
+
+def test_rrelu_training_slopes_are_uniform():
+    import baracuda.torch as bt
+
+    # many draws (the CPU stream): mean (l + u) / 2, the variance of U(l, u), every slope inside; two calls draw
+    # different slopes.  The per-element path (a GPU, a tracer: here a meta tensor) draws a noise of x's shape
+    x = -torch.rand(200_000, dtype=torch.float64) - 0.5
+    y = bt.nn.functional.rrelu(x, 0.2, 0.5, training=True)
+    s = y / x
+    assert s.min() >= 0.2 and s.max() <= 0.5
+    assert abs(s.mean().item() - 0.35) < 3e-3 and abs(s.var().item() - 0.3 ** 2 / 12) < 3e-4
+    assert not torch.equal(y, bt.nn.functional.rrelu(x, 0.2, 0.5, training=True))
+    from baracuda.torch import _aliases
+
+    noise = _aliases._rrelu_noise(x.to("meta"), 0.2, 0.5, None)   # the per-element path (not a plain CPU tensor)
+    assert noise.shape == x.shape and noise.dtype == torch.float64
+
+
+def test_rrelu_training_errors_like_torch():
+    import baracuda.torch as bt
+
+    x = torch.randn(5)
+    with pytest.raises(RuntimeError, match="Lower bound should be less than or equal to the upper bound"):
+        F.rrelu(x, 0.5, 0.1, training=True)
+    with pytest.raises(bc.InvalidProblemError, match="rrelu: argument 'upper': expected a value >= lower=0.5"):
+        bt.nn.functional.rrelu(x, 0.5, 0.1, training=True)
+    with pytest.raises(NotImplementedError, match="argument 'inplace'"):
+        bt.nn.functional.rrelu(x, training=True, inplace=True)
 
 
 def test_nextafter_grad_matches_torch_at_ties():

@@ -14,7 +14,7 @@ import numpy as np
 from .._core.dtypes import DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, Workload
-from .elementwise import FLOAT, NUM, EwDef, _EXTRA_ERRORS, add_ew_ops, dropin_ew, ew_samples, tp
+from .elementwise import FLOAT, NUM, EwDef, _EXTRA_ERRORS, add_ew_ops, dropin_ew, ew_samples, reduce_grad, tp
 
 
 _APPROX = Attr("approximate", "str", "none", choices=("none", "tanh"), expected="'none' or 'tanh'")
@@ -136,14 +136,42 @@ def _peer_prelu_wg(g, x):
     return torch.where(x > 0, torch.zeros_like(g), x * g)
 
 
-# -- rrelu: eval mode only (training draws one random slope per element) ----------------------------------
+# -- rrelu: eval mode is the op rrelu (slope (lower + upper) / 2); training mode is rrelu_with_noise(x, noise) ----
+def rrelu_bounds(op, lower, upper) -> None:
+    """torch's check of rrelu's bounds (both modes): lower <= upper."""
+    if lower > upper:
+        raise InvalidProblemError(op, "upper", f"a value >= lower={lower}", upper)
+
+
 def _check_rrelu(op, attrs):
     if attrs["training"]:
-        raise UnsupportedError(op, "training=True draws a random slope per element, which baracuda does not "
-                               "implement; eval mode (training=False, slope (lower + upper) / 2) is supported")
-    if attrs["lower"] > attrs["upper"]:
-        raise InvalidProblemError(op, "upper", f"a value >= lower={attrs['lower']}", attrs["upper"])
+        raise UnsupportedError(op, "training=True draws a random slope per element: the op rrelu_with_noise(x, noise) "
+                               "takes the slopes as an operand (baracuda.torch's rrelu draws them from torch's RNG); "
+                               "eval mode (training=False, slope (lower + upper) / 2) is this op")
+    rrelu_bounds(op, attrs["lower"], attrs["upper"])
     return attrs
+
+
+def _peer_rrelu_noise(x, noise):
+    import torch
+
+    return torch.where(x <= 0, x * noise.to(x.dtype), x)
+
+
+def _peer_rrelu_noise_bw(g, x, noise):
+    import torch
+
+    return torch.where(x <= 0, g * noise.to(g.dtype), g)
+
+
+def _g_rrelu_noise(ctx, d, grads, s):
+    """g * noise where x <= 0, summed back to x's shape where noise broadcasts it.  torch's forward multiplies by the
+    slope in the compute dtype (f32 for bf16 / f16) but keeps the noise in x's dtype for the backward: a wider noise
+    is rounded to x's dtype first (one small cast, half types only), which gives torch's gradient bit for bit."""
+    x, r = s["a"], s["b"]
+    if ctx.spec_of(r).dtype != d.inputs[0].dtype:
+        r = ctx.op("to_dtype", r, dtype=d.inputs[0].dtype)
+    return reduce_grad(ctx, ctx.op("rrelu_with_noise_backward", grads[0], x, r), d.inputs[0].shape), None
 
 
 _PRELU_SHAPES = (((2, 3, 4, 5), (3,)), ((7,), (1,)), ((5, 4), ()), ((0, 3), (3,)), ((3, 6), (6,)))
@@ -208,8 +236,15 @@ add_ew_ops([
           samples=ew_samples(avoid=(0.0,), lean=True, same_shape=True)),
     _act("rrelu", _f("lower", 1.0 / 8.0), _f("upper", 1.0 / 3.0), Attr("training", "bool", False), check=_check_rrelu,
          dropin=dropin_ew("rrelu", "input", attr_names=("lower", "upper", "training"), unsupported=("inplace",)),
-         doc="eval mode: leaky_relu with slope (lower + upper) / 2; training=True raises UnsupportedError",
+         doc="eval mode: leaky_relu with slope (lower + upper) / 2; training=True is rrelu_with_noise",
          samples=ew_samples(avoid=(0.0,), attrs=({}, {"lower": 0.1, "upper": 0.5}))),
+    # rrelu's training mode, torch's rrelu_with_noise: the slopes come in as an operand (the drop-in draws them from
+    # torch's RNG in the compute dtype: f32 noise for bf16 / f16 x, whose result keeps x's dtype)
+    EwDef("rrelu_with_noise", 2, _peer_rrelu_noise, None, None, _g_rrelu_noise, value_args=(0,),
+          doc="x * noise where x <= 0, else x (a NaN stays NaN); the gradient is g * noise where x <= 0, else g",
+          samples=ew_samples(("any", "prob"), avoid=(0.0,))),
+    EwDef("rrelu_with_noise_backward", 3, _peer_rrelu_noise_bw, None, internal=True, value_args=(0,),
+          samples=ew_samples(("any", "any", "prob"), avoid=(0.0,), lean=True)),
     # gated
     _gated("glu", None),
     _gated("swiglu", "silu"),

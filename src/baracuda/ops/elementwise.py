@@ -647,8 +647,8 @@ declare_rule_ops(__name__,
                  "logit_backward", "logsigmoid_backward", "lt", "minmax_backward", "mish_backward", "mul", "mul_scalar",
                  "nan_to_num_backward", "ne", "neg", "pow_backward_a", "pow_backward_b", "pow_scalar_backward",
                  "prelu_backward", "prelu_weight_grad", "real", "reciprocal_backward", "reglu_backward",
-                 "relu6_backward", "relu_backward", "rrelu_backward", "rsqrt_backward", "selu_backward", "sgn_backward",
-                 "sigmoid_backward", "sign", "silu_backward", "sin", "sin_backward", "sinc_backward", "sinh_backward",
-                 "softplus_backward", "softshrink_backward", "softsign_backward", "sqrt_backward", "square_backward",
-                 "sub", "swiglu_backward", "tan_backward", "tanh_backward", "tanhshrink_backward", "threshold_backward",
-                 "where_backward", "zeros_like")
+                 "relu6_backward", "relu_backward", "rrelu_backward", "rrelu_with_noise_backward", "rsqrt_backward",
+                 "selu_backward", "sgn_backward", "sigmoid_backward", "sign", "silu_backward", "sin", "sin_backward",
+                 "sinc_backward", "sinh_backward", "softplus_backward", "softshrink_backward", "softsign_backward",
+                 "sqrt_backward", "square_backward", "sub", "swiglu_backward", "tan_backward", "tanh_backward",
+                 "tanhshrink_backward", "threshold_backward", "to_dtype", "where_backward", "zeros_like")

@@ -17,6 +17,9 @@ checks each is here or listed as not the same function.
 ``10**decimals``, round, unscale, in ``float32`` for half types, as torch's CPU kernel), run through baracuda's
 ops.  Deliberate difference: torch raises for an integer input when ``decimals`` is passed explicitly (even 0),
 where baracuda returns the copy ``torch.round(int_tensor)`` returns.
+
+``rrelu`` (F.rrelu and torch.rrelu) is here too: eval mode is the ``rrelu`` op; training mode draws the slopes from
+torch's RNG (``_rrelu_noise``: torch's own values on the CPU) and runs ``rrelu_with_noise(x, noise)``.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ import torch
 from .._core.dtypes import DType, as_dtype
 from .._core.errors import UnsupportedError
 from .._core.spec import get_spec
+from ..ops.activation import rrelu_bounds
 from ..ops.elementwise import scalar_operand
 from ._call import call
 from ._namespaces import _make
@@ -103,12 +107,6 @@ def _threshold(input, threshold, value, *, out=None):
     return (input, threshold, value), {}
 
 
-def _rrelu(input, lower=0.125, upper=1.0 / 3.0, training=False, generator=None):
-    if generator is not None:
-        raise UnsupportedError("rrelu", "argument 'generator' (baracuda's rrelu is the eval-mode slope)")
-    return (input, lower, upper, training), {}
-
-
 def _bce_with_logits(input, target, weight=None, pos_weight=None, reduction=0, *, out=None):
     _no_out("binary_cross_entropy_with_logits", out)
     return (input, target, weight), {"reduction": _reduction(reduction), "pos_weight": pos_weight}
@@ -155,7 +153,7 @@ TWINS = {
     "batch_norm": (_F + "batch_norm", _batch_norm), "instance_norm": (_F + "instance_norm", _instance_norm),
     "rms_norm": (_F + "rms_norm", None),
     "celu": (_F + "celu", _celu), "hardshrink": (_F + "hardshrink", _hardshrink),
-    "threshold": (_F + "threshold", _threshold), "rrelu": (_F + "rrelu", _rrelu),
+    "threshold": (_F + "threshold", _threshold),
     "binary_cross_entropy_with_logits": (_F + "binary_cross_entropy_with_logits", _bce_with_logits),
     "cosine_embedding_loss": (_F + "cosine_embedding_loss", _cosine_embedding_loss),
     "ctc_loss": (_F + "ctc_loss", _ctc_loss),
@@ -199,16 +197,69 @@ def _publish_round(put, published: dict) -> None:
         published[key] = "round"
 
 
-OWNED = frozenset(TWINS) | {"round", "special.round"}
+# -- rrelu: F.rrelu(input, lower, upper, training, inplace), torch.rrelu(input, lower, upper, training, generator) --
+def _rrelu_noise(x, lower: float, upper: float, generator):
+    """rrelu's random slopes, drawn from torch's RNG (``generator`` or the default one of x's device) in the compute
+    dtype: float64 for float64 x, else float32 with the bounds rounded to float32 first (torch's opmath).  On the
+    CPU they follow torch's own stream: one double per element x <= 0, in x's row-major order, by torch's formula
+    (torch's CPU kernel draws exactly those), so the result is torch's.  Elsewhere (a GPU, a tracer) one draw per element: the same
+    distribution, not torch's CUDA values (its kernel has its own Philox layout)."""
+    ct = torch.float64 if x.dtype == torch.float64 else torch.float32
+    lo, hi = (torch.tensor(float(v), dtype=ct).item() for v in (lower, upper))
+    if x.device.type == "cpu" and type(x) in (torch.Tensor, torch.nn.Parameter) and not torch.compiler.is_compiling():
+        neg = x.detach() <= 0
+        # torch's draw: u * (upper - lower) + lower in double, u a uniform double in [0, 1) (uniform_(lo, hi) rounds
+        # differently: 1 ulp off in ~20% of the draws)
+        u = torch.empty(int(neg.sum()), dtype=torch.float64).uniform_(0.0, 1.0, generator=generator)
+        r = u.mul_(hi - lo).add_(lo)
+        return torch.ones(x.shape, dtype=ct).masked_scatter_(neg, r.to(ct))
+    return torch.empty(x.shape, dtype=ct, device=x.device).uniform_(lo, hi, generator=generator)
+
+
+def _publish_rrelu(put, published: dict) -> None:
+    evalmode = _make(get_spec("rrelu"), "torch.nn.functional.rrelu")
+
+    def run(input, lower, upper, training, generator):
+        if not training:
+            return evalmode(input, lower, upper, training)
+        if not isinstance(input, torch.Tensor):
+            raise TypeError(f"rrelu(): argument 'input' must be a Tensor, not {type(input).__name__}")
+        for name, v in (("lower", lower), ("upper", upper)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise TypeError(f"rrelu(): argument '{name}' must be a number, not {type(v).__name__}")
+        rrelu_bounds("rrelu", lower, upper)
+        return call("rrelu_with_noise", (input, _rrelu_noise(input, lower, upper, generator)), {})
+
+    def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+        """baracuda drop-in for ``torch.nn.functional.rrelu``: eval mode is the op ``rrelu`` (slope (lower + upper)
+        / 2); ``training=True`` draws one slope per element x <= 0 from torch's RNG (on the CPU torch's own values)
+        and runs ``rrelu_with_noise(x, noise)``, whose gradient is the drawn slope there."""
+        if inplace:
+            raise UnsupportedError("rrelu", "argument 'inplace' of the torch signature is not supported")
+        return run(input, lower, upper, training, None)
+
+    def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+        return run(input, lower, upper, training, generator)
+
+    rrelu_.__name__ = rrelu_.__qualname__ = "rrelu"
+    rrelu_.__doc__ = ("baracuda drop-in for ``torch.rrelu`` (``generator=``: the slopes' random source); see "
+                      "``baracuda.torch.nn.functional.rrelu``.")
+    for key, fn in ((_F + "rrelu", rrelu), ("rrelu", rrelu_)):
+        put(key, fn)
+        published[key] = "rrelu"
+
+
+OWNED = frozenset(TWINS) | {"round", "special.round", _F + "rrelu", "rrelu"}
 
 
 def publish(put, published: dict) -> None:
-    """Set every twin (and ``round``) on the mirror (``put(key, fn)``) and record it in ``published``."""
+    """Set every twin (and ``round``, ``rrelu``) on the mirror (``put(key, fn)``) and record it in ``published``."""
     for key, (target, translate) in TWINS.items():
         op = published[target]
         put(key, _make(get_spec(op), "torch." + key, translate))
         published[key] = op
     _publish_round(put, published)
+    _publish_rrelu(put, published)
 
 
 __all__ = ["TWINS", "OWNED", "publish"]

@@ -519,6 +519,9 @@ BODIES.update({
     "prelu_weight_grad": lambda d, g, x: np.where(x > 0, 0.0, x * g),
     "rrelu": lambda d, x: np.where(x > 0, x, x * _rrelu_slope(d)),
     "rrelu_backward": lambda d, g, x: np.where(x > 0, g, g * _rrelu_slope(d)),
+    # training mode: torch's rrelu_with_noise (noise <= 0 elements only; a NaN x is no x <= 0: kept, gradient g)
+    "rrelu_with_noise": lambda d, x, r: np.where(x <= 0, x * r, x),
+    "rrelu_with_noise_backward": lambda d, g, x, r: np.where(x <= 0, g * r, g),
 })
 
 

@@ -207,6 +207,16 @@ def _prelu_wg(g, x, p0, p1, p2):
     return tl.where(x > 0, 0.0, x * g)
 
 
+@triton.jit
+def _rrelu_noise(x, r, p0, p1, p2):      # torch's rrelu_with_noise: x * noise where x <= 0 (a NaN x stays)
+    return tl.where(x <= 0, x * r, x)
+
+
+@triton.jit
+def _rrelu_noise_bw(g, x, r, p0, p1, p2):
+    return tl.where(x <= 0, g * r, g)
+
+
 def _c(fn, p0=0.0, p1=0.0, p2=0.0):
     return lambda d, is_int: (fn, p0, p1, p2)
 
@@ -242,4 +252,5 @@ BODIES = {
     "fma": lambda d, is_int: ((_ifma if is_int else _fma), 0.0, 0.0, 0.0), "lerp_tensor": _c(_lerp_t),
     "prelu": _c(_prelu), "prelu_backward": _c(_prelu_bw), "prelu_weight_grad": _c(_prelu_wg),
     "rrelu": _slope, "rrelu_backward": _slope_bw,
+    "rrelu_with_noise": _c(_rrelu_noise), "rrelu_with_noise_backward": _c(_rrelu_noise_bw),
 }
