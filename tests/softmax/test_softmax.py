@@ -236,7 +236,9 @@ def test_dropin_integer_input_with_dtype_is_cast_first(op, dt):
         with pytest.raises(bc.UnsupportedError, match="softmin: argument 'input' has dtype bool"):
             B.softmin(x, 1, dtype=torch.float32)
         return
-    for fdt, tol in ((torch.float64, (1e-12, 1e-14)), (torch.float32, (2e-6, 1e-7))):
+    # float32: log_softmax near 0 is a difference of terms up to ~8 (x - max - log-sum): a few ulps of 8 absolute
+    # (seen: 2e-7 between the H100's Triton kernel and torch's CPU kernel)
+    for fdt, tol in ((torch.float64, (1e-12, 1e-14)), (torch.float32, (2e-6, 2e-6))):
         for dim in (0, 1):
             want = getattr(F, op)(x, dim, dtype=fdt)
             got = getattr(B, op)(_dev(x), dim, dtype=fdt).cpu()
