@@ -200,3 +200,25 @@ def test_cat_onto_an_empty_tensor_backward(routed):
     bt.cat([e, k], -2).sum().backward()
     assert isinstance(e.grad, torch.Tensor) and e.grad.shape == (0,) and e.grad.device == k.device
     assert torch.equal(k.grad, torch.ones_like(k))
+
+
+@pytest.mark.parametrize("dev", ["meta"] + (["cuda"] if torch.cuda.is_available() else []))
+def test_a_zero_dim_cpu_tensor_is_a_scalar_beside_another_device(dev):
+    """torch's one exception to one-device calls: a 0-d CPU tensor beside tensors elsewhere is a scalar moved to
+    their device (``x * torch.tensor(2.0)`` in model code); a dimensioned CPU tensor is still refused."""
+    x = torch.randn(3, 4, device=dev)
+    s = torch.tensor(2.5, dtype=torch.float64)
+    for fn in ("add", "mul", "maximum"):
+        got, want = getattr(bt, fn)(x, s), getattr(torch, fn)(x, s)
+        assert got.device == want.device and got.dtype == want.dtype and got.shape == want.shape
+        if dev != "meta":
+            torch.testing.assert_close(got, want)
+        got = getattr(bt, fn)(s, x)
+        assert got.device == x.device and got.dtype == torch.float32
+    with pytest.raises(RuntimeError, match="device"):
+        bt.add(x, torch.randn(4))
+    if dev == "cuda":
+        a = torch.randn(3, 4, device=dev, dtype=torch.float64, requires_grad=True)
+        w = torch.tensor(0.5, dtype=torch.float64, requires_grad=True)
+        (bt.mul(a, w) * torch.arange(12.0, device=dev).view(3, 4)).sum().backward()
+        torch.testing.assert_close(w.grad, (a.detach().cpu() * torch.arange(12.0).view(3, 4)).sum().double())

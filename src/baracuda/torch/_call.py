@@ -239,6 +239,17 @@ def _owned(outs: list, xs) -> list:
     return outs
 
 
+def _cpu_scalars_moved(xs):
+    """torch's one exception to "one call, one device": a 0-d CPU tensor beside tensors of another device is a
+    scalar, taken to their device (``cuda_x * torch.tensor(2.0)``).  The operands with such scalars moved, or None
+    when there is nothing to move (the devices then stand as given, for the device check to judge)."""
+    others = {x.device for x in xs if not (x.dim() == 0 and x.device.type == "cpu")}
+    if len(others) != 1 or next(iter(others)).type == "cpu" or all(x.device in others for x in xs):
+        return None
+    (dev,) = others
+    return [x if x.device == dev else x.to(dev) for x in xs]
+
+
 def _device_name(index: int) -> str:
     return "cpu" if index < 0 else f"cuda:{index}"
 
@@ -298,6 +309,9 @@ def bound(name: str, attrs: dict, xs, device: int = -1) -> Bound:
     except TypeError:       # an unhashable attribute value (a nested list): bound afresh, not cached
         b = _bound.__wrapped__(name, _attr_key(attrs), sig, current_preference(), dev)
     if type(b) is _Refused:
+        moved = _cpu_scalars_moved(xs)      # (only on a refusal: the common call pays nothing for torch's rule)
+        if moved is not None:
+            return call(name, moved, attrs, device)
         raise b.error.with_traceback(None)
     return b
 
@@ -360,6 +374,9 @@ def _through_custom_op(name: str, xs, attrs: dict, device: int = -1):
         if x.device.type not in ("cpu", "cuda", "meta"):
             raise UnsupportedError(name, f"tensors on device {x.device.type} (baracuda runs on cpu and cuda)")
     if len(xs) > 1:
+        moved = _cpu_scalars_moved(xs)
+        if moved is not None:
+            xs = moved
         _check_devices(name, [x.device for x in xs])
     if not xs:      # a creation op: no tensor carries the device, the custom op takes it
         outs = torch.ops.baracuda.create(name, encode_attrs(attrs), torch.device("cuda", device) if device >= 0
@@ -393,6 +410,9 @@ def call(name: str, xs, attrs: dict, device: int = -1):
     except TypeError:       # an unhashable attribute value (a nested list): bound afresh, not cached
         b = bound(name, attrs, xs, device)
     if type(b) is _Refused:
+        moved = _cpu_scalars_moved(xs)      # (only on a refusal: the common call pays nothing for torch's rule)
+        if moved is not None:
+            return call(name, moved, attrs, device)
         raise b.error.with_traceback(None)
     if b.float_out and _grad_enabled():
         for x in xs:
