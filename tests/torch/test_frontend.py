@@ -27,6 +27,10 @@ def _small(spec):
 # on the CPU and the float64 reference) divides by 6.  The gradients use the same constants on both devices.
 _CUDA_FORWARD_RTOL = {"hardsigmoid": 6e-8, "hardswish": 6e-8}
 
+# CPU-only gaps in torch's dispatch ("... not implemented for 'Bool'"): its CUDA kernel (seen on torch 2.11) and its
+# decomposition define the call, so the drop-in takes it on every device; the values are checked elsewhere
+_CPU_DISPATCH_GAPS = {"ldexp": "a bool exponent of a float mantissa: a * 2^b (tests/elementwise test_ldexp_bool_exponent)"}
+
 
 @pytest.mark.parametrize("spec", DIFF, ids=lambda s: s.name)
 def test_autograd_matches_torch(spec):
@@ -99,6 +103,8 @@ def test_dropin_same_call_same_result(name, op):
         except TypeError:        # a sample torch's signature does not take positionally (keyword-only operands)
             continue
         except (RuntimeError, IndexError) as e:   # torch refuses this sample (t_copy of a 3-d tensor): so must we
+            if DEVICE == "cpu" and name in _CPU_DISPATCH_GAPS and "not implemented for" in str(e):
+                continue
             with pytest.raises((type(e), bc.BaracudaError)):
                 _ours("torch." + name)(*xs)
             continue

@@ -45,18 +45,17 @@ def _int_scalar(op, name, v, dt):
                                   "converts it to the input's dtype", v)
 
 
-def _int_limits(*names, no_negative=False):
+def _int_limits(*names, truncate=False):
     """The dtype rule of an activation defined for integer tensors with number attributes (threshold, hardtanh):
     the result keeps the input's dtype; on integer inputs the attributes are converted to it as torch does.
-    ``no_negative``: hardtanh first truncates its limits to integers and refuses negative ones on uint8."""
+    ``truncate``: hardtanh first truncates its limits to integers (torch's toLong) and refuses negative ones on
+    uint8."""
     def rule(op, inputs, attrs, r):
         if not r.is_integer:
             return r
         for n in names:
             v = attrs[n]
-            if no_negative:
-                if not math.isfinite(v):
-                    _int_scalar(op, n, v, r)
+            if truncate and math.isfinite(v):
                 v = math.trunc(v)
                 if r == DType.u8 and v < 0:
                     raise InvalidProblemError(op, n, "non-negative limits for an unsigned (u8) input (torch)", attrs[n])
@@ -207,7 +206,7 @@ add_ew_ops([
     _act("softsign", dtypes=NUM, out="float", jax="jax.nn.soft_sign"),
     _act("tanhshrink", dtypes=NUM, out="float"),
     _act("hardtanh", _f("min_val", -1.0), _f("max_val", 1.0), check=_minmax, dtypes=NUM,
-         dtype_rule=_int_limits("min_val", "max_val", no_negative=True),
+         dtype_rule=_int_limits("min_val", "max_val", truncate=True),
          jax="jax.nn.hard_tanh",
          samples=ew_samples("wide", avoid=(-1.0, 1.0, -0.5, 2.0), attrs=({}, {"min_val": -0.5, "max_val": 2.0}))),
     _act("hardswish", jax="jax.nn.hard_swish", samples=ew_samples("wide", avoid=(-3.0, 3.0))),

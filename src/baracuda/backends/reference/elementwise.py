@@ -239,6 +239,11 @@ def _clamp(x, lo, hi):
     return x
 
 
+def _hardtanh(x, lo, hi):
+    # integer x: the limits truncated to its type (torch); float x: np.clip keeps -0.0 and NaN, as torch
+    return _clamp(x, lo, hi) if _int(x) else np.clip(x, lo, hi)
+
+
 def _threshold(d, x):
     t, v = d.attr("threshold"), d.attr("value")
     if _int(x):   # torch converts both numbers to the tensor's type (truncation; the spec refuses overflow)
@@ -336,7 +341,7 @@ BODIES = {
     "logical_not": lambda d, x: x == 0, "bitwise_not": lambda d, x: ~x,
     # activations
     "relu": lambda d, x: np.where(x < 0, 0, x).astype(x.dtype), "gelu": lambda d, x: _gelu(x, d.attr("approximate")),
-    "silu": lambda d, x: x * _sig(x), "relu6": lambda d, x: _clamp(x, 0, 6),
+    "silu": lambda d, x: x * _sig(x), "relu6": lambda d, x: _hardtanh(x, 0.0, 6.0),
     "leaky_relu": lambda d, x: np.where(x > 0, x, x * d.attr("negative_slope")),
     "elu": lambda d, x: np.where(x > 0, x, d.attr("alpha") * np.expm1(x)),
     "selu": lambda d, x: _SELU_S * np.where(x > 0, x, _SELU_A * np.expm1(x)),
@@ -345,7 +350,7 @@ BODIES = {
     "softplus": lambda d, x: np.where(x * d.attr("beta") > d.attr("threshold"), x,
                                       _softplus(x * d.attr("beta")) / d.attr("beta")),
     "softsign": lambda d, x: x / (1.0 + np.abs(x)), "tanhshrink": lambda d, x: x - np.tanh(x),
-    "hardtanh": lambda d, x: _clamp(x, d.attr("min_val"), d.attr("max_val")),   # integer x: truncated limits
+    "hardtanh": lambda d, x: _hardtanh(x, d.attr("min_val"), d.attr("max_val")),
     "hardswish": lambda d, x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0,
     "hardsigmoid": lambda d, x: np.clip(x / 6.0 + 0.5, 0.0, 1.0),
     # torch's NaN rules: hardshrink / softshrink / threshold keep a NaN x (the comparisons are false there);
