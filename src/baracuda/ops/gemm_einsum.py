@@ -505,7 +505,23 @@ def _dropin_einsum(*args):
     for i, x in enumerate(operands):
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"einsum(): expected a Tensor as operand {i}, got {type(x).__name__}")
+    _refuse_narrow_int_on_cuda(operands)
     return tuple(operands), {"equation": equation}
+
+
+_NARROW_INTS = ("int8", "uint8", "int16", "int32")
+
+
+def _refuse_narrow_int_on_cuda(operands) -> None:
+    """torch's CUDA einsum multiplies narrow-integer operands in another order than its CPU kernel (seen on an
+    H100, torch 2.11: 'cb,a,->ca' on uint8 wrapped a partial product the CPU kernel computes widened), so the
+    wrapped result of two or more narrow-integer operands has no one torch answer to agree with: refused there
+    (int64 operands wrap identically in any order and are computed)."""
+    if len(operands) >= 2 and any(x.is_cuda for x in operands) and \
+            any(str(x.dtype)[len("torch."):] in _NARROW_INTS for x in operands):
+        raise UnsupportedError("einsum", "narrow-integer operands on CUDA (int8/uint8/int16/int32): torch's CUDA "
+                               "einsum wraps partial products in an order its CPU kernel does not, so the result "
+                               "depends on the device; pass int64 operands (exact in any order)")
 
 
 def _dims_arg(dims):
