@@ -80,6 +80,7 @@ def test_dropins():
     _same(bt.nn.functional.pdist(x), F.pdist(x))
     _same(bt.pairwise_distance(x, x.flip(0)), torch.pairwise_distance(x, x.flip(0)))
     _same(bt.nn.functional.cosine_similarity(x, x.flip(0), 0), F.cosine_similarity(x, x.flip(0), 0))
+    _same(bt.cdist(x, y, compute_mode="use_mm_for_euclid_dist"), torch.cdist(x, y), 1e-9, 1e-9)
     with pytest.raises(bc.InvalidProblemError, match="argument 'x2': expected the same number of columns"):
         bt.cdist(x, torch.randn(3, 5, dtype=torch.float64))
 

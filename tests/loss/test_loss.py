@@ -368,3 +368,13 @@ def test_pointwise_dropins():
         torch.testing.assert_close(got, want)
     with pytest.raises(NotImplementedError, match="weight= argument"):
         f.mse_loss(x, y, weight=torch.ones(4, 6, dtype=torch.float64))
+
+
+def test_linear_cross_entropy_unbatched_input():
+    """A 1-D input (torch takes 1-D or 2-D) is one row with a 0-d class index: loss and gradients as torch."""
+    g = torch.Generator().manual_seed(8)
+    x = torch.randn(5, generator=g, dtype=torch.float64)
+    w = torch.randn(7, 5, generator=g, dtype=torch.float64)
+    for t, red in ((torch.tensor(3), "mean"), (torch.tensor(6), "sum")):
+        grad_pair(lambda a, b, t=t, red=red: bt.nn.functional.linear_cross_entropy(a, b, t, reduction=red),
+                  lambda a, b, t=t, red=red: F.linear_cross_entropy(a, b, t, reduction=red), x, w)

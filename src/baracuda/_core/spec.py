@@ -227,6 +227,10 @@ class OpSpec:
     # the descriptor returning those (reduce_to keeps x only for its max/min/prod modes)
     saves: tuple[str, ...] | Callable = ("inputs",)
     differentiable: tuple[int, ...] = ()  # indices of inputs that receive gradients
+    # False where the backward follows torch's convention rather than the derivative (ctc_loss adds
+    # exp(log_probs) * scale: the gradient of the logits under a log_softmax): finite differences of the forward
+    # cannot check it, torch.autograd does
+    grad_is_derivative: bool = True
     # an op computing this op's (scalar) output AND the gradient of its differentiable inputs in one pass
     # (cross_entropy -> cross_entropy_with_grad): the torch drop-in runs it under eager autograd and scales the
     # saved gradient in place in the backward.  If the fused op's first argument is named "grad" it takes the

@@ -228,15 +228,16 @@ def _check_pad(inputs, attrs):
         k = len(pad) // 2
         if not (k + 1 <= r <= k + 2) or k > 3:
             raise UnsupportedError(op, f"{mode} padding of {k} dims needs a {k + 1}-D or {k + 2}-D input (as torch), got {r}-D")
-        if any(p < 0 for p in pad):
-            raise InvalidProblemError(op, "pad", f"non-negative padding for mode '{mode}'", pad)
+        # a negative pad crops that side (as torch): the index map o - a (reflected / clamped / wrapped) covers it
     pairs = pad_pairs(r, pad)
     shape = []
     for d, (n, (a, b)) in enumerate(zip(x.shape, pairs)):
         if mode == "reflect" and (a >= n or b >= n) and (a or b):
             raise InvalidProblemError(op, "pad", f"padding smaller than the input size {n} of dim {d} (reflect)", (a, b))
-        if mode == "circular" and (a > n or b > n):
-            raise InvalidProblemError(op, "pad", f"padding at most the input size {n} of dim {d} (circular)", (a, b))
+        kept = n - max(-a, 0) - max(-b, 0)   # circular wraps what a negative pad leaves (torch)
+        if mode == "circular" and (a > kept or b > kept):
+            raise InvalidProblemError(op, "pad", f"padding at most the size {kept} of dim {d} left by the cropping "
+                                      "(circular)", (a, b))
         if mode == "replicate" and n == 0 and (a or b):
             raise InvalidProblemError(op, "pad", f"a non-empty dim {d} to replicate", (a, b))
         m = n + a + b
@@ -268,6 +269,8 @@ def _pad_samples(rng):
     for mode in ("reflect", "replicate", "circular"):
         yield Sample((n((2, 5)),), {"pad": (2, 3), "mode": mode}, name=f"{mode}-1d")
         yield Sample((n((1, 3, 4)),), {"pad": (1, 2, 2, 1), "mode": mode}, name=f"{mode}-2d")
+        # negative pads crop (reflect / replicate map over the whole input, circular wraps the cropped view)
+        yield Sample((n((1, 4, 6)),), {"pad": (-1, 2, 2, -2), "mode": mode}, name=f"{mode}-crop")
 
 
 def _pad_errors():
@@ -276,7 +279,9 @@ def _pad_errors():
     yield ErrorCase((((2, 3), "f32"),), {"pad": (1,)}, InvalidProblemError, r"an even number", "odd")
     yield ErrorCase((((2, 3), "f32"),), {"pad": (1, 1), "mode": "wrap"}, InvalidProblemError, r"argument 'mode'", "mode")
     yield ErrorCase((((3,), "f32"),), {"pad": (-2, -2)}, InvalidProblemError, r"non-negative output size", "crop")
-    yield ErrorCase((((2, 3), "f32"),), {"pad": (4, 0), "mode": "circular"}, InvalidProblemError, r"at most the input size", "circ")
+    yield ErrorCase((((2, 3), "f32"),), {"pad": (4, 0), "mode": "circular"}, InvalidProblemError, r"at most the size 3", "circ")
+    yield ErrorCase((((2, 4), "f32"),), {"pad": (-2, 3), "mode": "circular"}, InvalidProblemError,
+                    r"at most the size 2 of dim 1 left by the cropping", "circ-crop")
 
 
 layout_spec("pad", _check_pad, attrs=(ints_attr("pad", ()), _MODE, _fill_attr(None, optional=True)), arg_names=("input",), torch_name="torch.nn.functional.pad", jax_name="jax.numpy.pad",
@@ -307,6 +312,7 @@ def _pad_bw_samples(rng):
     for mode in ("reflect", "replicate", "circular"):
         yield Sample((n((2, 10)),), {"pad": (2, 3), "mode": mode, "shape": (2, 5)}, name=f"{mode}-1d")
         yield Sample((n((1, 6, 7)),), {"pad": (1, 2, 2, 1), "mode": mode, "shape": (1, 3, 4)}, name=f"{mode}-2d")
+        yield Sample((n((1, 4, 7)),), {"pad": (-1, 2, 2, -2), "mode": mode, "shape": (1, 4, 6)}, name=f"{mode}-crop")
 
 
 def _peer_pad_bw(g, pad, mode, shape):

@@ -179,6 +179,10 @@ def _dropin(input, linear_weight, target, *, linear_bias=None, weight=None, redu
     if weight is not None:
         raise UnsupportedError(_OP, "class weights (weight=) are not supported by the fused op; use "
                                "cross_entropy(linear(...), weight=...)")
+    if input.dim() == 1 and target.dim() == 0 and not target.is_floating_point():
+        # an unbatched input (torch takes 1-D or 2-D) is one row with a 0-d class index: views; the loss
+        # ('mean' / 'sum') is the same scalar
+        input, target = input.reshape(1, -1), target.reshape(1)
     ins = (input, linear_weight, target) + ((linear_bias,) if linear_bias is not None else ())
     return ins, {"ignore_index": -100 if ignore_index is None else ignore_index,
                  "label_smoothing": float(label_smoothing), "softcap": softcap, "z_loss": float(z_loss),

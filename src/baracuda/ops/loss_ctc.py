@@ -12,15 +12,15 @@ ctc_loss(log_probs [T, N, C] (or unbatched [T, C]), targets, input_lengths [N], 
   reduction: 'none' [N]; 'sum'; 'mean' = mean_n(loss_n / max(L_n, 1)) (torch's rule).
   zero_infinity: infinite losses (no valid alignment) and their gradients become 0.
 
-ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths) -> d log_probs:
-  with beta the mirrored recursion (beta_t(s) also includes lp[t, l'_s]) and scale_n from grad / reduction,
-    d lp[t, n, c] = -scale_n * sum_{s: l'_s = c} exp(alpha_t(s) + beta_t(s) - lp[t, c] + loss_n)   (t < T_n; else 0)
-  This is the derivative of the loss w.r.t. log_probs (float64 finite differences check it).  torch's
-  ctc_loss backward returns exp(lp) * scale_n + the above instead: the gradient w.r.t. the logits of a
-  log_softmax feeding the loss.  The extra term sums to 0 through log_softmax's backward (for each (t, n) the
-  occupancies sum to 1), so both give the same gradient wherever log_probs = log_softmax(z), which is how
-  ctc_loss is used; tests/loss_ce checks that against torch.autograd.  The spec's torch peer adds a zero-valued
-  term so its autograd gradient is the true derivative (see _peer).
+ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths) -> d log_probs, torch's convention:
+  with beta the mirrored recursion (beta_t(s) also includes lp[t, l'_s]) and scale_n = grad_n (none) | grad (sum)
+  | grad / (max(L_n, 1) N) (mean), for t < T_n (0 for t >= T_n, and for a whole sequence zeroed by zero_infinity)
+    d lp[t, n, c] = scale_n * (exp(lp[t, n, c]) - sum_{s: l'_s = c} exp(alpha_t(s) + beta_t(s) - lp[t, c] + loss_n))
+  The second term alone is the derivative w.r.t. log_probs; torch's backward adds exp(lp) * scale_n, which makes
+  it the gradient w.r.t. the logits of a log_softmax feeding the loss (the term sums to 0 through
+  log_softmax's backward: for each (t, n) the occupancies sum to 1), and baracuda returns what torch returns.
+  So it is not the derivative for unnormalized log_probs: the spec says so (grad_is_derivative=False) and
+  tests/loss_ce checks finite differences through log_softmax instead.
 
 Data checks (the host reads the lengths and targets, one sync): input_lengths in [0, T], target_lengths in
 [0, S] (padded) or summing to at most len(targets) (concatenated), labels in [0, C) and != blank: each raises
@@ -146,31 +146,11 @@ def _grad(ctx, d, grads, s):
 
 
 def _peer(lp, tg, il, tl_, blank=0, reduction="mean", zero_infinity=False):
-    """F.ctc_loss; when log_probs requires grad, plus corr - corr.detach() (value 0) whose gradient cancels the
-    exp(lp) term of torch's backward (module docstring), so autograd yields the derivative w.r.t. log_probs.
-    corr = reduce_n(scale-free sum_{t < T_n, c} exp(lp[t, n, c])) with the loss's reduction (zeroed sequences
-    with zero_infinity excluded).  Costs one exp-sum over log_probs besides torch's own kernels."""
-    import torch
+    """F.ctc_loss (its autograd gradient is torch's convention, which the backward op follows)."""
     import torch.nn.functional as F
 
-    loss = F.ctc_loss(lp, tg.long(), il.long(), tl_.long(), blank=blank, reduction=reduction,
+    return F.ctc_loss(lp, tg.long(), il.long(), tl_.long(), blank=blank, reduction=reduction,
                       zero_infinity=zero_infinity)
-    if not lp.requires_grad:
-        return loss
-    lp3 = lp if lp.dim() == 3 else lp[:, None]
-    il1, tl1 = il.reshape(-1).long(), tl_.reshape(-1).long()
-    t = torch.arange(lp3.shape[0], device=lp.device)[:, None]
-    per = (lp3.exp().sum(-1) * (t < il1[None, :])).sum(0)                    # [N]
-    if zero_infinity:
-        raw = F.ctc_loss(lp.detach(), tg.long(), il.long(), tl_.long(), blank=blank, reduction="none")
-        per = per * torch.isfinite(raw.reshape(-1))
-    if reduction == "none":
-        corr = per if lp.dim() == 3 else per[0]
-    elif reduction == "sum":
-        corr = per.sum()
-    else:
-        corr = (per / tl1.clamp_min(1)).mean()
-    return loss - (corr - corr.detach())
 
 
 def _dropin(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False):
@@ -280,6 +260,7 @@ register_spec(OpSpec(
     name=_OP, family="loss", arg_names=("log_probs", "targets", "input_lengths", "target_lengths"),
     check=_check(_OP), dtypes=FLOAT_TYPES, attrs=_ATTRS, torch_peer=_peer,
     torch_name="torch.nn.functional.ctc_loss", dropin=_dropin, grad=_grad, saves=("inputs",), differentiable=(0,),
+    grad_is_derivative=False,   # torch's convention: + exp(log_probs) * scale (module doc)
     samples=_samples, errors=_errors(_OP), tol=_tol, cost=_cost, category="loss",
     workloads=tuple(Workload(name, (shp, (shp[1], s), (shp[1],), (shp[1],)), dt, {}, backward=True)
                     for name, shp, s, dt in _WL),

@@ -85,7 +85,9 @@ _NP_MODE = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "
 
 
 def _pad_index(n, a, m, mode):
-    """For each of the m output positions along a dim, the input index it reads (-1: constant fill)."""
+    """For each of the m output positions along a dim, the input index it reads (-1: constant fill).  A negative
+    pad crops: reflect / replicate map o - a over the whole input (torch), circular wraps the cropped input
+    x[max(-a, 0) : n - max(-b, 0)] (torch pads the cropped view)."""
     i = np.arange(m) - a
     if mode == "constant":
         return np.where((i >= 0) & (i < n), i, -1)
@@ -94,7 +96,9 @@ def _pad_index(n, a, m, mode):
         return np.where(i >= n, 2 * (n - 1) - i, i)
     if mode == "replicate":
         return np.clip(i, 0, n - 1)
-    return i % n
+    b = m - n - a
+    c0, mc = max(-a, 0), n - max(-a, 0) - max(-b, 0)
+    return (np.arange(m) - max(a, 0)) % max(mc, 1) + c0
 
 
 def _pad(d, x):

@@ -100,6 +100,7 @@ def _ctc_bw(desc, g, lp, tg, il, tl_):
             b[t] = x[t, lab] + _lse(q, _shift(q, -1), np.where(skip_up, _shift(q, -2), -np.inf))
         with np.errstate(invalid="ignore", over="ignore"):
             e = np.exp(a + b - x[:, lab] + nll)      # [T_n, 2L+1] state occupancies
+        out[:tn, k, :] = sc * np.exp(x)                # torch's convention: + exp(log_probs) (module doc)
         for s, c in enumerate(lab):
             out[:tn, k, c] -= sc * e[:, s]
     return out.reshape(lp.shape)

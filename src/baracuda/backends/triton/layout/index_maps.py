@@ -26,28 +26,30 @@ _BLOCK = 2048
 
 
 @fast_kernel
-def _fold_kernel(out_ptr, g_ptr, total, n, m, inner, a, b, MAXP: tl.constexpr, MODE: tl.constexpr, ACC: tl.constexpr,
-                 BLOCK: tl.constexpr):
+def _fold_kernel(out_ptr, g_ptr, total, n, m, inner, a, b, c0, mc, MAXP: tl.constexpr, MODE: tl.constexpr,
+                 ACC: tl.constexpr, BLOCK: tl.constexpr):
     """Backward of padding along one dim: out[o, j, k] = sum of g[o, p, k] over the p that read input j.
-    At most 3 terms for reflect/circular (pad < n resp. <= n); replicate's edge elements loop over the pad."""
+    At most 3 terms for reflect/circular (pad < n resp. <= n); replicate's edge elements loop over the pad.
+    Negative pads crop: the interior p = j + a only where 0 <= p < m; circular wraps the kept [c0, c0 + mc)."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
     mask = offs < total
     k = offs % inner
     r = offs // inner
     j = r % n
     base = (r // n) * m * inner + k
-    acc = tl.load(g_ptr + base + (j + a) * inner, mask=mask).to(ACC)
+    acc = tl.load(g_ptr + base + (j + a) * inner, mask=mask & (j + a >= 0) & (j + a < m), other=0).to(ACC)
     if MODE == 2:      # reflect: p = a - j (1 <= j <= a) and p = a + 2(n-1) - j (in the right pad)
         v1 = mask & (j >= 1) & (j <= a)
         acc += tl.load(g_ptr + base + (a - j) * inner, mask=v1, other=0).to(ACC)
         p2 = a + 2 * (n - 1) - j
         v2 = mask & (j <= n - 2) & (p2 < m)
         acc += tl.load(g_ptr + base + p2 * inner, mask=v2, other=0).to(ACC)
-    elif MODE == 4:    # circular: p = j + a - n (left pad) and p = j + a + n (right pad)
-        p1 = j + a - n
-        acc += tl.load(g_ptr + base + p1 * inner, mask=mask & (p1 >= 0), other=0).to(ACC)
-        p2 = j + a + n
-        acc += tl.load(g_ptr + base + p2 * inner, mask=mask & (p2 < m), other=0).to(ACC)
+    elif MODE == 4:    # circular: p = j + a - mc (left pad) and p = j + a + mc (right pad), j kept
+        kept = mask & (j >= c0) & (j < c0 + mc)
+        p1 = j + a - mc
+        acc += tl.load(g_ptr + base + p1 * inner, mask=kept & (p1 >= 0), other=0).to(ACC)
+        p2 = j + a + mc
+        acc += tl.load(g_ptr + base + p2 * inner, mask=kept & (p2 < m), other=0).to(ACC)
     else:              # replicate: edge j = 0 takes p in [0, a), j = n-1 takes p in [a+n, m)
         for t in tl.static_range(0, MAXP):   # pad widths are small; one compile per width
             acc += tl.load(g_ptr + base + t * inner, mask=mask & (j == 0) & (t < a), other=0).to(ACC)
@@ -114,9 +116,15 @@ def run_view(desc, inputs, outputs, ws):
         tri, diag = (1 if op == "triu" else 2), desc.attr("diagonal")
     elif op == "pad":
         pairs = pad_pairs(x.dim(), desc.attr("pad"))
+        mode = desc.attr("mode")
+        if mode == "circular":   # a negative pad crops first: circular wraps the cropped view (torch)
+            for d, (a, b) in enumerate(pairs):
+                if a < 0 or b < 0:
+                    x = x.narrow(d, max(-a, 0), x.shape[d] - max(-a, 0) - max(-b, 0))
+            dims = _view_dims(x)
+            pairs = [(max(a, 0), max(b, 0)) for a, b in pairs]
         for d, (a, _) in enumerate(pairs):
             dims[d][2] = -a
-        mode = desc.attr("mode")
         fill_v = desc.attr("value") if mode == "constant" else None
         if x.numel() == 0:
             return fill(out, fill_v or 0)
@@ -219,8 +227,8 @@ def _run_pad_backward(desc, inputs, outputs, ws):
         total = nxt.numel()
         if total:
             _fold_kernel[(cdiv(total, _BLOCK),)](
-                nxt, cur, total, n, m, inner, a, b,
-                MAXP=max(a, b) if desc.attr("mode") == "replicate" else 0, MODE=MODES[desc.attr("mode")],
+                nxt, cur, total, n, m, inner, a, b, max(-a, 0), n - max(-a, 0) - max(-b, 0),
+                MAXP=max(a, b, 0) if desc.attr("mode") == "replicate" else 0, MODE=MODES[desc.attr("mode")],
                 ACC=tl.float64 if acc_t == torch.float64 else tl.float32, BLOCK=_BLOCK, num_warps=4)
         cur = nxt
     copy_into(out, cur)

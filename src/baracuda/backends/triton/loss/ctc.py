@@ -68,7 +68,7 @@ def _alpha_step(lp_ptr, base, a, t, s, valid, lab, skip, slt, slc, GRAD: tl.cons
 
 @triton.jit
 def _beta_step(lp_ptr, row_prev, row_cur, arow, g_ptr, b, t, s, ns, valid, lab, skip_up, nll, sc, N, C, slt, slc,
-               FIRST: tl.constexpr, F64: tl.constexpr):
+               FIRST: tl.constexpr, F64: tl.constexpr, BLOCK_S: tl.constexpr):
     t64 = t.to(tl.int64)   # T N C may pass 2^31
     x = tl.load(lp_ptr + t64 * slt + lab * slc, mask=valid, other=0.0).to(b.dtype)
     if not FIRST:
@@ -82,6 +82,13 @@ def _beta_step(lp_ptr, row_prev, row_cur, arow, g_ptr, b, t, s, ns, valid, lab, 
     e = tl.where(valid, e, 0.0)
     e = tl.where(sc == 0.0, 0.0, e)   # zeroed sequences (zero_infinity, T_n = 0): no NaN from inf - inf
     tl.atomic_add(g_ptr + t64 * N * C + lab, -e, mask=valid)
+    # torch's convention adds exp(lp[t, n, c]) * scale over every class (module doc of ops/loss_ctc.py), in
+    # chunks of the state block; 0 for a zeroed sequence (sc == 0, whatever lp holds)
+    for c0 in loop(0, C, BLOCK_S):
+        cc = c0 + s
+        mc = cc < C
+        xc = tl.load(lp_ptr + t64 * slt + cc.to(tl.int64) * slc, mask=mc, other=0.0).to(b.dtype)
+        tl.atomic_add(g_ptr + t64 * N * C + cc, tl.where(sc == 0.0, 0.0, _ex(xc, F64) * sc), mask=mc)
     return b
 
 
@@ -149,11 +156,11 @@ def _ctc(lp_ptr, tg_ptr, off_ptr, il_ptr, tl_ptr, gout_ptr, loss_ptr, ws_ptr, g_
         b = tl.where(fin, b, float("-inf"))
         if tn > 0:
             b = _beta_step(lp_n, ping, ping, base + (tn - 1) * BLOCK_S, g_n, b, tn - 1, s, ns, valid, lab, skip_up, nll,
-                           sc, N, C, slt, slc, True, F64)
+                           sc, N, C, slt, slc, True, F64, BLOCK_S)
         for k in loop(1, tn):
             t = tn - 1 - k
             b = _beta_step(lp_n, ping + ((k + 1) % 2) * BLOCK_S, ping + (k % 2) * BLOCK_S, base + t * BLOCK_S,
-                           g_n, b, t, s, ns, valid, lab, skip_up, nll, sc, N, C, slt, slc, False, F64)
+                           g_n, b, t, s, ns, valid, lab, skip_up, nll, sc, N, C, slt, slc, False, F64, BLOCK_S)
 
 
 # -- host side ------------------------------------------------------------------------------------

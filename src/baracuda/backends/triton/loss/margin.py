@@ -610,7 +610,7 @@ def _bind(desc, pref=None):
         if tgt is not out:
             out.copy_(tgt)
         if R and kind in (2, 3):
-            _check_flag(desc.op, flag, _WHAT[base](C), pref)
+            _check_flag(desc.op, flag, (_WHAT[base](C),), pref)
 
     def bwd(desc_, inputs, outputs, ws):
         if not R:
@@ -652,7 +652,7 @@ def _bind(desc, pref=None):
             if o is not t_:
                 o.copy_(t_)
         if kind in (2, 3):
-            _check_flag(desc.op, flag, _WHAT[base](C), pref)
+            _check_flag(desc.op, flag, (_WHAT[base](C),), pref)
 
     return bwd if bw else fw
 

@@ -249,7 +249,8 @@ def _workspace(desc) -> int:
 
 
 def _check_flag(op, flag, what, pref):
-    """Raise on a bad value flagged by the kernels (now or deferred: _core/checks.py)."""
+    """Raise on a bad value flagged by the kernels (now or deferred: _core/checks.py); ``what``: the
+    (argument, expected, given) of each bad-value code 1, 2, ... the kernel writes."""
     flagged(flag, pref, lambda code: InvalidProblemError(op, *what[int(code) - 1]))
 
 
