@@ -309,9 +309,6 @@ def bound(name: str, attrs: dict, xs, device: int = -1) -> Bound:
     except TypeError:       # an unhashable attribute value (a nested list): bound afresh, not cached
         b = _bound.__wrapped__(name, _attr_key(attrs), sig, current_preference(), dev)
     if type(b) is _Refused:
-        moved = _cpu_scalars_moved(xs)      # (only on a refusal: the common call pays nothing for torch's rule)
-        if moved is not None:
-            return call(name, moved, attrs, device)
         raise b.error.with_traceback(None)
     return b
 
