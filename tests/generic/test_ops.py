@@ -303,8 +303,10 @@ def test_backward_backend(spec, backend, dt):
         if isinstance(forced_plan(desc, DEVICE, backend), str):
             continue
         bw = bc.BackwardPlan.select(desc, DEVICE, bc.PlanPreference(prefer=(backend,)))
-        # output gradients in the input's precision (complex for complex outputs, its parts' type for real ones)
-        gouts = [None if g is None else cast(g, t.dtype if t.dtype.is_complex else real_of(dt))
+        # output gradients in the input's precision (complex for complex outputs, its parts' type for real ones);
+        # integer / bool inputs: the output's own dtype (acos of an int64 is float32; its gradient is too)
+        exact = dt.is_floating or dt.is_complex
+        gouts = [None if g is None else cast(g, t.dtype if t.dtype.is_complex or not exact else real_of(dt))
                  for g, t in zip([_gout(rng, t) for t in desc.outputs], desc.outputs)]
         fwd = bc.Plan.select(desc, DEVICE, bc.PlanPreference(prefer=(backend,)))
         # torch tensors on the test device (as the drop-ins' autograd runs it): every gradient comes back as one,

@@ -247,8 +247,6 @@ def _errors(op, bw):
         yield ErrorCase(pre + (((3, 4), "f32"), ((4,), "f16")), {"normalized_shape": (4,)}, DTypeMismatchError,
                         r"expected dtype f32, got f16", "weight-dtype")
         yield ErrorCase(pre + (((3, 4), "i32"),), {"normalized_shape": (4,)}, UnsupportedError, r"dtype i32", "int")
-        yield ErrorCase(pre + (((3, 4), "f32"),), {"normalized_shape": (4,), "eps": -1.0}, InvalidProblemError,
-                        r"argument 'eps'", "neg-eps")
     return errors
 
 
