@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import baracuda as bc
+import baracuda.torch as bt
 from baracuda._core.sku import Backend
 from baracuda.testing import backends_for, forced_plan, test_device
 
@@ -207,6 +208,20 @@ def test_bool_and_integer_operands_of_unary_ops_match_torch(op, dt):
         _same(_run(op, be, x), want, f"{op}({dt}) {be}")
 
 
+def test_abs_and_softsign_of_bool_follow_torch_cuda():
+    """abs(bool) is the bool itself and softsign(bool) is f32 x / (1 + |x|) (True -> 0.5), as torch's CUDA kernels
+    (its CUDA OpInfo declares bool); torch's CPU kernels (2.13) refuse bool ("abs_cpu" not implemented), so the
+    expectation is torch on the same values as uint8, which its CPU kernels take."""
+    x = _rand_operand(torch.bool, (5, 7), 11)
+    assert x.any() and not x.all()
+    for be in _backends("abs"):
+        _same(_run("abs", be, x), torch.abs(x.to(torch.uint8)).bool(), f"abs(bool) {be}")
+    for be in _backends("softsign"):
+        _same(_run("softsign", be, x), torch.nn.functional.softsign(x.to(torch.uint8)), f"softsign(bool) {be}")
+    assert bt.abs(x).dtype == torch.bool and torch.equal(bt.abs(x), x)
+    _same(bt.nn.functional.softsign(x), torch.where(x, 0.5, 0.0).float(), "bt softsign(bool)")
+
+
 def test_logit_eps_on_integers_matches_torch():
     x = _rand_operand(torch.int32, (9,), 4)
     for be in _backends("logit"):
@@ -253,7 +268,6 @@ def test_activations_on_uint8_match_torch():
      "argument 'min_val': expected non-negative limits"),
     (lambda t, F, a: F.hardtanh(a.to(torch.int8), -200.0, 1.0), "hardtanh", bc.InvalidProblemError,
      "argument 'min_val': expected a value representable in i8"),
-    (lambda t, F, a: F.softsign(a), "softsign", bc.UnsupportedError, "argument 'x' has dtype bool"),
     (lambda t, F, a: F.relu6(a), "relu6", bc.UnsupportedError, "argument 'x' has dtype bool"),
 ], ids=lambda v: v if isinstance(v, str) and " " not in v else None)
 def test_bool_and_integer_refusals_match_torch(call, op, err, match):
