@@ -353,6 +353,44 @@ def test_under_tracers_the_create_custom_op():
     assert torch.equal(c(torch.full((5,), 2.0, device=DEV)), torch.linspace(0, 2, 5, device=DEV))
 
 
+class _NoLookups(dict):
+    """A dtype cache that fails any lookup: what must not be consulted while Dynamo traces."""
+
+    def __getitem__(self, key):
+        raise AssertionError(f"dtype cache looked up with {key!r}")
+
+
+def test_dtype_attributes_encode_by_name_never_through_the_dtype_cache(monkeypatch):
+    """Dynamo (torch 2.11) cannot hash a NumPy dtype: the custom op's attribute encoding of a torch dtype (run while
+    tracing) looks it up by torch's name in a string-keyed table, and NumPy dtypes never become keys of the
+    converted-dtype cache a traced dtype lookup would read."""
+    from baracuda._core import dtypes
+    from baracuda.torch._schema import decode_attrs, encode_attrs
+
+    for x in (np.dtype("float32"), np.dtype("int16"), np.float64, "bf16", torch.float16):
+        dtypes.as_dtype(x)
+    assert not [k for k in dtypes._SEEN if isinstance(k, np.dtype)]
+    assert dtypes.as_dtype(np.dtype("float32")) is bc.DType.f32       # (still converted: by _BY_NUMPY)
+    monkeypatch.setattr(dtypes, "_SEEN", _NoLookups())
+    attrs = {"start": 0, "end": 1, "steps": 5, "dtype": torch.float16, "other": (torch.int8, torch.bfloat16)}
+    dec = decode_attrs.__wrapped__(encode_attrs(attrs))
+    assert dec["dtype"] is bc.DType.f16 and dec["other"] == (bc.DType.i8, bc.DType.bf16)
+    with pytest.raises(TypeError, match="unknown dtype name 'uint16'"):
+        encode_attrs({"dtype": torch.uint16})
+
+
+def test_compiled_creation_with_a_dtype_after_numpy_dtypes_were_converted():
+    """torch.compile(fullgraph=True) of a creation call with dtype= after NumPy dtypes went through as_dtype."""
+    from baracuda._core.dtypes import as_dtype
+
+    as_dtype(np.dtype("float64"))
+    torch._dynamo.reset()
+    c = torch.compile(lambda x: bt.linspace(0, 1, 5, dtype=torch.float64, device=DEV) * x + bt.zeros_like(x),
+                      fullgraph=True, backend="aot_eager")
+    x = torch.rand(5, dtype=torch.float64, generator=torch.Generator().manual_seed(2)).to(DEV) + 0.5
+    torch.testing.assert_close(c(x), torch.linspace(0, 1, 5, dtype=torch.float64, device=DEV) * x, rtol=1e-15, atol=0)
+
+
 # -- the kernels -----------------------------------------------------------------------------------------------
 BACKENDS = [Backend.REFERENCE, Backend.TRITON]
 
