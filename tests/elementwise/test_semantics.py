@@ -422,6 +422,28 @@ def test_piecewise_constant_ops_have_torchs_zero_gradient(op, dt):
         assert torch.equal(torch.as_tensor(gg).cpu(), want), f"{op} {be}"
 
 
+@pytest.mark.parametrize("db", [torch.float64, torch.float32])
+def test_copysign_gives_the_sign_operand_torchs_zero_gradient(db):
+    """torch's copysign gradient of ``other`` is zeros_like(other) (a zero tensor of its shape and dtype, not None);
+    ``input``'s is g * sign(a) * sign(out), zero where a == 0."""
+    gen = torch.Generator().manual_seed(5)
+    a = torch.cat([torch.randn(3, 3, dtype=torch.float64, generator=gen) * 2, torch.zeros(3, 1, dtype=torch.float64)], 1)
+    b = torch.randn(4, dtype=torch.float64, generator=gen).to(db)
+    g = torch.randn(3, 4, dtype=torch.float64, generator=gen) + 2.0
+    at, bt_ = a.clone().requires_grad_(True), b.clone().requires_grad_(True)
+    want = torch.autograd.grad(torch.copysign(at, bt_), (at, bt_), g)
+    ab, bb = a.clone().requires_grad_(True), b.clone().requires_grad_(True)
+    got = torch.autograd.grad(bt.copysign(ab, bb), (ab, bb), g)
+    for w, o in zip(want, got):
+        assert (o.dtype, o.shape) == (w.dtype, w.shape) and torch.equal(o, w), (o, w)
+    assert torch.equal(got[1], torch.zeros(4, dtype=db))
+    out = torch.copysign(a, b)
+    for be in _backends("copysign"):
+        bw = bc.BackwardPlan.select(bc.Descriptor.like("copysign", a, b), DEV, bc.PlanPreference(prefer=(be,)))
+        ga, gb = bw.run(g.to(DEV.type), a=a.to(DEV.type), b=b.to(DEV.type), out=out.to(DEV.type))
+        assert torch.equal(torch.as_tensor(ga).cpu(), want[0]) and torch.equal(torch.as_tensor(gb).cpu(), want[1]), be
+
+
 GAMMA_SPECIAL = torch.tensor([-3.0, -2.0, -1.0, -0.0, 0.0, 1.0, -0.5, -2.5, -7.2, 0.3, 1e-8, 7.9, 8.0, 9.99, 123.4,
                               1e10, -1e10, 1e300, INF, -INF, NAN], dtype=torch.float64)
 

@@ -112,9 +112,15 @@ def _g_hypot(ctx, d, grads, s):
     return _r(ctx, d, 0, ctx.op("mul", w, s["a"])), _r(ctx, d, 1, ctx.op("mul", w, s["b"]))
 
 
-def _g_copysign(ctx, d, grads, s):   # |a| keeps its slope times the sign flip; zero where a == 0
-    flip = ctx.op("mul", ctx.op("sign", s["a"]), ctx.op("sign", s["out"]))
-    return (_r(ctx, d, 0, ctx.op("mul", grads[0], flip)),)
+def _g_copysign(ctx, d, grads, s):
+    """a: |a| keeps its slope times the sign flip (zero where a == 0); b: torch's exact zero (zeros_like(b), not
+    None: a b that requires grad gets a zero tensor)."""
+    n = ctx.needs
+    ga = None
+    if n[0]:
+        flip = ctx.op("mul", ctx.op("sign", s["a"]), ctx.op("sign", s["out"]))
+        ga = _r(ctx, d, 0, ctx.op("mul", grads[0], flip))
+    return ga, (ctx.op("zeros_like", s["b"]) if n[1] else None)
 
 
 def _g_logaddexp(base2):
@@ -306,7 +312,7 @@ add_ew_ops([
     EwDef("hypot", 2, tp("hypot"), "torch.hypot", "jax.numpy.hypot", _g_hypot, saves=("inputs", "outputs"),
           dtypes=FLOAT, dropin=_di("hypot"), samples=ew_samples("nonzero")),
     EwDef("copysign", 2, tp("copysign"), "torch.copysign", "jax.numpy.copysign", _g_copysign,
-          saves=("inputs", "outputs"), out="float", dtypes=ALL, diff_args=(0,),
+          saves=("inputs", "outputs"), out="float", dtypes=ALL,
           dropin=_di("copysign"), samples=ew_samples("nonzero")),
     EwDef("maximum", 2, tp("maximum"), "torch.maximum", "jax.lax.max", _g_minmax("max"), dtypes=ALL,
           dropin=_di("maximum"), samples=ew_samples("wide")),
