@@ -137,8 +137,30 @@ def test_bool_alpha_is_for_bool_results_only(dt):
     b = torch.ones(3, dtype=torch.bool)
     with pytest.raises(RuntimeError, match="alpha must not be a floating point number"):
         torch.add(b, b, alpha=0.5)
-    with pytest.raises(bc.InvalidProblemError, match="add: argument 'alpha': expected an integral value"):
+    with pytest.raises(bc.InvalidProblemError, match="add: argument 'alpha': expected an int or a bool for integral"):
         bc.Descriptor.like("add", b, b, alpha=0.5)
+
+
+@pytest.mark.parametrize("op", ["add", "sub"])
+@pytest.mark.parametrize("dt", [torch.int64, torch.int32, torch.uint8, torch.bool])
+@pytest.mark.parametrize("alpha", [2.0, 1.0, -3.0, 1j])
+def test_integral_tensors_refuse_a_floating_or_complex_alpha_as_torch(op, dt, alpha):
+    """torch: "For integral input tensors, argument alpha must not be a floating point number." -- even an integral
+    float (2.0) or a complex; an int alpha is taken (and computes as torch)."""
+    if op == "sub" and dt == torch.bool:
+        pytest.skip("sub of bool tensors is refused whatever alpha (torch and here)")
+    x = _rand_operand(dt, (4, 3), 21)
+    y = _rand_operand(dt, (3,), 22)
+    with pytest.raises(RuntimeError, match="For integral input tensors, argument alpha must not be a floating point"):
+        getattr(torch, op)(x, y, alpha=alpha)
+    with pytest.raises(bc.InvalidProblemError, match=f"{op}: argument 'alpha': expected an int or a bool for integral "
+                                                     "input tensors"):
+        getattr(bt, op)(x, y, alpha=alpha)
+    k = int(alpha.real)
+    want = getattr(torch, op)(x, y, alpha=k)
+    for be in _backends(op):
+        _same(_run(op, be, x, y, alpha=k), want, f"{op}({dt}, alpha={k}) {be}")
+    _same(getattr(bt, op)(x, y, alpha=k), want, f"bt.{op}({dt}, alpha={k})")
 
 
 @pytest.mark.parametrize("mode", ["trunc", "floor"])
