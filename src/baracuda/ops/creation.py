@@ -171,6 +171,7 @@ def _torch_peer(fn_name, names):
 
         pos = [attrs.pop(n) for n in names]
         dt = attrs.pop("dtype", None)
+        attrs.pop("kernel", None)     # (linspace / logspace: torch's kernel is the device's, the CPU here)
         return _widen(getattr(torch, fn_name)(*xs, *pos, **attrs, dtype=dt.torch if dt is not None else None))
     return peer
 
