@@ -4,6 +4,7 @@ the Triton kernels against the reference on every dtype and on edge values."""
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -353,6 +354,44 @@ def test_under_tracers_the_create_custom_op():
     assert torch.equal(c(torch.full((5,), 2.0, device=DEV)), torch.linspace(0, 2, 5, device=DEV))
 
 
+class _NoLookups(dict):
+    """A dtype cache that fails any lookup: what must not be consulted while Dynamo traces."""
+
+    def __getitem__(self, key):
+        raise AssertionError(f"dtype cache looked up with {key!r}")
+
+
+def test_dtype_attributes_encode_by_name_never_through_the_dtype_cache(monkeypatch):
+    """Dynamo (torch 2.11) cannot hash a NumPy dtype: the custom op's attribute encoding of a torch dtype (run while
+    tracing) looks it up by torch's name in a string-keyed table, and NumPy dtypes never become keys of the
+    converted-dtype cache a traced dtype lookup would read."""
+    from baracuda._core import dtypes
+    from baracuda.torch._schema import decode_attrs, encode_attrs
+
+    for x in (np.dtype("float32"), np.dtype("int16"), np.float64, "bf16", torch.float16):
+        dtypes.as_dtype(x)
+    assert not [k for k in dtypes._SEEN if isinstance(k, np.dtype)]
+    assert dtypes.as_dtype(np.dtype("float32")) is bc.DType.f32       # (still converted: by _BY_NUMPY)
+    monkeypatch.setattr(dtypes, "_SEEN", _NoLookups())
+    attrs = {"start": 0, "end": 1, "steps": 5, "dtype": torch.float16, "other": (torch.int8, torch.bfloat16)}
+    dec = decode_attrs.__wrapped__(encode_attrs(attrs))
+    assert dec["dtype"] is bc.DType.f16 and dec["other"] == (bc.DType.i8, bc.DType.bf16)
+    with pytest.raises(TypeError, match="unknown dtype name 'uint16'"):
+        encode_attrs({"dtype": torch.uint16})
+
+
+def test_compiled_creation_with_a_dtype_after_numpy_dtypes_were_converted():
+    """torch.compile(fullgraph=True) of a creation call with dtype= after NumPy dtypes went through as_dtype."""
+    from baracuda._core.dtypes import as_dtype
+
+    as_dtype(np.dtype("float64"))
+    torch._dynamo.reset()
+    c = torch.compile(lambda x: bt.linspace(0, 1, 5, dtype=torch.float64, device=DEV) * x + bt.zeros_like(x),
+                      fullgraph=True, backend="aot_eager")
+    x = torch.rand(5, dtype=torch.float64, generator=torch.Generator().manual_seed(2)).to(DEV) + 0.5
+    torch.testing.assert_close(c(x), torch.linspace(0, 1, 5, dtype=torch.float64, device=DEV) * x, rtol=1e-15, atol=0)
+
+
 # -- the kernels -----------------------------------------------------------------------------------------------
 BACKENDS = [Backend.REFERENCE, Backend.TRITON]
 
@@ -422,3 +461,122 @@ def test_fill_converts_the_value_like_torch(value, dtype):
     assert got.dtype == want.dtype and torch.equal(got, want)
     assert torch.equal(got.view(torch.int64) if dtype is torch.float64 else got,
                        want.view(torch.int64) if dtype is torch.float64 else want)     # (-0.0 keeps its sign)
+
+
+# -- integer linspace / logspace: torch's CPU kernel and torch's CUDA kernel ---------------------------------------
+def _torch_cpu_int_space(op, s, e, n, base=10.0):
+    """NumPy re-implementation of torch's CPU kernel (aten/src/ATen/native/cpu/RangeFactoriesKernel.cpp and
+    RangeFactories.cpp): a double step, start + step * i for i < n // 2, else end - step * (n - 1 - i), in double;
+    logspace: pow(base, that) in double; converted toward zero."""
+    if n == 1:
+        v = np.array([float(s)])
+    else:
+        step = (float(e) - float(s)) / (n - 1)
+        v = np.array([s + step * i if i < n // 2 else e - step * (n - 1 - i) for i in range(n)], np.float64)
+    if op == "logspace":
+        v = np.power(base, v)
+    return np.trunc(v).astype(np.int64)
+
+
+def _f32_round(q: Fraction) -> np.float32:
+    """The exact rational q rounded once to float32 (to nearest, ties to even)."""
+    c = np.float32(float(q))
+    cands = [np.nextafter(c, np.float32(-np.inf)), c, np.nextafter(c, np.float32(np.inf))]
+    best = min(cands, key=lambda x: (abs(Fraction(float(x)) - q), int(np.asarray(x).view(np.int32)) & 1))
+    return np.float32(best)
+
+
+def _torch_cuda_int_space(op, s, e, n, base=10.0):
+    """NumPy re-implementation of torch's CUDA kernel (aten/src/ATen/native/cuda/RangeFactories.cu, integral
+    types): float step = (float(end) - float(start)) / (steps - 1) (logspace: float(end - start) / (steps - 1));
+    value i = start + step * i for i < steps / 2, else end - step * (steps - i - 1), in float with nvcc's fused
+    multiply-add (emulated exactly with fractions: one rounding to float32); logspace: powf(float(base), value);
+    converted toward zero."""
+    f32 = np.float32
+    if n == 1:
+        return np.array([math.trunc(s if op == "linspace" else base ** s)], np.int64)
+    diff = f32(f32(e) - f32(s)) if op == "linspace" else f32(e - s)
+    step = f32(diff / f32(n - 1))
+    out = []
+    for i in range(n):
+        if i < n // 2:
+            q = Fraction(float(f32(s))) + Fraction(float(step)) * Fraction(float(f32(i)))
+        else:
+            q = Fraction(float(f32(e))) - Fraction(float(step)) * Fraction(float(f32(n - 1 - i)))
+        v = _f32_round(q)
+        if op == "logspace":       # powf correctly rounded (CUDA's is within 2 ulp of it)
+            v = _f32_round(Fraction(float(np.power(float(f32(base)), float(v)))))
+        out.append(math.trunc(float(v)))
+    return np.array(out, np.int64)
+
+
+def _int_space_cases(seed, count=40):
+    rng = np.random.default_rng(seed)
+    cases = [("linspace", 16777217, 16777219, 3, "i64"), ("linspace", 0, 3, 5, "i64"), ("linspace", 0, 10, 4, "i32"),
+             ("linspace", 2 ** 40 + 3, -2 ** 35 + 1, 9, "i64"), ("linspace", 3, 40, 50, "u8"),
+             ("linspace", 2, -1, 7, "i8"), ("linspace", -100, 99, 1, "i16"), ("logspace", 0, 3, 5, "i64"),
+             ("logspace", 1, 4, 7, "i32"), ("logspace", 0, 9, 13, "i64")]
+    for _ in range(count):
+        lo, hi = sorted(int(v) for v in rng.integers(-2 ** 30, 2 ** 30, 2))
+        cases.append(("linspace", int(rng.integers(-2 ** 30, 2 ** 30)), int(rng.integers(-2 ** 30, 2 ** 30)),
+                      int(rng.integers(2, 300)), "i64"))
+        cases.append(("linspace", int(rng.integers(-99, 99)), int(rng.integers(-99, 99)), int(rng.integers(2, 60)),
+                      "i32"))
+        cases.append(("logspace", int(rng.integers(-2, 4)), int(rng.integers(0, 6)), int(rng.integers(2, 20)), "i64"))
+    return cases
+
+
+def _ours(op, s, e, n, dt, kernel, backend, base=None):
+    extra = {} if base is None else {"base": base}
+    d = bc.Descriptor.make(op, start=s, end=e, steps=n, dtype=dt, kernel=kernel, **extra)
+    p = forced_plan(d, DEVICE, backend)
+    assert not isinstance(p, str), p
+    return to_torch(p.run()).cpu().numpy().astype(np.int64)
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=str)
+def test_integer_linspace_logspace_follow_torchs_cpu_kernel(backend):
+    """kernel='cpu' (a CPU drop-in's): torch's CPU arithmetic (double), against its NumPy re-implementation of the
+    kernel's scalar loop, and against torch itself on the fixed cases (torch's vectorized loop computes a chunk of
+    8 / 16 lanes as trunc(first) + j * step: a lane that crosses the halfway point or truncates differently can
+    differ by 1 from the scalar formula, e.g. linspace(-71, 63, 57, dtype=int32)[28] is -3, not -4 -- and the chunk
+    width is the CPU's vector width, so that is left out here)."""
+    for k, (op, s, e, n, dt) in enumerate(_int_space_cases(1, 15)):
+        want = _torch_cpu_int_space(op, s, e, n).astype(bc.as_dtype(dt).numpy).astype(np.int64)
+        got = _ours(op, s, e, n, dt, "cpu", backend)
+        assert np.array_equal(got, want), (op, s, e, n, dt, got, want)
+        if k < 10:
+            t = getattr(torch, op)(s, e, n, dtype=bc.as_dtype(dt).torch).numpy().astype(np.int64)
+            assert np.array_equal(got, t), (op, s, e, n, dt, got, t)
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=str)
+def test_integer_linspace_logspace_follow_torchs_cuda_kernel(backend):
+    """kernel='cuda' (a CUDA drop-in's): torch's CUDA arithmetic (float32 step and values, one FMA rounding, powf),
+    against its NumPy re-implementation; it differs from the CPU kernel's (16777217 is no float32)."""
+    differ = 0
+    for op, s, e, n, dt in _int_space_cases(2, 15):
+        want = _torch_cuda_int_space(op, s, e, n).astype(bc.as_dtype(dt).numpy).astype(np.int64)
+        got = _ours(op, s, e, n, dt, "cuda", backend)
+        assert np.array_equal(got, want), (op, s, e, n, dt, got, want)
+        differ += not np.array_equal(got, _ours(op, s, e, n, dt, "cpu", backend))
+    assert differ >= 3       # (the two kernels really differ: large bounds, float32 steps)
+    assert list(_ours("linspace", 16777217, 16777219, 3, "i64", "cuda", backend)) == [16777216, 16777218, 16777220]
+
+
+def test_space_dropins_pick_the_kernel_of_their_device():
+    """The drop-ins ask for the arithmetic of the device the result is made on; floating results share one
+    descriptor whatever the kernel (their values are the float64 ones either way)."""
+    from baracuda.ops import _factory as F
+
+    for op in ("linspace", "logspace"):
+        fn = F.space_dropin(op)
+        assert fn(0, 3, 5, dtype=torch.int64, device="cuda:0")[1]["kernel"] == "cuda"
+        assert fn(0, 3, 5, dtype=torch.int64, device="cpu")[1]["kernel"] == "cpu"
+    d = bc.Descriptor.make("linspace", start=0, end=1, steps=5, dtype="f32", kernel="cuda")
+    assert d == bc.Descriptor.make("linspace", start=0, end=1, steps=5, dtype="f32")
+    with pytest.raises(bc.InvalidProblemError, match="linspace: argument 'kernel'"):
+        bc.Descriptor.make("linspace", start=0, end=1, steps=5, kernel="tpu")
+    if DEV == "cpu":
+        torch.testing.assert_close(bt.linspace(16777217, 16777219, 3, dtype=torch.int64),
+                                   torch.linspace(16777217, 16777219, 3, dtype=torch.int64), rtol=0, atol=0)

@@ -296,5 +296,28 @@ def test_refusals_specific():
         bc.Descriptor.make("polar", ((3,), "f32"), ((3,), "f64"))
     with pytest.raises(bc.DTypeMismatchError, match=r"isclose: argument 'b': expected dtype c64"):
         bc.Descriptor.make("isclose", ((3,), "c64"), ((3,), "c128"))
-    with pytest.raises(bc.InvalidProblemError, match=r"add: argument 'alpha': expected a real number or a bool, got 1j"):
-        bc.Descriptor.make("add", ((3,), "c64"), ((3,), "c64"), alpha=1j)
+    with pytest.raises(bc.InvalidProblemError, match=r"add: argument 'alpha': expected a real number for non-complex "
+                                                     r"input tensors .*the result is f32\), got 1j"):
+        bc.Descriptor.make("add", ((3,), "f32"), ((3,), "f32"), alpha=1j)
+
+
+@pytest.mark.parametrize("op", ["add", "sub"])
+@pytest.mark.parametrize("alpha", [1j, 2 - 0.5j, -1.5, 3])
+@pytest.mark.parametrize("dt", [torch.complex64, torch.complex128])
+def test_complex_alpha_of_add_and_sub_matches_torch(op, alpha, dt):
+    """torch takes a complex alpha for complex tensors: a + alpha * b (complex product), gradient of b g * conj(alpha)."""
+    gen = torch.Generator().manual_seed(9)
+    a = torch.randn(3, 5, dtype=dt, generator=gen)
+    b = torch.randn(5, dtype=dt, generator=gen)
+    want = getattr(torch, op)(a, b, alpha=alpha)
+    tol = dict(rtol=1e-6, atol=1e-6) if dt == torch.complex64 else dict(rtol=1e-14, atol=1e-14)
+    for be in backends_for(op, DEV):
+        torch.testing.assert_close(_run(op, be, a, b, alpha=alpha), want, **tol, msg=f"{op} alpha={alpha} {be}")
+    g = torch.randn(3, 5, dtype=dt, generator=gen)
+    at, bt_ = a.clone().requires_grad_(True), b.clone().requires_grad_(True)
+    wa, wb = torch.autograd.grad(getattr(torch, op)(at, bt_, alpha=alpha), (at, bt_), g)
+    for be in backends_for(op, DEV):
+        bw = bc.BackwardPlan.select(bc.Descriptor.like(op, a, b, alpha=alpha), DEV, bc.PlanPreference(prefer=(be,)))
+        ga, gb = bw.run(g.to(DEV.type))
+        torch.testing.assert_close(torch.as_tensor(ga).cpu(), wa, **tol)
+        torch.testing.assert_close(torch.as_tensor(gb).cpu(), wb, **tol, msg=f"{op} alpha={alpha} {be} grad b")

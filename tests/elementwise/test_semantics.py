@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import baracuda as bc
+import baracuda.torch as bt
 from baracuda._core.sku import Backend
 from baracuda.testing import backends_for, forced_plan, test_device
 
@@ -136,8 +137,30 @@ def test_bool_alpha_is_for_bool_results_only(dt):
     b = torch.ones(3, dtype=torch.bool)
     with pytest.raises(RuntimeError, match="alpha must not be a floating point number"):
         torch.add(b, b, alpha=0.5)
-    with pytest.raises(bc.InvalidProblemError, match="add: argument 'alpha': expected an integral value"):
+    with pytest.raises(bc.InvalidProblemError, match="add: argument 'alpha': expected an int or a bool for integral"):
         bc.Descriptor.like("add", b, b, alpha=0.5)
+
+
+@pytest.mark.parametrize("op", ["add", "sub"])
+@pytest.mark.parametrize("dt", [torch.int64, torch.int32, torch.uint8, torch.bool])
+@pytest.mark.parametrize("alpha", [2.0, 1.0, -3.0, 1j])
+def test_integral_tensors_refuse_a_floating_or_complex_alpha_as_torch(op, dt, alpha):
+    """torch: "For integral input tensors, argument alpha must not be a floating point number." -- even an integral
+    float (2.0) or a complex; an int alpha is taken (and computes as torch)."""
+    if op == "sub" and dt == torch.bool:
+        pytest.skip("sub of bool tensors is refused whatever alpha (torch and here)")
+    x = _rand_operand(dt, (4, 3), 21)
+    y = _rand_operand(dt, (3,), 22)
+    with pytest.raises(RuntimeError, match="For integral input tensors, argument alpha must not be a floating point"):
+        getattr(torch, op)(x, y, alpha=alpha)
+    with pytest.raises(bc.InvalidProblemError, match=f"{op}: argument 'alpha': expected an int or a bool for integral "
+                                                     "input tensors"):
+        getattr(bt, op)(x, y, alpha=alpha)
+    k = int(alpha.real)
+    want = getattr(torch, op)(x, y, alpha=k)
+    for be in _backends(op):
+        _same(_run(op, be, x, y, alpha=k), want, f"{op}({dt}, alpha={k}) {be}")
+    _same(getattr(bt, op)(x, y, alpha=k), want, f"bt.{op}({dt}, alpha={k})")
 
 
 @pytest.mark.parametrize("mode", ["trunc", "floor"])
@@ -207,6 +230,20 @@ def test_bool_and_integer_operands_of_unary_ops_match_torch(op, dt):
         _same(_run(op, be, x), want, f"{op}({dt}) {be}")
 
 
+def test_abs_and_softsign_of_bool_follow_torch_cuda():
+    """abs(bool) is the bool itself and softsign(bool) is f32 x / (1 + |x|) (True -> 0.5), as torch's CUDA kernels
+    (its CUDA OpInfo declares bool); torch's CPU kernels (2.13) refuse bool ("abs_cpu" not implemented), so the
+    expectation is torch on the same values as uint8, which its CPU kernels take."""
+    x = _rand_operand(torch.bool, (5, 7), 11)
+    assert x.any() and not x.all()
+    for be in _backends("abs"):
+        _same(_run("abs", be, x), torch.abs(x.to(torch.uint8)).bool(), f"abs(bool) {be}")
+    for be in _backends("softsign"):
+        _same(_run("softsign", be, x), torch.nn.functional.softsign(x.to(torch.uint8)), f"softsign(bool) {be}")
+    assert bt.abs(x).dtype == torch.bool and torch.equal(bt.abs(x), x)
+    _same(bt.nn.functional.softsign(x), torch.where(x, 0.5, 0.0).float(), "bt softsign(bool)")
+
+
 def test_logit_eps_on_integers_matches_torch():
     x = _rand_operand(torch.int32, (9,), 4)
     for be in _backends("logit"):
@@ -253,7 +290,6 @@ def test_activations_on_uint8_match_torch():
      "argument 'min_val': expected non-negative limits"),
     (lambda t, F, a: F.hardtanh(a.to(torch.int8), -200.0, 1.0), "hardtanh", bc.InvalidProblemError,
      "argument 'min_val': expected a value representable in i8"),
-    (lambda t, F, a: F.softsign(a), "softsign", bc.UnsupportedError, "argument 'x' has dtype bool"),
     (lambda t, F, a: F.relu6(a), "relu6", bc.UnsupportedError, "argument 'x' has dtype bool"),
 ], ids=lambda v: v if isinstance(v, str) and " " not in v else None)
 def test_bool_and_integer_refusals_match_torch(call, op, err, match):
@@ -406,6 +442,28 @@ def test_piecewise_constant_ops_have_torchs_zero_gradient(op, dt):
         assert bw.saves == () and bw.sku.backend == be
         (gg,) = bw.run(g.to(DEV.type))
         assert torch.equal(torch.as_tensor(gg).cpu(), want), f"{op} {be}"
+
+
+@pytest.mark.parametrize("db", [torch.float64, torch.float32])
+def test_copysign_gives_the_sign_operand_torchs_zero_gradient(db):
+    """torch's copysign gradient of ``other`` is zeros_like(other) (a zero tensor of its shape and dtype, not None);
+    ``input``'s is g * sign(a) * sign(out), zero where a == 0."""
+    gen = torch.Generator().manual_seed(5)
+    a = torch.cat([torch.randn(3, 3, dtype=torch.float64, generator=gen) * 2, torch.zeros(3, 1, dtype=torch.float64)], 1)
+    b = torch.randn(4, dtype=torch.float64, generator=gen).to(db)
+    g = torch.randn(3, 4, dtype=torch.float64, generator=gen) + 2.0
+    at, bt_ = a.clone().requires_grad_(True), b.clone().requires_grad_(True)
+    want = torch.autograd.grad(torch.copysign(at, bt_), (at, bt_), g)
+    ab, bb = a.clone().requires_grad_(True), b.clone().requires_grad_(True)
+    got = torch.autograd.grad(bt.copysign(ab, bb), (ab, bb), g)
+    for w, o in zip(want, got):
+        assert (o.dtype, o.shape) == (w.dtype, w.shape) and torch.equal(o, w), (o, w)
+    assert torch.equal(got[1], torch.zeros(4, dtype=db))
+    out = torch.copysign(a, b)
+    for be in _backends("copysign"):
+        bw = bc.BackwardPlan.select(bc.Descriptor.like("copysign", a, b), DEV, bc.PlanPreference(prefer=(be,)))
+        ga, gb = bw.run(g.to(DEV.type), a=a.to(DEV.type), b=b.to(DEV.type), out=out.to(DEV.type))
+        assert torch.equal(torch.as_tensor(ga).cpu(), want[0]) and torch.equal(torch.as_tensor(gb).cpu(), want[1]), be
 
 
 GAMMA_SPECIAL = torch.tensor([-3.0, -2.0, -1.0, -0.0, 0.0, 1.0, -0.5, -2.5, -7.2, 0.3, 1e-8, 7.9, 8.0, 9.99, 123.4,

@@ -92,6 +92,17 @@ def test_trace_strided(backend):
     _same(_run("trace", x[::2, 1::3], backend=backend), torch.trace(x[::2, 1::3]), 1e-12, 1e-12)
 
 
+@pytest.mark.parametrize("backend", BACKENDS, ids=str)
+def test_trace_of_bool_counts_the_true_diagonal_in_int64(backend):
+    """trace(bool) is an int64 count, as torch's CUDA kernel (its CUDA OpInfo declares bool); torch's CPU kernel
+    (2.13) refuses bool, so the expectation is torch's trace of the same values as int64."""
+    x = torch.rand(11, 7, generator=torch.Generator().manual_seed(3)) > 0.4
+    got = _run("trace", x, backend=backend)
+    assert got.dtype == torch.int64
+    assert torch.equal(got, torch.trace(x.long())) and 0 < int(got) < 7
+    assert torch.equal(_run("trace", x.t()[1:], backend=backend), torch.trace(x.t()[1:].long()))
+
+
 def _grad_pair(fn_ours, fn_torch, *xs):
     grad_pair(fn_ours, fn_torch, *xs, equal_nan=True)
 

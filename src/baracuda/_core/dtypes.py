@@ -12,7 +12,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-__all__ = ["DType", "as_dtype", "result_type", "FLOAT_TYPES", "HALF_TYPES"]
+__all__ = ["DType", "as_dtype", "dtype_named", "result_type", "FLOAT_TYPES", "HALF_TYPES"]
 
 
 class DType(enum.Enum):
@@ -120,13 +120,21 @@ _BY_NUMPY = {d.numpy: d for d in DType if not d.is_packed}
 _BY_DLPACK = {d.dlpack: d for d in DType if d.value[5] is not None}
 
 
-_SEEN: dict = {}   # dtype objects / names already converted (a handful per process): one dict lookup per call
+# torch dtypes, names and other objects already converted (a handful per process): one dict lookup per call.
+# NumPy dtype objects are never keys here (they go to _BY_NUMPY): Dynamo (torch 2.11) cannot hash a NumPy dtype,
+# and a traced lookup in this dict (a drop-in's dtype=) must not meet one among the keys.
+_SEEN: dict = {}
 
 
 def as_dtype(x: Any) -> DType:
     """Turn a DType, a name ('bf16', 'float32'), a NumPy dtype or a torch dtype into a DType."""
     if isinstance(x, DType):
         return x
+    if isinstance(x, np.dtype):
+        d = _BY_NUMPY.get(x)
+        if d is not None:
+            return d
+        return _convert(x)
     try:
         return _SEEN[x]
     except (KeyError, TypeError):   # TypeError: unhashable
@@ -140,12 +148,19 @@ def as_dtype(x: Any) -> DType:
     return d
 
 
+def dtype_named(name: str) -> DType:
+    """The DType of one of its names (ours 'bf16', its enum name, torch's 'bfloat16', 'float', 'long', ...): a lookup
+    in a dict keyed by strings only, so safe inside a Dynamo-traced function (``str(torch_dtype)[6:]`` is torch's
+    name)."""
+    d = _ALIASES.get(name)
+    if d is None:
+        raise TypeError(f"dtype: unknown dtype name {name!r}; expected one of {sorted(d.short for d in DType)}")
+    return d
+
+
 def _convert(x: Any) -> DType:
     if isinstance(x, str):
-        d = _ALIASES.get(x)
-        if d is None:
-            raise TypeError(f"dtype: unknown dtype name {x!r}; expected one of {sorted(d.short for d in DType)}")
-        return d
+        return dtype_named(x)
     mod = type(x).__module__
     if mod.startswith("torch"):
         return _convert(str(x).replace("torch.", ""))

@@ -339,8 +339,10 @@ def space_dropin(op: str):
         if op == "logspace":
             attrs["base"] = base[0] if base else kw.get("base", 10.0)
         cplx = isinstance(s, complex) or isinstance(e, complex)
-        return made(op, attrs, dtype, default_complex() if cplx else default_float(), out=out, layout=layout,
-                    device=device, pin_memory=pin_memory, requires_grad=requires_grad)
+        res = made(op, attrs, dtype, default_complex() if cplx else default_float(), out=out, layout=layout,
+                   device=device, pin_memory=pin_memory, requires_grad=requires_grad)
+        attrs["kernel"] = "cuda" if res[3] >= 0 else "cpu"    # integer results: torch's kernel of that device
+        return res
     space.__name__ = op
     return space
 

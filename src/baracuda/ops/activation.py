@@ -14,7 +14,7 @@ import numpy as np
 from .._core.dtypes import DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, Workload
-from .elementwise import FLOAT, NUM, EwDef, _EXTRA_ERRORS, add_ew_ops, dropin_ew, ew_samples, reduce_grad, tp
+from .elementwise import ALL, FLOAT, NUM, EwDef, _EXTRA_ERRORS, add_ew_ops, dropin_ew, ew_samples, reduce_grad, tp
 
 
 _APPROX = Attr("approximate", "str", "none", choices=("none", "tanh"), expected="'none' or 'tanh'")
@@ -203,7 +203,8 @@ add_ew_ops([
     _act("mish", jax=None),
     _act("softplus", _f("beta", 1.0), _f("threshold", 20.0),
          jax="jax.nn.softplus", samples=ew_samples(avoid=(1.5,), attrs=({}, {"beta": 2.0, "threshold": 3.0}))),
-    _act("softsign", dtypes=NUM, out="float", jax="jax.nn.soft_sign"),
+    # bool -> f32 (x / (1 + |x|): True -> 0.5), as torch's CUDA kernel; its CPU one (2.13) refuses bool (abs_cpu)
+    _act("softsign", dtypes=ALL, out="float", jax="jax.nn.soft_sign"),
     _act("tanhshrink", dtypes=NUM, out="float"),
     _act("hardtanh", _f("min_val", -1.0), _f("max_val", 1.0), check=_minmax, dtypes=NUM,
          dtype_rule=_int_limits("min_val", "max_val", truncate=True),

@@ -11,7 +11,10 @@ type), fractions truncate toward zero into integer types, negative ints wrap int
 torch), any nonzero value is True for bool; f16 / bf16 / fp8 receive the value through f32, as torch does.
 
 The ranges are computed in float64 and rounded once to the output dtype (integer outputs: exact int64 for
-arange, truncation toward zero of the float64 value for linspace / logspace, as torch's CPU kernels).  torch
+arange, truncation toward zero of the float64 value for linspace / logspace, as torch's CPU kernels).  torch's
+CUDA kernel computes integer linspace / logspace in float32 instead (a float32 step, float32 values; e.g.
+linspace(16777217, 16777219, 3) starts at 16777216 there): ``kernel='cuda'`` (the drop-ins' choice on a CUDA
+device) follows that arithmetic (``cuda_int_terms``), so a result matches torch on the device it is made on.  torch
 computes linspace in the output dtype itself (a float32 step for float32), and arange / linspace for f16 / bf16
 in float32, so its results can differ from these by an ulp of the output dtype.  Lengths and errors are torch's
 (``arange``: the integer formula for int64 results, ceil((end - start) / step) in double otherwise; a step of 0,
@@ -35,7 +38,8 @@ from .._core.errors import InvalidProblemError, UnsupportedError
 from .._core.spec import REQUIRED, Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, default_tol, register_spec
 from . import _factory as F
 
-__all__ = ["CREATION_TYPES", "RANGE_TYPES", "SPACE_TYPES", "to_scalar", "fill_of", "linspace_step"]
+__all__ = ["CREATION_TYPES", "RANGE_TYPES", "SPACE_TYPES", "to_scalar", "fill_of", "linspace_step", "cuda_int_terms",
+           "space_kernel"]
 
 CREATION_TYPES = (DType.f64, DType.f32, DType.f16, DType.bf16, DType.f8e4m3, DType.f8e5m2, DType.i64, DType.i32,
                   DType.i16, DType.i8, DType.u8, DType.u32, DType.bool, DType.c64, DType.c128)
@@ -167,6 +171,7 @@ def _torch_peer(fn_name, names):
 
         pos = [attrs.pop(n) for n in names]
         dt = attrs.pop("dtype", None)
+        attrs.pop("kernel", None)     # (linspace / logspace: torch's kernel is the device's, the CPU here)
         return _widen(getattr(torch, fn_name)(*xs, *pos, **attrs, dtype=dt.torch if dt is not None else None))
     return peer
 
@@ -354,13 +359,35 @@ def space_terms(op: str, attrs: dict, dt: DType) -> tuple:
     return s, e, linspace_step(s, e, steps)
 
 
+def cuda_int_terms(op: str, attrs: dict, dt: DType) -> tuple:
+    """(start, end, step) of an integer linspace / logspace as torch's CUDA kernel holds them (more than one step):
+    float32 values (as Python floats).  linspace: step = (float(end) - float(start)) / (steps - 1); logspace:
+    step = float(end - start) / (steps - 1), all in float32 (RangeFactories.cu).  Value i is then the float32
+    start + step * float(i) for i < steps // 2, else end - step * float(steps - 1 - i) -- one fused multiply-add
+    (nvcc contracts it), converted toward zero (linspace) or through powf(float(base), .) (logspace)."""
+    f32 = np.float32
+    s, e = to_scalar(op, "start", attrs["start"], dt), to_scalar(op, "end", attrs["end"], dt)
+    diff = f32(e) - f32(s) if op == "linspace" else f32(e - s)
+    return float(f32(s)), float(f32(e)), float(f32(diff) / f32(attrs["steps"] - 1))
+
+
+def space_kernel(desc) -> str:
+    """Whose torch kernel the values of a linspace / logspace follow: 'cuda' for an integer result asked with
+    kernel='cuda' (the drop-ins ask for it on a CUDA device: torch's CUDA kernel computes integer ranges in
+    float32), else 'cpu' (torch's CPU kernel: double; floating results are the float64 values either way)."""
+    return "cuda" if desc.attr("kernel") == "cuda" and desc.outputs[0].dtype.is_integer and desc.attr("steps") > 1 \
+        else "cpu"
+
+
 def _check_space(op):
     def check(inputs, attrs):
         _no_operands(op, inputs)
         cplx = isinstance(attrs["start"], complex) or isinstance(attrs["end"], complex)
         dt = _dtype_in(op, attrs["dtype"] or (DType.c64 if cplx else DType.f32), SPACE_TYPES)
         space_terms(op, attrs, dt)        # the bounds convert to the dtype (torch's overflow errors)
-        return dict(attrs, dtype=dt), (TensorSpec((attrs["steps"],), dt),)
+        # (the kernel matters for integer results only: floating ones share one descriptor)
+        return dict(attrs, dtype=dt, kernel=attrs["kernel"] if dt.is_integer else "cpu"), \
+            (TensorSpec((attrs["steps"],), dt),)
     return check
 
 
@@ -434,7 +461,9 @@ _register("arange", _check_arange, (number_attr("start", 0, real=True), number_a
           "torch.arange (start + i * step; the length and the errors as torch's).", dropin=F.arange_dropin,
           peer=_torch_peer("arange", ("start", "end", "step")), tol=_space_tol, cost=_range_cost)
 for _op in ("linspace", "logspace"):
-    _attrs = (number_attr("start"), number_attr("end"), Attr("steps", "int", REQUIRED, ge=0), _DTYPE)
+    _attrs = (number_attr("start"), number_attr("end"), Attr("steps", "int", REQUIRED, ge=0), _DTYPE,
+              Attr("kernel", "str", "cpu", choices=("cpu", "cuda"), expected="'cpu' or 'cuda' (whose torch kernel's "
+                   "arithmetic an integer result follows)"))
     _register(_op, _check_space(_op), _attrs + ((Attr("base", "float", 10.0),) if _op == "logspace" else ()),
               SPACE_TYPES, _space_samples(_op), _space_errors(_op),
               [Workload(f"{_op}-[2^28]-f32", (), DType.f32, {"start": -3.0, "end": 3.0, "steps": 2 ** 28,

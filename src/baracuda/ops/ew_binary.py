@@ -22,7 +22,12 @@ def _r(ctx, d, i, g):
 
 
 def _scaled(ctx, g, k):
-    return g if k == 1.0 else ctx.op("mul_scalar", g, scalar=k)
+    """g * conj(k) (torch's gradient of alpha * b): a complex alpha multiplies by a 0-d complex fill."""
+    if k == 1:
+        return g
+    if isinstance(k, complex):
+        return ctx.op("mul", g, ctx.op("full", shape=(), value=k.conjugate(), dtype=ctx.spec_of(g).dtype))
+    return ctx.op("mul_scalar", g, scalar=float(k))
 
 
 # -- backward rules ----------------------------------------------------------------------------------
@@ -112,9 +117,15 @@ def _g_hypot(ctx, d, grads, s):
     return _r(ctx, d, 0, ctx.op("mul", w, s["a"])), _r(ctx, d, 1, ctx.op("mul", w, s["b"]))
 
 
-def _g_copysign(ctx, d, grads, s):   # |a| keeps its slope times the sign flip; zero where a == 0
-    flip = ctx.op("mul", ctx.op("sign", s["a"]), ctx.op("sign", s["out"]))
-    return (_r(ctx, d, 0, ctx.op("mul", grads[0], flip)),)
+def _g_copysign(ctx, d, grads, s):
+    """a: |a| keeps its slope times the sign flip (zero where a == 0); b: torch's exact zero (zeros_like(b), not
+    None: a b that requires grad gets a zero tensor)."""
+    n = ctx.needs
+    ga = None
+    if n[0]:
+        flip = ctx.op("mul", ctx.op("sign", s["a"]), ctx.op("sign", s["out"]))
+        ga = _r(ctx, d, 0, ctx.op("mul", grads[0], flip))
+    return ga, (ctx.op("zeros_like", s["b"]) if n[1] else None)
 
 
 def _g_logaddexp(base2):
@@ -158,27 +169,36 @@ def _g_addcdiv(ctx, d, grads, s):
 
 # -- attribute / dtype rules ---------------------------------------------------------------------------
 def _alpha_dtype(op, inputs, attrs, r):
-    """torch: integer and bool results need an integral alpha (bool results: alpha acts as its truthiness); a bool
-    alpha is for bool results only."""
+    """torch's alpha_check, in its order: a bool alpha is for bool results only; integer and bool results need an
+    integral alpha (an int or a bool: 2.0 is refused, as torch); a complex alpha is for complex results only."""
     al = attrs["alpha"]
     if isinstance(al, bool) and r != DType.bool:
         raise InvalidProblemError(op, "alpha", f"a number (a bool alpha is for bool results only; the result is {r})",
                                   al)
-    if (r.is_integer or r == DType.bool) and al != int(al):
-        raise InvalidProblemError(op, "alpha", "an integral value for integer operands", al)
+    if (r.is_integer or r == DType.bool) and not isinstance(al, int):
+        raise InvalidProblemError(op, "alpha", f"an int or a bool for integral input tensors (alpha must not be a "
+                                               f"floating point number; the result is {r})", al)
+    if isinstance(al, complex) and not r.is_complex:
+        raise InvalidProblemError(op, "alpha", f"a real number for non-complex input tensors (alpha must not be a "
+                                               f"complex number; the result is {r})", al)
     return r
 
 
-def _real_or_bool(op, v, inputs, attrs):
-    """alpha: a real number (kept as float) or a bool (kept: torch takes alpha=True for bool operands)."""
+def _number_alpha(op, v, inputs, attrs):
+    """alpha: a bool, an int, a float or a complex, kept as that Python type (torch's rules depend on it: an
+    integral alpha for integer results, a complex one for complex results); NumPy scalars as their Python type."""
     if isinstance(v, (bool, np.bool_)):
         return bool(v)
-    if isinstance(v, (int, float, np.integer, np.floating)):
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, (float, np.floating)):
         return float(v)
-    raise InvalidProblemError(op, "alpha", "a real number or a bool", repr(v))
+    if isinstance(v, (complex, np.complexfloating)):
+        return complex(v)
+    raise InvalidProblemError(op, "alpha", "a number (bool, int, float or complex)", repr(v))
 
 
-_ALPHA = Attr("alpha", "any", 1.0, normalize=_real_or_bool)
+_ALPHA = Attr("alpha", "any", 1, normalize=_number_alpha)
 _ROUNDING = Attr("rounding_mode", "str", None, optional=True, choices=("trunc", "floor"),
                  expected="None, 'trunc' or 'floor'")
 
@@ -280,10 +300,10 @@ add_ew_ops([
           saves=(), attrs=(Attr("scalar", "float", 1.0),),
           dtypes=FLOATC, samples=ew_samples(attrs=({"scalar": -1.75},))),
     EwDef("add", 2, tp("add"), "torch.add", "jax.lax.add", _g_add, saves=(), attrs=(_ALPHA,), dtype_rule=_alpha_dtype, dtypes=ALLC,
-          dropin=_di("add", attrs=("alpha",)), samples=ew_samples("wide", attrs=({}, {"alpha": -2.0}))),
+          dropin=_di("add", attrs=("alpha",)), samples=ew_samples("wide", attrs=({}, {"alpha": -2}))),
     EwDef("sub", 2, tp("sub"), "torch.sub", "jax.lax.sub", _g_sub, saves=(), attrs=(_ALPHA,), dtype_rule=_alpha_dtype, dtypes=NUMC,
           dropin=_di("sub", attrs=("alpha",)), aliases=("torch.subtract",),
-          samples=ew_samples("wide", attrs=({}, {"alpha": 3.0}))),
+          samples=ew_samples("wide", attrs=({}, {"alpha": 3}))),
     EwDef("mul", 2, tp("mul"), "torch.mul", "jax.lax.mul", _g_mul, dtypes=ALLC, dropin=_di("mul"),
           aliases=("torch.multiply",), samples=ew_samples("wide")),
     EwDef("div", 2, tp("div"), "torch.div", "jax.lax.div", _g_div, dtypes=ALLC,
@@ -306,7 +326,7 @@ add_ew_ops([
     EwDef("hypot", 2, tp("hypot"), "torch.hypot", "jax.numpy.hypot", _g_hypot, saves=("inputs", "outputs"),
           dtypes=FLOAT, dropin=_di("hypot"), samples=ew_samples("nonzero")),
     EwDef("copysign", 2, tp("copysign"), "torch.copysign", "jax.numpy.copysign", _g_copysign,
-          saves=("inputs", "outputs"), out="float", dtypes=ALL, diff_args=(0,),
+          saves=("inputs", "outputs"), out="float", dtypes=ALL,
           dropin=_di("copysign"), samples=ew_samples("nonzero")),
     EwDef("maximum", 2, tp("maximum"), "torch.maximum", "jax.lax.max", _g_minmax("max"), dtypes=ALL,
           dropin=_di("maximum"), samples=ew_samples("wide")),
@@ -379,7 +399,11 @@ add_ew_ops([
 
 _EXTRA_ERRORS.update({
     "add": [ErrorCase((((3,), "i32"), ((3,), "i32")), {"alpha": 0.5}, InvalidProblemError,
-                      r"add: argument 'alpha': expected an integral value", "int-alpha")],
+                      r"add: argument 'alpha': expected an int or a bool for integral input tensors", "int-alpha"),
+            ErrorCase((((3,), "i64"), ((3,), "u8")), {"alpha": 2.0}, InvalidProblemError,
+                      r"alpha must not be a floating point number; the result is i64\), got 2.0", "integral-float"),
+            ErrorCase((((3,), "f32"), ((3,), "f32")), {"alpha": 1j}, InvalidProblemError,
+                      r"add: argument 'alpha': expected a real number for non-complex", "complex-alpha")],
     "div": [ErrorCase((((3,), "f32"), ((3,), "f32")), {"rounding_mode": "ceil"}, InvalidProblemError,
                       r"div: argument 'rounding_mode': expected None, 'trunc' or 'floor'", "bad-rounding"),
             ErrorCase((((3,), "bool"), ((3,), "bool")), {"rounding_mode": "floor"}, UnsupportedError,

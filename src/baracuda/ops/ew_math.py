@@ -91,7 +91,9 @@ add_ew_ops([
     EwDef("rad2deg", 1, tp("rad2deg"), "torch.rad2deg", "jax.numpy.rad2deg", _scale_rule(180.0 / math.pi), saves=(),
           out="float", dtypes=ALL, dropin=_di("rad2deg")),
     # integer-preserving
-    EwDef("abs", 1, tp("abs"), "torch.abs", "jax.lax.abs", bw="x", dtypes=_dt("abs", NUM),
+    # bool: torch's CUDA kernel (and its CUDA OpInfo) takes it, abs(bool) is the bool itself; torch's CPU kernel
+    # (2.13) refuses ("abs_cpu" not implemented for 'Bool'): accepted on every device, as on the GPU
+    EwDef("abs", 1, tp("abs"), "torch.abs", "jax.lax.abs", bw="x", dtypes=_dt("abs", ALL),
           out="real", dropin=_di("abs"), aliases=_ALIASES["abs"], doc="|z| of complex z is real (hypot: no overflow)",
           samples=ew_samples("wide", avoid=(0.0,))),
     # piecewise constant: torch's gradient is an exact zero (zero_grad: a fill, nothing saved)

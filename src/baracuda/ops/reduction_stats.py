@@ -442,7 +442,7 @@ def _check_trace(inputs, attrs):
     x = _one(op, inputs)
     if len(x.shape) != 2:
         raise InvalidProblemError(op, "x", "a 2-D matrix", f"shape {x.shape}")
-    # integers sum into int64 (wrapping), as torch.trace and torch.sum
+    # integers and bool sum into int64 (wrapping), as torch.trace and torch.sum
     return {}, (TensorSpec((), x.dtype if x.dtype.is_floating else DType.i64),)
 
 
@@ -477,7 +477,6 @@ def _trace_samples(rng):
 def _trace_errors():
     yield ErrorCase((((3, 4, 5), "f32"),), {}, InvalidProblemError, r"trace: argument 'x': expected a 2-D", "3d")
     yield ErrorCase((((3,), "f32"),), {}, InvalidProblemError, r"trace: argument 'x': expected a 2-D", "1d")
-    yield ErrorCase((((3, 3), "bool"),), {}, UnsupportedError, r"trace: argument 'x' has dtype bool", "bool")
 
 
 # -- shared: backward-op errors, workloads, costs, tolerances --------------------------------------
@@ -575,7 +574,10 @@ _SPECS["logsumexp_backward"] = register_spec(OpSpec(
     doc="gradient of logsumexp: grad * exp(x - out), one elementwise pass."))
 
 _SPECS["trace"] = register_spec(OpSpec(
-    name="trace", family="reduction_stats", arg_names=("x",), check=_check_trace, dtypes=NUM_TYPES, attrs=(),
+    # bool sums into int64 (torch's CUDA kernel and OpInfo; torch's CPU kernel, 2.13, refuses bool: accepted here
+    # on every device)
+    name="trace", family="reduction_stats", arg_names=("x",), check=_check_trace, dtypes=NUM_TYPES + (DType.bool,),
+    attrs=(),
     torch_peer=lambda x: x.diagonal().sum(), torch_name="torch.trace", dropin=lambda input: ((input,), {}),
     jax_name="jax.numpy.trace", grad=_g_trace,
     saves=(), differentiable=(0,), samples=_trace_samples, errors=_trace_errors, tol=_moment_tol,

@@ -11,7 +11,7 @@ import json
 
 import torch
 
-from .._core.dtypes import DType, as_dtype
+from .._core.dtypes import DType, as_dtype, dtype_named
 from .._core.spec import Descriptor
 
 __all__ = ["encode_attrs", "decode_attrs", "plain_attr", "sig_string", "parse_sig"]
@@ -29,8 +29,8 @@ def _enc(v):
         return (_DT_TAG, v.short)
     if isinstance(v, (tuple, list)):
         return tuple(_enc(x) for x in v)
-    if isinstance(v, torch.dtype):
-        return (_DT_TAG, as_dtype(v).short)
+    if isinstance(v, torch.dtype):     # by torch's name: no lookup keyed by a dtype object while Dynamo traces
+        return (_DT_TAG, dtype_named(str(v)[6:]).short)
     if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
         return (_FL_TAG, repr(v))
     return v
@@ -39,7 +39,7 @@ def _enc(v):
 def _dec(v):
     if isinstance(v, tuple):
         if len(v) == 2 and v[0] == _DT_TAG:
-            return as_dtype(v[1])
+            return dtype_named(v[1])
         if len(v) == 2 and v[0] == _FL_TAG:
             return float(v[1])
         return tuple(_dec(x) for x in v)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops.creation import arange_terms, fill_of, space_terms
+from ...ops.creation import arange_terms, cuda_int_terms, fill_of, space_kernel, space_terms
 from . import register_reference
 
 
@@ -31,8 +31,26 @@ def _line(d):
     return np.where(i < n // 2, start + step * i, end - step * (n - 1 - i))
 
 
+def _cuda_int_space(d):
+    """torch's CUDA kernel of an integer linspace / logspace: float32 terms (``cuda_int_terms``), value i the fused
+    multiply-add start + step * float(i) (first half) or end - step * float(steps - 1 - i), rounded to float32 --
+    the product of two float32 is exact in float64, so float64 then float32 rounds the sum as the FMA does except
+    where the float64 sum lands exactly on a float32 tie (double rounding, ~2^-28 of sums) --; logspace: powf."""
+    n = d.attr("steps")
+    s, e, step = cuda_int_terms(d.op, d.attr_dict, d.outputs[0].dtype)
+    i = np.arange(n, dtype=np.int64)
+    fi = i.astype(np.float32).astype(np.float64)
+    fk = (n - 1 - i).astype(np.float32).astype(np.float64)
+    v = np.where(i < n // 2, s + step * fi, e - step * fk).astype(np.float32)
+    if d.op == "logspace":      # powf, correctly rounded here (libdevice's __nv_powf: within 2 ulp of it)
+        v = np.power(np.float64(np.float32(d.attr("base"))), v.astype(np.float64)).astype(np.float32)
+    return np.trunc(v).astype(np.int64)
+
+
 def _space(d):
     dt = d.outputs[0].dtype
+    if space_kernel(d) == "cuda":
+        return _cuda_int_space(d)
     v = _line(d)
     if d.op == "logspace":
         base = d.attr("base")

@@ -89,7 +89,7 @@ def _logsumexp_backward(d, g, x, out):
 
 
 def _trace(d, x):
-    if x.dtype.kind in "iu":     # an int64 sum, wrapping as torch.trace (uint64 arithmetic is defined mod 2^64)
+    if x.dtype.kind in "iub":     # (bool too) an int64 sum, wrapping as torch.trace (uint64 arithmetic is defined mod 2^64)
         return np.asarray(np.trace(x.astype(np.uint64))).view(np.int64)
     return np.trace(x)
 

@@ -9,7 +9,8 @@ value is rounded in the kernel.
 ``_range_kernel`` writes arange / linspace / logspace: integer arange in exact int64 arithmetic, everything else
 in float64 (the bounds and steps passed as their float64 bit patterns: Triton hands Python floats to kernels as
 f32), then converted once to the output dtype (f16 / bf16 through f32; integer types truncated toward zero, as
-torch).  The kernel is compiled without multiply-add contraction (``enable_fp_fusion=False``), so start + i * step
+torch); an integer linspace / logspace with kernel='cuda' follows torch's CUDA kernel instead (float32 terms and
+values, powf: ``_line_f32``).  The kernel is compiled without multiply-add contraction (``enable_fp_fusion=False``), so start + i * step
 is the same two roundings as NumPy's and torch's CPU loop: integer linspace / logspace truncate the same doubles.
 Complex outputs are written as interleaved (re, im) float planes.
 
@@ -26,7 +27,7 @@ import triton.language as tl
 
 from ...._core.dtypes import DType
 from ...._core.sku import MathPrecision, PrecisionGuarantee
-from ....ops.creation import arange_terms, fill_of, space_terms
+from ....ops.creation import arange_terms, cuda_int_terms, fill_of, space_kernel, space_terms
 from .._lib.math import cos, exp, pow, sin
 from .._lib.geometry import cdiv
 from .._lib.launch import bind_kernel, fast_kernel
@@ -77,12 +78,23 @@ def _store(ptr, offs, v, mask, INT: tl.constexpr, HALF: tl.constexpr):
     tl.store(ptr + offs, v.to(ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def _line_f32(i, n, half, a, e, s):
+    """torch's CUDA integer linspace: float32 terms, start + step * float(i) / end - step * float(n - 1 - i) as one
+    FMA in float32.  The float32 product is exact in float64, so the float64 sum rounded to float32 is the FMA's
+    result except on an exact float32 tie of the float64 sum (~2^-28 of sums); the interpreter computes the same."""
+    fi = i.to(tl.float32).to(tl.float64)
+    fk = (n - 1 - i).to(tl.float32).to(tl.float64)
+    return tl.where(i < half, a + s * fi, e - s * fk).to(tl.float32)
+
+
 @fast_kernel
 def _range_kernel(out_ptr, n, half, A, E, S, AI, EI, SI, LB, LBI, MODE: tl.constexpr, INT: tl.constexpr,
-                  HALF: tl.constexpr, CPLX: tl.constexpr, BLOCK: tl.constexpr):
+                  HALF: tl.constexpr, CPLX: tl.constexpr, F32: tl.constexpr, BLOCK: tl.constexpr):
     """MODE 0 arange (A start, S step; int64 when INT), 1 linspace, 2 logspace (A start, E end, S step; complex:
     AI / EI / SI the imaginary parts).  LB: logspace's base; complex outputs: LB, LBI are log(base), real and
-    imaginary (pi for a negative base).  n elements; CPLX: the output is (re, im) float pairs."""
+    imaginary (pi for a negative base).  n elements; CPLX: the output is (re, im) float pairs.  F32: an integer
+    linspace / logspace by torch's CUDA kernel (float32 arithmetic, powf)."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
     mask = offs < n
     i = tl.where(mask, offs, 0)      # (the masked lanes compute element 0: no overflow in unused values)
@@ -104,6 +116,11 @@ def _range_kernel(out_ptr, n, half, A, E, S, AI, EI, SI, LB, LBI, MODE: tl.const
                 re, im = mag * cos(wi), mag * sin(wi)
             _store(out_ptr, 2 * i, re, mask, False, False)
             _store(out_ptr, 2 * i + 1, im, mask, False, False)
+        elif F32:
+            v = _line_f32(i, n, half, _f64(A), _f64(E), _f64(S))
+            if MODE == 2:
+                v = pow(tl.zeros_like(v) + _f64(LB).to(tl.float32), v)
+            _store(out_ptr, i, v, mask, INT, HALF)
         else:
             if MODE == 2:
                 re = pow(tl.zeros_like(re) + _f64(LB), re)
@@ -166,9 +183,11 @@ def _bind_range(desc, pref=None):
         start, step = arange_terms(desc.attr_dict, dt)
         ints = dt.is_integer
         scal = (n, 0, start if ints else _f64_bits(start), 0, step if ints else _f64_bits(step), 0, 0, 0, 0, 0)
-        mode = 0
+        mode, f32 = 0, False
     else:
-        a, e, s = (complex(v) for v in space_terms(desc.op, desc.attr_dict, dt))
+        f32 = space_kernel(desc) == "cuda"
+        terms = cuda_int_terms if f32 else space_terms
+        a, e, s = (complex(v) for v in terms(desc.op, desc.attr_dict, dt))
         mode = 1 if desc.op == "linspace" else 2
         base = desc.attr("base") if mode == 2 else 0.0
         lb = np.log(complex(base)) if cplx else complex(base)     # complex: log(base); real: pow(base, .)
@@ -176,7 +195,7 @@ def _bind_range(desc, pref=None):
                                                       lb.imag)))
         ints = dt.is_integer
     bound = bind_kernel(_range_kernel, (cdiv(n, _BLOCK),), scal, MODE=mode, INT=ints,
-                        HALF=dt in (DType.f16, DType.bf16), CPLX=cplx, BLOCK=_BLOCK, num_warps=8,
+                        HALF=dt in (DType.f16, DType.bf16), CPLX=cplx, F32=f32, BLOCK=_BLOCK, num_warps=8,
                         enable_fp_fusion=False)
     if cplx:
         return _contiguous(lambda out: bound(torch.view_as_real(out)))

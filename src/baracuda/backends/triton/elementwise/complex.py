@@ -354,13 +354,15 @@ def _pow_scalar(ar, ai, br, bi, cr, ci, p0, p1, p2):
 
 
 @triton.jit
-def _add(ar, ai, br, bi, cr, ci, p0, p1, p2):                # a + alpha b (alpha = p0)
-    return ar + p0 * br, ai + p0 * bi
+def _add(ar, ai, br, bi, cr, ci, p0, p1, p2):      # a + alpha b, alpha = p0 + i p1 (a complex product)
+    mr, mi = cmul(tl.zeros_like(br) + p0, tl.zeros_like(bi) + p1, br, bi)
+    return ar + mr, ai + mi
 
 
-@triton.jit
-def _sub(ar, ai, br, bi, cr, ci, p0, p1, p2):
-    return ar - p0 * br, ai - p0 * bi
+def _alpha_sel(sign):
+    """add / sub: torch computes a + alpha * b with alpha a complex number (a - alpha b is a + (-alpha) b), so a real
+    alpha's zero imaginary part meets b's infinities as torch's does (1 + inf i -> nan + inf i)."""
+    return lambda d: (_add, sign * complex(d.attr("alpha")).real, sign * complex(d.attr("alpha")).imag, 0.0, False)
 
 
 @triton.jit
@@ -695,7 +697,7 @@ COMPLEX_BODIES = {
     "tanh": _c(_tanh), "asin": _c(_asin), "acos": _c(_acos), "atan": _c(_atan), "asinh": _c(_asinh),
     "acosh": _c(_acosh), "atanh": _c(_atanh), "sigmoid": _c(_sigmoid), "isnan": _c(_isnan), "isinf": _c(_isinf),
     "isfinite": _c(_isfinite), "pow_scalar": _pow_scalar_sel,
-    "add": lambda d: (_add, d.attr("alpha"), 0.0, 0.0, False), "sub": lambda d: (_sub, d.attr("alpha"), 0.0, 0.0, False),
+    "add": _alpha_sel(1.0), "sub": _alpha_sel(-1.0),
     "mul": _c(_mul), "div": _c(_div), "true_divide": _c(_div), "pow": _c(_pow), "eq": _c(_eq), "ne": _c(_ne),
     "isclose": _isclose_sel, "lerp": lambda d: (_lerp, d.attr("weight"), 0.0, 0.0, False),
     "lerp_tensor": _c(_lerp_tensor), "where": _c(_where),
