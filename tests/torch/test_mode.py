@@ -90,16 +90,22 @@ def test_refused_call_falls_through():
     with bt.mode() as m:
         torch.add(x, 1, out=o)
         c = torch.exp(x.to(torch.complex128))
-        sg = s.clone().requires_grad_()
-        y = torch.copysign(x, sg)   # copysign has no gradient for its sign operand here: torch takes it (zeros)
-        y.sum().backward()
+        tg = torch.sign(x).clone().requires_grad_()
+        xg = x.clone().requires_grad_()
+        # hinge_embedding_loss gives its target no gradient (torch neither): the mode leaves the call to torch
+        y = torch.nn.functional.hinge_embedding_loss(xg, tg)
+        y.backward()
         y2 = torch.copysign(x, s)   # no grad needed: baracuda runs it
     torch.testing.assert_close(o, x + 1)
     torch.testing.assert_close(c, torch.exp(x.to(torch.complex128)))
-    torch.testing.assert_close(sg.grad, torch.zeros_like(s))
+    want = x.clone().requires_grad_()
+    torch.nn.functional.hinge_embedding_loss(want, tg.detach()).backward()
+    torch.testing.assert_close(xg.grad, want.grad)
+    assert tg.grad is None
     torch.testing.assert_close(y2, torch.copysign(x, s))
     assert m.fell_through["torch.add"] == 1 and "out" in m.reasons["torch.add"]
-    assert m.fell_through["torch.copysign"] == 1 and "not differentiable" in m.reasons["torch.copysign"]
+    hinge = "torch.nn.functional.hinge_embedding_loss"
+    assert m.fell_through[hinge] == 1 and "not differentiable" in m.reasons[hinge]
     assert m.routed["torch.copysign"] == 1
 
 

@@ -114,7 +114,8 @@ class Call:
         else:
             res = torch.ops.baracuda.op_backward(self.name, self.encoded_attrs(), self.sig_string(), args)
         ins = self.desc.inputs
-        return [r if (i in self.diff and ins[i].dtype.is_floating) else None for i, r in enumerate(res)]
+        return [r if (i in self.diff and (ins[i].dtype.is_floating or ins[i].dtype.is_complex)) else None
+                for i, r in enumerate(res)]
 
     def encoded_attrs(self) -> str:
         if self._enc is None:

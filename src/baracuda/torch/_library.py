@@ -80,7 +80,8 @@ def _bw_fake(name: str, attrs: str, sig: str, args):
                       tuple(sorted(decode_attrs(attrs).items())))
     dev = next(a for a in args if a is not None).device
     spec = desc.spec
-    return [torch.empty(t.shape, dtype=t.dtype.torch, device=dev) if i in spec.differentiable and t.dtype.is_floating
+    return [torch.empty(t.shape, dtype=t.dtype.torch, device=dev) if i in spec.differentiable
+                and (t.dtype.is_floating or t.dtype.is_complex)
             else torch.empty(0, device=dev) for i, t in enumerate(desc.inputs)]
 
 
