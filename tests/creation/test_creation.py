@@ -352,6 +352,14 @@ def test_under_tracers_the_create_custom_op():
     c = torch.compile(lambda x: bt.linspace(0, 1, 5, device=DEV) * x + bt.zeros_like(x), fullgraph=True,
                       backend="aot_eager")
     assert torch.equal(c(torch.full((5,), 2.0, device=DEV)), torch.linspace(0, 2, 5, device=DEV))
+    # no device argument: the default device (torch.get_default_device() is not traceable; the factory reads it
+    # off a traced empty tensor)
+    torch._dynamo.reset()
+    with torch.device(DEV):
+        c = torch.compile(lambda x: bt.arange(5) * x + bt.ones(5, dtype=torch.float64), fullgraph=True,
+                          backend="aot_eager")
+        got = c(torch.full((5,), 2.0, device=DEV, dtype=torch.float64))
+    assert got.device.type == DEV and torch.equal(got.cpu(), torch.arange(5) * 2.0 + 1.0)
 
 
 class _NoLookups(dict):

@@ -103,8 +103,12 @@ def default_complex():
 def device_index(op: str, device) -> int:
     """A device argument (str, int, torch.device, None: torch's default device) as an index; -1 is the CPU."""
     torch = _torch()
-    d = torch.get_default_device() if device is None else device if isinstance(device, torch.device) \
-        else torch.device(device)
+    if device is None:
+        # (torch.get_default_device() returns a non-tensor Dynamo cannot trace: under torch.compile the default
+        # device is read off an empty tensor, which the tracer makes on it)
+        d = torch.empty(0).device if torch.compiler.is_compiling() else torch.get_default_device()
+    else:
+        d = device if isinstance(device, torch.device) else torch.device(device)
     if d.type == "cpu":
         return -1
     if d.type == "cuda":
