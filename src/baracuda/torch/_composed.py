@@ -1,7 +1,8 @@
 """Compositions: the forms of a torch function that its op does not take, run as other baracuda drop-ins.
 
-A spec's drop-in adapter returns None for such a form (``_namespaces._make`` then calls ``COMPOSITIONS[op]`` with
-the adapter's own arguments); the forms the op takes never come here, so their path is unchanged.
+A spec's drop-in adapter returns None for such a form (``_namespaces._make`` then calls ``COMPOSITIONS[op]``, which
+this module fills, with the adapter's own arguments); the forms the op takes never come here, so their path is
+unchanged.
 
 - ``instance_norm`` with running statistics (``track_running_stats``), torch's own composition: with the input
   statistics, ``batch_norm`` in training mode over the (1, N*C, *) view of x (each instance a channel) with the
@@ -20,15 +21,16 @@ import math
 import torch
 
 from .._core.errors import ArgumentTypeError, InvalidProblemError, UnsupportedError
+from .._core.spec import get_spec
 from ..ops.norm_group import affine_operands
 from ._call import call
+from ._namespaces import COMPOSITIONS, _make
 
-
-def _bt():
-    """``baracuda.torch`` (imported at call time: this module is imported while that package is being built)."""
-    import baracuda.torch as bt
-
-    return bt
+# the drop-ins the compositions run (the ones baracuda.torch publishes under these names)
+_repeat = _make(get_spec("repeat"), "torch.Tensor.repeat")
+_mean = _make(get_spec("mean"), "torch.mean")
+_linear = _make(get_spec("linear"), "torch.nn.functional.linear")
+_cross_entropy = _make(get_spec("cross_entropy"), "torch.nn.functional.cross_entropy")
 
 
 def _instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
@@ -54,18 +56,16 @@ def _instance_norm(input, running_mean=None, running_var=None, weight=None, bias
                 running_mean.fill_(math.nan)
                 running_var.fill_(math.nan)
         return call(op, (input,) + affine_operands(input, weight, bias), {"eps": eps})[0]
-    bt = _bt()
-
     def per_instance(t):
-        return None if t is None else bt.repeat(t, n)
+        return None if t is None else _repeat(t, n)
 
     xr = input.reshape(1, n * c, *input.shape[2:])
     ins = ((xr,) + affine_operands(xr, per_instance(weight), per_instance(bias), need_bias=True)
            + (per_instance(running_mean), per_instance(running_var)))
     y, _, _, new_mean, new_var = call("batch_norm", ins, dict(attrs, training=True))
     with torch.no_grad():
-        running_mean.copy_(bt.mean(new_mean.reshape(n, c), 0))
-        running_var.copy_(bt.mean(new_var.reshape(n, c), 0))
+        running_mean.copy_(_mean(new_mean.reshape(n, c), 0))
+        running_var.copy_(_mean(new_var.reshape(n, c), 0))
     return y.reshape(input.shape)
 
 
@@ -95,17 +95,16 @@ def _linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, wei
     logits_shape = tuple(input.shape[:-1]) + classes
     if tuple(target.shape) == logits_shape and ignore_index is not None:   # (torch's test for probabilities)
         raise InvalidProblemError(op, "ignore_index", "None when target holds class probabilities", ignore_index)
-    fn = _bt().nn.functional
     if out_features:    # one GEMM over the C * d_1..d_K flattened classes
         linear_weight = linear_weight.reshape(-1, h)
         linear_bias = None if linear_bias is None else linear_bias.reshape(-1)
-    logits = fn.linear(input, linear_weight, linear_bias).reshape(logits_shape)
-    return fn.cross_entropy(logits, target, weight=weight, reduction=reduction,
-                            ignore_index=-100 if ignore_index is None else ignore_index,
-                            label_smoothing=label_smoothing)
+    logits = _linear(input, linear_weight, linear_bias).reshape(logits_shape)
+    return _cross_entropy(logits, target, weight=weight, reduction=reduction,
+                          ignore_index=-100 if ignore_index is None else ignore_index,
+                          label_smoothing=label_smoothing)
 
 
 # op -> its composition, called with the arguments of the op's drop-in adapter (the op's torch signature)
-COMPOSITIONS = {"instance_norm": _instance_norm, "linear_cross_entropy": _linear_cross_entropy}
+COMPOSITIONS.update(instance_norm=_instance_norm, linear_cross_entropy=_linear_cross_entropy)
 
-__all__ = ["COMPOSITIONS"]
+__all__: list[str] = []

@@ -11,7 +11,10 @@ import types
 from .._core.spec import all_specs
 from ._fused import run_if_fused
 from ._call import call
-from ._composed import COMPOSITIONS
+
+# op -> the composition of other drop-ins that runs the forms of its torch function the op does not take (the
+# op's adapter returns None for them); called with the adapter's arguments.  Filled by _composed.py on import.
+COMPOSITIONS: dict = {}
 
 # torch module -> the baracuda.torch attribute path that mirrors it ("" : baracuda.torch itself)
 NAMESPACES = {"torch": "", "torch.nn": "nn", "torch.nn.functional": "nn.functional", "torch.linalg": "linalg",
