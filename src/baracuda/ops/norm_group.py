@@ -362,7 +362,8 @@ def _dropin_bn(input, running_mean, running_var, weight=None, bias=None, trainin
             running_mean, running_var = input.new_zeros(input.shape[1]), input.new_ones(input.shape[1])
         training = False
     has_run = running_mean is not None
-    ins = (input,) + affine_operands(input, weight, bias, need_bias=has_run) + ((running_mean, running_var) if has_run else ())
+    ins = ((input,) + affine_operands(input, weight, bias, need_bias=has_run)
+           + ((running_mean, running_var) if has_run else ()))
 
     def finish(out):
         if training and has_run:

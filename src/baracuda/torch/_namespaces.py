@@ -25,8 +25,8 @@ def _make(spec, torch_name, translate=None):
     """The drop-in for ``torch_name`` running ``spec``: ``translate`` (torch_name's signature -> the positional
     and keyword arguments of ``spec.dropin``, whose signature is the spec's own torch function) when the two
     signatures differ.  An adapter returning None hands the call (its own signature's arguments) to the op's
-    composition of other drop-ins (``_composed.COMPOSITIONS``: the forms of torch's function the op does not
-    take, e.g. instance_norm's running statistics)."""
+    composition of other drop-ins (``COMPOSITIONS``, filled by ``_composed.py``: the forms of torch's function
+    the op does not take, e.g. instance_norm's running statistics)."""
     name, fused, result, adapter = spec.name, spec.fused_grad is not None, spec.dropin_result, spec.dropin
 
     @functools.wraps(translate or spec.dropin)
