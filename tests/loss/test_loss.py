@@ -3,6 +3,8 @@ probability targets, out-of-range targets (an error, never an out-of-bounds read
 multi-tile (online) path with a forced small tile, and the drop-in adapters (legacy size_average/reduce)."""
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -378,3 +380,85 @@ def test_linear_cross_entropy_unbatched_input():
     for t, red in ((torch.tensor(3), "mean"), (torch.tensor(6), "sum")):
         grad_pair(lambda a, b, t=t, red=red: bt.nn.functional.linear_cross_entropy(a, b, t, reduction=red),
                   lambda a, b, t=t, red=red: F.linear_cross_entropy(a, b, t, reduction=red), x, w)
+
+
+def _lce_case(g, n, h, classes, target, bias=False):
+    """x (n, h) or (h,) for n None, linear_weight (C, d_1..d_K, h), a bias of the classes' shape, and a target:
+    class indices (some -100) or class probabilities (softmax rows over dim 1, the class dim)."""
+    x = torch.randn(*((n,) if n is not None else ()), h, generator=g, dtype=torch.float64)
+    w = torch.randn(*classes, h, generator=g, dtype=torch.float64) / h ** 0.5
+    logits_shape = ((n,) if n is not None else ()) + tuple(classes)
+    if target == "index":
+        t = torch.randint(0, classes[0], logits_shape[:1] + logits_shape[2:] if n is not None else (), generator=g)
+        if t.dim():
+            t[torch.rand(t.shape, generator=g) < 0.25] = -100
+    else:
+        t = torch.randn(logits_shape, generator=g, dtype=torch.float64).softmax(1 if n is not None else 0)
+    return (x, w) + ((0.5 * torch.randn(classes, generator=g, dtype=torch.float64),) if bias else ()), t
+
+
+@pytest.mark.parametrize("target", ["index", "prob"])
+@pytest.mark.parametrize("n,classes", [(6, (5,)), (None, (5,)), (4, (3, 2)), (5, (2, 1, 3, 2))])
+@pytest.mark.parametrize("kw", [dict(reduction="none"), dict(reduction="mean", label_smoothing=0.2),
+                                dict(reduction="sum", bias=True), dict(reduction="mean", weight=True),
+                                dict(reduction="none", weight=True, label_smoothing=0.1, bias=True)])
+def test_linear_cross_entropy_composed_forms(target, n, classes, kw):
+    """The forms the fused op does not take (a K-dim linear_weight (C, d_1..d_K, H) whose dims after C act as
+    cross_entropy's spatial dims, class probabilities, reduction='none', class weights), with bias and label
+    smoothing: baracuda's linear + cross_entropy give torch's values and float64 gradients (input, linear_weight,
+    linear_bias)."""
+    if n is None and len(classes) > 1:
+        pytest.skip("a K-dim linear_weight needs a batched input (a torch error, tested below)")
+    kw = dict(kw)
+    g = torch.Generator().manual_seed(11)
+    xs, t = _lce_case(g, n, 7, classes, target, bias=kw.pop("bias", False))
+    if kw.pop("weight", False):
+        kw["weight"] = torch.rand(classes[0], generator=g, dtype=torch.float64) + 0.5
+
+    def run(f):
+        return lambda x, w, b=None: f(x, w, t, linear_bias=b, **kw)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")      # (no warning of ours for a call we take)
+        grad_pair(run(bt.nn.functional.linear_cross_entropy), run(F.linear_cross_entropy), *xs)
+
+
+def test_linear_cross_entropy_fused_forms_stay_fused():
+    """A 2-D linear_weight with class indices and reduction 'mean'/'sum' runs the fused op alone; the other forms
+    run linear and cross_entropy; torch's ``options`` (its chunking) changes nothing and warns nothing here
+    (torch's own function warns that it ignores them for a K-dim weight)."""
+    g = torch.Generator().manual_seed(12)
+    (x, w), t = _lce_case(g, 6, 4, (5,), "index")
+    (_, wk), tk = _lce_case(g, 6, 4, (3, 2), "index")
+    opts = torch.nn.LinearCrossEntropyOptions()
+    f = bt.nn.functional.linear_cross_entropy
+    for call_, ops in ((lambda: f(x, w, t, reduction="sum", options=opts), ["linear_cross_entropy"]),
+                       (lambda: f(x, w, t, reduction="none"), ["linear", "cross_entropy"]),
+                       (lambda: f(x, wk, tk, options=opts), ["linear", "cross_entropy"])):
+        with torch.no_grad(), bt.record(check=False) as log, warnings.catch_warnings():
+            warnings.simplefilter("error")
+            call_()
+        assert [r["op"] for r in log if r["kind"] == "fw"] == ops
+    with pytest.warns(UserWarning, match="options"):
+        want = F.linear_cross_entropy(x, wk, tk, options=opts)
+    torch.testing.assert_close(f(x, wk, tk, options=opts), want, rtol=1e-12, atol=1e-12)
+
+
+def test_linear_cross_entropy_composed_errors():
+    """torch's refusals are ours (naming the op and the argument); baracuda's softcap / z_loss need the fused form."""
+    g = torch.Generator().manual_seed(13)
+    (x, w), t = _lce_case(g, 4, 6, (3, 2), "index")
+    probs = torch.rand(4, 3, 2, generator=g, dtype=torch.float64)
+    cases = [((x, w[..., :5], t), {}, "linear_weight"),                       # in_features
+             ((x, w, t), {"linear_bias": torch.zeros(3, dtype=torch.float64)}, "linear_bias"),
+             ((x[0], w, t[0]), {}, "input"),                                  # K-dim needs a batched input
+             ((x, w, probs), {"ignore_index": 1}, "ignore_index"),            # probabilities take no ignore_index
+             ((x[None], w, t), {}, "input"),                                  # 3-D input
+             ((x, w[0, 0], t), {"reduction": "none"}, "linear_weight")]       # 1-D weight
+    for args, kw, arg in cases:
+        with pytest.raises(Exception):
+            F.linear_cross_entropy(*args, **kw)
+        with pytest.raises(InvalidProblemError, match=f"linear_cross_entropy: argument '{arg}'"):
+            bt.nn.functional.linear_cross_entropy(*args, **kw)
+    with pytest.raises(bc.UnsupportedError, match="softcap"):
+        bt.nn.functional.linear_cross_entropy(x, w, t, softcap=2.0)

@@ -108,8 +108,98 @@ def test_group_and_instance_norm_dropins(dt):
     assert_close(y.cpu(), F.group_norm(x.double(), 4, w.double(), b.double(), 1e-5).numpy(), *tol, "group_norm")
     assert_close(yi.cpu(), F.instance_norm(x.double(), weight=w.double(), bias=b.double()).numpy(), *tol, "instance")
     assert_close(yb.cpu(), F.group_norm(x.double(), 2, None, b.double()).numpy(), *tol, "group_norm bias only")
-    with pytest.raises(bc.UnsupportedError, match="running statistics"):
-        bt.nn.functional.instance_norm(x, torch.zeros(8, dtype=dt), torch.ones(8, dtype=dt))
+
+
+def _instance_norm_run(fn, x, w, b, rm, rv, gy, **kw):
+    """(y, the updated running_mean / running_var, dx, dw, db) of ``fn`` (F.instance_norm's signature) on copies."""
+    leaves = [t.clone().requires_grad_() for t in (x, w, b) if t is not None]
+    it = iter(leaves)
+    xs, ws, bs = next(it), (next(it) if w is not None else None), (next(it) if b is not None else None)
+    rm = None if rm is None else rm.clone()
+    rv = None if rv is None else rv.clone()
+    y = fn(xs, rm, rv, ws, bs, **kw)
+    grads = torch.autograd.grad(y, leaves, gy)
+    return (y.detach(), rm, rv) + grads
+
+
+@pytest.mark.parametrize("backend", [Backend.REFERENCE, Backend.TRITON])
+@pytest.mark.parametrize("shape", [(3, 4, 5), (2, 3, 2, 3, 4)])       # 1-D and 3-D spatial
+@pytest.mark.parametrize("affine", ["both", "weight", "bias", "none"])
+@pytest.mark.parametrize("mode", [dict(momentum=0.1), dict(momentum=0.7, eps=1e-3), dict(momentum=1.0),
+                                  dict(momentum=0.0), dict(use_input_stats=False, momentum=0.4, eps=1e-2)])
+def test_instance_norm_running_stats_match_torch(backend, shape, affine, mode):
+    """F.instance_norm with running statistics (torch's track_running_stats): with the input statistics the
+    result, the running statistics updated in place (per-instance means and unbiased variances averaged over N,
+    with momentum) and the float64 gradients of input / weight / bias are torch's; use_input_stats=False
+    normalizes by the running statistics and leaves them alone."""
+    g = _gen()
+    c = shape[1]
+    x = torch.randn(shape, generator=g, dtype=torch.float64) * 2 + 0.5
+    w = torch.randn(c, generator=g, dtype=torch.float64) if affine in ("both", "weight") else None
+    b = torch.randn(c, generator=g, dtype=torch.float64) if affine in ("both", "bias") else None
+    rm, rv = torch.randn(c, generator=g, dtype=torch.float64), torch.rand(c, generator=g, dtype=torch.float64) + 0.5
+    gy = torch.randn(shape, generator=g, dtype=torch.float64)
+    with bt.preference(bc.PlanPreference(prefer=(backend,))):
+        got = _instance_norm_run(bt.nn.functional.instance_norm, x, w, b, rm, rv, gy, **mode)
+    want = _instance_norm_run(F.instance_norm, x, w, b, rm, rv, gy, **mode)
+    assert len(got) == len(want)
+    for name, a, e in zip(("y", "running_mean", "running_var", "dx", "dw", "db"), got, want):
+        torch.testing.assert_close(a, e, rtol=1e-9, atol=1e-9, msg=lambda m, name=name: f"{name}: {m}")
+    if mode.get("use_input_stats", True):
+        if mode["momentum"] == 0:    # (the average over N of N equal values: within rounding of the old ones)
+            torch.testing.assert_close(got[1:3], (rm, rv), rtol=1e-15, atol=0)
+        else:
+            assert not torch.equal(got[1], rm), "the running statistics were not updated"
+    else:
+        assert torch.equal(got[1], rm) and torch.equal(got[2], rv), "eval must not touch the running statistics"
+
+
+def test_instance_norm_running_stats_training_steps_and_twin():
+    """Two training steps in a row update the same buffers twice (the backward of each step still runs: the
+    buffers are not saved for it), through F.instance_norm and torch.instance_norm's twin (its own signature)."""
+    g = _gen()
+    x1, x2 = (torch.randn(2, 3, 6, generator=g) for _ in range(2))
+    w, b = torch.randn(3, generator=g).requires_grad_(), torch.randn(3, generator=g).requires_grad_()
+    bufs = {}
+    for name, fn in (("ours", bt.nn.functional.instance_norm), ("torch", F.instance_norm)):
+        rm, rv = torch.zeros(3), torch.ones(3)
+        ys = [fn(x, rm, rv, w, b, True, 0.3, 1e-5) for x in (x1, x2)]
+        gw, gb = torch.autograd.grad(sum(y.square().sum() for y in ys), (w, b))
+        bufs[name] = (rm, rv, gw, gb, *ys)
+    for a, e in zip(bufs["ours"], bufs["torch"]):
+        torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-5)
+    rm_a, rv_a, rm_b, rv_b = torch.zeros(3), torch.ones(3), torch.zeros(3), torch.ones(3)
+    ya = bt.instance_norm(x1, w, b, rm_a, rv_a, True, 0.2, 1e-5, False)
+    yb = torch.instance_norm(x1, w, b, rm_b, rv_b, True, 0.2, 1e-5, False)
+    for a, e in ((ya, yb), (rm_a, rm_b), (rv_a, rv_b)):
+        torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-5)
+
+
+def test_instance_norm_running_stats_errors_and_empty():
+    """torch's refusals (one running statistic without the other, use_input_stats=False without them, a single
+    spatial element with the input statistics, momentum None) are ours; an empty input leaves the running
+    statistics alone, except an empty batch (N = 0), whose average over N is NaN, as torch's."""
+    x = torch.randn(2, 3, 4)
+    f = bt.nn.functional.instance_norm
+    cases = [(lambda fn: fn(x, torch.zeros(3), None), ValueError, "running"),
+             (lambda fn: fn(x, None, torch.ones(3)), ValueError, "running"),
+             (lambda fn: fn(x, use_input_stats=False), (ValueError, RuntimeError), "running"),
+             (lambda fn: fn(torch.randn(2, 3, 1), torch.zeros(3), torch.ones(3)), ValueError, "spatial"),
+             (lambda fn: fn(torch.randn(2, 3), None, None), ValueError, "spatial"),
+             (lambda fn: fn(x, torch.zeros(3), torch.ones(3), momentum=None), TypeError, "momentum")]
+    for call_, exc, pat in cases:
+        with pytest.raises(exc):
+            call_(F.instance_norm)
+        with pytest.raises(exc, match=pat):
+            call_(f)
+    for shape in ((0, 3, 4), (2, 3, 0)):
+        e = torch.randn(shape)
+        rm, rv, rm_t, rv_t = torch.zeros(3), torch.ones(3), torch.zeros(3), torch.ones(3)
+        y = f(e, rm, rv)
+        want = F.instance_norm(e, rm_t, rv_t)
+        assert y.shape == want.shape
+        torch.testing.assert_close((rm, rv), (rm_t, rv_t), equal_nan=True)
+        assert rm.isnan().all() == (shape[0] == 0)
 
 
 @pytest.mark.parametrize("backend", [Backend.REFERENCE, Backend.TRITON])

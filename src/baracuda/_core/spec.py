@@ -216,7 +216,8 @@ class OpSpec:
     torch_name: str | None = None      # e.g. "torch.nn.functional.gelu" (documentation + coverage)
     # dropin(*args, **kwargs) with exactly torch_name's signature -> (inputs tuple of tensors, attrs dict).
     # baracuda.torch publishes one drop-in function per spec that has it; unsupported torch arguments must
-    # raise a clear error here (never be ignored).
+    # raise a clear error here (never be ignored).  None instead: a form of the torch function this op does not take,
+    # which baracuda.torch composes of other drop-ins (torch/_composed.py, keyed by the op's name).
     dropin: Callable | None = None
     # dropin_result(out) -> what the torch function returns, e.g. torch.return_types.max(out) for (values, indices).
     dropin_result: Callable | None = None

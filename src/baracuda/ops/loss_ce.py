@@ -11,7 +11,9 @@ pass as the loss (the standard trick: the chunk's logits are overwritten by dlog
 GEMMs right away), so the backward is a scale of the saved dx / dW / db by grad_out (three `mul`s).  The extra
 outputs are gradient by-products: they are treated as constants by the backward (no second derivatives), which
 is why no sample feeds the generic finite-difference check (tests/loss checks the gradients instead).
-reduction='none' is refused: per-row grad_out values are only known in the backward, after the GEMMs.
+reduction='none' is refused: per-row grad_out values are only known in the backward, after the GEMMs.  The drop-in
+takes every form of torch's F.linear_cross_entropy: the ones the fused op does not (reduction='none', class weights,
+class probabilities, a K-dim linear_weight) run as baracuda's linear followed by its cross_entropy.
 
 Memory (see backends/triton/loss_ce.py): workspace = chunk * V * itemsize (the chunk's logits, chunk ~ N / 4)
 + 2N + 2 f32 words; with the outputs dx (N H) and dW (V H) the peak above the inputs is
@@ -45,7 +47,7 @@ _ATTRS = (IGNORE_INDEX, LABEL_SMOOTHING,
 def _attrs(a: dict) -> dict:
     if a["reduction"] == "none":
         raise UnsupportedError(_OP, "reduction='none' is not supported by the fused form (per-row grad_out is only "
-                               "known after the GEMMs); use linear + cross_entropy")
+                               "known after the GEMMs); use linear + cross_entropy (as the drop-in does)")
     return a
 
 
@@ -175,10 +177,11 @@ def _dropin(input, linear_weight, target, *, linear_bias=None, weight=None, redu
     """``torch.nn.functional.linear_cross_entropy`` (torch >= 2.13's signature; ``options`` picks torch's chunking
     and changes no value, so it is accepted and our own chunking runs), plus baracuda's ``softcap`` / ``z_loss``.
     Under eager autograd the drop-in takes the fused training path (torch/_fused.py): the backward scales the
-    saved dx / dW / db in place, which is free for grad_out = 1."""
-    if weight is not None:
-        raise UnsupportedError(_OP, "class weights (weight=) are not supported by the fused op; use "
-                               "cross_entropy(linear(...), weight=...)")
+    saved dx / dW / db in place, which is free for grad_out = 1.  The forms the fused op does not take (a K-dim
+    ``linear_weight`` (C, d_1..d_K, H), class probabilities, reduction='none', class weights) return None: the
+    drop-in composes linear + cross_entropy for them (torch/_composed.py)."""
+    if linear_weight.dim() != 2 or target.is_floating_point() or reduction == "none" or weight is not None:
+        return None
     if input.dim() == 1 and target.dim() == 0 and not target.is_floating_point():
         # an unbatched input (torch takes 1-D or 2-D) is one row with a 0-d class index: views; the loss
         # ('mean' / 'sum') is the same scalar

@@ -6,7 +6,8 @@ group_norm(x[, weight[, bias]], num_groups, eps) -> (y, mean, rstd)
     mean and rstd are (N, num_groups) in x's dtype (as torch.native_group_norm) and are what the backward
     reads (no second statistics pass in the backward).
 instance_norm(x[, weight[, bias]], eps) -> (y, mean, rstd): group_norm with one group per channel
-    (use_input_stats=True; F.instance_norm with running statistics is refused by the drop-in).
+    (use_input_stats=True).  F.instance_norm with running statistics is the drop-in's composition of batch_norm
+    (torch's own: batch_norm over the (1, N*C, *) view, torch/_composed.py).
 batch_norm(x[, weight[, bias][, running_mean, running_var]], training, momentum, eps)
     training: statistics per channel over N x spatial; outputs (y, mean, rstd) and, when the running
       statistics are given, (new_running_mean, new_running_var) = (1 - momentum) * old + momentum * batch
@@ -35,7 +36,7 @@ from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, 
 from .._core.derive import declare_rule_ops
 from ._common import check_nonneg, float_operands
 
-__all__ = ["GROUP_NORM_OPS"]
+__all__ = ["GROUP_NORM_OPS", "affine_operands"]
 
 GROUP_NORM_OPS = ("group_norm", "instance_norm", "batch_norm", "local_response_norm", "normalize")
 _AFF = ("weight", "bias")
@@ -313,7 +314,9 @@ def _peer_normalize(x, *, p, dim, eps):
     return F.normalize(x, p, dim, eps)
 
 
-def _aff_fill(input, weight, bias, need_bias=False):
+def affine_operands(input, weight, bias, need_bias=False):
+    """The affine operands of a (N, C, *) norm: (weight[, bias]) as given, with ones for a missing weight where a
+    bias follows (or ``need_bias``: the op's operand positions then need both) and zeros for a missing bias."""
     import torch
 
     c = input.shape[1]
@@ -325,15 +328,17 @@ def _aff_fill(input, weight, bias, need_bias=False):
 
 
 def _dropin_gn(input, num_groups, weight=None, bias=None, eps=1e-5):
-    return (input,) + _aff_fill(input, weight, bias), {"num_groups": num_groups, "eps": eps}
+    return (input,) + affine_operands(input, weight, bias), {"num_groups": num_groups, "eps": eps}
 
 
 def _dropin_in(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
                momentum=0.1, eps=1e-5):
+    if use_input_stats and math.prod(input.shape[2:]) == 1:   # torch.nn.functional's own check
+        raise InvalidProblemError("instance_norm", "input", "more than 1 spatial element when using the input "
+                                  "statistics", tuple(input.shape))
     if running_mean is not None or running_var is not None or not use_input_stats:
-        raise UnsupportedError("instance_norm", "running statistics (track_running_stats / use_input_stats=False) "
-                               "are not supported: only per-instance input statistics")
-    return (input,) + _aff_fill(input, weight, bias), {"eps": eps}
+        return None     # running statistics: composed of batch_norm by baracuda.torch (torch/_composed.py)
+    return (input,) + affine_operands(input, weight, bias), {"eps": eps}
 
 
 def _dropin_bn(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
@@ -357,7 +362,8 @@ def _dropin_bn(input, running_mean, running_var, weight=None, bias=None, trainin
             running_mean, running_var = input.new_zeros(input.shape[1]), input.new_ones(input.shape[1])
         training = False
     has_run = running_mean is not None
-    ins = (input,) + _aff_fill(input, weight, bias, need_bias=has_run) + ((running_mean, running_var) if has_run else ())
+    ins = ((input,) + affine_operands(input, weight, bias, need_bias=has_run)
+           + ((running_mean, running_var) if has_run else ()))
 
     def finish(out):
         if training and has_run:

@@ -24,6 +24,7 @@ from .._core.options import current_preference as get_preference
 from .._core.options import preference
 from . import _library  # noqa: F401  (registers the baracuda::op / op_backward custom ops)
 from . import _aliases, _views
+from . import _composed  # noqa: F401  (fills the compositions: forms of a torch function its op does not take)
 from ._call import call
 from ._record import record
 from ._mode import mode

@@ -12,6 +12,10 @@ from .._core.spec import all_specs
 from ._fused import run_if_fused
 from ._call import call
 
+# op -> the composition of other drop-ins that runs the forms of its torch function the op does not take (the
+# op's adapter returns None for them); called with the adapter's arguments.  Filled by _composed.py on import.
+COMPOSITIONS: dict = {}
+
 # torch module -> the baracuda.torch attribute path that mirrors it ("" : baracuda.torch itself)
 NAMESPACES = {"torch": "", "torch.nn": "nn", "torch.nn.functional": "nn.functional", "torch.linalg": "linalg",
               "torch.fft": "fft", "torch.special": "special"}
@@ -20,18 +24,18 @@ NAMESPACES = {"torch": "", "torch.nn": "nn", "torch.nn.functional": "nn.function
 def _make(spec, torch_name, translate=None):
     """The drop-in for ``torch_name`` running ``spec``: ``translate`` (torch_name's signature -> the positional
     and keyword arguments of ``spec.dropin``, whose signature is the spec's own torch function) when the two
-    signatures differ."""
-    name, fused, result = spec.name, spec.fused_grad is not None, spec.dropin_result
-
-    def translated(*args, **kwargs):
-        a, k = translate(*args, **kwargs)
-        return spec.dropin(*a, **k)
-
-    adapter = spec.dropin if translate is None else translated
+    signatures differ.  An adapter returning None hands the call (its own signature's arguments) to the op's
+    composition of other drop-ins (``COMPOSITIONS``, filled by ``_composed.py``: the forms of torch's function
+    the op does not take, e.g. instance_norm's running statistics)."""
+    name, fused, result, adapter = spec.name, spec.fused_grad is not None, spec.dropin_result, spec.dropin
 
     @functools.wraps(translate or spec.dropin)
     def dropin(*args, **kwargs):
+        if translate is not None:
+            args, kwargs = translate(*args, **kwargs)
         res = adapter(*args, **kwargs)
+        if res is None:   # a form of the torch function the op does not take: composed of other drop-ins
+            return COMPOSITIONS[name](*args, **kwargs)
         # cross_entropy / linear_cross_entropy under eager autograd: the loss and its gradients from one pass,
         # returned as the drop-in's result (_fused.py)
         if fused:
