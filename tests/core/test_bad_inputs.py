@@ -353,44 +353,38 @@ def _check_values(c: Case, outs, what: str):
 
 
 # -- Plan.run -----------------------------------------------------------------------------------------------------
-def m_operand_type(c, data):
+def _bad_operand(c, data, make, exc, match):
+    """Plan.run with one operand (drawn) replaced by ``make(i, xs[i])``: ``exc`` naming the op and that operand."""
     if not c.arrays:
         return
     i = data.draw(st.integers(0, len(c.arrays) - 1), label="operand")
     xs = list(c.arrays)
-    xs[i] = data.draw(st.sampled_from(NOT_ARRAYS), label="value")
-    raises(ArgumentTypeError, c.op, c.arg(i), lambda: c.plan.run(*xs), "expected an array")
+    xs[i] = make(i, xs[i])
+    raises(exc, c.op, c.arg(i), lambda: c.plan.run(*xs), match)
+
+
+def m_operand_type(c, data):
+    _bad_operand(c, data, lambda i, x: data.draw(st.sampled_from(NOT_ARRAYS), label="value"), ArgumentTypeError,
+                 "expected an array")
 
 
 def m_operand_meta(c, data):
-    if not c.arrays:
-        return
-    i = data.draw(st.integers(0, len(c.arrays) - 1), label="operand")
-    xs = list(c.arrays)
-    xs[i] = _meta(c.desc.inputs[i])
-    raises(DeviceMismatchError, c.op, c.arg(i), lambda: c.plan.run(*xs), "meta")
+    _bad_operand(c, data, lambda i, x: _meta(c.desc.inputs[i]), DeviceMismatchError, "meta")
 
 
 def m_operand_dtype(c, data):
-    if not c.arrays:
-        return
-    i = data.draw(st.integers(0, len(c.arrays) - 1), label="operand")
-    xs = list(c.arrays)
-    if data.draw(st.booleans(), label="no baracuda dtype"):
-        xs[i] = np.zeros(np.shape(xs[i]), dtype=data.draw(st.sampled_from([np.uint16, object, "U3"])))
-    else:
-        xs[i] = cast(np.asarray(xs[i]), _other_dtype(data, c.desc.inputs[i].dtype))
-    raises(DTypeMismatchError, c.op, c.arg(i), lambda: c.plan.run(*xs), "expected dtype")
+    def make(i, x):
+        if data.draw(st.booleans(), label="no baracuda dtype"):
+            return np.zeros(np.shape(x), dtype=data.draw(st.sampled_from([np.uint16, object, "U3"])))
+        return cast(np.asarray(x), _other_dtype(data, c.desc.inputs[i].dtype))
+    _bad_operand(c, data, make, DTypeMismatchError, "expected dtype")
 
 
 def m_operand_shape(c, data):
-    if not c.arrays:
-        return
-    i = data.draw(st.integers(0, len(c.arrays) - 1), label="operand")
-    xs = list(c.arrays)
-    t = c.desc.inputs[i]
-    xs[i] = cast(np.ones(_bad_shape(data, t.shape)), t.dtype)
-    raises(InvalidProblemError, c.op, c.arg(i), lambda: c.plan.run(*xs), "expected shape")
+    def make(i, x):
+        t = c.desc.inputs[i]
+        return cast(np.ones(_bad_shape(data, t.shape)), t.dtype)
+    _bad_operand(c, data, make, InvalidProblemError, "expected shape")
 
 
 def m_operand_count(c, data):

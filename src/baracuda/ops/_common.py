@@ -54,3 +54,30 @@ def float_operands(*ts, bools: bool = False):
         return isinstance(t, torch.Tensor) and not (t.is_floating_point() or t.is_complex()) and (
             bools or t.dtype != torch.bool)
     return tuple(t.to(to) if cast(t) else t for t in ts)
+
+
+def write_out(fn_name: str, result, out, exact_dtype: bool = False, stacklevel: int = 3):
+    """torch's ``out=`` contract for a drop-in: the result must cast safely to out's dtype (``exact_dtype``: be
+    out's dtype, as torch.diag wants); out is resized to the result's shape (torch warns when a non-empty out is
+    resized), written without autograd (torch's out= results have no gradient) and returned."""
+    import warnings
+
+    import torch
+
+    from .._core.dtypes import as_dtype
+
+    if exact_dtype and out.dtype != result.dtype:
+        raise InvalidProblemError(fn_name.rstrip("()"), "out", f"dtype {as_dtype(result.dtype)} (the result's)",
+                                  as_dtype(out.dtype))
+    if not torch.can_cast(result.dtype, out.dtype):
+        raise RuntimeError(f"{fn_name}: result type {as_dtype(result.dtype)} can't be cast to the desired output "
+                           f"type {as_dtype(out.dtype)}")
+    if out.shape != result.shape:
+        if out.numel():
+            warnings.warn(f"{fn_name}: an output with one or more elements was resized since it had shape "
+                          f"{list(out.shape)}, which does not match the required output shape {list(result.shape)}",
+                          UserWarning, stacklevel=stacklevel)
+        out.resize_(result.shape)
+    with torch.no_grad():
+        out.copy_(result)
+    return out

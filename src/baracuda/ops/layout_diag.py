@@ -5,9 +5,9 @@ stride s1 + s2 starting at offset*s2 (offset > 0) or -offset*s1."""
 from __future__ import annotations
 
 from .._core.errors import InvalidProblemError
-from .._core.dtypes import DType, as_dtype
+from .._core.dtypes import DType
 from .._core.spec import Attr, ErrorCase, Sample, TensorSpec, Workload
-from ._common import check_nonneg, norm_axis
+from ._common import check_nonneg, norm_axis, write_out
 from .layout import int_attr, layout_spec
 
 __all__ = ["diag_len", "diagonal_shape"]
@@ -172,21 +172,7 @@ def _dropin_diag(input, diagonal=0, *, out=None):
         return (input,), {"diagonal": diagonal}
 
     def finish(t):
-        import warnings
-
-        import torch
-
-        if out.dtype != t.dtype:
-            raise InvalidProblemError("diag", "out", f"dtype {as_dtype(t.dtype)} (the result's)", as_dtype(out.dtype))
-        if out.shape != t.shape:
-            if out.numel():
-                warnings.warn(f"diag: an output with one or more elements was resized since it had shape "
-                              f"{list(out.shape)}, which does not match the required output shape {list(t.shape)}",
-                              UserWarning, stacklevel=3)
-            out.resize_(t.shape)
-        with torch.no_grad():
-            out.copy_(t)
-        return out
+        return write_out("diag", t, out, exact_dtype=True, stacklevel=4)
     return (input,), {"diagonal": diagonal}, finish
 
 

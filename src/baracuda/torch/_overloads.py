@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .._core.dtypes import DType, as_dtype
+from ..ops._common import write_out
 from ..ops.elementwise import scalar_operand, weak_scalar_dtype
 from ._call import call
 
@@ -87,23 +88,6 @@ OVERLOADS = (
     Overload(("torch.clamp_min",), ("input", "min"), {}, (Route("clamp_min", {"min": "TN"}, ("input", "min")),)),
     Overload(("torch.clamp_max",), ("input", "max"), {}, (Route("clamp_max", {"max": "TN"}, ("input", "max")),)),
 )
-
-
-def write_out(fn_name: str, result: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-    """torch's ``out=`` contract: the result must cast safely to out's dtype; out is resized to the result's
-    shape (torch warns when a non-empty out is resized) and returned."""
-    if not torch.can_cast(result.dtype, out.dtype):
-        raise RuntimeError(f"{fn_name}: result type {as_dtype(result.dtype)} can't be cast to the desired output "
-                           f"type {as_dtype(out.dtype)}")
-    if out.shape != result.shape:
-        if out.numel():
-            import warnings
-
-            warnings.warn(f"{fn_name}: an output with one or more elements was resized since it had shape "
-                          f"{list(out.shape)}, which does not match the required output shape {list(result.shape)}",
-                          UserWarning, stacklevel=3)
-        out.resize_(result.shape)
-    return out.copy_(result)
 
 
 def _operand(v, ref: torch.Tensor, tensor_dtypes, any_dim: bool):
