@@ -303,10 +303,12 @@ def test_backward_backend(spec, backend, dt):
         if isinstance(forced_plan(desc, DEVICE, backend), str):
             continue
         bw = bc.BackwardPlan.select(desc, DEVICE, bc.PlanPreference(prefer=(backend,)))
-        # output gradients in the input's precision (complex for complex outputs, its parts' type for real ones);
-        # integer / bool inputs: the output's own dtype (acos of an int64 is float32; its gradient is too)
+        # output gradients in each output's own dtype, as autograd hands them (BackwardPlan.run checks it: abs of
+        # c64 is f32, float_power of f32 is f64, acos of an int64 is f32, to_dtype's is its target dtype), with
+        # values the input's precision holds (the float64 reference below then sees the same numbers)
         exact = dt.is_floating or dt.is_complex
-        gouts = [None if g is None else cast(g, t.dtype if t.dtype.is_complex or not exact else real_of(dt))
+        gouts = [None if g is None else cast(cast(g, (dt if t.dtype.is_complex else real_of(dt)) if exact
+                                                  else t.dtype), t.dtype)
                  for g, t in zip([_gout(rng, t) for t in desc.outputs], desc.outputs)]
         fwd = bc.Plan.select(desc, DEVICE, bc.PlanPreference(prefer=(backend,)))
         # torch tensors on the test device (as the drop-ins' autograd runs it): every gradient comes back as one,
