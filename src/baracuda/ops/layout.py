@@ -27,7 +27,8 @@ from ._common import check_nonneg, norm_axis
 
 __all__ = ["LAYOUT_TYPES", "norm_dims_list", "layout_spec", "ints", "Variadic", "int_attr", "ints_attr", "SLICE_ATTRS"]
 
-LAYOUT_TYPES = (DType.f64, DType.f32, DType.f16, DType.bf16, DType.i64, DType.i32, DType.i8, DType.u8, DType.bool)
+LAYOUT_TYPES = (DType.f64, DType.f32, DType.f16, DType.bf16, DType.i64, DType.i32, DType.i16, DType.i8, DType.u8,
+                DType.bool)
 _KV = (32, 8, 4096, 128)   # a KV-cache block [batch, kv_heads, seq, head_dim]
 
 
