@@ -11,6 +11,13 @@ rope(x, cos, sin, layout="bshd", interleaved=False, rotary_dim=None)
 
 Backward: the inverse rotation of the output gradient, dx = rope(dy, cos, -sin) (a rotation's transpose is its
 inverse).  cos / sin get no gradient (the tables are position functions, not parameters): differentiable=(0,).
+torch has no rope function, so there is no drop-in under ``baracuda.torch`` (like add_rms_norm); call it as a plan:
+
+    >>> import torch, baracuda as bc
+    >>> x, cos, sin = torch.randn(2, 7, 3, 80), torch.randn(7, 32), torch.randn(7, 32)   # rotary_dim 64 of 80
+    >>> plan = bc.Plan.select(bc.Descriptor.like("rope", x, cos, sin), bc.as_device("cpu"), bc.PlanPreference())
+    >>> plan.run(x, cos, sin).shape
+    torch.Size([2, 7, 3, 80])
 """
 from __future__ import annotations
 
