@@ -19,7 +19,7 @@ import baracuda as bc
 from baracuda._core.registry import implementations
 from baracuda._core.sku import Backend
 from baracuda._core.spec import all_specs
-from baracuda.testing import cast, samples_for
+from baracuda.testing import sample_arrays, samples_for
 from baracuda.testing.sm90 import offline_launches
 
 
@@ -44,11 +44,7 @@ def main(pattern: str = ".", per_dtype: int = 2) -> int:
             if impl.dtypes is not None and dt not in impl.dtypes:
                 continue
             for sample in samples_for(spec, dt)[:per_dtype]:
-                arrays = [cast(x, dt if np.asarray(x).dtype.kind in "fc" else bc.as_dtype(np.asarray(x).dtype))
-                          for x in sample.inputs]
-                attrs = dict(sample.attrs)
-                if not spec.arg_names and "dtype" in spec.defaults:
-                    attrs.setdefault("dtype", dt)
+                arrays, attrs = sample_arrays(spec, sample, dt)
                 try:
                     desc = bc.Descriptor.like(spec.name, *arrays, **attrs)
                 except Exception:

@@ -25,7 +25,7 @@ from baracuda import (ArgumentTypeError, BaracudaError, DeviceMismatchError, DTy
                       InvalidProblemError)
 from baracuda._core.sku import Backend
 from baracuda._core.tensors import given as given_text, to_torch
-from baracuda.testing import assert_close, cast, noncontig, reference_f64, samples_for
+from baracuda.testing import assert_close, cast, noncontig, reference_f64, sample_arrays, samples_for
 
 torch = pytest.importorskip("torch")
 hypothesis = pytest.importorskip("hypothesis")
@@ -257,11 +257,7 @@ def case_of(name: str) -> Case | None:
     dt = _dtype_under_test(spec)
     found = []
     for s in samples_for(spec, dt):
-        arrays = [cast(x, dt if np.asarray(x).dtype.kind in "fc" else bc.as_dtype(np.asarray(x).dtype))
-                  for x in s.inputs]
-        attrs = dict(s.attrs)
-        if not spec.arg_names and "dtype" in spec.defaults:
-            attrs.setdefault("dtype", dt)
+        arrays, attrs = sample_arrays(spec, s, dt)
         try:
             desc = bc.Descriptor.like(name, *arrays, **attrs)
             plan = bc.Plan.select(desc, "cpu", REF)

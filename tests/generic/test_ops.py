@@ -14,7 +14,7 @@ from baracuda._core.registry import implementations
 from baracuda._core.sku import Backend
 from baracuda._core.tensors import ArrayKind, kind_of
 from baracuda.ops.elementwise import real_of
-from baracuda.testing import (assert_close, backends_for, cast, finite_difference_grads,
+from baracuda.testing import (assert_close, sample_arrays, backends_for, cast, finite_difference_grads,
                               forced_plan, noncontig, reference_f64, samples_for)
 from baracuda.testing import test_device as _test_device
 
@@ -53,11 +53,7 @@ def _tensor(x):
 def _desc(spec, sample, dt):
     # float operands take the dtype under test; complex ones (complex_samples, for a complex dtype) too; an op with
     # no operands (a creation op) takes it as its dtype attribute unless the sample sets one
-    arrays = [cast(x, dt if np.asarray(x).dtype.kind in "fc" else bc.as_dtype(np.asarray(x).dtype))
-              for x in sample.inputs]
-    attrs = dict(sample.attrs)
-    if not spec.arg_names and "dtype" in spec.defaults:
-        attrs.setdefault("dtype", dt)
+    arrays, attrs = sample_arrays(spec, sample, dt)
     return bc.Descriptor.like(spec.name, *arrays, **attrs), arrays
 
 

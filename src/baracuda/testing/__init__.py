@@ -13,7 +13,7 @@ from .._core.registry import implementations, refusal
 from .._core.sku import Backend
 from .._core.spec import Descriptor, OpSpec, Sample
 
-__all__ = ["test_device", "backends_for", "cast", "assert_close", "noncontig", "reference_f64",
+__all__ = ["sample_arrays", "test_device", "backends_for", "cast", "assert_close", "noncontig", "reference_f64",
            "forced_plan", "finite_difference_grads", "complex_samples", "samples_for"]
 
 
@@ -149,3 +149,16 @@ def complex_samples(spec: OpSpec, seed: int = 0) -> list[Sample]:
 def samples_for(spec: OpSpec, dtype) -> list[Sample]:
     """``complex_samples`` for a complex dtype under test, ``draw_samples`` otherwise."""
     return complex_samples(spec) if as_dtype(dtype).is_complex else draw_samples(spec)
+
+
+def sample_arrays(spec: OpSpec, sample: Sample, dtype) -> tuple[list, dict]:
+    """A sample's operands and attributes for the dtype under test: float (and complex) operands take ``dtype``,
+    integer ones keep theirs; an op with no operands (a creation op) takes it as its dtype attribute unless the
+    sample sets one."""
+    dt = as_dtype(dtype)
+    arrays = [cast(x, dt if np.asarray(x).dtype.kind in "fc" else as_dtype(np.asarray(x).dtype))
+              for x in sample.inputs]
+    attrs = dict(sample.attrs)
+    if not spec.arg_names and "dtype" in spec.defaults:
+        attrs.setdefault("dtype", dt)
+    return arrays, attrs
