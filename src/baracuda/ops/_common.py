@@ -22,33 +22,26 @@ def broadcast_shapes(op: str, arg_names, shapes) -> tuple[int, ...]:
     return tuple(out)
 
 
-def float_operand(x, dtype):
-    """A drop-in's tensor ``x`` as torch converts it before a float-only op: an integer or bool tensor becomes
-    ``dtype`` (a torch dtype: softmax's ``dtype=``, logsumexp's default dtype) first, in one cast (no kernel of the
-    op reads integers); a floating or complex tensor, or any tensor when ``dtype`` is None, is returned as is."""
-    if dtype is None or x.dtype.is_floating_point or x.dtype.is_complex:
-        return x
-    return x.to(dtype)
-
-
 def check_nonneg(op: str, names, shapes):
     for n, s in zip(names, shapes):
         if any(d < 0 for d in s):
             raise InvalidProblemError(op, n, "non-negative dimensions", s)
 
 
-def float_operands(*ts, bools: bool = False):
-    """Drop-in helper: the integer tensors among ``ts`` cast to the floating dtype torch computes them in (the
-    promoted dtype of the floating tensors among ``ts``, else ``torch.get_default_dtype()``), for losses and
-    distances torch accepts integer inputs to (their arithmetic with a float margin / eps / exp promotes).
-    Floating and non-tensor arguments are returned as they are, so are bools unless ``bools`` (where torch's
-    arithmetic on them is defined: a product, not a difference); the op's own check judges them."""
+def float_operands(*ts, bools: bool = False, to=None):
+    """Drop-in helper: the integer tensors among ``ts`` cast to the floating dtype torch computes them in, before
+    an op whose kernels read floats only: ``to`` where the call names it (softmax's ``dtype=``, logsumexp's default
+    dtype), else the promoted dtype of the floating tensors among ``ts``, else ``torch.get_default_dtype()`` (losses
+    and distances torch accepts integer inputs to: their arithmetic with a float margin / eps / exp promotes).
+    Floating, complex and non-tensor arguments are returned as they are, so are bools unless ``bools`` (where
+    torch's arithmetic on them is defined: a product, not a difference); the op's own check judges them."""
     import torch
 
-    floats = [t.dtype for t in ts if isinstance(t, torch.Tensor) and t.is_floating_point()]
-    to = floats[0] if floats else torch.get_default_dtype()
-    for d in floats[1:]:
-        to = torch.promote_types(to, d)
+    if to is None:
+        floats = [t.dtype for t in ts if isinstance(t, torch.Tensor) and t.is_floating_point()]
+        to = floats[0] if floats else torch.get_default_dtype()
+        for d in floats[1:]:
+            to = torch.promote_types(to, d)
 
     def cast(t):
         return isinstance(t, torch.Tensor) and not (t.is_floating_point() or t.is_complex()) and (

@@ -31,7 +31,7 @@ from .._core.dtypes import FLOAT_TYPES, DType, as_dtype, result_type
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from .._core.derive import declare_rule_ops
-from ._common import float_operand, norm_axes, norm_axis
+from ._common import float_operands, norm_axes, norm_axis
 from .reduction import (NUM_TYPES, KEEPDIM, bw_operands, check_reduced, dims_attr, full_dims, keepdim_shape,
                         reduced_shape, sum_tol)
 
@@ -409,11 +409,8 @@ def _peer_lse_bw(g, x, out, *, dims=None, keepdim=False):
 def _dropin_lse(input, dim, keepdim=False, *, out=None):
     if out is not None:
         raise UnsupportedError("logsumexp", "argument 'out' is not supported by the drop-in (outputs are allocated)")
-    if not input.dtype.is_floating_point:   # torch: an integer/bool input is converted to the default dtype first
-        import torch
-
-        input = float_operand(input, torch.get_default_dtype())
-    return (input,), {"dims": dim if isinstance(dim, int) else tuple(dim), "keepdim": keepdim}
+    # torch: an integer/bool input is converted to the default dtype first
+    return float_operands(input, bools=True), {"dims": dim if isinstance(dim, int) else tuple(dim), "keepdim": keepdim}
 
 
 def _lse_samples(rng):

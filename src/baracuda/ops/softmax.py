@@ -24,7 +24,7 @@ from .._core.errors import InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from .._core.derive import backward_spec
 from .._core.derive import declare_rule_ops
-from ._common import check_nonneg, float_operand
+from ._common import check_nonneg, float_operands
 
 __all__ = ["SOFTMAX_OPS"]
 
@@ -111,7 +111,8 @@ def _dropin(name):
             # 256 - x, -(-128) of int8 is -128) before the cast; this op negates again, hence -(cast(-input))
             input = (-input).to(dtype).neg()
         # torch casts an integer/bool input to dtype= first (without dtype= the op refuses it: float only)
-        return (float_operand(input, dtype),), {"dim": dim, "dtype": None if dtype is None else as_dtype(dtype)}
+        ins = (input,) if dtype is None else float_operands(input, bools=True, to=dtype)
+        return ins, {"dim": dim, "dtype": None if dtype is None else as_dtype(dtype)}
     return dropin
 
 
