@@ -228,7 +228,7 @@ def _logit_bw(d, g, x):
     return r if eps is None else np.where((x < eps) | (x > 1.0 - eps), 0.0, r)
 
 
-def _clamp(x, lo, hi):
+def _clamp(x, lo, hi):   # clamp, hardtanh, relu6
     if _int(x):   # integer bounds are cast to the tensor's type first (wrapping, like torch's scalar cast)
         lo, hi = (None if v is None else np.asarray(int(v)).astype(x.dtype) for v in (lo, hi))
     # comparisons, not np.maximum: -0.0 inside the bounds stays -0.0 (torch's clamp), a NaN stays NaN
@@ -237,11 +237,6 @@ def _clamp(x, lo, hi):
     if hi is not None:
         x = np.where(x > hi, hi, x).astype(x.dtype)
     return x
-
-
-def _hardtanh(x, lo, hi):
-    # integer x: the limits truncated to its type (torch); float x: np.clip keeps -0.0 and NaN, as torch
-    return _clamp(x, lo, hi) if _int(x) else np.clip(x, lo, hi)
 
 
 def _threshold(d, x):
@@ -341,7 +336,7 @@ BODIES = {
     "logical_not": lambda d, x: x == 0, "bitwise_not": lambda d, x: ~x,
     # activations
     "relu": lambda d, x: np.where(x < 0, 0, x).astype(x.dtype), "gelu": lambda d, x: _gelu(x, d.attr("approximate")),
-    "silu": lambda d, x: x * _sig(x), "relu6": lambda d, x: _hardtanh(x, 0.0, 6.0),
+    "silu": lambda d, x: x * _sig(x), "relu6": lambda d, x: _clamp(x, 0.0, 6.0),
     "leaky_relu": lambda d, x: np.where(x > 0, x, x * d.attr("negative_slope")),
     "elu": lambda d, x: np.where(x > 0, x, d.attr("alpha") * np.expm1(x)),
     "selu": lambda d, x: _SELU_S * np.where(x > 0, x, _SELU_A * np.expm1(x)),
@@ -350,7 +345,7 @@ BODIES = {
     "softplus": lambda d, x: np.where(x * d.attr("beta") > d.attr("threshold"), x,
                                       _softplus(x * d.attr("beta")) / d.attr("beta")),
     "softsign": lambda d, x: x / (1.0 + np.abs(x)), "tanhshrink": lambda d, x: x - np.tanh(x),
-    "hardtanh": lambda d, x: _hardtanh(x, d.attr("min_val"), d.attr("max_val")),
+    "hardtanh": lambda d, x: _clamp(x, d.attr("min_val"), d.attr("max_val")),
     "hardswish": lambda d, x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0,
     "hardsigmoid": lambda d, x: np.clip(x / 6.0 + 0.5, 0.0, 1.0),
     # torch's NaN rules: hardshrink / softshrink / threshold keep a NaN x (the comparisons are false there);
