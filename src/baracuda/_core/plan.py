@@ -122,12 +122,22 @@ class Plan:
         natives = []
         kind0 = None
         for i, x in enumerate(inputs):
-            arg = self._arg(i)
-            a, k = self._native(arg, x, True)
+            try:
+                k = kind_of(x)
+            except TypeError:
+                k = None
+            # a torch tensor of exactly the planned dtype, shape and device (the common call): nothing to name
+            if k is ArrayKind.TORCH and x.dtype is self._torch_dtypes()[i] and x.device == self._torch_dev and \
+                    tuple(x.shape) == self.desc.inputs[i].shape:
+                a = to_numpy(x) if self._np else x.detach()
+            else:       # anything else: the checks that name the argument and what was wrong
+                arg = self._arg(i)
+                a, k = self._native(arg, x, True)
+                self._check_spec(arg, a, self.desc.inputs[i], x)
+                a = a if self._np or k is not ArrayKind.TORCH else a.detach()
             if kind0 is None:
                 kind0 = k
-            self._check_spec(arg, a, self.desc.inputs[i], x)
-            natives.append(a if self._np or k is not ArrayKind.TORCH else a.detach())
+            natives.append(a)
         # no array operands (creation ops): the array type of the plan's device; callers of another kind convert
         # (the launcher and BackwardPlan's sub-ops: see launcher() and _Ctx.op)
         return natives, (kind0 or (ArrayKind.TORCH if self.device.type == "cuda" else ArrayKind.NUMPY))
