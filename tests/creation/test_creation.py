@@ -288,6 +288,8 @@ ERROR_CASES = [
 def test_errors_where_torch_errors(name, args, kw):
     """What torch refuses the drop-in refuses (a baracuda error or torch's TypeError); under bt.mode() the call
     falls through and torch raises its own error."""
+    if name == "arange" and kw.get("dtype") == torch.int64 and tuple(map(int, torch.__version__.split(".")[:2])) < (2, 13):
+        pytest.skip("torch 2.11 dies of SIGFPE on arange(0, 5, 0.5, dtype=int64) (the step truncates to 0)")
     with pytest.raises(Exception) as torch_err:
         getattr(torch, name)(*args, **kw)
     with pytest.raises((bc.BaracudaError, TypeError)):

@@ -118,8 +118,10 @@ def _range_kernel(out_ptr, n, half, A, E, S, AI, EI, SI, LB, LBI, MODE: tl.const
             _store(out_ptr, 2 * i + 1, im, mask, False, False)
         elif F32:
             v = _line_f32(i, n, half, _f64(A), _f64(E), _f64(S))
-            if MODE == 2:
-                v = pow(tl.zeros_like(v) + _f64(LB).to(tl.float32), v)
+            if MODE == 2:   # powf's value: the float64 power of the float32 operands, rounded once to float32
+                # (libdevice's __nv_powf is off by an ulp at exact powers: 10^2 -> 99.99999, truncated to 99)
+                b32 = _f64(LB).to(tl.float32).to(tl.float64)
+                v = pow(tl.zeros_like(v.to(tl.float64)) + b32, v.to(tl.float64)).to(tl.float32)
             _store(out_ptr, i, v, mask, INT, HALF)
         else:
             if MODE == 2:
