@@ -13,6 +13,9 @@ unchanged.
 - ``linear_cross_entropy`` beyond the fused op (a K-dim ``linear_weight`` (C, d_1..d_K, H), class probabilities,
   reduction='none', class weights): torch's reference, ``linear`` then ``cross_entropy`` on the logits reshaped
   to (N, C, d_1..d_K) (the dims after the class dim act as cross_entropy's spatial dims).
+- ``scaled_dot_product_attention`` with a float ``attn_mask`` that requires a gradient (a learned bias: torch's
+  math path differentiates it, the fused kernels do not): the materialized scores q k^T * scale + mask, softmax
+  (a fully -inf row gives 0, torch's safe softmax), torch's dropout, times v; GQA repeats the kv heads.
 """
 from __future__ import annotations
 
@@ -31,6 +34,9 @@ _repeat = _make(get_spec("repeat"), "torch.Tensor.repeat")
 _mean = _make(get_spec("mean"), "torch.mean")
 _linear = _make(get_spec("linear"), "torch.nn.functional.linear")
 _cross_entropy = _make(get_spec("cross_entropy"), "torch.nn.functional.cross_entropy")
+_matmul = _make(get_spec("matmul"), "torch.matmul")
+_softmax = _make(get_spec("softmax"), "torch.nn.functional.softmax")
+_repeat_interleave = _make(get_spec("repeat_interleave"), "torch.repeat_interleave")
 
 
 def _instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
@@ -104,7 +110,20 @@ def _linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, wei
                           label_smoothing=label_smoothing)
 
 
+def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    # (the adapter sends only a float mask requiring a gradient here: no is_causal, the operands already checked)
+    hq, hk = (query.shape[-3] if query.dim() > 2 else 1), (key.shape[-3] if key.dim() > 2 else 1)
+    if enable_gqa and hk not in (1, hq):
+        key, value = _repeat_interleave(key, hq // hk, -3), _repeat_interleave(value, hq // hk, -3)
+    s = _matmul(query, key.transpose(-2, -1)) * (1 / math.sqrt(query.shape[-1]) if scale is None else scale)
+    p = _softmax(s + attn_mask, -1)
+    p = torch.where(torch.isnan(p), 0.0, p)            # rows with every score -inf: 0, as torch's safe softmax
+    if dropout_p > 0:
+        p = torch.nn.functional.dropout(p, dropout_p)
+    return _matmul(p, value)
+
+
 # op -> its composition, called with the arguments of the op's drop-in adapter (the op's torch signature)
-COMPOSITIONS.update(instance_norm=_instance_norm, linear_cross_entropy=_linear_cross_entropy)
+COMPOSITIONS.update(instance_norm=_instance_norm, linear_cross_entropy=_linear_cross_entropy, sdpa=_sdpa)
 
 __all__: list[str] = []
