@@ -490,7 +490,8 @@ def _sdpa_errors():
         ((((2, 4, 5, 8), "i32"), k, v), {}, UnsupportedError, r"sdpa: argument 'q' has dtype i32", "int-q"),
         ((q, k, v, ((5, 7), "bool")), {"has_mask": True}, P,
          r"argument 'mask': expected a shape broadcastable to \[B, Hq, Sq, Sk\] = \[2, 4, 5, 6\]", "mask-shape"),
-        ((q, k, v, ((1, 2, 4, 5, 6), "bool")), {"has_mask": True}, P, r"argument 'mask': expected a shape", "mask-rank"),
+        ((q, k, v, ((1, 2, 4, 5, 6), "bool")), {"has_mask": True}, P, r"argument 'mask': expected a shape",
+         "mask-rank"),
         ((q, k, v, ((5, 6), "i32")), {"has_mask": True}, DTypeMismatchError,
          r"argument 'mask': expected dtype bool, f32 or q's dtype f32, got i32", "mask-dtype"),
         ((q, k, v, ((3,), "f32")), {"has_alibi": True}, P,
@@ -538,7 +539,8 @@ def _sdpa_bw_errors():
                         c.exc, c.match.replace("sdpa:", "sdpa_backward:"), "forward-" + c.name)
     P = InvalidProblemError
     yield ErrorCase((((1, 2, 3, 3), "f32"), q, k, v, o, lse), {}, P,
-                    r"sdpa_backward: argument 'grad_out': expected the forward's out shape \(1, 2, 3, 2\)", "grad-shape")
+                    r"sdpa_backward: argument 'grad_out': expected the forward's out shape \(1, 2, 3, 2\)",
+                    "grad-shape")
     yield ErrorCase((o, q, k, v, o, ((1, 2, 4), "f32")), {}, P, r"argument 'lse': expected the forward's lse shape",
                     "lse-shape")
     yield ErrorCase((((1, 2, 3, 2), "f16"), q, k, v, o, lse), {}, DTypeMismatchError,
@@ -631,7 +633,8 @@ _DEFAULTS = {a.name: a.default for a in _DENSE_ATTRS}
 _SPECS["sdpa"] = register_spec(OpSpec(
     name="sdpa", family="attention", arg_names=("q", "k", "v", "mask", "alibi_slopes", "block_mask"),
     check=_check_sdpa, dtypes=SDPA_DTYPES, attrs=_DENSE_ATTRS, torch_peer=_peer_sdpa,
-    grad=_g_attention("sdpa_backward", 3), saves=("inputs", "outputs"), differentiable=(0, 1, 2),
+    grad=_g_attention("sdpa_backward", 3), uses=("sdpa_backward",), saves=("inputs", "outputs"),
+    differentiable=(0, 1, 2),
     samples=_samples, errors=_sdpa_errors, tol=_tol, grad_tol=_grad_tol, workloads=_WORKLOADS,
     cost=attention_cost(_pairs_dense), category="attention",
     doc="scaled dot-product attention (flash): bhsd / bshd, GQA, Dv != D, causal top-left / bottom-right, window, "
@@ -645,5 +648,6 @@ _SPECS["sdpa_backward"] = register_spec(OpSpec(
     doc="fused backward of sdpa: dq, dk, dv from grad_out (and grad_lse), the saved out / lse, the dropout mask "
         "regenerated; dk / dv of a kv head reduced over its query heads deterministically."))
 
-# the op names this module's backward rules compose (ctx.op), checked at import (derive.check_op_references)
-declare_rule_ops(__name__, "sdpa_backward", "zeros_like")
+# the op names this module's backward rule composes besides its fused backward op (``uses``: data of the rule),
+# checked at import (derive.check_op_references)
+declare_rule_ops(__name__, "zeros_like")
