@@ -212,21 +212,30 @@ def _bw_errors():
 
 
 def _pairs_varlen(d):
-    """Without the sequence lengths (data), the cost assumes B sequences of max_seqlen each, capped by the token
-    counts: exact for the equal-length case, an upper bound otherwise."""
+    """The sequence lengths are data, not in the descriptor: the cost is that of the lengths the benchmark runs
+    (``bench_lengths``: the mixed lengths of the workload, else an even split), exact for those inputs."""
     bw = d.op.endswith("_backward")
     q, k, v, cq = d.inputs[1:5] if bw else d.inputs[:4]
-    B = max(cq.shape[0] - 1, 0)
-    Mq, Mk = d.attr("max_seqlen_q"), d.attr("max_seqlen_k")
-    sq, sk = min(Mq, q.shape[0] // max(B, 1)), min(Mk, k.shape[0] // max(B, 1))
-    return B * q.shape[1], allowed_pairs(sq, sk, d.attr("causal"), d.attr("window_left"), d.attr("window_right")), \
-        q.shape[2], v.shape[2]
+    B = cq.shape[0] - 1
+    a = [d.attr(n) for n in ("causal", "window_left", "window_right")]
+    pairs = sum(allowed_pairs(sq, sk, *a) for sq, sk in zip(bench_lengths(B, q.shape[0]), bench_lengths(B, k.shape[0])))
+    return q.shape[1], pairs, q.shape[2], v.shape[2]
 
 
 # 32 sequences of mixed length (256 to 2048), the 16384 tokens of the dense B4 S4096 case, H32 D128 causal bf16
 VARLEN_LENGTHS = (256,) * 16 + (512,) * 8 + (1024,) * 4 + (2048, 1024, 512, 512)
 _ORDER = np.random.default_rng(15).permutation(len(VARLEN_LENGTHS))
 _T = sum(VARLEN_LENGTHS)
+
+
+def bench_lengths(B: int, T: int) -> list[int]:
+    """The sequence lengths the benchmark gives B sequences of T tokens: VARLEN_LENGTHS (shuffled once) for the
+    workload's 32 / 16384, else T split as evenly as B allows."""
+    if (B, T) == (len(VARLEN_LENGTHS), _T):
+        return [VARLEN_LENGTHS[i] for i in _ORDER]
+    return [T // B + (i < T % B) for i in range(B)] if B > 0 else []
+
+
 _WORKLOADS = (Workload("sdpa_varlen-32seq-t16384h32d128-causal-bf16",
                        ((_T, 32, 128), (_T, 32, 128), (_T, 32, 128), ((33,), DType.i32), ((33,), DType.i32)),
                        DType.bf16, {"causal": "bottom_right", "max_seqlen_q": 2048, "max_seqlen_k": 2048},
@@ -234,27 +243,27 @@ _WORKLOADS = (Workload("sdpa_varlen-32seq-t16384h32d128-causal-bf16",
 
 
 def _bench_inputs(desc, device, gen):
-    """q / k / v N(0, 1); cu_seqlens from VARLEN_LENGTHS (shuffled once) where the token count is theirs, else
-    equal lengths; the backward's saved out / lse from a forward run of the reference is not needed for timing:
-    random out and the lse of the scores' scale (finite)."""
+    """q / k / v N(0, 1); cu_seqlens of ``bench_lengths``; alibi slopes U(0, 1).  The backward's saved out is
+    N(0, 1) and its lse 5 + U(0, 1) (finite: the timing needs valid numbers, not the forward's values)."""
     import torch
 
     bw = desc.op.endswith("_backward")
-    specs = desc.inputs[1:] if bw else desc.inputs
-    q, k, v, cq = specs[:4]
-    B, T = cq.shape[0] - 1, q.shape[0]
-    lengths = [VARLEN_LENGTHS[i] for i in _ORDER] if (B, T) == (32, _T) else [T // max(B, 1)] * B
+    lead = 1 if bw else 0
+    q, k, v, cq = desc.inputs[lead:lead + 4]
+    B = cq.shape[0] - 1
     g = dict(generator=gen, device=gen.device)
-    ins = [torch.randn(t.shape, **g).to(t.dtype.torch).to(device) for t in (q, k, v)]
-    cu = torch.tensor(_cu(lengths, np.int64), dtype=cq.dtype.torch, device=device)
-    ins += [cu, cu.clone()]
-    ins += [torch.rand(t.shape, **g).to(t.dtype.torch).to(device) for t in specs[5:]]
+
+    def cu(T):
+        return torch.tensor(_cu(bench_lengths(B, T), np.int64), dtype=cq.dtype.torch, device=device)
+
+    def randn(t, shift=0.0, uniform=False):
+        x = torch.rand(t.shape, **g) + shift if uniform else torch.randn(t.shape, **g)
+        return x.to(t.dtype.torch).to(device)
+
+    ins = [randn(t) for t in (q, k, v)] + [cu(q.shape[0]), cu(k.shape[0])]
     if bw:
-        out, lse = desc.inputs[6], desc.inputs[7]
-        ins = [torch.randn(desc.inputs[0].shape, **g).to(out.dtype.torch).to(device)] + ins[:5] + \
-            [torch.randn(out.shape, **g).to(out.dtype.torch).to(device),
-             (torch.rand(lse.shape, **g) + 5).to(lse.dtype.torch).to(device)] + ins[5:]
-    return ins
+        ins = [randn(desc.inputs[0])] + ins + [randn(desc.inputs[6]), randn(desc.inputs[7], 5.0, True)]
+    return ins + [randn(t, 0.0, True) for t in desc.inputs[len(ins):]]
 
 
 _SPECS: dict[str, OpSpec] = {}
