@@ -42,7 +42,7 @@ from .merge import merge_parts
 
 _FORCE, forced = overrides("force the decode kernels' choices in tests: splits=, block_n=, qb=")
 _LOG2E = 1.4426950408889634
-_LN2 = 0.6931471805599453
+_LN2 = tl.constexpr(0.6931471805599453)
 _MAX_ROWS = 256      # query rows (tokens x heads of a kv head) of one program
 _MAX_D = 256         # head dims held in registers
 _FLAG_BYTES = 16
@@ -176,15 +176,15 @@ def _attn_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, flag_ptr, qo_ptr, kvp_ptr,
             vb = b.to(tl.int64) * svp + j.to(tl.int64) * svr
         k = tl.load(k_ptr + (kb + h * skh)[:, None] + d[None, :] * skd, mask=jm[:, None] & dm[None, :], other=0.0)
         qk = _mma(q, tl.trans(k.to(q.dtype)), IEEE, DOT_F32)
-        sc = qk * qk_scale
-        if SOFTCAP:
+        sc = qk * qk_scale                               # base 2: scale, k_scale and log2(e) folded on the host
+        if SOFTCAP:                                      # c tanh(s / c) log2(e) = c' tanh(s' / c'), c' = c log2(e)
             sc = softcap * _tanh(sc / softcap)
         ok = row_ok[:, None] & jm[None, :]
         if CAUSAL:
             ok = ok & (j[None, :] <= pos[:, None])
         if WINDOW:
             ok = ok & (j[None, :] >= pos[:, None] - window)
-        sc = tl.where(ok, sc * _LOG2E, float("-inf"))
+        sc = tl.where(ok, sc, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(sc, 1))
         ms = tl.where(m_new == float("-inf"), 0.0, m_new)
         alpha = tl.exp2(m_i - ms)
@@ -274,7 +274,8 @@ def _bind(desc, pref=None):
                  SOFTCAP=desc.attr("softcap") > 0, QB=qb, BLOCK_M=bm, BLOCK_N=bn, BD=max(16, next_power_of_2(D)),
                  BDV=max(16, next_power_of_2(Dv)), LOG_B=max(1, n_b.bit_length()), IEEE=f32,
                  DOT_F32=INTERPRETING and desc.dtype == DType.bf16)
-    scalars = (scale * desc.attr("k_scale"), float(desc.attr("softcap")) or 1.0, window or 0, desc.attr("v_scale"))
+    scalars = (scale * desc.attr("k_scale") * _LOG2E, (float(desc.attr("softcap")) or 1.0) * _LOG2E, window or 0,
+               desc.attr("v_scale"))
 
     def run(desc_, inputs, outputs, ws):
         out, lse = outputs
