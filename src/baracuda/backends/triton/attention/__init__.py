@@ -1,2 +1,2 @@
-"""Attention family: rotary position embedding (rope.py)."""
-from . import rope  # noqa: F401
+"""Attention family: rotary position embedding (rope.py), RoPE tables and ALiBi slopes (positions.py)."""
+from . import positions, rope  # noqa: F401
