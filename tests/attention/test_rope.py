@@ -194,7 +194,8 @@ def test_bf16_backward_against_float64_autograd(backend):
 
 def test_descriptor_defaults_and_errors():
     d = bc.Descriptor.make("rope", ((2, 7, 3, 80), "bf16"), ((7, 32), "f32"), ((7, 32), "f32"))
-    assert d.attr_dict == {"layout": "bshd", "interleaved": False, "rotary_dim": 64}
+    assert d.attr_dict == {"layout": "bshd", "interleaved": False, "rotary_dim": 64, "has_positions": False,
+                           "inverse": False}
     assert d.outputs[0] == bc.TensorSpec((2, 7, 3, 80), bc.DType.bf16)
     with pytest.raises(bc.InvalidProblemError, match=r"rope: argument 'cos': expected shape \[S, R/2\]"):
         # the bhsd sequence axis is dim 2: a [B, S, H, D] tensor with layout=bhsd is caught by S
@@ -209,3 +210,122 @@ def test_triton_refuses_rows_it_cannot_hold_with_a_reason():
     assert "head dim D=20000" in impl.supports(d)
     assert impl.supports(bc.Descriptor.make("rope", ((1, 2, 1, 128), "f32"), ((2, 64), "f32"), ((2, 64), "f32"))) \
         is None
+
+
+# -- explicit positions ---------------------------------------------------------------------------------------
+def _pos_problem(B, S, H, D, R, P, tb, pb, layout, pdt=torch.int64, seed=11):
+    """x, a table of P rows of angles ([P, R/2] or [tb, P, R/2]), positions [S] or [pb, S] (repeated, unsorted,
+    some past S: a decode step reads cache rows far from its index)."""
+    g = torch.Generator().manual_seed(seed)
+    shape = (B, S, H, D) if layout == "bshd" else (B, H, S, D)
+    x = torch.randn(shape, generator=g, dtype=torch.float64)
+    theta = _angles(g, () if tb is None else (tb,), P, R // 2)
+    pos = torch.randint(0, P, (S,) if pb is None else (pb, S), generator=g).to(pdt)
+    return x, theta, pos
+
+
+def _gathered(theta, pos):
+    """The angles of each token ([S, R/2] or [B, S, R/2]) by plain indexing: the no-positions form's table."""
+    if theta.dim() == 2:
+        return theta[pos.long()]
+    if pos.dim() == 1:
+        return theta[:, pos.long()]
+    return torch.stack([theta[min(b, theta.shape[0] - 1)][pos[min(b, pos.shape[0] - 1)].long()]
+                        for b in range(max(theta.shape[0], pos.shape[0]))])
+
+
+POS_CASES = [(2, 5, 3, 24, 16, 9, None, None), (2, 4, 2, 10, 6, 3, None, 2), (2, 3, 2, 8, 8, 7, 2, 2),
+             (2, 6, 1, 12, 8, 8, 1, 1), (3, 4, 2, 6, 6, 5, 3, None)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=str)
+@pytest.mark.parametrize("layout", ["bshd", "bhsd"])
+@pytest.mark.parametrize("case", POS_CASES, ids=lambda c: "B{}S{}H{}D{}R{}P{}tb{}pb{}".format(*c))
+def test_positions_pick_table_rows_like_the_gathered_table(backend, layout, case):
+    """rope(x, cos, sin, positions) == rope(x, cos[positions], sin[positions]) == the complex rotation, for both
+    pairings, int32 and int64 positions, f32 tables with bf16 x; inverse=True is the rotation by -theta."""
+    x, theta, pos = _pos_problem(*case, layout)
+    R = case[4]
+    c, s = torch.cos(theta), torch.sin(theta)
+    for inter in (False, True):
+        want = _complex_rope(x, _gathered(theta, pos), layout, inter, R)
+        for pdt in (torch.int32, torch.int64):
+            got = run_on("rope", x, c, s, pos.to(pdt), backend=backend, layout=layout, interleaved=inter,
+                         has_positions=True)
+            torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+        back = run_on("rope", want, c, s, pos, backend=backend, layout=layout, interleaved=inter,
+                      has_positions=True, inverse=True)
+        torch.testing.assert_close(back, x, rtol=1e-12, atol=1e-12)
+    xb, cf, sf = x.bfloat16(), c.float(), s.float()
+    got = run_on("rope", xb, cf, sf, pos, backend=backend, layout=layout, has_positions=True)
+    exact = _hf_rotate_half(xb.double(), _gathered(cf.double(), pos), _gathered(sf.double(), pos), layout, False, R)
+    assert_close(got, exact.numpy(), *_tol("bf16", backend), f"rope {backend} bf16 positions {layout}")
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=str)
+def test_strided_positions_and_tables_are_read_in_place(backend):
+    """positions as a column of an [B, S, 2] index tensor (strides (2S, 2)), tables a [P, R/2] slice of a wider
+    cache, x a transposed view."""
+    B, S, H, D, P = 2, 6, 3, 16, 10
+    x, theta, _ = _pos_problem(B, S, H, D, 12, P, None, None, "bshd", seed=12)
+    ids = torch.randint(0, P, (B, S, 2), generator=torch.Generator().manual_seed(13))
+    pos = ids[..., 1]
+    wide = torch.cat((theta, theta), -1)
+    c, s = torch.cos(wide)[:, :6], torch.sin(wide)[:, :6]
+    xt = x.transpose(1, 2).contiguous().transpose(1, 2)
+    assert not (pos.is_contiguous() or c.is_contiguous() or xt.is_contiguous())
+    got = run_on("rope", xt, c, s, pos, backend=backend, has_positions=True, rotary_dim=12)
+    torch.testing.assert_close(got, _complex_rope(x, _gathered(theta, pos), "bshd", False, 12), rtol=1e-12,
+                               atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=str)
+@pytest.mark.parametrize("bad", [7, -1, 2 ** 31 - 1], ids=["P", "negative", "int32-max"])
+def test_position_out_of_range_is_an_error_never_an_out_of_bounds_read(backend, bad):
+    x, theta, pos = _pos_problem(2, 5, 2, 8, 8, 7, None, 2, "bshd", pdt=torch.int32)
+    c, s = torch.cos(theta), torch.sin(theta)
+    pos = pos.clone()
+    pos[1, 3] = bad
+    with pytest.raises(bc.InvalidProblemError, match=r"rope: argument 'positions': expected positions in \[0, 7\)"):
+        run_on("rope", x, c, s, pos, backend=backend, has_positions=True)
+        bc.check_errors()          # on the GPU the value check is deferred (PlanPreference.check_values)
+    if backend == Backend.TRITON:   # unchecked: that row's rotated dims are NaN, every other value is right
+        desc = bc.Descriptor.like("rope", x, c, s, pos, has_positions=True)
+        plan = bc.Plan.select(desc, DEVICE, bc.PlanPreference(prefer=(backend,), check_values="off"))
+        got = plan.run(*[t.to(TDEV) for t in (x, c, s, pos)]).cpu()
+        assert torch.isnan(got[1, 3]).all()
+        good = pos.clone()
+        good[1, 3] = 0
+        want = _complex_rope(x, _gathered(theta, good), "bshd", False, 8)
+        keep = torch.ones(x.shape[:2], dtype=torch.bool)
+        keep[1, 3] = False
+        torch.testing.assert_close(got[keep], want[keep], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=str)
+@pytest.mark.parametrize("layout", ["bshd", "bhsd"])
+def test_positions_gradient_is_one_inverse_launch_matching_torch_autograd(backend, layout):
+    x, theta, pos = _pos_problem(2, 4, 2, 10, 6, 9, 2, 2, layout, seed=14)
+    c, s = torch.cos(theta), torch.sin(theta)
+    gy = torch.randn(x.shape, generator=torch.Generator().manual_seed(15), dtype=torch.float64)
+    for inverse in (False, True):
+        attrs = dict(layout=layout, interleaved=True, has_positions=True, inverse=inverse)
+        desc = bc.Descriptor.like("rope", x, c, s, pos, **attrs)
+        bw = bc.BackwardPlan.select(desc, DEVICE, bc.PlanPreference(prefer=(backend,)))
+        assert len(bw.skus) == 1 and bw.saves == ("cos", "sin", "positions"), bw   # no negated copy of sin
+        r = bw.run(gy.to(TDEV), cos=c.to(TDEV), sin=s.to(TDEV), positions=pos.to(TDEV))
+        assert all(t is None for t in r[1:])
+        xt = x.clone().requires_grad_()
+        peer = bc.get_spec("rope").torch_peer(xt, c, s, pos, rotary_dim=6, **attrs)
+        (want,) = torch.autograd.grad(peer, (xt,), gy)
+        torch.testing.assert_close(r[0].cpu(), want, rtol=1e-12, atol=1e-12)
+
+
+def test_backward_rule_composes_rope_alone():
+    """The rule is rope with inverse flipped (no neg of the sin table): the traced backward plan has one sub-plan,
+    the same for the plain and the positions form."""
+    for desc in (bc.Descriptor.make("rope", ((2, 7, 3, 8), "f32"), ((7, 4), "f32"), ((7, 4), "f32")),
+                 bc.Descriptor.make("rope", ((2, 7, 3, 8), "f32"), ((9, 4), "f32"), ((9, 4), "f32"), ((2, 7), "i64"),
+                                    has_positions=True, inverse=True)):
+        bw = bc.BackwardPlan.select(desc, "cpu")
+        assert len(bw.skus) == 1 and "rope" in str(bw.skus[0]), bw
