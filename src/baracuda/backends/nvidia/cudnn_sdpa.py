@@ -29,7 +29,10 @@ same graph with permuted strides: no copies unless a stride breaks cuDNN's align
   backward gives cuDNN lse = +inf for a row the forward marked -inf, so exp(s - lse) = 0 there: no NaN reaches dK
   / dV and the row's dQ is 0, the op's gradient (cudnn-frontend issue 262: with lse = -inf the backward makes NaN).
 Refused (``supports``, each with its reason): dropout, softcap, ALiBi, block masks, grad_lse, f32 / f64 inputs,
-head dims cuDNN's Hopper kernels reject, an f32 mask, no keys, a causal / window band leaving a row without keys.
+head dims cuDNN's Hopper kernels reject, an f32 mask, no keys, a causal / window band leaving a row without keys,
+and the band cases cuDNN itself rejects (its rules as the frontend's _sdpa_validate.py states them): a bottom-right
+band with a right bound (causal "bottom_right", or a window_right with Sq != Sk) when Sq > Sk or with a mask, a
+window_left when Sq > Sk, and the backward of Sq = Sk = 1.
 Arch: SM90 only (the head-dim limits of cuDNN's Ampere / Ada / Blackwell backward kernels differ, and SM90 is what
 this is tested on).
 
@@ -189,7 +192,27 @@ def supports(desc) -> str | None:
     if p.mask is not None and p.mask.dtype not in (DType.bool, p.dtype):
         return (f"a {p.mask.dtype} mask with {p.dtype} q: cuDNN adds a bias in q's dtype, and rounding the mask to it "
                 "would change the scores")
-    return _band_empty_rows(p)
+    why = _band_empty_rows(p)
+    if why:
+        return why
+    return _cudnn_band_rules(p)
+
+
+def _cudnn_band_rules(p: Problem) -> str | None:
+    """cuDNN's own limits on the diagonal band (the frontend's _sdpa_validate.py states them as the C++ checks)."""
+    align, left, right = band(p)
+    if align == "bottom_right" and right is not None:
+        if p.Sq > p.Sk:
+            return (f"cuDNN's bottom-right band (the {p.causal} causal / window_right diagonal at j = i + Sk - Sq) does "
+                    f"not support Sq > Sk (Sq={p.Sq}, Sk={p.Sk})")
+        if p.mask is not None:
+            return ("cuDNN's bottom-right band (diagonal at j = i + Sk - Sq, Sq != Sk) is only supported without a "
+                    "bias, and a mask reaches cuDNN as its bias")
+    if left is not None and p.Sq > p.Sk:
+        return f"cuDNN's sliding window (window_left) needs Sq <= Sk (Sq={p.Sq}, Sk={p.Sk})"
+    if p.op == "sdpa_backward" and p.Sq == 1 and p.Sk == 1:
+        return "cuDNN's backward does not support Sq = Sk = 1"
+    return None
 
 
 # -- the graph key -------------------------------------------------------------------------------------------------
