@@ -13,6 +13,7 @@ class Backend(enum.Enum):
     REFERENCE = "reference"   # NumPy, float64 accumulation: the oracle, runs anywhere
     TRITON = "triton"         # bespoke Triton kernels (GPU, or CPU under TRITON_INTERPRET=1)
     CUBLAS = "cublas"         # NVIDIA cuBLAS / cuBLASLt
+    CUDNN = "cudnn"           # NVIDIA cuDNN graphs through the nvidia-cudnn-frontend Python package (module cudnn)
 
     def __str__(self) -> str:
         return self.value

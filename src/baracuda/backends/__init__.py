@@ -44,9 +44,48 @@ def _cublas_available(device: Device, pref: PlanPreference) -> str | None:
     return None
 
 
+# the oldest libcudnn whose SDPA graphs backends/nvidia/cudnn_sdpa.py is written against (cuDNN 9: the fused flash
+# forward / backward with diagonal-band masks, GQA and d_qk != d_v)
+CUDNN_MIN_VERSION = 90000
+
+
+@functools.lru_cache(maxsize=None)
+def cudnn_import_error() -> str | None:
+    """Why NVIDIA's cuDNN frontend cannot be used in this process, or None.  Asked at plan time only (never at
+    ``import baracuda``): torch first, whose CUDA wheels load libcudnn.so.9, so the frontend's loader finds that same
+    library; then the frontend module ``cudnn`` (pip package nvidia-cudnn-frontend, in baracuda's ``gpu`` extra);
+    then the library itself (the frontend imports without it and fails only at its first backend call)."""
+    try:
+        import torch  # noqa: F401
+    except Exception as e:
+        return f"torch not importable ({type(e).__name__}: {e})"
+    try:
+        import cudnn
+    except Exception as e:  # ImportError, or a broken install
+        return ("NVIDIA's cuDNN frontend is not importable (module 'cudnn' from the pip package nvidia-cudnn-frontend, "
+                f"in baracuda's 'gpu' extra: {type(e).__name__}: {e})")
+    try:
+        version = int(cudnn.backend_version())
+    except Exception as e:  # the frontend found no libcudnn: "Unable to find symbol cudnnGetVersion"
+        return (f"libcudnn could not be loaded by the cuDNN frontend {getattr(cudnn, '__version__', '?')} "
+                f"({type(e).__name__}: {e}); torch's CUDA wheels bring it as nvidia-cudnn-cu12 / nvidia-cudnn-cu13")
+    if version < CUDNN_MIN_VERSION:
+        return f"libcudnn {version} is older than {CUDNN_MIN_VERSION} (cuDNN 9), the first with these SDPA graphs"
+    return None
+
+
+def _cudnn_available(device: Device, pref: PlanPreference) -> str | None:
+    if device.type != "cuda":
+        return "cuDNN needs a CUDA device"
+    if not cuda_available():
+        return "no CUDA device visible to torch"
+    return cudnn_import_error()
+
+
 register_backend(Backend.REFERENCE, _reference_available)
 register_backend(Backend.TRITON, _triton_available)
 register_backend(Backend.CUBLAS, _cublas_available)
+register_backend(Backend.CUDNN, _cudnn_available)
 
 from . import reference  # noqa: E402,F401
 from . import nvidia  # noqa: E402,F401
