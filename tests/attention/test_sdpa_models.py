@@ -11,13 +11,16 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 import baracuda.torch as bt  # noqa: E402
-from baracuda.testing.checks import DEVICE  # noqa: E402
+from baracuda.testing.checks import TDEV as DEVICE  # noqa: E402
 
 SDPA = "torch.nn.functional.scaled_dot_product_attention"
-# float64 (CPU): the two paths differ only in summation order: ~1e-15 relative; float32 (GPU): flash attention's
-# online softmax vs torch's materialized softmax, both with f32 dots: a few 1e-6 relative on gradients that sum
-# over the batch and the sequence; 1e-4 leaves headroom for the 2-layer chain.
-TOL = {torch.float64: (1e-10, 1e-12), torch.float32: (1e-4, 1e-5)}
+# float64 (CPU), attention alone swapped: the two paths differ in summation order only, ~1e-15 relative.  Under
+# bt.mode() every routed op runs in baracuda, and HF computes the rope tables and the loss in float32 whatever the
+# model dtype: their 1-ulp float32 differences (2^-24 ~ 6e-8) reach the float64 gradients, so 1e-6 relative.
+# float32 (GPU): flash attention's online softmax vs torch's materialized one, both with f32 dots: a few 1e-6
+# relative on gradients summed over batch and sequence; 1e-4 leaves headroom for the 2-layer chain.
+TOL = {(torch.float64, "sdpa"): (1e-10, 1e-12), (torch.float64, "mode"): (1e-6, 1e-7),
+       (torch.float32, "sdpa"): (1e-4, 1e-5), (torch.float32, "mode"): (1e-4, 1e-5)}
 
 
 def _llama():
@@ -40,9 +43,12 @@ def _step(model, ids, mask):
     return out.loss.detach(), {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
 
 
+@pytest.mark.parametrize("routing", ["sdpa", "mode"])
 @pytest.mark.parametrize("padded", [False, True], ids=["causal", "left-padded"])
 @pytest.mark.parametrize("make", [_llama, _gpt2], ids=["llama", "gpt2"])
-def test_model_attention_routes_to_baracuda_and_matches_eager(make, padded):
+def test_model_attention_routes_to_baracuda_and_matches_eager(make, padded, routing, monkeypatch):
+    """routing='sdpa': only F.scaled_dot_product_attention is baracuda's (HF looks it up at call time), the rest
+    eager; 'mode': the whole step under bt.mode(), whose report must show both layers' attention routed."""
     dtype = torch.float64 if DEVICE == "cpu" else torch.float32
     torch.manual_seed(0)
     model = make().to(device=DEVICE, dtype=dtype).train()
@@ -51,10 +57,20 @@ def test_model_attention_routes_to_baracuda_and_matches_eager(make, padded):
     if padded:
         mask[0, :3] = 0     # left padding: HF builds a boolean 4-d mask instead of is_causal=True
     want_loss, want = _step(model, ids, mask)
-    with bt.mode() as m:
+    if routing == "sdpa":
+        calls = []
+
+        def ours(*a, **k):
+            calls.append(1)
+            return bt.nn.functional.scaled_dot_product_attention(*a, **k)
+        monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", ours)
         got_loss, got = _step(model, ids, mask)
-    assert m.routed[SDPA] == 2, (dict(m.routed), dict(m.fell_through), m.reasons)
-    rtol, atol = TOL[dtype]
+        assert len(calls) == 2
+    else:
+        with bt.mode() as m:
+            got_loss, got = _step(model, ids, mask)
+        assert m.routed[SDPA] == 2, (dict(m.routed), dict(m.fell_through), m.reasons)
+    rtol, atol = TOL[dtype, routing]
     torch.testing.assert_close(got_loss, want_loss, rtol=rtol, atol=atol)
     assert got.keys() == want.keys()
     for n in want:

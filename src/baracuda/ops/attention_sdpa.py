@@ -47,6 +47,7 @@ from .._core.derive import declare_rule_ops
 from .._core.dtypes import DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, OpSpec, TensorSpec, register_spec
+from .attention_dropin import sdpa_dropin
 from ._common import check_nonneg
 
 __all__ = ["SDPA_OPS", "LAYOUTS", "CAUSAL", "SDPA_DTYPES", "sdpa_dims", "lse_dtype"]
@@ -631,6 +632,7 @@ _DEFAULTS = {a.name: a.default for a in _DENSE_ATTRS}
 _SPECS["sdpa"] = register_spec(OpSpec(
     name="sdpa", family="attention", arg_names=("q", "k", "v", "mask", "alibi_slopes", "block_mask"),
     check=_check_sdpa, dtypes=SDPA_DTYPES, attrs=_DENSE_ATTRS, torch_peer=_peer_sdpa,
+    torch_name="torch.nn.functional.scaled_dot_product_attention", dropin=sdpa_dropin,
     grad=_g_attention("sdpa_backward", 3), uses=("sdpa_backward",), saves=("inputs", "outputs"),
     differentiable=(0, 1, 2),
     samples=_samples, errors=_sdpa_errors, tol=_tol, grad_tol=_grad_tol, workloads=_WORKLOADS,
