@@ -116,6 +116,13 @@ def _within_torchs_own_error(a, b, truth) -> bool:
     return bool(((err <= bound) | both_nan | (a.detach().double() == t)).all())
 
 
+# samples whose values come from a random stream torch and baracuda draw differently (same distribution, another
+# sample; docs/parity.md says why): compared by metadata only, like values_unspecified ops
+RANDOM_SAMPLES = {
+    "nn.functional.scaled_dot_product_attention": lambda s: s.kwargs.get("dropout_p", 0.0) > 0,
+}
+
+
 def _values_unspecified(published: str) -> bool:
     """The op's spec says its values are uninitialized memory (torch.empty's contract): compare only metadata."""
     import baracuda.torch as bt
@@ -258,7 +265,7 @@ def check_sample(fn, opinfo, sample, dtype, tag, out: list, grad: bool, values: 
             continue
         a = torch.zeros_like(leaves[k]) if a is None else a
         b = torch.zeros_like(leaves[k]) if b is None else b
-        _compare(f"{tag} grad[{k}]", a, b, out)
+        _compare(f"{tag} grad[{k}]", a, b, out, values=values)
 
 
 def _torch_fn(name: str):
@@ -304,7 +311,9 @@ def check_entry(published: str, opinfo, device: str = "cpu", dtypes=DTYPES,
             torch.manual_seed(k)
             res.samples += 1
             n = len(res.mismatches)
-            check_sample(fn, opinfo, s, dtype, f"{str(dtype)[6:]} sample {k}", res.mismatches, grad, values)
+            random = RANDOM_SAMPLES.get(published, lambda s: False)(s)
+            check_sample(fn, opinfo, s, dtype, f"{str(dtype)[6:]} sample {k}", res.mismatches, grad,
+                         values and not random)
             if len(res.mismatches) - n and len(res.mismatches) >= 6:   # enough to see what differs
                 return res
     return res
