@@ -35,7 +35,9 @@ class Impl:
     backend: Backend
     run: Callable
     precision: Callable[..., PrecisionGuarantee]
-    dtypes: frozenset | None = None              # None: every dtype of the op spec
+    # the key dtypes it computes (desc.dtype: the first input's); None: every dtype of the op spec.  The other
+    # operands' dtypes (indices, an f32 lse or table beside half q) are the spec's check's to validate
+    dtypes: frozenset | None = None
     dtypes_note: str = ""                        # why the spec's other dtypes are not implemented (in the refusal)
     devices: frozenset = frozenset({"cuda"})
     archs: frozenset | None = None               # None: any arch of the device type
@@ -114,11 +116,9 @@ def refusal(impl: Impl, desc, device: Device, pref: PlanPreference) -> str | Non
             return why
     if device.type not in impl.devices:
         return f"runs on {'/'.join(sorted(impl.devices))}, not {device.type}"
-    if impl.dtypes is not None:
-        for t in desc.inputs or desc.outputs:
-            if t.dtype not in impl.dtypes:
-                why = f"dtype {t.dtype} not implemented (has {', '.join(sorted(d.short for d in impl.dtypes))})"
-                return why + (f": {impl.dtypes_note}" if impl.dtypes_note else "")
+    if impl.dtypes is not None and desc.dtype not in impl.dtypes:
+        why = f"dtype {desc.dtype} not implemented (has {', '.join(sorted(d.short for d in impl.dtypes))})"
+        return why + (f": {impl.dtypes_note}" if impl.dtypes_note else "")
     if impl.archs is not None and device.arch not in impl.archs:
         return f"arch {device.arch} not supported (needs {', '.join(sorted(a.value for a in impl.archs))})"
     if impl.reduced_precision is not None and impl.reduced_precision(desc, pref) and not pref.allow_reduced_precision:

@@ -687,12 +687,11 @@ def _run_default(desc, inputs, outputs, ws):
     _bind(desc, None)(desc, inputs, outputs, ws)
 
 
-_DTYPES_NOTE = ("cuDNN's SDPA computes f16 / bf16 q / k / v; besides those this backend takes the f32 lse of the "
-                "backward and a bool mask (f64 and f32 inputs run on the Triton and reference backends)")
+_DTYPES_NOTE = "cuDNN's SDPA computes f16 / bf16 q / k / v (f32 and f64 run on the Triton and reference backends)"
 
 for _op in _OPS:
     register(Impl(op=_op, backend=Backend.CUDNN, run=_run_default, bind=_bind, precision=_precision,
-                  dtypes=frozenset({DType.f16, DType.bf16, DType.f32, DType.bool}), dtypes_note=_DTYPES_NOTE,
+                  dtypes=frozenset({DType.f16, DType.bf16}), dtypes_note=_DTYPES_NOTE,
                   devices=frozenset({"cuda"}), archs=frozenset({Arch.SM90}), supports=supports,
                   priority=lambda desc, dev: PRIORITY, route=_route, workspace=_workspace,
                   layout=lambda desc: desc.attr("layout"), array_api="torch"))

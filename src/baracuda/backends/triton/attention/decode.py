@@ -331,7 +331,7 @@ def _route(desc, pref=None):
 
 _bound = contiguous_outputs(_bind)
 # register_triton checks every operand's dtype against ``dtypes``: the index operands and FP8 caches are listed
-_DTYPES = frozenset({DType.f16, DType.bf16, DType.f32, DType.f8e4m3, DType.i32, DType.i64})
+_DTYPES = frozenset({DType.f16, DType.bf16, DType.f32})     # q's (the caches may be f8e4m3)
 for _op in ("sdpa_decode", "paged_attention"):
     register_triton(_op, run_of(_bound), bind=_bound, supports=_supports, workspace=_workspace, dtypes=_DTYPES,
                     dtypes_note="f64 decoding is the reference backend's (no f64 tensor-core dot; serving runs in "
