@@ -1,0 +1,183 @@
+"""NumPy float64 bodies of sdpa / sdpa_backward / sdpa_varlen / sdpa_varlen_backward: the materialized [Sq, Sk]
+scores of every (batch, head), the oracle the flash kernels are tested against; and the dropout generator,
+Triton's ``tl.rand`` (Philox-4x32-10 + its uint32 -> float conversion) reimplemented bit for bit."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..._core.errors import InvalidProblemError
+from . import register_reference
+from .softmax_extra import philox_u32
+
+# tl.rand's scale for an int32 source: the largest float32 with (2**31 - 1) * scale < 1 (triton/language/random.py)
+_RAND_SCALE = np.float32(4.6566127342e-10)
+
+
+def tl_rand(seed: int, counters: np.ndarray) -> np.ndarray:
+    """float32 uniforms in [0, 1), exactly ``tl.rand(seed, counters)`` for int64 counters: the first Philox word
+    (counter (lo, hi, 0, 0), key (seed lo, seed hi)) bitcast to int32, x < 0 -> -x - 1, then float32(x) * scale
+    (two float32 roundings, as the kernel)."""
+    x = philox_u32(seed, np.asarray(counters, dtype=np.int64).astype(np.uint64)).view(np.int32)
+    x = np.where(x < 0, -(x.astype(np.int64)) - 1, x).astype(np.int64)
+    return (x.astype(np.float32) * _RAND_SCALE).astype(np.float32)
+
+
+def dropout_keep(seed: int, counters: np.ndarray, p: float) -> np.ndarray:
+    """The dropout keep mask: u >= float32(p) (the kernel compares in float32)."""
+    return tl_rand(seed, counters) >= np.float32(p)
+
+
+def dense_counters(offset: int, B: int, Hq: int, Sq: int, Sk: int, rows: int | None = None, cols: int | None = None,
+                   b0: int = 0) -> np.ndarray:
+    """int64 counters [B, Hq, Sq, Sk]: offset + ((b * Hq + h) * rows + i) * cols + j, b from b0 (rows / cols: Sq / Sk
+    for sdpa, max_seqlen_q / _k for varlen)."""
+    rows, cols = Sq if rows is None else rows, Sk if cols is None else cols
+    b = np.arange(b0, b0 + B, dtype=np.int64)[:, None, None, None]
+    h = np.arange(Hq, dtype=np.int64)[None, :, None, None]
+    i = np.arange(Sq, dtype=np.int64)[None, None, :, None]
+    j = np.arange(Sk, dtype=np.int64)[None, None, None, :]
+    return offset + ((b * Hq + h) * rows + i) * cols + j
+
+
+# -- the dense problem, bhsd, float64 --------------------------------------------------------------------------
+def _allowed(Sq: int, Sk: int, a: dict) -> np.ndarray:
+    """[Sq, Sk]: causal and window exclusions (True = allowed)."""
+    i, j = np.arange(Sq)[:, None], np.arange(Sk)[None, :]
+    off = 0 if a["causal"] == "top_left" else Sk - Sq
+    ok = np.ones((Sq, Sk), dtype=bool)
+    if a["causal"] != "none":
+        ok &= j <= i + off
+    if a["window_left"] is not None:
+        ok &= j >= i + off - a["window_left"]
+    if a["window_right"] is not None:
+        ok &= j <= i + off + a["window_right"]
+    return ok
+
+
+def _scores(q, k, extras: dict, a: dict):
+    """(s, t): s [B, Hq, Sq, Sk] the final scores (-inf where excluded), t = tanh(raw / softcap) (None without
+    softcap: the backward's derivative 1 - t^2)."""
+    B, Hq, Sq, _ = q.shape
+    Sk, G = k.shape[2], Hq // max(k.shape[1], 1)
+    s = a["scale"] * np.einsum("bhid,bhjd->bhij", q, np.repeat(k, G, axis=1))
+    t = None
+    if a["softcap"]:
+        t = np.tanh(s / a["softcap"])
+        s = a["softcap"] * t
+    ok = np.broadcast_to(_allowed(Sq, Sk, a), s.shape)
+    slopes = extras.get("alibi_slopes")
+    if slopes is not None:
+        dist = np.abs(np.arange(Sq)[:, None] + (Sk - Sq) - np.arange(Sk)[None, :])
+        s = s - (slopes[:, None, None] if slopes.ndim == 1 else slopes[:, :, None, None]) * dist
+    m = extras.get("mask")
+    if m is not None:
+        if m.dtype == bool:
+            ok = ok & m
+        else:
+            s = s + m
+    bm = extras.get("block_mask")
+    if bm is not None:
+        bs = a["block_size"]
+        ok = ok & np.repeat(np.repeat(bm, bs, axis=2), bs, axis=3)[:, :, :Sq, :Sk]
+    return np.where(ok, s, -np.inf), t
+
+
+def _probs(s, lse):
+    """P = exp(s - lse), 0 in a row with every key excluded (lse = -inf) and at excluded keys."""
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isfinite(lse)[..., None] & np.isfinite(s), np.exp(s - lse[..., None]), 0.0)
+
+
+def _keep(a: dict, shape, counters):
+    """keep / (1 - p) (the dropout factor of each P entry), or None without dropout."""
+    p = a["dropout_p"]
+    if not p:
+        return None
+    return dropout_keep(a["seed"], counters, p) / (1.0 - p)
+
+
+def attend(q, k, v, extras: dict, a: dict, counters=None):
+    """(out [B, Hq, Sq, Dv], lse [B, Hq, Sq]) of one dense bhsd problem in float64."""
+    s, _ = _scores(q, k, extras, a)
+    with np.errstate(divide="ignore"):
+        m = np.max(s, axis=-1, initial=-np.inf)
+        mf = np.where(np.isfinite(m), m, 0.0)
+        lse = mf + np.log(np.sum(np.exp(s - mf[..., None]), axis=-1))
+    P = _probs(s, lse)
+    f = _keep(a, s.shape, counters)
+    if f is not None:
+        P = P * f
+    G = q.shape[1] // max(k.shape[1], 1)
+    return P @ np.repeat(v, G, axis=1), lse
+
+
+def attend_backward(go, q, k, v, out, lse, extras: dict, a: dict, counters=None, glse=None):
+    """(dq, dk, dv) of one dense bhsd problem from the saved out / lse (as the kernel: P from the given lse)."""
+    s, t = _scores(q, k, extras, a)
+    P = _probs(s, lse)
+    Hkv = k.shape[1]
+    G = q.shape[1] // max(Hkv, 1)
+    kk, vv = np.repeat(k, G, axis=1), np.repeat(v, G, axis=1)
+    f = _keep(a, s.shape, counters)
+    Pd = P if f is None else P * f
+    dv = Pd.swapaxes(-1, -2) @ go
+    dP = go @ vv.swapaxes(-1, -2)
+    if f is not None:
+        dP = dP * f
+    delta = np.sum(go * out, axis=-1)
+    if glse is not None:
+        delta = delta - np.where(np.isfinite(lse), glse, 0.0)
+    ds = P * (dP - delta[..., None])
+    if t is not None:
+        ds = ds * (1.0 - t * t)          # d(c tanh(x / c)) / dx
+    ds = a["scale"] * ds
+    dq = ds @ kk
+    dk = ds.swapaxes(-1, -2) @ q
+
+    def per_kv(x):   # sum the G query heads of each kv head (GQA / MQA)
+        return x.reshape(x.shape[0], Hkv, G, *x.shape[2:]).sum(axis=2)
+    return dq, per_kv(dk), per_kv(dv)
+
+
+# -- sdpa / sdpa_backward ----------------------------------------------------------------------------------------
+def _extra_dict(a: dict, xs) -> dict:
+    names = ("mask",) * a["has_mask"] + ("alibi_slopes",) * a["has_alibi"] + \
+        ("block_mask",) * (a["block_size"] is not None)
+    return dict(zip(names, xs))
+
+
+def _bhsd(layout: str, *ts):
+    return tuple(t.swapaxes(1, 2) for t in ts) if layout == "bshd" else ts
+
+
+def _resolved(a: dict, D: int) -> dict:
+    """The attributes with scale None resolved (samples carry the user's attributes, descriptors the numbers)."""
+    return a if a.get("scale") is not None else dict(a, scale=1.0 / np.sqrt(D) if D else 1.0)
+
+
+def sdpa_f64(qkv, extras: dict, a: dict):
+    """(out in a["layout"], lse) of sdpa in float64 (arrays in the op's layout, extras by name)."""
+    q, k, v = _bhsd(a["layout"], *(np.asarray(t, dtype=np.float64) for t in qkv))
+    a = _resolved(a, q.shape[-1])
+    counters = dense_counters(a["offset"], *q.shape[:3], k.shape[2]) if a["dropout_p"] else None
+    out, lse = attend(q, k, v, extras, a, counters)
+    return _bhsd(a["layout"], out)[0], lse
+
+
+def _sdpa(desc, q, k, v, *extras):
+    a = desc.attr_dict
+    return sdpa_f64((q, k, v), _extra_dict(a, extras), a)
+
+
+def _sdpa_backward(desc, go, q, k, v, out, lse, *rest):
+    a = desc.attr_dict
+    glse = rest[-1] if a["has_grad_lse"] else None
+    extras = rest[:-1] if a["has_grad_lse"] else rest
+    go, q, k, v, out = _bhsd(a["layout"], go, q, k, v, out)
+    counters = dense_counters(a["offset"], *q.shape[:3], k.shape[2]) if a["dropout_p"] else None
+    r = attend_backward(go, q, k, v, out, lse, _extra_dict(a, extras), a, counters, glse)
+    return _bhsd(a["layout"], *r)
+
+
+register_reference("sdpa", _sdpa)
+register_reference("sdpa_backward", _sdpa_backward)
