@@ -358,8 +358,7 @@ def bwd_configs(p: Problem, dtype) -> tuple[TileCfg, TileCfg]:
     bd, bdv = head_blocks(p.D, p.Dv)
     table = _BWD16 if dtype != torch.float32 else (_BWDTF32 if p.prec == "tf32" else _BWD32)
     kv, qc = table[64 if max(bd, bdv) <= 64 else 128 if max(bd, bdv) <= 128 else 256]
-    bs = p.block_size if p.block_mask is not None else 0
-    return fit_tiles(kv, p.Sq, p.Sk, bs), fit_tiles(qc, p.Sq, p.Sk, bs)
+    return fit_tiles(kv, p.Sq, p.Sk, p.block_size), fit_tiles(qc, p.Sq, p.Sk, p.block_size)
 
 
 def delta_numel(p: Problem, Tq: int | None = None) -> int:
@@ -372,6 +371,10 @@ def flash_backward(p: Problem, do, q, k, v, out, lse, dq, dk, dv, cfgs, glse=Non
     the lse output's gradient); ``delta`` an f32 buffer of ``delta_numel`` elements (allocated when None)."""
     lay = p.layout
     kvc, qc = cfgs
+    if p.B * p.Hq * p.Sq == 0:      # no query rows: dq is empty and no key sees a gradient
+        dk.zero_()
+        dv.zero_()
+        return
     Tq = q.shape[0] if p.varlen else None
     if delta is None:
         delta = torch.empty(delta_numel(p, Tq), dtype=torch.float32, device=q.device)
@@ -389,6 +392,9 @@ def flash_backward(p: Problem, do, q, k, v, out, lse, dq, dk, dv, cfgs, glse=Non
         HAS_GLSE=glse is not None, VARLEN=p.varlen, BM=pre_bm, DV=p.Dv, BDV=bdv, num_warps=4)
     feats = feature_args(p, q)
     common = (*bhsd_strides(q, lay), *bhsd_strides(k, lay), *bhsd_strides(v, lay), *bhsd_strides(do, lay))
+    if p.Sk == 0:
+        dq.zero_()      # (dk, dv are empty)
+        return
     _bwd_dkdv_kernel[(cdiv(p.Sk, kvc.bn), p.B * p.Hkv)](
         q, k, v, do, lse, delta, dk, dv, cu_q, cu_k, *common, *bhsd_strides(dk, lay), *bhsd_strides(dv, lay),
         *ls, *ts, p.Hq, p.group, p.Sq, p.Sk, *feats, **feature_constexprs(p, kvc.bm, kvc.bn, i64),

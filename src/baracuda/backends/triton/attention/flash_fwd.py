@@ -203,7 +203,7 @@ class Problem:
     mask: object = None      # broadcast to [B, Hq, Sq, Sk] (a view), bool or float
     slopes: object = None    # [Hq] or [B, Hq]
     block_mask: object = None    # broadcast to [B, Hq, nbq, nbk]
-    block_size: int = 0
+    block_size: int = 0      # 0 when there is no block mask
     cu_q: object = None
     cu_k: object = None
 
@@ -266,7 +266,7 @@ def head_blocks(D: int, Dv: int) -> tuple[int, int]:
 def fwd_config(p: Problem, dtype) -> TileCfg:
     bd, bdv = head_blocks(p.D, p.Dv)
     table = _FWD16 if dtype != torch.float32 else (_FWDTF32 if p.prec == "tf32" else _FWD32)
-    return fit_tiles(_pick(table, max(bd, bdv)), p.Sq, p.Sk, p.block_size if p.block_mask is not None else 0)
+    return fit_tiles(_pick(table, max(bd, bdv)), p.Sq, p.Sk, p.block_size)
 
 
 def _bmask_kind(p: Problem, bm: int, bn: int) -> int:
@@ -324,6 +324,8 @@ def flash_forward(p: Problem, q, k, v, out, lse, cfg: TileCfg) -> None:
     cu_q = p.cu_q if p.varlen else q
     cu_k = p.cu_k if p.varlen else q
     grid = (cdiv(p.Sq, cfg.bm), p.B * p.Hq)
+    if grid[0] * grid[1] == 0:
+        return
     _flash_fwd_kernel[grid](
         q, k, v, out, lse, cu_q, cu_k, *bhsd_strides(q, lay), *bhsd_strides(k, lay), *bhsd_strides(v, lay),
         *bhsd_strides(out, lay), *lse_strides(lse, p.varlen), p.Hq, p.group, p.Sq, p.Sk, *feature_args(p, q),
