@@ -17,11 +17,11 @@ import triton.language as tl
 from .._lib.interp import INTERPRETING
 from .._lib.math import tanh
 
-LOG2E: tl.constexpr = 1.4426950408889634
-LN2: tl.constexpr = 0.6931471805599453
+LOG2E = tl.constexpr(1.4426950408889634)
+LN2 = tl.constexpr(0.6931471805599453)
 # Triton 3.6's interpreter multiplies bf16 dot operands as raw bit patterns (garbage); there the operands are
 # upcast to f32 first (exact), as gemm.py does.  The compiled GPU kernel never takes that branch.
-_BF16_DOT_F32: tl.constexpr = INTERPRETING
+_BF16_DOT_F32 = tl.constexpr(INTERPRETING)
 
 # mask kinds (constexpr MASK): none, bool (True = take part), float (added to the score)
 MASK_NONE, MASK_BOOL, MASK_FLOAT = 0, 1, 2

@@ -340,11 +340,12 @@ def _bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, CUQ, CUK,
 # ---------------------------------------------------------------------------------------------------- host side
 
 # (dK/dV tile: bn = key rows per program, bm = query rows per step; dQ tile: bm = query rows per program, bn = key
-# rows per step) per padded head dim.  The dK/dV program keeps K, V (16-bit) and two f32 accumulators of
-# [bn, D] in registers: 128 x 128 with 8 warps is 2 * 64 + 2 * 32 = 192 registers of state per thread.
-_BWD16 = {64: (TileCfg(64, 128, 8, 2), TileCfg(128, 64, 8, 2)),
-          128: (TileCfg(64, 128, 8, 2), TileCfg(128, 64, 8, 2)),
-          256: (TileCfg(32, 64, 8, 1), TileCfg(64, 32, 8, 1))}
+# rows per step) per padded head dim, bf16/f16.  The dK/dV program keeps K, V (16-bit) and two f32 accumulators of
+# [bn, D] in registers: bn = 128, D = 128, 8 warps is 2 * 64 + 2 * 32 registers of state per thread, so the query
+# step is 32 rows (sm_90: 243 registers, no spill; 64 rows spill 48-96 bytes).  D = 256 halves the key block.
+_BWD16 = {64: (TileCfg(32, 128, 8, 3), TileCfg(128, 64, 8, 3)),
+          128: (TileCfg(32, 128, 8, 2), TileCfg(128, 64, 8, 2)),
+          256: (TileCfg(64, 32, 8, 2), TileCfg(64, 32, 8, 2))}
 _BWDTF32 = {64: (TileCfg(32, 64, 4, 2), TileCfg(64, 32, 4, 2)),
             128: (TileCfg(32, 64, 8, 2), TileCfg(64, 32, 8, 2)),
             256: (TileCfg(16, 32, 8, 1), TileCfg(32, 16, 8, 1))}

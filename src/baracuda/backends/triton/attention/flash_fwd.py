@@ -212,6 +212,12 @@ class Problem:
         return self.layout == "thd"
 
     @property
+    def plain(self) -> bool:
+        """No per-element feature beyond the causal / window band (the larger tiles fit in registers)."""
+        return not (self.mask is not None or self.slopes is not None or self.block_size or self.softcap > 0
+                    or self.dropout_p > 0)
+
+    @property
     def group(self) -> int:
         return self.Hq // self.Hkv
 
@@ -234,11 +240,13 @@ class TileCfg:
         return f"{self.bm}x{self.bn},w{self.warps},s{self.stages}"
 
 
-# Forward tiles per padded head dim (sm_90, bf16/f16).  Registers per thread of the main configs (bench/
-# sm90_compile_all.py, offline sm_90 compile): see the report in tests/attention/test_sdpa_triton.py's GPU
-# section.  The query tile stays in registers next to the f32 accumulator, so BM * BDV * 4 / (32 * warps) +
-# BM * BD * 2 / (32 * warps) registers are spoken for before the score tile.
-_FWD16 = {64: TileCfg(128, 64, 4, 3), 128: TileCfg(128, 64, 8, 3), 256: TileCfg(64, 64, 8, 2)}
+# Forward tiles per padded head dim (bf16/f16; sm_90 registers per thread from bench/attention_sm90_regs.py, no
+# spills).  The query tile stays in registers next to the f32 accumulator: for D = 128, BM = 128 and 8 warps that
+# is 64 + 32 registers per thread before the score tile.  "plain" (no mask, ALiBi, softcap, dropout or block mask:
+# causal / window only) takes the larger key block: 128x128 D128 = 254 registers, D64 = 201, D256 128x64 = 253;
+# with features the score tile needs more live values, so BN halves (D128 128x64: 174, D64: 112, D256 64x64: 199).
+_FWD16_PLAIN = {64: TileCfg(128, 128, 8, 3), 128: TileCfg(128, 128, 8, 3), 256: TileCfg(128, 64, 8, 2)}
+_FWD16 = {64: TileCfg(128, 64, 8, 3), 128: TileCfg(128, 64, 8, 3), 256: TileCfg(64, 64, 8, 2)}
 # tf32 tensor cores: f32 tiles take twice the shared memory per element
 _FWDTF32 = {64: TileCfg(64, 64, 4, 2), 128: TileCfg(64, 32, 4, 2), 256: TileCfg(32, 32, 4, 2)}
 # exact f32: the dot runs on the FMA units (no tensor cores), small tiles keep the register use in bounds
@@ -265,7 +273,10 @@ def head_blocks(D: int, Dv: int) -> tuple[int, int]:
 
 def fwd_config(p: Problem, dtype) -> TileCfg:
     bd, bdv = head_blocks(p.D, p.Dv)
-    table = _FWD16 if dtype != torch.float32 else (_FWDTF32 if p.prec == "tf32" else _FWD32)
+    if dtype != torch.float32:
+        table = _FWD16_PLAIN if p.plain else _FWD16
+    else:
+        table = _FWDTF32 if p.prec == "tf32" else _FWD32
     return fit_tiles(_pick(table, max(bd, bdv)), p.Sq, p.Sk, p.block_size)
 
 
@@ -293,7 +304,7 @@ def feature_args(p: Problem, dummy) -> tuple:
     has_wl, wl, has_wr, wr = p.band()
     scale = float(p.scale)
     return (mask, smb, smh, smi, smj, sl, sab, sah, bmk, sbb, sbh, sbi, sbj, max(p.block_size, 1),
-            scale, scale * LOG2E, float(p.softcap) or 1.0, wl, wr, float(p.dropout_p), int(p.seed), int(p.offset),
+            scale, scale * float(LOG2E.value), float(p.softcap) or 1.0, wl, wr, float(p.dropout_p), int(p.seed), int(p.offset),
             p.Sq, p.Sk)
 
 
