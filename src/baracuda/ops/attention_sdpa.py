@@ -15,19 +15,17 @@ sdpa(q, k, v[, mask][, alibi_slopes][, block_mask], layout, scale, causal, windo
     Dropout: key j of row (b, h, i) is kept iff u >= float32(dropout_p), u = tl.rand(seed, n) with the int64 counter
     n = offset + ((b * Hq + h) * Sq + i) * Sk + j (Philox-4x32-10; the reference reimplements it bit for bit), and
     out = (P * keep / (1 - dropout_p)) @ V; lse is that of the undropped scores.  out: q's dtype and layout with Dv.
+    Operand dtypes: q / k / v f16, bf16, f32, f64 (one of them); mask bool, f32 or q's; alibi_slopes f32 or q's;
+    block_mask bool.  The descriptor stores scale resolved (None -> 1 / sqrt(D), 1 for D = 0).
 sdpa_backward(grad_out, q, k, v, out, lse[, mask][, alibi_slopes][, block_mask][, grad_lse], <sdpa's attrs>,
               has_grad_lse) -> (dq, dk, dv)
     From the saved out and lse (P = exp(s - lse) recomputed, the dropout mask regenerated from seed / offset):
     ds = P * (dP - rowsum(grad_out * out) + grad_lse), dP = grad_out @ V^T * keep / (1 - p), through softcap's
     tanh; dk / dv of a kv head summed over its Hq // Hkv query heads.  ``grad_lse`` (has_grad_lse) is the gradient
-    of the lse output (its derivative is P itself), so both outputs of sdpa are differentiable.
-sdpa_varlen(q [Tq, Hq, D], k [Tk, Hkv, D], v [Tk, Hkv, Dv], cu_seqlens_q [B + 1], cu_seqlens_k [B + 1]
-            [, alibi_slopes], max_seqlen_q, max_seqlen_k, <sdpa's attrs but layout / mask / block mask>)
-            -> (out [Tq, Hq, Dv], lse [Hq, Tq])
-    Sequence b is rows cu_q[b]:cu_q[b + 1] of q and cu_k[b]:cu_k[b + 1] of k / v, attended as one sdpa problem
-    (i, j local); the dropout counter is n = offset + ((b * Hq + h) * max_seqlen_q + i) * max_seqlen_k + j.
-sdpa_varlen_backward(grad_out, q, k, v, cu_seqlens_q, cu_seqlens_k, out, lse[, alibi_slopes][, grad_lse])
-    -> (dq, dk, dv).
+    of the lse output (its derivative is P itself), so both outputs of sdpa are differentiable.  lse and grad_lse
+    are f32 (f64 for f64) or q's dtype.
+sdpa_varlen / sdpa_varlen_backward: the packed variable-length form, in ops/attention_varlen.py (this module's
+checks, rule and cost serve both).
 
 mask / alibi_slopes / block_mask / cu_seqlens get no gradient.  torch's F.scaled_dot_product_attention is the peer
 where it expresses the case (no softcap, no dropout: its dropout stream is not Philox-by-counter); the others are a
@@ -53,7 +51,7 @@ from ._common import check_nonneg
 
 __all__ = ["SDPA_OPS", "LAYOUTS", "CAUSAL", "SDPA_DTYPES", "sdpa_dims", "lse_dtype"]
 
-SDPA_OPS = ("sdpa", "sdpa_backward", "sdpa_varlen", "sdpa_varlen_backward")
+SDPA_OPS = ("sdpa", "sdpa_backward")
 LAYOUTS = ("bhsd", "bshd")
 CAUSAL = ("none", "top_left", "bottom_right")
 SDPA_DTYPES = (DType.f16, DType.bf16, DType.f32, DType.f64)
@@ -92,8 +90,8 @@ def lse_dtype(dt: DType) -> DType:
 
 def sdpa_dims(layout: str, q, k, v) -> tuple[int, ...]:
     """(B, Hq, Hkv, Sq, Sk, D, Dv) of q / k / v shapes in ``layout``."""
-    (B, a, b, D), (_, c, d, _), Dv = q, k, v[3]
-    return (B, a, c, b, d, D, Dv) if layout == "bhsd" else (B, b, d, a, c, D, Dv)
+    (Hq, Sq), (Hkv, Sk) = _hs(layout, q), _hs(layout, k)
+    return q[0], Hq, Hkv, Sq, Sk, q[3], v[3]
 
 
 def _extra_names(attrs, dense: bool) -> tuple[str, ...]:
@@ -490,7 +488,8 @@ def _sdpa_errors():
         ((((2, 4, 5, 8), "i32"), k, v), {}, UnsupportedError, r"sdpa: argument 'q' has dtype i32", "int-q"),
         ((q, k, v, ((5, 7), "bool")), {"has_mask": True}, P,
          r"argument 'mask': expected a shape broadcastable to \[B, Hq, Sq, Sk\] = \[2, 4, 5, 6\]", "mask-shape"),
-        ((q, k, v, ((1, 2, 4, 5, 6), "bool")), {"has_mask": True}, P, r"argument 'mask': expected a shape", "mask-rank"),
+        ((q, k, v, ((1, 2, 4, 5, 6), "bool")), {"has_mask": True}, P, r"argument 'mask': expected a shape",
+         "mask-rank"),
         ((q, k, v, ((5, 6), "i32")), {"has_mask": True}, DTypeMismatchError,
          r"argument 'mask': expected dtype bool, f32 or q's dtype f32, got i32", "mask-dtype"),
         ((q, k, v, ((3,), "f32")), {"has_alibi": True}, P,
@@ -538,7 +537,8 @@ def _sdpa_bw_errors():
                         c.exc, c.match.replace("sdpa:", "sdpa_backward:"), "forward-" + c.name)
     P = InvalidProblemError
     yield ErrorCase((((1, 2, 3, 3), "f32"), q, k, v, o, lse), {}, P,
-                    r"sdpa_backward: argument 'grad_out': expected the forward's out shape \(1, 2, 3, 2\)", "grad-shape")
+                    r"sdpa_backward: argument 'grad_out': expected the forward's out shape \(1, 2, 3, 2\)",
+                    "grad-shape")
     yield ErrorCase((o, q, k, v, o, ((1, 2, 4), "f32")), {}, P, r"argument 'lse': expected the forward's lse shape",
                     "lse-shape")
     yield ErrorCase((((1, 2, 3, 2), "f16"), q, k, v, o, lse), {}, DTypeMismatchError,
@@ -631,7 +631,8 @@ _DEFAULTS = {a.name: a.default for a in _DENSE_ATTRS}
 _SPECS["sdpa"] = register_spec(OpSpec(
     name="sdpa", family="attention", arg_names=("q", "k", "v", "mask", "alibi_slopes", "block_mask"),
     check=_check_sdpa, dtypes=SDPA_DTYPES, attrs=_DENSE_ATTRS, torch_peer=_peer_sdpa,
-    grad=_g_attention("sdpa_backward", 3), saves=("inputs", "outputs"), differentiable=(0, 1, 2),
+    grad=_g_attention("sdpa_backward", 3), uses=("sdpa_backward",), saves=("inputs", "outputs"),
+    differentiable=(0, 1, 2),
     samples=_samples, errors=_sdpa_errors, tol=_tol, grad_tol=_grad_tol, workloads=_WORKLOADS,
     cost=attention_cost(_pairs_dense), category="attention",
     doc="scaled dot-product attention (flash): bhsd / bshd, GQA, Dv != D, causal top-left / bottom-right, window, "
@@ -645,5 +646,6 @@ _SPECS["sdpa_backward"] = register_spec(OpSpec(
     doc="fused backward of sdpa: dq, dk, dv from grad_out (and grad_lse), the saved out / lse, the dropout mask "
         "regenerated; dk / dv of a kv head reduced over its query heads deterministically."))
 
-# the op names this module's backward rules compose (ctx.op), checked at import (derive.check_op_references)
-declare_rule_ops(__name__, "sdpa_backward", "zeros_like")
+# the op names this module's backward rule composes besides its fused backward op (``uses``: data of the rule),
+# checked at import (derive.check_op_references)
+declare_rule_ops(__name__, "zeros_like")

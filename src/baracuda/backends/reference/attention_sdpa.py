@@ -181,3 +181,72 @@ def _sdpa_backward(desc, go, q, k, v, out, lse, *rest):
 
 register_reference("sdpa", _sdpa)
 register_reference("sdpa_backward", _sdpa_backward)
+
+
+# -- sdpa_varlen / sdpa_varlen_backward: the dense problem per packed sequence ----------------------------------
+def cu_bounds(op: str, name: str, cu, total: int, max_len: int, what: str) -> list[int]:
+    """The values of a cu_seqlens operand, checked: starting at 0, non-decreasing, ending at ``total``, every
+    length <= ``max_len`` (InvalidProblemError naming the argument)."""
+    c = np.asarray(cu).astype(np.int64)
+    if c[0] != 0:
+        raise InvalidProblemError(op, name, "offsets starting at 0", c.tolist())
+    lens = np.diff(c)
+    if np.any(lens < 0):
+        raise InvalidProblemError(op, name, "non-decreasing offsets", c.tolist())
+    if c[-1] != total:
+        raise InvalidProblemError(op, name, f"offsets ending at {what}={total}", c.tolist())
+    if lens.size and lens.max() > max_len:
+        mx = "max_seqlen_q" if name.endswith("_q") else "max_seqlen_k"
+        raise InvalidProblemError(op, name, f"sequence lengths <= {mx}={max_len}", lens.tolist())
+    return c.tolist()
+
+
+def _sequences(op, q, k, cu_q, cu_k, slopes, a):
+    """Per sequence b: (q rows, k rows, extras, dropout counters) of its dense [1, H, S, .] problem."""
+    cq = cu_bounds(op, "cu_seqlens_q", cu_q, q.shape[0], a["max_seqlen_q"], "Tq")
+    ck = cu_bounds(op, "cu_seqlens_k", cu_k, k.shape[0], a["max_seqlen_k"], "Tk")
+    for b in range(len(cq) - 1):
+        rq, rk = slice(cq[b], cq[b + 1]), slice(ck[b], ck[b + 1])
+        ex = {} if slopes is None else {"alibi_slopes": slopes if slopes.ndim == 1 else slopes[b]}
+        cnt = dense_counters(a["offset"], 1, q.shape[1], cq[b + 1] - cq[b], ck[b + 1] - ck[b], a["max_seqlen_q"],
+                             a["max_seqlen_k"], b0=b) if a["dropout_p"] else None
+        yield rq, rk, ex, cnt
+
+
+def _seq(t, rows):
+    """Rows of a packed [T, H, .] tensor as a [1, H, S, .] problem."""
+    return t[rows].swapaxes(0, 1)[None]
+
+
+def sdpa_varlen_f64(ins, extras, a: dict):
+    """(out [Tq, Hq, Dv], lse [Hq, Tq]) of sdpa_varlen in float64 (ins: q, k, v, cu_seqlens_q, cu_seqlens_k)."""
+    q, k, v = (np.asarray(t, dtype=np.float64) for t in ins[:3])
+    a = _resolved(a, q.shape[-1])
+    out = np.zeros(q.shape[:2] + v.shape[2:])
+    lse = np.full((q.shape[1], q.shape[0]), -np.inf)
+    for rq, rk, ex, cnt in _sequences("sdpa_varlen", q, k, ins[3], ins[4], extras[0] if extras else None, a):
+        o, l_ = attend(_seq(q, rq), _seq(k, rk), _seq(v, rk), ex, a, cnt)
+        out[rq], lse[:, rq] = o[0].swapaxes(0, 1), l_[0]
+    return out, lse
+
+
+def _sdpa_varlen(desc, q, k, v, cu_q, cu_k, *extras):
+    return sdpa_varlen_f64((q, k, v, cu_q, cu_k), extras, desc.attr_dict)
+
+
+def _sdpa_varlen_backward(desc, go, q, k, v, cu_q, cu_k, out, lse, *rest):
+    a = desc.attr_dict
+    glse = rest[-1] if a["has_grad_lse"] else None
+    extras = rest[:-1] if a["has_grad_lse"] else rest
+    dq, dk, dv = np.zeros(q.shape), np.zeros(k.shape), np.zeros(v.shape)
+    for rq, rk, ex, cnt in _sequences(desc.op, q, k, cu_q, cu_k, extras[0] if extras else None, a):
+        g = None if glse is None else glse[:, rq][None]
+        r = attend_backward(_seq(go, rq), _seq(q, rq), _seq(k, rk), _seq(v, rk), _seq(out, rq), lse[:, rq][None],
+                            ex, a, cnt, g)
+        for acc, rows, x in zip((dq, dk, dv), (rq, rk, rk), r):
+            acc[rows] += x[0].swapaxes(0, 1)
+    return dq, dk, dv
+
+
+register_reference("sdpa_varlen", _sdpa_varlen)
+register_reference("sdpa_varlen_backward", _sdpa_varlen_backward)
