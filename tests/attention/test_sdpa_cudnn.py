@@ -210,15 +210,17 @@ def test_route_precision_priority():
     d = _desc(causal="bottom_right", Sq=8, Sk=16, mask=((8, 16), "bool"))
     r = C._route(d)
     assert r.startswith("cudnn:sdpa_fprop") and "bottom_right" in r and "where(mask" in r
-    assert "deterministic" in C._route(_desc(op="sdpa_backward"))
+    bw = _desc(op="sdpa_backward")
+    assert "atomic dQ" in C._route(bw) and not C._precision(bw).deterministic
+    det = bc.PlanPreference(require_deterministic=True)
+    assert "deterministic" in C._route(bw, det) and C._precision(bw, det).deterministic
     pr = C._precision(d)
     assert pr.accumulator == bc.DType.f32 and pr.deterministic and not pr.bit_stable
     tri = [i for i in implementations("sdpa") if i.backend == Backend.TRITON]
     cud = next(i for i in implementations("sdpa") if i.backend == Backend.CUDNN)
     cuda = bc.Device("cuda", 0)
-    if tri:
-        assert cud.prio(d, cuda) < tri[0].prio(d, cuda)
-    assert C.PRIORITY < 10.0
+    if tri:     # cuDNN first where it runs (faster on every H100 shape measured), Triton behind it
+        assert cud.prio(d, cuda) > tri[0].prio(d, cuda)
 
 
 def test_graph_construction_with_frontend():

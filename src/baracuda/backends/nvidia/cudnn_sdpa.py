@@ -37,9 +37,11 @@ Arch: SM90 only (the head-dim limits of cuDNN's Ampere / Ada / Blackwell backwar
 this is tested on).
 
 Precision: QK^T and PV on tensor cores in the input type with f32 accumulation, the softmax in f32, P rounded to
-the input type before PV (the flash attention recipe, like the Triton kernels).  deterministic=True: the backward
-is built with use_deterministic_algorithm (dQ without atomics; ``DETERMINISTIC_BWD``); bit_stable=False: cuDNN's
-heuristics pick the engine per library version and GPU.
+the input type before PV (the flash attention recipe, like the Triton kernels).  The forward is deterministic; the
+backward accumulates dQ with float atomics (cuDNN's fast algorithm, what torch's cuDNN SDPA runs: deterministic=False
+in the plan's precision) unless PlanPreference(require_deterministic=True) (or ``DETERMINISTIC_BWD``) selects
+use_deterministic_algorithm (dQ without atomics, slower); bit_stable=False: cuDNN's heuristics pick the engine per
+library version and GPU.
 
 Host path per call: a stride tuple per operand (the graph key), a dict lookup, the handle's stream check
 (``cudnn.set_stream`` is skipped by the frontend when unchanged), ``graph.execute`` with a {uid: tensor} pack.
@@ -69,10 +71,12 @@ __all__ = ["PRIORITY", "DETERMINISTIC_BWD", "PLAN_DIR_ENV", "Problem", "problem"
            "graph_key", "cache_info"]
 
 # The plan's rank among the sdpa backends (the Triton kernels register 10 on CUDA): below Triton until the lead's
-# H100 timing says where cuDNN wins.  One number to flip.
-PRIORITY = 5.0
-# sdpa_backward built with use_deterministic_algorithm=True: dQ without float atomics (the op's contract)
-DETERMINISTIC_BWD = True
+# above the Triton kernels (10): on the H100 cuDNN was faster on every bf16 shape of the issue's table, forward and
+# backward (bench/results/2026-11-27-h100/attention.md); Triton serves what cuDNN refuses.  One number to flip.
+PRIORITY = 20.0
+# True: sdpa_backward always built with use_deterministic_algorithm (dQ without float atomics); False: only under
+# PlanPreference(require_deterministic=True)
+DETERMINISTIC_BWD = False
 # a directory: built plans are serialized there and loaded by later processes (unset: the process cache only)
 PLAN_DIR_ENV = "BARACUDA_CUDNN_PLAN_DIR"
 _CACHE_SIZE = 256          # built graphs kept per process (each holds its compiled plan)
@@ -109,9 +113,10 @@ class Problem:
     has_alibi: bool
     block_size: int | None
     has_grad_lse: bool
+    deterministic: bool = True   # the backward's dQ without float atomics (PlanPreference.require_deterministic)
 
 
-def problem(desc) -> Problem:
+def problem(desc, pref=None) -> Problem:
     from ...ops.attention_sdpa import sdpa_dims
 
     a = desc.attr
@@ -125,7 +130,14 @@ def problem(desc) -> Problem:
     return Problem(desc.op, desc.inputs[lead].dtype, layout, B, Hq, Hkv, Sq, Sk, D, Dv,
                    float(scale) if scale is not None else 1.0 / math.sqrt(D), a("causal"), a("window_left"),
                    a("window_right"), mask, float(a("softcap")), float(a("dropout_p")), bool(a("has_alibi")),
-                   a("block_size"), bool(desc.attr_dict.get("has_grad_lse", False)))
+                   a("block_size"), bool(desc.attr_dict.get("has_grad_lse", False)),
+                   desc.op != "sdpa_backward" or _deterministic_bwd(pref))
+
+
+def _deterministic_bwd(pref) -> bool:
+    """The backward's algorithm: cuDNN's deterministic one (dQ reduced without atomics, slower) when the preference
+    requires determinism or DETERMINISTIC_BWD forces it, else its faster atomic dQ accumulation."""
+    return DETERMINISTIC_BWD or (pref is not None and pref.require_deterministic)
 
 
 def band(p: Problem) -> tuple[str | None, int | None, int | None]:
@@ -240,7 +252,7 @@ def _uids(op: str, has_bias: bool) -> tuple:
 def graph_key(p: Problem, strides: tuple, bias_dims: tuple | None, cc: tuple = (9, 0)) -> GraphKey:
     return GraphKey(p.op, p.dtype, (p.B, p.Hq, p.Hkv, p.Sq, p.Sk, p.D, p.Dv), p.scale, band(p), bias_dims,
                     tuple(tuple(int(s) for s in t) for t in strides),
-                    DETERMINISTIC_BWD if p.op == "sdpa_backward" else True, tuple(cc))
+                    p.deterministic, tuple(cc))
 
 
 def _bias_dims(p: Problem) -> tuple | None:
@@ -595,7 +607,7 @@ def _outputs(views):
 
 
 def _bind(desc, pref=None):
-    p = problem(desc)
+    p = problem(desc, pref)
     bias_dims = _bias_dims(p)
     lay = p.layout
     dev = _current_device()
@@ -667,13 +679,13 @@ def _workspace(desc) -> int:
 
 def _precision(desc, pref=None) -> PrecisionGuarantee:
     math_ = MathPrecision.BF16 if desc.dtype == DType.bf16 else MathPrecision.F16
-    return PrecisionGuarantee(math_, DType.f32, bit_stable=False, deterministic=True)
+    return PrecisionGuarantee(math_, DType.f32, bit_stable=False, deterministic=problem(desc, pref).deterministic)
 
 
 def _route(desc, pref=None) -> str:
-    p = problem(desc)
+    p = problem(desc, pref)
     r = "cudnn:sdpa_fprop(flash)" if p.op == "sdpa" else \
-        f"cudnn:sdpa_bprop(flash{', deterministic' if DETERMINISTIC_BWD else ''})"
+        f"cudnn:sdpa_bprop(flash, {'deterministic' if p.deterministic else 'atomic dQ'})"
     align, left, right = band(p)
     if align is not None:
         r += f"+band({align}, left={left}, right={right})"
