@@ -150,12 +150,12 @@ def dot(a, b, acc, PREC: tl.constexpr):
 
 
 @triton.jit
-def seq_range(cu_p, b, S_fixed, VARLEN: tl.constexpr):
-    """(start, length) of batch b's sequence: cu_seqlens[b], cu_seqlens[b + 1] - cu_seqlens[b] for varlen, else
-    (0, S_fixed)."""
+def seq_range(cu_p, stride, b, S_fixed, VARLEN: tl.constexpr):
+    """(start, length) of batch b's sequence: cu_seqlens[b], cu_seqlens[b + 1] - cu_seqlens[b] for varlen (a
+    strided cu_seqlens view is read in place), else (0, S_fixed)."""
     if VARLEN:
-        s0 = tl.load(cu_p + b).to(tl.int32)
-        return s0, tl.load(cu_p + b + 1).to(tl.int32) - s0
+        s0 = tl.load(cu_p + b * stride).to(tl.int32)
+        return s0, tl.load(cu_p + (b + 1) * stride).to(tl.int32) - s0
     else:
         return b * 0, S_fixed + b * 0
 

@@ -23,8 +23,8 @@ from .._lib.geometry import cdiv
 from .._lib.interp import loop
 from .._lib.launch import fast_kernel
 from ._flash import LOG2E, band, band_off, dot, dropout_keep, load_tile, scores, seq_range, tile_on
-from .flash_fwd import (Problem, TileCfg, bhsd_strides, feature_args, feature_constexprs, fit_tiles, head_blocks,
-                        lse_strides, needs_i64)
+from .flash_fwd import (Problem, TileCfg, bhsd_strides, cu_args, feature_args, feature_constexprs, fit_tiles,
+                        head_blocks, lse_strides, needs_i64)
 
 __all__ = ["bwd_configs", "flash_backward"]
 
@@ -65,15 +65,15 @@ def _row_stats(LSE, DELTA, lbase, dbase, offs, sls, Sq, CHECK: tl.constexpr):
 
 
 @fast_kernel
-def _bwd_pre_kernel(O, DO, GLSE, DELTA, CUQ, sob, soh, sos, sod, sgb, sgh, sgs, sgd, seb, seh, ses, slb, slh, sls,
-                    Hq, SQ,
+def _bwd_pre_kernel(O, DO, GLSE, DELTA, CUQ, scq, sob, soh, sos, sod, sgb, sgh, sgs, sgd, seb, seh, ses,
+                    slb, slh, sls, Hq, SQ,
                     HAS_GLSE: tl.constexpr, VARLEN: tl.constexpr, BM: tl.constexpr, DV: tl.constexpr,
                     BDV: tl.constexpr):
     pid_m = tl.program_id(0)
     bh = tl.program_id(1)
     b = bh // Hq
     h = bh % Hq
-    q0, Sq = seq_range(CUQ, b, SQ, VARLEN)
+    q0, Sq = seq_range(CUQ, scq, b, SQ, VARLEN)
     offs = pid_m * BM + tl.arange(0, BM)
     dv = tl.arange(0, BDV)
     b64 = b.to(tl.int64)
@@ -144,7 +144,7 @@ def _dkdv_span(dk, dv, k, v, qbase, dobase, LSE, DELTA, lbase, dbase, lo, hi, j0
 
 
 @fast_kernel
-def _bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV_, CUQ, CUK,
+def _bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV_, CUQ, CUK, scq, sck,
                      sqb, sqh, sqs, sqd, skb, skh, sks, skd, svb, svh, svs, svd, sgb, sgh, sgs, sgd,
                      sdkb, sdkh, sdks, sdkd, sdvb, sdvh, sdvs, sdvd, slb, slh, sls, stb, sth, sts,
                      Hq, GROUP, SQ, SK,
@@ -159,8 +159,8 @@ def _bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV_, CUQ, CUK,
     Hkv = Hq // GROUP
     b = bhk // Hkv
     hk = bhk % Hkv
-    q0, Sq = seq_range(CUQ, b, SQ, VARLEN)
-    k0, Sk = seq_range(CUK, b, SK, VARLEN)
+    q0, Sq = seq_range(CUQ, scq, b, SQ, VARLEN)
+    k0, Sk = seq_range(CUK, sck, b, SK, VARLEN)
     j0 = pid_n * BN
     if j0 >= Sk:
         return
@@ -272,7 +272,7 @@ def _dq_span(dq, q, do, lse2, delta, kbase, vbase, lo, hi, i0, offs_m, Sq, Sk, o
 
 
 @fast_kernel
-def _bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, CUQ, CUK,
+def _bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, CUQ, CUK, scq, sck,
                    sqb, sqh, sqs, sqd, skb, skh, sks, skd, svb, svh, svs, svd, sgb, sgh, sgs, sgd,
                    sdqb, sdqh, sdqs, sdqd, slb, slh, sls, stb, sth, sts,
                    Hq, GROUP, SQ, SK,
@@ -286,8 +286,8 @@ def _bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, CUQ, CUK,
     bh = tl.program_id(1)
     b = bh // Hq
     h = bh % Hq
-    q0, Sq = seq_range(CUQ, b, SQ, VARLEN)
-    k0, Sk = seq_range(CUK, b, SK, VARLEN)
+    q0, Sq = seq_range(CUQ, scq, b, SQ, VARLEN)
+    k0, Sk = seq_range(CUK, sck, b, SK, VARLEN)
     i0 = pid_m * BM
     if i0 >= Sq:
         return
@@ -343,21 +343,30 @@ def _bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, CUQ, CUK,
 # rows per step) per padded head dim, bf16/f16.  The dK/dV program keeps K, V (16-bit) and two f32 accumulators of
 # [bn, D] in registers: bn = 128, D = 128, 8 warps is 2 * 64 + 2 * 32 registers of state per thread, so the query
 # step is 32 rows (sm_90: 243 registers, no spill; 64 rows spill 48-96 bytes).  D = 256 halves the key block.
-_BWD16 = {64: (TileCfg(32, 128, 8, 3), TileCfg(128, 64, 8, 3)),
-          128: (TileCfg(32, 128, 8, 2), TileCfg(128, 64, 8, 2)),
-          256: (TileCfg(64, 32, 8, 2), TileCfg(64, 32, 8, 2))}
+_BWD16_PLAIN = {64: (TileCfg(32, 128, 8, 3), TileCfg(128, 64, 8, 3)),
+                128: (TileCfg(32, 128, 8, 2), TileCfg(128, 64, 8, 2)),
+                256: (TileCfg(64, 32, 8, 2), TileCfg(64, 32, 8, 2))}
+# every feature at once (mask, ALiBi, softcap, dropout, window: the worst case): 16-row query steps, 32-key dQ
+# steps (D128 dK/dV still spills 8 bytes; D64 239 registers, D256 250)
+_BWD16 = {64: (TileCfg(16, 128, 8, 2), TileCfg(128, 32, 8, 2)),
+          128: (TileCfg(16, 128, 8, 2), TileCfg(128, 32, 8, 2)),
+          256: (TileCfg(32, 32, 8, 2), TileCfg(32, 32, 8, 2))}
 _BWDTF32 = {64: (TileCfg(32, 64, 4, 2), TileCfg(64, 32, 4, 2)),
             128: (TileCfg(32, 64, 8, 2), TileCfg(64, 32, 8, 2)),
             256: (TileCfg(16, 32, 8, 1), TileCfg(32, 16, 8, 1))}
-_BWD32 = {64: (TileCfg(32, 64, 4, 2), TileCfg(64, 32, 4, 2)),
-          128: (TileCfg(32, 32, 4, 2), TileCfg(32, 32, 4, 2)),
-          256: (TileCfg(16, 32, 8, 1), TileCfg(32, 16, 8, 1))}
+# exact f32 (FMA-unit dots): 8 warps, small tiles (sm_90: 71-164 registers, no spill)
+_BWD32 = {64: (TileCfg(64, 32, 8, 2), TileCfg(64, 32, 8, 2)),
+          128: (TileCfg(16, 32, 8, 2), TileCfg(32, 32, 8, 2)),
+          256: (TileCfg(16, 32, 8, 1), TileCfg(32, 16, 8, 2))}
 
 
 def bwd_configs(p: Problem, dtype) -> tuple[TileCfg, TileCfg]:
     """(dK/dV config, dQ config) of a problem."""
     bd, bdv = head_blocks(p.D, p.Dv)
-    table = _BWD16 if dtype != torch.float32 else (_BWDTF32 if p.prec == "tf32" else _BWD32)
+    if dtype != torch.float32:
+        table = _BWD16_PLAIN if p.plain else _BWD16
+    else:
+        table = _BWDTF32 if p.prec == "tf32" else _BWD32
     kv, qc = table[64 if max(bd, bdv) <= 64 else 128 if max(bd, bdv) <= 128 else 256]
     return fit_tiles(kv, p.Sq, p.Sk, p.block_size), fit_tiles(qc, p.Sq, p.Sk, p.block_size)
 
@@ -381,15 +390,14 @@ def flash_backward(p: Problem, do, q, k, v, out, lse, dq, dk, dv, cfgs, glse=Non
         delta = torch.empty(delta_numel(p, Tq), dtype=torch.float32, device=q.device)
     delta = delta[:delta_numel(p, Tq)].view((p.Hq, Tq) if p.varlen else (p.B, p.Hq, p.Sq))
     i64 = needs_i64(p, *((t, lay) for t in (q, k, v, do, dq, dk, dv, out)))
-    cu_q = p.cu_q if p.varlen else q
-    cu_k = p.cu_k if p.varlen else q
+    cu = cu_args(p, q)
     _, bdv = head_blocks(p.D, p.Dv)
     ls, ts = lse_strides(lse, p.varlen), lse_strides(delta, p.varlen)
     gl = glse if glse is not None else lse
     pre_bm = 64
     _bwd_pre_kernel[(cdiv(p.Sq, pre_bm), p.B * p.Hq)](
-        out, do, gl, delta, cu_q, *bhsd_strides(out, lay), *bhsd_strides(do, lay), *lse_strides(gl, p.varlen), *ts,
-        p.Hq, p.Sq,
+        out, do, gl, delta, cu[0], cu[2], *bhsd_strides(out, lay), *bhsd_strides(do, lay),
+        *lse_strides(gl, p.varlen), *ts, p.Hq, p.Sq,
         HAS_GLSE=glse is not None, VARLEN=p.varlen, BM=pre_bm, DV=p.Dv, BDV=bdv, num_warps=4)
     feats = feature_args(p, q)
     common = (*bhsd_strides(q, lay), *bhsd_strides(k, lay), *bhsd_strides(v, lay), *bhsd_strides(do, lay))
@@ -397,9 +405,9 @@ def flash_backward(p: Problem, do, q, k, v, out, lse, dq, dk, dv, cfgs, glse=Non
         dq.zero_()      # (dk, dv are empty)
         return
     _bwd_dkdv_kernel[(cdiv(p.Sk, kvc.bn), p.B * p.Hkv)](
-        q, k, v, do, lse, delta, dk, dv, cu_q, cu_k, *common, *bhsd_strides(dk, lay), *bhsd_strides(dv, lay),
+        q, k, v, do, lse, delta, dk, dv, *cu, *common, *bhsd_strides(dk, lay), *bhsd_strides(dv, lay),
         *ls, *ts, p.Hq, p.group, p.Sq, p.Sk, *feats, **feature_constexprs(p, kvc.bm, kvc.bn, i64),
         num_warps=kvc.warps, num_stages=kvc.stages)
     _bwd_dq_kernel[(cdiv(p.Sq, qc.bm), p.B * p.Hq)](
-        q, k, v, do, lse, delta, dq, cu_q, cu_k, *common, *bhsd_strides(dq, lay), *ls, *ts, p.Hq, p.group, p.Sq,
-        p.Sk, *feats, **feature_constexprs(p, qc.bm, qc.bn, i64), num_warps=qc.warps, num_stages=qc.stages)
+        q, k, v, do, lse, delta, dq, *cu, *common, *bhsd_strides(dq, lay), *ls, *ts, p.Hq, p.group, p.Sq, p.Sk,
+        *feats, **feature_constexprs(p, qc.bm, qc.bn, i64), num_warps=qc.warps, num_stages=qc.stages)

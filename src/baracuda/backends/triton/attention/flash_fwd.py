@@ -26,7 +26,7 @@ from .._lib.interp import loop
 from .._lib.launch import fast_kernel
 from ._flash import (LN2, LOG2E, band, band_off, dot, dropout_keep, load_tile, scores, seq_range, tile_on)
 
-__all__ = ["Problem", "TileCfg", "fwd_config", "flash_forward", "feature_args", "feature_constexprs"]
+__all__ = ["Problem", "TileCfg", "fwd_config", "flash_forward", "feature_args", "feature_constexprs", "cu_args"]
 
 
 @triton.jit
@@ -86,7 +86,7 @@ def _fwd_span(acc, l_i, m_i, q, kbase, vbase, lo, hi, i0, ii, Sq, Sk, off, sks, 
 
 
 @fast_kernel
-def _flash_fwd_kernel(Q, K, V, O, LSE, CUQ, CUK,
+def _flash_fwd_kernel(Q, K, V, O, LSE, CUQ, CUK, scq, sck,
                       sqb, sqh, sqs, sqd, skb, skh, sks, skd, svb, svh, svs, svd, sob, soh, sos, sod, slb, slh, sls,
                       Hq, GROUP, SQ, SK,
                       MASKP, smb, smh, smi, smj, SLOPES, sab, sah, BMP, sbb, sbh, sbi, sbj, bsize,
@@ -99,8 +99,8 @@ def _flash_fwd_kernel(Q, K, V, O, LSE, CUQ, CUK,
     bh = tl.program_id(1)
     b = bh // Hq
     h = bh % Hq
-    q0, Sq = seq_range(CUQ, b, SQ, VARLEN)
-    k0, Sk = seq_range(CUK, b, SK, VARLEN)
+    q0, Sq = seq_range(CUQ, scq, b, SQ, VARLEN)
+    k0, Sk = seq_range(CUK, sck, b, SK, VARLEN)
     i0 = pid_m * BM
     if i0 >= Sq:        # varlen: this sequence is shorter than max_seqlen_q
         return
@@ -206,6 +206,7 @@ class Problem:
     block_size: int = 0      # 0 when there is no block mask
     cu_q: object = None
     cu_k: object = None
+    extras: bool = False     # a mask or ALiBi slopes will be given (set where the tensors are not known yet)
 
     @property
     def varlen(self) -> bool:
@@ -214,8 +215,8 @@ class Problem:
     @property
     def plain(self) -> bool:
         """No per-element feature beyond the causal / window band (the larger tiles fit in registers)."""
-        return not (self.mask is not None or self.slopes is not None or self.block_size or self.softcap > 0
-                    or self.dropout_p > 0)
+        return not (self.extras or self.mask is not None or self.slopes is not None or self.block_size
+                    or self.softcap > 0 or self.dropout_p > 0)
 
     @property
     def group(self) -> int:
@@ -244,13 +245,15 @@ class TileCfg:
 # spills).  The query tile stays in registers next to the f32 accumulator: for D = 128, BM = 128 and 8 warps that
 # is 64 + 32 registers per thread before the score tile.  "plain" (no mask, ALiBi, softcap, dropout or block mask:
 # causal / window only) takes the larger key block: 128x128 D128 = 254 registers, D64 = 201, D256 128x64 = 253;
-# with features the score tile needs more live values, so BN halves (D128 128x64: 174, D64: 112, D256 64x64: 199).
+# with every feature at once (the worst case) BN halves: D128 128x64 255 registers, D64 203, D256 64x32 248.
 _FWD16_PLAIN = {64: TileCfg(128, 128, 8, 3), 128: TileCfg(128, 128, 8, 3), 256: TileCfg(128, 64, 8, 2)}
-_FWD16 = {64: TileCfg(128, 64, 8, 3), 128: TileCfg(128, 64, 8, 3), 256: TileCfg(64, 64, 8, 2)}
+_FWD16 = {64: TileCfg(128, 64, 8, 3), 128: TileCfg(128, 64, 8, 3), 256: TileCfg(64, 32, 8, 2)}
 # tf32 tensor cores: f32 tiles take twice the shared memory per element
 _FWDTF32 = {64: TileCfg(64, 64, 4, 2), 128: TileCfg(64, 32, 4, 2), 256: TileCfg(32, 32, 4, 2)}
-# exact f32: the dot runs on the FMA units (no tensor cores), small tiles keep the register use in bounds
-_FWD32 = {64: TileCfg(64, 32, 4, 2), 128: TileCfg(32, 32, 4, 2), 256: TileCfg(16, 32, 4, 1)}
+# exact f32: the dot runs on the FMA units (no tensor cores), whose operand layouts replicate the tiles across
+# threads: 8 warps on small tiles (sm_90: D64 64x32 90 registers, D128 32x16 73, D256 32x16 106; 4 warps or 32-key
+# blocks spill hundreds of bytes)
+_FWD32 = {64: TileCfg(64, 32, 8, 2), 128: TileCfg(32, 16, 8, 2), 256: TileCfg(32, 16, 8, 2)}
 
 
 def _pick(table: dict, bd: int) -> TileCfg:
@@ -304,8 +307,8 @@ def feature_args(p: Problem, dummy) -> tuple:
     has_wl, wl, has_wr, wr = p.band()
     scale = float(p.scale)
     return (mask, smb, smh, smi, smj, sl, sab, sah, bmk, sbb, sbh, sbi, sbj, max(p.block_size, 1),
-            scale, scale * float(LOG2E.value), float(p.softcap) or 1.0, wl, wr, float(p.dropout_p), int(p.seed), int(p.offset),
-            p.Sq, p.Sk)
+            scale, scale * float(LOG2E.value), float(p.softcap) or 1.0, wl, wr, float(p.dropout_p), int(p.seed),
+            int(p.offset), p.Sq, p.Sk)
 
 
 def feature_constexprs(p: Problem, bm: int, bn: int, i64: bool) -> dict:
@@ -328,17 +331,22 @@ def needs_i64(p: Problem, *ts) -> bool:
     return False
 
 
+def cu_args(p: Problem, dummy) -> tuple:
+    """(cu_seqlens_q, cu_seqlens_k, their strides) as the kernels take them (any tensor and 0 when not varlen)."""
+    if p.varlen:
+        return p.cu_q, p.cu_k, p.cu_q.stride(0), p.cu_k.stride(0)
+    return dummy, dummy, 0, 0
+
+
 def flash_forward(p: Problem, q, k, v, out, lse, cfg: TileCfg) -> None:
     """Launch the forward on (q, k, v) into out / lse (tensors of the problem's layout)."""
     lay = p.layout
     i64 = needs_i64(p, (q, lay), (k, lay), (v, lay), (out, lay))
-    cu_q = p.cu_q if p.varlen else q
-    cu_k = p.cu_k if p.varlen else q
     grid = (cdiv(p.Sq, cfg.bm), p.B * p.Hq)
     if grid[0] * grid[1] == 0:
         return
     _flash_fwd_kernel[grid](
-        q, k, v, out, lse, cu_q, cu_k, *bhsd_strides(q, lay), *bhsd_strides(k, lay), *bhsd_strides(v, lay),
+        q, k, v, out, lse, *cu_args(p, q), *bhsd_strides(q, lay), *bhsd_strides(k, lay), *bhsd_strides(v, lay),
         *bhsd_strides(out, lay), *lse_strides(lse, p.varlen), p.Hq, p.group, p.Sq, p.Sk, *feature_args(p, q),
         **feature_constexprs(p, cfg.bm, cfg.bn, i64), num_warps=cfg.warps, num_stages=cfg.stages)
 

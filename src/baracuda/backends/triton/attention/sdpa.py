@@ -19,7 +19,9 @@ from .flash_fwd import Problem, fwd_config, flash_forward, head_blocks
 
 _MAX_D = 256            # the query / accumulator tiles of [BM, D] live in registers
 _MAX_GRID_Y = 65535     # batch * heads is the grid's second axis
-_DTYPES = frozenset({DType.f16, DType.bf16, DType.f32})
+# the registry checks every operand's dtype against this set: q/k/v (and float masks, slopes) in f16 / bf16 / f32,
+# plus bool masks / block masks and int32 / int64 cu_seqlens (f64 is left out: reference only)
+_DTYPES = frozenset({DType.f16, DType.bf16, DType.f32, DType.bool, DType.i32, DType.i64})
 _F64_NOTE = "f64 is reference only (no f64 tensor-core or flash kernel; the NumPy reference computes it)"
 
 
@@ -53,7 +55,7 @@ def _static(desc, pref) -> Problem:
     bs = 0 if varlen or a.get("block_size") is None else a["block_size"]
     return Problem("thd" if varlen else a["layout"], B, Hq, Hkv, Sq, Sk, D, Dv, a["scale"], a["causal"],
                    a["window_left"], a["window_right"], a["softcap"], a["dropout_p"], a["seed"], a["offset"],
-                   _prec(desc, pref), block_size=bs)
+                   _prec(desc, pref), block_size=bs, extras=bool(a.get("has_mask") or a["has_alibi"]))
 
 
 def _with_tensors(st: Problem, desc, extras, cu=None) -> Problem:
@@ -181,3 +183,6 @@ def _register(op: str, bind, workspace=None):
 
 _register("sdpa", _bind_fwd)
 _register("sdpa_backward", _bind_bwd, _workspace)
+# varlen: the same kernels with VARLEN set (sequence starts and lengths from cu_seqlens, batch stride 0)
+_register("sdpa_varlen", _bind_fwd)
+_register("sdpa_varlen_backward", _bind_bwd, _workspace)
