@@ -19,9 +19,8 @@ from .flash_fwd import Problem, fwd_config, flash_forward, head_blocks
 
 _MAX_D = 256            # the query / accumulator tiles of [BM, D] live in registers
 _MAX_GRID_Y = 65535     # batch * heads is the grid's second axis
-# the registry checks every operand's dtype against this set: q/k/v (and float masks, slopes) in f16 / bf16 / f32,
-# plus bool masks / block masks and int32 / int64 cu_seqlens (f64 is left out: reference only)
-_DTYPES = frozenset({DType.f16, DType.bf16, DType.f32, DType.bool, DType.i32, DType.i64})
+# q's dtypes (the registry's key dtype; masks, slopes and cu_seqlens are the spec's to check): f64 is reference only
+_DTYPES = frozenset({DType.f16, DType.bf16, DType.f32})
 _F64_NOTE = "f64 is reference only (no f64 tensor-core or flash kernel; the NumPy reference computes it)"
 
 
