@@ -2,9 +2,9 @@
 in float64 on the CPU where torch expresses the case (top-left causal, bool / float masks with broadcasting, GQA via
 enable_gqa, scale, rows with every key masked), against an independent dense float64 formula written here for
 what torch has no argument for (bottom-right causal with Sq != Sk, windows, softcap, alibi, block masks), the
-dropout generator against Triton's own tl.rand (interpreter) bit for bit, its statistics, and the same mask in the
-forward and the backward; gradients (both outputs, out and lse) against torch.autograd of the formula and float64
-finite differences; varlen against sdpa per sequence, and its cu_seqlens value checks."""
+dropout generator against Triton's own tl.rand (a tiny kernel: interpreter or GPU) bit for bit, its statistics, and
+the same mask in the forward and the backward; gradients (both outputs, out and lse) against torch.autograd of the
+formula and float64 finite differences; varlen against sdpa per sequence, and its cu_seqlens value checks."""
 from __future__ import annotations
 
 import math
@@ -16,6 +16,7 @@ torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
 import baracuda as bc  # noqa: E402
+from baracuda._core.device import triton_interpreting  # noqa: E402
 from baracuda._core.sku import Backend  # noqa: E402
 from baracuda.backends.reference.attention_sdpa import dropout_keep, tl_rand  # noqa: E402
 from baracuda.testing import assert_close, finite_difference_grads, forced_plan  # noqa: E402
@@ -191,11 +192,19 @@ def test_matches_the_dense_formula(case):
 
 
 # -- dropout: Triton's generator, its statistics, one mask for forward and backward --------------------------------
-def test_tl_rand_reimplementation_matches_triton_bit_for_bit(monkeypatch):
-    """tl.rand under the Triton interpreter: the seeds' high words, counters past 2**32 (their high word)."""
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
+def test_tl_rand_reimplementation_matches_triton_bit_for_bit():
+    """tl.rand in a tiny kernel (the Triton interpreter on CPU tensors under TRITON_INTERPRET=1, else compiled on the
+    GPU): the seeds' high words, counters past 2**32 (their high word).  (A kernel made for the interpreter by
+    setting TRITON_INTERPRET inside a process whose triton.language was jitted without it cannot call tl.rand: the
+    switch is read as each @triton.jit function is defined.)"""
     triton = pytest.importorskip("triton")
     tl = pytest.importorskip("triton.language")
+    if triton_interpreting():
+        dev = "cpu"
+    elif torch.cuda.is_available():
+        dev = "cuda"
+    else:
+        pytest.skip("no Triton to run a kernel on: neither TRITON_INTERPRET=1 nor a CUDA device")
 
     @triton.jit
     def draw(out, seed, base, N: tl.constexpr):
@@ -204,11 +213,11 @@ def test_tl_rand_reimplementation_matches_triton_bit_for_bit(monkeypatch):
 
     for seed in (0, 5, 2 ** 40 + 3, 2 ** 63 - 1):
         for base in (0, 2 ** 31 - 7, 2 ** 33 + 5):
-            got = torch.empty(256, dtype=torch.float32)
+            got = torch.empty(256, dtype=torch.float32, device=dev)
             draw[(1,)](got, seed, base, N=256)
             want = tl_rand(seed, base + np.arange(256, dtype=np.int64))
             assert want.dtype == np.float32
-            assert np.array_equal(got.numpy(), want), (seed, base)
+            assert np.array_equal(got.cpu().numpy(), want), (seed, base)
 
 
 def test_dropout_mask_statistics():

@@ -161,6 +161,20 @@ def test_run_out_is_written_and_returned(add_plan, rng):
     np.testing.assert_allclose(out, a + b, rtol=1e-6)
 
 
+@pytest.mark.parametrize("tdt", ["float32", "bfloat16"])
+@pytest.mark.parametrize("dev", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device"))])
+def test_reference_writes_a_torch_out_where_it_lives(dev, tdt, rng):
+    """The reference backend computes on host copies of device tensors: an ``out=`` on the GPU gets the result
+    copied back (it once stayed unwritten), one on the CPU is written through its NumPy view; also in place."""
+    x = torch.from_numpy(rng.standard_normal((3, 4))).to(dev, getattr(torch, tdt))
+    p = bc.Plan.select(bc.Descriptor.like("relu", x), dev, REF)
+    out = torch.full_like(x, float("nan"))
+    assert p.run(x, out=out) is out and torch.equal(out, torch.relu(x))
+    want = torch.relu(x)
+    assert p.run(x, out=x) is x and torch.equal(x, want)
+
+
 def test_run_out_errors(add_plan, rng):
     a, b = _ab(rng)
     with pytest.raises(InvalidProblemError, match=r"add: argument 'out\[0\]': expected shape \(3, 5\), got \(5, 3\)"):

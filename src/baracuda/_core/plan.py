@@ -146,7 +146,8 @@ class Plan:
         """``x`` as what the backend computes on (NumPy for the reference backend, else a torch tensor) and its
         array kind, after the type and device checks: an array (ArgumentTypeError), on the plan's device
         (DeviceMismatchError; never a meta tensor).  host_copy: the reference backend may copy a device array to
-        the host (inputs; an ``out=`` must be written where it is)."""
+        the host (inputs; an ``out=`` must be on the plan's device: a reference plan's host copy of a device ``out`` is
+        written back after the run, ``_write_back``)."""
         op = self.desc.op
         k = array_kind(op, arg, x)
         dev = device_text(x, k)
@@ -252,6 +253,8 @@ class Plan:
                     self._run(self.desc, natives, outs, ws)
             else:
                 self._run(self.desc, natives, outs, ws)
+            if self._np and given is not None:
+                _write_back(outs, given)
         if given is not None:
             res = given
         else:
@@ -370,6 +373,14 @@ class Plan:
             return outs
 
         return go
+
+
+def _write_back(outs, given) -> None:
+    """The reference backend computes on the host: an ``out=`` on a device reached it as a host copy (``_native``),
+    so the result goes back into the caller's array (host arrays were written in place: NumPy views)."""
+    for a, o in zip(outs, given):
+        if device_text(o, kind_of(o)) != "cpu":
+            to_torch(o).copy_(to_torch(a))
 
 
 @functools.lru_cache(maxsize=2048)
