@@ -3,9 +3,10 @@
     python bench/attention_bench.py OUT.json [--reps N] [--compile] [--only SUBSTR]
                                              [--fwd-cfg D=BMxBN,wW,sS ...] [--bwd-cfg D=BMxBN,wW,sS/BMxBN,wW,sS ...]
 
-Per shape: forward and backward of our plan (Plan API: sdpa, then sdpa_backward on the saved out / lse) and of
-torch's F.scaled_dot_product_attention (flash backend where it takes the case, else torch's default choice, named in
-the JSON), optionally torch.compile'd SDPA (--compile: it dispatches to the same kernels, so it is off by default).
+Per shape: forward and backward of our plans (Plan API: sdpa, then sdpa_backward on the saved out / lse), the Triton
+kernels ("ours") and cuDNN through its frontend ("ours_cudnn"), and of torch's F.scaled_dot_product_attention with
+its flash backend ("torch") and its cuDNN backend ("torch_cudnn") (each falling back to torch's default choice where
+that backend refuses the case, named in the JSON), optionally torch.compile'd SDPA (--compile: it dispatches to the same kernels, so it is off by default).
 Times are CUDA-event medians of --reps calls after 3 warm-ups; TF/s from FlashAttention's count: forward
 4 B Hq Sq Sk D (halved for causal), backward 2.5x that.  Torch's backward time is (forward + backward) - forward.
 One shape failing is recorded with its error and the rest go on.  The varlen row packs 32 sequences of mixed
@@ -65,7 +66,7 @@ def _tfs(flops, ms):
     return None if ms is None or ms <= 0 else flops / (ms * 1e-3) / 1e12
 
 
-def _ours(q, k, v, causal, backward, reps, varlen=None):
+def _ours(q, k, v, causal, backward, reps, varlen=None, backend=bc.Backend.TRITON):
     attrs = {"causal": "bottom_right" if causal else "none"}
     if varlen is not None:
         cu, maxlen = varlen
@@ -75,8 +76,10 @@ def _ours(q, k, v, causal, backward, reps, varlen=None):
     else:
         ins = (q, k, v)
         op = "sdpa"
-    pref = bc.PlanPreference(prefer=(bc.Backend.TRITON,))
+    pref = bc.PlanPreference(prefer=(backend,))
     fwd = bc.Plan.select(bc.Descriptor.like(op, *ins, **attrs), "cuda", pref)
+    if fwd.sku.backend != backend:
+        raise RuntimeError(f"{backend.value} does not serve this case: {fwd.sku.route} was chosen")
     res = {"route_fwd": str(fwd.sku.route)}
     res["fwd_ms"] = _median_ms(lambda: fwd.run(*ins), reps)
     if backward:
@@ -89,7 +92,7 @@ def _ours(q, k, v, causal, backward, reps, varlen=None):
     return res
 
 
-def _torch(q, k, v, causal, backward, reps, compiled=False):
+def _torch(q, k, v, causal, backward, reps, compiled=False, kernel="FLASH_ATTENTION"):
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -98,17 +101,19 @@ def _torch(q, k, v, causal, backward, reps, compiled=False):
     if compiled:
         fn = torch.compile(fn)
     res = {}
-    for backend in (SDPBackend.FLASH_ATTENTION, None):
+    for backend in (getattr(SDPBackend, kernel), None):
         try:
             def call(qq, kk, vv):
                 if backend is None:
                     return fn(qq, kk, vv, is_causal=causal, enable_gqa=gqa)
                 with sdpa_kernel(backend):
                     return fn(qq, kk, vv, is_causal=causal, enable_gqa=gqa)
-            res["torch_backend"] = "flash" if backend is not None else "default"
-            res["fwd_ms"] = _median_ms(lambda: call(q, k, v), reps)
+            res["torch_backend"] = kernel.lower() if backend is not None else "default"
+            # the forward of a training step (inputs requiring grad: torch's kernels also write the lse it keeps,
+            # as ours always do); inference-only rows time the forward without
+            qs, ks, vs = (t.detach().requires_grad_(backward) for t in (q, k, v))
+            res["fwd_ms"] = _median_ms(lambda: call(qs, ks, vs), reps)
             if backward:
-                qs, ks, vs = (t.detach().requires_grad_() for t in (q, k, v))
                 go = torch.randn_like(q[..., :v.shape[-1]])
 
                 def step():
@@ -131,7 +136,9 @@ def _row(name, B, Hq, Hkv, S, D, causal, backward, args):
     row = {"shape": name, "B": B, "Hq": Hq, "Hkv": Hkv, "S": S, "D": D, "causal": causal, "dtype": "bf16",
            "fwd_flops": f, "bwd_flops": 2.5 * f}
     for who, run in (("ours", lambda: _ours(q, k, v, causal, backward, args.reps)),
+                     ("ours_cudnn", lambda: _ours(q, k, v, causal, backward, args.reps, backend=bc.Backend.CUDNN)),
                      ("torch", lambda: _torch(q, k, v, causal, backward, args.reps)),
+                     ("torch_cudnn", lambda: _torch(q, k, v, causal, backward, args.reps, kernel="CUDNN_ATTENTION")),
                      ("torch_compile", (lambda: _torch(q, k, v, causal, backward, args.reps, True))
                       if args.compile else None)):
         if run is None:
@@ -223,10 +230,9 @@ def main(argv=None) -> int:
         result["rows"].append(row)
         if shape[0] == "b4h32s4096d128-causal":
             fixed = row.get("ours")
-        o, t = row.get("ours", {}), row.get("torch", {})
-        print(f"{shape[0]:<30} ours fwd {o.get('fwd_tfs') or 0:6.1f} bwd {o.get('bwd_tfs') or 0:6.1f} TF/s | "
-              f"torch fwd {t.get('fwd_tfs') or 0:6.1f} bwd {t.get('bwd_tfs') or 0:6.1f} TF/s "
-              f"{o.get('error', '')} {t.get('error', '')}", flush=True)
+        cells = " | ".join(f"{w} {row[w].get('fwd_tfs') or 0:5.0f}/{row[w].get('bwd_tfs') or 0:5.0f}"
+                           for w in ("ours", "ours_cudnn", "torch", "torch_cudnn", "torch_compile") if w in row)
+        print(f"{shape[0]:<28} fwd/bwd TF/s: {cells}", flush=True)
         with open(args.out, "w") as f:      # written after every row: a later crash keeps the earlier ones
             json.dump(result, f, indent=1)
     if not args.only or "varlen" in args.only:
