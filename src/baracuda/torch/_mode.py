@@ -23,7 +23,8 @@ itself (``tests/torch/test_mirror.py`` checks the table).  Twins with another si
 
 The mode counts what it routed (``routed``) and the routed calls a drop-in handed back (``fell_through``, with
 ``reasons``); with ``coverage=True`` it also classifies every call it does not route: computing calls baracuda
-has no drop-in for (``fell_through``) and the rest (``native``: views, metadata, factories, autograd plumbing).
+has no drop-in for (``fell_through``) and the rest (``native``: views, metadata, factories, conversions and copies
+(``to``, ``float``, ``contiguous``, ``clone``, ``new_ones``), autograd plumbing).
 ``strict=True`` raises ``UnsupportedError`` naming the torch function instead of falling through.
 
 >>> import torch, baracuda.torch as bt
@@ -56,6 +57,10 @@ _PLAIN = {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"
 _STATE = frozenset({"requires_grad_", "detach_", "share_memory_", "set_", "resize_", "resize_as_", "fill_",
                     "zero_", "copy_", "normal_", "uniform_", "bernoulli_", "random_", "exponential_", "cauchy_",
                     "log_normal_", "geometric_"})
+# conversions and copies: a tensor moved to another dtype / device / layout, or copied as it is -- plumbing that every
+# model runs (a computing call reads its inputs; these only move them), not a coverage gap; ``new_*`` factories too
+_PLUMBING = frozenset({"to", "type", "type_as", "float", "double", "half", "bfloat16", "int", "long", "short", "char",
+                       "byte", "bool", "cfloat", "cdouble", "cpu", "cuda", "contiguous", "clone", "pin_memory"})
 _TORCH_MODULES = {"torch._C._nn": "torch.nn.functional", "torch._C._special": "torch.special",
                   "torch._C._linalg": "torch.linalg", "torch._C._fft": "torch.fft", "torch._C._VariableFunctions":
                   "torch", "torch.functional": "torch"}
@@ -290,8 +295,8 @@ def _gap(func, args, kwargs, result) -> str | None:
             "torch.autograd"):
         return None   # attributes; autograd.grad / backward (their gradients come from the routed ops' rules)
     inputs = list(_arg_tensors(args, kwargs))
-    if not inputs or name.endswith("_like"):
-        return None   # factories
+    if not inputs or name.endswith("_like") or name.startswith("new_") or name in _PLUMBING:
+        return None   # factories; conversions and copies
     inplace = (name.endswith("_") and not name.endswith("__")) or (name.startswith("__i") and name[3:-2] in _BINARY)
     if inplace:
         return None if name in _STATE else "no baracuda drop-in for this in-place op"
@@ -308,7 +313,8 @@ class mode(TorchFunctionMode):
     called), ``m.fell_through`` and ``m.reasons`` (name -> why it fell through), or ``m.summary()``.  A routed call
     costs the drop-in's own call; a call the mode does not route costs one dictionary lookup on top of torch's.
     ``coverage=True`` also classifies every call it does not route (``m.native``: views, metadata, factories;
-    ``m.fell_through``: computing calls baracuda has no drop-in for), which probes the results' storage: a coverage
+    ``m.fell_through``: computing calls baracuda has no drop-in for; conversions and copies -- ``to``,
+    ``float``, ``contiguous``, ``clone``, ``new_ones`` -- are native), which probes the results' storage: a coverage
     report, not a production setting.  ``strict=True``: a fall-through of a computing call raises
     ``UnsupportedError`` naming it (with coverage, for unrouted calls too).
     Autograd works through the routed calls (they are torch custom ops with baracuda's backward plans).
