@@ -1,6 +1,7 @@
 """Unchanged real model code under ``baracuda.torch.mode()``: tiny random-weight configurations of transformers'
 Llama, GPT-2, BERT, ViT, Qwen2 (grouped-query attention), T5 and Bart (encoder-decoder), ResNet (a CNN: transformers'
-own and torchvision's resnet18), one training step (forward with the model's loss, backward) and one inference
+own, and torchvision's resnet18 where torchvision loads: it is not in the test extra, as the package index here
+has only CUDA builds of it, which cannot load against the CPU build of torch), one training step (forward with the model's loss, backward) and one inference
 forward each, against the same step in eager torch.
 
 No downloads: every configuration is written here and the weights are random (a fixed seed).  Each model runs in
@@ -101,9 +102,40 @@ def resnet():   # transformers' ResNet (conv, batch norm, ReLU, max pool, residu
         pixel_values=torch.randn(B, 3, 32, 32, generator=g), labels=torch.randint(0, 10, (B,), generator=g))
 
 
+class _TorchvisionClassifier(torch.nn.Module):
+    """torchvision's resnet18 (its code unchanged) with the cross-entropy loss HF models compute themselves."""
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, pixel_values, labels=None):
+        logits = self.net(pixel_values)
+        loss = None if labels is None else torch.nn.functional.cross_entropy(logits, labels)
+        return type("Output", (), {"loss": loss, "logits": logits})()
+
+
+def resnet18():
+    try:   # (an environment where torchvision is not installed, or is a build for another torch, cannot load it)
+        import torchvision
+    except (ImportError, RuntimeError, OSError) as e:
+        pytest.skip(f"torchvision does not import here: {type(e).__name__}: {e}")
+    net = _TorchvisionClassifier(torchvision.models.resnet18(num_classes=10))
+    net.config = type("Config", (), {"is_encoder_decoder": False})()
+    # 64x64: resnet18 downsamples 32x, so its last stage sees 2x2 maps; at 32x32 it sees 1x1, and its training-mode
+    # batch norm normalizes 2 values per channel (x -> +-d / sqrt(d^2 + eps)), which amplifies float32 rounding
+    # differences of earlier layers a thousandfold -- there eager's own error against float64 is 3e-4
+    return net, lambda g: dict(pixel_values=torch.randn(B, 3, 64, 64, generator=g),
+                               labels=torch.randint(0, 10, (B,), generator=g))
+
+
 MODELS = {"llama": llama, "gpt2": gpt2, "bert": bert, "vit": vit, "qwen2": qwen2, "t5": t5, "bart": bart,
-          "resnet": resnet}
-CNNS = {"resnet"}
+          "resnet": resnet, "resnet18": resnet18}
+CNNS = {"resnet", "resnet18"}
+# judged against a float64 eager run (ours within 2x eager's own error): resnet18's training-mode batch norm over 8
+# values per channel in its last stage amplifies float32 rounding, so eager's gradients are themselves ~1e-5 off
+# float64 there, and the two float32 runs cannot agree to 1e-5 (measured: ours within 1.4x eager's error everywhere)
+F64_JUDGED = {"resnet18"}
 
 
 def _step(model, inputs, train):
@@ -131,9 +163,15 @@ def test_model_under_mode_matches_eager(name, train):
     model = model.float().train(name in CNNS)
     inputs = make_inputs(torch.Generator().manual_seed(1))
     ours = copy.deepcopy(model)
+    ref = copy.deepcopy(model).double() if name in F64_JUDGED else None   # (before the step updates model)
     want_loss, want_logits, want_grads = _step(model, inputs, train)
     with bt.mode(coverage=True) as m:
         loss, logits, grads = _step(ours, inputs, train)
+    if name in F64_JUDGED:
+        exact = _step(ref, {k: v.double() if v.is_floating_point() else v for k, v in inputs.items()}, train)
+        _within_twice_eager((loss, logits, grads), (want_loss, want_logits, want_grads), exact)
+        _check_report(m)
+        return
     scale = want_logits.abs().max().item()
     _close(logits, want_logits, scale, "logits")
     if train:
@@ -144,7 +182,23 @@ def test_model_under_mode_matches_eager(name, train):
             if g is not None:
                 _close(grads[n], g, gscale, f"gradient of {n}")
     for (n, b), (_, ob) in zip(model.named_buffers(), ours.named_buffers()):
-        torch.testing.assert_close(ob, b, rtol=1e-5, atol=1e-7, msg=lambda msg: f"buffer {n}: {msg}")
+        if b.is_floating_point():
+            _close(ob, b, b.abs().max().item(), f"buffer {n}")
+    _check_report(m)
+
+
+def _within_twice_eager(ours, eager, exact):
+    """Every result's largest error against float64 is at most twice eager's (plus 1e-7 of its scale, for errors
+    that are exactly zero in both)."""
+    (loss, logits, grads), (e_loss, e_logits, e_grads), (x_loss, x_logits, x_grads) = ours, eager, exact
+    pairs = [("logits", logits, e_logits, x_logits)] + ([("loss", loss, e_loss, x_loss)] if loss is not None else [])
+    pairs += [(f"gradient of {n}", grads[n], e_grads[n], x_grads[n]) for n in e_grads if e_grads[n] is not None]
+    for what, o, e, x in pairs:
+        err, e_err = (o.double() - x).abs().max().item(), (e.double() - x).abs().max().item()
+        assert err <= 2 * e_err + 1e-7 * x.abs().max().item(), f"{what}: error {err:.3g} vs eager's {e_err:.3g}"
+
+
+def _check_report(m):
     assert sum(m.routed.values()) > 0, m.summary()
     gaps = set(m.fell_through) - GAPS
     assert not gaps, f"{sorted(gaps)} fell through but is not a known gap:\n{m.summary()}"

@@ -193,6 +193,30 @@ def test_in_place_rules_and_autograd():
             torch.zeros(3, 1, **F64).add_(torch.ones(3, 4, **F64))
 
 
+def test_inplace_flag_of_functional_activations():
+    """F.relu(x, inplace=True) (torchvision's ResNet, by keyword or position) is relu_: baracuda computes it and
+    writes x, with the in-place autograd rules -- it fell through to torch as an unsupported argument before."""
+    w = torch.randn(3, 5, **F64, requires_grad=True)
+    results = []
+    for use_mode in (True, False):
+        w.grad = None
+        with bt.mode() if use_mode else contextlib.nullcontext() as m:
+            h = w * 1.5
+            r = F.relu(h, inplace=True)
+            g = h * 2
+            F.leaky_relu(g, 0.1, True)          # (positional flag)
+            (g * g + F.hardtanh(h, -0.5, 0.5, inplace=False)).sum().backward()
+        results.append((r is h, g.detach().clone(), w.grad.clone(), m))
+    (same, h_got, g_got, m), (same_want, h_want, g_want, _) = results
+    assert same and same_want
+    torch.testing.assert_close(h_got, h_want, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(g_got, g_want, rtol=1e-12, atol=1e-12)
+    assert m.routed["torch.nn.functional.relu"] == 1 and m.routed["torch.nn.functional.leaky_relu"] == 1
+    assert not m.fell_through, m.summary()
+    with bt.mode(), pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        F.relu(w, inplace=True)    # torch's error, from torch
+
+
 def test_methods_with_their_own_argument_order():
     x = torch.randn(3, 5, **F64)
     c = x > 0

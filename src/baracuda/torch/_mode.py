@@ -8,7 +8,8 @@ namespace (``PUBLISHED``):
 - ``torch.X`` / ``torch.nn.functional.X`` / ... -> the drop-in of that name;
 - ``Tensor.X`` (the method of a published ``torch.X``, or a Tensor-only method published as ``bt.X``: same
   schema, ``self`` first) and its in-place forms ``Tensor.X_`` / ``torch.X_`` (computed out of place, then
-  written into ``self`` with torch's in-place rules);
+  written into ``self`` with torch's in-place rules); a function's ``inplace=True`` flag (``F.relu(x, inplace=True)``,
+  torchvision's ResNet) is its in-place form;
 - a method or ``torch.X`` named like a published ``torch.nn.functional.X`` that has no drop-in of its own: its
   positional arguments are named from the ATen schema, then passed by keyword (the Python signatures differ);
 - Python operators through their torch meaning (``x + y`` is ``add``, ``2 - x`` is ``__rsub__``: ``sub(2, x)``,
@@ -135,8 +136,13 @@ class _Route:
     keywords: tuple = ()      # per overload, positional names after the first argument (see _keyword_names)
     self_at: int = 0          # a method: where its receiver goes among the function's arguments
     pack: bool = False        # a method whose sole int-list argument may come spread out (see _sizes_varargs)
+    flag_at: int | None = None   # where torch's ``inplace=`` flag sits (F.relu(x, inplace=True) is relu_(x))
 
     def run(self, args, kwargs):
+        if self.flag_at is not None:
+            args, kwargs, flag = _take_flag(args, kwargs, self.flag_at)
+            if flag:
+                return self._in_place(args, kwargs)
         if self.pack and len(args) >= 2 and all(isinstance(a, int) for a in args[1:]):
             args = (args[0], tuple(args[1:]))
         if self.swap:
@@ -179,6 +185,26 @@ class _Route:
         return target.copy_(res)
 
 
+def _take_flag(args, kwargs, at: int):
+    """The call without torch's ``inplace`` argument (by keyword or at position ``at``), and its value; the
+    caller's args and kwargs are left as they are (a refused call runs them in torch)."""
+    if "inplace" in kwargs:
+        kwargs = dict(kwargs)
+        return args, kwargs, kwargs.pop("inplace")
+    if len(args) > at:
+        return tuple(args[:at]) + tuple(args[at + 1:]), kwargs, args[at]
+    return args, kwargs, False
+
+
+def _flag_at(torch_fn) -> int | None:
+    """The position of the ``inplace`` parameter in a torch function's signature (None: it has none)."""
+    try:
+        names = list(inspect.signature(torch_fn).parameters)
+    except (TypeError, ValueError):
+        return None
+    return names.index("inplace") if "inplace" in names else None
+
+
 def _resolve(root, dotted: str):
     obj = root
     for part in dotted.split("."):
@@ -206,7 +232,7 @@ def build_routes(ns, published: dict) -> dict:
         fn, tobj = _resolve(ns, name), _resolve(torch, name)   # (tobj None: a Tensor-only method, bt.repeat)
         if fn is None or _is_view(short):
             continue
-        add(tobj, _Route("torch." + name, fn))
+        add(tobj, _Route("torch." + name, fn, flag_at=_flag_at(tobj) if tobj is not None else None))
         if name in top:   # torch.X and Tensor.X share the ATen schema: arguments pass as given
             tensor_methods[name] = fn
             at = _self_at(name)
