@@ -61,16 +61,17 @@ def test_block_forward_backward_matches_torch():
 
 
 def test_uncovered_op_falls_through_and_is_counted():
-    assert torch.histc not in routes() and torch.Tensor.clone not in routes()   # (the premise: not covered)
+    assert torch.histc not in routes() and torch.Tensor.masked_fill not in routes()   # (the premise: not covered)
     x = torch.randn(4, 6, **F64)
+    pos = x > 0
     with bt.mode(coverage=True) as m:
         h = torch.histc(x, bins=5)
-        y = x.clone()
+        y = x.masked_fill(pos, 0.5)
         z = torch.add(x, 1)
     torch.testing.assert_close(h, torch.histc(x, bins=5))
-    assert torch.equal(y, x)
+    assert torch.equal(y, x.masked_fill(x > 0, 0.5))
     torch.testing.assert_close(z, x + 1)
-    assert m.fell_through["torch.histc"] == 1 and m.fell_through["Tensor.clone"] == 1
+    assert m.fell_through["torch.histc"] == 1 and m.fell_through["Tensor.masked_fill"] == 1
     assert m.reasons["torch.histc"] == "no baracuda drop-in"
     assert m.routed == {"torch.add": 1}
     assert "torch.histc" in m.summary()
@@ -107,6 +108,21 @@ def test_refused_call_falls_through():
     hinge = "torch.nn.functional.hinge_embedding_loss"
     assert m.fell_through[hinge] == 1 and "not differentiable" in m.reasons[hinge]
     assert m.routed["torch.copysign"] == 1
+
+
+def test_conversions_copies_and_factories_are_native_not_gaps():
+    """What every model runs to move data around (HF Llama's ``hidden.to(float32)``, T5's ``.float()``, BERT's
+    ``mask.to(dtype)``, attention's ``.contiguous()``, Bart's ``new_zeros`` + ``clone``) makes new storage without
+    computing anything: the coverage report classifies it as native, not as a gap in baracuda."""
+    x = torch.randn(4, 6, **F64)
+    with bt.mode(strict=True) as m:   # strict: any call classified as a gap raises
+        got = [x.to(torch.float32), x.float(), x.half(), x.double(), x.to(dtype=torch.int64), x.type(torch.float32),
+               x.t().contiguous(), x.clone(), x.new_ones(3), x.new_zeros((2, 2)), x.new_full((2,), 1.5),
+               x.new_empty(2), x.new_tensor([1.0, 2.0]), x.int(), x.bool(), x.cpu(), x.type_as(x.float())]
+    assert all(isinstance(t, torch.Tensor) for t in got) and torch.equal(got[6], x.t().contiguous())
+    assert not m.fell_through and not m.routed
+    for name in ("Tensor.to", "Tensor.float", "Tensor.contiguous", "Tensor.clone", "Tensor.new_ones"):
+        assert m.native[name] >= 1, (name, m.native)
 
 
 def test_strict_raises_naming_the_op():
@@ -175,6 +191,30 @@ def test_in_place_rules_and_autograd():
             torch.arange(3, device=DEVICE).add_(1.5)
         with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
             torch.zeros(3, 1, **F64).add_(torch.ones(3, 4, **F64))
+
+
+def test_inplace_flag_of_functional_activations():
+    """F.relu(x, inplace=True) (torchvision's ResNet, by keyword or position) is relu_: baracuda computes it and
+    writes x, with the in-place autograd rules -- it fell through to torch as an unsupported argument before."""
+    w = torch.randn(3, 5, **F64, requires_grad=True)
+    results = []
+    for use_mode in (True, False):
+        w.grad = None
+        with bt.mode() if use_mode else contextlib.nullcontext() as m:
+            h = w * 1.5
+            r = F.relu(h, inplace=True)
+            g = h * 2
+            F.leaky_relu(g, 0.1, True)          # (positional flag)
+            (g * g + F.hardtanh(h, -0.5, 0.5, inplace=False)).sum().backward()
+        results.append((r is h, g.detach().clone(), w.grad.clone(), m))
+    (same, h_got, g_got, m), (same_want, h_want, g_want, _) = results
+    assert same and same_want
+    torch.testing.assert_close(h_got, h_want, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(g_got, g_want, rtol=1e-12, atol=1e-12)
+    assert m.routed["torch.nn.functional.relu"] == 1 and m.routed["torch.nn.functional.leaky_relu"] == 1
+    assert not m.fell_through, m.summary()
+    with bt.mode(), pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        F.relu(w, inplace=True)    # torch's error, from torch
 
 
 def test_methods_with_their_own_argument_order():

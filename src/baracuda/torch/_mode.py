@@ -8,7 +8,8 @@ namespace (``PUBLISHED``):
 - ``torch.X`` / ``torch.nn.functional.X`` / ... -> the drop-in of that name;
 - ``Tensor.X`` (the method of a published ``torch.X``, or a Tensor-only method published as ``bt.X``: same
   schema, ``self`` first) and its in-place forms ``Tensor.X_`` / ``torch.X_`` (computed out of place, then
-  written into ``self`` with torch's in-place rules);
+  written into ``self`` with torch's in-place rules); a function's ``inplace=True`` flag (``F.relu(x, inplace=True)``,
+  torchvision's ResNet) is its in-place form;
 - a method or ``torch.X`` named like a published ``torch.nn.functional.X`` that has no drop-in of its own: its
   positional arguments are named from the ATen schema, then passed by keyword (the Python signatures differ);
 - Python operators through their torch meaning (``x + y`` is ``add``, ``2 - x`` is ``__rsub__``: ``sub(2, x)``,
@@ -23,7 +24,8 @@ itself (``tests/torch/test_mirror.py`` checks the table).  Twins with another si
 
 The mode counts what it routed (``routed``) and the routed calls a drop-in handed back (``fell_through``, with
 ``reasons``); with ``coverage=True`` it also classifies every call it does not route: computing calls baracuda
-has no drop-in for (``fell_through``) and the rest (``native``: views, metadata, factories, autograd plumbing).
+has no drop-in for (``fell_through``) and the rest (``native``: views, metadata, factories, conversions and copies
+(``to``, ``float``, ``contiguous``, ``clone``, ``new_ones``), autograd plumbing).
 ``strict=True`` raises ``UnsupportedError`` naming the torch function instead of falling through.
 
 >>> import torch, baracuda.torch as bt
@@ -56,6 +58,10 @@ _PLAIN = {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"
 _STATE = frozenset({"requires_grad_", "detach_", "share_memory_", "set_", "resize_", "resize_as_", "fill_",
                     "zero_", "copy_", "normal_", "uniform_", "bernoulli_", "random_", "exponential_", "cauchy_",
                     "log_normal_", "geometric_"})
+# conversions and copies: a tensor moved to another dtype / device / layout, or copied as it is -- plumbing that every
+# model runs (a computing call reads its inputs; these only move them), not a coverage gap; ``new_*`` factories too
+_PLUMBING = frozenset({"to", "type", "type_as", "float", "double", "half", "bfloat16", "int", "long", "short", "char",
+                       "byte", "bool", "cfloat", "cdouble", "cpu", "cuda", "contiguous", "clone", "pin_memory"})
 _TORCH_MODULES = {"torch._C._nn": "torch.nn.functional", "torch._C._special": "torch.special",
                   "torch._C._linalg": "torch.linalg", "torch._C._fft": "torch.fft", "torch._C._VariableFunctions":
                   "torch", "torch.functional": "torch"}
@@ -130,8 +136,13 @@ class _Route:
     keywords: tuple = ()      # per overload, positional names after the first argument (see _keyword_names)
     self_at: int = 0          # a method: where its receiver goes among the function's arguments
     pack: bool = False        # a method whose sole int-list argument may come spread out (see _sizes_varargs)
+    flag_at: int | None = None   # where torch's ``inplace=`` flag sits (F.relu(x, inplace=True) is relu_(x))
 
     def run(self, args, kwargs):
+        if self.flag_at is not None:
+            args, kwargs, flag = _take_flag(args, kwargs, self.flag_at)
+            if flag:
+                return self._in_place(args, kwargs)
         if self.pack and len(args) >= 2 and all(isinstance(a, int) for a in args[1:]):
             args = (args[0], tuple(args[1:]))
         if self.swap:
@@ -174,6 +185,26 @@ class _Route:
         return target.copy_(res)
 
 
+def _take_flag(args, kwargs, at: int):
+    """The call without torch's ``inplace`` argument (by keyword or at position ``at``), and its value; the
+    caller's args and kwargs are left as they are (a refused call runs them in torch)."""
+    if "inplace" in kwargs:
+        kwargs = dict(kwargs)
+        return args, kwargs, kwargs.pop("inplace")
+    if len(args) > at:
+        return tuple(args[:at]) + tuple(args[at + 1:]), kwargs, args[at]
+    return args, kwargs, False
+
+
+def _flag_at(torch_fn) -> int | None:
+    """The position of the ``inplace`` parameter in a torch function's signature (None: it has none)."""
+    try:
+        names = list(inspect.signature(torch_fn).parameters)
+    except (TypeError, ValueError):
+        return None
+    return names.index("inplace") if "inplace" in names else None
+
+
 def _resolve(root, dotted: str):
     obj = root
     for part in dotted.split("."):
@@ -201,7 +232,7 @@ def build_routes(ns, published: dict) -> dict:
         fn, tobj = _resolve(ns, name), _resolve(torch, name)   # (tobj None: a Tensor-only method, bt.repeat)
         if fn is None or _is_view(short):
             continue
-        add(tobj, _Route("torch." + name, fn))
+        add(tobj, _Route("torch." + name, fn, flag_at=_flag_at(tobj) if tobj is not None else None))
         if name in top:   # torch.X and Tensor.X share the ATen schema: arguments pass as given
             tensor_methods[name] = fn
             at = _self_at(name)
@@ -290,8 +321,8 @@ def _gap(func, args, kwargs, result) -> str | None:
             "torch.autograd"):
         return None   # attributes; autograd.grad / backward (their gradients come from the routed ops' rules)
     inputs = list(_arg_tensors(args, kwargs))
-    if not inputs or name.endswith("_like"):
-        return None   # factories
+    if not inputs or name.endswith("_like") or name.startswith("new_") or name in _PLUMBING:
+        return None   # factories; conversions and copies
     inplace = (name.endswith("_") and not name.endswith("__")) or (name.startswith("__i") and name[3:-2] in _BINARY)
     if inplace:
         return None if name in _STATE else "no baracuda drop-in for this in-place op"
@@ -308,7 +339,8 @@ class mode(TorchFunctionMode):
     called), ``m.fell_through`` and ``m.reasons`` (name -> why it fell through), or ``m.summary()``.  A routed call
     costs the drop-in's own call; a call the mode does not route costs one dictionary lookup on top of torch's.
     ``coverage=True`` also classifies every call it does not route (``m.native``: views, metadata, factories;
-    ``m.fell_through``: computing calls baracuda has no drop-in for), which probes the results' storage: a coverage
+    ``m.fell_through``: computing calls baracuda has no drop-in for; conversions and copies -- ``to``,
+    ``float``, ``contiguous``, ``clone``, ``new_ones`` -- are native), which probes the results' storage: a coverage
     report, not a production setting.  ``strict=True``: a fall-through of a computing call raises
     ``UnsupportedError`` naming it (with coverage, for unrouted calls too).
     Autograd works through the routed calls (they are torch custom ops with baracuda's backward plans).
