@@ -171,6 +171,14 @@ def _varlen_row(args, fixed_ms):
     try:
         r = _ours(q, k, v, True, True, args.reps, varlen=(cu.cuda(), maxlen))
         r["fwd_tfs"], r["bwd_tfs"] = _tfs(flops, r["fwd_ms"]), _tfs(2.5 * flops, r["bwd_ms"])
+        # the same tokens as a fixed-length batch of the mean length (32 x 512): what varlen's bookkeeping costs
+        qf, kf, vf = (t.view(32, 512, 32, 128).transpose(1, 2) for t in (q, k, v))
+        fx = _ours(qf, kf, vf, True, True, args.reps)
+        ffl = _flops(32, 32, 512, 512, 128, True)
+        r["fixed_mean_len"] = {"fwd_tfs": _tfs(ffl, fx["fwd_ms"]), "bwd_tfs": _tfs(2.5 * ffl, fx["bwd_ms"]),
+                               "route_fwd": fx["route_fwd"]}
+        r["fwd_tfs_vs_fixed_mean_len"] = r["fwd_tfs"] / r["fixed_mean_len"]["fwd_tfs"]
+        r["bwd_tfs_vs_fixed_mean_len"] = r["bwd_tfs"] / r["fixed_mean_len"]["bwd_tfs"]
         if fixed_ms:
             # per-flop efficiency relative to the fixed-length causal row (same tokens, different flop counts)
             r["fwd_tfs_vs_fixed"] = r["fwd_tfs"] / fixed_ms["fwd_tfs"] if fixed_ms.get("fwd_tfs") else None
@@ -240,7 +248,8 @@ def main(argv=None) -> int:
         result["rows"].append(row)
         o = row["ours"]
         print(f"{row['shape']:<30} ours fwd {o.get('fwd_tfs') or 0:6.1f} bwd {o.get('bwd_tfs') or 0:6.1f} TF/s "
-              f"(vs fixed {o.get('fwd_tfs_vs_fixed')}, {o.get('bwd_tfs_vs_fixed')}) {o.get('error', '')}")
+              f"(vs fixed S4096 {o.get('fwd_tfs_vs_fixed')}, {o.get('bwd_tfs_vs_fixed')}; vs fixed 32x512 "
+              f"{o.get('fwd_tfs_vs_fixed_mean_len')}, {o.get('bwd_tfs_vs_fixed_mean_len')}) {o.get('error', '')}")
     result["wall_s"] = time.time() - t0
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
