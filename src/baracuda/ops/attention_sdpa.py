@@ -48,6 +48,7 @@ from .._core.dtypes import DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, OpSpec, TensorSpec, register_spec
 from .attention_dropin import sdpa_dropin
+from .attention_fp8 import F8, FP8_ATTRS, check_fp8, compute_dtype, descale_names, fp8_errors
 from ._common import check_nonneg
 
 __all__ = ["SDPA_OPS", "LAYOUTS", "CAUSAL", "SDPA_DTYPES", "sdpa_dims", "lse_dtype"]
@@ -80,6 +81,7 @@ _DENSE_ATTRS = (
     *_SCORE_ATTRS,
     Attr("has_mask", "bool", False, doc="a mask operand follows v (bool: True = take part; float: added)"),
     Attr("block_size", "int", None, optional=True, gt=0, expected="None or an int > 0 (a block_mask operand follows)"),
+    *FP8_ATTRS,
 )
 _GRAD_LSE = Attr("has_grad_lse", "bool", False, doc="a grad_lse operand (the lse output's gradient) comes last")
 
@@ -98,7 +100,7 @@ def sdpa_dims(layout: str, q, k, v) -> tuple[int, ...]:
 def _extra_names(attrs, dense: bool) -> tuple[str, ...]:
     """The optional operands present, in order, per the has_* attributes."""
     names = ("mask",) * (dense and attrs["has_mask"]) + ("alibi_slopes",) * attrs["has_alibi"]
-    return names + ("block_mask",) * (dense and attrs["block_size"] is not None)
+    return names + ("block_mask",) * (dense and attrs["block_size"] is not None) + descale_names(attrs) * dense
 
 
 def _count(op, inputs, lead: tuple, names: tuple, flags: str):
@@ -116,9 +118,9 @@ def _hs(layout, shape) -> tuple[int, int]:
 def _qkv(op, q, k, v, layout: str | None):
     """dtype, rank and shape checks of q / k / v; returns (B, Hq, Hkv, Sq, Sk, D, Dv) (varlen, layout None:
     B = 1 and S = the packed token counts)."""
-    if q.dtype not in SDPA_DTYPES:
+    if q.dtype not in SDPA_DTYPES and not (q.dtype == F8 and layout is not None):
         raise UnsupportedError(op, f"argument 'q' has dtype {q.dtype}; the op is defined for "
-                                   f"{', '.join(map(str, SDPA_DTYPES))}")
+                                   f"{', '.join(map(str, SDPA_DTYPES))}" + (" and f8e4m3" if layout else ""))
     for n, t in (("k", k), ("v", v)):
         if t.dtype != q.dtype:
             raise DTypeMismatchError(op, n, f"{q.dtype} (q's dtype)", str(t.dtype))
@@ -191,10 +193,13 @@ def _sdpa_problem(op, qkv, extras, attrs):
     layout = attrs["layout"]
     dims = _qkv(op, q, k, v, layout)
     B, Hq, _, Sq, Sk, D, Dv = dims
-    _check_extras(op, dict(zip(_extra_names(attrs, True), extras)), dims, q.dtype, attrs)
+    named = dict(zip(_extra_names(attrs, True), extras))
+    check_fp8(op, q.dtype, {n: named.pop(n) for n in descale_names(attrs)}, Hq, dims[2], attrs)
+    odt = compute_dtype(q.dtype, attrs)
+    _check_extras(op, named, dims, odt, attrs)
     a = _normalized(op, attrs, D, B * Hq * Sq * Sk)
     out = (B, Hq, Sq, Dv) if layout == "bhsd" else (B, Sq, Hq, Dv)
-    return a, TensorSpec(out, q.dtype), TensorSpec((B, Hq, Sq), lse_dtype(q.dtype))
+    return a, TensorSpec(out, odt), TensorSpec((B, Hq, Sq), lse_dtype(q.dtype))
 
 
 def _check_sdpa(inputs, attrs):
@@ -228,8 +233,9 @@ def _check_sdpa_bw(inputs, attrs):
     saved = dict(zip(("grad_out", "out", "lse"), (inputs[0], inputs[4], inputs[5])))
     if attrs["has_grad_lse"]:
         saved["grad_lse"] = inputs[-1]
-    _check_saved(op, saved, out, lse, inputs[1].dtype)
-    return dict(a, has_grad_lse=attrs["has_grad_lse"]), tuple(TensorSpec(t.shape, t.dtype) for t in inputs[1:4])
+    _check_saved(op, saved, out, lse, out.dtype)
+    # the gradients of the dequantized values for FP8 inputs: in out's dtype
+    return dict(a, has_grad_lse=attrs["has_grad_lse"]), tuple(TensorSpec(t.shape, out.dtype) for t in inputs[1:4])
 
 
 # -- backward rules: one fused backward op each ---------------------------------------------------
@@ -521,8 +527,12 @@ def _sdpa_errors():
         ((q, k, v, ((4,), "f32")), {"has_mask": True, "has_alibi": True}, P,
          r"expected 5 operands \(q, k, v, mask, alibi_slopes\)", "missing-slopes"),
     ]
+    cases += list(fp8_errors("sdpa", (), q, k, v))
     for ins, attrs, exc, match, name in cases:
         yield ErrorCase(ins, attrs, exc, match, name)
+
+
+_FP8_ERR = {c[-1] for c in fp8_errors("", (), ((1, 1), ""), ((1, 1), ""), ((1, 1), ""))}
 
 
 def _sdpa_bw_errors():
@@ -531,11 +541,14 @@ def _sdpa_bw_errors():
     q, k, v, o, lse = ((1, 2, 3, 4), "f32"), ((1, 1, 5, 4), "f32"), ((1, 1, 5, 2), "f32"), ((1, 2, 3, 2), "f32"), \
         ((1, 2, 3), "f32")
     for c in _sdpa_errors():   # the forward's errors, through the backward's operand order
-        if c.name in ("extra-operand", "missing-mask", "missing-slopes"):
+        if c.name in ("extra-operand", "missing-mask", "missing-slopes") or c.name in _FP8_ERR:
             continue
         g = (c.inputs[0][0][:-1] + (c.inputs[2][0][-1],), c.inputs[0][1])
         yield ErrorCase((g,) + tuple(c.inputs[:3]) + (g, (c.inputs[0][0][:-1], "f32")) + tuple(c.inputs[3:]), c.attrs,
                         c.exc, c.match.replace("sdpa:", "sdpa_backward:"), "forward-" + c.name)
+    for ins, attrs, exc, match, name in fp8_errors("sdpa_backward", ((o[0], "bf16"),), q, k, v,
+                                                    ((o[0], "bf16"), lse)):
+        yield ErrorCase(ins, attrs, exc, match, name)
     P = InvalidProblemError
     yield ErrorCase((((1, 2, 3, 3), "f32"), q, k, v, o, lse), {}, P,
                     r"sdpa_backward: argument 'grad_out': expected the forward's out shape \(1, 2, 3, 2\)",
