@@ -24,7 +24,8 @@ import triton.language as tl
 from .._lib.geometry import cdiv, next_power_of_2
 from .._lib.interp import loop
 from .._lib.launch import fast_kernel
-from ._flash import (LN2, LOG2E, band, band_off, dot, dropout_keep, load_tile, scores, seq_range, tile_on)
+from ._flash import (LN2, LOG2E, band, band_off, descales, dot, dropout_keep, load_tile, pv_dot, scores, seq_range,
+                     tile_on)
 
 __all__ = ["Problem", "TileCfg", "fwd_config", "flash_forward", "feature_args", "feature_constexprs", "cu_args"]
 
@@ -58,7 +59,7 @@ def _fwd_step(acc, l_i, m_i, q, kbase, vbase, j0, ii, Sq, Sk, off, sks, skd, svs
     dv = tl.arange(0, BDV)
     v = load_tile(vbase + offs_n[:, None] * svs + dv[None, :] * svd, offs_n[:, None], Sk, dv[None, :], DV, BDV,
                   MASKED)
-    acc = dot(p.to(v.dtype), v, acc, PREC)
+    acc = pv_dot(p, v, acc, PREC)
     return acc, l_i, m_new
 
 
@@ -90,7 +91,7 @@ def _flash_fwd_kernel(Q, K, V, O, LSE, CUQ, CUK, scq, sck,
                       sqb, sqh, sqs, sqd, skb, skh, sks, skd, svb, svh, svs, svd, sob, soh, sos, sod, slb, slh, sls,
                       Hq, GROUP, SQ, SK,
                       MASKP, smb, smh, smi, smj, SLOPES, sab, sah, BMP, sbb, sbh, sbi, sbj, bsize,
-                      scale, scale2, cap, WL, WR, pdrop, seed, doff, CQ, CK,
+                      scale, scale2, cap, WL, WR, pdrop, seed, doff, CQ, CK, QDS, KDS, VDS, sqds, skds, svds,
                       TOP_LEFT: tl.constexpr, HAS_WL: tl.constexpr, HAS_WR: tl.constexpr, SOFTCAP: tl.constexpr,
                       ALIBI: tl.constexpr, MASK: tl.constexpr, BMASK: tl.constexpr, DROPOUT: tl.constexpr,
                       VARLEN: tl.constexpr, I64: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
@@ -117,6 +118,11 @@ def _flash_fwd_kernel(Q, K, V, O, LSE, CUQ, CUK, scq, sck,
     else:
         slope = 0.0
     ctr = doff + bh.to(tl.int64) * CQ * CK
+    FP8: tl.constexpr = Q.dtype.element_ty == tl.float8e4nv
+    qd, kd, vd = descales(QDS, KDS, VDS, sqds, skds, svds, h, h // GROUP, FP8)
+    if FP8:             # the descales fold into the score scale (and v's into the output below)
+        scale = scale * (qd * kd)
+        scale2 = scale2 * (qd * kd)
     offs_m = i0 + tl.arange(0, BM)
     if I64:
         offs_m = offs_m.to(tl.int64)
@@ -145,6 +151,8 @@ def _flash_fwd_kernel(Q, K, V, O, LSE, CUQ, CUK, scq, sck,
     inv = 1.0 / tl.where(empty, 1.0, l_i)
     if DROPOUT:
         inv = inv / (1.0 - pdrop)
+    if FP8:
+        inv = inv * vd
     dv = tl.arange(0, BDV)
     obase = O + b64 * sob + h64 * soh + q0.to(tl.int64) * sos
     out = (acc * inv[:, None]).to(O.dtype.element_ty)
@@ -199,13 +207,14 @@ class Problem:
     dropout_p: float
     seed: int
     offset: int
-    prec: str                # "ieee" | "tf32" (f32 only)
+    prec: str                # "ieee" | "tf32" (f32 only) | "fp8" (FP8 inputs: P V in e4m3)
     mask: object = None      # broadcast to [B, Hq, Sq, Sk] (a view), bool or float
     slopes: object = None    # [Hq] or [B, Hq]
     block_mask: object = None    # broadcast to [B, Hq, nbq, nbk]
     block_size: int = 0      # 0 when there is no block mask
     cu_q: object = None
     cu_k: object = None
+    descales: tuple = ()     # FP8: (q_descale, k_descale, v_descale) f32 tensors, [1] or per head
     extras: bool = False     # a mask or ALiBi slopes will be given (set where the tensors are not known yet)
 
     @property
@@ -308,9 +317,10 @@ def feature_args(p: Problem, dummy) -> tuple:
         bmk, sbb, sbh, sbi, sbj = dummy, 0, 0, 0, 0
     has_wl, wl, has_wr, wr = p.band()
     scale = float(p.scale)
+    ds = p.descales or (dummy,) * 3
     return (mask, smb, smh, smi, smj, sl, sab, sah, bmk, sbb, sbh, sbi, sbj, max(p.block_size, 1),
             scale, scale * float(LOG2E.value), float(p.softcap) or 1.0, wl, wr, float(p.dropout_p), int(p.seed),
-            int(p.offset), p.Sq, p.Sk)
+            int(p.offset), p.Sq, p.Sk, *ds, *(int(t.shape[0] > 1) for t in ds))
 
 
 def feature_constexprs(p: Problem, bm: int, bn: int, i64: bool) -> dict:
