@@ -6,7 +6,8 @@ per head (q_descale [Hq], k_descale / v_descale [Hkv]).  The op attends over the
 q * q_descale[h], k * k_descale[h_kv], v * v_descale[h_kv] (descale 1 without the operands): every score, mask and
 gradient is that of sdpa on those real numbers.  ``out_dtype`` ("bf16" | "f16", None: bf16) is the dtype of out
 (and of sdpa_backward's grad_out / out operands and its dq / dk / dv, the gradients of the dequantized values);
-lse is f32.  A float mask / ALiBi slopes are f32 or the output dtype.  Both attributes are for FP8 inputs only.
+lse is f32.  A float mask / ALiBi slopes are f32 or the output dtype.  Both attributes are for FP8 inputs, and
+for f64 inputs (out stays f64), so that an FP8 problem's float64 twin -- the reference oracle's -- is valid.
 """
 from __future__ import annotations
 
@@ -37,17 +38,18 @@ def compute_dtype(dt: DType, attrs) -> DType:
 
 
 def check_fp8(op: str, dt: DType, descales: dict, Hq: int, Hkv: int, attrs) -> None:
-    """The FP8 attributes only with FP8 inputs; each descale f32 of shape [1] or [its tensor's heads]."""
-    if dt != F8:
+    """The FP8 attributes only with FP8 (or f64) inputs; each descale f32 (f64 too for f64 inputs) of shape [1] or
+    [its tensor's heads]."""
+    if dt not in (F8, DType.f64):
         for n in ("has_descale", "out_dtype"):
             if attrs.get(n):
                 raise InvalidProblemError(op, n, f"the default ({FP8_ATTRS[n == 'out_dtype'].default}) for "
-                                          f"{dt} inputs (FP8 e4m3 q / k / v only)", attrs[n])
+                                          f"{dt} inputs (FP8 e4m3 q / k / v, or f64)", attrs[n])
         return
     for n, t in descales.items():
         h = Hq if n == "q_descale" else Hkv
-        if t.dtype != DType.f32:
-            raise DTypeMismatchError(op, n, "f32", str(t.dtype))
+        if t.dtype not in (DType.f32, dt):
+            raise DTypeMismatchError(op, n, "f32" + (" or f64" if dt == DType.f64 else ""), str(t.dtype))
         if tuple(t.shape) not in ((1,), (h,)):
             raise InvalidProblemError(op, n, f"shape [1] (per tensor) or [{h}] (per {'query' if h == Hq else 'kv'}"
                                       f" head)", t.shape)

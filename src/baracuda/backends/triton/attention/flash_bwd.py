@@ -387,7 +387,7 @@ _BWD32 = {64: (TileCfg(64, 32, 8, 2), TileCfg(64, 32, 8, 2)),
 
 def bwd_configs(p: Problem, dtype) -> tuple[TileCfg, TileCfg]:
     """(dK/dV config, dQ config) of a problem."""
-    bd, bdv = head_blocks(p.D, p.Dv)
+    bd, bdv = head_blocks(p.D, p.Dv, p.fp8)
     if dtype != torch.float32:
         table = _BWD16_PLAIN if p.plain else _BWD16
     else:
@@ -416,7 +416,7 @@ def flash_backward(p: Problem, do, q, k, v, out, lse, dq, dk, dv, cfgs, glse=Non
     delta = delta[:delta_numel(p, Tq)].view((p.Hq, Tq) if p.varlen else (p.B, p.Hq, p.Sq))
     i64 = needs_i64(p, *((t, lay) for t in (q, k, v, do, dq, dk, dv, out)))
     cu = cu_args(p, q)
-    _, bdv = head_blocks(p.D, p.Dv)
+    _, bdv = head_blocks(p.D, p.Dv, p.fp8)
     ls, ts = lse_strides(lse, p.varlen), lse_strides(delta, p.varlen)
     gl = glse if glse is not None else lse
     pre_bm = 64

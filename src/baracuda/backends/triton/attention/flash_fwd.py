@@ -215,6 +215,7 @@ class Problem:
     cu_q: object = None
     cu_k: object = None
     descales: tuple = ()     # FP8: (q_descale, k_descale, v_descale) f32 tensors, [1] or per head
+    fp8: bool = False        # q / k / v are f8e4m3
     extras: bool = False     # a mask or ALiBi slopes will be given (set where the tensors are not known yet)
 
     @property
@@ -271,27 +272,29 @@ def _pick(table: dict, bd: int) -> TileCfg:
     return table[64 if bd <= 64 else 128 if bd <= 128 else 256]
 
 
-def fit_tiles(cfg: TileCfg, sq: int, sk: int, block_size: int) -> TileCfg:
+def fit_tiles(cfg: TileCfg, sq: int, sk: int, block_size: int, least: int = 16) -> TileCfg:
     """The table's tile shrunk to short sequences (no point in 128-row tiles for 40 rows) and, for a block
     mask whose blocks are a power of two >= 16, to the block size so each tile reads one block-mask entry."""
-    bm = min(cfg.bm, max(16, next_power_of_2(max(sq, 1))))
-    bn = min(cfg.bn, max(16, next_power_of_2(max(sk, 1))))
-    if block_size >= 16 and block_size & (block_size - 1) == 0:
+    bm = min(cfg.bm, max(least, next_power_of_2(max(sq, 1))))
+    bn = min(cfg.bn, max(least, next_power_of_2(max(sk, 1))))
+    if block_size >= least and block_size & (block_size - 1) == 0:
         bm, bn = min(bm, block_size), min(bn, block_size)
     return TileCfg(bm, bn, cfg.warps, cfg.stages)
 
 
-def head_blocks(D: int, Dv: int) -> tuple[int, int]:
-    return max(16, next_power_of_2(D)), max(16, next_power_of_2(Dv))
+def head_blocks(D: int, Dv: int, fp8: bool = False) -> tuple[int, int]:
+    """The padded head dims: powers of two >= 16, >= 32 for FP8 (an e4m3 dot's reduction is 32 deep)."""
+    m = 32 if fp8 else 16
+    return max(m, next_power_of_2(D)), max(m, next_power_of_2(Dv))
 
 
 def fwd_config(p: Problem, dtype) -> TileCfg:
-    bd, bdv = head_blocks(p.D, p.Dv)
-    if dtype != torch.float32:
+    bd, bdv = head_blocks(p.D, p.Dv, p.fp8)
+    if dtype != torch.float32:     # (FP8: the 16-bit tiles; its key block is P V's reduction: >= 32 deep)
         table = _FWD16_PLAIN if p.plain else _FWD16
     else:
         table = _FWDTF32 if p.prec == "tf32" else _FWD32
-    return fit_tiles(_pick(table, max(bd, bdv)), p.Sq, p.Sk, p.block_size)
+    return fit_tiles(_pick(table, max(bd, bdv)), p.Sq, p.Sk, p.block_size, 32 if p.fp8 else 16)
 
 
 def _bmask_kind(p: Problem, bm: int, bn: int) -> int:
@@ -326,7 +329,7 @@ def feature_args(p: Problem, dummy) -> tuple:
 def feature_constexprs(p: Problem, bm: int, bn: int, i64: bool) -> dict:
     has_wl, _, has_wr, _ = p.band()
     mask = 0 if p.mask is None else (1 if p.mask.dtype == torch.bool else 2)
-    bd, bdv = head_blocks(p.D, p.Dv)
+    bd, bdv = head_blocks(p.D, p.Dv, p.fp8)
     return dict(TOP_LEFT=p.causal == "top_left", HAS_WL=has_wl, HAS_WR=has_wr, SOFTCAP=p.softcap > 0,
                 ALIBI=p.slopes is not None, MASK=mask, BMASK=_bmask_kind(p, bm, bn), DROPOUT=p.dropout_p > 0,
                 VARLEN=p.varlen, I64=i64, BM=bm, BN=bn, D=p.D, DV=p.Dv, BD=bd, BDV=bdv, PREC=p.prec)

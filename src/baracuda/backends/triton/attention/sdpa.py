@@ -64,7 +64,8 @@ def _static(desc, pref) -> Problem:
     bs = 0 if varlen or a.get("block_size") is None else a["block_size"]
     return Problem("thd" if varlen else a["layout"], B, Hq, Hkv, Sq, Sk, D, Dv, a["scale"], a["causal"],
                    a["window_left"], a["window_right"], a["softcap"], a["dropout_p"], a["seed"], a["offset"],
-                   _prec(desc, pref), block_size=bs, extras=bool(a.get("has_mask") or a["has_alibi"]))
+                   _prec(desc, pref), block_size=bs, extras=bool(a.get("has_mask") or a["has_alibi"]),
+                   fp8=_fp8(desc))
 
 
 def _with_tensors(st: Problem, desc, extras, cu=None, fp8=False, dev=None) -> Problem:
@@ -186,7 +187,7 @@ def _features(st: Problem, desc) -> str:
                        (st.varlen, "varlen")):
         if flag:
             parts.append(name)
-    bd, bdv = head_blocks(st.D, st.Dv)
+    bd, bdv = head_blocks(st.D, st.Dv, st.fp8)
     if (bd, bdv) != (st.D, st.Dv):
         parts.append(f"d={st.D}->{bd}" + (f",dv={st.Dv}->{bdv}" if st.Dv != st.D else ""))
     return "".join("," + x for x in parts)
