@@ -62,7 +62,7 @@ def fp8_errors(op: str, lead: tuple, q, k, v, tail: tuple = ()):
     hq, hkv = q[0][1], k[0][1]
     d1 = ((1,), "f32")
     P = InvalidProblemError
-    yield ((*lead, q, k, v, *tail), {"has_descale": True}, P,
+    yield ((*lead, q, k, v, *tail, d1, d1, d1), {"has_descale": True}, P,
            rf"{op}: argument 'has_descale': expected the default \(False\) for f32 inputs", "descale-not-fp8")
     yield ((*lead, q, k, v, *tail), {"out_dtype": "f16"}, P,
            rf"{op}: argument 'out_dtype': expected the default \(None\) for f32 inputs", "out-dtype-not-fp8")

@@ -183,7 +183,7 @@ def _normalized(op, attrs, D: int, n_counters: int) -> dict:
 
 
 def _flags(attrs, dense: bool) -> str:
-    keys = ("has_mask", "has_alibi", "block_size") if dense else ("has_alibi",)
+    keys = ("has_mask", "has_alibi", "block_size", "has_descale") if dense else ("has_alibi",)
     return ", ".join(f"{k}={attrs[k]}" for k in keys)
 
 

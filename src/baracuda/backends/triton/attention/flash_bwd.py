@@ -111,7 +111,7 @@ def _dkdv_step(dk, dv, k, v, qbase, dobase, LSE, DELTA, lbase, dbase, i0, offs_n
     BN: tl.constexpr = k.shape[0]
     qkT = dot(k, tl.trans(q), tl.zeros([BN, BM], tl.float32), PREC)
     dpT = dot(wide(v, do.dtype), tl.trans(do), tl.zeros([BN, BM], tl.float32), PREC)
-    if v.dtype == tl.float8e4nv:        # d/dv of the dequantized v: dP = dO (v_descale v)^T
+    if k.dtype == tl.float8e4nv:        # dP of the dequantized v: dO (v_descale v)^T (v widened by the caller)
         dpT = dpT * vd
     pT, dsT = _p_ds(qkT, dpT, offs_m[None, :], offs_n[:, None], lse2[None, :], delta[None, :], Sq, Sk, off, WL,
                     WR, scale, scale2, cap, slope, mask_p, smi, smj, bm_p, sbi, sbj, bsize, pdrop, seed, ctr, CK,
@@ -184,6 +184,7 @@ def _bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV_, CUQ, CUK, scq, sck,
                   True)
     v = load_tile(V + b64 * svb + hk64 * svh + c64 * svs + nn * svs + e[None, :] * svd, nn, Sk, e[None, :], DV,
                   BDV, True)
+    v = wide(v, DO.dtype.element_ty)   # FP8: widened once (its only dot, dP, is 16-bit), not in every step
     dk = tl.zeros([BN, BD], tl.float32)
     dv = tl.zeros([BN, BDV], tl.float32)
     off = band_off(Sq, Sk, TOP_LEFT)
