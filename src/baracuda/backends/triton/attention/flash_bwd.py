@@ -109,16 +109,17 @@ def _dkdv_step(dk, dv, k, v, qbase, dobase, LSE, DELTA, lbase, dbase, i0, offs_n
                    MASKED)
     lse2, delta = _row_stats(LSE, DELTA, lbase, dbase, offs_m, sls, Sq, MASKED)
     BN: tl.constexpr = k.shape[0]
-    qkT = dot(k, tl.trans(q), tl.zeros([BN, BM], tl.float32), PREC)
-    dpT = dot(wide(v, do.dtype), tl.trans(do), tl.zeros([BN, BM], tl.float32), PREC)
-    if k.dtype == tl.float8e4nv:        # dP of the dequantized v: dO (v_descale v)^T (v widened by the caller)
+    q16 = wide(q, do.dtype)             # (FP8: k and v come widened by the caller)
+    qkT = dot(k, tl.trans(q16), tl.zeros([BN, BM], tl.float32), PREC)
+    dpT = dot(v, tl.trans(do), tl.zeros([BN, BM], tl.float32), PREC)
+    if q.dtype == tl.float8e4nv:        # dP of the dequantized v: dO (v_descale v)^T
         dpT = dpT * vd
     pT, dsT = _p_ds(qkT, dpT, offs_m[None, :], offs_n[:, None], lse2[None, :], delta[None, :], Sq, Sk, off, WL,
                     WR, scale, scale2, cap, slope, mask_p, smi, smj, bm_p, sbi, sbj, bsize, pdrop, seed, ctr, CK,
                     MASKED, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT)
     dv = dot(pT.to(do.dtype), do, dv, PREC)
     if q.dtype == tl.float8e4nv:        # dK of the dequantized k sums dS^T (q_descale[h] q) over the heads h
-        dk = dot((dsT * qd).to(do.dtype), wide(q, do.dtype), dk, PREC)
+        dk = dot((dsT * qd).to(do.dtype), q16, dk, PREC)
     else:
         dk = dot(dsT.to(q.dtype), q, dk, PREC)
     return dk, dv
@@ -184,7 +185,8 @@ def _bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV_, CUQ, CUK, scq, sck,
                   True)
     v = load_tile(V + b64 * svb + hk64 * svh + c64 * svs + nn * svs + e[None, :] * svd, nn, Sk, e[None, :], DV,
                   BDV, True)
-    v = wide(v, DO.dtype.element_ty)   # FP8: widened once (its only dot, dP, is 16-bit), not in every step
+    k = wide(k, DO.dtype.element_ty)   # FP8: k and v widened to bf16 / f16 once (exact): this kernel's dots are
+    v = wide(v, DO.dtype.element_ty)   # 16-bit (an e4m3 S^T = K Q^T costs more registers than it saves here)
     dk = tl.zeros([BN, BD], tl.float32)
     dv = tl.zeros([BN, BDV], tl.float32)
     off = band_off(Sq, Sk, TOP_LEFT)
