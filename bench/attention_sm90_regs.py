@@ -34,7 +34,8 @@ def _problem(D, dt, prec, causal, group=1):
                        descales=ds, fp8=bool(ds))
     mdt = torch.bfloat16 if dt == _F8 else dt
     return Problem("bhsd", 1, H, Hkv, S, S, D, D, 1 / math.sqrt(D), "bottom_right", 256, None, 30.0, 0.1, 7, 0, prec,
-                   mask=torch.empty(S, S, dtype=mdt).expand(1, H, S, S), slopes=torch.empty(H), descales=ds, fp8=bool(ds))
+                   mask=torch.empty(S, S, dtype=mdt).expand(1, H, S, S), slopes=torch.empty(H), descales=ds,
+                   fp8=bool(ds))
 
 
 def main(quick: bool = False, fp8: bool = False) -> int:

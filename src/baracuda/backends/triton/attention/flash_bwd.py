@@ -214,16 +214,16 @@ def _bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV_, CUQ, CUK, scq, sck,
             sc2 = scale2
         dk, dv = _dkdv_span(dk, dv, k, v, qbase, dobase, LSE, DELTA, lbase, dbase, lo, flo, j0, offs_n, Sq, Sk, off,
                             sqs, sqd, sgs, sgd, sls, mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, sc, sc2,
-                            cap, WL, WR, pdrop, seed, ctr, CK, vd, qd, True, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK,
-                            DROPOUT, I64, BM, D, DV, BD, BDV, PREC)
+                            cap, WL, WR, pdrop, seed, ctr, CK, vd, qd, True, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK,
+                            BMASK, DROPOUT, I64, BM, D, DV, BD, BDV, PREC)
         dk, dv = _dkdv_span(dk, dv, k, v, qbase, dobase, LSE, DELTA, lbase, dbase, flo, fhi, j0, offs_n, Sq, Sk,
                             off, sqs, sqd, sgs, sgd, sls, mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, sc,
                             sc2, cap, WL, WR, pdrop, seed, ctr, CK, vd, qd, False, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK,
                             BMASK, DROPOUT, I64, BM, D, DV, BD, BDV, PREC)
         dk, dv = _dkdv_span(dk, dv, k, v, qbase, dobase, LSE, DELTA, lbase, dbase, fhi, hi, j0, offs_n, Sq, Sk, off,
                             sqs, sqd, sgs, sgd, sls, mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, sc, sc2,
-                            cap, WL, WR, pdrop, seed, ctr, CK, vd, qd, True, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK,
-                            DROPOUT, I64, BM, D, DV, BD, BDV, PREC)
+                            cap, WL, WR, pdrop, seed, ctr, CK, vd, qd, True, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK,
+                            BMASK, DROPOUT, I64, BM, D, DV, BD, BDV, PREC)
     dk = dk * scale
     mk = nn < Sk
     if D == BD:
@@ -280,8 +280,8 @@ def _dq_span(dq, q, do, lse2, delta, kbase, vbase, lo, hi, i0, offs_m, Sq, Sk, o
             if tile_on(bm_p, i0, j0, sbi, sbj, bsize, BMASK):
                 dq = _dq_step(dq, q, do, lse2, delta, kbase, vbase, j0, offs_m, Sq, Sk, off, sks, skd, svs, svd,
                               mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop,
-                              seed, ctr, CK, vd, qd, MASKED, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN,
-                              D, DV, BD, BDV, PREC)
+                              seed, ctr, CK, vd, qd, MASKED, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT,
+                              I64, BN, D, DV, BD, BDV, PREC)
         else:
             dq = _dq_step(dq, q, do, lse2, delta, kbase, vbase, j0, offs_m, Sq, Sk, off, sks, skd, svs, svd,
                           mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop,
@@ -346,14 +346,14 @@ def _bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, CUQ, CUK, scq, sck,
     off = band_off(Sq, Sk, TOP_LEFT)
     lo, flo, fhi, hi = band(i0, BM, BN, Sk, off, WL, WR, HAS_WL, HAS_WR)
     dq = _dq_span(dq, q, do, lse2, delta, kbase, vbase, lo, flo, i0, offs_m, Sq, Sk, off, sks, skd, svs, svd,
-                  mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop, seed, ctr, CK, vd, qd,
-                  True, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN, D, DV, BD, BDV, PREC)
+                  mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop, seed, ctr, CK,
+                  vd, qd, True, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN, D, DV, BD, BDV, PREC)
     dq = _dq_span(dq, q, do, lse2, delta, kbase, vbase, flo, fhi, i0, offs_m, Sq, Sk, off, sks, skd, svs, svd,
-                  mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop, seed, ctr, CK, vd, qd,
-                  False, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN, D, DV, BD, BDV, PREC)
+                  mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop, seed, ctr, CK,
+                  vd, qd, False, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN, D, DV, BD, BDV, PREC)
     dq = _dq_span(dq, q, do, lse2, delta, kbase, vbase, fhi, hi, i0, offs_m, Sq, Sk, off, sks, skd, svs, svd,
-                  mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop, seed, ctr, CK, vd, qd,
-                  True, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN, D, DV, BD, BDV, PREC)
+                  mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop, seed, ctr, CK,
+                  vd, qd, True, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN, D, DV, BD, BDV, PREC)
     dq = (dq * dqs).to(DQ.dtype.element_ty)
     qb = DQ + b64 * sdqb + h64 * sdqh + r64 * sdqs + mm * sdqs + d[None, :] * sdqd
     if D == BD:
