@@ -16,7 +16,8 @@ sdpa(q, k, v[, mask][, alibi_slopes][, block_mask], layout, scale, causal, windo
     n = offset + ((b * Hq + h) * Sq + i) * Sk + j (Philox-4x32-10; the reference reimplements it bit for bit), and
     out = (P * keep / (1 - dropout_p)) @ V; lse is that of the undropped scores.  out: q's dtype and layout with Dv.
     Operand dtypes: q / k / v f16, bf16, f32, f64 (one of them); mask bool, f32 or q's; alibi_slopes f32 or q's;
-    block_mask bool.  The descriptor stores scale resolved (None -> 1 / sqrt(D), 1 for D = 0).
+    block_mask bool.  FP8: q / k / v f8e4m3 with optional descale operands (per tensor or per head, has_descale)
+    and a bf16 / f16 out (out_dtype), the op attending over the dequantized values: ops/attention_fp8.py.  The descriptor stores scale resolved (None -> 1 / sqrt(D), 1 for D = 0).
 sdpa_backward(grad_out, q, k, v, out, lse[, mask][, alibi_slopes][, block_mask][, grad_lse], <sdpa's attrs>,
               has_grad_lse) -> (dq, dk, dv)
     From the saved out and lse (P = exp(s - lse) recomputed, the dropout mask regenerated from seed / offset):
@@ -573,15 +574,20 @@ def _tol(dt):
     # entry is about 2^-11 (2^-8) * max |v| (|v| <= ~4 for N(0, 1) samples) plus the output's own rounding: 2e-3 /
     # 2e-2 absolute.  f32: scores are D-term dot products (D <= 20 here), exp / log to an ulp: a few 1e-6.  lse is a
     # few units: its error is the f32 rounding of the max and of log(sum) (1e-6 relative).
+    # f8e4m3 (out bf16, against float64 on the dequantized values): Q K^T multiplies the e4m3 values exactly, P
+    # is rounded to bf16 before P V with V widened exactly, so the default plan has bf16's bound; the
+    # allow_reduced_precision plan rounds P to e4m3 (2^-4 relative, 16x bf16's: 16x the tolerance, 0.32 of |v|
+    # ~ 4) -- tests/attention/test_sdpa_fp8.py holds both plans to their bounds.
     return {DType.f64: (1e-10, 1e-12), DType.f32: (2e-5, 2e-5), DType.f16: (5e-3, 2e-3),
-            DType.bf16: (2e-2, 2e-2)}[dt]
+            DType.bf16: (2e-2, 2e-2), DType.f8e4m3: (2e-2, 2e-2)}[dt]
 
 
 def _grad_tol(dt):
     # dq / dk / dv sum Sk (Sq) products of the rounded P / dS with k / q / dO rows: dS = P (dP - delta) rounded to
     # the input dtype (bf16 2^-8) before the products, a cancellation-prone difference; 4x the forward's bound
+    # f8e4m3: the backward's dots are bf16 on exactly widened operands (descales folded into f32 factors): bf16's
     return {DType.f64: (1e-9, 1e-10), DType.f32: (1e-4, 1e-4), DType.f16: (2e-2, 1e-2),
-            DType.bf16: (8e-2, 8e-2)}[dt]
+            DType.bf16: (8e-2, 8e-2), DType.f8e4m3: (8e-2, 8e-2)}[dt]
 
 
 def allowed_pairs(Sq: int, Sk: int, causal: str, wl, wr) -> int:
