@@ -17,7 +17,8 @@ sdpa(q, k, v[, mask][, alibi_slopes][, block_mask], layout, scale, causal, windo
     out = (P * keep / (1 - dropout_p)) @ V; lse is that of the undropped scores.  out: q's dtype and layout with Dv.
     Operand dtypes: q / k / v f16, bf16, f32, f64 (one of them); mask bool, f32 or q's; alibi_slopes f32 or q's;
     block_mask bool.  FP8: q / k / v f8e4m3 with optional descale operands (per tensor or per head, has_descale)
-    and a bf16 / f16 out (out_dtype), the op attending over the dequantized values: ops/attention_fp8.py.  The descriptor stores scale resolved (None -> 1 / sqrt(D), 1 for D = 0).
+    and a bf16 / f16 out (out_dtype), the op attending over the dequantized values: ops/attention_fp8.py.
+    The descriptor stores scale resolved (None -> 1 / sqrt(D), 1 for D = 0).
 sdpa_backward(grad_out, q, k, v, out, lse[, mask][, alibi_slopes][, block_mask][, grad_lse], <sdpa's attrs>,
               has_grad_lse) -> (dq, dk, dv)
     From the saved out and lse (P = exp(s - lse) recomputed, the dropout mask regenerated from seed / offset):
