@@ -229,3 +229,23 @@ def test_fp8_gpu_reduced_precision():
     xs, ds = _case(2, 8, 2, 1024, 1024, 128, 128, True, dev="cuda")
     fwd, (out, _, _), (ro, _, _), _ = _run(xs, ds, {"causal": "top_left"}, pref={"allow_reduced_precision": True})
     assert _err(out, ro) <= FP8_PV * ro.abs().max().item()
+
+
+@interp
+def test_fp8_backward_plan_interpreter():
+    """The spec's grad rule (BackwardPlan, as autograd runs it) with a float mask and per-head descales: gradients of
+    the dequantized q / k / v in bf16, none for the mask and the descales."""
+    xs, ds = _case(1, 4, 2, 20, 24, 32, 32, True, seed=3)
+    mask = torch.randn(20, 24, generator=torch.Generator().manual_seed(4))
+    d = bc.Descriptor.like("sdpa", *xs, mask, *ds, has_mask=True, has_descale=True, causal="top_left")
+    pref = bc.PlanPreference(prefer=(Backend.TRITON,))
+    out, lse = bc.Plan.select(d, DEVICE, pref).run(*xs, mask, *ds)
+    bw = bc.BackwardPlan.select(d, DEVICE, pref)
+    arrays, names = [*xs, mask, *ds], d.spec.arg_names
+    saved = {n: arrays[names.index(n)] if n in names else (out if n == "out0" else lse) for n in bw.saves}
+    go = torch.randn(out.shape, generator=torch.Generator().manual_seed(5)).to(torch.bfloat16)
+    got = bw.run(go, None, **saved)
+    assert got[3:] == (None,) * 4
+    _, _, rg = _oracle(xs, ds, "bhsd", True, go, mask)
+    for name, g, w in zip(("dq", "dk", "dv"), got, rg):
+        assert g.dtype == torch.bfloat16 and _err(g, w) <= 2 ** -5 * w.abs().max().item(), name

@@ -50,7 +50,7 @@ from .._core.dtypes import DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, OpSpec, TensorSpec, register_spec
 from .attention_dropin import sdpa_dropin
-from .attention_fp8 import F8, FP8_ATTRS, check_fp8, compute_dtype, descale_names, fp8_errors
+from .attention_fp8 import DESCALE_NAMES, F8, FP8_ATTRS, check_fp8, compute_dtype, descale_names, fp8_errors
 from ._common import check_nonneg
 
 __all__ = ["SDPA_OPS", "LAYOUTS", "CAUSAL", "SDPA_DTYPES", "sdpa_dims", "lse_dtype"]
@@ -650,7 +650,7 @@ _WORKLOADS = (
 _SPECS: dict[str, OpSpec] = {}
 _DEFAULTS = {a.name: a.default for a in _DENSE_ATTRS}
 _SPECS["sdpa"] = register_spec(OpSpec(
-    name="sdpa", family="attention", arg_names=("q", "k", "v", "mask", "alibi_slopes", "block_mask"),
+    name="sdpa", family="attention", arg_names=("q", "k", "v", "mask", "alibi_slopes", "block_mask", *DESCALE_NAMES),
     check=_check_sdpa, dtypes=SDPA_DTYPES, attrs=_DENSE_ATTRS, torch_peer=_peer_sdpa,
     torch_name="torch.nn.functional.scaled_dot_product_attention", dropin=sdpa_dropin,
     grad=_g_attention("sdpa_backward", 3), uses=("sdpa_backward",), saves=("inputs", "outputs"),
@@ -661,7 +661,8 @@ _SPECS["sdpa"] = register_spec(OpSpec(
         "softcap, alibi, bool / float / block mask, Philox dropout; returns (out, lse)."))
 _SPECS["sdpa_backward"] = register_spec(OpSpec(
     name="sdpa_backward", family="attention",
-    arg_names=("grad_out", "q", "k", "v", "out", "lse", "mask", "alibi_slopes", "block_mask", "grad_lse"),
+    arg_names=("grad_out", "q", "k", "v", "out", "lse", "mask", "alibi_slopes", "block_mask", *DESCALE_NAMES,
+               "grad_lse"),
     check=_check_sdpa_bw, dtypes=SDPA_DTYPES, attrs=_DENSE_ATTRS + (_GRAD_LSE,),
     samples=_backward_samples(_samples, _sdpa_bw_inputs), errors=_sdpa_bw_errors, tol=_grad_tol,
     workloads=tuple(), cost=attention_cost(_pairs_dense), category="attention",
