@@ -171,11 +171,13 @@ def test_fp8_reduced_precision_pv_interpreter():
     """allow_reduced_precision: P V in e4m3 (math fp8), within its looser bound; the default is tighter."""
     xs, ds = _case(1, 4, 2, 40, 40, 32, 32, True, seed=5)
     attrs = {"causal": "top_left"}
-    fwd, (out, lse, _), (ro, rl, _), _ = _run(xs, ds, attrs, pref={"allow_reduced_precision": True})
-    assert fwd.sku.precision.math == MathPrecision.FP8 and "pv-fp8" in fwd.sku.route
-    vmax = ro.abs().max().item()
-    assert _err(out, ro) <= FP8_PV * vmax
-    assert _err(lse, rl) <= 1e-4 * max(1.0, rl.abs().max().item())
+    vt = xs[2].transpose(2, 3).contiguous().transpose(2, 3)   # key-contiguous v (the K-major e4m3 operand layout)
+    for v in (xs[2], vt):
+        fwd, (out, lse, _), (ro, rl, _), _ = _run((*xs[:2], v), ds, attrs, pref={"allow_reduced_precision": True})
+        assert fwd.sku.precision.math == MathPrecision.FP8 and "pv-fp8" in fwd.sku.route
+        vmax = ro.abs().max().item()
+        assert _err(out, ro) <= FP8_PV * vmax
+        assert _err(lse, rl) <= 1e-4 * max(1.0, rl.abs().max().item())
 
 
 def test_fp8_reference_matches_torch():
