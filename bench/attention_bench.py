@@ -10,7 +10,12 @@ that backend refuses the case, named in the JSON), optionally torch.compile'd SD
 Times are CUDA-event medians of --reps calls after 3 warm-ups; TF/s from FlashAttention's count: forward
 4 B Hq Sq Sk D (halved for causal), backward 2.5x that.  Torch's backward time is (forward + backward) - forward.
 One shape failing is recorded with its error and the rest go on.  The varlen row packs 32 sequences of mixed
-length with the tokens of the fixed B4 S4096 row and compares with our fixed-length time.
+length with the tokens of the fixed B4 S4096 row and compares with our fixed-length time.  The FP8 row runs that
+B4 S4096 D128 causal shape with e4m3 q / k / v and per-head descales (ours: P V in bf16; ours_pv_fp8: the
+allow_reduced_precision plan, P V in e4m3; ours_pv_fp8_vt: the same with v stored key-contiguous, a transposed
+view of a [B, H, D, S] tensor, which makes v a K-major e4m3 operand: cp.async-pipelined, no in-register byte
+transpose -- sm_90 PTX shows ld.global + 112 prmt for the [S, D]-contiguous v) beside our bf16 time (the issue's
+target: >= 1.5x forward, 1.2x backward).
 
 --fwd-cfg / --bwd-cfg override the tile tables for one padded head dim (64 / 128 / 256) for tuning on the H100,
 e.g. --fwd-cfg 128=128x128,w8,s3 --bwd-cfg 128=32x128,w8,s2/128x64,w8,s2 (dK/dV tile / dQ tile); the JSON
@@ -66,17 +71,20 @@ def _tfs(flops, ms):
     return None if ms is None or ms <= 0 else flops / (ms * 1e-3) / 1e12
 
 
-def _ours(q, k, v, causal, backward, reps, varlen=None, backend=bc.Backend.TRITON):
+def _ours(q, k, v, causal, backward, reps, varlen=None, backend=bc.Backend.TRITON, descales=(), reduced=False):
     attrs = {"causal": "bottom_right" if causal else "none"}
+    lead, tail = (), tuple(descales)        # sdpa_backward: (grad_out, q, k, v, [cu, cu], out, lse, [extras])
+    if descales:
+        attrs["has_descale"] = True
     if varlen is not None:
         cu, maxlen = varlen
-        ins = (q, k, v, cu, cu)
+        lead = (cu, cu)
         attrs.update(max_seqlen_q=maxlen, max_seqlen_k=maxlen)
         op = "sdpa_varlen"
     else:
-        ins = (q, k, v)
         op = "sdpa"
-    pref = bc.PlanPreference(prefer=(backend,))
+    ins = (q, k, v) + lead + tail
+    pref = bc.PlanPreference(prefer=(backend,), allow_reduced_precision=reduced)
     fwd = bc.Plan.select(bc.Descriptor.like(op, *ins, **attrs), "cuda", pref)
     if fwd.sku.backend != backend:
         raise RuntimeError(f"{backend.value} does not serve this case: {fwd.sku.route} was chosen")
@@ -85,7 +93,7 @@ def _ours(q, k, v, causal, backward, reps, varlen=None, backend=bc.Backend.TRITO
     if backward:
         out, lse = fwd.run(*ins)
         go = torch.randn_like(out)
-        bins = (go, q, k, v) + ins[3:] + (out, lse)
+        bins = (go, q, k, v) + lead + (out, lse) + tail
         bwd = bc.Plan.select(bc.Descriptor.like(op + "_backward", *bins, **attrs), "cuda", pref)
         res["route_bwd"] = str(bwd.sku.route)
         res["bwd_ms"] = _median_ms(lambda: bwd.run(*bins), reps)
@@ -189,6 +197,30 @@ def _varlen_row(args, fixed_ms):
     return row
 
 
+def _fp8_row(args, bf16):
+    """B4 H32 S4096 D128 causal with FP8 q / k / v (per-head descales): both FP8 plans beside our bf16 row."""
+    B, H, S, D = 4, 32, 4096, 128
+    g = torch.Generator(device="cuda").manual_seed(0)
+    q, k, v = (torch.randn(B, H, S, D, device="cuda", generator=g).to(torch.float8_e4m3fn) for _ in range(3))
+    ds = tuple(torch.rand(H, device="cuda", generator=g) + 0.5 for _ in range(3))
+    f = _flops(B, H, S, S, D, True)
+    row = {"shape": "b4h32s4096d128-causal-fp8", "dtype": "f8e4m3", "descales": "per-head", "fwd_flops": f,
+           "bwd_flops": 2.5 * f, "targets": {"fwd_speedup": 1.5, "bwd_speedup": 1.2}}
+    vt = v.transpose(2, 3).contiguous().transpose(2, 3)     # the same values, key-contiguous
+    for who, reduced, vv in (("ours", False, v), ("ours_pv_fp8", True, v), ("ours_pv_fp8_vt", True, vt)):
+        try:
+            r = _ours(q, k, vv, True, True, args.reps, descales=ds, reduced=reduced)
+            r["fwd_tfs"], r["bwd_tfs"] = _tfs(f, r["fwd_ms"]), _tfs(2.5 * f, r["bwd_ms"])
+            if bf16 and bf16.get("fwd_ms"):
+                r["fwd_speedup_vs_bf16"] = bf16["fwd_ms"] / r["fwd_ms"]
+                r["bwd_speedup_vs_bf16"] = bf16["bwd_ms"] / r["bwd_ms"]
+            row[who] = r
+        except Exception as e:  # noqa: BLE001
+            row[who] = {"error": f"{type(e).__name__}: {str(e).strip().splitlines()[-1][:300]}",
+                        "trace": traceback.format_exc()[-2000:]}
+    return row
+
+
 def _parse_cfg(s):
     m = re.fullmatch(r"(\d+)x(\d+),w(\d+),s(\d+)", s)
     if not m:
@@ -243,6 +275,13 @@ def main(argv=None) -> int:
         print(f"{shape[0]:<28} fwd/bwd TF/s: {cells}", flush=True)
         with open(args.out, "w") as f:      # written after every row: a later crash keeps the earlier ones
             json.dump(result, f, indent=1)
+    if args.only in "b4h32s4096d128-causal-fp8":     # (with the bf16 row it compares to, unless --only fp8)
+        row = _fp8_row(args, fixed)
+        result["rows"].append(row)
+        for w in ("ours", "ours_pv_fp8", "ours_pv_fp8_vt"):
+            o = row[w]
+            print(f"{row['shape']:<30} {w} fwd {o.get('fwd_tfs') or 0:6.1f} bwd {o.get('bwd_tfs') or 0:6.1f} TF/s "
+                  f"(x{o.get('fwd_speedup_vs_bf16')}, x{o.get('bwd_speedup_vs_bf16')} vs bf16) {o.get('error', '')}")
     if not args.only or "varlen" in args.only:
         row = _varlen_row(args, fixed)
         result["rows"].append(row)

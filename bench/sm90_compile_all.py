@@ -40,7 +40,9 @@ def main(pattern: str = ".", per_dtype: int = 2) -> int:
         impl = next((i for i in implementations(spec.name) if i.backend == Backend.TRITON), None)
         if impl is None:
             continue
-        for dt in spec.dtypes:
+        # the spec's dtypes and those the Triton backend adds (sdpa's f8e4m3: samples the FP8 contract admits)
+        extra = sorted((d for d in impl.dtypes or () if d not in spec.dtypes), key=str)
+        for dt in (*spec.dtypes, *extra):
             if impl.dtypes is not None and dt not in impl.dtypes:
                 continue
             for sample in samples_for(spec, dt)[:per_dtype]:

@@ -16,7 +16,9 @@ sdpa(q, k, v[, mask][, alibi_slopes][, block_mask], layout, scale, causal, windo
     n = offset + ((b * Hq + h) * Sq + i) * Sk + j (Philox-4x32-10; the reference reimplements it bit for bit), and
     out = (P * keep / (1 - dropout_p)) @ V; lse is that of the undropped scores.  out: q's dtype and layout with Dv.
     Operand dtypes: q / k / v f16, bf16, f32, f64 (one of them); mask bool, f32 or q's; alibi_slopes f32 or q's;
-    block_mask bool.  The descriptor stores scale resolved (None -> 1 / sqrt(D), 1 for D = 0).
+    block_mask bool.  FP8: q / k / v f8e4m3 with optional descale operands (per tensor or per head, has_descale)
+    and a bf16 / f16 out (out_dtype), the op attending over the dequantized values: ops/attention_fp8.py.
+    The descriptor stores scale resolved (None -> 1 / sqrt(D), 1 for D = 0).
 sdpa_backward(grad_out, q, k, v, out, lse[, mask][, alibi_slopes][, block_mask][, grad_lse], <sdpa's attrs>,
               has_grad_lse) -> (dq, dk, dv)
     From the saved out and lse (P = exp(s - lse) recomputed, the dropout mask regenerated from seed / offset):
@@ -48,6 +50,7 @@ from .._core.dtypes import DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, OpSpec, TensorSpec, register_spec
 from .attention_dropin import sdpa_dropin
+from .attention_fp8 import DESCALE_NAMES, F8, FP8_ATTRS, check_fp8, compute_dtype, descale_names, fp8_errors
 from ._common import check_nonneg
 
 __all__ = ["SDPA_OPS", "LAYOUTS", "CAUSAL", "SDPA_DTYPES", "sdpa_dims", "lse_dtype"]
@@ -80,6 +83,7 @@ _DENSE_ATTRS = (
     *_SCORE_ATTRS,
     Attr("has_mask", "bool", False, doc="a mask operand follows v (bool: True = take part; float: added)"),
     Attr("block_size", "int", None, optional=True, gt=0, expected="None or an int > 0 (a block_mask operand follows)"),
+    *FP8_ATTRS,
 )
 _GRAD_LSE = Attr("has_grad_lse", "bool", False, doc="a grad_lse operand (the lse output's gradient) comes last")
 
@@ -98,7 +102,7 @@ def sdpa_dims(layout: str, q, k, v) -> tuple[int, ...]:
 def _extra_names(attrs, dense: bool) -> tuple[str, ...]:
     """The optional operands present, in order, per the has_* attributes."""
     names = ("mask",) * (dense and attrs["has_mask"]) + ("alibi_slopes",) * attrs["has_alibi"]
-    return names + ("block_mask",) * (dense and attrs["block_size"] is not None)
+    return names + ("block_mask",) * (dense and attrs["block_size"] is not None) + descale_names(attrs) * dense
 
 
 def _count(op, inputs, lead: tuple, names: tuple, flags: str):
@@ -116,9 +120,9 @@ def _hs(layout, shape) -> tuple[int, int]:
 def _qkv(op, q, k, v, layout: str | None):
     """dtype, rank and shape checks of q / k / v; returns (B, Hq, Hkv, Sq, Sk, D, Dv) (varlen, layout None:
     B = 1 and S = the packed token counts)."""
-    if q.dtype not in SDPA_DTYPES:
+    if q.dtype not in SDPA_DTYPES and not (q.dtype == F8 and layout is not None):
         raise UnsupportedError(op, f"argument 'q' has dtype {q.dtype}; the op is defined for "
-                                   f"{', '.join(map(str, SDPA_DTYPES))}")
+                                   f"{', '.join(map(str, SDPA_DTYPES))}" + (" and f8e4m3" if layout else ""))
     for n, t in (("k", k), ("v", v)):
         if t.dtype != q.dtype:
             raise DTypeMismatchError(op, n, f"{q.dtype} (q's dtype)", str(t.dtype))
@@ -181,7 +185,7 @@ def _normalized(op, attrs, D: int, n_counters: int) -> dict:
 
 
 def _flags(attrs, dense: bool) -> str:
-    keys = ("has_mask", "has_alibi", "block_size") if dense else ("has_alibi",)
+    keys = ("has_mask", "has_alibi", "block_size", "has_descale") if dense else ("has_alibi",)
     return ", ".join(f"{k}={attrs[k]}" for k in keys)
 
 
@@ -191,10 +195,13 @@ def _sdpa_problem(op, qkv, extras, attrs):
     layout = attrs["layout"]
     dims = _qkv(op, q, k, v, layout)
     B, Hq, _, Sq, Sk, D, Dv = dims
-    _check_extras(op, dict(zip(_extra_names(attrs, True), extras)), dims, q.dtype, attrs)
+    named = dict(zip(_extra_names(attrs, True), extras))
+    check_fp8(op, q.dtype, {n: named.pop(n) for n in descale_names(attrs)}, Hq, dims[2], attrs)
+    odt = compute_dtype(q.dtype, attrs)
+    _check_extras(op, named, dims, odt, attrs)
     a = _normalized(op, attrs, D, B * Hq * Sq * Sk)
     out = (B, Hq, Sq, Dv) if layout == "bhsd" else (B, Sq, Hq, Dv)
-    return a, TensorSpec(out, q.dtype), TensorSpec((B, Hq, Sq), lse_dtype(q.dtype))
+    return a, TensorSpec(out, odt), TensorSpec((B, Hq, Sq), lse_dtype(q.dtype))
 
 
 def _check_sdpa(inputs, attrs):
@@ -228,8 +235,9 @@ def _check_sdpa_bw(inputs, attrs):
     saved = dict(zip(("grad_out", "out", "lse"), (inputs[0], inputs[4], inputs[5])))
     if attrs["has_grad_lse"]:
         saved["grad_lse"] = inputs[-1]
-    _check_saved(op, saved, out, lse, inputs[1].dtype)
-    return dict(a, has_grad_lse=attrs["has_grad_lse"]), tuple(TensorSpec(t.shape, t.dtype) for t in inputs[1:4])
+    _check_saved(op, saved, out, lse, out.dtype)
+    # the gradients of the dequantized values for FP8 inputs: in out's dtype
+    return dict(a, has_grad_lse=attrs["has_grad_lse"]), tuple(TensorSpec(t.shape, out.dtype) for t in inputs[1:4])
 
 
 # -- backward rules: one fused backward op each ---------------------------------------------------
@@ -521,8 +529,12 @@ def _sdpa_errors():
         ((q, k, v, ((4,), "f32")), {"has_mask": True, "has_alibi": True}, P,
          r"expected 5 operands \(q, k, v, mask, alibi_slopes\)", "missing-slopes"),
     ]
+    cases += list(fp8_errors("sdpa", (), q, k, v))
     for ins, attrs, exc, match, name in cases:
         yield ErrorCase(ins, attrs, exc, match, name)
+
+
+_FP8_ERR = {c[-1] for c in fp8_errors("", (), ((1, 1), ""), ((1, 1), ""), ((1, 1), ""))}
 
 
 def _sdpa_bw_errors():
@@ -531,11 +543,14 @@ def _sdpa_bw_errors():
     q, k, v, o, lse = ((1, 2, 3, 4), "f32"), ((1, 1, 5, 4), "f32"), ((1, 1, 5, 2), "f32"), ((1, 2, 3, 2), "f32"), \
         ((1, 2, 3), "f32")
     for c in _sdpa_errors():   # the forward's errors, through the backward's operand order
-        if c.name in ("extra-operand", "missing-mask", "missing-slopes"):
+        if c.name in ("extra-operand", "missing-mask", "missing-slopes") or c.name in _FP8_ERR:
             continue
         g = (c.inputs[0][0][:-1] + (c.inputs[2][0][-1],), c.inputs[0][1])
         yield ErrorCase((g,) + tuple(c.inputs[:3]) + (g, (c.inputs[0][0][:-1], "f32")) + tuple(c.inputs[3:]), c.attrs,
                         c.exc, c.match.replace("sdpa:", "sdpa_backward:"), "forward-" + c.name)
+    for ins, attrs, exc, match, name in fp8_errors("sdpa_backward", ((o[0], "bf16"),), q, k, v,
+                                                    ((o[0], "bf16"), lse)):
+        yield ErrorCase(ins, attrs, exc, match, name)
     P = InvalidProblemError
     yield ErrorCase((((1, 2, 3, 3), "f32"), q, k, v, o, lse), {}, P,
                     r"sdpa_backward: argument 'grad_out': expected the forward's out shape \(1, 2, 3, 2\)",
@@ -560,15 +575,20 @@ def _tol(dt):
     # entry is about 2^-11 (2^-8) * max |v| (|v| <= ~4 for N(0, 1) samples) plus the output's own rounding: 2e-3 /
     # 2e-2 absolute.  f32: scores are D-term dot products (D <= 20 here), exp / log to an ulp: a few 1e-6.  lse is a
     # few units: its error is the f32 rounding of the max and of log(sum) (1e-6 relative).
+    # f8e4m3 (out bf16, against float64 on the dequantized values): Q K^T multiplies the e4m3 values exactly, P
+    # is rounded to bf16 before P V with V widened exactly, so the default plan has bf16's bound; the
+    # allow_reduced_precision plan rounds P to e4m3 (2^-4 relative, 16x bf16's: 16x the tolerance, 0.32 of |v|
+    # ~ 4) -- tests/attention/test_sdpa_fp8.py holds both plans to their bounds.
     return {DType.f64: (1e-10, 1e-12), DType.f32: (2e-5, 2e-5), DType.f16: (5e-3, 2e-3),
-            DType.bf16: (2e-2, 2e-2)}[dt]
+            DType.bf16: (2e-2, 2e-2), DType.f8e4m3: (2e-2, 2e-2)}[dt]
 
 
 def _grad_tol(dt):
     # dq / dk / dv sum Sk (Sq) products of the rounded P / dS with k / q / dO rows: dS = P (dP - delta) rounded to
     # the input dtype (bf16 2^-8) before the products, a cancellation-prone difference; 4x the forward's bound
+    # f8e4m3: the backward's dots are bf16 on exactly widened operands (descales folded into f32 factors): bf16's
     return {DType.f64: (1e-9, 1e-10), DType.f32: (1e-4, 1e-4), DType.f16: (2e-2, 1e-2),
-            DType.bf16: (8e-2, 8e-2)}[dt]
+            DType.bf16: (8e-2, 8e-2), DType.f8e4m3: (8e-2, 8e-2)}[dt]
 
 
 def allowed_pairs(Sq: int, Sk: int, causal: str, wl, wr) -> int:
@@ -630,7 +650,7 @@ _WORKLOADS = (
 _SPECS: dict[str, OpSpec] = {}
 _DEFAULTS = {a.name: a.default for a in _DENSE_ATTRS}
 _SPECS["sdpa"] = register_spec(OpSpec(
-    name="sdpa", family="attention", arg_names=("q", "k", "v", "mask", "alibi_slopes", "block_mask"),
+    name="sdpa", family="attention", arg_names=("q", "k", "v", "mask", "alibi_slopes", "block_mask", *DESCALE_NAMES),
     check=_check_sdpa, dtypes=SDPA_DTYPES, attrs=_DENSE_ATTRS, torch_peer=_peer_sdpa,
     torch_name="torch.nn.functional.scaled_dot_product_attention", dropin=sdpa_dropin,
     grad=_g_attention("sdpa_backward", 3), uses=("sdpa_backward",), saves=("inputs", "outputs"),
@@ -641,7 +661,8 @@ _SPECS["sdpa"] = register_spec(OpSpec(
         "softcap, alibi, bool / float / block mask, Philox dropout; returns (out, lse)."))
 _SPECS["sdpa_backward"] = register_spec(OpSpec(
     name="sdpa_backward", family="attention",
-    arg_names=("grad_out", "q", "k", "v", "out", "lse", "mask", "alibi_slopes", "block_mask", "grad_lse"),
+    arg_names=("grad_out", "q", "k", "v", "out", "lse", "mask", "alibi_slopes", "block_mask", *DESCALE_NAMES,
+               "grad_lse"),
     check=_check_sdpa_bw, dtypes=SDPA_DTYPES, attrs=_DENSE_ATTRS + (_GRAD_LSE,),
     samples=_backward_samples(_samples, _sdpa_bw_inputs), errors=_sdpa_bw_errors, tol=_grad_tol,
     workloads=tuple(), cost=attention_cost(_pairs_dense), category="attention",

@@ -170,11 +170,18 @@ def _band_empty_rows(p: Problem) -> str | None:
 
 
 _HALF = (DType.f16, DType.bf16)
+# (not built: cuDNN's FP8 graph takes descale and scale tensors for q, k, v, s, o, dO, dP and returns amax / FP8 out;
+# the op's contract is bf16 / f16 out with no output quantization, served by the Triton kernels)
+_FP8_WHY = ("FP8 q / k / v: cuDNN's FP8 SDPA has its own scaling contract (descale / scale tensors per tensor, FP8 "
+            "output, amax outputs; per-head descales not expressible), not the op's dequantize-then-attend with a "
+            "bf16 / f16 output")
 
 
 def supports(desc) -> str | None:
     """None, or the exact reason cuDNN (or the op's semantics through cuDNN) cannot serve ``desc``."""
     p = problem(desc)
+    if p.dtype == DType.f8e4m3:
+        return _FP8_WHY
     if p.dtype not in _HALF:
         return (f"cuDNN's SDPA computes f16 / bf16 inputs only, not {p.dtype} (the f32 in this backend's dtypes is "
                 "the lse operand's and a mask's)")
@@ -699,7 +706,8 @@ def _run_default(desc, inputs, outputs, ws):
     _bind(desc, None)(desc, inputs, outputs, ws)
 
 
-_DTYPES_NOTE = "cuDNN's SDPA computes f16 / bf16 q / k / v (f32 and f64 run on the Triton and reference backends)"
+_DTYPES_NOTE = ("cuDNN's SDPA computes f16 / bf16 q / k / v (f32 and f64 run on the Triton and reference backends; "
+                "f8e4m3 on Triton: " + _FP8_WHY + ")")
 
 for _op in _OPS:
     register(Impl(op=_op, backend=Backend.CUDNN, run=_run_default, bind=_bind, precision=_precision,

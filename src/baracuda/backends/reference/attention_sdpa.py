@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._core.errors import InvalidProblemError
+from ...ops.attention_fp8 import DESCALE_NAMES
 from . import register_reference
 from .softmax_extra import philox_u32
 
@@ -142,8 +143,15 @@ def attend_backward(go, q, k, v, out, lse, extras: dict, a: dict, counters=None,
 # -- sdpa / sdpa_backward ----------------------------------------------------------------------------------------
 def _extra_dict(a: dict, xs) -> dict:
     names = ("mask",) * a["has_mask"] + ("alibi_slopes",) * a["has_alibi"] + \
-        ("block_mask",) * (a["block_size"] is not None)
+        ("block_mask",) * (a["block_size"] is not None) + DESCALE_NAMES * bool(a.get("has_descale"))
     return dict(zip(names, xs))
+
+
+def dequantized(q, k, v, extras: dict):
+    """q, k, v (bhsd float64) times their descale operands (FP8 inputs: [1] or one per head), which leave
+    ``extras``; the values the op attends over."""
+    ds = [extras.pop(n, None) for n in DESCALE_NAMES]
+    return tuple(t if d is None else t * np.asarray(d, np.float64)[None, :, None, None] for t, d in zip((q, k, v), ds))
 
 
 def _bhsd(layout: str, *ts):
@@ -157,7 +165,8 @@ def _resolved(a: dict, D: int) -> dict:
 
 def sdpa_f64(qkv, extras: dict, a: dict):
     """(out in a["layout"], lse) of sdpa in float64 (arrays in the op's layout, extras by name)."""
-    q, k, v = _bhsd(a["layout"], *(np.asarray(t, dtype=np.float64) for t in qkv))
+    extras = dict(extras)
+    q, k, v = dequantized(*_bhsd(a["layout"], *(np.asarray(t, dtype=np.float64) for t in qkv)), extras)
     a = _resolved(a, q.shape[-1])
     counters = dense_counters(a["offset"], *q.shape[:3], k.shape[2]) if a["dropout_p"] else None
     out, lse = attend(q, k, v, extras, a, counters)
@@ -173,9 +182,11 @@ def _sdpa_backward(desc, go, q, k, v, out, lse, *rest):
     a = desc.attr_dict
     glse = rest[-1] if a["has_grad_lse"] else None
     extras = rest[:-1] if a["has_grad_lse"] else rest
-    go, q, k, v, out = _bhsd(a["layout"], go, q, k, v, out)
+    go, q, k, v, out = _bhsd(a["layout"], *(np.asarray(t, dtype=np.float64) for t in (go, q, k, v, out)))
+    ex = _extra_dict(a, extras)
+    q, k, v = dequantized(q, k, v, ex)
     counters = dense_counters(a["offset"], *q.shape[:3], k.shape[2]) if a["dropout_p"] else None
-    r = attend_backward(go, q, k, v, out, lse, _extra_dict(a, extras), a, counters, glse)
+    r = attend_backward(go, q, k, v, out, np.asarray(lse, np.float64), ex, a, counters, glse)
     return _bhsd(a["layout"], *r)
 
 

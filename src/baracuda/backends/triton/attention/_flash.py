@@ -6,6 +6,13 @@ Indices are passed as broadcastable 2-D tensors (``ii`` query rows, ``jj`` key c
 forward / dQ orientation, [1, BM] x [BN, 1] in the dK/dV kernel's transposed one, and every helper is elementwise
 over their broadcast, so the transposed kernel needs no second copy of the logic.
 
+FP8 (e4m3) q / k / v: the kernels see it from the pointers' element type (a compile-time fact, no extra
+constexpr).  Q K^T is an e4m3 tensor-core dot (the raw stored values; q_descale * k_descale folds into the score
+scale); every other dot takes its FP8 operand converted to bf16 in registers (exact: e4m3's 3 mantissa bits and
+exponent range fit bf16) with v_descale folded into dP / the output, except the forward's P V under PREC "fp8"
+(the plan's reduced-precision choice): P (in [0, 1] after the max subtraction) rounded to e4m3 and an e4m3 dot,
+FlashAttention-3's recipe.
+
 Scores are in the log2 domain (s * log2(e)): the online softmax uses exp2, and without softcap / ALiBi / a float
 mask the scale and log2(e) are one multiply (``scale2``).
 """
@@ -147,6 +154,35 @@ def dot(a, b, acc, PREC: tl.constexpr):
         return tl.dot(a.to(tl.float32), b.to(tl.float32), acc, input_precision="ieee")
     else:
         return tl.dot(a, b, acc)
+
+
+@triton.jit
+def wide(x, dt: tl.constexpr):
+    """An FP8 tile converted to ``dt`` (bf16 / f16: exact) for a dot with a 16-bit operand; other tiles unchanged."""
+    if x.dtype == tl.float8e4nv:
+        return x.to(dt)
+    else:
+        return x
+
+
+@triton.jit
+def pv_dot(p, v, acc, PREC: tl.constexpr):
+    """acc + P V: P rounded to V's dtype (16-bit), or for an FP8 V to e4m3 (PREC "fp8": one e4m3 dot) or to bf16
+    with V widened to bf16 (exact)."""
+    if v.dtype == tl.float8e4nv and PREC == "fp8":
+        return tl.dot(p.to(tl.float8e4nv), v, acc)
+    else:
+        vv = wide(v, tl.bfloat16)
+        return dot(p.to(vv.dtype), vv, acc, PREC)
+
+
+@triton.jit
+def descales(QDS, KDS, VDS, sqds, skds, svds, h, hk, FP8: tl.constexpr):
+    """(q_descale[h], k_descale[hk], v_descale[hk]) of an FP8 problem ([1] descales: stride 0), else 1s."""
+    if FP8:
+        return tl.load(QDS + h * sqds), tl.load(KDS + hk * skds), tl.load(VDS + hk * svds)
+    else:
+        return 1.0, 1.0, 1.0
 
 
 @triton.jit

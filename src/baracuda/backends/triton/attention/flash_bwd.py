@@ -22,7 +22,7 @@ import triton.language as tl
 from .._lib.geometry import cdiv
 from .._lib.interp import loop
 from .._lib.launch import fast_kernel
-from ._flash import LOG2E, band, band_off, dot, dropout_keep, load_tile, scores, seq_range, tile_on
+from ._flash import LOG2E, band, band_off, descales, dot, dropout_keep, load_tile, scores, seq_range, tile_on, wide
 from .flash_fwd import (Problem, TileCfg, bhsd_strides, cu_args, feature_args, feature_constexprs, fit_tiles,
                         head_blocks, lse_strides, needs_i64)
 
@@ -94,7 +94,7 @@ def _bwd_pre_kernel(O, DO, GLSE, DELTA, CUQ, scq, sob, soh, sos, sod, sgb, sgh, 
 @triton.jit
 def _dkdv_step(dk, dv, k, v, qbase, dobase, LSE, DELTA, lbase, dbase, i0, offs_n, Sq, Sk, off, sqs, sqd, sgs,
                sgd, sls, mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop, seed,
-               ctr, CK, MASKED: tl.constexpr, HAS_WL: tl.constexpr, HAS_WR: tl.constexpr, SOFTCAP: tl.constexpr,
+               ctr, CK, vd, qd, MASKED: tl.constexpr, HAS_WL: tl.constexpr, HAS_WR: tl.constexpr, SOFTCAP: tl.constexpr,
                ALIBI: tl.constexpr, MASK: tl.constexpr, BMASK: tl.constexpr, DROPOUT: tl.constexpr,
                I64: tl.constexpr, BM: tl.constexpr, D: tl.constexpr, DV: tl.constexpr, BD: tl.constexpr,
                BDV: tl.constexpr, PREC: tl.constexpr):
@@ -109,20 +109,26 @@ def _dkdv_step(dk, dv, k, v, qbase, dobase, LSE, DELTA, lbase, dbase, i0, offs_n
                    MASKED)
     lse2, delta = _row_stats(LSE, DELTA, lbase, dbase, offs_m, sls, Sq, MASKED)
     BN: tl.constexpr = k.shape[0]
-    qkT = dot(k, tl.trans(q), tl.zeros([BN, BM], tl.float32), PREC)
+    q16 = wide(q, do.dtype)             # (FP8: k and v come widened by the caller)
+    qkT = dot(k, tl.trans(q16), tl.zeros([BN, BM], tl.float32), PREC)
     dpT = dot(v, tl.trans(do), tl.zeros([BN, BM], tl.float32), PREC)
+    if q.dtype == tl.float8e4nv:        # dP of the dequantized v: dO (v_descale v)^T
+        dpT = dpT * vd
     pT, dsT = _p_ds(qkT, dpT, offs_m[None, :], offs_n[:, None], lse2[None, :], delta[None, :], Sq, Sk, off, WL,
                     WR, scale, scale2, cap, slope, mask_p, smi, smj, bm_p, sbi, sbj, bsize, pdrop, seed, ctr, CK,
                     MASKED, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT)
     dv = dot(pT.to(do.dtype), do, dv, PREC)
-    dk = dot(dsT.to(q.dtype), q, dk, PREC)
+    if q.dtype == tl.float8e4nv:        # dK of the dequantized k sums dS^T (q_descale[h] q) over the heads h
+        dk = dot((dsT * qd).to(do.dtype), q16, dk, PREC)
+    else:
+        dk = dot(dsT.to(q.dtype), q, dk, PREC)
     return dk, dv
 
 
 @triton.jit
 def _dkdv_span(dk, dv, k, v, qbase, dobase, LSE, DELTA, lbase, dbase, lo, hi, j0, offs_n, Sq, Sk, off, sqs, sqd,
                sgs, sgd, sls, mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop,
-               seed, ctr, CK, MASKED: tl.constexpr, HAS_WL: tl.constexpr, HAS_WR: tl.constexpr,
+               seed, ctr, CK, vd, qd, MASKED: tl.constexpr, HAS_WL: tl.constexpr, HAS_WR: tl.constexpr,
                SOFTCAP: tl.constexpr, ALIBI: tl.constexpr, MASK: tl.constexpr, BMASK: tl.constexpr,
                DROPOUT: tl.constexpr, I64: tl.constexpr, BM: tl.constexpr, D: tl.constexpr, DV: tl.constexpr,
                BD: tl.constexpr, BDV: tl.constexpr, PREC: tl.constexpr):
@@ -132,13 +138,13 @@ def _dkdv_span(dk, dv, k, v, qbase, dobase, LSE, DELTA, lbase, dbase, lo, hi, j0
                 dk, dv = _dkdv_step(
                     dk, dv, k, v, qbase, dobase, LSE, DELTA, lbase, dbase, i0, offs_n, Sq, Sk, off, sqs, sqd, sgs,
                     sgd, sls, mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop,
-                    seed, ctr, CK, MASKED, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BM, D, DV,
+                    seed, ctr, CK, vd, qd, MASKED, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BM, D, DV,
                     BD, BDV, PREC)
         else:
             dk, dv = _dkdv_step(
                 dk, dv, k, v, qbase, dobase, LSE, DELTA, lbase, dbase, i0, offs_n, Sq, Sk, off, sqs, sqd, sgs,
                 sgd, sls, mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop,
-                seed, ctr, CK, MASKED, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BM, D, DV,
+                seed, ctr, CK, vd, qd, MASKED, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BM, D, DV,
                 BD, BDV, PREC)
     return dk, dv
 
@@ -149,13 +155,14 @@ def _bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV_, CUQ, CUK, scq, sck,
                      sdkb, sdkh, sdks, sdkd, sdvb, sdvh, sdvs, sdvd, slb, slh, sls, stb, sth, sts,
                      Hq, GROUP, SQ, SK,
                      MASKP, smb, smh, smi, smj, SLOPES, sab, sah, BMP, sbb, sbh, sbi, sbj, bsize,
-                     scale, scale2, cap, WL, WR, pdrop, seed, doff, CQ, CK,
+                     scale, scale2, cap, WL, WR, pdrop, seed, doff, CQ, CK, QDS, KDS, VDS, sqds, skds, svds,
                      TOP_LEFT: tl.constexpr, HAS_WL: tl.constexpr, HAS_WR: tl.constexpr, SOFTCAP: tl.constexpr,
                      ALIBI: tl.constexpr, MASK: tl.constexpr, BMASK: tl.constexpr, DROPOUT: tl.constexpr,
                      VARLEN: tl.constexpr, I64: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
                      D: tl.constexpr, DV: tl.constexpr, BD: tl.constexpr, BDV: tl.constexpr, PREC: tl.constexpr):
     pid_n = tl.program_id(0)
     bhk = tl.program_id(1)
+    FP8: tl.constexpr = Q.dtype.element_ty == tl.float8e4nv
     Hkv = Hq // GROUP
     b = bhk // Hkv
     hk = bhk % Hkv
@@ -178,6 +185,8 @@ def _bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV_, CUQ, CUK, scq, sck,
                   True)
     v = load_tile(V + b64 * svb + hk64 * svh + c64 * svs + nn * svs + e[None, :] * svd, nn, Sk, e[None, :], DV,
                   BDV, True)
+    k = wide(k, DO.dtype.element_ty)   # FP8: k and v widened to bf16 / f16 once (exact): this kernel's dots are
+    v = wide(v, DO.dtype.element_ty)   # 16-bit (an e4m3 S^T = K Q^T costs more registers than it saves here)
     dk = tl.zeros([BN, BD], tl.float32)
     dv = tl.zeros([BN, BDV], tl.float32)
     off = band_off(Sq, Sk, TOP_LEFT)
@@ -196,18 +205,25 @@ def _bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV_, CUQ, CUK, scq, sck,
         else:
             slope = 0.0
         ctr = doff + (b64 * Hq + h64) * CQ * CK
+        qd, kd, vd = descales(QDS, KDS, VDS, sqds, skds, svds, h, hk, FP8)
+        if FP8:         # this head's descales fold into its score scale
+            sc = scale * (qd * kd)
+            sc2 = scale2 * (qd * kd)
+        else:
+            sc = scale
+            sc2 = scale2
         dk, dv = _dkdv_span(dk, dv, k, v, qbase, dobase, LSE, DELTA, lbase, dbase, lo, flo, j0, offs_n, Sq, Sk, off,
-                            sqs, sqd, sgs, sgd, sls, mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2,
-                            cap, WL, WR, pdrop, seed, ctr, CK, True, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK,
-                            DROPOUT, I64, BM, D, DV, BD, BDV, PREC)
+                            sqs, sqd, sgs, sgd, sls, mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, sc, sc2,
+                            cap, WL, WR, pdrop, seed, ctr, CK, vd, qd, True, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK,
+                            BMASK, DROPOUT, I64, BM, D, DV, BD, BDV, PREC)
         dk, dv = _dkdv_span(dk, dv, k, v, qbase, dobase, LSE, DELTA, lbase, dbase, flo, fhi, j0, offs_n, Sq, Sk,
-                            off, sqs, sqd, sgs, sgd, sls, mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale,
-                            scale2, cap, WL, WR, pdrop, seed, ctr, CK, False, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK,
+                            off, sqs, sqd, sgs, sgd, sls, mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, sc,
+                            sc2, cap, WL, WR, pdrop, seed, ctr, CK, vd, qd, False, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK,
                             BMASK, DROPOUT, I64, BM, D, DV, BD, BDV, PREC)
         dk, dv = _dkdv_span(dk, dv, k, v, qbase, dobase, LSE, DELTA, lbase, dbase, fhi, hi, j0, offs_n, Sq, Sk, off,
-                            sqs, sqd, sgs, sgd, sls, mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2,
-                            cap, WL, WR, pdrop, seed, ctr, CK, True, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK,
-                            DROPOUT, I64, BM, D, DV, BD, BDV, PREC)
+                            sqs, sqd, sgs, sgd, sls, mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, sc, sc2,
+                            cap, WL, WR, pdrop, seed, ctr, CK, vd, qd, True, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK,
+                            BMASK, DROPOUT, I64, BM, D, DV, BD, BDV, PREC)
     dk = dk * scale
     mk = nn < Sk
     if D == BD:
@@ -226,7 +242,7 @@ def _bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV_, CUQ, CUK, scq, sck,
 
 @triton.jit
 def _dq_step(dq, q, do, lse2, delta, kbase, vbase, j0, offs_m, Sq, Sk, off, sks, skd, svs, svd,
-             mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop, seed, ctr, CK,
+             mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop, seed, ctr, CK, vd, qd,
              MASKED: tl.constexpr, HAS_WL: tl.constexpr, HAS_WR: tl.constexpr, SOFTCAP: tl.constexpr,
              ALIBI: tl.constexpr, MASK: tl.constexpr, BMASK: tl.constexpr, DROPOUT: tl.constexpr,
              I64: tl.constexpr, BN: tl.constexpr, D: tl.constexpr, DV: tl.constexpr, BD: tl.constexpr,
@@ -242,16 +258,19 @@ def _dq_step(dq, q, do, lse2, delta, kbase, vbase, j0, offs_m, Sq, Sk, off, sks,
                   MASKED)
     BM: tl.constexpr = q.shape[0]
     qk = dot(q, tl.trans(k), tl.zeros([BM, BN], tl.float32), PREC)
-    dp = dot(do, tl.trans(v), tl.zeros([BM, BN], tl.float32), PREC)
+    dp = dot(do, tl.trans(wide(v, do.dtype)), tl.zeros([BM, BN], tl.float32), PREC)
+    if v.dtype == tl.float8e4nv:
+        dp = dp * vd
     p, ds = _p_ds(qk, dp, offs_m[:, None], offs_n[None, :], lse2[:, None], delta[:, None], Sq, Sk, off, WL, WR,
                   scale, scale2, cap, slope, mask_p, smi, smj, bm_p, sbi, sbj, bsize, pdrop, seed, ctr, CK, MASKED,
                   HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT)
-    return dot(ds.to(k.dtype), k, dq, PREC)
+    kk = wide(k, do.dtype)          # (the k descale is applied to the final dQ)
+    return dot(ds.to(kk.dtype), kk, dq, PREC)
 
 
 @triton.jit
 def _dq_span(dq, q, do, lse2, delta, kbase, vbase, lo, hi, i0, offs_m, Sq, Sk, off, sks, skd, svs, svd,
-             mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop, seed, ctr, CK,
+             mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop, seed, ctr, CK, vd, qd,
              MASKED: tl.constexpr, HAS_WL: tl.constexpr, HAS_WR: tl.constexpr, SOFTCAP: tl.constexpr,
              ALIBI: tl.constexpr, MASK: tl.constexpr, BMASK: tl.constexpr, DROPOUT: tl.constexpr,
              I64: tl.constexpr, BN: tl.constexpr, D: tl.constexpr, DV: tl.constexpr, BD: tl.constexpr,
@@ -261,12 +280,12 @@ def _dq_span(dq, q, do, lse2, delta, kbase, vbase, lo, hi, i0, offs_m, Sq, Sk, o
             if tile_on(bm_p, i0, j0, sbi, sbj, bsize, BMASK):
                 dq = _dq_step(dq, q, do, lse2, delta, kbase, vbase, j0, offs_m, Sq, Sk, off, sks, skd, svs, svd,
                               mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop,
-                              seed, ctr, CK, MASKED, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN,
-                              D, DV, BD, BDV, PREC)
+                              seed, ctr, CK, vd, qd, MASKED, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT,
+                              I64, BN, D, DV, BD, BDV, PREC)
         else:
             dq = _dq_step(dq, q, do, lse2, delta, kbase, vbase, j0, offs_m, Sq, Sk, off, sks, skd, svs, svd,
                           mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop,
-                          seed, ctr, CK, MASKED, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN,
+                          seed, ctr, CK, vd, qd, MASKED, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN,
                           D, DV, BD, BDV, PREC)
     return dq
 
@@ -277,7 +296,7 @@ def _bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, CUQ, CUK, scq, sck,
                    sdqb, sdqh, sdqs, sdqd, slb, slh, sls, stb, sth, sts,
                    Hq, GROUP, SQ, SK,
                    MASKP, smb, smh, smi, smj, SLOPES, sab, sah, BMP, sbb, sbh, sbi, sbj, bsize,
-                   scale, scale2, cap, WL, WR, pdrop, seed, doff, CQ, CK,
+                   scale, scale2, cap, WL, WR, pdrop, seed, doff, CQ, CK, QDS, KDS, VDS, sqds, skds, svds,
                    TOP_LEFT: tl.constexpr, HAS_WL: tl.constexpr, HAS_WR: tl.constexpr, SOFTCAP: tl.constexpr,
                    ALIBI: tl.constexpr, MASK: tl.constexpr, BMASK: tl.constexpr, DROPOUT: tl.constexpr,
                    VARLEN: tl.constexpr, I64: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
@@ -305,6 +324,12 @@ def _bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, CUQ, CUK, scq, sck,
     else:
         slope = 0.0
     ctr = doff + bh.to(tl.int64) * CQ * CK
+    FP8: tl.constexpr = Q.dtype.element_ty == tl.float8e4nv
+    qd, kd, vd = descales(QDS, KDS, VDS, sqds, skds, svds, h, h // GROUP, FP8)
+    dqs = scale * kd    # dQ of the dequantized q: scale * dS (k_descale k)
+    if FP8:
+        scale = scale * (qd * kd)
+        scale2 = scale2 * (qd * kd)
     offs_m = i0 + tl.arange(0, BM)
     if I64:
         offs_m = offs_m.to(tl.int64)
@@ -322,14 +347,14 @@ def _bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, CUQ, CUK, scq, sck,
     lo, flo, fhi, hi = band(i0, BM, BN, Sk, off, WL, WR, HAS_WL, HAS_WR)
     dq = _dq_span(dq, q, do, lse2, delta, kbase, vbase, lo, flo, i0, offs_m, Sq, Sk, off, sks, skd, svs, svd,
                   mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop, seed, ctr, CK,
-                  True, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN, D, DV, BD, BDV, PREC)
+                  vd, qd, True, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN, D, DV, BD, BDV, PREC)
     dq = _dq_span(dq, q, do, lse2, delta, kbase, vbase, flo, fhi, i0, offs_m, Sq, Sk, off, sks, skd, svs, svd,
                   mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop, seed, ctr, CK,
-                  False, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN, D, DV, BD, BDV, PREC)
+                  vd, qd, False, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN, D, DV, BD, BDV, PREC)
     dq = _dq_span(dq, q, do, lse2, delta, kbase, vbase, fhi, hi, i0, offs_m, Sq, Sk, off, sks, skd, svs, svd,
                   mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop, seed, ctr, CK,
-                  True, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN, D, DV, BD, BDV, PREC)
-    dq = (dq * scale).to(DQ.dtype.element_ty)
+                  vd, qd, True, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN, D, DV, BD, BDV, PREC)
+    dq = (dq * dqs).to(DQ.dtype.element_ty)
     qb = DQ + b64 * sdqb + h64 * sdqh + r64 * sdqs + mm * sdqs + d[None, :] * sdqd
     if D == BD:
         tl.store(qb, dq, mask=mm < Sq)
@@ -365,7 +390,7 @@ _BWD32 = {64: (TileCfg(64, 32, 8, 2), TileCfg(64, 32, 8, 2)),
 
 def bwd_configs(p: Problem, dtype) -> tuple[TileCfg, TileCfg]:
     """(dK/dV config, dQ config) of a problem."""
-    bd, bdv = head_blocks(p.D, p.Dv)
+    bd, bdv = head_blocks(p.D, p.Dv, p.fp8)
     if dtype != torch.float32:
         table = _BWD16_PLAIN if p.plain else _BWD16
     else:
@@ -394,7 +419,7 @@ def flash_backward(p: Problem, do, q, k, v, out, lse, dq, dk, dv, cfgs, glse=Non
     delta = delta[:delta_numel(p, Tq)].view((p.Hq, Tq) if p.varlen else (p.B, p.Hq, p.Sq))
     i64 = needs_i64(p, *((t, lay) for t in (q, k, v, do, dq, dk, dv, out)))
     cu = cu_args(p, q)
-    _, bdv = head_blocks(p.D, p.Dv)
+    _, bdv = head_blocks(p.D, p.Dv, p.fp8)
     ls, ts = lse_strides(lse, p.varlen), lse_strides(delta, p.varlen)
     gl = glse if glse is not None else lse
     pre_bm = 64

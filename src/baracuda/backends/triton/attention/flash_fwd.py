@@ -24,7 +24,8 @@ import triton.language as tl
 from .._lib.geometry import cdiv, next_power_of_2
 from .._lib.interp import loop
 from .._lib.launch import fast_kernel
-from ._flash import (LN2, LOG2E, band, band_off, dot, dropout_keep, load_tile, scores, seq_range, tile_on)
+from ._flash import (LN2, LOG2E, band, band_off, descales, dot, dropout_keep, load_tile, pv_dot, scores, seq_range,
+                     tile_on)
 
 __all__ = ["Problem", "TileCfg", "fwd_config", "flash_forward", "feature_args", "feature_constexprs", "cu_args"]
 
@@ -58,7 +59,7 @@ def _fwd_step(acc, l_i, m_i, q, kbase, vbase, j0, ii, Sq, Sk, off, sks, skd, svs
     dv = tl.arange(0, BDV)
     v = load_tile(vbase + offs_n[:, None] * svs + dv[None, :] * svd, offs_n[:, None], Sk, dv[None, :], DV, BDV,
                   MASKED)
-    acc = dot(p.to(v.dtype), v, acc, PREC)
+    acc = pv_dot(p, v, acc, PREC)
     return acc, l_i, m_new
 
 
@@ -90,7 +91,7 @@ def _flash_fwd_kernel(Q, K, V, O, LSE, CUQ, CUK, scq, sck,
                       sqb, sqh, sqs, sqd, skb, skh, sks, skd, svb, svh, svs, svd, sob, soh, sos, sod, slb, slh, sls,
                       Hq, GROUP, SQ, SK,
                       MASKP, smb, smh, smi, smj, SLOPES, sab, sah, BMP, sbb, sbh, sbi, sbj, bsize,
-                      scale, scale2, cap, WL, WR, pdrop, seed, doff, CQ, CK,
+                      scale, scale2, cap, WL, WR, pdrop, seed, doff, CQ, CK, QDS, KDS, VDS, sqds, skds, svds,
                       TOP_LEFT: tl.constexpr, HAS_WL: tl.constexpr, HAS_WR: tl.constexpr, SOFTCAP: tl.constexpr,
                       ALIBI: tl.constexpr, MASK: tl.constexpr, BMASK: tl.constexpr, DROPOUT: tl.constexpr,
                       VARLEN: tl.constexpr, I64: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
@@ -117,6 +118,11 @@ def _flash_fwd_kernel(Q, K, V, O, LSE, CUQ, CUK, scq, sck,
     else:
         slope = 0.0
     ctr = doff + bh.to(tl.int64) * CQ * CK
+    FP8: tl.constexpr = Q.dtype.element_ty == tl.float8e4nv
+    qd, kd, vd = descales(QDS, KDS, VDS, sqds, skds, svds, h, h // GROUP, FP8)
+    if FP8:             # the descales fold into the score scale (and v's into the output below)
+        scale = scale * (qd * kd)
+        scale2 = scale2 * (qd * kd)
     offs_m = i0 + tl.arange(0, BM)
     if I64:
         offs_m = offs_m.to(tl.int64)
@@ -145,6 +151,8 @@ def _flash_fwd_kernel(Q, K, V, O, LSE, CUQ, CUK, scq, sck,
     inv = 1.0 / tl.where(empty, 1.0, l_i)
     if DROPOUT:
         inv = inv / (1.0 - pdrop)
+    if FP8:
+        inv = inv * vd
     dv = tl.arange(0, BDV)
     obase = O + b64 * sob + h64 * soh + q0.to(tl.int64) * sos
     out = (acc * inv[:, None]).to(O.dtype.element_ty)
@@ -199,13 +207,15 @@ class Problem:
     dropout_p: float
     seed: int
     offset: int
-    prec: str                # "ieee" | "tf32" (f32 only)
+    prec: str                # "ieee" | "tf32" (f32 only) | "fp8" (FP8 inputs: P V in e4m3)
     mask: object = None      # broadcast to [B, Hq, Sq, Sk] (a view), bool or float
     slopes: object = None    # [Hq] or [B, Hq]
     block_mask: object = None    # broadcast to [B, Hq, nbq, nbk]
     block_size: int = 0      # 0 when there is no block mask
     cu_q: object = None
     cu_k: object = None
+    descales: tuple = ()     # FP8: (q_descale, k_descale, v_descale) f32 tensors, [1] or per head
+    fp8: bool = False        # q / k / v are f8e4m3
     extras: bool = False     # a mask or ALiBi slopes will be given (set where the tensors are not known yet)
 
     @property
@@ -262,27 +272,29 @@ def _pick(table: dict, bd: int) -> TileCfg:
     return table[64 if bd <= 64 else 128 if bd <= 128 else 256]
 
 
-def fit_tiles(cfg: TileCfg, sq: int, sk: int, block_size: int) -> TileCfg:
+def fit_tiles(cfg: TileCfg, sq: int, sk: int, block_size: int, least: int = 16) -> TileCfg:
     """The table's tile shrunk to short sequences (no point in 128-row tiles for 40 rows) and, for a block
     mask whose blocks are a power of two >= 16, to the block size so each tile reads one block-mask entry."""
-    bm = min(cfg.bm, max(16, next_power_of_2(max(sq, 1))))
-    bn = min(cfg.bn, max(16, next_power_of_2(max(sk, 1))))
-    if block_size >= 16 and block_size & (block_size - 1) == 0:
+    bm = min(cfg.bm, max(least, next_power_of_2(max(sq, 1))))
+    bn = min(cfg.bn, max(least, next_power_of_2(max(sk, 1))))
+    if block_size >= least and block_size & (block_size - 1) == 0:
         bm, bn = min(bm, block_size), min(bn, block_size)
     return TileCfg(bm, bn, cfg.warps, cfg.stages)
 
 
-def head_blocks(D: int, Dv: int) -> tuple[int, int]:
-    return max(16, next_power_of_2(D)), max(16, next_power_of_2(Dv))
+def head_blocks(D: int, Dv: int, fp8: bool = False) -> tuple[int, int]:
+    """The padded head dims: powers of two >= 16, >= 32 for FP8 (an e4m3 dot's reduction is 32 deep)."""
+    m = 32 if fp8 else 16
+    return max(m, next_power_of_2(D)), max(m, next_power_of_2(Dv))
 
 
 def fwd_config(p: Problem, dtype) -> TileCfg:
-    bd, bdv = head_blocks(p.D, p.Dv)
-    if dtype != torch.float32:
+    bd, bdv = head_blocks(p.D, p.Dv, p.fp8)
+    if dtype != torch.float32:     # (FP8: the 16-bit tiles; its key block is P V's reduction: >= 32 deep)
         table = _FWD16_PLAIN if p.plain else _FWD16
     else:
         table = _FWDTF32 if p.prec == "tf32" else _FWD32
-    return fit_tiles(_pick(table, max(bd, bdv)), p.Sq, p.Sk, p.block_size)
+    return fit_tiles(_pick(table, max(bd, bdv)), p.Sq, p.Sk, p.block_size, 32 if p.fp8 else 16)
 
 
 def _bmask_kind(p: Problem, bm: int, bn: int) -> int:
@@ -308,15 +320,16 @@ def feature_args(p: Problem, dummy) -> tuple:
         bmk, sbb, sbh, sbi, sbj = dummy, 0, 0, 0, 0
     has_wl, wl, has_wr, wr = p.band()
     scale = float(p.scale)
+    ds = p.descales or (dummy,) * 3
     return (mask, smb, smh, smi, smj, sl, sab, sah, bmk, sbb, sbh, sbi, sbj, max(p.block_size, 1),
             scale, scale * float(LOG2E.value), float(p.softcap) or 1.0, wl, wr, float(p.dropout_p), int(p.seed),
-            int(p.offset), p.Sq, p.Sk)
+            int(p.offset), p.Sq, p.Sk, *ds, *(int(t.shape[0] > 1) for t in ds))
 
 
 def feature_constexprs(p: Problem, bm: int, bn: int, i64: bool) -> dict:
     has_wl, _, has_wr, _ = p.band()
     mask = 0 if p.mask is None else (1 if p.mask.dtype == torch.bool else 2)
-    bd, bdv = head_blocks(p.D, p.Dv)
+    bd, bdv = head_blocks(p.D, p.Dv, p.fp8)
     return dict(TOP_LEFT=p.causal == "top_left", HAS_WL=has_wl, HAS_WR=has_wr, SOFTCAP=p.softcap > 0,
                 ALIBI=p.slopes is not None, MASK=mask, BMASK=_bmask_kind(p, bm, bn), DROPOUT=p.dropout_p > 0,
                 VARLEN=p.varlen, I64=i64, BM=bm, BN=bn, D=p.D, DV=p.Dv, BD=bd, BDV=bdv, PREC=p.prec)

@@ -20,7 +20,8 @@ from .flash_fwd import Problem, fwd_config, flash_forward, head_blocks
 _MAX_D = 256            # the query / accumulator tiles of [BM, D] live in registers
 _MAX_GRID_Y = 65535     # batch * heads is the grid's second axis
 # q's dtypes (the registry's key dtype; masks, slopes and cu_seqlens are the spec's to check): f64 is reference only
-_DTYPES = frozenset({DType.f16, DType.bf16, DType.f32})
+# FP8: sdpa's key is q (f8e4m3), sdpa_backward's grad_out (bf16 / f16: the output dtype)
+_DTYPES = frozenset({DType.f16, DType.bf16, DType.f32, DType.f8e4m3})
 _F64_NOTE = "f64 is reference only (no f64 tensor-core or flash kernel; the NumPy reference computes it)"
 
 
@@ -32,8 +33,17 @@ def _bw(desc) -> bool:
     return desc.op.endswith("_backward")
 
 
+def _fp8(desc) -> bool:
+    return desc.inputs[1 if _bw(desc) else 0].dtype == DType.f8e4m3
+
+
 def _prec(desc, pref) -> str:
-    return "tf32" if desc.dtype == DType.f32 and pref is not None and pref.allow_reduced_precision else "ieee"
+    """The kernels' PREC: "tf32" (f32 under allow_reduced_precision), "fp8" (FP8 inputs under it: the forward's
+    P V in e4m3), else "ieee" (exact f32 dots; 16-bit and FP8 dots in their input dtype, FP8's P V in bf16)."""
+    reduced = pref is not None and pref.allow_reduced_precision
+    if reduced and _fp8(desc) and not _bw(desc):
+        return "fp8"
+    return "tf32" if desc.dtype == DType.f32 and reduced else "ieee"
 
 
 def _shapes(desc):
@@ -54,11 +64,13 @@ def _static(desc, pref) -> Problem:
     bs = 0 if varlen or a.get("block_size") is None else a["block_size"]
     return Problem("thd" if varlen else a["layout"], B, Hq, Hkv, Sq, Sk, D, Dv, a["scale"], a["causal"],
                    a["window_left"], a["window_right"], a["softcap"], a["dropout_p"], a["seed"], a["offset"],
-                   _prec(desc, pref), block_size=bs, extras=bool(a.get("has_mask") or a["has_alibi"]))
+                   _prec(desc, pref), block_size=bs, extras=bool(a.get("has_mask") or a["has_alibi"]),
+                   fp8=_fp8(desc))
 
 
-def _with_tensors(st: Problem, desc, extras, cu=None) -> Problem:
-    """The static problem with this call's optional operands (mask / slopes / block mask broadcast as views)."""
+def _with_tensors(st: Problem, desc, extras, cu=None, fp8=False, dev=None) -> Problem:
+    """The static problem with this call's optional operands (mask / slopes / block mask broadcast as views, the
+    FP8 descales)."""
     a = desc.attr_dict
     xs = list(extras)
     mask = slopes = bmask = None
@@ -70,20 +82,26 @@ def _with_tensors(st: Problem, desc, extras, cu=None) -> Problem:
         m = xs.pop(0)
         bmask = torch.broadcast_to(m, (st.B, st.Hq) + tuple(m.shape[2:]))
     cu_q, cu_k = cu if cu is not None else (None, None)
-    return dataclasses.replace(st, mask=mask, slopes=slopes, block_mask=bmask, cu_q=cu_q, cu_k=cu_k)
+    ds = ()
+    if a.get("has_descale"):
+        ds = tuple(xs[:3])
+    elif fp8:       # FP8 without descale operands: descale 1
+        ds = (torch.ones(1, dtype=torch.float32, device=dev),) * 3
+    return dataclasses.replace(st, mask=mask, slopes=slopes, block_mask=bmask, cu_q=cu_q, cu_k=cu_k, descales=ds)
 
 
 def _bind_fwd(desc, pref=None):
     st = _static(desc, pref)
     cfg = fwd_config(st, desc.dtype.torch)
     varlen = _varlen(desc)
+    fp8 = _fp8(desc)
 
     def run(desc_, inputs, outputs, ws):
         q, k, v = inputs[:3]
         if varlen:
             p = _with_tensors(st, desc, inputs[5:], inputs[3:5])
         else:
-            p = _with_tensors(st, desc, inputs[3:])
+            p = _with_tensors(st, desc, inputs[3:], fp8=fp8, dev=q.device)
         flash_forward(p, q, k, v, outputs[0], outputs[1], cfg)
     return run
 
@@ -92,6 +110,7 @@ def _bind_bwd(desc, pref=None):
     st = _static(desc, pref)
     cfgs = bwd_configs(st, desc.dtype.torch)
     varlen = _varlen(desc)
+    fp8 = _fp8(desc)
     glse = desc.attr("has_grad_lse")
 
     def run(desc_, inputs, outputs, ws):
@@ -104,7 +123,7 @@ def _bind_bwd(desc, pref=None):
         gl = None
         if glse:
             gl, extras = extras[-1], extras[:-1]
-        p = _with_tensors(st, desc, extras, cu)
+        p = _with_tensors(st, desc, extras, cu, fp8, q.device)
         delta = ws.view(torch.float32) if ws is not None else None
         flash_backward(p, go, q, k, v, out, lse, *outputs, cfgs, glse=gl, delta=delta)
     return run
@@ -137,7 +156,16 @@ def _supports(desc):
 def precision(desc, pref=None) -> PrecisionGuarantee:
     """Dot products on tensor cores in the input dtype (f32: exact IEEE on the FMA units, or TF32 when the
     preference allows), f32 accumulation and softmax; P (and dS) rounded to the input dtype before their products.
-    No atomics: dK / dV of a GQA group are summed in a fixed order (deterministic and bit-stable)."""
+    No atomics: dK / dV of a GQA group are summed in a fixed order (deterministic and bit-stable).
+
+    FP8 inputs: Q K^T multiplies the stored e4m3 values exactly (an e4m3 tensor-core dot, descales folded into the
+    f32 scale); P (dS) is rounded to bf16 before its products, the other operands widened exactly: bf16 math, the
+    accuracy of bf16 attention on the dequantized values.  Under allow_reduced_precision the forward rounds P to
+    e4m3 for an e4m3 P V dot (math fp8: P's relative rounding 2^-4 instead of bf16's 2^-8, entries under 2^-9 lost,
+    FlashAttention-3's recipe)."""
+    if _fp8(desc):
+        return PrecisionGuarantee(MathPrecision.FP8 if _prec(desc, pref) == "fp8" else MathPrecision.BF16,
+                                  DType.f32, True, True)
     dt = desc.dtype
     math = {DType.bf16: MathPrecision.BF16, DType.f16: MathPrecision.F16}.get(dt)
     if math is None:
@@ -159,7 +187,7 @@ def _features(st: Problem, desc) -> str:
                        (st.varlen, "varlen")):
         if flag:
             parts.append(name)
-    bd, bdv = head_blocks(st.D, st.Dv)
+    bd, bdv = head_blocks(st.D, st.Dv, st.fp8)
     if (bd, bdv) != (st.D, st.Dv):
         parts.append(f"d={st.D}->{bd}" + (f",dv={st.Dv}->{bdv}" if st.Dv != st.D else ""))
     return "".join("," + x for x in parts)
@@ -169,6 +197,8 @@ def _route(desc, pref):
     st = _static(desc, pref)
     dt = desc.dtype
     math = _prec(desc, pref) if dt == DType.f32 else str(dt)
+    if _fp8(desc):
+        math = "fp8,pv-" + ("fp8" if _prec(desc, pref) == "fp8" else "bf16")
     if _bw(desc):
         kv, qc = bwd_configs(st, dt.torch)
         return f"triton:flash_bwd[dkdv {kv.tag()},dq {qc.tag()},{math}{_features(st, desc)}]"
