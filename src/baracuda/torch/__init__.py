@@ -23,7 +23,7 @@ import functools
 from .._core.options import current_preference as get_preference
 from .._core.options import preference
 from . import _library  # noqa: F401  (registers the baracuda::op / op_backward custom ops)
-from . import _aliases, _views
+from . import _aliases, _serving, _views
 from . import _composed  # noqa: F401  (fills the compositions: forms of a torch function its op does not take)
 from ._call import call
 from ._record import record
@@ -44,6 +44,7 @@ PUBLISHED: dict[str, str] = _build(_SPACES, _views.OWNED | _aliases.OWNED)
 VIEWS: dict = _views.publish(_PUT, PUBLISHED)   # + joins (hstack, ...) and copies (permute_copy, ...) in PUBLISHED
 _aliases.publish(_PUT, PUBLISHED)              # twins (torch.softmax, torch.special.logsumexp, ...) and round
 _publish_overloads(globals(), PUBLISHED)       # lerp, clamp/clip, clamp_min/clamp_max: a number or a tensor operand
+_serving.publish(_PUT)                         # flash_attn_varlen, attention_decode, PagedAttention (no torch twin)
 _set_all(_SPACES, list(PUBLISHED) + list(VIEWS))
 
 __all__ = ["call", "record", "preference", "get_preference", "mode", "nn", "linalg", "fft", "special", "PUBLISHED",
