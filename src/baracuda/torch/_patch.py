@@ -37,6 +37,7 @@ import dataclasses
 import functools
 import inspect
 import sys
+import weakref
 
 import torch
 from torch import nn
@@ -364,7 +365,9 @@ class _Patcher:
                 return
             if modname not in self.rope_modules:
                 self.rope_modules.add(modname)
-                self.undo.append(_install_rope(modname))
+                # a patched model dropped without unpatch releases its hold on the dispatcher when collected
+                fin = weakref.finalize(self.model, _install_rope(modname))
+                self.undo.append(fin)
             self.undo.append(_set_forward(m, _rope_scoped_forward(m)))
             self.report.swapped[path + ".apply_rotary_pos_emb"] = "baracuda rope op (bhsd, half-split), this " \
                                                                   "module's calls only"
