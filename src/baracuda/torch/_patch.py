@@ -42,7 +42,10 @@ import weakref
 import torch
 from torch import nn
 
+from .._core.spec import get_spec
+from ..ops.loss_ce import LCE_DEFAULTS
 from ._call import call
+from ._fused import run_if_fused
 
 __all__ = ["patch", "unpatch", "PatchReport", "RMSNorm", "GatedMLP", "LayerNorm", "GeluTanh", "patch_llama",
            "patch_mistral", "patch_qwen2", "patch_gpt2"]
@@ -52,9 +55,16 @@ _SILU = ("silu", "swish")
 _ATTR = "_baracuda_patch"                       # the model's record of its swaps (a plain attribute)
 
 
-def _F():
-    from . import nn as bnn      # (baracuda.torch.nn.functional: built when baracuda.torch is imported)
-    return bnn.functional
+def _op(name: str, xs, attrs: dict):
+    """Op ``name`` as its drop-in runs it: the fused forward + gradient path where the spec has one and it applies
+    (linear_cross_entropy under autograd, _fused.py), else the one call path (_call.py)."""
+    spec = get_spec(name)
+    if spec.fused_grad is not None:
+        out = run_if_fused(spec, xs, attrs)
+        if out is not None:
+            return out[0] if isinstance(out, (tuple, list)) else out
+    out = call(name, xs, attrs)
+    return out[0] if isinstance(out, tuple) else out
 
 
 # -- the report ----------------------------------------------------------------------------------------------------
@@ -99,7 +109,7 @@ class RMSNorm(nn.Module):
     def forward(self, x):
         if x.dtype != self.weight.dtype:
             return self._baracuda_original(x)
-        return _F().rms_norm(x, (x.shape[-1],), self.weight, self.variance_epsilon)
+        return _op("rms_norm", [x, self.weight], {"normalized_shape": (x.shape[-1],), "eps": self.variance_epsilon})
 
     def extra_repr(self):
         return f"{tuple(self.weight.shape)}, eps={self.variance_epsilon} (baracuda rms_norm)"
@@ -117,7 +127,10 @@ class LayerNorm(nn.Module):
     def forward(self, x):
         if self.weight is not None and x.dtype != self.weight.dtype:
             return self._baracuda_original(x)
-        return _F().layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+        xs = [x] + [t for t in (self.weight, self.bias) if t is not None]
+        if self.weight is None and self.bias is not None:
+            return self._baracuda_original(x)
+        return _op("layer_norm", xs, {"normalized_shape": self.normalized_shape, "eps": self.eps})
 
     def extra_repr(self):
         return f"{self.normalized_shape}, eps={self.eps} (baracuda layer_norm)"
@@ -131,7 +144,7 @@ class GeluTanh(nn.Module):
         _keep_original(self, orig)
 
     def forward(self, x):
-        return _F().gelu(x, approximate="tanh")
+        return _op("gelu", [x], {"approximate": "tanh"})
 
 
 def _plain_linear(m) -> bool:
@@ -245,10 +258,10 @@ def _fused_loss(model, hidden, labels, kwargs):
         shift = nn.functional.pad(labels, (0, 1), value=ignore)[..., 1:]
     n_items = kwargs.get("num_items_in_batch")
     x = hidden.reshape(-1, hidden.shape[-1])
-    loss = _F().linear_cross_entropy(
-        x, head.weight, shift.reshape(-1).to(x.device), linear_bias=head.bias, ignore_index=ignore,
-        reduction="mean" if n_items is None else "sum",
-        softcap=getattr(model.config, "final_logit_softcapping", None))
+    xs = [x, head.weight, shift.reshape(-1).to(x.device)] + ([head.bias] if head.bias is not None else [])
+    loss = _op("linear_cross_entropy", xs, dict(
+        LCE_DEFAULTS, ignore_index=ignore, reduction="mean" if n_items is None else "sum",
+        softcap=getattr(model.config, "final_logit_softcapping", None)))
     if loss.dtype != torch.float64:
         loss = loss.float()
     if n_items is not None:
