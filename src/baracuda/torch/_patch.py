@@ -1,0 +1,467 @@
+"""``bt.patch(model)``: swap a Hugging Face model's pieces for fused baracuda ops; ``bt.unpatch(model)`` undoes it.
+
+Families (recognised by class name, then checked structurally; anything else is left alone and reported):
+
+- Llama / Mistral / Qwen2 (``<Family>RMSNorm``, ``<Family>MLP``, ``<Family>Attention``, ``<Family>ForCausalLM``):
+  * RMSNorm -> :class:`RMSNorm`: the ``rms_norm`` op (one pass; HF runs pow, mean, rsqrt, two muls and casts).
+    Same parameter (the very ``weight`` Parameter object, so optimizers and tied references stay valid), same eps.
+  * MLP with a SiLU activation -> :class:`GatedMLP`: the same gate/up/down Linear submodules (same state_dict keys);
+    gate and up run as one GEMM on the concatenation of their weights (a [2I, H] copy per call, autograd splits
+    its gradient back), then the fused ``swiglu`` op (silu(gate) * up in one pass, one fused backward).
+  * RoPE: the modeling module's ``apply_rotary_pos_emb`` (looked up by the attention forward as a module global,
+    so there is no per-instance hook) is replaced by a dispatcher for as long as one patched model uses that
+    module, and the *patched attention instances'* forwards set a context variable while they run: only they take
+    the ``rope`` op (layout bhsd, half-split pairs, tables ``cos[..., :D/2]``: HF's tables repeat their halves);
+    every other caller, and any call whose arguments the op does not take, runs HF's original.  Scope: the
+    patched model's attention modules, nothing else in the process.
+  * Attention itself is left as the user configured it (``config._attn_implementation``: sdpa, eager, ...), noted.
+  * ``<Family>ForCausalLM`` with ``fused_loss=True``: in training mode with ``labels`` (and ``return_dict`` not
+    False), the loss is ``linear_cross_entropy`` of the last hidden states and ``lm_head.weight``: HF's shift by
+    one (or its ``shift_labels``), ignore_index -100 (or the given one), mean over non-ignored tokens (or the sum
+    over ``num_items_in_batch`` when given), ``final_logit_softcapping`` passed as the op's softcap.  The [N, V]
+    logits are never made, so the output's ``logits`` is **None** (as Liger's fused mode).  In eval mode or
+    without labels the original forward runs and returns logits.  HF computes its loss from ``logits.float()``
+    (f32 even for an f64 model); ours is computed in the model's dtype with f32 statistics and returned as f32
+    (f64 for an f64 model).
+- GPT-2 (``GPT2LMHeadModel`` / ``GPT2Model``): ``nn.LayerNorm`` -> :class:`LayerNorm` (``layer_norm`` op, same
+  weight / bias Parameters); the MLP's ``gelu_new`` -> :class:`GeluTanh` (baracuda's gelu, approximate='tanh');
+  the LM head + loss as above.
+
+Everything a swap installs remembers what it replaced; ``unpatch`` puts the original module objects and
+functions back (the originals never stopped holding the same Parameters, so nothing is copied either way).
+"""
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import functools
+import inspect
+import sys
+import weakref
+
+import torch
+from torch import nn
+
+from .._core.spec import get_spec
+from ..ops.loss_ce import LCE_DEFAULTS
+from ._call import call
+from ._fused import run_if_fused
+
+__all__ = ["patch", "unpatch", "PatchReport", "RMSNorm", "GatedMLP", "LayerNorm", "GeluTanh", "patch_llama",
+           "patch_mistral", "patch_qwen2", "patch_gpt2"]
+
+_GATED = ("Llama", "Mistral", "Qwen2")          # families with RMSNorm + gated MLP + HF rotary
+_SILU = ("silu", "swish")
+_ATTR = "_baracuda_patch"                       # the model's record of its swaps (a plain attribute)
+
+
+def _op(name: str, xs, attrs: dict):
+    """Op ``name`` as its drop-in runs it: the fused forward + gradient path where the spec has one and it applies
+    (linear_cross_entropy under autograd, _fused.py), else the one call path (_call.py)."""
+    spec = get_spec(name)
+    if spec.fused_grad is not None:
+        out = run_if_fused(spec, xs, attrs)
+        if out is not None:
+            return out[0] if isinstance(out, (tuple, list)) else out
+    out = call(name, xs, attrs)
+    return out[0] if isinstance(out, tuple) else out
+
+
+# -- the report ----------------------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class PatchReport:
+    """What ``patch`` did: ``swapped`` module path (or function name) -> its replacement; ``left`` path -> why it
+    was left as it is."""
+    model: str
+    swapped: dict = dataclasses.field(default_factory=dict)
+    left: dict = dataclasses.field(default_factory=dict)
+    options: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def patched(self) -> bool:
+        return bool(self.swapped)
+
+    def __str__(self) -> str:
+        lines = [f"baracuda.torch.patch({self.model}): " +
+                 (f"{len(self.swapped)} swapped" if self.swapped else "nothing patched")]
+        lines += [f"  swapped {k}: {v}" for k, v in self.swapped.items()]
+        lines += [f"  left    {k or '<model>'}: {v}" for k, v in self.left.items()]
+        return "\n".join(lines)
+
+
+# -- replacement modules -------------------------------------------------------------------------------------------
+def _keep_original(new: nn.Module, orig: nn.Module) -> nn.Module:
+    new.__dict__["_baracuda_original"] = orig     # not a submodule: no state_dict keys, no second parameter walk
+    return new
+
+
+class RMSNorm(nn.Module):
+    """``weight * x * rsqrt(mean(x^2) + eps)`` over the last dim as one ``rms_norm`` call.  Holds the replaced
+    module's own ``weight`` Parameter; an input whose dtype differs from the weight's (HF then promotes) runs the
+    replaced module's forward."""
+
+    def __init__(self, orig: nn.Module):
+        super().__init__()
+        self.weight = orig.weight
+        self.variance_epsilon = float(orig.variance_epsilon)
+        _keep_original(self, orig)
+
+    def forward(self, x):
+        if x.dtype != self.weight.dtype:
+            return self._baracuda_original(x)
+        return _op("rms_norm", [x, self.weight], {"normalized_shape": (x.shape[-1],), "eps": self.variance_epsilon})
+
+    def extra_repr(self):
+        return f"{tuple(self.weight.shape)}, eps={self.variance_epsilon} (baracuda rms_norm)"
+
+
+class LayerNorm(nn.Module):
+    """``nn.LayerNorm`` as one ``layer_norm`` call, with the replaced module's own weight / bias Parameters."""
+
+    def __init__(self, orig: nn.LayerNorm):
+        super().__init__()
+        self.weight, self.bias = orig.weight, orig.bias
+        self.normalized_shape, self.eps = tuple(orig.normalized_shape), float(orig.eps)
+        _keep_original(self, orig)
+
+    def forward(self, x):
+        if self.weight is not None and x.dtype != self.weight.dtype:
+            return self._baracuda_original(x)
+        xs = [x] + [t for t in (self.weight, self.bias) if t is not None]
+        if self.weight is None and self.bias is not None:
+            return self._baracuda_original(x)
+        return _op("layer_norm", xs, {"normalized_shape": self.normalized_shape, "eps": self.eps})
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps} (baracuda layer_norm)"
+
+
+class GeluTanh(nn.Module):
+    """gelu with the tanh approximation (HF's ``gelu_new`` / ``gelu_pytorch_tanh``) as baracuda's gelu."""
+
+    def __init__(self, orig: nn.Module):
+        super().__init__()
+        _keep_original(self, orig)
+
+    def forward(self, x):
+        return _op("gelu", [x], {"approximate": "tanh"})
+
+
+def _plain_linear(m) -> bool:
+    return type(m) is nn.Linear
+
+
+class GatedMLP(nn.Module):
+    """``down(act(gate(x)) * up(x))`` with the product as one fused gated op (``swiglu``; ``geglu`` for a gelu
+    gate).  Keeps the replaced module's gate_proj / up_proj / down_proj (same state_dict keys).  Plain nn.Linear
+    gate / up projections run as one GEMM on their concatenated weights; any other kind (an adapter, a quantized
+    layer) runs as itself and the two outputs are concatenated."""
+
+    def __init__(self, orig: nn.Module, op: str, attrs: dict):
+        super().__init__()
+        self.gate_proj, self.up_proj, self.down_proj = orig.gate_proj, orig.up_proj, orig.down_proj
+        self.op, self.attrs = op, dict(attrs, dim=-1)
+        _keep_original(self, orig)
+
+    def forward(self, x):
+        g, u = self.gate_proj, self.up_proj
+        if _plain_linear(g) and _plain_linear(u) and (g.bias is None) == (u.bias is None):
+            b = None if g.bias is None else torch.cat([g.bias, u.bias])
+            h = nn.functional.linear(x, torch.cat([g.weight, u.weight]), b)
+        else:
+            h = torch.cat([g(x), u(x)], dim=-1)
+        return self.down_proj(call(self.op, [h], self.attrs))
+
+    def extra_repr(self):
+        return f"baracuda {self.op}"
+
+
+# -- RoPE: the modeling module's apply_rotary_pos_emb, dispatched per patched attention instance -------------------
+_ROPE_ON = contextvars.ContextVar("baracuda_patch_rope", default=False)
+_ROPE_INSTALLED: dict = {}      # modeling module name -> [original function, number of patched models using it]
+
+
+def _rope_fits(q, k, cos, sin, unsqueeze_dim) -> bool:
+    d = q.shape[-1]
+    return (unsqueeze_dim == 1 and q.ndim == 4 and k.ndim == 4 and k.shape[-1] == d and d % 2 == 0
+            and cos.ndim == 3 and cos.shape == sin.shape and cos.shape[-1] == d and cos.shape[1] == q.shape[2]
+            and q.dtype == k.dtype and cos.dtype in (q.dtype, torch.float32) and sin.dtype == cos.dtype
+            and cos.device == q.device)
+
+
+def _rope_dispatcher(original):
+    @functools.wraps(original)
+    def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
+        if not _ROPE_ON.get() or not _rope_fits(q, k, cos, sin, unsqueeze_dim):
+            return original(q, k, cos, sin, unsqueeze_dim)
+        half = cos.shape[-1] // 2
+        c, s = cos[..., :half], sin[..., :half]       # HF's tables are cat(freqs, freqs): the halves are equal
+        return call("rope", [q, c, s], {"layout": "bhsd"}), call("rope", [k, c, s], {"layout": "bhsd"})
+    apply_rotary_pos_emb.__baracuda_original__ = original
+    return apply_rotary_pos_emb
+
+
+def _install_rope(modname: str):
+    mod = sys.modules[modname]
+    if modname not in _ROPE_INSTALLED:
+        _ROPE_INSTALLED[modname] = [mod.apply_rotary_pos_emb, 0]
+        mod.apply_rotary_pos_emb = _rope_dispatcher(mod.apply_rotary_pos_emb)
+    _ROPE_INSTALLED[modname][1] += 1
+
+    def undo():
+        entry = _ROPE_INSTALLED[modname]
+        entry[1] -= 1
+        if entry[1] == 0:
+            mod.apply_rotary_pos_emb = entry[0]
+            del _ROPE_INSTALLED[modname]
+    return undo
+
+
+def _set_forward(module: nn.Module, forward):
+    """Give ``module`` an instance-level forward; returns the undo."""
+    had = "forward" in module.__dict__
+    prev = module.__dict__.get("forward")
+    module.forward = forward
+
+    def undo():
+        if had:
+            module.forward = prev
+        else:
+            del module.forward
+    return undo
+
+
+def _rope_scoped_forward(attn: nn.Module):
+    inner = attn.forward
+
+    @functools.wraps(inner)
+    def forward(*args, **kwargs):
+        token = _ROPE_ON.set(True)
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            _ROPE_ON.reset(token)
+    return forward
+
+
+# -- the LM head + loss as linear_cross_entropy --------------------------------------------------------------------
+def _labels_index(fn) -> int | None:
+    params = list(inspect.signature(fn).parameters)
+    return params.index("labels") if "labels" in params else None
+
+
+def _fused_loss(model, hidden, labels, kwargs):
+    head = model.get_output_embeddings()
+    ignore = kwargs.get("ignore_index", -100)
+    shift = kwargs.get("shift_labels")
+    if shift is None:
+        shift = nn.functional.pad(labels, (0, 1), value=ignore)[..., 1:]
+    n_items = kwargs.get("num_items_in_batch")
+    x = hidden.reshape(-1, hidden.shape[-1])
+    xs = [x, head.weight, shift.reshape(-1).to(x.device)] + ([head.bias] if head.bias is not None else [])
+    loss = _op("linear_cross_entropy", xs, dict(
+        LCE_DEFAULTS, ignore_index=ignore, reduction="mean" if n_items is None else "sum",
+        softcap=getattr(model.config, "final_logit_softcapping", None)))
+    if loss.dtype != torch.float64:
+        loss = loss.float()
+    if n_items is not None:
+        loss = loss / (n_items.to(loss.device) if torch.is_tensor(n_items) else n_items)
+    return loss
+
+
+def _lce_forward(model: nn.Module):
+    inner = model.forward
+    at = _labels_index(inner)
+
+    @functools.wraps(inner)
+    def forward(*args, **kwargs):
+        positional = at is not None and len(args) > at
+        labels = args[at] if positional else kwargs.get("labels")
+        if labels is None or not model.training or kwargs.get("return_dict") is False:
+            return inner(*args, **kwargs)
+        if positional:
+            args = args[:at] + (None,) + args[at + 1:]
+        else:
+            kwargs["labels"] = None
+        head = model.get_output_embeddings()
+        seen = []
+
+        def capture(h):          # the head's input: the hidden states its logits would come from
+            seen.append(h)
+            return h
+        undo = _set_forward(head, capture)
+        try:
+            out = inner(*args, **kwargs)
+        finally:
+            undo()
+        out["loss"] = _fused_loss(model, seen[-1], labels, kwargs)
+        out["logits"] = None
+        return out
+    return forward
+
+
+# -- the walk --------------------------------------------------------------------------------------------------------
+def _family(cls_name: str, suffix: str) -> str | None:
+    for fam in _GATED:
+        if cls_name == fam + suffix:
+            return fam
+    return None
+
+
+def _act_name(mlp) -> str:
+    act = getattr(getattr(mlp, "config", None), "hidden_act", None)
+    if act is None:
+        act = type(getattr(mlp, "act_fn", None)).__name__.lower()
+    return str(act)
+
+
+def _gated_mlp(mlp):
+    """(op, attrs) for a gated MLP's activation, or a string saying why it is left."""
+    if not all(isinstance(getattr(mlp, n, None), nn.Module) for n in ("gate_proj", "up_proj", "down_proj")):
+        return "no gate_proj / up_proj / down_proj modules"
+    act = _act_name(mlp)
+    if act in _SILU or act in ("siluactivation",):
+        return "swiglu", {}
+    if act in ("gelu_pytorch_tanh", "gelu_new"):
+        return "geglu", {"approximate": "tanh"}
+    return f"activation {act!r} has no fused gated op here"
+
+
+def _is_causal_lm(m) -> bool:
+    name = type(m).__name__
+    return ((_family(name, "ForCausalLM") is not None or name == "GPT2LMHeadModel")
+            and isinstance(getattr(m, "lm_head", None), nn.Linear) and hasattr(m, "config"))
+
+
+class _Patcher:
+    def __init__(self, model, fused_loss: bool, families):
+        self.model, self.fused_loss, self.families = model, fused_loss, families
+        self.report = PatchReport(type(model).__name__, options={"fused_loss": fused_loss,
+                                                                 "families": tuple(families)})
+        self.undo: list = []
+        self.rope_modules: set = set()
+
+    def swap(self, path: str, new: nn.Module, what: str):
+        parent_path, _, name = path.rpartition(".")
+        parent = self.model.get_submodule(parent_path)
+        orig = parent._modules[name]
+        parent._modules[name] = new
+        self.undo.append(lambda: parent._modules.__setitem__(name, orig))
+        self.report.swapped[path] = what
+
+    def left(self, path, why):
+        self.report.left[path] = why
+
+    def visit(self, path: str, m: nn.Module, gpt2: bool):
+        cls = type(m).__name__
+        fam = _family(cls, "RMSNorm")
+        if fam in self.families and path:
+            if isinstance(getattr(m, "weight", None), nn.Parameter) and m.weight.ndim == 1 \
+                    and isinstance(getattr(m, "variance_epsilon", None), float):
+                self.swap(path, RMSNorm(m), "baracuda RMSNorm (rms_norm op)")
+            else:
+                self.left(path, f"{cls} without a 1-D weight and a float variance_epsilon")
+            return
+        fam = _family(cls, "MLP")
+        if fam in self.families and path:
+            how = _gated_mlp(m)
+            if isinstance(how, str):
+                self.left(path, how)
+            else:
+                self.swap(path, GatedMLP(m, *how), f"baracuda GatedMLP (one gate+up GEMM, {how[0]} op)")
+            return
+        fam = _family(cls, "Attention")
+        if fam in self.families:
+            modname = type(m).__module__
+            if not callable(getattr(sys.modules.get(modname), "apply_rotary_pos_emb", None)):
+                self.left(path, f"{modname} has no apply_rotary_pos_emb to route")
+                return
+            if modname not in self.rope_modules:
+                self.rope_modules.add(modname)
+                # a patched model dropped without unpatch releases its hold on the dispatcher when collected
+                fin = weakref.finalize(self.model, _install_rope(modname))
+                self.undo.append(fin)
+            self.undo.append(_set_forward(m, _rope_scoped_forward(m)))
+            self.report.swapped[path + ".apply_rotary_pos_emb"] = "baracuda rope op (bhsd, half-split), this " \
+                                                                  "module's calls only"
+            impl = getattr(getattr(m, "config", None), "_attn_implementation", None)
+            self.left(path, f"attention kernel left as configured (attn_implementation={impl!r})")
+            return
+        if gpt2 and "gpt2" in self.families and path:
+            if type(m) is nn.LayerNorm:
+                self.swap(path, LayerNorm(m), "baracuda LayerNorm (layer_norm op)")
+            elif cls in ("NewGELUActivation", "GELUTanh", "PytorchGELUTanh", "GELUActivation") and \
+                    path.endswith(".act"):
+                if cls == "GELUActivation":
+                    self.left(path, "exact (erf) gelu: nothing to fuse at this module")
+                else:
+                    self.swap(path, GeluTanh(m), "baracuda gelu (approximate='tanh')")
+
+    def run(self):
+        model = self.model
+        gpt2 = type(model).__name__ in ("GPT2LMHeadModel", "GPT2Model")
+        for path, m in list(model.named_modules()):
+            self.visit(path, m, gpt2)
+        fam_ok = (_family(type(model).__name__, "ForCausalLM") in self.families
+                  or (gpt2 and "gpt2" in self.families))
+        if _is_causal_lm(model) and fam_ok:
+            if self.fused_loss:
+                self.undo.append(_set_forward(model, _lce_forward(model)))
+                self.report.swapped["lm_head + loss"] = ("baracuda linear_cross_entropy in training mode with "
+                                                         "labels (output.logits is None then)")
+            else:
+                self.left("lm_head", "fused_loss=False: logits and HF's loss_function")
+        if not self.report.swapped:
+            self.left("", "no module of a known family (Llama, Mistral, Qwen2, GPT-2): nothing patched")
+        return self.report
+
+
+_ALL = _GATED + ("gpt2",)
+
+
+def patch(model: nn.Module, *, fused_loss: bool = True, families=_ALL) -> PatchReport:
+    """Swap ``model``'s known pieces for fused baracuda ops in place; returns the :class:`PatchReport`.
+    Patching a patched model with the same options returns its report; other options raise (unpatch first)."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"baracuda.torch.patch: expected a torch.nn.Module, got {type(model).__name__}")
+    families = tuple(families)
+    bad = [f for f in families if f not in _ALL]
+    if bad:
+        raise ValueError(f"baracuda.torch.patch: argument 'families': expected names from {_ALL}, got {bad}")
+    prev = model.__dict__.get(_ATTR)
+    if prev is not None:
+        report = prev[1]
+        if report.options != {"fused_loss": fused_loss, "families": families}:
+            raise RuntimeError(f"baracuda.torch.patch: {type(model).__name__} is already patched with "
+                               f"{report.options}; call baracuda.torch.unpatch(model) first")
+        return report
+    p = _Patcher(model, fused_loss, families)
+    try:
+        report = p.run()
+    except BaseException:
+        for undo in reversed(p.undo):
+            undo()
+        raise
+    model.__dict__[_ATTR] = (p.undo, report)
+    return report
+
+
+def unpatch(model: nn.Module) -> bool:
+    """Put back every module and function ``patch`` replaced; returns whether the model was patched."""
+    rec = model.__dict__.pop(_ATTR, None)
+    if rec is None:
+        return False
+    for undo in reversed(rec[0]):
+        undo()
+    return True
+
+
+def _entry(family):
+    def entry(model: nn.Module, *, fused_loss: bool = True) -> PatchReport:
+        return patch(model, fused_loss=fused_loss, families=(family,))
+    entry.__name__ = entry.__qualname__ = f"patch_{family.lower()}"
+    entry.__doc__ = f"``patch(model, families=({family!r},))``: the {family} family's swaps only."
+    return entry
+
+
+patch_llama, patch_mistral, patch_qwen2, patch_gpt2 = (_entry(f) for f in ("Llama", "Mistral", "Qwen2", "gpt2"))

@@ -1,0 +1,209 @@
+"""``bt.patch`` / ``bt.unpatch`` on tiny Hugging Face models (CPU): loss and every parameter gradient against eager,
+state_dict unchanged, unpatch restores eager bit for bit, idempotence, unknown models, the RoPE scope."""
+import sys
+
+import pytest
+import torch
+
+import baracuda.torch as bt
+
+transformers = pytest.importorskip("transformers")
+
+V, S, B = 100, 12, 2
+_GATED = {
+    "Llama": ("LlamaConfig", "LlamaForCausalLM", "llama"),
+    "Mistral": ("MistralConfig", "MistralForCausalLM", "mistral"),
+    "Qwen2": ("Qwen2Config", "Qwen2ForCausalLM", "qwen2"),
+}
+
+
+def _gated_model(fam, dtype):
+    cfg_name, cls_name, _ = _GATED[fam]
+    cfg = getattr(transformers, cfg_name)(vocab_size=V, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                                          attn_implementation="sdpa")
+    torch.manual_seed(0)
+    m = getattr(transformers, cls_name)(cfg).to(dtype).train()
+    with torch.no_grad():       # norm weights away from their all-ones init, so their gradients are exercised
+        for n, p in m.named_parameters():
+            if n.endswith("norm.weight"):
+                p.copy_(1 + 0.3 * torch.randn_like(p))
+    return m
+
+
+def _gpt2_model(dtype):
+    cfg = transformers.GPT2Config(vocab_size=V, n_embd=32, n_layer=2, n_head=4, n_positions=64,
+                                  attn_implementation="sdpa", resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    torch.manual_seed(0)
+    return transformers.GPT2LMHeadModel(cfg).to(dtype).train()
+
+
+def _batch():
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, V, (B, S), generator=g)
+    labels = ids.clone()
+    labels[0, 3] = labels[1, 7] = -100
+    return ids, labels
+
+
+def _grads(m):
+    return {n: p.grad.clone() for n, p in m.named_parameters()}
+
+
+def _rel(a, b):
+    return ((a - b).abs().max() / b.abs().max()).item()
+
+
+def _f64_reference(m, ids, labels, rmsnorm_cls=None):
+    """Eager loss and gradients computed in float64 throughout: HF's RMSNorm casts to float32 and its loss upcasts
+    logits with .float() (f32 for an f64 model), precision choices, not semantics; here the same formulas in f64."""
+    saved = None
+    if rmsnorm_cls is not None:
+        saved = rmsnorm_cls.forward
+        rmsnorm_cls.forward = lambda self, x: self.weight * (
+            x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.variance_epsilon))
+    try:
+        logits = m(input_ids=ids).logits
+    finally:
+        if saved is not None:
+            rmsnorm_cls.forward = saved
+    loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, V), labels[:, 1:].reshape(-1))
+    loss.backward()
+    g = _grads(m)
+    m.zero_grad()
+    return loss.detach(), g
+
+
+def _check_close(m, ids, labels, ref_loss, ref_grads, tol):
+    out = m(input_ids=ids, labels=labels)
+    assert out.logits is None          # fused loss: the logits are never made
+    out.loss.backward()
+    assert abs(out.loss.item() - ref_loss.item()) <= tol * abs(ref_loss.item())
+    for n, p in m.named_parameters():
+        assert _rel(p.grad, ref_grads[n]) <= tol, n
+    m.zero_grad()
+
+
+@pytest.mark.parametrize("fam", list(_GATED))
+def test_gated_family_f64_matches_eager(fam):
+    m = _gated_model(fam, torch.float64)
+    ids, labels = _batch()
+    mod = sys.modules[type(m).__module__]
+    ref_loss, ref_grads = _f64_reference(m, ids, labels, getattr(mod, f"{fam}RMSNorm"))
+    report = getattr(bt, f"patch_{fam.lower()}")(m)
+    kinds = {p.rsplit(".", 1)[-1] for p in report.swapped}
+    assert {"input_layernorm", "post_attention_layernorm", "norm", "mlp", "apply_rotary_pos_emb",
+            "lm_head + loss"} <= kinds, report.swapped
+    assert type(m.model.layers[0].mlp).__name__ == "GatedMLP"
+    # every op in float64 (the CPU backends compute in f64): only summation order differs
+    _check_close(m, ids, labels, ref_loss, ref_grads, 1e-10)
+    bt.unpatch(m)
+
+
+@pytest.mark.parametrize("fam", ["Llama", "Qwen2"])
+def test_gated_family_f32_matches_hf_eager(fam):
+    m = _gated_model(fam, torch.float32)
+    ids, labels = _batch()
+    out = m(input_ids=ids, labels=labels)       # HF itself: f32 RMSNorm, loss from logits.float()
+    out.loss.backward()
+    ref_loss, ref_grads = out.loss.detach(), _grads(m)
+    m.zero_grad()
+    bt.patch(m)
+    # f32 on both sides, the same formulas with different summation orders (rms statistics, the GEMM of the
+    # concatenated gate/up weights, the loss's logsumexp): each rounds ~1e-7 relative; through two layers and the
+    # backward, with gradients that partly cancel, a few hundred ulps of the largest element.
+    _check_close(m, ids, labels, ref_loss, ref_grads, 2e-5)
+    bt.unpatch(m)
+
+
+def test_gpt2_f64_matches_eager():
+    m = _gpt2_model(torch.float64)
+    ids, labels = _batch()
+    ref_loss, ref_grads = _f64_reference(m, ids, labels)     # GPT-2's LayerNorm and gelu_new stay in f64 in HF
+    report = bt.patch(m)
+    assert "transformer.h.0.ln_1" in report.swapped and "transformer.h.0.mlp.act" in report.swapped
+    assert "transformer.ln_f" in report.swapped and "lm_head + loss" in report.swapped
+    _check_close(m, ids, labels, ref_loss, ref_grads, 1e-10)
+    bt.unpatch(m)
+
+
+def test_state_dict_kept_and_unpatch_restores_eager_bit_for_bit():
+    m = _gated_model("Llama", torch.float32)
+    ids, labels = _batch()
+    before = m(input_ids=ids, labels=labels)
+    sd = {k: v.clone() for k, v in m.state_dict().items()}
+    params = dict(m.named_parameters())
+    types = {n: type(x) for n, x in m.named_modules()}
+    mod = sys.modules[type(m).__module__]
+    rope_fn = mod.apply_rotary_pos_emb
+    bt.patch(m)
+    after_sd = m.state_dict()
+    assert list(after_sd) == list(sd)
+    assert all(torch.equal(after_sd[k], v) for k, v in sd.items())
+    assert all(p is params[n] for n, p in m.named_parameters())        # the same Parameter objects
+    m.load_state_dict(sd)                                              # checkpoints load into the patched model
+    assert bt.unpatch(m) and not bt.unpatch(m)
+    assert {n: type(x) for n, x in m.named_modules()} == types
+    assert mod.apply_rotary_pos_emb is rope_fn and "forward" not in m.__dict__
+    again = m(input_ids=ids, labels=labels)
+    assert torch.equal(again.logits, before.logits) and torch.equal(again.loss, before.loss)
+
+
+def test_patch_twice_and_eval_mode():
+    m = _gated_model("Mistral", torch.float32)
+    r1 = bt.patch(m)
+    assert bt.patch(m) is r1                                   # idempotent with the same options
+    with pytest.raises(RuntimeError, match="already patched"):
+        bt.patch(m, fused_loss=False)
+    ids, labels = _batch()
+    m.eval()
+    out = m(input_ids=ids, labels=labels)                       # eval: the original head, logits returned
+    assert out.logits.shape == (B, S, V) and out.loss is not None
+    bt.unpatch(m)
+
+
+def test_fused_loss_off_keeps_logits():
+    m = _gated_model("Llama", torch.float32)
+    report = bt.patch(m, fused_loss=False)
+    assert "lm_head + loss" not in report.swapped and "lm_head" in report.left
+    ids, labels = _batch()
+    assert m(input_ids=ids, labels=labels).logits.shape == (B, S, V)
+    bt.unpatch(m)
+
+
+def test_unknown_model_reports_nothing_patched():
+    m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LayerNorm(4))
+    report = bt.patch(m)
+    assert not report.patched and "nothing patched" in str(report)
+    assert type(m[1]) is torch.nn.LayerNorm        # a bare LayerNorm outside a known family is left alone
+    bt.unpatch(m)
+
+
+def test_rope_scoped_to_patched_attention():
+    patched, plain = _gated_model("Llama", torch.float64), _gated_model("Llama", torch.float64)
+    mod = sys.modules[type(plain).__module__]
+    hf_rope = mod.apply_rotary_pos_emb
+    ids, _ = _batch()
+    ref = plain(input_ids=ids).logits
+    bt.patch(patched)
+    assert mod.apply_rotary_pos_emb is not mod.apply_rotary_pos_emb.__baracuda_original__
+    # an unpatched model of the same class, sharing the modeling module, still runs HF's own rotary: bit for bit
+    assert torch.equal(plain(input_ids=ids).logits, ref)
+    bt.patch(plain)
+    bt.unpatch(patched)
+    assert hasattr(mod.apply_rotary_pos_emb, "__baracuda_original__")     # still used by the other patched model
+    bt.unpatch(plain)
+    assert mod.apply_rotary_pos_emb is hf_rope
+
+
+def test_dropped_patched_model_releases_rope():
+    import gc
+
+    m = _gated_model("Qwen2", torch.float32)
+    mod = sys.modules[type(m).__module__]
+    hf_rope = mod.apply_rotary_pos_emb
+    bt.patch(m)
+    assert mod.apply_rotary_pos_emb is not hf_rope
+    del m
+    gc.collect()
+    assert mod.apply_rotary_pos_emb is hf_rope
