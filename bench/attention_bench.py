@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import statistics
 import sys
 import time
 import traceback
@@ -34,6 +33,7 @@ import traceback
 import torch
 
 import baracuda as bc
+from baracuda.bench.timing import median_ms
 
 # (name, B, Hq, Hkv, S, D, causal, backward)
 SHAPES = [
@@ -48,18 +48,7 @@ SHAPES = [
 
 
 def _median_ms(fn, reps: int) -> float:
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
+    return median_ms(fn, reps)
 
 
 def _flops(B, Hq, Sq, Sk, D, causal) -> float:

@@ -19,6 +19,7 @@ import sys
 import torch
 
 import baracuda as bc
+from baracuda.bench.timing import median_ms
 from baracuda.backends.triton.attention.decode import forced
 
 B, S, HQ, HKV, D, PS = 64, 8192, 32, 8, 128, 16
@@ -27,17 +28,7 @@ WARMUP, RUNS = 5, 20
 
 
 def _time(fn):
-    for _ in range(WARMUP):
-        fn()
-    ts = []
-    for _ in range(RUNS):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b) * 1e-3)
-    return sorted(ts)[len(ts) // 2]
+    return median_ms(fn, RUNS, WARMUP) * 1e-3
 
 
 def _plan(op, *xs, **attrs):

@@ -10,6 +10,7 @@ import traceback
 import torch
 
 import baracuda as bc
+from baracuda.bench.timing import median_ms
 from baracuda.backends.triton.attention import sdpa as reg
 from baracuda.backends.triton.attention.flash_bwd import flash_backward
 from baracuda.backends.triton.attention.flash_fwd import TileCfg, flash_forward
@@ -30,18 +31,7 @@ BWD = {64: [((32, 128, 8, 3), (128, 64, 8, 3)), ((64, 128, 8, 2), (128, 64, 8, 2
 
 
 def _time(fn, n=10):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(n):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b) * 1e-3)
-    return sorted(ts)[len(ts) // 2]
+    return median_ms(fn, n) * 1e-3
 
 
 def main(path):
@@ -72,7 +62,7 @@ def main(path):
             try:
                 t = _time(lambda: flash_backward(p, do, q, k, v, out, lse, dq, dk, dv, cfgs), 5)
                 row["bwd"][tag] = round(2.5 * fl / t / 1e12, 1)
-            except Exception as e:
+            except Exception:
                 row["bwd"][tag] = f"error: {traceback.format_exc()[-300:]}"
             print(name, "bwd", tag, row["bwd"][tag], flush=True)
         json.dump(res, open(path, "w"), indent=1)

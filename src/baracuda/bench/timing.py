@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-__all__ = ["Timing", "time_cuda", "time_host", "Ceilings", "measure_ceilings", "host_overhead"]
+__all__ = ["Timing", "time_cuda", "median_ms", "time_host", "Ceilings", "measure_ceilings", "host_overhead"]
 
 
 @dataclass
@@ -26,6 +26,25 @@ class Timing:
     reps: int
     spread: float     # (p80 - p20) / median: how noisy this number is
     how: str = "events"   # "graph": GPU time from CUDA-graph replays; "events": per-call events (includes host gaps)
+
+
+def median_ms(fn: Callable, reps: int = 10, warmup: int = 3) -> float:
+    """The median of ``reps`` single calls of ``fn``, each between two CUDA events and synchronized (so a call's
+    host time before its launch is inside its time), after ``warmup`` calls: the bench scripts' plain timer."""
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return statistics.median(times)
 
 
 def _summary(times_ms: list[float]) -> Timing:
