@@ -236,6 +236,34 @@ def _apply_overrides(args):
     return done
 
 
+def _ceilings() -> dict:
+    """The floors' denominators, measured in this run: bf16 dense GEMM and copy (baracuda.bench.timing), and the
+    FP8 e4m3 GEMM rate (torch._scaled_mm 8192^3, per-tensor scales; absent where torch lacks it)."""
+    from baracuda.bench.timing import measure_ceilings
+
+    c = measure_ceilings(True)
+    out = {"copy_GBps": c.copy_gbps, "bf16_peak_tflops": c.flops_tflops, "fp8_tflops": None}
+    try:
+        m = 8192
+        a = torch.randn(m, m, device="cuda").to(torch.float8_e4m3fn)
+        b = torch.randn(m, m, device="cuda").to(torch.float8_e4m3fn).t()
+        one = torch.ones((), device="cuda")
+        ms = median_ms(lambda: torch._scaled_mm(a, b, one, one, out_dtype=torch.bfloat16), 20)
+        out["fp8_tflops"] = 2 * m ** 3 / (ms * 1e-3) / 1e12
+    except Exception as e:  # noqa: BLE001
+        out["fp8_error"] = f"{type(e).__name__}: {str(e)[:200]}"
+    return out
+
+
+def _floors(row, ceil):
+    """Each variant's forward / backward time over its floor (flops at the measured GEMM peak)."""
+    peak = ceil.get("fp8_tflops") if row.get("dtype") == "f8e4m3" else ceil.get("bf16_peak_tflops")
+    if not peak or "fwd_flops" not in row:
+        return
+    row["floor_fwd_ms"] = row["fwd_flops"] / (peak * 1e12) * 1e3
+    row["floor_bwd_ms"] = row.get("bwd_flops", 2.5 * row["fwd_flops"]) / (peak * 1e12) * 1e3
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
@@ -244,12 +272,16 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="")
     ap.add_argument("--fwd-cfg", action="append")
     ap.add_argument("--bwd-cfg", action="append")
+    ap.add_argument("--ceilings", action="store_true", help="measure copy / bf16 / fp8 GEMM peaks: the floors")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("attention_bench: needs a CUDA device", file=sys.stderr)
         return 2
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "date": time.strftime("%F %T"),
               "command": " ".join(sys.argv), "overrides": _apply_overrides(args), "rows": []}
+    if args.ceilings:
+        result["ceilings"] = _ceilings()
+        print("ceilings:", result["ceilings"], flush=True)
     fixed = None
     t0 = time.time()
     for shape in SHAPES:
@@ -278,6 +310,8 @@ def main(argv=None) -> int:
         print(f"{row['shape']:<30} ours fwd {o.get('fwd_tfs') or 0:6.1f} bwd {o.get('bwd_tfs') or 0:6.1f} TF/s "
               f"(vs fixed S4096 {o.get('fwd_tfs_vs_fixed')}, {o.get('bwd_tfs_vs_fixed')}; vs fixed 32x512 "
               f"{o.get('fwd_tfs_vs_fixed_mean_len')}, {o.get('bwd_tfs_vs_fixed_mean_len')}) {o.get('error', '')}")
+    for row in result["rows"]:
+        _floors(row, result.get("ceilings", {}))
     result["wall_s"] = time.time() - t0
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
