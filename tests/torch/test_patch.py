@@ -142,8 +142,9 @@ def test_gpt2_f64_matches_eager():
     bt.unpatch(m)
 
 
-def test_state_dict_kept_and_unpatch_restores_eager_bit_for_bit():
-    m = _gated_model("Llama", torch.float32)
+@pytest.mark.parametrize("fam", ["Llama", "Gemma2"])
+def test_state_dict_kept_and_unpatch_restores_eager_bit_for_bit(fam):
+    m = _gated_model(fam, torch.float32)
     ids, labels = _batch()
     before = m(input_ids=ids, labels=labels)
     sd = {k: v.clone() for k, v in m.state_dict().items()}
@@ -160,6 +161,7 @@ def test_state_dict_kept_and_unpatch_restores_eager_bit_for_bit():
     assert bt.unpatch(m) and not bt.unpatch(m)
     assert {n: type(x) for n, x in m.named_modules()} == types
     assert mod.apply_rotary_pos_emb is rope_fn and "forward" not in m.__dict__
+    assert not any("forward" in x.__dict__ for x in m.modules())          # the layers' fused forwards too
     again = m(input_ids=ids, labels=labels)
     assert torch.equal(again.logits, before.logits) and torch.equal(again.loss, before.loss)
 

@@ -2,10 +2,20 @@
 
 Families (recognised by class name, then checked structurally; anything else is left alone and reported):
 
-- Llama / Mistral / Qwen2 (``<Family>RMSNorm``, ``<Family>MLP``, ``<Family>Attention``, ``<Family>ForCausalLM``):
+- Llama / Mistral / Qwen2 / Gemma / Gemma2 (``<Family>RMSNorm``, ``<Family>MLP``, ``<Family>Attention``,
+  ``<Family>DecoderLayer``, ``<Family>ForCausalLM``):
   * RMSNorm -> :class:`RMSNorm`: the ``rms_norm`` op (one pass; HF runs pow, mean, rsqrt, two muls and casts).
     Same parameter (the very ``weight`` Parameter object, so optimizers and tied references stay valid), same eps.
-  * MLP with a SiLU activation -> :class:`GatedMLP`: the same gate/up/down Linear submodules (same state_dict keys);
+    Gemma's norm scales by ``1 + weight``: the op's weight is ``weight + 1`` made per call (one [H] add, identity
+    gradient).  HF forms ``1 + weight`` in f32; here it is in the model's dtype (the op takes one dtype), so a
+    bf16 Gemma's scale is rounded to bf16 before the multiply (f32 / f64 models: the same numbers).
+  * Decoder layer: an instance forward (same arguments as HF's, checked by name at patch time; the deprecated
+    ``past_key_values`` spelling runs HF's forward) in which the residual add and the RMSNorm after it are one
+    ``add_rms_norm`` op: ``h + attn(...)`` -> post_attention_layernorm (Gemma2: ``h + post_attention_layernorm(
+    attn(...))`` -> pre_feedforward_layernorm).  The MLP's residual add is not fused with the next layer's
+    input_layernorm: that needs the layer to hand an unfinished sum across HF's layer loop (whose hooks record
+    each layer's output), not a per-layer change.
+  * MLP with a SiLU (GeLU-tanh: Gemma, ``geglu``) activation -> :class:`GatedMLP`: the same gate/up/down Linear submodules (same state_dict keys);
     gate and up run as one GEMM on the concatenation of their weights (a [2I, H] copy per call, autograd splits
     its gradient back), then the fused ``swiglu`` op (silu(gate) * up in one pass, one fused backward).
   * RoPE: the modeling module's ``apply_rotary_pos_emb`` (looked up by the attention forward as a module global,
