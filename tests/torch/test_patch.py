@@ -257,3 +257,21 @@ def test_residual_add_fused_into_norm(monkeypatch):
         assert ran.count("add_rms_norm") == 1                # only the second call took the fused path
         bt.unpatch(m)
         assert "forward" not in m.model.layers[0].__dict__
+
+
+def test_fused_layers_under_generate_and_gradient_checkpointing():
+    m = _gated_model("Llama", torch.float64)
+    ids, labels = _batch()
+    greedy = m.eval().generate(ids[:, :5], max_new_tokens=4, do_sample=False)
+    bt.patch(m)
+    assert torch.equal(m.generate(ids[:, :5], max_new_tokens=4, do_sample=False), greedy)   # cache path, f64
+    m.train()
+    loss = m(input_ids=ids, labels=labels).loss
+    loss.backward()
+    grads = _grads(m)
+    m.zero_grad()
+    m.gradient_checkpointing_enable()            # HF re-runs each (patched) layer forward in the backward
+    again = m(input_ids=ids, labels=labels).loss
+    again.backward()
+    assert torch.equal(again, loss) and all(torch.equal(p.grad, grads[n]) for n, p in m.named_parameters())
+    bt.unpatch(m)
