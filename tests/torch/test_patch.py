@@ -10,18 +10,24 @@ import baracuda.torch as bt
 transformers = pytest.importorskip("transformers")
 
 V, S, B = 100, 12, 2
+# Gemma2: eager attention (its attention logit softcapping), a final logit softcap the fused loss must apply, and a
+# sliding window shorter than S so both of its layer types (sliding, full) differ from plain causal attention.
+_GEMMA2 = dict(attn_implementation="eager", final_logit_softcapping=5.0, attn_logit_softcapping=20.0,
+               sliding_window=4, query_pre_attn_scalar=8)
 _GATED = {
-    "Llama": ("LlamaConfig", "LlamaForCausalLM", "llama"),
-    "Mistral": ("MistralConfig", "MistralForCausalLM", "mistral"),
-    "Qwen2": ("Qwen2Config", "Qwen2ForCausalLM", "qwen2"),
+    "Llama": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "Mistral": ("MistralConfig", "MistralForCausalLM", {}),
+    "Qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),
+    "Gemma": ("GemmaConfig", "GemmaForCausalLM", {"head_dim": 8}),
+    "Gemma2": ("Gemma2Config", "Gemma2ForCausalLM", dict(_GEMMA2, head_dim=8)),
 }
 
 
 def _gated_model(fam, dtype):
-    cfg_name, cls_name, _ = _GATED[fam]
-    cfg = getattr(transformers, cfg_name)(vocab_size=V, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-                                          attn_implementation="sdpa")
+    cfg_name, cls_name, extra = _GATED[fam]
+    cfg = getattr(transformers, cfg_name)(**dict(dict(
+        vocab_size=V, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=64, attn_implementation="sdpa"), **extra))
     torch.manual_seed(0)
     m = getattr(transformers, cls_name)(cfg).to(dtype).train()
     with torch.no_grad():       # norm weights away from their all-ones init, so their gradients are exercised
@@ -54,14 +60,21 @@ def _rel(a, b):
     return ((a - b).abs().max() / b.abs().max()).item()
 
 
+def _rms_f64(self, x):
+    """HF's RMSNorm formulas without their float32 casts: Llama's ``weight * norm(x)``, Gemma's
+    ``norm(x) * (1 + weight)``."""
+    eps = getattr(self, "variance_epsilon", getattr(self, "eps", None))
+    y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    return y * (1 + self.weight) if type(self).__name__.startswith("Gemma") else self.weight * y
+
+
 def _f64_reference(m, ids, labels, rmsnorm_cls=None):
     """Eager loss and gradients computed in float64 throughout: HF's RMSNorm casts to float32 and its loss upcasts
     logits with .float() (f32 for an f64 model), precision choices, not semantics; here the same formulas in f64."""
     saved = None
     if rmsnorm_cls is not None:
         saved = rmsnorm_cls.forward
-        rmsnorm_cls.forward = lambda self, x: self.weight * (
-            x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.variance_epsilon))
+        rmsnorm_cls.forward = _rms_f64
     try:
         logits = m(input_ids=ids).logits
     finally:
@@ -93,14 +106,16 @@ def test_gated_family_f64_matches_eager(fam):
     report = getattr(bt, f"patch_{fam.lower()}")(m)
     kinds = {p.rsplit(".", 1)[-1] for p in report.swapped}
     assert {"input_layernorm", "post_attention_layernorm", "norm", "mlp", "apply_rotary_pos_emb",
-            "lm_head + loss"} <= kinds, report.swapped
+            "lm_head + loss", "residual_add"} <= kinds, report.swapped
     assert type(m.model.layers[0].mlp).__name__ == "GatedMLP"
+    if fam.startswith("Gemma"):
+        assert m.model.layers[0].mlp.op == "geglu" and m.model.norm.offset == 1.0
     # every op in float64 (the CPU backends compute in f64): only summation order differs
     _check_close(m, ids, labels, ref_loss, ref_grads, 1e-10)
     bt.unpatch(m)
 
 
-@pytest.mark.parametrize("fam", ["Llama", "Qwen2"])
+@pytest.mark.parametrize("fam", ["Llama", "Qwen2", "Gemma"])
 def test_gated_family_f32_matches_hf_eager(fam):
     m = _gated_model(fam, torch.float32)
     ids, labels = _batch()
@@ -127,8 +142,9 @@ def test_gpt2_f64_matches_eager():
     bt.unpatch(m)
 
 
-def test_state_dict_kept_and_unpatch_restores_eager_bit_for_bit():
-    m = _gated_model("Llama", torch.float32)
+@pytest.mark.parametrize("fam", ["Llama", "Gemma2"])
+def test_state_dict_kept_and_unpatch_restores_eager_bit_for_bit(fam):
+    m = _gated_model(fam, torch.float32)
     ids, labels = _batch()
     before = m(input_ids=ids, labels=labels)
     sd = {k: v.clone() for k, v in m.state_dict().items()}
@@ -145,6 +161,7 @@ def test_state_dict_kept_and_unpatch_restores_eager_bit_for_bit():
     assert bt.unpatch(m) and not bt.unpatch(m)
     assert {n: type(x) for n, x in m.named_modules()} == types
     assert mod.apply_rotary_pos_emb is rope_fn and "forward" not in m.__dict__
+    assert not any("forward" in x.__dict__ for x in m.modules())          # the layers' fused forwards too
     again = m(input_ids=ids, labels=labels)
     assert torch.equal(again.logits, before.logits) and torch.equal(again.loss, before.loss)
 
@@ -207,3 +224,54 @@ def test_dropped_patched_model_releases_rope():
     del m
     gc.collect()
     assert mod.apply_rotary_pos_emb is hf_rope
+
+
+def test_residual_add_fused_into_norm(monkeypatch):
+    """Every decoder layer's post-attention residual add runs as add_rms_norm (Gemma2: the add before its
+    pre_feedforward_layernorm); the deprecated ``past_key_values`` spelling runs HF's own layer forward, and
+    inference with a cache gives HF's logits."""
+    from baracuda.torch import _patch
+
+    ran = []
+
+    def spy(name, xs, attrs, *a):
+        ran.append(name)
+        return call(name, xs, attrs, *a)
+    call = _patch.call
+    monkeypatch.setattr(_patch, "call", spy)
+    ids, labels = _batch()
+    for fam in ("Llama", "Gemma2"):
+        m = _gated_model(fam, torch.float64).eval()
+        ref = m(input_ids=ids, use_cache=True).logits
+        bt.patch(m)
+        ran.clear()
+        out = m(input_ids=ids, use_cache=True).logits
+        assert ran.count("add_rms_norm") == 2, ran           # two layers, one fused add each
+        assert _rel(out, ref) <= 1e-6, fam       # HF's norms round through f32 (see _f64_reference); ours stay f64
+        layer, h = m.model.layers[0], torch.randn(B, S, 32, dtype=torch.float64)
+        pe = m.model.rotary_emb(h, torch.arange(S)[None])
+        ran.clear()
+        hf_path = layer(h, position_embeddings=pe, past_key_values=None)
+        fused = layer(h, position_embeddings=pe, cache=None)
+        assert _rel(fused, hf_path) <= 1e-6
+        assert ran.count("add_rms_norm") == 1                # only the second call took the fused path
+        bt.unpatch(m)
+        assert "forward" not in m.model.layers[0].__dict__
+
+
+def test_fused_layers_under_generate_and_gradient_checkpointing():
+    m = _gated_model("Llama", torch.float64)
+    ids, labels = _batch()
+    greedy = m.eval().generate(ids[:, :5], max_new_tokens=4, do_sample=False)
+    bt.patch(m)
+    assert torch.equal(m.generate(ids[:, :5], max_new_tokens=4, do_sample=False), greedy)   # cache path, f64
+    m.train()
+    loss = m(input_ids=ids, labels=labels).loss
+    loss.backward()
+    grads = _grads(m)
+    m.zero_grad()
+    m.gradient_checkpointing_enable()            # HF re-runs each (patched) layer forward in the backward
+    again = m(input_ids=ids, labels=labels).loss
+    again.backward()
+    assert torch.equal(again, loss) and all(torch.equal(p.grad, grads[n]) for n, p in m.named_parameters())
+    bt.unpatch(m)

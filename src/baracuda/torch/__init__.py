@@ -28,7 +28,8 @@ from . import _composed  # noqa: F401  (fills the compositions: forms of a torch
 from ._call import call
 from ._record import record
 from ._mode import mode
-from ._patch import PatchReport, patch, patch_gpt2, patch_llama, patch_mistral, patch_qwen2, unpatch
+from ._patch import (PatchReport, patch, patch_gemma, patch_gemma2, patch_gpt2, patch_llama, patch_mistral,
+                     patch_qwen2, unpatch)
 from ._namespaces import build as _build
 from ._namespaces import make_modules as _make_modules
 from ._namespaces import put as _put
@@ -49,5 +50,5 @@ _serving.publish(_PUT)                         # flash_attn_varlen, attention_de
 _set_all(_SPACES, list(PUBLISHED) + list(VIEWS))
 
 __all__ = ["call", "record", "preference", "get_preference", "mode", "patch", "unpatch", "PatchReport",
-           "patch_llama", "patch_mistral", "patch_qwen2", "patch_gpt2", "nn", "linalg", "fft", "special", "PUBLISHED",
-           "VIEWS"] + sorted(n for n in {*PUBLISHED, *VIEWS} if "." not in n)
+           "patch_llama", "patch_mistral", "patch_qwen2", "patch_gemma", "patch_gemma2", "patch_gpt2", "nn", "linalg",
+           "fft", "special", "PUBLISHED", "VIEWS"] + sorted(n for n in {*PUBLISHED, *VIEWS} if "." not in n)

@@ -2,10 +2,20 @@
 
 Families (recognised by class name, then checked structurally; anything else is left alone and reported):
 
-- Llama / Mistral / Qwen2 (``<Family>RMSNorm``, ``<Family>MLP``, ``<Family>Attention``, ``<Family>ForCausalLM``):
+- Llama / Mistral / Qwen2 / Gemma / Gemma2 (``<Family>RMSNorm``, ``<Family>MLP``, ``<Family>Attention``,
+  ``<Family>DecoderLayer``, ``<Family>ForCausalLM``):
   * RMSNorm -> :class:`RMSNorm`: the ``rms_norm`` op (one pass; HF runs pow, mean, rsqrt, two muls and casts).
     Same parameter (the very ``weight`` Parameter object, so optimizers and tied references stay valid), same eps.
-  * MLP with a SiLU activation -> :class:`GatedMLP`: the same gate/up/down Linear submodules (same state_dict keys);
+    Gemma's norm scales by ``1 + weight``: the op's weight is ``weight + 1`` made per call (one [H] add, identity
+    gradient).  HF forms ``1 + weight`` in f32; here it is in the model's dtype (the op takes one dtype), so a
+    bf16 Gemma's scale is rounded to bf16 before the multiply (f32 / f64 models: the same numbers).
+  * Decoder layer: an instance forward (same arguments as HF's, checked by name at patch time; the deprecated
+    ``past_key_values`` spelling runs HF's forward) in which the residual add and the RMSNorm after it are one
+    ``add_rms_norm`` op: ``h + attn(...)`` -> post_attention_layernorm (Gemma2: ``h + post_attention_layernorm(
+    attn(...))`` -> pre_feedforward_layernorm).  The MLP's residual add is not fused with the next layer's
+    input_layernorm: that needs the layer to hand an unfinished sum across HF's layer loop (whose hooks record
+    each layer's output), not a per-layer change.
+  * MLP with a SiLU (GeLU-tanh: Gemma, ``geglu``) activation -> :class:`GatedMLP`: the same gate/up/down Linear submodules (same state_dict keys);
     gate and up run as one GEMM on the concatenation of their weights (a [2I, H] copy per call, autograd splits
     its gradient back), then the fused ``swiglu`` op (silu(gate) * up in one pass, one fused backward).
   * RoPE: the modeling module's ``apply_rotary_pos_emb`` (looked up by the attention forward as a module global,
@@ -48,9 +58,10 @@ from ._call import call
 from ._fused import run_if_fused
 
 __all__ = ["patch", "unpatch", "PatchReport", "RMSNorm", "GatedMLP", "LayerNorm", "GeluTanh", "patch_llama",
-           "patch_mistral", "patch_qwen2", "patch_gpt2"]
+           "patch_mistral", "patch_qwen2", "patch_gemma", "patch_gemma2", "patch_gpt2"]
 
-_GATED = ("Llama", "Mistral", "Qwen2")          # families with RMSNorm + gated MLP + HF rotary
+_GATED = ("Llama", "Mistral", "Qwen2", "Gemma", "Gemma2")   # families with RMSNorm + gated MLP + HF rotary
+_NORM_OFFSET = {"Gemma": 1.0, "Gemma2": 1.0}      # their RMSNorm scales by (1 + weight)
 _SILU = ("silu", "swish")
 _ATTR = "_baracuda_patch"                       # the model's record of its swaps (a plain attribute)
 
@@ -95,24 +106,99 @@ def _keep_original(new: nn.Module, orig: nn.Module) -> nn.Module:
     return new
 
 
-class RMSNorm(nn.Module):
-    """``weight * x * rsqrt(mean(x^2) + eps)`` over the last dim as one ``rms_norm`` call.  Holds the replaced
-    module's own ``weight`` Parameter; an input whose dtype differs from the weight's (HF then promotes) runs the
-    replaced module's forward."""
+def _norm_eps(m):
+    eps = getattr(m, "variance_epsilon", getattr(m, "eps", None))
+    return float(eps) if isinstance(eps, float) else None
 
-    def __init__(self, orig: nn.Module):
+
+class RMSNorm(nn.Module):
+    """``(weight + offset) * x * rsqrt(mean(x^2) + eps)`` over the last dim as one ``rms_norm`` call (offset 0:
+    Llama's norm; 1: Gemma's ``1 + weight``, the scale made per call as one [H] add, whose gradient is the
+    identity).  Holds the replaced module's own ``weight`` Parameter; an input whose dtype differs from the weight's
+    (HF then promotes) runs the replaced module's forward."""
+
+    def __init__(self, orig: nn.Module, offset: float = 0.0):
         super().__init__()
         self.weight = orig.weight
-        self.variance_epsilon = float(orig.variance_epsilon)
+        self.variance_epsilon = _norm_eps(orig)
+        self.offset = offset
         _keep_original(self, orig)
+
+    def scale(self):
+        return self.weight + self.offset if self.offset else self.weight
+
+    def attrs(self, x) -> dict:
+        return {"normalized_shape": (x.shape[-1],), "eps": self.variance_epsilon}
 
     def forward(self, x):
         if x.dtype != self.weight.dtype:
             return self._baracuda_original(x)
-        return _op("rms_norm", [x, self.weight], {"normalized_shape": (x.shape[-1],), "eps": self.variance_epsilon})
+        return _op("rms_norm", [x, self.scale()], self.attrs(x))
 
     def extra_repr(self):
-        return f"{tuple(self.weight.shape)}, eps={self.variance_epsilon} (baracuda rms_norm)"
+        off = f", scale weight + {self.offset}" if self.offset else ""
+        return f"{tuple(self.weight.shape)}, eps={self.variance_epsilon}{off} (baracuda rms_norm)"
+
+
+def _add_norm(norm: nn.Module, x, residual):
+    """(residual + x, norm(residual + x)): one ``add_rms_norm`` where ``norm`` is a baracuda :class:`RMSNorm` and
+    the dtypes agree (the sum is rounded to the dtype as HF's add is; + commutes bit for bit), else the two steps."""
+    if isinstance(norm, RMSNorm) and x.dtype == residual.dtype == norm.weight.dtype and x.shape == residual.shape:
+        return call("add_rms_norm", [x, residual, norm.scale()], norm.attrs(x))
+    s = residual + x
+    return s, norm(s)
+
+
+# HF decoder layers whose forward is fused here, by the names of their arguments (all passed on to self_attn):
+# "pre" (Llama, Mistral, Qwen2, Gemma): h + attn(in_norm(h)) feeds post_attention_layernorm -> mlp -> + residual.
+# "sandwich" (Gemma2): h + post_attention_layernorm(attn(in_norm(h))) feeds pre_feedforward_layernorm -> mlp ->
+# post_feedforward_layernorm -> + residual.  The residual sum and the norm after it become one add_rms_norm.
+_LAYER_ARGS = {
+    "pre": ("hidden_states", "attention_mask", "position_ids", "cache", "use_cache", "position_embeddings",
+            "kwargs"),
+    "sandwich": ("hidden_states", "position_embeddings", "attention_mask", "position_ids", "cache", "kwargs"),
+}
+_LAYER_NORMS = {"pre": ("input_layernorm", "post_attention_layernorm"),
+                "sandwich": ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                             "post_feedforward_layernorm")}
+_DEPRECATED_LAYER_KWARGS = ("past_key_values",)     # HF renames it to cache in a decorator: its own forward runs
+
+
+def _layer_kind(layer: nn.Module):
+    """'pre' / 'sandwich', or a string saying why the layer's forward is left."""
+    fn = inspect.unwrap(type(layer).forward)
+    names = tuple(inspect.signature(fn).parameters)[1:]
+    for kind, args in _LAYER_ARGS.items():
+        if names == args and all(isinstance(getattr(layer, n, None), RMSNorm) for n in _LAYER_NORMS[kind]) and \
+                all(isinstance(getattr(layer, n, None), nn.Module) for n in ("self_attn", "mlp")):
+            return kind
+    return f"forward arguments {names} or norms not as fused here: residual adds left to HF's forward"
+
+
+def _fused_layer_forward(layer: nn.Module, kind: str):
+    inner = layer.forward
+    sig = inspect.signature(inspect.unwrap(type(layer).forward))
+    sandwich = kind == "sandwich"
+
+    @functools.wraps(inner)
+    def forward(*args, **kwargs):
+        if any(k in kwargs for k in _DEPRECATED_LAYER_KWARGS):
+            return inner(*args, **kwargs)
+        b = sig.bind(layer, *args, **kwargs)
+        b.apply_defaults()
+        a = dict(b.arguments)
+        del a["self"]
+        extra = a.pop("kwargs", {})
+        residual = a.pop("hidden_states")
+        h, _ = layer.self_attn(hidden_states=layer.input_layernorm(residual), **a, **extra)
+        if sandwich:
+            s, h = _add_norm(layer.pre_feedforward_layernorm, layer.post_attention_layernorm(h), residual)
+            h = layer.post_feedforward_layernorm(layer.mlp(h))
+        else:
+            s, h = _add_norm(layer.post_attention_layernorm, h, residual)
+            h = layer.mlp(h)
+        return s + h
+    return forward
 
 
 class LayerNorm(nn.Module):
@@ -309,7 +395,8 @@ def _family(cls_name: str, suffix: str) -> str | None:
 
 
 def _act_name(mlp) -> str:
-    act = getattr(getattr(mlp, "config", None), "hidden_act", None)
+    cfg = getattr(mlp, "config", None)
+    act = getattr(cfg, "hidden_act", None) or getattr(cfg, "hidden_activation", None)
     if act is None:
         act = type(getattr(mlp, "act_fn", None)).__name__.lower()
     return str(act)
@@ -322,7 +409,7 @@ def _gated_mlp(mlp):
     act = _act_name(mlp)
     if act in _SILU or act in ("siluactivation",):
         return "swiglu", {}
-    if act in ("gelu_pytorch_tanh", "gelu_new"):
+    if act in ("gelu_pytorch_tanh", "gelu_new", "gelutanh", "pytorchgelutanh", "newgeluactivation"):
         return "geglu", {"approximate": "tanh"}
     return f"activation {act!r} has no fused gated op here"
 
@@ -340,6 +427,7 @@ class _Patcher:
                                                                  "families": tuple(families)})
         self.undo: list = []
         self.rope_modules: set = set()
+        self.layers: list = []
 
     def swap(self, path: str, new: nn.Module, what: str):
         parent_path, _, name = path.rpartition(".")
@@ -357,10 +445,16 @@ class _Patcher:
         fam = _family(cls, "RMSNorm")
         if fam in self.families and path:
             if isinstance(getattr(m, "weight", None), nn.Parameter) and m.weight.ndim == 1 \
-                    and isinstance(getattr(m, "variance_epsilon", None), float):
-                self.swap(path, RMSNorm(m), "baracuda RMSNorm (rms_norm op)")
+                    and _norm_eps(m) is not None:
+                off = _NORM_OFFSET.get(fam, 0.0)
+                self.swap(path, RMSNorm(m, off), "baracuda RMSNorm (rms_norm op" +
+                          (f", scale weight + {off})" if off else ")"))
             else:
-                self.left(path, f"{cls} without a 1-D weight and a float variance_epsilon")
+                self.left(path, f"{cls} without a 1-D weight and a float eps")
+            return
+        fam = _family(cls, "DecoderLayer")
+        if fam in self.families:
+            self.layers.append(path)
             return
         fam = _family(cls, "MLP")
         if fam in self.families and path:
@@ -402,6 +496,15 @@ class _Patcher:
         gpt2 = type(model).__name__ in ("GPT2LMHeadModel", "GPT2Model")
         for path, m in list(model.named_modules()):
             self.visit(path, m, gpt2)
+        for path in self.layers:        # after the walk: their norms are baracuda's now
+            layer = model.get_submodule(path)
+            kind = _layer_kind(layer)
+            if kind in _LAYER_ARGS:
+                self.undo.append(_set_forward(layer, _fused_layer_forward(layer, kind)))
+                self.report.swapped[path + ".residual_add"] = "residual add + following RMSNorm as one " \
+                                                              "add_rms_norm op"
+            else:
+                self.left(path, kind)
         fam_ok = (_family(type(model).__name__, "ForCausalLM") in self.families
                   or (gpt2 and "gpt2" in self.families))
         if _is_causal_lm(model) and fam_ok:
@@ -412,7 +515,8 @@ class _Patcher:
             else:
                 self.left("lm_head", "fused_loss=False: logits and HF's loss_function")
         if not self.report.swapped:
-            self.left("", "no module of a known family (Llama, Mistral, Qwen2, GPT-2): nothing patched")
+            self.left("", "no module of a known family (Llama, Mistral, Qwen2, Gemma, Gemma2, GPT-2): "
+                          "nothing patched")
         return self.report
 
 
@@ -464,4 +568,5 @@ def _entry(family):
     return entry
 
 
-patch_llama, patch_mistral, patch_qwen2, patch_gpt2 = (_entry(f) for f in ("Llama", "Mistral", "Qwen2", "gpt2"))
+patch_llama, patch_mistral, patch_qwen2, patch_gemma, patch_gemma2, patch_gpt2 = (
+    _entry(f) for f in ("Llama", "Mistral", "Qwen2", "Gemma", "Gemma2", "gpt2"))
