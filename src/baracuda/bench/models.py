@@ -63,7 +63,8 @@ MODELS = {
     "gpt2": ModelSpec("GPT2LMHeadModel", "GPT2Config",
                       dict(n_embd=1024, n_layer=4, n_head=16, n_positions=1024, vocab_size=50257,
                            resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0), 1024, 8, None,
-                      dict(n_embd=64, n_layer=2, n_head=4, n_positions=64, vocab_size=128)),
+                      dict(n_embd=64, n_layer=2, n_head=4, n_positions=64, vocab_size=128,
+                           bos_token_id=0, eos_token_id=0)),
     "llama3-8b-stack": ModelSpec("LlamaForCausalLM", "LlamaConfig",
                                  _llama(32, 8, hidden_size=4096, intermediate_size=14336, vocab_size=128256,
                                         rope_theta=500000.0, max_position_embeddings=8192), 4096, 1,
@@ -280,7 +281,7 @@ _COLS = [("variant", "variant", "", 14), ("ms", "ms", ".2f", 9), ("tokens/s", "t
 
 def format_table(rep: dict) -> str:
     cfg = rep["config"]
-    head = (f"{rep['model']} ({rep['class']}, {rep['params'] / 1e6:.0f}M params, batch {cfg['batch']} x seq "
+    head = (f"{rep['model']} ({rep['class']}, {rep['params'] / 1e6:.1f}M params, batch {cfg['batch']} x seq "
             f"{cfg['seq']}, {cfg['dtype']}) on {rep['device']}: median of {rep['steps']} steps after "
             f"{rep['warmup']} warm-up")
     lines = [head, "  ".join(h.rjust(w) if f else h.ljust(w) for h, _, f, w in _COLS) + "  status"]
