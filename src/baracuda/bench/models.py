@@ -7,7 +7,8 @@ measured steps after ``--warmup`` warm-up steps (CUDA events; host clock on the 
 (``torch.cuda.max_memory_allocated``, reset before each variant) and the loss of the first measured step with its
 relative difference to eager's.  A failing variant is recorded with its error and the rest still run.
 
-Models are random-init from configurations written here (no downloads), bf16 on CUDA:
+Models are random-init from configurations written here (no downloads), bf16 on CUDA, ``train()`` mode with
+dropout 0 and ``use_cache=False`` (no KV cache is built in a training step):
 
 - ``llama``: LlamaForCausalLM, 4 layers, hidden 2048, intermediate 5632, 16 heads / 16 kv heads (head dim 128,
   multi-head attention), vocab 32000; seq 2048, batch 4 (issue 16's configuration).
@@ -46,12 +47,13 @@ class ModelSpec:
 
 
 _LLAMA_TINY = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                   num_key_value_heads=4, vocab_size=128, max_position_embeddings=64)
+                   num_key_value_heads=4, vocab_size=128, max_position_embeddings=64, use_cache=False)
 
 
 def _llama(heads: int, kv: int, **kw) -> dict:
     base = dict(hidden_size=2048, intermediate_size=5632, num_hidden_layers=4, num_attention_heads=heads,
-                num_key_value_heads=kv, vocab_size=32000, max_position_embeddings=4096, attention_dropout=0.0)
+                num_key_value_heads=kv, vocab_size=32000, max_position_embeddings=4096, attention_dropout=0.0,
+                use_cache=False)
     return {**base, **kw}
 
 
@@ -62,7 +64,7 @@ MODELS = {
                            "apply_liger_kernel_to_llama", {**_LLAMA_TINY, "num_key_value_heads": 2}),
     "gpt2": ModelSpec("GPT2LMHeadModel", "GPT2Config",
                       dict(n_embd=1024, n_layer=4, n_head=16, n_positions=1024, vocab_size=50257,
-                           resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0), 1024, 8, None,
+                           resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, use_cache=False), 1024, 8, None,
                       dict(n_embd=64, n_layer=2, n_head=4, n_positions=64, vocab_size=128,
                            bos_token_id=0, eos_token_id=0)),
     "llama3-8b-stack": ModelSpec("LlamaForCausalLM", "LlamaConfig",
@@ -75,12 +77,6 @@ TINY_SEQ, TINY_BATCH = 16, 2
 
 
 # -- variants: each a context manager over the model, yielding the module to step --------------------------------
-def _fresh_dynamo():
-    from .runner import _fresh_dynamo as fresh
-
-    fresh()
-
-
 @contextlib.contextmanager
 def _eager(model, spec):
     yield model
@@ -110,10 +106,15 @@ def _patch(model, spec):
 
 @contextlib.contextmanager
 def _compile(model, spec):
+    """torch.compile with its defaults (no retain_graph here, so donated buffers stay on: compile's memory as users
+    see it); dynamo is reset before (a fresh recompile budget) and after (its graphs free their memory)."""
     import torch
 
-    _fresh_dynamo()
-    yield torch.compile(model)
+    torch._dynamo.reset()
+    try:
+        yield torch.compile(model)
+    finally:
+        torch._dynamo.reset()
 
 
 @contextlib.contextmanager
@@ -259,6 +260,7 @@ def run_model(name: str, *, device: str = "cuda", tiny: bool = False, layers: in
     return {
         "mode": "model", "model": name, "class": spec.cls, "config": cfg, "tiny": tiny,
         "params": sum(p.numel() for p in model.parameters()),
+        "weights_GB": sum(p.numel() * p.element_size() for p in model.parameters()) / 1e9,   # inside every peak
         "tokens_per_step": ids.numel(), "warmup": warmup, "steps": steps,
         "device": torch.cuda.get_device_name() if cuda else "cpu", "torch": torch.__version__,
         "transformers": transformers.__version__, "cuda": torch.version.cuda,
