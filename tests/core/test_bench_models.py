@@ -77,3 +77,20 @@ def test_a_failing_variant_does_not_stop_the_rest(monkeypatch):
 def test_refusals(argv, msg, capsys):
     assert main(["bench", *argv]) == 2
     assert msg in capsys.readouterr().err
+
+
+def test_liger_variant_calls_the_family_entry_point(monkeypatch):
+    """The Liger variant's wiring, with a stand-in ``liger_kernel.transformers`` (the package is not in the test
+    extra): Llama calls its entry point with the model instance; GPT-2, which Liger does not cover, is skipped."""
+    import sys
+    import types
+
+    calls = []
+    fake = types.ModuleType("liger_kernel.transformers")
+    fake.apply_liger_kernel_to_llama = lambda model: calls.append(type(model).__name__)
+    monkeypatch.setitem(sys.modules, "liger_kernel", types.ModuleType("liger_kernel"))
+    monkeypatch.setitem(sys.modules, "liger_kernel.transformers", fake)
+    rep = models.run_model("llama", device="cpu", tiny=True, steps=1, warmup=0, variants=["eager", "liger"])
+    assert [r["status"] for r in rep["rows"]] == ["ok", "ok"] and calls == ["LlamaForCausalLM"]
+    rep = models.run_model("gpt2", device="cpu", tiny=True, steps=1, warmup=0, variants=["liger"])
+    assert rep["rows"][0]["status"] == "skipped: Liger has no patch for GPT2LMHeadModel"
