@@ -73,6 +73,7 @@ def test_a_failing_variant_does_not_stop_the_rest(monkeypatch):
     (["--model", "nope", "--device", "cpu", "--tiny"], "unknown model"),
     (["--model", "llama", "--device", "cpu"], "needs --tiny"),
     (["--model", "llama", "--device", "cpu", "--tiny", "--variant", "fast"], "unknown variant"),
+    (["--model", "llama", "--device", "cpu", "--tiny", "--steps", "0"], "--steps must be >= 1"),
 ])
 def test_refusals(argv, msg, capsys):
     assert main(["bench", *argv]) == 2

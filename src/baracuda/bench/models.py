@@ -318,6 +318,9 @@ def main(args) -> int:
     tiny = args.tiny
     steps = args.steps if args.steps is not None else (1 if tiny else 5)
     warmup = args.warmup if args.warmup is not None else (0 if tiny else 3)
+    if steps < 1 or warmup < 0:
+        print(f"bench: --steps must be >= 1 and --warmup >= 0, got {steps} and {warmup}", file=sys.stderr)
+        return 2
     compile_ = (not tiny) if args.compile is None else args.compile
     variants = [v for item in (args.variant or []) for v in item.split(",") if v]
     unknown = [v for v in variants if v not in {n for n, _, _ in VARIANTS}]
