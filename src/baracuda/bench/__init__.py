@@ -3,6 +3,8 @@
     baracuda bench --family elementwise --json out.json --plot out.png
     baracuda bench --quick --cpu-smoke --op add --json smoke.json   # CI: the code path, on the CPU
     baracuda bench --host --json host.json                          # host overhead per call vs torch (bench/host.py)
+    baracuda bench --model llama --json llama.json                  # a HF model's train step per variant (models.py)
+    baracuda bench --model gpt2 --device cpu --tiny                 # CI: that harness on the CPU, tiny configs
 
 Timing needs a CUDA device; on the CPU only ``--quick --cpu-smoke`` runs (reference backend and Triton's
 interpreter on tiny shapes: it checks the machinery, its times mean nothing).
@@ -39,6 +41,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="instead of the workloads: host time per drop-in / Plan.run call vs torch (bench/host.py)")
     p.add_argument("--host-calls", type=int, default=2000, help="with --host: calls per timed round")
     p.add_argument("--host-rounds", type=int, default=7, help="with --host: interleaved rounds (median)")
+    m = p.add_argument_group("real models (--model; bench/models.py)")
+    m.add_argument("--model", metavar="NAME",
+                   help="instead of the workloads: time a HF model's training step (zero_grad, forward with labels, "
+                        "backward) under eager, bt.mode(), bt.patch, torch.compile, compile of the patched model and "
+                        "Liger; NAME: llama, llama-gqa, gpt2, llama3-8b-stack")
+    m.add_argument("--device", choices=("cuda", "cpu"), default=None, help="with --model (default: cuda if visible)")
+    m.add_argument("--tiny", action="store_true",
+                   help="with --model: tiny configuration, float32, 1 step, no compile unless --compile (CPU smoke)")
+    m.add_argument("--steps", type=int, default=None, help="with --model: measured steps (default 5; 1 with --tiny)")
+    m.add_argument("--warmup", type=int, default=None, help="with --model: warm-up steps (default 3; 0 with --tiny)")
+    m.add_argument("--layers", type=int, default=None, help="with --model: number of decoder layers (default: the config's)")
+    m.add_argument("--variant", action="append", help="with --model: only these variants (repeatable, comma-separated)")
 
 
 def options_from_args(args):
@@ -59,6 +73,10 @@ def main(args) -> int:
         from .host import main as host_main
 
         return host_main(args)
+    if args.model:
+        from .models import main as model_main
+
+        return model_main(args)
     from .. import all_specs, as_device
     from .._core.device import cuda_available
     from .report import Progress, plot, summary, table, write_json
