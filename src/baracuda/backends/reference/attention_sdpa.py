@@ -7,6 +7,7 @@ import numpy as np
 
 from ..._core.errors import InvalidProblemError
 from ...ops.attention_fp8 import DESCALE_NAMES
+from ...ops.attention_sdpa import band_allowed
 from . import register_reference
 from .softmax_extra import philox_u32
 
@@ -43,16 +44,7 @@ def dense_counters(offset: int, B: int, Hq: int, Sq: int, Sk: int, rows: int | N
 # -- the dense problem, bhsd, float64 --------------------------------------------------------------------------
 def _allowed(Sq: int, Sk: int, a: dict) -> np.ndarray:
     """[Sq, Sk]: causal and window exclusions (True = allowed)."""
-    i, j = np.arange(Sq)[:, None], np.arange(Sk)[None, :]
-    off = 0 if a["causal"] == "top_left" else Sk - Sq
-    ok = np.ones((Sq, Sk), dtype=bool)
-    if a["causal"] != "none":
-        ok &= j <= i + off
-    if a["window_left"] is not None:
-        ok &= j >= i + off - a["window_left"]
-    if a["window_right"] is not None:
-        ok &= j <= i + off + a["window_right"]
-    return ok
+    return band_allowed(Sq, Sk, a, np.arange)
 
 
 def _scores(q, k, extras: dict, a: dict):
