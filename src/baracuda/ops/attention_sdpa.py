@@ -53,7 +53,7 @@ from .attention_dropin import sdpa_dropin
 from .attention_fp8 import DESCALE_NAMES, F8, FP8_ATTRS, check_fp8, compute_dtype, descale_names, fp8_errors
 from ._common import check_nonneg
 
-__all__ = ["SDPA_OPS", "LAYOUTS", "CAUSAL", "SDPA_DTYPES", "sdpa_dims", "lse_dtype", "band_allowed"]
+__all__ = ["SDPA_OPS", "LAYOUTS", "CAUSAL", "SDPA_DTYPES", "sdpa_dims", "lse_dtype"]
 
 SDPA_OPS = ("sdpa", "sdpa_backward")
 LAYOUTS = ("bhsd", "bshd")
@@ -261,22 +261,6 @@ def _g_attention(bw_op: str, n_lead: int):
 
 
 # -- torch peer: F.scaled_dot_product_attention where it expresses the case, else the dense formula in torch ----
-def band_allowed(Sq: int, Sk: int, attrs: dict, arange):
-    """The causal / window part of the exclusions, [Sq, Sk] bool (True = allowed), in the array library of
-    ``arange`` (n -> a 1-d integer array: NumPy's for the reference, torch's for the peer)."""
-    i = arange(Sq)[:, None]
-    j = arange(Sk)[None, :]
-    off = 0 if attrs["causal"] == "top_left" else Sk - Sq
-    ok = (i >= 0) & (j >= 0)
-    if attrs["causal"] != "none":
-        ok &= j <= i + off
-    if attrs["window_left"] is not None:
-        ok &= j >= i + off - attrs["window_left"]
-    if attrs["window_right"] is not None:
-        ok &= j <= i + off + attrs["window_right"]
-    return ok
-
-
 def _peer_dense(q, k, v, extras: dict, attrs, counters=None):
     """(out, lse) in bhsd of one dense problem (q [B, Hq, Sq, D], k / v [B, Hkv, Sk, .]) in torch; ``counters``:
     the dropout counters [B, Hq, Sq, Sk] (NumPy int64) where dropout_p > 0."""
@@ -291,6 +275,8 @@ def _peer_dense(q, k, v, extras: dict, attrs, counters=None):
     if cap:
         s = cap * torch.tanh(s / cap)
     bias = torch.zeros((), dtype=s.dtype)
+    from ..backends.reference.attention_sdpa import band_allowed
+
     ok = band_allowed(Sq, Sk, attrs, lambda n: torch.arange(n, device=q.device)).expand(B, Hq, Sq, Sk)
     slopes = extras.get("alibi_slopes")
     if slopes is not None:

@@ -7,7 +7,6 @@ import numpy as np
 
 from ..._core.errors import InvalidProblemError
 from ...ops.attention_fp8 import DESCALE_NAMES
-from ...ops.attention_sdpa import band_allowed
 from . import register_reference
 from .softmax_extra import philox_u32
 
@@ -42,6 +41,22 @@ def dense_counters(offset: int, B: int, Hq: int, Sq: int, Sk: int, rows: int | N
 
 
 # -- the dense problem, bhsd, float64 --------------------------------------------------------------------------
+def band_allowed(Sq: int, Sk: int, attrs: dict, arange):
+    """The causal / window part of the exclusions, [Sq, Sk] bool (True = allowed), in the array library of
+    ``arange`` (n -> a 1-d integer array: NumPy's for the reference, torch's for the peer)."""
+    i = arange(Sq)[:, None]
+    j = arange(Sk)[None, :]
+    off = 0 if attrs["causal"] == "top_left" else Sk - Sq
+    ok = (i >= 0) & (j >= 0)
+    if attrs["causal"] != "none":
+        ok &= j <= i + off
+    if attrs["window_left"] is not None:
+        ok &= j >= i + off - attrs["window_left"]
+    if attrs["window_right"] is not None:
+        ok &= j <= i + off + attrs["window_right"]
+    return ok
+
+
 def _allowed(Sq: int, Sk: int, a: dict) -> np.ndarray:
     """[Sq, Sk]: causal and window exclusions (True = allowed)."""
     return band_allowed(Sq, Sk, a, np.arange)
