@@ -4,6 +4,11 @@ Gated ops (``shape="gated"``) split ``x`` in halves ``a, b`` along ``dim`` (``[.
 glu = a * sigmoid(b) (torch), swiglu = silu(a) * b, geglu = gelu(a) * b, reglu = relu(a) * b (gate first, as
 in a fused ``[W_gate; W_up]`` projection).  Their backward is one fused kernel: ``<op>_backward(g, x)`` reads
 ``x`` and ``g`` once and writes ``dx`` once.
+
+Two-operand forms (``silu_mul(a, b) = silu(a) * b``, ``gelu_mul(a, b) = gelu(a) * b``, broadcasting like ``mul``)
+take the gate and up halves as separate tensors (two Linear outputs: no ``[W_gate; W_up]`` weight copy).  Their
+gradient is ``<op>_backward(g, a, b) = g * b * act'(a)`` for ``a`` and the forward op itself, ``<op>(a, g)``, for
+``b``.
 """
 from __future__ import annotations
 
@@ -86,6 +91,44 @@ def _gated_peer(act):
         a, b = torch.chunk(x, 2, dim)
         return getattr(F, act)(a, **kw) * b
     return peer
+
+
+def _act_mul_peer(act):
+    def peer(a, b, **kw):
+        import torch.nn.functional as F
+
+        return getattr(F, act)(a, **kw) * b
+    return peer
+
+
+def _act_mul_bw_peer(act):
+    """torch autograd's gradient of act(a) * b for a (the peer of ``<act>_mul_backward(g, a, b)``)."""
+    def peer(g, a, b, **kw):
+        import torch
+
+        ar = a.detach().clone().requires_grad_(True)
+        (da,) = torch.autograd.grad(_act_mul_peer(act)(ar, b, **kw), ar, g)
+        return da
+    return peer
+
+
+def _g_act_mul(name):
+    """da = <name>_backward(g, a, b) (one fused pass), db = <name>(a, g) = act(a) * g (the forward op)."""
+    def rule(ctx, d, grads, s):
+        g, n, a, b, kw = grads[0], ctx.needs, s["a"], s["b"], d.attr_dict
+        return (reduce_grad(ctx, ctx.op(f"{name}_backward", g, a, b, **kw), d.inputs[0].shape) if n[0] else None,
+                reduce_grad(ctx, ctx.op(name, a, g, **kw), d.inputs[1].shape) if n[1] else None)
+    return rule
+
+
+def _act_mul(act, *attrs, attr_samples=({},)):
+    """The rows of ``<act>_mul(a, b) = act(a) * b`` and its internal ``<act>_mul_backward(g, a, b)``."""
+    name = f"{act}_mul"
+    return (EwDef(name, 2, _act_mul_peer(act), None, None, _g_act_mul(name), attrs=attrs,
+                  doc=f"{act}(a) * b (the gated MLP's product from separate gate / up tensors)",
+                  samples=ew_samples(attrs=attr_samples)),
+            EwDef(f"{name}_backward", 3, _act_mul_bw_peer(act), None, internal=True, attrs=attrs,
+                  samples=ew_samples(attrs=attr_samples, lean=True)))
 
 
 def _di(name, attrs=(), first="input"):
@@ -251,6 +294,8 @@ add_ew_ops([
     _gated("geglu", "gelu", _APPROX,
            attr_samples=({"approximate": "none"}, {"approximate": "tanh"})),
     _gated("reglu", "relu"),
+    *_act_mul("silu"),
+    *_act_mul("gelu", _APPROX, attr_samples=({"approximate": "none"}, {"approximate": "tanh"})),
 ])
 
 _EXTRA_ERRORS.update({

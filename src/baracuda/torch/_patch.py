@@ -15,9 +15,9 @@ Families (recognised by class name, then checked structurally; anything else is 
     attn(...))`` -> pre_feedforward_layernorm).  The MLP's residual add is not fused with the next layer's
     input_layernorm: that needs the layer to hand an unfinished sum across HF's layer loop (whose hooks record
     each layer's output), not a per-layer change.
-  * MLP with a SiLU (GeLU-tanh: Gemma, ``geglu``) activation -> :class:`GatedMLP`: the same gate/up/down Linear submodules (same state_dict keys);
-    gate and up run as one GEMM on the concatenation of their weights (a [2I, H] copy per call, autograd splits
-    its gradient back), then the fused ``swiglu`` op (silu(gate) * up in one pass, one fused backward).
+  * MLP with a SiLU (GeLU-tanh: Gemma, ``gelu_mul``) activation -> :class:`GatedMLP`: the same gate/up/down Linear submodules (same state_dict keys);
+    gate and up run as themselves (no weight copy), then the fused ``silu_mul`` op (silu(gate) * up in one pass;
+    its backward is one fused pass for gate and the forward op on (gate, g) for up).
   * RoPE: the modeling module's ``apply_rotary_pos_emb`` (looked up by the attention forward as a module global,
     so there is no per-instance hook) is replaced by a dispatcher for as long as one patched model uses that
     module, and the *patched attention instances'* forwards set a context variable while they run: only they take
@@ -233,30 +233,19 @@ class GeluTanh(nn.Module):
         return _op("gelu", [x], {"approximate": "tanh"})
 
 
-def _plain_linear(m) -> bool:
-    return type(m) is nn.Linear
-
-
 class GatedMLP(nn.Module):
-    """``down(act(gate(x)) * up(x))`` with the product as one fused gated op (``swiglu``; ``geglu`` for a gelu
-    gate).  Keeps the replaced module's gate_proj / up_proj / down_proj (same state_dict keys).  Plain nn.Linear
-    gate / up projections run as one GEMM on their concatenated weights; any other kind (an adapter, a quantized
-    layer) runs as itself and the two outputs are concatenated."""
+    """``down(act(gate(x)) * up(x))`` with the product as one fused two-operand op (``silu_mul``; ``gelu_mul`` for
+    a gelu gate).  Keeps the replaced module's gate_proj / up_proj / down_proj (same state_dict keys); each runs as
+    itself (a plain Linear, an adapter, a quantized layer alike), so no [W_gate; W_up] weight is built per call."""
 
     def __init__(self, orig: nn.Module, op: str, attrs: dict):
         super().__init__()
         self.gate_proj, self.up_proj, self.down_proj = orig.gate_proj, orig.up_proj, orig.down_proj
-        self.op, self.attrs = op, dict(attrs, dim=-1)
+        self.op, self.attrs = op, dict(attrs)
         _keep_original(self, orig)
 
     def forward(self, x):
-        g, u = self.gate_proj, self.up_proj
-        if _plain_linear(g) and _plain_linear(u) and (g.bias is None) == (u.bias is None):
-            b = None if g.bias is None else torch.cat([g.bias, u.bias])
-            h = nn.functional.linear(x, torch.cat([g.weight, u.weight]), b)
-        else:
-            h = torch.cat([g(x), u(x)], dim=-1)
-        return self.down_proj(call(self.op, [h], self.attrs))
+        return self.down_proj(call(self.op, [self.gate_proj(x), self.up_proj(x)], self.attrs))
 
     def extra_repr(self):
         return f"baracuda {self.op}"
@@ -408,9 +397,9 @@ def _gated_mlp(mlp):
         return "no gate_proj / up_proj / down_proj modules"
     act = _act_name(mlp)
     if act in _SILU or act in ("siluactivation",):
-        return "swiglu", {}
+        return "silu_mul", {}
     if act in ("gelu_pytorch_tanh", "gelu_new", "gelutanh", "pytorchgelutanh", "newgeluactivation"):
-        return "geglu", {"approximate": "tanh"}
+        return "gelu_mul", {"approximate": "tanh"}
     return f"activation {act!r} has no fused gated op here"
 
 
@@ -462,7 +451,7 @@ class _Patcher:
             if isinstance(how, str):
                 self.left(path, how)
             else:
-                self.swap(path, GatedMLP(m, *how), f"baracuda GatedMLP (one gate+up GEMM, {how[0]} op)")
+                self.swap(path, GatedMLP(m, *how), f"baracuda GatedMLP ({how[0]} op)")
             return
         fam = _family(cls, "Attention")
         if fam in self.families:

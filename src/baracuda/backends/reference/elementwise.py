@@ -275,6 +275,11 @@ def _gated_bw(name):
     return body
 
 
+def _act_mul(gate):
+    act, dact = _GATES[gate]
+    return {"": lambda d, a, b: act(a, d) * b, "_backward": lambda d, g, a, b: g * b * dact(a, d)}
+
+
 BODIES = {
     # arithmetic
     "neg": lambda d, x: -x,
@@ -409,6 +414,7 @@ BODIES = {
     "logsigmoid_backward": lambda d, g, x: g * _sig(-x),
     **{n: _gated(n) for n in ("glu", "swiglu", "geglu", "reglu")},
     **{f"{n}_backward": _gated_bw(n) for n in ("glu", "swiglu", "geglu", "reglu")},
+    **{f"{act}_mul{k}": f for act, gate in (("silu", "swiglu"), ("gelu", "geglu")) for k, f in _act_mul(gate).items()},
 }
 
 

@@ -383,6 +383,37 @@ def _bw_where(g, c, p0, p1, p2):         # p0 = 1: keep where c, else where not 
     return tl.where(keep, g, 0.0)
 
 
+# act(a) * b and its gradient for a, g * b * act'(a) (the gradient for b is the forward op on (a, g))
+@triton.jit
+def _silu_mul(a, b, p0, p1, p2):
+    return _silu(a, p0, p1, p2) * b
+
+
+@triton.jit
+def _gelu_erf_mul(a, b, p0, p1, p2):
+    return _gelu_erf(a, p0, p1, p2) * b
+
+
+@triton.jit
+def _gelu_tanh_mul(a, b, p0, p1, p2):
+    return _gelu_tanh(a, p0, p1, p2) * b
+
+
+@triton.jit
+def _bw_silu_mul(g, a, b, p0, p1, p2):
+    return _bw_silu(g * b, a, p0, p1, p2)
+
+
+@triton.jit
+def _bw_gelu_erf_mul(g, a, b, p0, p1, p2):
+    return _bw_gelu_erf(g * b, a, p0, p1, p2)
+
+
+@triton.jit
+def _bw_gelu_tanh_mul(g, a, b, p0, p1, p2):
+    return _bw_gelu_tanh(g * b, a, p0, p1, p2)
+
+
 def _c(fn, p0=0.0, p1=0.0, p2=0.0):
     return lambda d, is_int: (fn, p0, p1, p2)
 
@@ -396,12 +427,12 @@ def _clamp_bw(d, is_int):
     return _bw_window, -float("inf") if lo is None else float(lo), float("inf") if hi is None else float(hi), 1.0
 
 
-def _gelu(d, is_int):
-    return (_gelu_tanh if d.attr("approximate") == "tanh" else _gelu_erf), 0.0, 0.0, 0.0
+def _approx(erf_fn, tanh_fn):
+    """The body of a gelu row: its tanh or erf form by the row's ``approximate``."""
+    return lambda d, is_int: (tanh_fn if d.attr("approximate") == "tanh" else erf_fn, 0.0, 0.0, 0.0)
 
 
-def _gelu_bw(d, is_int):
-    return (_bw_gelu_tanh if d.attr("approximate") == "tanh" else _bw_gelu_erf), 0.0, 0.0, 0.0
+_gelu, _gelu_bw = _approx(_gelu_erf, _gelu_tanh), _approx(_bw_gelu_erf, _bw_gelu_tanh)
 
 
 BODIES = {
@@ -444,4 +475,6 @@ BODIES = {
     "minmax_backward": lambda d, i: (_bw_minmax, float(("max", "min", "fmax", "fmin").index(d.attr("mode"))), 0.0, 0.0),
     "pow_backward_a": _c(_bw_pow_a), "pow_backward_b": _c(_bw_pow_b),
     "where_backward": lambda d, i: (_bw_where, float(d.attr("branch")), 0.0, 0.0),
+    "silu_mul": _c(_silu_mul), "silu_mul_backward": _c(_bw_silu_mul),
+    "gelu_mul": _approx(_gelu_erf_mul, _gelu_tanh_mul), "gelu_mul_backward": _approx(_bw_gelu_erf_mul, _bw_gelu_tanh_mul),
 }
