@@ -432,3 +432,27 @@ def test_gpu_graph_cache_and_plan_dir(tmp_path, monkeypatch):
 
 def test_scale_default_is_rsqrt_d():
     assert math.isclose(C.problem(_desc(D=128)).scale, 1 / math.sqrt(128))
+
+
+def test_a_graph_cudnn_refuses_at_build_is_an_unsupported_error(monkeypatch):
+    """cuDNN's own refusal at graph build (its heuristics find no engine; supports() cannot foresee every one)
+    reaches the caller as baracuda's UnsupportedError naming the op and cuDNN's reason, never a bare frontend
+    exception; nothing is cached.  (A stand-in `cudnn` module: the build path needs no GPU to be exercised.)"""
+    import types
+
+    class NotSupported(Exception):
+        pass
+
+    fake = types.SimpleNamespace(cudnnGraphNotSupportedError=NotSupported)
+    monkeypatch.setitem(sys.modules, "cudnn", fake)
+    monkeypatch.setattr(C, "_handle", lambda device_index: object())
+    monkeypatch.setattr(C, "_plan_file", lambda key, device_index: None)
+    p = C.problem(_desc())
+    key = C.graph_key(p, C._canonical_with_bias(p), C._bias_dims(p))
+    for err in (NotSupported("no engine for this graph"), RuntimeError("CUDNN_STATUS_NOT_SUPPORTED")):
+        def refuse(key, handle, err=err):
+            raise err
+        monkeypatch.setattr(C, "_build_graph", refuse)
+        with pytest.raises(bc.UnsupportedError, match=rf"sdpa: .*cuDNN refused the graph \({type(err).__name__}"):
+            C._built(key, 0)
+        assert (key, 0) not in C._GRAPHS

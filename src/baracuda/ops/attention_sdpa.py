@@ -53,7 +53,7 @@ from .attention_dropin import sdpa_dropin
 from .attention_fp8 import DESCALE_NAMES, F8, FP8_ATTRS, check_fp8, compute_dtype, descale_names, fp8_errors
 from ._common import check_nonneg
 
-__all__ = ["SDPA_OPS", "LAYOUTS", "CAUSAL", "SDPA_DTYPES", "sdpa_dims", "lse_dtype"]
+__all__ = ["SDPA_OPS", "LAYOUTS", "CAUSAL", "SDPA_DTYPES", "sdpa_dims", "lse_dtype", "check_attention_bw"]
 
 SDPA_OPS = ("sdpa", "sdpa_backward")
 LAYOUTS = ("bhsd", "bshd")
@@ -224,20 +224,27 @@ def _check_saved(op, named: dict, out: TensorSpec, lse: TensorSpec, dt: DType):
             raise DTypeMismatchError(op, n, " or ".join(dict.fromkeys(map(str, ok))), str(t.dtype))
 
 
-def _check_sdpa_bw(inputs, attrs):
-    op = "sdpa_backward"
-    names = _extra_names(attrs, True)
-    lead = ("grad_out", "q", "k", "v", "out", "lse")
+def check_attention_bw(op, inputs, attrs, lead, problem):
+    """A fused attention backward's rule, dense and varlen alike: inputs (grad_out, <the forward's operands>, out,
+    lse, <the forward's extras>, [grad_lse]) named by ``lead``; the forward's own checks (``problem``), the saved
+    tensors against its outputs, and dq / dk / dv in out's dtype (the gradients of the dequantized values for FP8)."""
+    dense = op == "sdpa_backward"
+    names = _extra_names(attrs, dense)
     _count(op, inputs, lead, names + ("grad_lse",) * attrs["has_grad_lse"],
-           _flags(attrs, True) + f", has_grad_lse={attrs['has_grad_lse']}")
+           _flags(attrs, dense) + f", has_grad_lse={attrs['has_grad_lse']}")
+    n = len(lead) - 3           # the forward's operands, between grad_out and (out, lse)
     fa = {k: v for k, v in attrs.items() if k != "has_grad_lse"}
-    a, out, lse = _sdpa_problem(op, inputs[1:4], inputs[6:6 + len(names)], fa)
-    saved = dict(zip(("grad_out", "out", "lse"), (inputs[0], inputs[4], inputs[5])))
+    a, out, lse = problem(op, inputs[1:1 + n], inputs[len(lead):len(lead) + len(names)], fa)
+    saved = dict(zip(("grad_out", "out", "lse"), (inputs[0], inputs[n + 1], inputs[n + 2])))
     if attrs["has_grad_lse"]:
         saved["grad_lse"] = inputs[-1]
     _check_saved(op, saved, out, lse, out.dtype)
-    # the gradients of the dequantized values for FP8 inputs: in out's dtype
     return dict(a, has_grad_lse=attrs["has_grad_lse"]), tuple(TensorSpec(t.shape, out.dtype) for t in inputs[1:4])
+
+
+def _check_sdpa_bw(inputs, attrs):
+    return check_attention_bw("sdpa_backward", inputs, attrs, ("grad_out", "q", "k", "v", "out", "lse"),
+                              _sdpa_problem)
 
 
 # -- backward rules: one fused backward op each ---------------------------------------------------

@@ -30,9 +30,9 @@ import numpy as np
 from .._core.dtypes import DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec, set_bench_inputs
-from .attention_sdpa import (_GRAD_LSE, _SCORE_ATTRS, SDPA_DTYPES, _backward_samples, _check_extras, _check_saved,
+from .attention_sdpa import (_GRAD_LSE, _SCORE_ATTRS, SDPA_DTYPES, _backward_samples, _check_extras,
                              _count, _extra_names, _flags, _g_attention, _grad_tol, _normalized, _peer_dense, _qkv,
-                             _tol, allowed_pairs, attention_cost, lse_dtype)
+                             _tol, allowed_pairs, attention_cost, check_attention_bw, lse_dtype)
 
 __all__ = ["VARLEN_OPS"]
 
@@ -68,18 +68,8 @@ def _check(inputs, attrs):
 
 
 def _check_bw(inputs, attrs):
-    op = "sdpa_varlen_backward"
-    names = _extra_names(attrs, False)
-    lead = ("grad_out",) + _LEAD + ("out", "lse")
-    _count(op, inputs, lead, names + ("grad_lse",) * attrs["has_grad_lse"],
-           _flags(attrs, False) + f", has_grad_lse={attrs['has_grad_lse']}")
-    fa = {k: v for k, v in attrs.items() if k != "has_grad_lse"}
-    a, out, lse = _varlen_problem(op, inputs[1:6], inputs[8:8 + len(names)], fa)
-    saved = dict(zip(("grad_out", "out", "lse"), (inputs[0], inputs[6], inputs[7])))
-    if attrs["has_grad_lse"]:
-        saved["grad_lse"] = inputs[-1]
-    _check_saved(op, saved, out, lse, inputs[1].dtype)
-    return dict(a, has_grad_lse=attrs["has_grad_lse"]), tuple(TensorSpec(t.shape, t.dtype) for t in inputs[1:4])
+    return check_attention_bw("sdpa_varlen_backward", inputs, attrs, ("grad_out",) + _LEAD + ("out", "lse"),
+                              _varlen_problem)
 
 
 # -- torch peer: the dense formula per sequence -------------------------------------------------------------------
