@@ -36,12 +36,16 @@ def _triton_available(device: Device, pref: PlanPreference) -> str | None:
     return None
 
 
-def _cublas_available(device: Device, pref: PlanPreference) -> str | None:
-    if device.type != "cuda":
-        return "cuBLAS needs a CUDA device"
-    if not cuda_available():
-        return "no CUDA device visible to torch"
-    return None
+def _nvidia_library(name: str, loaded=lambda: None):
+    """The availability check of an NVIDIA library backend: a CUDA device torch sees, then ``loaded()`` (why the
+    library cannot be used in this process, or None)."""
+    def available(device: Device, pref: PlanPreference) -> str | None:
+        if device.type != "cuda":
+            return f"{name} needs a CUDA device"
+        if not cuda_available():
+            return "no CUDA device visible to torch"
+        return loaded()
+    return available
 
 
 # the oldest libcudnn whose SDPA graphs backends/nvidia/cudnn_sdpa.py is written against (cuDNN 9: the fused flash
@@ -74,18 +78,10 @@ def cudnn_import_error() -> str | None:
     return None
 
 
-def _cudnn_available(device: Device, pref: PlanPreference) -> str | None:
-    if device.type != "cuda":
-        return "cuDNN needs a CUDA device"
-    if not cuda_available():
-        return "no CUDA device visible to torch"
-    return cudnn_import_error()
-
-
 register_backend(Backend.REFERENCE, _reference_available)
 register_backend(Backend.TRITON, _triton_available)
-register_backend(Backend.CUBLAS, _cublas_available)
-register_backend(Backend.CUDNN, _cudnn_available)
+register_backend(Backend.CUBLAS, _nvidia_library("cuBLAS"))
+register_backend(Backend.CUDNN, _nvidia_library("cuDNN", cudnn_import_error))
 
 from . import reference  # noqa: E402,F401
 from . import nvidia  # noqa: E402,F401
