@@ -100,6 +100,13 @@ def _mask_4d(mask, batch, hq, L, S):
     return m.expand(full).reshape(math.prod(batch), hq, L, S)
 
 
+def draw_seed() -> int:
+    """A dropout seed for the op's Philox stream from torch's CPU generator (torch.manual_seed reproduces it)."""
+    import torch
+
+    return int(torch.randint(0, 2 ** 62, (), dtype=torch.int64))
+
+
 def sdpa_dropin(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     import torch
 
@@ -111,7 +118,7 @@ def sdpa_dropin(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=Fals
     if (attn_mask is not None and attn_mask.dtype != torch.bool and attn_mask.requires_grad
             and torch.is_grad_enabled()):
         return None     # torch's math path differentiates the mask: the composition does (_composed.py)
-    L, E, S, Ev = query.shape[-2], query.shape[-1], key.shape[-2], value.shape[-1]
+    L, S, Ev = query.shape[-2], key.shape[-2], value.shape[-1]
     batch, hq, hk = _batch_shape(query, key, value, enable_gqa)
     if hq == 1 < hk:   # one query head against several kv heads: torch broadcasts the query (a stride-0 view)
         hq = hk
@@ -123,7 +130,7 @@ def sdpa_dropin(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=Fals
         ins += (_mask_4d(attn_mask, batch, hq, L, S),)
         attrs["has_mask"] = True
     if dropout_p > 0:
-        attrs["seed"] = int(torch.randint(0, 2 ** 62, (), dtype=torch.int64))   # torch's CPU generator
+        attrs["seed"] = draw_seed()
         attrs["offset"] = 0
     out_shape = (batch + (hq, L, Ev))[-max(query.dim(), key.dim(), value.dim()):]
     return ins, attrs, lambda outs: outs[0].reshape(out_shape)

@@ -17,6 +17,7 @@ from .._core.errors import ArgumentTypeError, InvalidProblemError
 from .._core.options import current_preference
 from .._core.plan import plan_for
 from .._core.spec import Descriptor
+from ..ops.attention_dropin import draw_seed
 from .._core.device import as_device
 from ._call import call
 
@@ -38,9 +39,7 @@ def _window(op: str, window_size) -> tuple:
 def _seed(dropout_p: float, seed) -> int:
     if dropout_p <= 0:
         return 0
-    if seed is None:     # torch's CPU generator: torch.manual_seed reproduces the mask
-        return int(torch.randint(0, 2 ** 62, (), dtype=torch.int64))
-    return int(seed)
+    return draw_seed() if seed is None else int(seed)
 
 
 def flash_attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
