@@ -1,8 +1,13 @@
 """Tile sweep of the Triton flash kernels on the GPU: time the forward and backward of the issue's shapes (bf16)
 over candidate tiles (BM x BN, warps, stages) and print / write the best per shape, which is how the tile tables in
-backends/triton/attention/flash_fwd.py and flash_bwd.py are chosen.   python bench/flash_tile_sweep.py OUT.json"""
+backends/triton/attention/flash_fwd.py and flash_bwd.py are chosen.
+
+    python bench/flash_tile_sweep.py OUT.json [--tma on|off|both] [--only SUBSTR] [--no-fwd] [--no-bwd]
+
+--tma: sweep the TMA-descriptor kernels (tags end in ",tma"), the pointer kernels, or both (default off)."""
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import traceback
@@ -34,9 +39,20 @@ def _time(fn, n=10):
     return median_ms(fn, n) * 1e-3
 
 
-def main(path):
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--tma", choices=("on", "off", "both"), default="off")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--no-fwd", action="store_true")
+    ap.add_argument("--no-bwd", action="store_true")
+    args = ap.parse_args(argv)
+    path = args.out
+    tmas = {"on": (True,), "off": (False,), "both": (False, True)}[args.tma]
     res = {}
     for name, B, Hq, Hk, S, D, causal in SHAPES:
+        if args.only not in name:
+            continue
         g = torch.Generator(device="cuda").manual_seed(0)
         q = torch.randn(B, Hq, S, D, device="cuda", dtype=torch.bfloat16, generator=g)
         k = torch.randn(B, Hk, S, D, device="cuda", dtype=torch.bfloat16, generator=g)
@@ -47,8 +63,8 @@ def main(path):
         out, lse = torch.empty_like(q), torch.empty(B, Hq, S, device="cuda", dtype=torch.float32)
         fl = 4 * B * Hq * S * S * D * (0.5 if causal != "none" else 1)
         row = res[name] = {"fwd": {}, "bwd": {}}
-        for c in FWD[D]:
-            cfg = TileCfg(*c)
+        for c, tma in [(c, t) for c in ([] if args.no_fwd else FWD[D]) for t in tmas]:
+            cfg = TileCfg(*c, tma)
             try:
                 t = _time(lambda: flash_forward(p, q, k, v, out, lse, cfg))
                 row["fwd"][cfg.tag()] = round(fl / t / 1e12, 1)
@@ -56,8 +72,8 @@ def main(path):
                 row["fwd"][cfg.tag()] = f"error: {str(e)[:200]}"
             print(name, "fwd", cfg.tag(), row["fwd"][cfg.tag()], flush=True)
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-        for kvc, qc in BWD[D]:
-            cfgs = (TileCfg(*kvc), TileCfg(*qc))
+        for (kvc, qc), tma in [(c, t) for c in ([] if args.no_bwd else BWD[D]) for t in tmas]:
+            cfgs = (TileCfg(*kvc, tma), TileCfg(*qc, tma))
             tag = cfgs[0].tag() + "|" + cfgs[1].tag()
             try:
                 t = _time(lambda: flash_backward(p, do, q, k, v, out, lse, dq, dk, dv, cfgs), 5)
@@ -69,4 +85,4 @@ def main(path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1:])

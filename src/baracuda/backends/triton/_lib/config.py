@@ -18,6 +18,17 @@ def num_sms() -> int:
     return 132  # H100/H200; on the CPU only the interpreter's heuristics read it
 
 
+@functools.lru_cache(maxsize=None)
+def has_tma() -> bool:
+    """Whether kernels may address global memory through TMA tensor descriptors: sm_90+ (Hopper's tensor memory
+    accelerator), or the interpreter (which emulates descriptor loads, so the CPU tests run the same path)."""
+    from .interp import INTERPRETING
+
+    if INTERPRETING:
+        return True
+    return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 9
+
+
 def overrides(doc: str):
     """A family's (overrides dict, forced context manager): ``with forced(tile=16): ...`` sets entries in the
     dict for the duration of the block; ``choose()`` reads them with ``_FORCE.get(name, default)``."""

@@ -14,35 +14,45 @@ cu_seqlens (VARLEN constexpr, the same body).  GQA reads kv head h // (Hq // Hkv
 """
 from __future__ import annotations
 
+import dataclasses
 import math
+import os
 from dataclasses import dataclass
 
 import torch
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
+from .._lib.config import has_tma
 from .._lib.geometry import cdiv, next_power_of_2
 from .._lib.interp import loop
 from .._lib.launch import fast_kernel
 from ._flash import (LN2, LOG2E, band, band_off, descales, dot, dropout_keep, load_tile, pv_dot, scores, seq_range,
                      tile_on)
 
-__all__ = ["Problem", "TileCfg", "fwd_config", "flash_forward", "feature_args", "feature_constexprs", "cu_args"]
+__all__ = ["Problem", "TileCfg", "fwd_config", "flash_forward", "descriptor", "tma_ok", "tma_wanted", "feature_args",
+"feature_constexprs", "cu_args"]
 
 
 @triton.jit
-def _fwd_step(acc, l_i, m_i, q, kbase, vbase, j0, ii, Sq, Sk, off, sks, skd, svs, svd,
+def _fwd_step(acc, l_i, m_i, q, kbase, vbase, KD, VD, tk, j0, ii, Sq, Sk, off, sks, skd, svs, svd,
               mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop, seed, ctr, CK,
               MASKED: tl.constexpr, HAS_WL: tl.constexpr, HAS_WR: tl.constexpr, SOFTCAP: tl.constexpr,
               ALIBI: tl.constexpr, MASK: tl.constexpr, BMASK: tl.constexpr, DROPOUT: tl.constexpr,
               I64: tl.constexpr, BN: tl.constexpr, D: tl.constexpr, DV: tl.constexpr, BD: tl.constexpr,
-              BDV: tl.constexpr, PREC: tl.constexpr):
-    """One key/value block of the online softmax."""
+              BDV: tl.constexpr, PREC: tl.constexpr, TMA: tl.constexpr):
+    """One key/value block of the online softmax (k / v through the descriptors KD / VD at (batch, kv head) ``tk``
+    under TMA, else through the pointers)."""
     offs_n = j0 + tl.arange(0, BN)
     if I64:
         offs_n = offs_n.to(tl.int64)
     d = tl.arange(0, BD)
-    k = load_tile(kbase + offs_n[:, None] * sks + d[None, :] * skd, offs_n[:, None], Sk, d[None, :], D, BD, MASKED)
+    if TMA:
+        k = KD.load([tk[0], tk[1], j0, 0]).reshape(BN, BD)
+    else:
+        k = load_tile(kbase + offs_n[:, None] * sks + d[None, :] * skd, offs_n[:, None], Sk, d[None, :], D, BD,
+                      MASKED)
     BM: tl.constexpr = q.shape[0]
     qk = dot(q, tl.trans(k), tl.zeros([BM, BN], tl.float32), PREC)
     jj = offs_n[None, :]
@@ -56,46 +66,49 @@ def _fwd_step(acc, l_i, m_i, q, kbase, vbase, j0, ii, Sq, Sk, off, sks, skd, svs
     acc = acc * alpha[:, None]
     if DROPOUT:
         p = tl.where(dropout_keep(seed, ctr, ii, jj, CK, pdrop), p, 0.0)
-    dv = tl.arange(0, BDV)
-    v = load_tile(vbase + offs_n[:, None] * svs + dv[None, :] * svd, offs_n[:, None], Sk, dv[None, :], DV, BDV,
-                  MASKED)
+    if TMA:
+        v = VD.load([tk[0], tk[1], j0, 0]).reshape(BN, BDV)
+    else:
+        dv = tl.arange(0, BDV)
+        v = load_tile(vbase + offs_n[:, None] * svs + dv[None, :] * svd, offs_n[:, None], Sk, dv[None, :], DV, BDV,
+                      MASKED)
     acc = pv_dot(p, v, acc, PREC)
     return acc, l_i, m_new
 
 
 @triton.jit
-def _fwd_span(acc, l_i, m_i, q, kbase, vbase, lo, hi, i0, ii, Sq, Sk, off, sks, skd, svs, svd,
+def _fwd_span(acc, l_i, m_i, q, kbase, vbase, KD, VD, tk, lo, hi, i0, ii, Sq, Sk, off, sks, skd, svs, svd,
               mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop, seed, ctr, CK,
               MASKED: tl.constexpr, HAS_WL: tl.constexpr, HAS_WR: tl.constexpr, SOFTCAP: tl.constexpr,
               ALIBI: tl.constexpr, MASK: tl.constexpr, BMASK: tl.constexpr, DROPOUT: tl.constexpr,
               I64: tl.constexpr, BN: tl.constexpr, D: tl.constexpr, DV: tl.constexpr, BD: tl.constexpr,
-              BDV: tl.constexpr, PREC: tl.constexpr):
+              BDV: tl.constexpr, PREC: tl.constexpr, TMA: tl.constexpr):
     """The key blocks starting in [lo, hi), all with or all without the element test (MASKED)."""
     for j0 in loop(lo, hi, BN):
         if BMASK == 1:
             if tile_on(bm_p, i0, j0, sbi, sbj, bsize, BMASK):
                 acc, l_i, m_i = _fwd_step(
-                    acc, l_i, m_i, q, kbase, vbase, j0, ii, Sq, Sk, off, sks, skd, svs, svd, mask_p, smi, smj,
-                    slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop, seed, ctr, CK, MASKED, HAS_WL,
-                    HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN, D, DV, BD, BDV, PREC)
+                    acc, l_i, m_i, q, kbase, vbase, KD, VD, tk, j0, ii, Sq, Sk, off, sks, skd, svs, svd, mask_p, smi,
+                    smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop, seed, ctr, CK, MASKED, HAS_WL,
+                    HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN, D, DV, BD, BDV, PREC, TMA)
         else:
             acc, l_i, m_i = _fwd_step(
-                acc, l_i, m_i, q, kbase, vbase, j0, ii, Sq, Sk, off, sks, skd, svs, svd, mask_p, smi, smj,
+                acc, l_i, m_i, q, kbase, vbase, KD, VD, tk, j0, ii, Sq, Sk, off, sks, skd, svs, svd, mask_p, smi, smj,
                 slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop, seed, ctr, CK, MASKED, HAS_WL,
-                HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN, D, DV, BD, BDV, PREC)
+                HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN, D, DV, BD, BDV, PREC, TMA)
     return acc, l_i, m_i
 
 
 @fast_kernel
-def _flash_fwd_kernel(Q, K, V, O, LSE, CUQ, CUK, scq, sck,
+def _flash_fwd_kernel(Q, K, V, O, QD, KD, VD, OD, LSE, CUQ, CUK, scq, sck,
                       sqb, sqh, sqs, sqd, skb, skh, sks, skd, svb, svh, svs, svd, sob, soh, sos, sod, slb, slh, sls,
-                      Hq, GROUP, SQ, SK,
-                      MASKP, smb, smh, smi, smj, SLOPES, sab, sah, BMP, sbb, sbh, sbi, sbj, bsize,
+                      Hq, GROUP, SQ, SK, MASKP, smb, smh, smi, smj, SLOPES, sab, sah, BMP, sbb, sbh, sbi, sbj, bsize,
                       scale, scale2, cap, WL, WR, pdrop, seed, doff, CQ, CK, QDS, KDS, VDS, sqds, skds, svds,
                       TOP_LEFT: tl.constexpr, HAS_WL: tl.constexpr, HAS_WR: tl.constexpr, SOFTCAP: tl.constexpr,
                       ALIBI: tl.constexpr, MASK: tl.constexpr, BMASK: tl.constexpr, DROPOUT: tl.constexpr,
                       VARLEN: tl.constexpr, I64: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
-                      D: tl.constexpr, DV: tl.constexpr, BD: tl.constexpr, BDV: tl.constexpr, PREC: tl.constexpr):
+                      D: tl.constexpr, DV: tl.constexpr, BD: tl.constexpr, BDV: tl.constexpr, PREC: tl.constexpr,
+                      TMA: tl.constexpr):
     pid_m = tl.num_programs(0) - 1 - tl.program_id(0)     # the longest causal rows first: a shorter tail
     bh = tl.program_id(1)
     b = bh // Hq
@@ -128,25 +141,32 @@ def _flash_fwd_kernel(Q, K, V, O, LSE, CUQ, CUK, scq, sck,
         offs_m = offs_m.to(tl.int64)
     ii = offs_m[:, None]
     d = tl.arange(0, BD)
-    q = load_tile(qbase + ii * sqs + d[None, :] * sqd, ii, Sq, d[None, :], D, BD, True)
+    tk = (b, h // GROUP)
+    if TMA:
+        q = QD.load([b, h, i0, 0]).reshape(BM, BD)
+    else:
+        q = load_tile(qbase + ii * sqs + d[None, :] * sqd, ii, Sq, d[None, :], D, BD, True)
 
     off = band_off(Sq, Sk, TOP_LEFT)
     lo, flo, fhi, hi = band(i0, BM, BN, Sk, off, WL, WR, HAS_WL, HAS_WR)
     acc = tl.zeros([BM, BDV], tl.float32)
     l_i = tl.zeros([BM], tl.float32)
     m_i = tl.full([BM], float("-inf"), tl.float32)
-    acc, l_i, m_i = _fwd_span(acc, l_i, m_i, q, kbase, vbase, lo, flo, i0, ii, Sq, Sk, off, sks, skd, svs, svd,
+    acc, l_i, m_i = _fwd_span(acc, l_i, m_i, q, kbase, vbase, KD, VD, tk, lo, flo, i0, ii, Sq, Sk, off, sks, skd,
+                              svs, svd,
                               mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop,
                               seed, ctr, CK, True, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN,
-                              D, DV, BD, BDV, PREC)
-    acc, l_i, m_i = _fwd_span(acc, l_i, m_i, q, kbase, vbase, flo, fhi, i0, ii, Sq, Sk, off, sks, skd, svs, svd,
+                              D, DV, BD, BDV, PREC, TMA)
+    acc, l_i, m_i = _fwd_span(acc, l_i, m_i, q, kbase, vbase, KD, VD, tk, flo, fhi, i0, ii, Sq, Sk, off, sks, skd,
+                              svs, svd,
                               mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop,
                               seed, ctr, CK, False, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN,
-                              D, DV, BD, BDV, PREC)
-    acc, l_i, m_i = _fwd_span(acc, l_i, m_i, q, kbase, vbase, fhi, hi, i0, ii, Sq, Sk, off, sks, skd, svs, svd,
+                              D, DV, BD, BDV, PREC, TMA)
+    acc, l_i, m_i = _fwd_span(acc, l_i, m_i, q, kbase, vbase, KD, VD, tk, fhi, hi, i0, ii, Sq, Sk, off, sks, skd,
+                              svs, svd,
                               mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop,
                               seed, ctr, CK, True, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN,
-                              D, DV, BD, BDV, PREC)
+                              D, DV, BD, BDV, PREC, TMA)
     empty = l_i == 0.0
     inv = 1.0 / tl.where(empty, 1.0, l_i)
     if DROPOUT:
@@ -156,7 +176,9 @@ def _flash_fwd_kernel(Q, K, V, O, LSE, CUQ, CUK, scq, sck,
     dv = tl.arange(0, BDV)
     obase = O + b64 * sob + h64 * soh + q0.to(tl.int64) * sos
     out = (acc * inv[:, None]).to(O.dtype.element_ty)
-    if DV == BDV:
+    if TMA:
+        OD.store([b, h, i0, 0], out.reshape(1, 1, BM, BDV))
+    elif DV == BDV:
         tl.store(obase + ii * sos + dv[None, :] * sod, out, mask=ii < Sq)
     else:
         tl.store(obase + ii * sos + dv[None, :] * sod, out, mask=(ii < Sq) & (dv[None, :] < DV))
@@ -246,9 +268,10 @@ class TileCfg:
     bn: int          # key rows per tile
     warps: int
     stages: int
+    tma: bool = False    # q / k / v / out through TMA tensor descriptors (sm_90+, fixed-length, aligned)
 
     def tag(self) -> str:
-        return f"{self.bm}x{self.bn},w{self.warps},s{self.stages}"
+        return f"{self.bm}x{self.bn},w{self.warps},s{self.stages}" + (",tma" if self.tma else "")
 
 
 # Forward tiles per padded head dim (bf16/f16; sm_90 registers per thread from bench/attention_sm90_regs.py, no
@@ -260,6 +283,11 @@ class TileCfg:
 # 445 TF/s causal / 494 non-causal vs 128x128 w8 s3 424 / 484; D64 128x64 w8 s4 353 vs 290; D256 128x64 w8 s2 434.
 _FWD16_PLAIN = {64: TileCfg(128, 64, 8, 4), 128: TileCfg(64, 64, 4, 3), 256: TileCfg(128, 64, 8, 2)}
 _FWD16 = {64: TileCfg(128, 64, 8, 3), 128: TileCfg(64, 64, 4, 3), 256: TileCfg(64, 32, 8, 2)}
+# TMA (sm_90): q / k / v arrive in shared memory by descriptor copies, so no address registers and q stays a
+# shared-memory wgmma operand -- the 128-row query tile fits where the pointer kernel spilled.  Measured on the H100
+# (bench/flash_tma_probe.py, bench/results/2026-11-27-h100/tma_probe.json, plain causal): D128 128x64 w4 s2 470 TF/s
+# vs 464 for 64x64 w4 s3 and 424 for the pointer kernel's 64x64; D64 128x64 w8 s3 358; D256 128x64 w8 s2 482.
+_FWD16_TMA = {64: TileCfg(128, 64, 8, 3, True), 128: TileCfg(128, 64, 4, 2, True), 256: TileCfg(128, 64, 8, 2, True)}
 # tf32 tensor cores: f32 tiles take twice the shared memory per element
 _FWDTF32 = {64: TileCfg(64, 64, 4, 2), 128: TileCfg(64, 32, 4, 2), 256: TileCfg(32, 32, 4, 2)}
 # exact f32: the dot runs on the FMA units (no tensor cores), whose operand layouts replicate the tiles across
@@ -279,7 +307,7 @@ def fit_tiles(cfg: TileCfg, sq: int, sk: int, block_size: int, least: int = 16) 
     bn = min(cfg.bn, max(least, next_power_of_2(max(sk, 1))))
     if block_size >= least and block_size & (block_size - 1) == 0:
         bm, bn = min(bm, block_size), min(bn, block_size)
-    return TileCfg(bm, bn, cfg.warps, cfg.stages)
+    return TileCfg(bm, bn, cfg.warps, cfg.stages, cfg.tma)
 
 
 def head_blocks(D: int, Dv: int, fp8: bool = False) -> tuple[int, int]:
@@ -288,13 +316,26 @@ def head_blocks(D: int, Dv: int, fp8: bool = False) -> tuple[int, int]:
     return max(m, next_power_of_2(D)), max(m, next_power_of_2(Dv))
 
 
-def fwd_config(p: Problem, dtype) -> TileCfg:
+def tma_wanted(p: Problem, dtype) -> bool:
+    """Whether the forward addresses q / k / v / out through TMA descriptors (a device with TMA, 16-bit or FP8
+    operands, fixed-length sequences, a head dim whose rows are 16-byte multiples; the tensors' own alignment is
+    checked per call, ``tma_ok``).  BARACUDA_FLASH_TMA=0 turns it off (A/B runs)."""
+    if os.environ.get("BARACUDA_FLASH_TMA", "1") == "0" or p.varlen or dtype == torch.float32 or not has_tma():
+        return False
+    item = 1 if p.fp8 else 2
+    return (p.D * item) % 16 == 0 and (p.Dv * item) % 16 == 0
+
+
+def fwd_config(p: Problem, dtype, tma: bool | None = None) -> TileCfg:
     bd, bdv = head_blocks(p.D, p.Dv, p.fp8)
+    if tma is None:
+        tma = tma_wanted(p, dtype)
     if dtype != torch.float32:     # (FP8: the 16-bit tiles; its key block is P V's reduction: >= 32 deep)
-        table = _FWD16_PLAIN if p.plain else _FWD16
+        table = (_FWD16_TMA if tma else _FWD16_PLAIN) if p.plain else _FWD16
     else:
         table = _FWDTF32 if p.prec == "tf32" else _FWD32
-    return fit_tiles(_pick(table, max(bd, bdv)), p.Sq, p.Sk, p.block_size, 32 if p.fp8 else 16)
+    cfg = fit_tiles(_pick(table, max(bd, bdv)), p.Sq, p.Sk, p.block_size, 32 if p.fp8 else 16)
+    return dataclasses.replace(cfg, tma=tma)
 
 
 def _bmask_kind(p: Problem, bm: int, bn: int) -> int:
@@ -353,17 +394,59 @@ def cu_args(p: Problem, dummy) -> tuple:
     return dummy, dummy, 0, 0
 
 
+def _bhsd_shape(t, lay: str) -> tuple:
+    return tuple(t.shape) if lay == "bhsd" else (t.shape[0], t.shape[2], t.shape[1], t.shape[3])
+
+
+def tma_strides(t, lay: str):
+    """The (batch, head, seq, dim) strides a TMA descriptor of ``t`` takes, or None where TMA cannot address it:
+    a 16-byte aligned base, a unit dim stride, positive 16-byte multiples elsewhere (a size-1 dimension's stride is
+    never used: it gets the tensor's extent)."""
+    item = t.element_size()
+    st = list(bhsd_strides(t, lay))
+    shape = _bhsd_shape(t, lay)
+    if t.numel() == 0 or t.data_ptr() % 16 or st[3] != 1:
+        return None
+    ext = max(abs(x) * n for x, n in zip(st, shape))
+    unit = 16 // item
+    for i in range(3):
+        if shape[i] == 1:
+            st[i] = -(-ext // unit) * unit
+        elif st[i] <= 0 or st[i] % unit:
+            return None
+    return st
+
+
+def tma_ok(lay: str, *ts) -> bool:
+    """Whether TMA can address every one of these tensors (``tma_strides``)."""
+    return all(tma_strides(t, lay) is not None for t in ts)
+
+
+def descriptor(t, lay: str, rows: int, cols: int):
+    """A 4-d [B, H, S, D] TMA descriptor of a bhsd / bshd tensor, block [1, 1, rows, cols] (zero fill past S, D)."""
+    return TensorDescriptor(t, list(_bhsd_shape(t, lay)), tma_strides(t, lay), [1, 1, rows, cols])
+
+
 def flash_forward(p: Problem, q, k, v, out, lse, cfg: TileCfg) -> None:
     """Launch the forward on (q, k, v) into out / lse (tensors of the problem's layout)."""
     lay = p.layout
+    if cfg.tma and not tma_ok(lay, q, k, v, out):     # a misaligned view: the pointer kernel and its tiles
+        cfg = fwd_config(p, q.dtype, tma=False)
     i64 = needs_i64(p, (q, lay), (k, lay), (v, lay), (out, lay))
     grid = (cdiv(p.Sq, cfg.bm), p.B * p.Hq)
     if grid[0] * grid[1] == 0:
         return
+    if cfg.tma:
+        bd, bdv = head_blocks(p.D, p.Dv, p.fp8)
+        descs = (descriptor(q, lay, cfg.bm, bd), descriptor(k, lay, cfg.bn, bd), descriptor(v, lay, cfg.bn, bdv),
+                 descriptor(out, lay, cfg.bm, bdv))
+    else:
+        descs = (q, k, v, out)      # (unused: TMA=False)
     _flash_fwd_kernel[grid](
-        q, k, v, out, lse, *cu_args(p, q), *bhsd_strides(q, lay), *bhsd_strides(k, lay), *bhsd_strides(v, lay),
-        *bhsd_strides(out, lay), *lse_strides(lse, p.varlen), p.Hq, p.group, p.Sq, p.Sk, *feature_args(p, q),
-        **feature_constexprs(p, cfg.bm, cfg.bn, i64), num_warps=cfg.warps, num_stages=cfg.stages)
+        q, k, v, out, *descs, lse, *cu_args(p, q), *bhsd_strides(q, lay), *bhsd_strides(k, lay),
+        *bhsd_strides(v, lay), *bhsd_strides(out, lay), *lse_strides(lse, p.varlen), p.Hq, p.group, p.Sq, p.Sk,
+        *feature_args(p, q), **feature_constexprs(p, cfg.bm, cfg.bn, i64), TMA=cfg.tma, num_warps=cfg.warps,
+        num_stages=cfg.stages)
 
 
 def default_scale(D: int, scale) -> float:
