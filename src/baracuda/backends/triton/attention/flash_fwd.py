@@ -41,7 +41,7 @@ def _fwd_step(acc, l_i, m_i, q, kbase, vbase, KD, VD, tk, j0, ii, Sq, Sk, off, s
               MASKED: tl.constexpr, HAS_WL: tl.constexpr, HAS_WR: tl.constexpr, SOFTCAP: tl.constexpr,
               ALIBI: tl.constexpr, MASK: tl.constexpr, BMASK: tl.constexpr, DROPOUT: tl.constexpr,
               I64: tl.constexpr, BN: tl.constexpr, D: tl.constexpr, DV: tl.constexpr, BD: tl.constexpr,
-              BDV: tl.constexpr, PREC: tl.constexpr, TMA: tl.constexpr):
+              BDV: tl.constexpr, PREC: tl.constexpr, TMA: tl.constexpr, FAST: tl.constexpr):
     """One key/value block of the online softmax (k / v through the descriptors KD / VD at (batch, kv head) ``tk``
     under TMA, else through the pointers)."""
     offs_n = j0 + tl.arange(0, BN)
@@ -56,12 +56,19 @@ def _fwd_step(acc, l_i, m_i, q, kbase, vbase, KD, VD, tk, j0, ii, Sq, Sk, off, s
     BM: tl.constexpr = q.shape[0]
     qk = dot(q, tl.trans(k), tl.zeros([BM, BN], tl.float32), PREC)
     jj = offs_n[None, :]
-    s, t = scores(qk, ii, jj, Sq, Sk, off, WL, WR, scale, scale2, cap, slope, mask_p, smi, smj, bm_p, sbi, sbj,
-                  bsize, MASKED, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK)
-    m_new = tl.maximum(m_i, tl.max(s, 1))
-    m_use = tl.where(m_new == float("-inf"), 0.0, m_new)     # a row with nothing yet: no -inf - -inf
-    alpha = tl.exp2(m_i - m_use)
-    p = tl.exp2(s - m_use[:, None])
+    if FAST and not (MASKED or SOFTCAP or ALIBI or MASK != 0 or BMASK == 2):
+        # every score of this tile is finite and scale > 0: the row max is taken of the raw products and the
+        # log2-domain scale folds into the exponent's FMA (one multiply per score less)
+        m_new = tl.maximum(m_i, tl.max(qk, 1) * scale2)
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(qk * scale2 - m_new[:, None])
+    else:
+        s, t = scores(qk, ii, jj, Sq, Sk, off, WL, WR, scale, scale2, cap, slope, mask_p, smi, smj, bm_p, sbi, sbj,
+                      bsize, MASKED, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK)
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)     # a row with nothing yet: no -inf - -inf
+        alpha = tl.exp2(m_i - m_use)
+        p = tl.exp2(s - m_use[:, None])
     l_i = l_i * alpha + tl.sum(p, 1)
     acc = acc * alpha[:, None]
     if DROPOUT:
@@ -82,7 +89,7 @@ def _fwd_span(acc, l_i, m_i, q, kbase, vbase, KD, VD, tk, lo, hi, i0, ii, Sq, Sk
               MASKED: tl.constexpr, HAS_WL: tl.constexpr, HAS_WR: tl.constexpr, SOFTCAP: tl.constexpr,
               ALIBI: tl.constexpr, MASK: tl.constexpr, BMASK: tl.constexpr, DROPOUT: tl.constexpr,
               I64: tl.constexpr, BN: tl.constexpr, D: tl.constexpr, DV: tl.constexpr, BD: tl.constexpr,
-              BDV: tl.constexpr, PREC: tl.constexpr, TMA: tl.constexpr):
+              BDV: tl.constexpr, PREC: tl.constexpr, TMA: tl.constexpr, FAST: tl.constexpr):
     """The key blocks starting in [lo, hi), all with or all without the element test (MASKED)."""
     for j0 in loop(lo, hi, BN):
         if BMASK == 1:
@@ -90,12 +97,12 @@ def _fwd_span(acc, l_i, m_i, q, kbase, vbase, KD, VD, tk, lo, hi, i0, ii, Sq, Sk
                 acc, l_i, m_i = _fwd_step(
                     acc, l_i, m_i, q, kbase, vbase, KD, VD, tk, j0, ii, Sq, Sk, off, sks, skd, svs, svd, mask_p, smi,
                     smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop, seed, ctr, CK, MASKED, HAS_WL,
-                    HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN, D, DV, BD, BDV, PREC, TMA)
+                    HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN, D, DV, BD, BDV, PREC, TMA, FAST)
         else:
             acc, l_i, m_i = _fwd_step(
                 acc, l_i, m_i, q, kbase, vbase, KD, VD, tk, j0, ii, Sq, Sk, off, sks, skd, svs, svd, mask_p, smi, smj,
                 slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop, seed, ctr, CK, MASKED, HAS_WL,
-                HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN, D, DV, BD, BDV, PREC, TMA)
+                HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN, D, DV, BD, BDV, PREC, TMA, FAST)
     return acc, l_i, m_i
 
 
@@ -108,7 +115,7 @@ def _flash_fwd_kernel(Q, K, V, O, QD, KD, VD, OD, LSE, CUQ, CUK, scq, sck,
                       ALIBI: tl.constexpr, MASK: tl.constexpr, BMASK: tl.constexpr, DROPOUT: tl.constexpr,
                       VARLEN: tl.constexpr, I64: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
                       D: tl.constexpr, DV: tl.constexpr, BD: tl.constexpr, BDV: tl.constexpr, PREC: tl.constexpr,
-                      TMA: tl.constexpr):
+                      TMA: tl.constexpr, FAST: tl.constexpr):
     pid_m = tl.num_programs(0) - 1 - tl.program_id(0)     # the longest causal rows first: a shorter tail
     bh = tl.program_id(1)
     b = bh // Hq
@@ -156,17 +163,17 @@ def _flash_fwd_kernel(Q, K, V, O, QD, KD, VD, OD, LSE, CUQ, CUK, scq, sck,
                               svs, svd,
                               mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop,
                               seed, ctr, CK, True, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN,
-                              D, DV, BD, BDV, PREC, TMA)
+                              D, DV, BD, BDV, PREC, TMA, FAST)
     acc, l_i, m_i = _fwd_span(acc, l_i, m_i, q, kbase, vbase, KD, VD, tk, flo, fhi, i0, ii, Sq, Sk, off, sks, skd,
                               svs, svd,
                               mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop,
                               seed, ctr, CK, False, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN,
-                              D, DV, BD, BDV, PREC, TMA)
+                              D, DV, BD, BDV, PREC, TMA, FAST)
     acc, l_i, m_i = _fwd_span(acc, l_i, m_i, q, kbase, vbase, KD, VD, tk, fhi, hi, i0, ii, Sq, Sk, off, sks, skd,
                               svs, svd,
                               mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop,
                               seed, ctr, CK, True, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BN,
-                              D, DV, BD, BDV, PREC, TMA)
+                              D, DV, BD, BDV, PREC, TMA, FAST)
     empty = l_i == 0.0
     inv = 1.0 / tl.where(empty, 1.0, l_i)
     if DROPOUT:
@@ -283,11 +290,11 @@ class TileCfg:
 # 445 TF/s causal / 494 non-causal vs 128x128 w8 s3 424 / 484; D64 128x64 w8 s4 353 vs 290; D256 128x64 w8 s2 434.
 _FWD16_PLAIN = {64: TileCfg(128, 64, 8, 4), 128: TileCfg(64, 64, 4, 3), 256: TileCfg(128, 64, 8, 2)}
 _FWD16 = {64: TileCfg(128, 64, 8, 3), 128: TileCfg(64, 64, 4, 3), 256: TileCfg(64, 32, 8, 2)}
-# TMA (sm_90): q / k / v arrive in shared memory by descriptor copies, so no address registers and q stays a
-# shared-memory wgmma operand -- the 128-row query tile fits where the pointer kernel spilled.  Measured on the H100
-# (bench/flash_tma_probe.py, bench/results/2026-11-27-h100/tma_probe.json, plain causal): D128 128x64 w4 s2 470 TF/s
-# vs 464 for 64x64 w4 s3 and 424 for the pointer kernel's 64x64; D64 128x64 w8 s3 358; D256 128x64 w8 s2 482.
-_FWD16_TMA = {64: TileCfg(128, 64, 8, 3, True), 128: TileCfg(128, 64, 4, 2, True), 256: TileCfg(128, 64, 8, 2, True)}
+# TMA (sm_90): q / k / v arrive in shared memory by descriptor copies, no address registers (D128 64x64 w4 s3: 139
+# registers vs 168 for the pointer loads).  A minimal plain kernel (bench/flash_tma_probe.py,
+# bench/results/2026-11-27-h100/tma_probe.json) ran best at 128x64 w4 s2 (D128 causal 470 TF/s), but in this kernel
+# that tile spills 128 bytes (sm_90 offline compile) and ran at 342: the 64-row tile stays.
+_FWD16_TMA = {64: TileCfg(128, 64, 8, 3, True), 128: TileCfg(64, 64, 4, 3, True), 256: TileCfg(128, 64, 8, 2, True)}
 # tf32 tensor cores: f32 tiles take twice the shared memory per element
 _FWDTF32 = {64: TileCfg(64, 64, 4, 2), 128: TileCfg(64, 32, 4, 2), 256: TileCfg(32, 32, 4, 2)}
 # exact f32: the dot runs on the FMA units (no tensor cores), whose operand layouts replicate the tiles across
@@ -445,8 +452,8 @@ def flash_forward(p: Problem, q, k, v, out, lse, cfg: TileCfg) -> None:
     _flash_fwd_kernel[grid](
         q, k, v, out, *descs, lse, *cu_args(p, q), *bhsd_strides(q, lay), *bhsd_strides(k, lay),
         *bhsd_strides(v, lay), *bhsd_strides(out, lay), *lse_strides(lse, p.varlen), p.Hq, p.group, p.Sq, p.Sk,
-        *feature_args(p, q), **feature_constexprs(p, cfg.bm, cfg.bn, i64), TMA=cfg.tma, num_warps=cfg.warps,
-        num_stages=cfg.stages)
+        *feature_args(p, q), **feature_constexprs(p, cfg.bm, cfg.bn, i64), TMA=cfg.tma,
+        FAST=p.scale > 0 and not p.fp8, num_warps=cfg.warps, num_stages=cfg.stages)
 
 
 def default_scale(D: int, scale) -> float:
