@@ -117,9 +117,9 @@ def test_forward_and_backward_match_the_float64_reference(case):
 @pytest.mark.parametrize("layout,causal,view", [("bhsd", "none", "dense"), ("bshd", "bottom_right", "dense"),
                                                 ("bhsd", "top_left", "misaligned")])
 def test_tma_path_matches_the_pointer_path_and_the_reference(monkeypatch, layout, causal, view):
-    """16-bit fixed-length problems address q / k / v / out (and the backward's loop tiles) through TMA tensor
-    descriptors (the interpreter emulates them); the route says so.  Against the pointer kernels (BARACUDA_FLASH_TMA=0)
-    and the float64 reference: f16 (10-bit mantissa) outputs of unit-scale softmax averages agree to a few ulps
+    """With BARACUDA_FLASH_TMA=1, 16-bit fixed-length problems address q / k / v / out (and the dQ kernel's loop
+    tiles) through TMA tensor descriptors (the interpreter emulates them); the route says so.  Against the pointer
+    kernels (the default) and the float64 reference: f16 (10-bit mantissa) outputs of unit-scale softmax averages agree to a few ulps
     (2e-3), gradients summing ~40 products to 1e-2.  A view whose rows are not 16-byte aligned (D = 40 slice of a
     41-wide buffer, odd start) takes the pointer kernels at run time with the same answers."""
     B, Hq, Hkv, S, D = 1, 4, 2, 40, 40
@@ -138,9 +138,10 @@ def test_tma_path_matches_the_pointer_path_and_the_reference(monkeypatch, layout
         bwd = _triton("sdpa_backward", go, q, k, v, out, lse, **attrs)
         return fwd, bwd, (out, lse, *bwd.run(go, q, k, v, out, lse))
 
+    monkeypatch.setenv("BARACUDA_FLASH_TMA", "1")
     fwd, bwd, tma = run()
     assert ",tma" in fwd.sku.route and ",tma" in bwd.sku.route, (fwd.sku.route, bwd.sku.route)
-    monkeypatch.setenv("BARACUDA_FLASH_TMA", "0")
+    monkeypatch.delenv("BARACUDA_FLASH_TMA")
     fwd0, bwd0, ptr = run()
     assert ",tma" not in fwd0.sku.route and ",tma" not in bwd0.sku.route
     ref_out, ref_lse = reference_f64(fwd.desc, [t.numpy() for t in (q, k, v)])

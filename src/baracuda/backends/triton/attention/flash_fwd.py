@@ -324,10 +324,12 @@ def head_blocks(D: int, Dv: int, fp8: bool = False) -> tuple[int, int]:
 
 
 def tma_wanted(p: Problem, dtype) -> bool:
-    """Whether the forward addresses q / k / v / out through TMA descriptors (a device with TMA, 16-bit or FP8
-    operands, fixed-length sequences, a head dim whose rows are 16-byte multiples; the tensors' own alignment is
-    checked per call, ``tma_ok``).  BARACUDA_FLASH_TMA=0 turns it off (A/B runs)."""
-    if os.environ.get("BARACUDA_FLASH_TMA", "1") == "0" or p.varlen or dtype == torch.float32 or not has_tma():
+    """Whether the flash kernels address q / k / v / out through TMA descriptors: only with BARACUDA_FLASH_TMA=1 (off
+    by default: on the H100 these kernels ran 5-7 % slower in the forward with descriptors and within noise in the
+    backward, bench/results/2026-11-27-h100/attention_tma.md), and then where TMA applies: a device with TMA, 16-bit
+    or FP8 operands, fixed-length sequences, head-dim rows of 16-byte multiples (the tensors' own alignment is
+    checked per call, ``tma_ok``)."""
+    if os.environ.get("BARACUDA_FLASH_TMA", "0") != "1" or p.varlen or dtype == torch.float32 or not has_tma():
         return False
     item = 1 if p.fp8 else 2
     return (p.D * item) % 16 == 0 and (p.Dv * item) % 16 == 0
