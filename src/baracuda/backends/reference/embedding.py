@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops.embedding import bad_index_error
+from ...ops.embedding_bag import _np_bag, bag_bounds
 from . import register_reference
 
 
@@ -52,3 +53,41 @@ def _embedding_bw(d, g, i):
 
 register_reference("embedding", _embedding)
 register_reference("embedding_backward", _embedding_bw)
+
+
+def _bag(d, x, w, off, psw=None):
+    ids = check_ids("embedding_bag", "input", x, w.shape[0])
+    return _np_bag("embedding_bag", ids, w, off, psw, d.attr("mode"), d.attr("padding_idx"),
+                   d.attr("include_last_offset"), d.attr("max_norm"), d.attr("norm_type"), renorm)
+
+
+def _bag_bw(d, g, x, off, extra=None, w=None):
+    """dweight (+ dper_sample_weights): each kept token's gradient row is its bag's (max: per column, where the
+    token's id is the bag's max index), scaled by its weight (sum), 1 / the bag's kept count (mean)."""
+    op, v = "embedding_bag_backward", d.attr("num_weights")
+    ids = check_ids(op, "input", x, v)
+    starts, ends = bag_bounds(op, off, len(ids), d.attr("include_last_offset"))
+    mode, pad = d.attr("mode"), d.attr("padding_idx")
+    dw = np.zeros((v, g.shape[1]))
+    cnt = np.bincount(ids, minlength=v) if d.attr("scale_grad_by_freq") else None
+    dpsw = np.zeros(len(ids))
+    for b, (s0, e0) in enumerate(zip(starts, ends)):
+        keep = [k for k in range(s0, e0) if pad is None or ids[k] != pad]
+        if mode == "max":
+            for j in range(g.shape[1]):
+                r = extra[b, j]
+                if r >= 0:
+                    dw[r, j] += g[b, j] / (cnt[r] if cnt is not None else 1)
+            continue
+        for k in keep:
+            scale = (extra[k] if w is not None else 1.0) / (len(keep) if mode == "mean" else 1)
+            dw[ids[k]] += g[b] * scale / (cnt[ids[k]] if cnt is not None else 1)
+            if w is not None:
+                dpsw[k] = g[b] @ w[ids[k]]
+    if pad is not None:
+        dw[pad] = 0.0
+    return (dw, dpsw) if w is not None else dw
+
+
+register_reference("embedding_bag", _bag)
+register_reference("embedding_bag_backward", _bag_bw)
