@@ -2,3 +2,4 @@
 (+ segment_backward); kernels.py holds every kernel, runs.py the host pieces the plans share."""
 from . import embedding  # noqa: F401
 from . import segment  # noqa: F401
+from . import bag  # noqa: F401

@@ -123,11 +123,11 @@ def _seg_reduce(src_ptr, perm_ptr, offs_ptr, srow_ptr, wt_ptr, ref_ptr, out_ptr,
             t = tl.load(perm_ptr + k)
         else:
             t = k
-        if HAS_SROW:
+        if HAS_SROW:   # -1: a token outside every bag (contributes nothing)
             r = tl.load(srow_ptr + t)
+            x = tl.load(src_ptr + tl.maximum(r, 0) * ss + dd * sd, mask=dm & (r >= 0), other=0).to(CT)
         else:
-            r = t
-        x = tl.load(src_ptr + r * ss + dd * sd, mask=dm, other=0).to(CT)
+            x = tl.load(src_ptr + t * ss + dd * sd, mask=dm, other=0).to(CT)
         if HAS_WT:
             x = x * tl.load(wt_ptr + t).to(CT)
         if MODE == 0:
@@ -161,8 +161,10 @@ def _scatter_add(src_ptr, ids_ptr, srow_ptr, wt_ptr, out_ptr, N, S, D, ss, sd, p
     tm = t < N
     ids = tl.load(ids_ptr + t, mask=tm, other=-1).to(tl.int64)
     ok = tm & (ids >= 0) & (ids < S) & (ids != pad)
-    if HAS_SROW:
+    if HAS_SROW:   # -1: a token outside every bag
         r = tl.load(srow_ptr + t, mask=ok, other=0)
+        ok = ok & (r >= 0)
+        r = tl.maximum(r, 0)
     else:
         r = t
     m = ok[:, None] & (dd < D)[None, :]
@@ -203,3 +205,118 @@ def _seg_grad(g_ptr, x_ptr, ids_ptr, offs_ptr, out_ptr, aux_ptr, aux2_ptr, dx_pt
         g = g * others
     tl.store(dx_ptr + t[:, None] * D + dd[None, :], tl.where(m, g, 0.0).to(dx_ptr.dtype.element_ty),
              mask=tm[:, None] & dm)
+
+
+@triton.jit
+def _bag_bounds(offs_ptr, flag_ptr, b, NOFF, N, FLAG: tl.constexpr):
+    """Bag b's token range [start, end), clamped into [0, N]; flag_ptr[1] = 1 for offsets that are not a
+    non-decreasing sequence starting at 0 within [0, N]."""
+    start = tl.load(offs_ptr + b).to(tl.int64)
+    end = tl.load(offs_ptr + b + 1, mask=b + 1 < NOFF, other=N).to(tl.int64)
+    good = (start >= 0) & (end <= N) & (end >= start) & ((b > 0) | (start == 0))
+    if FLAG:
+        tl.store(flag_ptr + 1, 1, mask=good == 0)
+    start = tl.minimum(tl.maximum(start, 0), N)
+    end = tl.minimum(tl.maximum(end, start), N)
+    return start, end
+
+
+@triton.jit
+def _bag_fwd(ids_ptr, offs_ptr, w_ptr, psw_ptr, scale_ptr, out_ptr, maxi_ptr, rows_ptr, flag_ptr,
+             N, NOFF, V, D, sw, swd, pad, MODE: tl.constexpr, HAS_PSW: tl.constexpr, RENORM: tl.constexpr,
+             CT: tl.constexpr, BD: tl.constexpr):
+    """out[b] = sum (MODE 0) / mean (1) / max (2, with the row id of the first maximum) over the bag's tokens other
+    than ``pad``; an empty bag is 0 (max index -1).  RENORM: rows scaled by the token's max_norm factor, and every
+    token's renormalised row written to rows[k]."""
+    b = tl.program_id(0).to(tl.int64)
+    first = tl.program_id(1) == 0
+    dd = tl.program_id(1) * BD + tl.arange(0, BD)
+    dm = dd < D
+    start, end = _bag_bounds(offs_ptr, flag_ptr, b, NOFF, N, True)
+    acc = tl.zeros([BD], CT)
+    mi = tl.zeros([BD], tl.int64) - 1
+    cnt = start * 0
+    for k in loop(start, end):
+        i = tl.load(ids_ptr + k).to(tl.int64)
+        ok = (i >= 0) & (i < V)
+        if first:
+            tl.store(flag_ptr, tl.where(i >= 0, i + 1, i), mask=ok == 0)
+        keep = ok & (i != pad)
+        x = tl.load(w_ptr + tl.where(ok, i, 0) * sw + dd * swd, mask=dm & ok, other=0).to(CT)
+        if RENORM:
+            x = x * tl.load(scale_ptr + k).to(CT)
+            tl.store(rows_ptr + k * D + dd, x.to(rows_ptr.dtype.element_ty), mask=dm & ok)
+        if HAS_PSW:
+            x = x * tl.load(psw_ptr + k).to(CT)
+        if MODE == 2:
+            upd = (x > acc) | (tl.zeros([BD], tl.int64) + cnt == 0)
+            upd = upd & (tl.zeros([BD], tl.int1) | keep)
+            acc = tl.where(upd, x, acc)
+            mi = tl.where(upd, i, mi)
+        else:
+            acc += tl.where(keep, x, 0.0)
+        cnt += keep.to(tl.int64)
+    if MODE == 1:
+        acc = acc / tl.maximum(cnt, 1).to(CT)
+    if MODE == 2:
+        tl.store(maxi_ptr + b * D + dd, mi, mask=dm)
+    tl.store(out_ptr + b * D + dd, acc.to(out_ptr.dtype.element_ty), mask=dm)
+
+
+@triton.jit
+def _bag_prep(ids_ptr, offs_ptr, psw_ptr, srow_ptr, wt_ptr, flag_ptr, N, NOFF, V, pad, MEAN: tl.constexpr,
+              HAS_PSW: tl.constexpr, BT: tl.constexpr):
+    """Per token of bag b: srow = b and its weight (per_sample_weights, 1 / the bag's kept count for mean, 0 for
+    padding); the backward then sums grad[srow] * wt rows by id.  Flags bad ids (word 0) and offsets (word 1)."""
+    b = tl.program_id(0).to(tl.int64)
+    start, end = _bag_bounds(offs_ptr, flag_ptr, b, NOFF, N, True)
+    cnt = start * 0
+    if MEAN:
+        for k0 in loop(start, end, BT):
+            k = k0 + tl.arange(0, BT)
+            i = tl.load(ids_ptr + k, mask=k < end, other=-1).to(tl.int64)
+            cnt += tl.sum(((k < end) & (i >= 0) & (i < V) & (i != pad)).to(tl.int64), 0)
+    for k0 in loop(start, end, BT):
+        k = k0 + tl.arange(0, BT)
+        m = k < end
+        i = tl.load(ids_ptr + k, mask=m, other=0).to(tl.int64)
+        ok = (i >= 0) & (i < V)
+        _flag_bad(flag_ptr, i, ok, m)
+        if HAS_PSW:
+            w = tl.load(psw_ptr + k, mask=m, other=0).to(wt_ptr.dtype.element_ty)
+        else:
+            w = tl.zeros([BT], wt_ptr.dtype.element_ty) + 1.0 / tl.maximum(cnt, 1).to(wt_ptr.dtype.element_ty)
+        w = tl.where(ok & (i != pad), w, 0.0)
+        tl.store(srow_ptr + k, b + k * 0, mask=m)
+        tl.store(wt_ptr + k, w, mask=m)
+
+
+@triton.jit
+def _bag_max_bw(g_ptr, maxi_ptr, out_ptr, V, D, pad, CT: tl.constexpr, BD: tl.constexpr):
+    """out[max_indices[b, j], j] += grad[b, j] (float atomics; -1 = an empty bag)."""
+    b = tl.program_id(0).to(tl.int64)
+    dd = tl.program_id(1) * BD + tl.arange(0, BD)
+    dm = dd < D
+    r = tl.load(maxi_ptr + b * D + dd, mask=dm, other=-1)
+    ok = dm & (r >= 0) & (r < V) & (r != pad)
+    g = tl.load(g_ptr + b * D + dd, mask=ok, other=0).to(CT)
+    tl.atomic_add(out_ptr + tl.where(ok, r, 0) * D + dd, g, mask=ok)
+
+
+@triton.jit
+def _psw_grad(g_ptr, ids_ptr, srow_ptr, w_ptr, out_ptr, N, V, D, sw, pad, CT: tl.constexpr, BT: tl.constexpr,
+              BD: tl.constexpr):
+    """dper_sample_weights[k] = grad[bag(k)] . weight[ids[k]] (0 for padding and tokens outside every bag)."""
+    k = tl.program_id(0).to(tl.int64) * BT + tl.arange(0, BT)
+    km = k < N
+    i = tl.load(ids_ptr + k, mask=km, other=-1).to(tl.int64)
+    r = tl.load(srow_ptr + k, mask=km, other=-1)
+    ok = km & (i >= 0) & (i < V) & (i != pad) & (r >= 0)
+    acc = tl.zeros([BT], CT)
+    for d0 in loop(0, D, BD):
+        dd = d0 + tl.arange(0, BD)
+        m = ok[:, None] & (dd < D)[None, :]
+        g = tl.load(g_ptr + tl.where(ok, r, 0)[:, None] * D + dd[None, :], mask=m, other=0).to(CT)
+        w = tl.load(w_ptr + tl.where(ok, i, 0)[:, None] * sw + dd[None, :], mask=m, other=0).to(CT)
+        acc += tl.sum(g * w, 1)
+    tl.store(out_ptr + k, acc.to(out_ptr.dtype.element_ty), mask=km)
