@@ -89,9 +89,9 @@ def test_embedding_dropin_values_and_grad_like_torch(backend, kw):
     w = torch.randn(6, 4, dtype=torch.float64, generator=g)
     ids = torch.tensor([[1, 4, 1], [5, 1, 0]])
     go = torch.randn(2, 3, 4, dtype=torch.float64, generator=g)
-    a, b = w.clone().requires_grad_(), w.clone().requires_grad_()
+    a, b = w.clone().to(TDEV).requires_grad_(), w.clone().requires_grad_()
     with bt.preference(_pref(backend)):
-        ours = BF.embedding(ids.to(TDEV), a.to(TDEV) if TDEV == "cpu" else a, **kw)
+        ours = BF.embedding(ids.to(TDEV), a, **kw)
         ours.backward(go.to(TDEV))
     ref = F.embedding(ids, b, **kw)
     ref.backward(go)
@@ -143,7 +143,7 @@ def test_embedding_bag_dropin_values_and_grads_like_torch(backend, case):
     if case.pop("per_sample_weights", False):
         psw = torch.randn(ids.shape, dtype=torch.float64, generator=g)
     tensors = [w] + ([psw] if psw is not None else [])
-    ours_t = [t.clone().requires_grad_() for t in tensors]
+    ours_t = [t.clone().to(TDEV).requires_grad_() for t in tensors]
     ref_t = [t.clone().requires_grad_() for t in tensors]
     kw = dict(case)
     with bt.preference(_pref(backend)):
@@ -166,13 +166,34 @@ def test_embedding_bag_dropin_values_and_grads_like_torch(backend, case):
 
 
 @pytest.mark.parametrize("backend", BACKENDS, ids=str)
+def test_embedding_bag_max_norm_with_per_sample_weights_grads_like_torch(backend):
+    g = torch.Generator().manual_seed(6)
+    w = 3 * torch.randn(6, 4, dtype=torch.float64, generator=g)
+    psw = torch.randn(5, dtype=torch.float64, generator=g)
+    ids, offs = torch.tensor([0, 4, 4, 2, 1]), torch.tensor([0, 2])
+    ours_t = [w.clone().to(TDEV).requires_grad_(), psw.clone().to(TDEV).requires_grad_()]
+    ref_t = [w.clone().requires_grad_(), psw.clone().requires_grad_()]
+    go = torch.randn(2, 4, dtype=torch.float64, generator=g)
+    with bt.preference(_pref(backend)):
+        ours = BF.embedding_bag(ids.to(TDEV), ours_t[0], offs.to(TDEV), max_norm=1.0, mode="sum",
+                                per_sample_weights=ours_t[1])
+        ours.backward(go.to(TDEV))
+    ref = F.embedding_bag(ids, ref_t[0], offs, max_norm=1.0, mode="sum", per_sample_weights=ref_t[1])
+    ref.backward(go)
+    assert_same(ours.detach().cpu(), ref.detach(), rtol=1e-12, atol=1e-12)
+    assert_same(ours_t[0].detach().cpu(), ref_t[0].detach(), rtol=1e-12, atol=1e-12)   # renormalised in place
+    for a, b in zip(ours_t, ref_t):
+        assert_same(a.grad.cpu(), b.grad, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=str)
 def test_embedding_bag_max_norm_writes_rows_back(backend):
     g = torch.Generator().manual_seed(5)
     w = 3 * torch.randn(6, 4, generator=g)
     ids, offs = torch.tensor([0, 4, 4, 2]), torch.tensor([0, 1])
-    ours_w, ref_w = w.clone(), w.clone()
+    ours_w, ref_w = w.clone().to(TDEV), w.clone()
     with bt.preference(_pref(backend)):
-        ours = BF.embedding_bag(ids.to(TDEV), ours_w.to(TDEV) if TDEV != "cpu" else ours_w, offs.to(TDEV), max_norm=1.0)
+        ours = BF.embedding_bag(ids.to(TDEV), ours_w, offs.to(TDEV), max_norm=1.0)
     ref = F.embedding_bag(ids, ref_w, offs, max_norm=1.0)
     assert_same(ours.cpu(), ref, rtol=1e-6, atol=1e-6)
-    assert_same(ours_w, ref_w, rtol=1e-6, atol=1e-6)
+    assert_same(ours_w.cpu(), ref_w, rtol=1e-6, atol=1e-6)

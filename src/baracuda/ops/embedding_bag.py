@@ -69,9 +69,6 @@ def _check(inputs, attrs):
             raise InvalidProblemError(_OP, "per_sample_weights", f"shape {x.shape} (one weight per token)", p.shape)
         if p.dtype != w.dtype:
             raise DTypeMismatchError(_OP, "per_sample_weights", str(w.dtype), str(p.dtype))
-        if attrs["max_norm"] is not None:
-            raise UnsupportedError(_OP, "per_sample_weights with max_norm is not supported (the renormalised weight "
-                                   "is written back in place, which the per-sample gradient reads)")
     b = _nbags(_OP, off, attrs["include_last_offset"])
     d = w.shape[1]
     outs = [TensorSpec((b, d), w.dtype)]
@@ -108,8 +105,10 @@ def _check_bw(inputs, attrs):
         p, w = inputs[3], inputs[4]
         if p.shape != x.shape or p.dtype != g.dtype:
             raise InvalidProblemError(_BW, "per_sample_weights", f"{g.dtype} of shape {x.shape}", (p.shape, p.dtype))
-        if w.shape != (v, d) or w.dtype != g.dtype:
-            raise InvalidProblemError(_BW, "weight", f"{g.dtype} of shape {(v, d)}", (w.shape, w.dtype))
+        rows = (x.shape[0], d) if attrs["token_rows"] else (v, d)
+        if w.shape != rows or w.dtype != g.dtype:
+            raise InvalidProblemError(_BW, "weight", f"{g.dtype} of shape {rows} (token_rows={attrs['token_rows']})",
+                                      (w.shape, w.dtype))
         outs.append(TensorSpec(x.shape, g.dtype))
     return dict(attrs, padding_idx=_pad(_BW, attrs["padding_idx"], v) if v else None), tuple(outs)
 
@@ -117,7 +116,9 @@ def _check_bw(inputs, attrs):
 def _saves(desc):
     names = ("input", "offsets")
     if len(desc.inputs) == 4:
-        names += ("per_sample_weights", "weight")
+        # with max_norm the weight is renormalised in place by the drop-in after the forward: the per-sample
+        # gradient reads the forward's renormalised token rows instead (a saved weight would have moved on)
+        names += ("per_sample_weights", "weight" if desc.attr("max_norm") is None else "out1")
     if desc.attr("mode") == "max":
         names += ("out1",)
     return names
@@ -128,8 +129,10 @@ def _grad(ctx, d, grads, s):
     if g is None:
         return (None,) * len(d.inputs)
     a = {k: d.attr(k) for k in ("mode", "padding_idx", "scale_grad_by_freq", "include_last_offset")}
-    extra = (s["per_sample_weights"], s["weight"]) if len(d.inputs) == 4 else (s["out1"],) if a["mode"] == "max" else ()
-    res = ctx.op(_BW, g, s["input"], s["offsets"], *extra, num_weights=d.inputs[1].shape[0], **a)
+    rows = d.attr("max_norm") is not None
+    extra = ((s["per_sample_weights"], s["out1" if rows else "weight"]) if len(d.inputs) == 4
+             else (s["out1"],) if a["mode"] == "max" else ())
+    res = ctx.op(_BW, g, s["input"], s["offsets"], *extra, num_weights=d.inputs[1].shape[0], token_rows=rows, **a)
     if len(d.inputs) == 4:
         return (None, res[0], None, res[1])
     return (None, res[0] if isinstance(res, tuple) else res, None)
@@ -227,6 +230,7 @@ def _samples(rng):
         yield case(8, 4, 2, [0, 4], mode=mode, padding_idx=1)
         yield case(5, 6, 3, [0, 1, 3], mode=mode, max_norm=1.0)
     yield case(7, 6, 3, [0, 3, 4], psw=True, mode="sum")
+    yield case(6, 5, 3, [0, 2], psw=True, mode="sum", max_norm=1.0)
     yield case(6, 3, 2, [0, 2], mode="mean", scale_grad_by_freq=True)
     yield case(0, 4, 3, [0, 0], mode="mean")
     yield case(0, 4, 3, np.zeros(0), mode="sum")
@@ -291,7 +295,9 @@ register_spec(OpSpec(
 register_spec(OpSpec(
     name=_BW, family="embedding", arg_names=("grad", "input", "offsets", "per_sample_weights", "weight"),
     check=_check_bw, dtypes=FLOAT_TYPES,
-    attrs=(Attr("num_weights", "int", ge=0, expected="an int >= 0 (the weight's rows)"),) + _COMMON,
+    attrs=(Attr("num_weights", "int", ge=0, expected="an int >= 0 (the weight's rows)"),
+           Attr("token_rows", "bool", False, doc="the 5th operand is the forward's renormalised rows [N, D] "
+                "(max_norm) instead of the weight [V, D]")) + _COMMON,
     torch_name="torch autograd rule of embedding_bag", samples=_bw_samples, errors=_bw_errors, tol=_tol,
     category="embedding",
     doc="weight (and per_sample_weights) gradient of embedding_bag; max mode through the saved max_indices."))

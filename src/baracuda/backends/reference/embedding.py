@@ -83,7 +83,7 @@ def _bag_bw(d, g, x, off, extra=None, w=None):
             scale = (extra[k] if w is not None else 1.0) / (len(keep) if mode == "mean" else 1)
             dw[ids[k]] += g[b] * scale / (cnt[ids[k]] if cnt is not None else 1)
             if w is not None:
-                dpsw[k] = g[b] @ w[ids[k]]
+                dpsw[k] = g[b] @ (w[k] if d.attr("token_rows") else w[ids[k]])
     if pad is not None:
         dw[pad] = 0.0
     return (dw, dpsw) if w is not None else dw

@@ -128,8 +128,8 @@ def _bind_bw(desc, pref=None):
             dp = outputs[1]
             dpt = dp if dp.is_contiguous() else torch.empty(dp.shape, dtype=dp.dtype, device=dp.device)
             if n:
-                K._psw_grad[(cdiv(n, BT),)](g, ids, srow, w, dpt, n, v, d, w.stride(0) if d else 0, padv, CT=c, BT=BT,
-                                           BD=BD, num_warps=4)
+                K._psw_grad[(cdiv(n, BT),)](g, ids, srow, w, dpt, n, v, d, w.stride(0) if d else 0, padv,
+                                            ROWS=desc.attr("token_rows"), CT=c, BT=BT, BD=BD, num_warps=4)
             if dpt is not dp:
                 dp.copy_(dpt)
         if tgt is not dw:

@@ -304,9 +304,10 @@ def _bag_max_bw(g_ptr, maxi_ptr, out_ptr, V, D, pad, CT: tl.constexpr, BD: tl.co
 
 
 @triton.jit
-def _psw_grad(g_ptr, ids_ptr, srow_ptr, w_ptr, out_ptr, N, V, D, sw, pad, CT: tl.constexpr, BT: tl.constexpr,
-              BD: tl.constexpr):
-    """dper_sample_weights[k] = grad[bag(k)] . weight[ids[k]] (0 for padding and tokens outside every bag)."""
+def _psw_grad(g_ptr, ids_ptr, srow_ptr, w_ptr, out_ptr, N, V, D, sw, pad, ROWS: tl.constexpr, CT: tl.constexpr,
+              BT: tl.constexpr, BD: tl.constexpr):
+    """dper_sample_weights[k] = grad[bag(k)] . weight[ids[k]] (ROWS: . rows[k], the renormalised token rows); 0 for
+    padding and tokens outside every bag."""
     k = tl.program_id(0).to(tl.int64) * BT + tl.arange(0, BT)
     km = k < N
     i = tl.load(ids_ptr + k, mask=km, other=-1).to(tl.int64)
@@ -317,6 +318,9 @@ def _psw_grad(g_ptr, ids_ptr, srow_ptr, w_ptr, out_ptr, N, V, D, sw, pad, CT: tl
         dd = d0 + tl.arange(0, BD)
         m = ok[:, None] & (dd < D)[None, :]
         g = tl.load(g_ptr + tl.where(ok, r, 0)[:, None] * D + dd[None, :], mask=m, other=0).to(CT)
-        w = tl.load(w_ptr + tl.where(ok, i, 0)[:, None] * sw + dd[None, :], mask=m, other=0).to(CT)
+        if ROWS:
+            w = tl.load(w_ptr + k[:, None] * sw + dd[None, :], mask=m, other=0).to(CT)
+        else:
+            w = tl.load(w_ptr + tl.where(ok, i, 0)[:, None] * sw + dd[None, :], mask=m, other=0).to(CT)
         acc += tl.sum(g * w, 1)
     tl.store(out_ptr + k, acc.to(out_ptr.dtype.element_ty), mask=km)
