@@ -12,7 +12,7 @@ from .._core.derive import declare_rule_ops
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, default_tol, register_spec, set_bench_inputs
-from .embedding import INDEX_TYPES, _check_index, _pad
+from .embedding import _check_index, _pad
 
 __all__ = ["bag_bounds", "BAG_MODES"]
 

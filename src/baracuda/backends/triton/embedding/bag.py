@@ -18,7 +18,7 @@ from ...._core.errors import InvalidProblemError
 from .._lib.geometry import cdiv
 from .._lib.register import register_triton
 from . import kernels as K
-from .runs import BD, BT, INTERP, Workspace, atomic_route, ct, fold, precision, runs_layout, scatter, sort_runs
+from .runs import BD, BT, INTERP, tiles, Workspace, atomic_route, ct, fold, precision, runs_layout, scatter, sort_runs
 
 _MODES = {"sum": 0, "mean": 1, "max": 2}
 
@@ -42,6 +42,7 @@ def _bind_fw(desc, pref=None):
     lay = _fw_layout(desc)
     wdt = desc.inputs[1].dtype
     c = ct(wdt)
+    bd = tiles(d, 512)[1]
 
     def run(desc_, inputs, outputs, ws):
         ids, w, off = inputs[0].contiguous(), inputs[1], inputs[2].contiguous()
@@ -58,9 +59,9 @@ def _bind_fw(desc, pref=None):
             K._row_scales[(cdiv(n, BT),)](ids, w, scale, n, v, d, w.stride(0), w.stride(1), max_norm, p,
                                           L2=p == 2.0, CT=c, INTERP=INTERP, BT=BT, BD=BD, num_warps=4)
         if b:
-            K._bag_fwd[(b, max(cdiv(d, BD), 1))](ids, off, w, psw, scale, out, maxi, rows, flag, n, noff, v, d,
+            K._bag_fwd[(b, max(cdiv(d, bd), 1))](ids, off, w, psw, scale, out, maxi, rows, flag, n, noff, v, d,
                                                  w.stride(0), w.stride(1), -1 if pad is None else pad, MODE=mode,
-                                                 HAS_PSW=len(inputs) == 4, RENORM=max_norm is not None, CT=c, BD=BD,
+                                                 HAS_PSW=len(inputs) == 4, RENORM=max_norm is not None, CT=c, BD=bd,
                                                  num_warps=4)
         _raise("embedding_bag", flag, v, n, pref)
         for o, t in zip(outputs, tgts):

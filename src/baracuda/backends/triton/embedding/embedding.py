@@ -20,7 +20,7 @@ from ...._core.dtypes import DType
 from .._lib.geometry import cdiv
 from .._lib.register import register_triton
 from . import kernels as K
-from .runs import (BD, BT, INTERP, Workspace, as_storage, atomic_route, check_ids, ct, fold, precision, raise_flag,
+from .runs import (BD, BT, INTERP, tiles, Workspace, as_storage, atomic_route, check_ids, ct, fold, precision, raise_flag,
                    rows2d, runs_layout, scatter, sort_runs)
 
 
@@ -37,6 +37,7 @@ def _bind_fw(desc, pref=None):
     max_norm, p = desc.attr("max_norm"), desc.attr("norm_type")
     wdt = desc.inputs[1].dtype
     c = ct(wdt)
+    bt, bd = tiles(d, 512, 8192)   # 4096 bf16 columns: 16 tokens x 512 columns a program
 
     def run(desc_, inputs, outputs, ws):
         ids = inputs[0].reshape(-1).contiguous()
@@ -50,8 +51,8 @@ def _bind_fw(desc, pref=None):
             if max_norm is not None:
                 K._row_scales[(cdiv(n, BT),)](ids, w, scale, n, v, d, w.stride(0), w.stride(1), max_norm, p,
                                               L2=p == 2.0, CT=c, INTERP=INTERP, BT=BT, BD=BD, num_warps=4)
-            K._emb_fwd[(cdiv(n, BT), cdiv(d, BD))](ids, w, as_storage(tgt), scale, flag, n, v, d, w.stride(0),
-                                                   w.stride(1), RENORM=max_norm is not None, CT=c, BT=BT, BD=BD,
+            K._emb_fwd[(cdiv(n, bt), cdiv(d, bd))](ids, w, as_storage(tgt), scale, flag, n, v, d, w.stride(0),
+                                                   w.stride(1), RENORM=max_norm is not None, CT=c, BT=bt, BD=bd,
                                                    num_warps=4)
             raise_flag("embedding", "input", flag, v, pref)
         elif n:

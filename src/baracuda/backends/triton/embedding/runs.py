@@ -7,12 +7,18 @@ import torch
 from ...._core.checks import flagged
 from ...._core.dtypes import DType
 from ...._core.sku import MathPrecision, PrecisionGuarantee
-from .._lib.geometry import cdiv
+from .._lib.geometry import cdiv, next_power_of_2
 from .._lib.interp import INTERPRETING
 from . import kernels as K
 
 BT, BD, BQ = 32, 128, 1024
-TL_ACC = {DType.f64: K.tl.float64}
+
+
+def tiles(d: int, cap: int, elems: int = 4096) -> tuple[int, int]:
+    """(BT rows, BD columns) of a [rows, d] tile: BD the power of two covering d up to ``cap`` (wide rows: long
+    contiguous runs, few programs), BT filling ``elems`` elements (a 16 KB bf16 tile for the row copies)."""
+    bd = min(max(next_power_of_2(max(d, 1)), 16), cap)
+    return max(1, min(64, elems // bd)), bd
 
 
 def ct(dt: DType):
@@ -77,11 +83,12 @@ def fold(src, out, perm, offs, mode: int, *, srow=None, wt=None, ref=None, mean=
     s, d = out.shape[0], out.shape[1] if out.dim() > 1 else 1
     if s == 0 or d == 0:
         return
-    k = K._seg_reduce[(s, cdiv(d, BD))]
+    bd = tiles(d, 1024)[1]   # 128256 x 4096 rows: 4 programs a row, 2 KB written each
+    k = K._seg_reduce[(s, cdiv(d, bd))]
     k(src, perm if perm is not None else offs, offs, srow if srow is not None else offs,
       wt if wt is not None else offs, ref if ref is not None else out, out, d, src.stride(0), src.stride(1), -1 if pad is None else pad, ident,
       MODE=mode, HAS_PERM=perm is not None, HAS_SROW=srow is not None, HAS_WT=wt is not None, MEAN=mean,
-      CT=ct(DType.f64 if out.dtype == torch.float64 else DType.f32), BD=BD, num_warps=4)
+      CT=ct(DType.f64 if out.dtype == torch.float64 else DType.f32), BD=bd, num_warps=4)
 
 
 def scatter(src, ids, out, *, srow=None, wt=None, pad=None):
@@ -90,10 +97,11 @@ def scatter(src, ids, out, *, srow=None, wt=None, pad=None):
     n, (s, d) = ids.numel(), out.shape
     if n == 0 or d == 0:
         return
-    K._scatter_add[(cdiv(n, BT), cdiv(d, BD))](
+    bt, bd = tiles(d, 128)
+    K._scatter_add[(cdiv(n, bt), cdiv(d, bd))](
         src, ids, srow if srow is not None else ids, wt if wt is not None else src, out, n, s, d, src.stride(0),
         src.stride(1), -1 if pad is None else pad, HAS_SROW=srow is not None, HAS_WT=wt is not None,
-        CT=ct(DType.f64 if out.dtype == torch.float64 else DType.f32), BT=BT, BD=BD, num_warps=4)
+        CT=ct(DType.f64 if out.dtype == torch.float64 else DType.f32), BT=bt, BD=bd, num_warps=4)
 
 
 def check_ids(op: str, arg: str, ids, limit: int, flag, pref) -> None:

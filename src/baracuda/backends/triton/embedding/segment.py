@@ -19,7 +19,7 @@ from ....ops.segment import identity_of, segment_geometry
 from .._lib.geometry import cdiv
 from .._lib.register import register_triton
 from . import kernels as K
-from .runs import BD, BT, Workspace, atomic_route, ct, fold, precision, runs_layout, scatter, sort_runs
+from .runs import Workspace, tiles, atomic_route, ct, fold, precision, runs_layout, scatter, sort_runs
 
 _MODE = {"sum": K.SUM, "mean": K.SUM, "prod": K.PROD, "max": K.MAX, "min": K.MIN}
 
@@ -78,8 +78,9 @@ def _bind(desc, pref=None):
             fold(x, aux, perm, offs, K.NZPROD, ident=1.0)
             fold(x, aux2, perm, offs, K.ZEROS)
         if n and d:
-            K._seg_grad[(cdiv(n, BT), cdiv(d, BD))](g, x, ids, offs, y, aux, aux2, dx, n, s, d, x.stride(0),
-                                                    MODE=mode, CT=ct(desc.dtype), BT=BT, BD=BD, num_warps=4)
+            bt, bd = tiles(d, 128)
+            K._seg_grad[(cdiv(n, bt), cdiv(d, bd))](g, x, ids, offs, y, aux, aux2, dx, n, s, d, x.stride(0),
+                                                    MODE=mode, CT=ct(desc.dtype), BT=bt, BD=bd, num_warps=4)
 
     def run(desc_, inputs, outputs, ws):
         out = outputs[0]
