@@ -22,7 +22,9 @@ def renorm(rows: np.ndarray, max_norm, norm_type: float) -> np.ndarray:
     """torch's embedding_renorm_: rows whose norm exceeds max_norm scaled by max_norm / (norm + 1e-7)."""
     if max_norm is None:
         return rows
-    norm = np.linalg.norm(rows, ord=norm_type, axis=-1, keepdims=True) if rows.shape[-1] else np.zeros(rows.shape[:-1] + (1,))
+    if not rows.shape[-1]:
+        return rows
+    norm = np.linalg.norm(rows, ord=norm_type, axis=-1, keepdims=True)
     return np.where(norm > max_norm, rows * (max_norm / (norm + 1e-7)), rows)
 
 

@@ -86,7 +86,8 @@ def fold(src, out, perm, offs, mode: int, *, srow=None, wt=None, ref=None, mean=
     bd = tiles(d, 1024)[1]   # 128256 x 4096 rows: 4 programs a row, 2 KB written each
     k = K._seg_reduce[(s, cdiv(d, bd))]
     k(src, perm if perm is not None else offs, offs, srow if srow is not None else offs,
-      wt if wt is not None else offs, ref if ref is not None else out, out, d, src.stride(0), src.stride(1), -1 if pad is None else pad, ident,
+      wt if wt is not None else offs, ref if ref is not None else out, out, d, src.stride(0), src.stride(1),
+      -1 if pad is None else pad, ident,
       MODE=mode, HAS_PERM=perm is not None, HAS_SROW=srow is not None, HAS_WT=wt is not None, MEAN=mean,
       CT=ct(DType.f64 if out.dtype == torch.float64 else DType.f32), BD=bd, num_warps=4)
 
