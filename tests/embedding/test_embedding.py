@@ -197,3 +197,30 @@ def test_embedding_bag_max_norm_writes_rows_back(backend):
     ref = F.embedding_bag(ids, ref_w, offs, max_norm=1.0)
     assert_same(ours.cpu(), ref, rtol=1e-6, atol=1e-6)
     assert_same(ours_w.cpu(), ref_w, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16])
+def test_bag_max_backward_routes_agree_with_repeated_ids_in_a_bag(dt):
+    """The sorted route counts a bag once per row even where the bag holds that id several times (torch's rule: the
+    bag's gradient goes to its max index once), as the atomic scatter of max_indices does."""
+    if Backend.TRITON not in backends_for("embedding_bag_backward", DEVICE):
+        pytest.skip("no Triton backend here")
+    g = torch.Generator().manual_seed(7)
+    w = torch.randn(5, 6, generator=g)
+    ids = torch.tensor([3, 3, 1, 3, 0, 0, 4, 2, 2, 2])
+    offs = torch.tensor([0, 4, 4, 7])
+    out, maxi = torch.embedding_bag(w, ids, offs, False, 2)[0], torch.embedding_bag(w, ids, offs, False, 2)[3]
+    go = torch.randn(out.shape, generator=g).to(dt)
+    maxi = torch.where(torch.tensor([1, 0, 1, 1])[:, None].bool(), maxi, -1)   # bag 1 is empty
+    desc = bc.Descriptor.like("embedding_bag_backward", go, ids, offs, maxi, num_weights=5, mode="max")
+    det = forced_plan(desc, DEVICE, Backend.TRITON, require_deterministic=True)
+    assert det.precision.deterministic and "deterministic" in det.sku.route
+    want = torch.zeros(5, 6, dtype=torch.float64).index_put_((maxi[maxi >= 0], torch.nonzero(maxi >= 0)[:, 1]),
+                                                             go.double()[maxi >= 0], accumulate=True)
+    tol = 1e-2 if dt == torch.bfloat16 else 1e-6
+    args = [t.to(TDEV) for t in (go, ids, offs, maxi)]
+    assert_same(det.run(*args).cpu().double(), want, rtol=tol, atol=tol)
+    if dt == torch.float32:
+        atomic = forced_plan(desc, DEVICE, Backend.TRITON)
+        assert not atomic.precision.deterministic
+        assert_same(atomic.run(*args).cpu().double(), want, rtol=tol, atol=tol)

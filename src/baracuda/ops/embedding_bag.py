@@ -61,6 +61,9 @@ def _check(inputs, attrs):
         raise UnsupportedError(_OP, f"argument 'weight' has dtype {w.dtype}; the op is defined for "
                                f"{', '.join(map(str, FLOAT_TYPES))}")
     mode = attrs["mode"]
+    if mode == "max" and attrs["scale_grad_by_freq"]:
+        raise InvalidProblemError(_OP, "scale_grad_by_freq", "False with mode='max' (torch: max mode does not "
+                                  "support scaling the gradient by the frequency)", True)
     if len(inputs) == 4:
         p = inputs[3]
         if mode != "sum":
@@ -86,6 +89,8 @@ def _check_bw(inputs, attrs):
         raise InvalidProblemError(_BW, "inputs", "(grad, input, offsets) for sum / mean, + (per_sample_weights, weight) "
                                   "for weighted sums, + (max_indices,) for max", len(inputs))
     g, x, off = inputs[:3]
+    if mode == "max" and attrs["scale_grad_by_freq"]:
+        raise InvalidProblemError(_BW, "scale_grad_by_freq", "False with mode='max' (torch)", True)
     _check_index(_BW, "input", x)
     _check_index(_BW, "offsets", off)
     if g.dtype not in FLOAT_TYPES:
@@ -262,6 +267,8 @@ def _errors():
     yield ErrorCase((x, w, ((0,), "i64")), {"include_last_offset": True}, InvalidProblemError, r"argument 'offsets'",
                     "no-offsets")
     yield ErrorCase((x, w, o), {"padding_idx": 5}, InvalidProblemError, r"argument 'padding_idx'", "pad")
+    yield ErrorCase((x, w, o), {"mode": "max", "scale_grad_by_freq": True}, InvalidProblemError,
+                    r"argument 'scale_grad_by_freq'", "max-freq")
 
 
 def _bw_errors():

@@ -4,8 +4,8 @@ Forward: one program per (bag, 128 columns) folds its tokens (sum / mean / max w
 max_norm: the tokens' factors first (``_row_scales``), and the renormalised rows written as the third output.
 Backward: ``_bag_prep`` gives every token its bag and weight (per_sample_weights, 1 / kept count for mean, 0 for
 padding), then the token rows are summed by id exactly as embedding's backward (atomic or sorted, runs.py);
-max mode scatters grad[b, j] to row max_indices[b, j] by float atomics (deterministic=False: refused under
-require_deterministic, and for half dtypes, which would need an f32 copy of the table).
+max mode scatters grad[b, j] to row max_indices[b, j] by float atomics (f32 / f64, determinism not required), or
+folds each row's tokens (kernels.MAXBAG: a bag counted once per row) on the sorted route.
 """
 from __future__ import annotations
 
@@ -76,16 +76,7 @@ def _bw_layout(desc) -> Workspace:
 
 
 def _atomic(desc, pref):
-    if desc.attr("mode") == "max":
-        return True
     return atomic_route(desc, pref, desc.dtype, freq=desc.attr("scale_grad_by_freq"))
-
-
-def _supports_bw(desc):
-    if desc.attr("mode") == "max" and (desc.dtype not in (DType.f32, DType.f64) or desc.attr("scale_grad_by_freq")):
-        return ("mode='max' backward scatters by float atomics into an f32 / f64 table: half dtypes (an f32 copy of "
-                "the table) and scale_grad_by_freq are not implemented")
-    return None
 
 
 def _bind_bw(desc, pref=None):
@@ -115,10 +106,13 @@ def _bind_bw(desc, pref=None):
             K._bag_prep[(b,)](ids, off, psw, srow, wt, flag, n, noff, v, padv, MEAN=mode == "mean",
                               HAS_PSW=has_psw, BT=128, num_warps=4)
         _raise("embedding_bag_backward", flag, v, n, pref)
-        if mode == "max":
+        if mode == "max" and atomic:
             tgt.zero_()
             if b and d:
                 K._bag_max_bw[(b, cdiv(d, BD))](g, inputs[3].contiguous(), tgt, v, d, padv, CT=c, BD=BD, num_warps=4)
+        elif mode == "max":
+            perm, offs = sort_runs(ids, v, ws, lay)
+            fold(g, tgt, perm, offs, K.MAXBAG, srow=srow, ref=inputs[3].contiguous(), pad=pad)
         elif atomic:
             scatter(g, ids, tgt, srow=srow, wt=wt, pad=pad)
         else:
@@ -139,8 +133,6 @@ def _bind_bw(desc, pref=None):
 
 
 def _route_bw(desc, pref):
-    if desc.attr("mode") == "max":
-        return "triton:embedding_bag_backward:max-atomic"
     return ("triton:embedding_bag_backward:atomic-f32" if _atomic(desc, pref)
             else "triton:embedding_bag_backward:sorted-segmented(deterministic)")
 
@@ -154,6 +146,6 @@ register_triton("embedding_bag", _run_with(_bind_fw), bind=_bind_fw, workspace=l
                 supports=lambda desc: None if desc.attr("max_norm") is None or desc.attr("norm_type") not in
                 (0.0, float("inf"), float("-inf")) else "max_norm with an infinite or zero norm_type",
                 precision=lambda desc, pref=None: precision(desc, False))
-register_triton("embedding_bag_backward", _run_with(_bind_bw), bind=_bind_bw, supports=_supports_bw,
+register_triton("embedding_bag_backward", _run_with(_bind_bw), bind=_bind_bw,
                 workspace=lambda desc: _bw_layout(desc).size, route=_route_bw,
                 precision=lambda desc, pref=None: precision(desc, _atomic(desc, pref)))

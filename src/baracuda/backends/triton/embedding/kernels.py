@@ -21,7 +21,7 @@ import triton.language as tl
 from .._lib.interp import f64_arg, loop
 
 # _seg_reduce modes
-SUM, PROD, MAX, MIN, TIES, NZPROD, ZEROS = 0, 1, 2, 3, 4, 5, 6
+SUM, PROD, MAX, MIN, TIES, NZPROD, ZEROS, MAXBAG = 0, 1, 2, 3, 4, 5, 6, 7
 
 
 @triton.jit
@@ -109,7 +109,10 @@ def _seg_reduce(src_ptr, perm_ptr, offs_ptr, srow_ptr, wt_ptr, ref_ptr, out_ptr,
                 MEAN: tl.constexpr, CT: tl.constexpr, BD: tl.constexpr):
     """out[s, dd] = fold over k in [offs[s], offs[s+1]) of src[srow[perm[k]], dd] (* wt[perm[k]]), in k order.
     MEAN divides by the run's length; row ``pad`` (>= 0) is written as 0.  TIES counts src == ref[s] (max / min
-    backward), NZPROD multiplies the non-zeros, ZEROS counts the zeros (prod backward)."""
+    backward), NZPROD multiplies the non-zeros, ZEROS counts the zeros (prod backward).  MAXBAG (embedding_bag's
+    max backward): src is grad [B, D], srow the token's bag, ref the max_indices [B, D]; a token adds its bag's
+    gradient where the bag's max index is this row, once per bag (a bag's tokens of one id are adjacent in the
+    stable sort, so a repeat is the previous token's bag)."""
     s = tl.program_id(0).to(tl.int64)
     dd = tl.program_id(1) * BD + tl.arange(0, BD)
     dm = dd < D
@@ -118,6 +121,7 @@ def _seg_reduce(src_ptr, perm_ptr, offs_ptr, srow_ptr, wt_ptr, ref_ptr, out_ptr,
     acc = tl.zeros([BD], CT) + ident
     if MODE == 4:
         ref = tl.load(ref_ptr + s * D + dd, mask=dm, other=0).to(CT)
+    last = start * 0 - 1
     for k in loop(start, end):
         if HAS_PERM:
             t = tl.load(perm_ptr + k)
@@ -127,6 +131,7 @@ def _seg_reduce(src_ptr, perm_ptr, offs_ptr, srow_ptr, wt_ptr, ref_ptr, out_ptr,
             r = tl.load(srow_ptr + t)
             x = tl.load(src_ptr + tl.maximum(r, 0) * ss + dd * sd, mask=dm & (r >= 0), other=0).to(CT)
         else:
+            r = t
             x = tl.load(src_ptr + t * ss + dd * sd, mask=dm, other=0).to(CT)
         if HAS_WT:
             x = x * tl.load(wt_ptr + t).to(CT)
@@ -142,6 +147,10 @@ def _seg_reduce(src_ptr, perm_ptr, offs_ptr, srow_ptr, wt_ptr, ref_ptr, out_ptr,
             acc += tl.where(x == ref, 1.0, 0.0)
         elif MODE == 5:
             acc *= tl.where(x == 0, 1.0, x)
+        elif MODE == 7:
+            mi = tl.load(ref_ptr + tl.maximum(r, 0) * D + dd, mask=dm & (r >= 0), other=-1)
+            acc += tl.where((mi == s) & (r != last), x, 0.0)
+            last = r
         else:
             acc += tl.where(x == 0, 1.0, 0.0)
     if MEAN:
