@@ -22,9 +22,12 @@ embedding_bag(input [N] (or [B, L]), weight [V, D], offsets [B or B+1] (1-D inpu
   include_last_offset); sum / mean / max over the bag's tokens, padding_idx tokens left out (and not counted by
   mean); an empty bag is 0 (max_indices -1).  max_indices are weight row ids (torch's).  per_sample_weights
   (mode='sum' only) scale each token.  torch's F.embedding_bag returns ``out`` (the drop-in); its 2-D input is
-  the bags [B, L] (offsets built by the drop-in).  scale_grad_by_freq divides a token's gradient by its id's count.
-embedding_bag_backward(grad [B, D], input, offsets, weight[, per_sample_weights][, max_indices]; attrs)
-  -> (dweight [V, D][, dper_sample_weights [N]]).
+  the bags [B, L] (offsets built by the drop-in).  scale_grad_by_freq divides a token's gradient by its id's count
+  in ``input`` (F.embedding's definition; torch 2.13's CPU embedding_bag divides by wrong counts: tests/embedding).
+embedding_bag_backward(grad [B, D], input, offsets[, per_sample_weights, weight (or the forward's renormalised
+                       rows with token_rows=True: max_norm)][, max_indices (mode='max')]; num_weights, attrs)
+  -> (dweight [V, D][, dper_sample_weights [N]]).  An empty bag's max index is -1 (torch's CPU kernel says 0; the
+  gradient of an empty bag goes nowhere either way).  mode='max' with scale_grad_by_freq is refused, as torch.
 
 Out-of-range token ids (and offsets that are not a non-decreasing sequence starting at 0 within [0, N]) are
 errors (InvalidProblemError naming the op, the argument and the value); the reference raises at once, the Triton
