@@ -323,6 +323,7 @@ def _twin_cases():
         ("cosine_embedding_loss", (x, y, _sign(3)), {}), ("cosine_embedding_loss", (x, y, _sign(3), 0.1, 1), {}),
         ("ctc_loss", (lp, tg, [6, 5], [3, 2]), {}), ("ctc_loss", (lp, tg, [6, 6], [3, 3], 0, 1, True), {}),
         ("ctc_loss", (lp, tg, torch.tensor([6, 5]), torch.tensor([3, 2])), {"reduction": 2}),
+        ("embedding", (x, torch.tensor([[0, 2], [2, 1]])), {}), ("embedding", (x, torch.tensor([1, 2]), 2, True), {}),
         ("hinge_embedding_loss", (x, _sign(3, 5)), {}), ("hinge_embedding_loss", (x, _sign(3, 5), 0.5, 2), {}),
         ("kl_div", (torch.log(_p(3, 5)), _p(3, 5)), {}), ("kl_div", (torch.log(_p(3, 5)), _p(3, 5), 1), {}),
         ("kl_div", (x, y, 2), {"log_target": True}), ("kl_div", (x, y, 7), {"log_target": True}),
@@ -404,6 +405,7 @@ def _twin_candidates():
 NOT_TWINS = {
     "linalg.norm": "matrix norms over two dims (ord='fro', 'nuc', 2, inf, ...); torch.norm's is a p-norm",
     "nn.functional.unfold": "im2col (sliding blocks of an image), not Tensor.unfold's sliding view of one dim",
+    "embedding_bag": "ATen's four-output form (output, offset2bag, bag_size, max_indices), not F.embedding_bag's",
 }
 
 

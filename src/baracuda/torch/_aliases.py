@@ -124,6 +124,13 @@ def _hinge_embedding_loss(input, target, margin=1.0, reduction=0):
     return (input, target, margin), {"reduction": _reduction(reduction)}
 
 
+def _embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False, *, out=None):
+    _no_out("embedding", out)
+    # ATen's order (weight first); a negative padding_idx is "none" there (F.embedding wraps before calling it)
+    return (indices, weight), {"padding_idx": None if padding_idx < 0 else padding_idx,
+                             "scale_grad_by_freq": scale_grad_by_freq, "sparse": sparse}
+
+
 def _kl_div(input, target, reduction=0, *, log_target=False):
     return (input, target), {"reduction": _reduction(reduction), "log_target": log_target}
 
@@ -156,7 +163,7 @@ TWINS = {
     "threshold": (_F + "threshold", _threshold),
     "binary_cross_entropy_with_logits": (_F + "binary_cross_entropy_with_logits", _bce_with_logits),
     "cosine_embedding_loss": (_F + "cosine_embedding_loss", _cosine_embedding_loss),
-    "ctc_loss": (_F + "ctc_loss", _ctc_loss),
+    "ctc_loss": (_F + "ctc_loss", _ctc_loss), "embedding": (_F + "embedding", _embedding),
     "hinge_embedding_loss": (_F + "hinge_embedding_loss", _hinge_embedding_loss),
     "kl_div": (_F + "kl_div", _kl_div), "margin_ranking_loss": (_F + "margin_ranking_loss", _margin_ranking_loss),
     "poisson_nll_loss": (_F + "poisson_nll_loss", _poisson_nll_loss),
