@@ -373,6 +373,8 @@ for _d in INDEX_DEFS.values():
         torch_name=f"torch.{_d.name}", dropin=_DROPINS[_d.name], jax_name=None, grad=_d.grad, saves=_d.saves,
         differentiable=(0, 2) if _d.source else (0,), samples=_samples(_d.name), errors=_errors(_d.name),
         tol=_tol(_d.name), workloads=_workloads(_d.name), cost=_cost, category="indexing",
+        # index_select's gradient sums the gradient rows of repeated indices (index_add): a reduction's tolerance
+        grad_tol=_tol("index_add") if _d.name == "index_select" else None,
         doc=f"torch.{_d.name}: see the module docstring of baracuda.ops.indexing_index."))
     set_bench_inputs(_d.name, _bench_inputs)
 del _d
