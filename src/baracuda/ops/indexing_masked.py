@@ -30,7 +30,7 @@ import numpy as np
 from .._core.derive import declare_rule_ops
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, default_tol, register_spec
 from ._common import broadcast_shapes, check_nonneg
 from .indexing_index import VALUE_TYPES
 
@@ -263,7 +263,7 @@ _SHAPES = (((3, 5), (3, 5)), ((2, 3, 4), (3, 1)), ((4, 1), (4, 6)), ((7,), ()), 
 
 
 def _mask_of(rng, shape):
-    return rng.random(shape) < 0.4
+    return np.asarray(rng.random(shape) < 0.4)
 
 
 def _samples(op):
@@ -376,7 +376,9 @@ _DEFS = {
 MASKED_OPS = tuple(_DEFS)
 for _name, _kw in _DEFS.items():
     register_spec(OpSpec(name=_name, family="indexing", dtypes=VALUE_TYPES, torch_name=f"torch.{_name}",
-                         errors=_errors(_name), tol=lambda dt: (0.0, 0.0), cost=_cost, category="indexing",
+                         errors=_errors(_name), tol=lambda dt: (0.0, 0.0), cost=_cost,
+                         # the input's gradient sums over the broadcast dims (reduce_to): a reduction's tolerance
+                         grad_tol=default_tol, category="indexing",
                          doc=f"torch.{_name}: see the module docstring of baracuda.ops.indexing_masked.", **_kw))
 del _name, _kw
 
