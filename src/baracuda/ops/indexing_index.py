@@ -83,6 +83,8 @@ def _make_check(op):
         nonlocal d_
         d_ = d_ or INDEX_DEFS[op]
         names = ("input", "index", "source") if d_.source else ("input", "index")
+        if op == "index_fill":
+            inputs = fill_value_operand(op, inputs, attrs)
         if len(inputs) != len(names):
             raise InvalidProblemError(op, "inputs", f"{len(names)} operands ({', '.join(names)})", len(inputs))
         x, index = inputs[0], inputs[1]
@@ -108,12 +110,36 @@ def _make_check(op):
         if op == "index_add" and not x.dtype.is_floating and not float(attrs["alpha"]).is_integer():
             raise InvalidProblemError(op, "alpha", f"an integer for the integral input dtype {x.dtype}",
                                       attrs["alpha"])
-        if op == "index_fill" and not x.dtype.is_floating and not float(attrs["value"]).is_integer():
+        if op == "index_fill" and attrs["value"] is not None and not x.dtype.is_floating \
+                and not float(attrs["value"]).is_integer():
             raise InvalidProblemError(op, "value", f"an integer for the integral input dtype {x.dtype}",
                                       attrs["value"])
         out = tuple(rows) if op == "index_select" else x.shape
         return attrs, (TensorSpec(out, x.dtype),)
     return check
+
+
+def fill_value_operand(op, inputs, attrs):
+    """index_fill / masked_fill take the fill value as a number (attribute ``value``) or as a 0-d tensor (a third
+    operand, differentiable: torch's Tensor overload); exactly one of them.  Returns the other operands."""
+    if len(inputs) == 3:
+        v = inputs[2]
+        if attrs["value"] is not None:
+            raise InvalidProblemError(op, "value", "a number or a 0-d tensor operand, not both", "both")
+        if v.shape != ():
+            raise InvalidProblemError(op, "value", "a 0-d tensor (or a number)", f"a tensor of shape {v.shape}")
+        if v.dtype not in VALUE_TYPES:
+            raise UnsupportedError(op, f"argument 'value' has dtype {v.dtype}")
+        return inputs[:2]
+    if len(inputs) == 2 and attrs["value"] is None:
+        raise InvalidProblemError(op, "value", "a number or a 0-d tensor", "neither")
+    return inputs
+
+
+def fill_value_grad(ctx, g, filled):
+    """The gradient of a tensor fill value: the sum of the gradient over the filled positions (sum(g - filled), with
+    ``filled`` the gradient with those positions zeroed)."""
+    return ctx.op("sum", ctx.op("sub", g, filled), dims=None, keepdim=False)
 
 
 # -- backward rules ----------------------------------------------------------------------------------
@@ -167,8 +193,11 @@ def _g_copy(ctx, d, grads, s):
 def _g_fill(ctx, d, grads, s):
     g = grads[0]
     if g is None or not d.inputs[0].dtype.is_floating:
-        return (None, None)
-    return (ctx.op("index_fill", g, s["index"], dim=d.attr("dim"), value=0.0), None)
+        return (None, None, None)[:len(d.inputs)]
+    gx = ctx.op("index_fill", g, s["index"], dim=d.attr("dim"), value=0.0)
+    if len(d.inputs) == 3:
+        return (gx, None, fill_value_grad(ctx, g, gx) if ctx.needs[2] else None)
+    return (gx, None)
 
 
 def _g_reduce(ctx, d, grads, s):
@@ -186,12 +215,14 @@ def _peer(name):
         import torch
 
         index = index.long() if index.dtype == torch.int32 else index
-        if not x.dim() and rest and rest[0].dim():   # (our 0-d input takes a (1,) source as well)
+        if not x.dim() and rest and rest[0].dim() and name != "index_fill":   # (our 0-d input takes a (1,) source as well)
             rest = (rest[0].reshape(()),)
         if name == "index_reduce":
             return torch.index_reduce(x, dim, index, rest[0], kw["reduce"], include_self=kw["include_self"])
-        if name == "index_fill":
+        if name == "index_fill" and not rest:
             return torch.index_fill(x, dim, index, kw["value"])
+        if name == "index_fill" and rest:
+            return torch.index_fill(x, dim, index, rest[0].to(x.dtype) if rest[0].dtype != x.dtype else rest[0])
         return getattr(torch, name)(x, dim, index, *rest, **kw)
     return peer
 
@@ -202,15 +233,18 @@ def _no_out(name, out):
 
 
 def _scalar(name, arg, v):
-    """A number, or a 0-d tensor read on the host (torch's Scalar overload); a tensor that requires grad is
-    refused (its gradient would be lost)."""
+    """A number (a bool as 0 / 1: torch's Scalar); tensors go through ``value_operands``."""
+    return int(v) if isinstance(v, bool) else v
+
+
+def value_operands(ops: tuple, value):
+    """(operands, attrs) of a fill value: a tensor is one more operand (torch's Tensor overload, differentiable),
+    a number the ``value`` attribute."""
     import torch
 
-    if isinstance(v, torch.Tensor):
-        if v.dim() != 0 or v.requires_grad:
-            raise UnsupportedError(name, f"argument '{arg}' as a tensor that is not 0-d or requires grad")
-        return v.item()
-    return v
+    if isinstance(value, torch.Tensor):
+        return ops + (value,), {"value": None}
+    return ops, {"value": int(value) if isinstance(value, bool) else value}
 
 
 def _di_select(input, dim, index, *, out=None):
@@ -220,7 +254,7 @@ def _di_select(input, dim, index, *, out=None):
 
 def _di_add(input, dim, index, source, *, alpha=1, out=None):
     _no_out("index_add", out)
-    return (input, index, source), {"dim": dim, "alpha": alpha}
+    return (input, index, source), {"dim": dim, "alpha": _scalar("index_add", "alpha", alpha)}
 
 
 def _di_copy(input, dim, index, source, *, out=None):
@@ -229,7 +263,8 @@ def _di_copy(input, dim, index, source, *, out=None):
 
 
 def _di_fill(input, dim, index, value):
-    return (input, index), {"dim": dim, "value": _scalar("index_fill", "value", value)}
+    ops, attrs = value_operands((input, index), value)
+    return ops, {"dim": dim, **attrs}
 
 
 def _di_reduce(input, dim, index, source, reduce, *, include_self=True, out=None):
@@ -275,6 +310,9 @@ def _samples(op):
                 ins.append(rng.standard_normal((4, 3)))
             extra = {"reduce": "amax"} if op == "index_reduce" else {}
             yield Sample(tuple(ins), {"dim": 1, **extra}, name="i32-index")
+        if op == "index_fill":
+            yield Sample((rng.standard_normal((4, 3)), np.array([2, 0, 2], np.int64), rng.standard_normal(())),
+                         {"dim": 0}, name="tensor-value")
         ins = [rng.standard_normal((3, 4)), np.array(2, np.int64)]
         if d_.source:
             ins.append(rng.standard_normal((1, 4)))
@@ -355,9 +393,10 @@ def _bench_inputs(desc, device, gen):
 _DIM = Attr("dim", "axis", expected="an int (the indexed dim)")
 INDEX_DEFS: dict[str, IndexDef] = {d.name: d for d in [
     IndexDef("index_select", False, INDEX_TYPES, False, VALUE_TYPES, _g_select),
-    IndexDef("index_add", True, INDEX_TYPES, False, FLOAT_TYPES + INT_VALUES, _g_add, (Attr("alpha", "number", 1),)),
+    IndexDef("index_add", True, INDEX_TYPES, False, VALUE_TYPES, _g_add, (Attr("alpha", "number", 1),)),
     IndexDef("index_copy", True, (DType.i64,), False, VALUE_TYPES, _g_copy),
-    IndexDef("index_fill", False, (DType.i64,), True, VALUE_TYPES, _g_fill, (Attr("value", "number"),)),
+    IndexDef("index_fill", False, (DType.i64,), True, VALUE_TYPES, _g_fill,
+             (Attr("value", "number", None, optional=True),)),
     IndexDef("index_reduce", True, INDEX_TYPES, False, FLOAT_TYPES + INT_VALUES, _g_reduce,
              (Attr("reduce", "str", choices=REDUCES), Attr("include_self", "bool", True)),
              saves=("inputs", "outputs")),
@@ -368,10 +407,12 @@ _DROPINS = {"index_select": _di_select, "index_add": _di_add, "index_copy": _di_
 
 for _d in INDEX_DEFS.values():
     register_spec(OpSpec(
-        name=_d.name, family="indexing", arg_names=("input", "index", "source") if _d.source else ("input", "index"),
+        name=_d.name, family="indexing",
+        arg_names=("input", "index", "source") if _d.source else ("input", "index", "value") if _d.name == "index_fill"
+        else ("input", "index"),
         check=_make_check(_d.name), dtypes=_d.dtypes, attrs=(_DIM,) + _d.extra, torch_peer=_peer(_d.name),
         torch_name=f"torch.{_d.name}", dropin=_DROPINS[_d.name], jax_name=None, grad=_d.grad, saves=_d.saves,
-        differentiable=(0, 2) if _d.source else (0,), samples=_samples(_d.name), errors=_errors(_d.name),
+        differentiable=(0, 2) if _d.source or _d.name == "index_fill" else (0,), samples=_samples(_d.name), errors=_errors(_d.name),
         tol=_tol(_d.name), workloads=_workloads(_d.name), cost=_cost, category="indexing",
         # index_select's gradient sums the gradient rows of repeated indices (index_add): a reduction's tolerance
         grad_tol=_tol("index_add") if _d.name == "index_select" else None,
@@ -442,4 +483,4 @@ register_spec(OpSpec(
     tol=_tol("index_reduce"), cost=_cost, category="indexing",
     doc="gradient of index_reduce (input, source) as torch's: amax/amin split among ties, prod of the others, mean / count"))
 
-declare_rule_ops(__name__, "full", "index_add", "index_select", "index_fill", "mul_scalar", "index_reduce_backward")
+declare_rule_ops(__name__, "full", "sum", "sub", "index_add", "index_select", "index_fill", "mul_scalar", "index_reduce_backward")

@@ -32,7 +32,7 @@ from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, default_tol, register_spec
 from ._common import broadcast_shapes, check_nonneg
-from .indexing_index import VALUE_TYPES
+from .indexing_index import VALUE_TYPES, fill_value_grad, fill_value_operand, value_operands
 
 __all__ = ["MASKED_OPS", "count_error", "np_nonzero"]
 
@@ -70,12 +70,13 @@ def _mask(op, x, mask, arg="mask"):
 
 def _check_fill(inputs, attrs):
     op = "masked_fill"
+    inputs = fill_value_operand(op, inputs, attrs)
     _need(op, inputs, ("input", "mask"))
     x, mask = inputs
     _values(op, x)
     shape = _mask(op, x, mask)
     v = attrs["value"]
-    if not x.dtype.is_floating and not float(v).is_integer() and np.isfinite(float(v)):
+    if v is not None and not x.dtype.is_floating and not float(v).is_integer() and np.isfinite(float(v)):
         raise InvalidProblemError(op, "value", f"an integer for the integral input dtype {x.dtype}", v)
     return attrs, (TensorSpec(shape, x.dtype),)
 
@@ -132,8 +133,12 @@ def _check_scatter_bw(inputs, attrs):
 def _g_fill(ctx, d, grads, s):
     g = grads[0]
     if g is None or not d.inputs[0].dtype.is_floating:
-        return (None, None)
-    return (ctx.reduce_to(ctx.op("masked_fill", g, s["mask"], value=0.0), d.inputs[0].shape), None)
+        return (None, None, None)[:len(d.inputs)]
+    filled = ctx.op("masked_fill", g, s["mask"], value=0.0)
+    gx = ctx.reduce_to(filled, d.inputs[0].shape) if ctx.needs[0] else None
+    if len(d.inputs) == 3:
+        return (gx, None, fill_value_grad(ctx, g, filled) if ctx.needs[2] else None)
+    return (gx, None)
 
 
 def _g_scatter(ctx, d, grads, s):
@@ -156,11 +161,11 @@ def _g_select(ctx, d, grads, s):
 
 
 # -- torch peers and drop-ins -------------------------------------------------------------------------
-def _peer_fill(x, mask, value):
+def _peer_fill(x, mask, *tv, value=None):
     import torch
 
     x, mask = torch.broadcast_tensors(x, mask)
-    return x.masked_fill(mask, value)
+    return x.masked_fill(mask, tv[0].to(x.dtype) if tv else value)
 
 
 def _peer_scatter(x, mask, src):
@@ -219,9 +224,7 @@ def host_count(t) -> int:
 
 
 def _di_fill(input, mask, value):
-    from .indexing_index import _scalar
-
-    return (input, mask), {"value": _scalar("masked_fill", "value", value)}
+    return value_operands((input, mask), value)
 
 
 def _di_scatter(input, mask, source):
@@ -254,7 +257,10 @@ def _di_static(input, *, size, fill_value=-1):
 
 
 def _tuple_result(out):
-    return tuple(out) if isinstance(out, (tuple, list)) else out
+    """nonzero's result: a tuple of 1-D tensors for as_tuple (one for a 0-d or 1-D input), else the 2-D tensor."""
+    if isinstance(out, (tuple, list)):
+        return tuple(out)
+    return (out,) if out.dim() == 1 else out
 
 
 # -- samples, errors, workloads -------------------------------------------------------------------------
@@ -276,6 +282,8 @@ def _samples(op):
             count = int(np.broadcast_to(mask, bshape).sum())
             if op == "masked_fill":
                 yield Sample((x, mask), {"value": -2.5 if len(xs) % 2 else 3}, name=name)
+                if len(xs) == 2:
+                    yield Sample((x, mask, rng.standard_normal(())), {}, name=name + "-tensor-value")
             elif op == "masked_scatter":
                 extra = 3 if len(xs) % 2 else 0
                 yield Sample((x, mask, rng.standard_normal((count + extra,))), {}, name=name)
@@ -355,8 +363,9 @@ _FILL_WL = (
 _COUNT = Attr("count", "int", ge=0, expected="the number of True / nonzero elements (a non-negative int)")
 
 _DEFS = {
-    "masked_fill": dict(arg_names=("input", "mask"), check=_check_fill, attrs=(Attr("value", "number"),),
-                        torch_peer=_peer_fill, dropin=_di_fill, grad=_g_fill, saves=("mask",), differentiable=(0,),
+    "masked_fill": dict(arg_names=("input", "mask", "value"), check=_check_fill,
+                        attrs=(Attr("value", "number", None, optional=True),),
+                        torch_peer=_peer_fill, dropin=_di_fill, grad=_g_fill, saves=("mask",), differentiable=(0, 2),
                         samples=_samples("masked_fill"), workloads=_FILL_WL),
     "masked_scatter": dict(arg_names=("input", "mask", "source"), check=_check_scatter, attrs=(),
                            torch_peer=_peer_scatter, dropin=_di_scatter, grad=_g_scatter, saves=("mask",),
@@ -389,4 +398,4 @@ register_spec(OpSpec(
     tol=lambda dt: (0.0, 0.0), cost=_cost, category="indexing",
     doc="gradient of masked_scatter's source: the first source.numel() gradients at the True positions, zeros after"))
 
-declare_rule_ops(__name__, "full", "masked_fill", "masked_scatter", "masked_scatter_backward")
+declare_rule_ops(__name__, "full", "sum", "sub", "masked_fill", "masked_scatter", "masked_scatter_backward")

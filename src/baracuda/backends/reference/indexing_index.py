@@ -57,10 +57,16 @@ def _copy(d, x, index, src):
     return x3.reshape(np.shape(x))
 
 
-def _fill(d, x, index):
+def fill_value(d, x, value=None):
+    """The fill value: the attribute, or the 0-d tensor operand (in x's arithmetic: float or exact int)."""
+    v = d.attr("value") if value is None else np.asarray(value).item()
+    return v if x.dtype.kind == "f" else bool(v) if x.dtype.kind == "b" else int(v)
+
+
+def _fill(d, x, index, value=None):
     x3 = _view(d, x).copy()
     idx = checked_index(d, index, x3.shape[1])
-    x3[:, idx, :] = d.attr("value")
+    x3[:, idx, :] = fill_value(d, x, value)
     return x3.reshape(np.shape(x))
 
 

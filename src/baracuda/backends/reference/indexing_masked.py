@@ -15,9 +15,9 @@ def _bcast(d, x, mask):
     return np.broadcast_to(x, shape), np.broadcast_to(np.asarray(mask, bool), shape)
 
 
-def _fill(d, x, mask):
+def _fill(d, x, mask, value=None):
     xb, mb = _bcast(d, x, mask)
-    v = d.attr("value")
+    v = d.attr("value") if value is None else np.asarray(value).item()
     if x.dtype.kind in "iub":     # exact integers (a value outside the dtype wraps like torch's cast)
         return np.where(mb, np.asarray(v).astype(np.int64 if x.dtype.kind != "b" else bool), xb)
     return np.where(mb, float(v), xb)

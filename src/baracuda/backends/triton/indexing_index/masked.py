@@ -146,12 +146,13 @@ def _mask_view(t):
 
 def _masked_fill(desc, pref):
     def run(desc_, inputs, outputs, ws):
-        x, mask = inputs
+        x, mask = inputs[:2]
         out = outputs[0]
         res = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
         if res.numel():
             n, dims, (sx, sm) = _geometry(tuple(res.shape), x, mask)
-            val = scalar(desc.attr("value"), res)
+            # the value: a number, or a 0-d tensor operand converted on the device (no host read)
+            val = inputs[2].reshape(1).to(res.dtype) if len(inputs) == 3 else scalar(desc.attr("value"), res)
             _fill_kernel[(cdiv(n, _BLOCK),)](bits(res), bits(x), _mask_view(mask), bits(val), n, *dims, *sx, *sm,
                                              BLOCK=_BLOCK, num_warps=8)
         if res is not out:

@@ -124,7 +124,7 @@ def _lower_bound(keys_ptr, K, target, steps):
 def _seg_kernel(out_ptr, x_ptr, keys_ptr, perm_ptr, src_ptr, val_ptr, rows, N, K, inner, n_cb, steps,
                 sxo, sxn, sxi, sso, ssk, ssi, soo, son, soi,
                 MODE: tl.constexpr, SELF: tl.constexpr, ALPHA: tl.constexpr, ACC: tl.constexpr,
-                INT: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr):
+                INT: tl.constexpr, BOOL: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr):
     r, c, rm, cm = _tile(tl.program_id(0), rows, inner, n_cb, BR, BC)
     o = r // N
     n = r - o * N
@@ -171,6 +171,8 @@ def _seg_kernel(out_ptr, x_ptr, keys_ptr, perm_ptr, src_ptr, val_ptr, rows, N, K
             acc = q - ((q * den != acc) & (acc < 0)).to(ACC)
         else:
             acc = acc / den.to(ACC)
+    if BOOL:                                  # (bools are bytes here: a sum is True when non-zero)
+        acc = (acc != 0).to(ACC)
     res = tl.where((cnt > 0)[:, None], acc.to(out_ptr.dtype.element_ty), xv)
     tl.store(out_ptr + (o * soo + n * son)[:, None] + c2 * soi, res, mask=m2)
 
@@ -251,8 +253,11 @@ def _bind(desc, pref):
             src3, ss = x3, (0, 0, 0)
         else:
             o3, so = _v3(res, (outer, n, inner))
-            src3, ss = (_v3(inputs[2], (outer, k, inner)) if d_.source else (x3, (0, 0, 0)))
-        val = scalar(desc.attr("value") if op == "index_fill" else alpha, res)
+            src3, ss = _v3(inputs[2], (outer, k, inner)) if d_.source else (x3, (0, 0, 0))
+        if len(inputs) == 3 and op == "index_fill":    # a 0-d tensor value, converted on the device
+            val = inputs[2].reshape(1).to(res.dtype)
+        else:
+            val = scalar(desc.attr("value") if op == "index_fill" else alpha, res)
         acc = _acc(res.dtype)
         if seg:
             _run_seg(o3, so, x3, sx, src3, ss, idx, sidx, flag, val, acc, outer, n, k, inner, mode, desc, alpha)
@@ -292,11 +297,12 @@ def _run_seg(o3, so, x3, sx, src3, ss, idx, sidx, flag, val, acc, outer, n, k, i
     br, bc = _tiles(inner, rows, 8 if acc in (tl.float64, tl.int64) else 4)
     n_cb = cdiv(inner, bc)
     incl = desc.attr("include_self") if desc.op == "index_reduce" else True
-    if o3.dtype == torch.bool:   # (bools move as bytes)
-        o3, x3, src3 = bits(o3), bits(x3), bits(src3)
+    is_bool = o3.dtype == torch.bool
+    if is_bool:   # (bools move as bytes)
+        o3, x3, src3, val = bits(o3), bits(x3), bits(src3), bits(val)
     _seg_kernel[(cdiv(rows, br) * n_cb,)](o3, x3, keys, perm, src3, val, rows, n, k, inner, n_cb,
                                           max(1, (k + 1).bit_length()), *sx, *ss, *so, MODE=mode, SELF=incl,
-                                          ALPHA=alpha != 1, ACC=acc, INT=acc == tl.int64, BR=br, BC=bc, num_warps=4)
+                                          ALPHA=alpha != 1, ACC=acc, INT=acc == tl.int64, BOOL=is_bool, BR=br, BC=bc, num_warps=4)
 
 
 def _run(desc, inputs, outputs, ws):
