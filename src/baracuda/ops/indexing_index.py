@@ -17,8 +17,9 @@ kernels never touch memory for it: they flag it and the plan raises through ``_c
 
 Gradients (torch's formulas): index_select -> index_add of grad into zeros; index_add -> (grad,
 alpha * index_select(grad)); index_copy -> (index_fill(grad, 0), index_select(grad)); index_fill -> index_fill(grad,
-0); index_reduce -> ``index_reduce_backward`` (amax/amin: the gradient split evenly among the tied maxima, as torch;
-prod: the product of the others; mean: grad / count).
+0); index_reduce -> ``index_reduce_backward`` (amax/amin: the gradient split evenly among the values equal to the
+result, as torch — whose count includes the input's own value even with include_self=False; prod: the product of
+the others; mean: grad / count).
 """
 from __future__ import annotations
 

@@ -97,8 +97,8 @@ def _reduce_int(d, x, idx, src):
 
 
 def _reduce_bw(d, g, x, index, src, out):
-    """torch's index_reduce gradients: mean -> g / count; prod -> g * out / value (product of the others: recomputed
-    without the value where it is 0); amax/amin -> g / (number of values equal to out) at those values."""
+    """torch's index_reduce gradients: mean -> g / count; prod -> g * the product of the others; amax/amin ->
+    g / (number of values equal to out, the input's own counted as torch does) at those values."""
     dim = d.attr("dim")
     red, incl = d.attr("reduce"), d.attr("include_self")
     x3, g3, o3 = _view(d, x), _view(d, g), _view(d, out)
@@ -118,8 +118,11 @@ def _reduce_bw(d, g, x, index, src, out):
             for j in range(vals.shape[1]):
                 w[:, j, :] = gn[:, 0, :] * np.prod(np.delete(vals, j, axis=1), axis=1)
         else:
-            hit = vals == on
+            # torch's rule: the gradient is shared by every value equal to the result, the input's own row counted
+            # even when include_self=False (its share is then dropped: torch's index_fill of grad_self)
+            hit = np.concatenate([x3[:, n:n + 1, :] == on, s3[:, ks, :] == on], axis=1)
             w = np.where(hit, gn / np.maximum(hit.sum(axis=1, keepdims=True), 1), 0.0)
+            w = w if incl else w[:, 1:, :]
         if incl:
             gx[:, n, :], gs[:, ks, :] = w[:, 0, :], w[:, 1:, :]
         else:
