@@ -226,55 +226,25 @@ def _precision(desc, pref=None) -> PrecisionGuarantee:
 def _bind(desc, pref):
     op = desc.op
     d_ = INDEX_DEFS[op]
-    dim = desc.attr("dim")
-    x_spec = desc.inputs[0]
-    outer, n, inner = dim_geometry(x_spec.shape, dim)
+    outer, n, inner = dim_geometry(desc.inputs[0].shape, desc.attr("dim"))
     k = desc.inputs[1].numel
-    det = _deterministic(desc, pref)
     kind = _kind(desc)
-    seg = kind == "seg" or (kind == "add" and det)
-    mode = _SEG.get(desc.attr("reduce") if op == "index_reduce" else "copy" if op == "index_copy" else "add") \
-        if seg else _MODES[kind]
+    if kind == "seg" or (kind == "add" and _deterministic(desc, pref)):
+        kind = "seg:" + (desc.attr("reduce") if op == "index_reduce" else "copy" if op == "index_copy" else "add")
     alpha = desc.attr("alpha") if op == "index_add" else 1
+    incl = desc.attr("include_self") if op == "index_reduce" else True
 
     def run(desc_, inputs, outputs, ws):
-        x, index = inputs[0], inputs[1]
-        out = outputs[0]
+        x, index, out = inputs[0], inputs[1], outputs[0]
         flag = ws.view(torch.int64)[:1]
         flag.zero_()
-        idx = index.reshape(-1)
-        sidx = idx.stride(0) if idx.numel() else 1
         res = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-        if res.numel() == 0 and k == 0:
-            return
-        x3, sx = _v3(x, (outer, n, inner))
-        if kind == "select":
-            o3, so = _v3(res, (outer, k, inner))
-            src3, ss = x3, (0, 0, 0)
-        else:
-            o3, so = _v3(res, (outer, n, inner))
-            src3, ss = _v3(inputs[2], (outer, k, inner)) if d_.source else (x3, (0, 0, 0))
         if len(inputs) == 3 and op == "index_fill":    # a 0-d tensor value, converted on the device
             val = inputs[2].reshape(1).to(res.dtype)
         else:
             val = scalar(desc.attr("value") if op == "index_fill" else alpha, res)
-        acc = _acc(res.dtype)
-        if seg:
-            _run_seg(o3, so, x3, sx, src3, ss, idx, sidx, flag, val, acc, outer, n, k, inner, mode, desc, alpha)
-        elif outer * k * inner:
-            if kind != "select":
-                copy_into(o3, x3)
-            rows = outer * k
-            br, bc = _tiles(inner, rows, res.element_size())
-            n_cb = cdiv(inner, bc)
-            movable = kind != "add"
-            ob, xb = (bits(o3), bits(x3)) if movable else (o3, x3)
-            vb = bits(val) if movable else val
-            _rows_kernel[(cdiv(rows, br) * n_cb,)](ob, xb, idx, src3, vb, flag, rows, k, n, inner, n_cb, sidx,
-                                                   *sx, *ss, *so, MODE=_MODES[kind], WRAP=d_.wrap,
-                                                   ALPHA=alpha != 1, ACC=acc, BR=br, BC=bc, num_warps=4)
-        elif kind != "select":
-            copy_into(o3, x3)
+        src = inputs[2] if d_.source else None
+        apply_rows(kind, res, x, index.reshape(-1), src, val, flag, (outer, n, inner), k, d_.wrap, alpha != 1, incl)
         if res is not out:
             copy_into(out, res)
         if k:
@@ -283,26 +253,59 @@ def _bind(desc, pref):
     return run
 
 
-def _run_seg(o3, so, x3, sx, src3, ss, idx, sidx, flag, val, acc, outer, n, k, inner, mode, desc, alpha):
+def apply_rows(kind, res, x, idx, src, val, flag, geom, k, wrap, alpha, incl=True):
+    """The row kernels on (outer, N, inner) views: kind 'select' (res is (outer, K, inner)), 'fill', 'add'
+    (atomic) or 'seg:<add|copy|prod|mean|amax|amin>' (sorted segments) writing res (outer, N, inner) from x, the
+    K indices ``idx`` (1-D, any stride), the (outer, K, inner) ``src`` and the 1-element ``val`` (fill value or
+    alpha); out-of-range indices set ``flag``.  index_put and advanced_index reuse it on (1, P, rest)."""
+    outer, n, inner = geom
+    if res.numel() == 0 and k == 0:
+        return
+    sidx = idx.stride(0) if idx.numel() else 1
+    x3, sx = _v3(x, (outer, n, inner))
+    if kind == "select":
+        o3, so = _v3(res, (outer, k, inner))
+    else:
+        o3, so = _v3(res, (outer, n, inner))
+    src3, ss = _v3(src, (outer, k, inner)) if src is not None else (x3, (0, 0, 0))
+    acc = _acc(res.dtype)
+    if kind.startswith("seg:"):
+        _run_seg(o3, so, x3, sx, src3, ss, idx, sidx, flag, val, acc, outer, n, k, inner, _SEG[kind[4:]], wrap,
+                 incl, alpha)
+    elif outer * k * inner:
+        if kind != "select":
+            copy_into(o3, x3)
+        rows = outer * k
+        br, bc = _tiles(inner, rows, res.element_size())
+        n_cb = cdiv(inner, bc)
+        movable = kind != "add"
+        ob, xb = (bits(o3), bits(x3)) if movable else (o3, x3)
+        vb = bits(val) if movable else val
+        _rows_kernel[(cdiv(rows, br) * n_cb,)](ob, xb, idx, src3, vb, flag, rows, k, n, inner, n_cb, sidx,
+                                               *sx, *ss, *so, MODE=_MODES[kind], WRAP=wrap,
+                                               ALPHA=alpha, ACC=acc, BR=br, BC=bc, num_warps=4)
+    elif kind != "select":
+        copy_into(o3, x3)
+
+
+def _run_seg(o3, so, x3, sx, src3, ss, idx, sidx, flag, val, acc, outer, n, k, inner, mode, wrap, incl, alpha):
     if outer * n * inner == 0:
         return
     keys = torch.empty(max(k, 1), dtype=torch.int64, device=x3.device)
     if k:
-        _normalize_kernel[(cdiv(k, 1024),)](keys, idx, flag, k, n, sidx, WRAP=INDEX_DEFS[desc.op].wrap, BLOCK=1024,
-                                            num_warps=4)
+        _normalize_kernel[(cdiv(k, 1024),)](keys, idx, flag, k, n, sidx, WRAP=wrap, BLOCK=1024, num_warps=4)
     keys, perm = torch.sort(keys[:k], stable=True)
     if not k:
         keys, perm = torch.full((1,), -1, dtype=torch.int64, device=x3.device), torch.zeros(1, dtype=torch.int64, device=x3.device)
     rows = outer * n
     br, bc = _tiles(inner, rows, 8 if acc in (tl.float64, tl.int64) else 4)
     n_cb = cdiv(inner, bc)
-    incl = desc.attr("include_self") if desc.op == "index_reduce" else True
     is_bool = o3.dtype == torch.bool
     if is_bool:   # (bools move as bytes)
         o3, x3, src3, val = bits(o3), bits(x3), bits(src3), bits(val)
     _seg_kernel[(cdiv(rows, br) * n_cb,)](o3, x3, keys, perm, src3, val, rows, n, k, inner, n_cb,
                                           max(1, (k + 1).bit_length()), *sx, *ss, *so, MODE=mode, SELF=incl,
-                                          ALPHA=alpha != 1, ACC=acc, INT=acc == tl.int64, BOOL=is_bool, BR=br, BC=bc, num_warps=4)
+                                          ALPHA=alpha, ACC=acc, INT=acc == tl.int64, BOOL=is_bool, BR=br, BC=bc, num_warps=4)
 
 
 def _run(desc, inputs, outputs, ws):
