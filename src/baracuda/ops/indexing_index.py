@@ -484,4 +484,207 @@ register_spec(OpSpec(
     tol=_tol("index_reduce"), cost=_cost, category="indexing",
     doc="gradient of index_reduce (input, source) as torch's: amax/amin split among ties, prod of the others, mean / count"))
 
-declare_rule_ops(__name__, "full", "sum", "sub", "index_add", "index_select", "index_fill", "mul_scalar", "index_reduce_backward")
+declare_rule_ops(__name__, "full", "sum", "sub", "index_put", "advanced_index", "index_add", "index_select", "index_fill", "mul_scalar", "index_reduce_backward")
+
+
+# -- index_put / advanced_index ----------------------------------------------------------------------
+# index_put(input, indices, values, accumulate=False): out = input; out[indices] = values (+= with accumulate).
+# The op takes integer index tensors (int64 / int32) for the leading len(indices) dims, broadcast together to B;
+# values broadcast to B + input.shape[len(indices):]; negative indices wrap (torch).  Operands are
+# (input, values, indices[0], indices[1], ...): the variadic tail last.  The drop-in turns a bool / uint8 mask index
+# into its nonzero() coordinates (a host read of the count, as torch does); None entries (slices) are refused.
+# advanced_index(input, *indices) = input[indices] (ATen's index.Tensor, the gradient of index_put's values);
+# repeated indices without accumulate: the last value wins (torch on the CPU; unspecified on CUDA).
+class PutNames(tuple):
+    """arg_names (input, values, indices[0], ...) / (input, indices[0], ...): fixed names, then a variadic tail."""
+
+    def __new__(cls, fixed, tail="indices"):
+        self = super().__new__(cls, tuple(fixed) + (tail,))
+        self.n_fixed, self.tail = len(fixed), tail
+        return self
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return tuple(self[k] for k in range(*i.indices(1 << 20)))
+        return tuple.__getitem__(self, i) if i < self.n_fixed else f"{self.tail}[{i - self.n_fixed}]"
+
+    def __contains__(self, name):
+        return tuple.__contains__(self, name) or (isinstance(name, str) and name.startswith(self.tail + "["))
+
+    def index(self, name, *args):
+        if isinstance(name, str) and name.startswith(self.tail + "["):
+            return self.n_fixed + int(name[len(self.tail) + 1:-1])
+        return tuple.index(self, name, *args)
+
+
+def put_geometry(op, x, idx_specs):
+    """(B, rest) of an index_put / advanced_index: the broadcast index shape and the trailing dims."""
+    from ._common import broadcast_shapes
+
+    if not idx_specs:
+        raise InvalidProblemError(op, "indices", "at least one index tensor", "none")
+    if len(idx_specs) > max(len(x.shape), 1 if not x.shape else 0) and not (not x.shape and len(idx_specs) == 1):
+        raise InvalidProblemError(op, "indices", f"at most {len(x.shape)} index tensors (input's dims)",
+                                  len(idx_specs))
+    for j, t in enumerate(idx_specs):
+        if t.dtype not in INDEX_TYPES:
+            raise DTypeMismatchError(op, f"indices[{j}]", "i64 or i32 (a bool mask: the drop-in's nonzero)", str(t.dtype))
+    b = broadcast_shapes(op, [f"indices[{j}]" for j in range(len(idx_specs))], [t.shape for t in idx_specs])
+    return b, tuple(x.shape[len(idx_specs):])
+
+
+def _check_put(inputs, attrs):
+    op = "index_put"
+    if len(inputs) < 3:
+        raise InvalidProblemError(op, "inputs", "input, values and at least one index tensor", len(inputs))
+    x, v = inputs[0], inputs[1]
+    check_nonneg(op, ("input", "values"), (x.shape, v.shape))
+    if x.dtype not in VALUE_TYPES:
+        raise UnsupportedError(op, f"argument 'input' has dtype {x.dtype}; the op is defined for "
+                                   f"{', '.join(map(str, VALUE_TYPES))}")
+    if v.dtype != x.dtype:
+        raise DTypeMismatchError(op, "values", str(x.dtype), str(v.dtype))
+    b, rest = put_geometry(op, x, inputs[2:])
+    from ._common import broadcast_shapes
+
+    target = b + rest
+    if len(v.shape) > len(target) or broadcast_shapes(op, ("indexed", "values"), (target, v.shape)) != target:
+        raise InvalidProblemError(op, "values", f"a shape broadcastable to {target} (the indexed shape)", v.shape)
+    return attrs, (TensorSpec(x.shape, x.dtype),)
+
+
+def _check_adv(inputs, attrs):
+    op = "advanced_index"
+    if len(inputs) < 2:
+        raise InvalidProblemError(op, "inputs", "input and at least one index tensor", len(inputs))
+    x = inputs[0]
+    if x.dtype not in VALUE_TYPES:
+        raise UnsupportedError(op, f"argument 'input' has dtype {x.dtype}")
+    b, rest = put_geometry(op, x, inputs[1:])
+    return attrs, (TensorSpec(b + rest, x.dtype),)
+
+
+def _g_put(ctx, d, grads, s):
+    g = grads[0]
+    n = len(d.inputs)
+    if g is None or not d.inputs[0].dtype.is_floating:
+        return (None,) * n
+    idx = [s[f"indices[{j}]"] for j in range(n - 2)]
+    gx = None
+    if ctx.needs[0]:
+        gx = g if d.attr("accumulate") else ctx.op("index_put", g, _zeros(ctx, d.inputs[1]), *idx, accumulate=False)
+    gv = ctx.reduce_to(ctx.op("advanced_index", g, *idx), d.inputs[1].shape) if ctx.needs[1] else None
+    return (gx, gv) + (None,) * (n - 2)
+
+
+def _g_adv(ctx, d, grads, s):
+    g = grads[0]
+    n = len(d.inputs)
+    if g is None or not d.inputs[0].dtype.is_floating:
+        return (None,) * n
+    idx = [s[f"indices[{j}]"] for j in range(n - 1)]
+    return (ctx.op("index_put", _zeros(ctx, d.inputs[0]), g, *idx, accumulate=True),) + (None,) * (n - 1)
+
+
+def _peer_put(x, values, *indices, accumulate=False):
+    import torch
+
+    return torch.index_put(x, tuple(i.long() for i in indices), values, accumulate=accumulate)
+
+
+def _peer_adv(x, *indices):
+    return x[tuple(i.long() for i in indices)]
+
+
+def mask_indices(indices):
+    """torch's index tuple with every bool / uint8 mask replaced by its nonzero() coordinates (one index tensor per
+    mask dim; a host read of the count, as torch does); None is refused."""
+    import torch
+
+    from .indexing_masked import host_count
+
+    out = []
+    for j, t in enumerate(indices):
+        if t is None or not isinstance(t, torch.Tensor):
+            raise UnsupportedError("index_put", f"indices[{j}] is {type(t).__name__}: only index tensors "
+                                   "(no None / slices) are supported by the drop-in")
+        if t.dtype in (torch.bool, torch.uint8):
+            from .._core.device import as_device
+            from .._core.options import current_preference
+            from .._core.plan import plan_for
+            from .._core.spec import Descriptor
+
+            d = Descriptor.like("nonzero", t, count=host_count(t), as_tuple=True)
+            res = plan_for(d, as_device(t.device), current_preference()).run(t)
+            out.extend(res if isinstance(res, tuple) else (res,))
+        else:
+            out.append(t)
+    return tuple(out)
+
+
+def _di_put(input, indices, values, accumulate=False):
+    if not isinstance(indices, (tuple, list)):
+        raise UnsupportedError("index_put", "indices must be a tuple or list of tensors")
+    return (input, values) + mask_indices(indices), {"accumulate": accumulate}
+
+
+def _put_samples(op):
+    def samples(rng):
+        cases = (((5, 4), [(3,)], False), ((5, 4), [(2, 3), (3,)], True), ((4, 3, 2), [(4,), (1,)], False),
+                 ((6,), [(7,)], True), ((3, 4), [(2, 1)], True))
+        for shape, ishapes, acc in cases:
+            x = rng.standard_normal(shape)
+            idx = [rng.integers(-shape[j], shape[j], size=s).astype(np.int64) for j, s in enumerate(ishapes)]
+            if op == "index_put" and not acc:   # distinct destinations: the result does not depend on the order
+                total = int(np.prod(np.broadcast_shapes(*ishapes)))
+                flat = rng.permutation(int(np.prod(shape[:len(ishapes)])))[:total]
+                idx = [np.broadcast_to(c.reshape(-1)[:total].reshape(np.broadcast_shapes(*ishapes)), np.broadcast_shapes(*ishapes)).copy()
+                       for c in np.unravel_index(flat, shape[:len(ishapes)])]
+            b = np.broadcast_shapes(*[i.shape for i in idx])
+            target = b + tuple(shape[len(idx):])
+            if op == "index_put":
+                v = rng.standard_normal(target[1:] if acc and len(target) > 1 else target)
+                yield Sample((x, v) + tuple(idx), {"accumulate": acc}, name=f"{shape}-{ishapes}-acc{acc}")
+            else:
+                yield Sample((x,) + tuple(idx), {}, name=f"{shape}-{ishapes}")
+        yield Sample((rng.standard_normal((4, 3)),) + ((rng.standard_normal((3,)),) if op == "index_put" else ())
+                     + (np.array([1, 3], np.int32),), {"accumulate": True} if op == "index_put" else {},
+                     name="i32-index")
+    return samples
+
+
+def _put_errors(op):
+    def errors():
+        v = (((2, 4), "f32"),) if op == "index_put" else ()
+        yield ErrorCase((((3, 4), "f32"),) + v + (((2,), "f32"),), {}, DTypeMismatchError,
+                        rf"{op}: argument 'indices\[0\]': expected dtype i64 or i32", "float-index")
+        yield ErrorCase((((3, 4), "f32"),) + v + (((2,), "i64"), ((3,), "i64")), {}, InvalidProblemError,
+                        rf"{op}: argument 'indices\[1\]'", "bad-broadcast")
+        yield ErrorCase((((3, 4), "f32"),) + v + (((2,), "i64"),) * 3, {}, InvalidProblemError,
+                        rf"{op}: argument 'indices': expected at most 2", "too-many")
+        if op == "index_put":
+            yield ErrorCase((((3, 4), "f32"), ((3, 4), "f32"), ((2,), "i64")), {}, InvalidProblemError,
+                            r"index_put: argument 'values': expected a shape broadcastable to \(2, 4\)", "values-shape")
+            yield ErrorCase((((3, 4), "f32"), ((2, 4), "f16"), ((2,), "i64")), {}, DTypeMismatchError,
+                            r"index_put: argument 'values': expected dtype f32", "values-dtype")
+    return errors
+
+
+def _put_tol(dt):
+    # index_put with accumulate sums repeated destinations (in f32 for halves, f64 for f64): a reduction's tolerance
+    return (1e-5, 1e-5) if dt == DType.f32 else default_tol(dt)
+
+
+register_spec(OpSpec(
+    name="index_put", family="indexing", arg_names=PutNames(("input", "values")), check=_check_put,
+    dtypes=VALUE_TYPES, attrs=(Attr("accumulate", "bool", False),), torch_peer=_peer_put, torch_name="torch.index_put",
+    dropin=_di_put, grad=_g_put, saves=lambda d: tuple(f"indices[{j}]" for j in range(len(d.inputs) - 2)),
+    differentiable=(0, 1), samples=_put_samples("index_put"), errors=_put_errors("index_put"), tol=_put_tol,
+    cost=_cost, category="indexing", doc="torch.index_put: see the comment above its spec in baracuda.ops.indexing_index."))
+register_spec(OpSpec(
+    name="advanced_index", family="indexing", arg_names=PutNames(("input",)), check=_check_adv, dtypes=VALUE_TYPES,
+    attrs=(), torch_peer=_peer_adv, torch_name="torch.Tensor.__getitem__ (integer index tensors)", grad=_g_adv,
+    saves=lambda d: tuple(f"indices[{j}]" for j in range(len(d.inputs) - 1)), differentiable=(0,),
+    samples=_put_samples("advanced_index"), errors=_put_errors("advanced_index"), tol=lambda dt: (0.0, 0.0),
+    grad_tol=_put_tol, cost=_cost, category="indexing",
+    doc="input[indices] for integer index tensors on the leading dims (ATen's index.Tensor)"))

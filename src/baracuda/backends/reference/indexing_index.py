@@ -131,7 +131,39 @@ def _reduce_bw(d, g, x, index, src, out):
     return gx.reshape(np.shape(x)), gs.reshape(np.shape(src))
 
 
-BODIES = {"index_select": _select, "index_add": _add, "index_copy": _copy, "index_fill": _fill,
+def put_index(op, x, indices):
+    """The index tuple for the leading dims, wrapped; an out-of-range index raises naming indices[j]."""
+    shape = np.shape(x) or (1,)
+    out = []
+    for j, t in enumerate(indices):
+        n = shape[j]
+        i = np.asarray(t).astype(np.int64)
+        bad = (i < -n) | (i >= n)
+        if bad.any():
+            raise index_error(op, f"indices[{j}]", int(i[bad].reshape(-1)[0]), n, True)
+        out.append(np.where(i < 0, i + n, i))
+    return tuple(np.broadcast_arrays(*out))
+
+
+def _put(d, x, values, *indices):
+    out = _exact(np.asarray(x)).copy().reshape(np.shape(x) or (1,))
+    idx = put_index(d.op, x, indices)
+    target = out[idx].shape
+    v = np.broadcast_to(_exact(np.asarray(values)), target)
+    if d.attr("accumulate"):
+        np.add.at(out, idx, v)
+    else:
+        out[idx] = v          # repeated destinations: the last value wins (NumPy's and torch's CPU rule)
+    return out.reshape(np.shape(x))
+
+
+def _adv(d, x, *indices):
+    xx = np.asarray(x).reshape(np.shape(x) or (1,))
+    return xx[put_index(d.op, x, indices)].reshape(d.outputs[0].shape)
+
+
+BODIES = {"index_put": _put, "advanced_index": _adv,
+          "index_select": _select, "index_add": _add, "index_copy": _copy, "index_fill": _fill,
           "index_reduce": _reduce, "index_reduce_backward": _reduce_bw}
 
 for _name, _fn in BODIES.items():
