@@ -664,7 +664,7 @@ def _put_errors(op):
                         rf"{op}: argument 'indices': expected at most 2", "too-many")
         if op == "index_put":
             yield ErrorCase((((3, 4), "f32"), ((3, 4), "f32"), ((2,), "i64")), {}, InvalidProblemError,
-                            r"index_put: argument 'values': expected a shape broadcastable to \(2, 4\)", "values-shape")
+                            r"index_put: argument 'values': expected a shape broadcastable", "values-shape")
             yield ErrorCase((((3, 4), "f32"), ((2, 4), "f16"), ((2,), "i64")), {}, DTypeMismatchError,
                             r"index_put: argument 'values': expected dtype f32", "values-dtype")
     return errors
