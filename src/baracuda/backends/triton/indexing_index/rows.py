@@ -211,7 +211,9 @@ def _kind(desc):
 def _deterministic(desc, pref) -> bool:
     """index_add of f64 / f32 / f16 runs the atomic kernel unless determinism is required; everything else is
     ordered (bf16 too: bf16 atomics would round every partial sum to 8 bits, the fold adds in f32 and rounds once)."""
-    if desc.op != "index_add" or desc.dtype not in (DType.f64, DType.f32, DType.f16):
+    if desc.op == "index_put" and not desc.attr("accumulate"):
+        return True
+    if desc.op not in ("index_add", "index_put") or desc.dtype not in (DType.f64, DType.f32, DType.f16):
         return True
     return pref is not None and pref.require_deterministic
 
