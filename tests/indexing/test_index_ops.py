@@ -139,3 +139,37 @@ def test_index_reduce_gradient_at_ties_and_zeros(reduce, include_self):
     gx, _, gs = bw.run(gout, input=x, index=idx, source=src, out=y.detach())
     assert_close(torch.as_tensor(gx), wx.numpy(), 1e-12, 1e-12, "grad input")
     assert_close(torch.as_tensor(gs), ws.numpy(), 1e-12, 1e-12, "grad source")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("op", ["index_put", "advanced_index"])
+def test_index_put_out_of_range_names_the_index_tensor(backend, op):
+    """index_put / advanced_index: an out-of-range entry of indices[1] raises naming 'indices[1]', the value and
+    the wrapped range; index_put leaves every row the valid pairs do not name unchanged."""
+    x = torch.arange(20.0).reshape(4, 5)
+    i0, i1 = torch.tensor([0, 3, -1]), torch.tensor([1, 9, 2])
+    vals = torch.tensor([-1.0, -2.0, -3.0])
+    ins = (x, vals, i0, i1) if op == "index_put" else (x, i0, i1)
+    ins = tuple(_dev(t) for t in ins)
+    p = _plan(op, *ins, backend=backend)
+    out = _dev(torch.full(p.desc.outputs[0].shape, 7.0))
+    with pytest.raises(InvalidProblemError, match=rf"{op}: argument 'indices\[1\]': expected indices in \[-5, 5\).*"
+                                                  r"got index 9"):
+        p.run(*ins, out=out)
+        bc.check_errors()
+    if backend == Backend.TRITON and op == "index_put":
+        want = x.clone()
+        want[0, 1], want[3, 2] = -1.0, -3.0
+        assert torch.equal(out.cpu(), want)
+
+
+def test_index_put_drop_in_bool_mask_and_accumulate():
+    """A bool mask index becomes its nonzero() coordinates (as torch); accumulate sums repeated indices."""
+    import baracuda.torch as bt
+
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(4, 3, generator=g)
+    mask = torch.tensor([True, False, True, True])
+    assert torch.equal(bt.index_put(x, (mask,), torch.tensor(2.0)), torch.index_put(x, (mask,), torch.tensor(2.0)))
+    idx, v = torch.tensor([1, 1, 3]), torch.randn(3, 3, generator=g)
+    assert torch.allclose(bt.index_put(x, (idx,), v, accumulate=True), torch.index_put(x, (idx,), v, accumulate=True))
