@@ -596,12 +596,24 @@ def _peer_adv(x, *indices):
     return x[tuple(i.long() for i in indices)]
 
 
+def host_count(t) -> int:
+    """The number of True / nonzero elements of ``t``, read on the host (baracuda's count_nonzero plan under the
+    preference in effect: torch's own masked_select and nonzero synchronize the same way)."""
+    from .._core.device import as_device
+    from .._core.options import current_preference
+    from .._core.plan import plan_for
+    from .._core.spec import Descriptor
+
+    if t.numel() == 0:
+        return 0
+    p = plan_for(Descriptor.like("count_nonzero", t), as_device(t.device), current_preference())
+    return int(p.run(t).item())
+
+
 def mask_indices(indices):
     """torch's index tuple with every bool / uint8 mask replaced by its nonzero() coordinates (one index tensor per
     mask dim; a host read of the count, as torch does); None is refused."""
     import torch
-
-    from .indexing_masked import host_count
 
     out = []
     for j, t in enumerate(indices):

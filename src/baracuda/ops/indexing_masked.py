@@ -32,7 +32,7 @@ from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, default_tol, register_spec
 from ._common import broadcast_shapes, check_nonneg
-from .indexing_index import VALUE_TYPES, fill_value_grad, fill_value_operand, value_operands
+from .indexing_index import VALUE_TYPES, fill_value_grad, fill_value_operand, host_count, value_operands
 
 __all__ = ["MASKED_OPS", "count_error", "np_nonzero"]
 
@@ -207,20 +207,6 @@ def _peer_scatter_bw(g, mask, source_shape):
     out = torch.zeros(n, dtype=g.dtype, device=g.device)
     out[:min(n, sel.numel())] = sel[:n]
     return out.reshape(source_shape)
-
-
-def host_count(t) -> int:
-    """The number of True / nonzero elements of ``t``, read on the host (baracuda's count_nonzero plan under the
-    preference in effect: torch's own masked_select and nonzero synchronize the same way)."""
-    from .._core.device import as_device
-    from .._core.options import current_preference
-    from .._core.plan import plan_for
-    from .._core.spec import Descriptor
-
-    if t.numel() == 0:
-        return 0
-    p = plan_for(Descriptor.like("count_nonzero", t), as_device(t.device), current_preference())
-    return int(p.run(t).item())
 
 
 def _di_fill(input, mask, value):
