@@ -45,6 +45,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .._core.errors import BaracudaError, UnsupportedError
+from . import _indexing
 from ._call import STATE
 
 # Python's operator protocol: the dunder stem -> the torch function it means.  Binary stems also have the
@@ -137,6 +138,7 @@ class _Route:
     self_at: int = 0          # a method: where its receiver goes among the function's arguments
     pack: bool = False        # a method whose sole int-list argument may come spread out (see _sizes_varargs)
     flag_at: int | None = None   # where torch's ``inplace=`` flag sits (F.relu(x, inplace=True) is relu_(x))
+    accept: Callable | None = None   # a call this says False to is not routed (x[1:] is a view, torch's own)
 
     def run(self, args, kwargs):
         if self.flag_at is not None:
@@ -256,7 +258,14 @@ def build_routes(ns, published: dict) -> dict:
     for stem, tname in _PLAIN.items():
         if tname in tensor_methods:
             add(getattr(torch.Tensor, f"__{stem}__", None), _Route(f"Tensor.__{stem}__", tensor_methods[tname]))
+    # x[key] / x[key] = v with tensor indices (basic keys are views: torch's)
+    add(torch.Tensor.__getitem__, _Route("Tensor.__getitem__", _indexing.getitem, accept=_advanced_key))
+    add(torch.Tensor.__setitem__, _Route("Tensor.__setitem__", _indexing.setitem, accept=_advanced_key))
     return routes
+
+
+def _advanced_key(args, kwargs) -> bool:
+    return len(args) >= 2 and not kwargs and _indexing.has_advanced(args[1])
 
 
 _ROUTES: list = []
@@ -363,6 +372,8 @@ class mode(TorchFunctionMode):
         try:
             route = self._routes.get(func)
         except TypeError:   # an unhashable callable
+            route = None
+        if route is not None and route.accept is not None and not route.accept(args, kwargs):
             route = None
         if route is None:
             if not self.coverage:
