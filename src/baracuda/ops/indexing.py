@@ -29,6 +29,7 @@ deterministic=False; ``PlanPreference(require_deterministic=True)`` refuses them
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -109,6 +110,7 @@ def _float_only(rule):
     if rule is None:
         return None
 
+    @functools.wraps(rule)   # (keeps the rule's module: its declare_rule_ops applies)
     def grad(ctx, d, grads, saved):
         if grads[0] is None or not d.inputs[0].dtype.is_floating:
             return (None,) * len(d.inputs)

@@ -39,7 +39,7 @@ __all__ = ["REDUCES", "LEGACY_REDUCE", "scatter_mode"]
 REDUCES = ("sum", "prod", "mean", "amax", "amin")
 LEGACY_REDUCE = {"add": "sum", "multiply": "prod"}
 declare_rule_ops(__name__, "scatter", "scatter_add", "scatter_reduce", "gather", "full", "mul", "div", "eq", "where",
-                 "to_dtype", "logical_and", "slice", "pad", "take")
+                 "to_dtype", "logical_and", "slice", "pad", "take", "put")
 
 
 def scatter_mode(desc) -> tuple[str | None, bool]:
