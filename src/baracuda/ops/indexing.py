@@ -57,7 +57,10 @@ def oob_error(op: str, arg: str, value: int, size: int, wrap: bool, what: str = 
 
 
 def check_index(op: str, arg: str, t: TensorSpec, long_only: bool = False) -> None:
-    """An index operand's dtype: int64 (and int32 unless ``long_only``: torch's take / put / one_hot)."""
+    """An index operand's dtype: int64 (and int32 unless ``long_only``: torch's take / put / one_hot).  An empty
+    index of gather / the scatters may have any dtype (torch checks nothing about an empty index there)."""
+    if not long_only and math.prod(t.shape) == 0:
+        return
     allowed = (DType.i64,) if long_only else INDEX_TYPES
     if t.dtype not in allowed:
         want = "i64 (torch takes Long indices only here)" if long_only else "i64 or i32"
@@ -67,12 +70,12 @@ def check_index(op: str, arg: str, t: TensorSpec, long_only: bool = False) -> No
 def check_index_shape(op: str, x: TensorSpec, index: TensorSpec, dim: int, src: TensorSpec | None = None) -> None:
     """torch's gather / scatter shape rule: index has input's rank (0-d counts as 1-d), index.size(d) <=
     input.size(d) for d != dim, and (scatter) index.size(d) <= src.size(d) for every d."""
+    if math.prod(index.shape) == 0:      # an empty index touches nothing (torch checks none of its sizes)
+        return
     xr, ir = max(len(x.shape), 1), max(len(index.shape), 1)
     if ir != xr:
         raise InvalidProblemError(op, "index", f"a tensor of the input's rank {len(x.shape)}", index.shape)
     xs, js = x.shape or (1,), index.shape or (1,)
-    if math.prod(js) == 0:      # an empty index touches nothing (torch skips the size checks too)
-        return
     for d in range(xr):
         if d != dim and js[d] > xs[d]:
             raise InvalidProblemError(op, "index", f"a size no larger than the input's {tuple(xs)} except along "

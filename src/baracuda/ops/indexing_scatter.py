@@ -94,8 +94,6 @@ def _check_scatter(inputs, attrs):
     if (len(inputs) == 3) == (value is not None):
         raise InvalidProblemError(op, "value", "exactly one of a src tensor and a scalar value",
                                   "both" if value is not None else "neither")
-    if value is not None and not x.dtype.is_floating and isinstance(value, float) and value != int(value):
-        raise InvalidProblemError(op, "value", f"a value {x.dtype} holds", value)
     return {"dim": dim, "value": value, "reduce": attrs["reduce"]}, (TensorSpec(x.shape, x.dtype),)
 
 

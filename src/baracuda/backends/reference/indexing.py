@@ -35,6 +35,8 @@ def _as1(a):
 
 
 def _gather(d, x, idx):
+    if idx.size == 0:    # (any rank and dtype: torch checks nothing about an empty index)
+        return np.zeros(idx.shape, x.dtype)
     dim = d.attr("dim")
     x1, i1 = _as1(x), _as1(idx)
     j = _checked(d.op, "index", i1, x1.shape[dim], False, f"dimension {dim} of size {x1.shape[dim]}")
@@ -99,6 +101,8 @@ def scatter_into(out, coords, vals, reduce, include_self):
 
 
 def _scatter_dim(d, x, idx, src=None):
+    if idx.size == 0:
+        return x.copy()
     dim = d.attr("dim")
     reduce, include_self = scatter_mode(d)
     x1, i1 = _as1(x), _as1(idx)
