@@ -272,8 +272,50 @@ def test_precision_says_where_atomics_make_results_order_dependent():
     assert prec("scatter_add", "i32").deterministic                 # integer sums: exact in any order
     assert prec("scatter_reduce", "f32", reduce="amax").deterministic
     d = bc.Descriptor.make("scatter_add", ((5, 4), "f32"), ((8, 4), "i64"), ((8, 4), "f32"), dim=0)
-    why = bc.explain(d, DEV, bc.PlanPreference(prefer=(bc.Backend.TRITON,), require_deterministic=True))
-    assert "not deterministic" in str(why)
+    p = _plan(d, bc.Backend.TRITON, require_deterministic=True)    # the sequential kernel: no atomics
+    assert p.precision.deterministic and p.precision.bit_stable and "sequential" in str(p.sku)
+
+
+@pytest.mark.skipif(bc.Backend.TRITON not in BACKENDS, reason="no Triton backend here")
+@pytest.mark.parametrize("op,attrs", [("scatter_add", {}), ("scatter", {}), ("scatter_reduce", {"reduce": "prod"}),
+                                      ("scatter_reduce", {"reduce": "mean", "include_self": False}),
+                                      ("put", {"accumulate": True}), ("put", {})])
+def test_deterministic_preference_walks_in_order(op, attrs):
+    """require_deterministic: the sequential kernel, bit-identical across runs; duplicates of an assignment keep
+    the last value (torch's CPU order, the reference's), sums equal the reference's to f32 rounding."""
+    from baracuda.testing import assert_close, reference_f64
+
+    rng = _rng()
+    x = rng.standard_normal((6, 5)).astype(np.float32)
+    if op == "put":
+        idx, src = rng.integers(-30, 30, (40,)), rng.standard_normal(40).astype(np.float32)
+    else:
+        idx, src = rng.integers(0, 6, (9, 4)), (rng.standard_normal((9, 4)) * 0.5 + 1).astype(np.float32)
+        attrs = dict(attrs, dim=0)
+    desc = bc.Descriptor.like(op, x, idx, src, **attrs)
+    p = _plan(desc, bc.Backend.TRITON, require_deterministic=True)
+    a, b = p.run(_t(x), _t(idx), _t(src)), p.run(_t(x), _t(idx), _t(src))
+    assert torch.equal(a, b)
+    assign = op == "scatter" or (op == "put" and not attrs.get("accumulate"))
+    assert_close(a.cpu(), reference_f64(desc, [x, idx, src])[0], 0 if assign else 1e-5, 0 if assign else 1e-5, op)
+
+
+@pytest.mark.skipif(bc.Backend.TRITON not in BACKENDS, reason="no Triton backend here")
+def test_gather_backward_deterministic_option():
+    """The gather backward's scatter_add follows the preference: atomics by default, the sequential walk under
+    require_deterministic (bit-identical gradients run to run)."""
+    x = torch.randn(7, 6, dtype=torch.float32, device=DT, requires_grad=True)
+    i = torch.randint(0, 7, (20, 6), device=DT)
+    go = torch.randn(20, 6, device=DT)
+    d = bc.Descriptor.like("gather", x.detach(), i, dim=0)
+    pref = bc.PlanPreference(prefer=(bc.Backend.TRITON,), require_deterministic=True)
+    bw = bc.BackwardPlan.select(d, DEV, pref)
+    assert bw.precision.deterministic
+    g1 = bw.run(go, index=i)[0]
+    g2 = bw.run(go, index=i)[0]
+    assert torch.equal(g1, g2)
+    want = torch.zeros(7, 6).scatter_add_(0, i.cpu(), go.cpu())
+    torch.testing.assert_close(g1.cpu(), want, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.skipif(bc.Backend.TRITON not in BACKENDS, reason="no Triton backend here")

@@ -33,6 +33,7 @@ import triton.language as tl
 from ...._core.checks import flagged
 from ...._core.errors import InvalidProblemError
 from .._lib.geometry import cdiv, next_power_of_2
+from .._lib.interp import loop
 from .._lib.launch import fast_kernel
 from .._lib.strided import RANK, collapse
 
@@ -153,6 +154,87 @@ def _index_map(val_ptr, idx_ptr, tgt_ptr, flag_ptr, cnt_ptr, n_rows, L, n_cb, si
             cur = prev
 
 
+@fast_kernel
+def _scatter_seq(val_ptr, idx_ptr, tgt_ptr, flag_ptr, n_rows, R, size, DS, IR, VR,
+                 D1, D2, D3, D4, I0, I1, I2, I3, I4, V0, V1, V2, V3, V4, T0, T1, T2, T3, T4,
+                 MODE: tl.constexpr, WRAP: tl.constexpr, I64: tl.constexpr, IS_FLOAT: tl.constexpr,
+                 BC: tl.constexpr):
+    """The deterministic scatter: a program owns BC "columns" of the index space (every coordinate but dim's; no
+    other program can reach their targets) and walks dim's R positions in order, with plain loads and stores: the
+    same order on every run, so float sums / products are bit-stable and an assignment's last value wins (torch's
+    CPU order).  Parallelism is the number of columns (a flat put has one: a correctness path, not a fast one)."""
+    pid = tl.program_id(0)
+    c = pid * BC + tl.arange(0, BC)
+    if I64:
+        c = c.to(tl.int64)
+    m = c < n_rows
+    io = _rows(c, D1, D2, D3, D4, I0, I1, I2, I3, I4)
+    vo = _rows(c, D1, D2, D3, D4, V0, V1, V2, V3, V4)
+    to = _rows(c, D1, D2, D3, D4, T0, T1, T2, T3, T4)
+    for r in loop(0, R):
+        j = tl.load(idx_ptr + io + r * IR, mask=m, other=0).to(tl.int64)
+        if WRAP:
+            ok = (j >= -size) & (j < size)
+            jw = tl.where(j < 0, j + size, j)
+        else:
+            ok = (j >= 0) & (j < size)
+            jw = j
+        flag_bad_index(flag_ptr, j, m & ~ok)
+        ok = m & ok
+        jc = tl.where(ok, jw, 0)
+        if not I64:
+            jc = jc.to(tl.int32)
+        t = tgt_ptr + to + jc * DS
+        v = tl.load(val_ptr + vo + r * VR, mask=ok, other=0).to(tgt_ptr.dtype.element_ty)
+        if MODE == 1:
+            tl.store(t, v, mask=ok)
+        else:
+            cur = tl.load(t, mask=ok, other=0)
+            if MODE == 2:
+                new = cur + v
+            else:
+                new = _combine(cur, v, MODE, IS_FLOAT)
+            tl.store(t, new, mask=ok)
+
+
+def launch_scatter_seq(mode, val, idx, tgt, flag, *, dim, ds, size, wrap, shape, idx_strides, val_strides,
+                       tgt_strides, is_float=False):
+    """``_scatter_seq`` over the index space ``shape`` (arguments as ``launch_index_map``; ``dim`` None: every
+    position is on the walked axis, a flat put)."""
+    n = 1
+    for s in shape:
+        n *= s
+    if n == 0:
+        return
+    shape = tuple(shape) or (1,)
+    ops = [list(tuple(idx_strides) or (0,)), list(tuple(val_strides) or (0,)), list(tuple(tgt_strides) or (0,))]
+    if dim is None:    # flat: walk every index position (one column)
+        dims, sts = collapse(shape, ops)
+        if len(dims) > 1:
+            raise ValueError("a flat deterministic scatter needs a 1-d index space")
+        R, walk, rest_dims, rest = dims[0], [st[0] for st in sts], [], [[] for _ in ops]
+    else:
+        marker = [1 if d == dim else 0 for d in range(len(shape))]
+        dims, sts = collapse(shape, ops + [marker])
+        k = next((q for q, v in enumerate(sts[3]) if v == 1), None)
+        R = dims[k] if k is not None else 1
+        walk = [st[k] for st in sts[:3]] if k is not None else [0, 0, 0]
+        keep = [q for q in range(len(dims)) if q != k]
+        rest_dims, rest = [dims[q] for q in keep], [[st[q] for q in keep] for st in sts[:3]]
+    if len(rest_dims) > 5:
+        raise ValueError("more than five non-mergeable dims besides dim (the plan's supports() refuses these)")
+    pad = 5 - len(rest_dims)
+    rdims = [1] * pad + rest_dims
+    rst = [[0] * pad + st for st in rest]
+    rows = n // R
+    bc = max(16, min(next_power_of_2(rows), 256))
+    spans = [1 + sum((d - 1) * abs(s) for d, s in zip(rdims + [R], st + [w])) for st, w in zip(rst, walk)]
+    i64 = max(spans + [size * abs(ds) + spans[2], n + 256]) >= _LIMIT
+    _scatter_seq[(cdiv(rows, bc),)](val, idx, tgt, flag, rows, R, size, ds, walk[0], walk[1], *rdims[1:], *rst[0],
+                                    *rst[1], *rst[2], MODE=mode, WRAP=wrap, I64=i64, IS_FLOAT=is_float, BC=bc,
+                                    num_warps=4)
+
+
 def index_geometry(shape, dim, idx_strides, val_strides, tgt_strides):
     """Collapsed, padded (shape, [idx, val, tgt] strides) over the index space ``shape``; ``tgt_strides`` have 0
     along ``dim`` (the index supplies that offset; None: the target does not follow the index space, take / put);
@@ -237,4 +319,4 @@ def int_view(t: torch.Tensor) -> torch.Tensor:
     return t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
 
 
-__all__ += ["launch_one_hot", "int_view"]
+__all__ += ["launch_one_hot", "int_view", "launch_scatter_seq"]

@@ -12,6 +12,10 @@ the last is the CAS loops' dummy word), then the counts (numel int32).
 Precision: float sums / means / products depend on the order the atomics land in (deterministic=False);
 integer / bool reductions and amax / amin are exact; an assignment with duplicate targets keeps one of their
 values, which one depending on scheduling (deterministic=False as well, as torch says of its scatter).
+``PlanPreference(require_deterministic=True)`` selects the sequential kernel instead (``_scatter_seq``: each
+program owns a set of index columns and walks dim in order with plain loads / stores; bit-stable, the last
+duplicate wins; parallel over the columns only, so a flat put or a scatter along a long dim with few columns is
+slow there).
 """
 from __future__ import annotations
 
@@ -22,7 +26,8 @@ from ...._core.sku import MathPrecision, PrecisionGuarantee
 from ....ops.indexing_scatter import scatter_mode
 from .._lib.register import register_triton
 from .gather import _supports, flag_of
-from .kernels import ADD, AMAX, AMIN, ASSIGN, COUNT, MARK, PROD, int_view, launch_index_map, raise_index_flag
+from .kernels import (ADD, AMAX, AMIN, ASSIGN, COUNT, MARK, PROD, int_view, launch_index_map, launch_scatter_seq,
+                      raise_index_flag)
 
 _CAS = {"prod": PROD, "amax": AMAX, "amin": AMIN}
 
@@ -59,10 +64,17 @@ def _workspace(desc):
     return 8 + 8 * (n + 1) + (4 * n if reduce == "mean" else 0)
 
 
+def _sequential(desc, pref) -> bool:
+    """PlanPreference(require_deterministic=True) and a mode whose atomic result depends on their order (float
+    sums / means / products, assignments): the sequential-walk kernel instead."""
+    reduce, _ = scatter_mode(desc)
+    return bool(pref is not None and pref.require_deterministic) and reduce not in ("amax", "amin")
+
+
 def _precision(desc, pref=None):
     reduce, _ = scatter_mode(desc)
     dt = desc.dtype
-    exact = reduce in ("amax", "amin") or (reduce is not None and not dt.is_floating)
+    exact = reduce in ("amax", "amin") or (reduce is not None and not dt.is_floating) or _sequential(desc, pref)
     acc = DType.f64 if dt == DType.f64 else DType.f32 if dt.is_floating else DType.i64
     math_ = MathPrecision.EXACT if reduce is None or exact else (MathPrecision.F64 if dt == DType.f64
                                                                   else MathPrecision.F32)
@@ -87,6 +99,7 @@ def _bind(desc, pref=None):
     value = desc.attr("value") if desc.op == "scatter" else None
     acc_t = acc_dtype(desc.dtype)
     is_float = desc.dtype.is_floating
+    seq = _sequential(desc, pref)
 
     def run(desc_, inputs, outputs, ws):
         x, idx = inputs[:2]
@@ -104,7 +117,8 @@ def _bind(desc, pref=None):
         if reduce is None:
             rv.copy_(xv)
             tst = tuple(0 if d == dim else s for d, s in enumerate(rv.stride()))
-            launch_index_map(ASSIGN, int_view(sv), iv, int_view(rv), flag, ds=rv.stride(dim), tgt_strides=tst, **geo)
+            launch = launch_scatter_seq if seq else launch_index_map
+            launch(ASSIGN, int_view(sv), iv, int_view(rv), flag, ds=rv.stride(dim), tgt_strides=tst, **geo)
         else:
             _reduce(rv, xv, iv, sv, ws, flag, geo)
         if res is not out:
@@ -115,7 +129,7 @@ def _bind(desc, pref=None):
     def _reduce(rv, xv, iv, sv, ws, flag, geo):
         n = rv.numel()
         dim = geo["dim"]
-        cas = reduce in _CAS
+        cas = reduce in _CAS and not seq
         words = ws.reshape(-1)[8:8 + 8 * (n + 1)]
         if rv.dtype == acc_t and not cas:   # atomics straight into the output
             acc = rv
@@ -134,7 +148,10 @@ def _bind(desc, pref=None):
             cnt = ws.reshape(-1)[8 + 8 * (n + 1):8 + 8 * (n + 1) + 4 * n].view(torch.int32).view(rv.shape)
             cnt.zero_()
             launch_index_map(COUNT, src, iv, acc, flag, cnt=cnt, ds=ds, tgt_strides=tst, **geo)
-        if cas:
+        if seq:
+            launch_scatter_seq(PROD if reduce == "prod" else ADD, src, iv, acc, flag, is_float=is_float, ds=ds,
+                               tgt_strides=tst, **geo)
+        elif cas:
             bits = int_view(words.view(acc_t)[:n + 1])
             launch_index_map(_CAS[reduce], src, iv, bits, flag, cnt=words.view(acc_t)[:n + 1], dummy=n,
                              is_float=is_float, ds=ds, tgt_strides=tst, **geo)
@@ -161,6 +178,8 @@ def _run(desc, inputs, outputs, ws):
 def _route(desc, pref=None):
     reduce, include_self = scatter_mode(desc)
     how = "assign" if reduce is None else f"{reduce}-{'cas' if reduce in _CAS else 'atomic'}"
+    if _sequential(desc, pref):
+        how = ("assign" if reduce is None else reduce) + "-sequential"
     return f"triton:{desc.op}:{how}" + ("" if include_self else "-exclude-self")
 
 
