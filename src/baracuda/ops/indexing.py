@@ -36,12 +36,12 @@ import numpy as np
 
 from .._core.derive import declare_rule_ops
 from .._core.dtypes import DType
-from .._core.errors import DTypeMismatchError, InvalidProblemError
+from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import REQUIRED, Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec, set_bench_inputs
-from ._common import broadcast_shapes, check_nonneg, norm_axis, write_out
+from ._common import broadcast_shapes, check_nonneg, norm_axis
 from .layout import LAYOUT_TYPES
 
-__all__ = ["VALUE_TYPES", "INDEX_TYPES", "oob_error", "check_index", "check_index_shape", "index_spec",
+__all__ = ["VALUE_TYPES", "INDEX_TYPES", "oob_error", "no_out", "check_index", "check_index_shape", "index_spec",
            "index_bench_inputs", "tad_shapes"]
 
 VALUE_TYPES = LAYOUT_TYPES               # every dtype torch's CUDA gather/scatter take (complex aside)
@@ -86,6 +86,12 @@ def check_index_shape(op: str, x: TensorSpec, index: TensorSpec, dim: int, src: 
             raise InvalidProblemError(op, "src", f"a tensor of the input's rank {len(x.shape)}", src.shape)
         if any(j > s for j, s in zip(js, ss)):
             raise InvalidProblemError(op, "src", f"a size no smaller than the index's {tuple(js)}", src.shape)
+
+
+def no_out(op: str, out) -> None:
+    """torch's ``out=`` is not taken by the drop-ins (torch's default None is accepted)."""
+    if out is not None:
+        raise UnsupportedError(op, "argument 'out' of the torch signature is not supported")
 
 
 def _values(op, x):
@@ -188,8 +194,7 @@ def _gather_errors():
 
 def _gather_dropin(input, dim, index, *, sparse_grad=False, out=None):
     """torch.gather; ``sparse_grad=True`` is accepted and the gradient is returned dense (same values)."""
-    if out is not None:
-        return None
+    no_out("gather", out)
     return (input, index), {"dim": dim, "sparse_grad": bool(sparse_grad)}
 
 
@@ -325,7 +330,7 @@ def _peer_tad(x, i, dim=None):
 
 index_spec("take_along_dim", _check_tad, arg_names=("input", "indices"),
            attrs=(Attr("dim", "int", None, optional=True),), peer=_peer_tad,
-           dropin=lambda input, indices, dim=None, *, out=None: None if out is not None else
+           dropin=lambda input, indices, dim=None, *, out=None: no_out("take_along_dim", out) or
            ((input, indices), {"dim": dim}),
            grad=_g_tad, saves=("indices",), samples=_tad_samples, errors=_tad_errors, cost=_gather_cost,
            jax_name="jax.numpy.take_along_axis",

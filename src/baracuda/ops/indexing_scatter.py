@@ -29,10 +29,10 @@ import numpy as np
 from .._core.derive import declare_rule_ops
 from .._core.dtypes import DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import REQUIRED, Attr, ErrorCase, Sample, TensorSpec, Workload, set_bench_inputs
+from .._core.spec import REQUIRED, Attr, ErrorCase, Sample, TensorSpec, Workload, default_tol, set_bench_inputs
 from ._common import check_nonneg, norm_axis
 from .indexing import (_index_errors, _rng_index, _values, _zeros, check_index, check_index_shape, index_bench_inputs,
-                       index_spec)
+                       index_spec, no_out)
 
 __all__ = ["REDUCES", "LEGACY_REDUCE", "scatter_mode"]
 
@@ -169,14 +169,16 @@ def reduce_grads(ctx, x, idx, src, g, out, dim, reduce, include_self):
 
 def _dim_form_grad(reduce_of):
     def rule(ctx, d, grads, s):
-        x, idx = d.inputs[0], s["index"]
+        idx = s["index"]
         reduce, include_self = reduce_of(d)
         src = s.get("src")
         src_shape = d.inputs[2].shape if len(d.inputs) == 3 else None
-        if src is not None:
-            src_i = _crop(ctx, src, ctx.shape(idx))
-        else:    # the value form: the scalar broadcast to the index's shape (prod / amax / amin read it)
-            src_i = _full(ctx, ctx.shape(idx), d.attr("value"), ctx.spec_of(grads[0]).dtype)
+        src_i = None
+        if reduce in ("prod", "amax", "amin"):   # the rules that read src's values (index-shaped)
+            if src is not None:
+                src_i = _crop(ctx, src, ctx.shape(idx))
+            else:    # the value form: the scalar broadcast to the index's shape
+                src_i = _full(ctx, ctx.shape(idx), d.attr("value"), ctx.spec_of(grads[0]).dtype)
         gx, gsrc = reduce_grads(ctx, s.get("input"), idx, src_i, grads[0], s.get("out"), d.attr("dim"), reduce,
                                 include_self)
         if src_shape is None:
@@ -189,7 +191,7 @@ def _scatter_saves(desc):
     reduce, _ = scatter_mode(desc)
     if reduce in ("prod", "amax", "amin"):
         return ("input", "index", "src", "out")
-    return ("index", "src") if len(desc.inputs) == 3 else ("index",)
+    return ("index",)
 
 
 def _scatter_samples(rng):
@@ -237,8 +239,7 @@ def _scatter_dropin(input, dim, index, src=None, *, value=None, reduce=None, out
     """torch.scatter: the src tensor form and the value form (positional ``value`` where torch takes a number)."""
     import torch
 
-    if out is not None:
-        return None
+    no_out("scatter", out)
     if src is not None and not isinstance(src, torch.Tensor):
         src, value = None, src
     if src is not None:
@@ -258,8 +259,6 @@ def _scatter_cost(desc):
 def _scatter_tol(dt):
     # the accumulating forms sum / multiply in f32 (f64 for f64) and round once: one rounding of the dtype; the
     # assignment is exact (the spec's data-movement samples have distinct targets)
-    from .._core.spec import default_tol
-
     return default_tol(dt)
 
 
@@ -336,7 +335,7 @@ index_spec("scatter_reduce", _check_scatter_reduce, arg_names=("input", "index",
                   Attr("include_self", "bool", True)),
            peer=lambda x, i, src, dim, reduce, include_self=True: x.scatter_reduce(dim, i.long(), src, reduce,
                                                                                    include_self=include_self),
-           dropin=lambda input, dim, index, src, reduce, *, include_self=True, out=None: None if out is not None else
+           dropin=lambda input, dim, index, src, reduce, *, include_self=True, out=None: no_out("scatter_reduce", out) or
            ((input, index, src), {"dim": dim, "reduce": reduce, "include_self": include_self}),
            grad=_dim_form_grad(scatter_mode), saves=_scatter_saves, differentiable=(0, 2),
            samples=_reduce_samples(REDUCES), errors=_reduce_errors("scatter_reduce"), cost=_scatter_cost,

@@ -31,7 +31,6 @@ import triton
 import triton.language as tl
 
 from ...._core.checks import flagged
-from ...._core.errors import InvalidProblemError
 from .._lib.geometry import cdiv, next_power_of_2
 from .._lib.interp import loop
 from .._lib.launch import fast_kernel

@@ -6,8 +6,8 @@ the output), else the workspace (f32 for the half types, int64 for the narrow in
 input; include_self=False first stores the reduction's identity at every target (a launch of its own, so every
 mark lands before any value); mean counts the values per target in an int32 workspace (atomic +1) and divides
 at the end (floor division for integers, as torch); prod / amax / amin run compare-and-swap loops on the
-accumulator's bits.  Workspace: [0, 8) the out-of-range flag, then the accumulator (numel + 1 words of 8 bytes:
-the last is the CAS loops' dummy word), then the counts (numel int32).
+accumulator's bits.  Workspace: [0, 8) the out-of-range flag, then the accumulator (numel + 1 elements of its dtype,
+rounded up to 8 bytes: the last is the CAS loops' dummy word), then the counts (numel int32).
 
 Precision: float sums / means / products depend on the order the atomics land in (deterministic=False);
 integer / bool reductions and amax / amin are exact; an assignment with duplicate targets keeps one of their
@@ -56,12 +56,18 @@ def _numel(desc):
     return n
 
 
+def _acc_bytes(desc) -> int:
+    """The accumulator's bytes (numel + 1 words: the last is the CAS loops' dummy), rounded up to 8."""
+    n = _numel(desc)
+    size = acc_dtype(desc.dtype).itemsize
+    return -(-size * (n + 1) // 8) * 8
+
+
 def _workspace(desc):
     reduce, _ = scatter_mode(desc)
     if reduce is None:
         return 8
-    n = _numel(desc)
-    return 8 + 8 * (n + 1) + (4 * n if reduce == "mean" else 0)
+    return 8 + _acc_bytes(desc) + (4 * _numel(desc) if reduce == "mean" else 0)
 
 
 def _sequential(desc, pref) -> bool:
@@ -130,7 +136,8 @@ def _bind(desc, pref=None):
         n = rv.numel()
         dim = geo["dim"]
         cas = reduce in _CAS and not seq
-        words = ws.reshape(-1)[8:8 + 8 * (n + 1)]
+        nb = _acc_bytes(desc)
+        words = ws.reshape(-1)[8:8 + nb]
         if rv.dtype == acc_t and not cas:   # atomics straight into the output
             acc = rv
         else:
@@ -145,7 +152,7 @@ def _bind(desc, pref=None):
             ident = torch.full((1,), _identity(reduce, acc_t), dtype=acc_t, device=acc.device)
             launch_index_map(MARK, ident, iv, acc, flag, ds=ds, tgt_strides=tst, **geo)
         if reduce == "mean":
-            cnt = ws.reshape(-1)[8 + 8 * (n + 1):8 + 8 * (n + 1) + 4 * n].view(torch.int32).view(rv.shape)
+            cnt = ws.reshape(-1)[8 + nb:8 + nb + 4 * n].view(torch.int32).view(rv.shape)
             cnt.zero_()
             launch_index_map(COUNT, src, iv, acc, flag, cnt=cnt, ds=ds, tgt_strides=tst, **geo)
         if seq:
