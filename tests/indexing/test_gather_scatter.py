@@ -340,3 +340,22 @@ def test_scatter_reduce_narrow_dtypes_with_duplicates(reduce, dt):
     tol = {"bf16": 1.6e-2, "f16": 1e-2}.get(dt, 0.0)   # prod / mean of 40 values: one rounding of the result
     from baracuda.testing import assert_close
     assert_close(got.cpu() if got.dtype != torch.bfloat16 else got.float().cpu(), want, tol, tol, f"{reduce} {dt}")
+
+
+@pytest.mark.skipif(bc.Backend.TRITON not in BACKENDS, reason="no Triton backend here")
+@pytest.mark.parametrize("dt", [torch.bfloat16, torch.float32, torch.int64, torch.bool])
+def test_gather_of_whole_rows_expanded_index(dt):
+    """An index expanded along the row (stride 0: one index load per row, contiguous row accesses) equals torch's
+    gather; a bad row index zeroes that output row only and raises."""
+    g = torch.Generator().manual_seed(5)
+    x = (torch.randn(9, 40, generator=g) * 4).to(dt).to(DT)
+    i = torch.randint(0, 9, (6, 1), generator=g).to(DT).expand(6, 40)
+    d = bc.Descriptor.like("gather", x, i, dim=0)
+    p = _plan(d, bc.Backend.TRITON, check_values="off")
+    assert torch.equal(p.run(x, i), x.gather(0, i))
+    bad = i.clone()[:, :1]
+    bad[2] = 9
+    got = p.run(x, bad.expand(6, 40))
+    assert not got[2].any() and torch.equal(got[[0, 1, 3, 4, 5]], x.gather(0, i)[[0, 1, 3, 4, 5]])
+    with pytest.raises(bc.InvalidProblemError, match="got index 9"):
+        _plan(d, bc.Backend.TRITON, check_values="sync").run(x, bad.expand(6, 40))

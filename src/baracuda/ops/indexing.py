@@ -396,8 +396,10 @@ index_spec("one_hot", _check_one_hot, arg_names=("tensor",), dtypes=(DType.i64,)
 
 
 # -- benchmark inputs: valid indices ------------------------------------------------------------------------------
-def index_bench_inputs(index_pos: int, extent):
-    """A benchmark input maker: random values, and at ``index_pos`` indices in [0, extent(desc))."""
+def index_bench_inputs(index_pos: int, extent, rows: bool = False):
+    """A benchmark input maker: random values, and at ``index_pos`` indices in [0, extent(desc)).  ``rows``: one
+    index per row, expanded along the last dim (``idx[:, None].expand(-1, D)``: a gather of whole rows, how
+    models call it; torch and we receive the same stride-0 view)."""
     def maker(desc, device, gen):
         import torch
 
@@ -405,7 +407,9 @@ def index_bench_inputs(index_pos: int, extent):
         out = []
         for k, t in enumerate(desc.inputs):
             if k == index_pos:
-                out.append(torch.randint(0, max(extent(desc), 1), t.shape, **g).to(t.dtype.torch).to(device))
+                shape = t.shape[:-1] + (1,) if rows and t.shape else t.shape
+                i = torch.randint(0, max(extent(desc), 1), shape, **g).to(t.dtype.torch).to(device)
+                out.append(i.expand(t.shape) if rows else i)
             elif t.dtype.is_floating:
                 out.append(torch.randn(t.shape, **g).to(t.dtype.torch).to(device))
             else:
@@ -414,7 +418,7 @@ def index_bench_inputs(index_pos: int, extent):
     return maker
 
 
-set_bench_inputs("gather", index_bench_inputs(1, lambda d: (d.inputs[0].shape or (1,))[d.attr("dim")]))
+set_bench_inputs("gather", index_bench_inputs(1, lambda d: (d.inputs[0].shape or (1,))[d.attr("dim")], rows=True))
 set_bench_inputs("take", index_bench_inputs(1, lambda d: d.inputs[0].numel))
 set_bench_inputs("take_along_dim", index_bench_inputs(
     1, lambda d: d.inputs[0].numel if d.attr("dim") is None else (d.inputs[0].shape or (1,))[d.attr("dim")]))

@@ -95,8 +95,10 @@ def _combine(cur, v, MODE: tl.constexpr, IS_FLOAT: tl.constexpr):
 def _index_map(val_ptr, idx_ptr, tgt_ptr, flag_ptr, cnt_ptr, n_rows, L, n_cb, size, DS, dummy,
                D1, D2, D3, D4, I0, I1, I2, I3, I4, IL, V0, V1, V2, V3, V4, VL, T0, T1, T2, T3, T4, TL,
                MODE: tl.constexpr, WRAP: tl.constexpr, I64: tl.constexpr, IS_FLOAT: tl.constexpr,
-               BR: tl.constexpr, BC: tl.constexpr):
-    """One [BR, BC] tile of the index space; see the module doc for the operands and MODE."""
+               BR: tl.constexpr, BC: tl.constexpr, ROW_INDEX: tl.constexpr = False):
+    """One [BR, BC] tile of the index space; see the module doc for the operands and MODE.  ROW_INDEX: the index
+    is constant along the columns (stride 0: ``idx[:, None].expand(-1, D)``, a gather of whole rows): one index
+    load per row, and the row's addresses stay contiguous (16-byte accesses when the strides allow)."""
     pid = tl.program_id(0)
     if I64:
         pid = pid.to(tl.int64)
@@ -108,10 +110,14 @@ def _index_map(val_ptr, idx_ptr, tgt_ptr, flag_ptr, cnt_ptr, n_rows, L, n_cb, si
         r = r.to(tl.int64)
         c = c.to(tl.int64)
     m = (r < n_rows)[:, None] & (c < L)[None, :]
-    io = _rows(r, D1, D2, D3, D4, I0, I1, I2, I3, I4)[:, None] + (c * IL)[None, :]
     vo = _rows(r, D1, D2, D3, D4, V0, V1, V2, V3, V4)[:, None] + (c * VL)[None, :]
     to = _rows(r, D1, D2, D3, D4, T0, T1, T2, T3, T4)[:, None] + (c * TL)[None, :]
-    j = tl.load(idx_ptr + io, mask=m, other=0).to(tl.int64)
+    if ROW_INDEX:
+        io_r = _rows(r, D1, D2, D3, D4, I0, I1, I2, I3, I4)
+        j = tl.load(idx_ptr + io_r, mask=r < n_rows, other=0).to(tl.int64)[:, None] + tl.zeros([BR, BC], tl.int64)
+    else:
+        io = _rows(r, D1, D2, D3, D4, I0, I1, I2, I3, I4)[:, None] + (c * IL)[None, :]
+        j = tl.load(idx_ptr + io, mask=m, other=0).to(tl.int64)
     if WRAP:
         ok = (j >= -size) & (j < size)
         jw = tl.where(j < 0, j + size, j)
@@ -265,15 +271,19 @@ def launch_index_map(mode, val, idx, tgt, flag, *, dim, ds, size, wrap, shape, i
     dims, (ist, vst, tst) = geo
     L = dims[-1]
     rows = n // L
+    row_index = ist[-1] == 0 and L > 1
+    # a per-element index tile holds int64 indices and three offset vectors: 4096 elements took 190-230 registers
+    # per thread at 4 warps on sm_90 (two programs per SM); 1024 keep it near 60.  A row-indexed tile needs 32 at 4096
+    tile = _TILE if row_index else _TILE // 4
     bc = min(next_power_of_2(L), 1024)
-    br = max(1, min(_TILE // bc, next_power_of_2(rows)))
+    br = max(1, min(tile // bc, next_power_of_2(rows)))
     n_cb = cdiv(L, bc)
     spans = [1 + sum((d - 1) * abs(s) for d, s in zip(dims, st)) for st in (ist, vst, tst)]
     i64 = max(spans + [size * abs(ds) + spans[2], n + _TILE]) >= _LIMIT
     _index_map[(cdiv(rows, br) * n_cb,)](
         val, idx, tgt, flag, cnt if cnt is not None else tgt, rows, L, n_cb, size, ds, dummy,
         *dims[1:5], *ist, *vst, *tst, MODE=mode, WRAP=wrap, I64=i64, IS_FLOAT=is_float, BR=br, BC=bc,
-        num_warps=4)
+        ROW_INDEX=row_index, num_warps=4)
 
 
 @fast_kernel
