@@ -106,6 +106,13 @@ def _bind(desc, pref=None):
     acc_t = acc_dtype(desc.dtype)
     is_float = desc.dtype.is_floating
     seq = _sequential(desc, pref)
+    consts: dict = {}    # (what, device) -> the 1-element value / identity tensor, made once per plan and device
+
+    def const(what, v, dt, device):
+        t = consts.get((what, device))
+        if t is None:
+            t = consts[(what, device)] = torch.full((1,), v, dtype=dt, device=device)
+        return t
 
     def run(desc_, inputs, outputs, ws):
         x, idx = inputs[:2]
@@ -115,7 +122,7 @@ def _bind(desc, pref=None):
         res = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
         xv, iv, sv, rv, dim, size, wrap, what = _views(desc, x, idx, src, res)
         if sv is None:   # the value form: a 1-element src with zero strides
-            sv = torch.full((1,), value, dtype=x.dtype, device=x.device)
+            sv = const("value", value, x.dtype, x.device)
             sst = (0,) * iv.dim()
         else:
             sst = sv.stride()
@@ -149,7 +156,7 @@ def _bind(desc, pref=None):
         tst = tuple(0 if d == dim else s for d, s in enumerate(acc.stride()))
         src = int_view(sv) if sv.dtype == torch.bool else sv
         if not include_self:
-            ident = torch.full((1,), _identity(reduce, acc_t), dtype=acc_t, device=acc.device)
+            ident = const("identity", _identity(reduce, acc_t), acc_t, acc.device)
             launch_index_map(MARK, ident, iv, acc, flag, ds=ds, tgt_strides=tst, **geo)
         if reduce == "mean":
             cnt = ws.reshape(-1)[8 + nb:8 + nb + 4 * n].view(torch.int32).view(rv.shape)
