@@ -285,24 +285,23 @@ def _check_tad(inputs, attrs):
 
 
 def _g_tad(ctx, d, grads, s):
+    """dim=None: put(accumulate) of the gradient on the flat input.  Along a dim: the indices wrapped to [0, n)
+    (remainder: Python's sign rule) and tiled to the broadcast shape, a scatter_add into zeros of the broadcast
+    input's shape, summed back to the input's shape."""
     x, idx = d.inputs
-    dim = d.attr("dim")
-    g = grads[0]
-    bx, bj = tad_shapes("take_along_dim", TensorSpec(x.shape or (1,), x.dtype),
-                        TensorSpec(idx.shape or (1,), idx.dtype), dim) if dim is not None else \
-        tad_shapes("take_along_dim", x, idx, None)
-    # dim=None: put(accumulate) on the flat input (put wraps negative indices as take does).  Along a dim: the
-    # indices wrapped to [0, n) (remainder: Python's sign rule) and broadcast, a scatter_add into zeros of the
-    # broadcast input's shape, summed back to the input's shape
+    dim, g = d.attr("dim"), grads[0]
     if dim is None:
         return ctx.op("put", _zeros(ctx, x.shape, x.dtype), s["indices"], g, accumulate=True), None
-    n = ctx.op("full", shape=(), value=bx[dim], dtype=DType.i64)
-    idx_w = ctx.op("remainder", s["indices"], n)
+    bx, bj = tad_shapes("take_along_dim", TensorSpec(x.shape or (1,), x.dtype), TensorSpec(idx.shape or (1,),
+                                                                                        idx.dtype), dim)
+    if math.prod(bj) == 0:     # nothing gathered: no gradient reaches the input
+        return _zeros(ctx, x.shape, x.dtype), None
+    idx_w = ctx.op("remainder", s["indices"], ctx.op("full", shape=(), value=bx[dim], dtype=DType.i64))
     ishape = ctx.shape(idx_w) or (1,)
-    if tuple(ishape) != tuple(bj):   # broadcast the indices (a tiling of their size-1 dims)
+    if tuple(ishape) != tuple(bj):
         idx_w = ctx.op("repeat", ctx.reshape(idx_w, ishape), repeats=tuple(b // a for a, b in zip(ishape, bj)))
     gi = ctx.op("scatter_add", _zeros(ctx, bx, x.dtype), idx_w, ctx.reshape(g, bj), dim=dim)
-    return (ctx.reduce_to(gi, x.shape) if tuple(bx) != tuple(x.shape) else ctx.reshape(gi, x.shape)), None
+    return ctx.reduce_to(gi, x.shape) if tuple(bx) != tuple(x.shape) else ctx.reshape(gi, x.shape), None
 
 
 def _tad_samples(rng):
