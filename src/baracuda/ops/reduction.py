@@ -405,6 +405,22 @@ def _amax_bw_errors():
     yield ErrorCase((((3,), "i32"),) * 3, {}, UnsupportedError, r"dtype i32", "int-dtype")
 
 
+# The shape classes every reduction row of the bench covers besides its main [16384, 4096] rows (issue #16 item 4:
+# rows 1..1M x columns 1..1M): one 16M-long row, 1M rows of 16, 16 rows of 1M reduced over dim 0, 1M rows of 16
+# reduced over dim 0 (16 outputs), in bf16; f16 on the main shape.  ``dim_attr`` names the op's axis attribute.
+_CLASSES = (("last-[1,16777216]", (1, 1 << 24), 1), ("last-[1048576,16]", (1 << 20, 16), 1),
+            ("first-[16,1048576]", (16, 1 << 20), 0), ("first-[1048576,16]", (1 << 20, 16), 0))
+
+
+def shape_class_workloads(name: str, dim_attr: str = "dims", attrs=None) -> tuple:
+    a = dict(attrs or {})
+    ax = (lambda d: (d,)) if dim_attr == "dims" else (lambda d: d)
+    w = [Workload(f"{name}-{tag}-bf16", (shape,), DType.bf16, dict(a, **{dim_attr: ax(d)}))
+         for tag, shape, d in _CLASSES]
+    w.append(Workload(f"{name}-last-[16384,4096]-f16", ((16384, 4096),), DType.f16, dict(a, **{dim_attr: ax(1)})))
+    return tuple(w)
+
+
 def _workloads(name, kind):
     w = []
     dts = (DType.bf16, DType.f32)
@@ -420,6 +436,10 @@ def _workloads(name, kind):
                               backward=name == "amax"))
     else:
         w.append(Workload(f"{name}-last-[16384,4096]-bf16", ((16384, 4096),), DType.bf16, {"dim": 1}))
+    if name in ("sum", "mean", "amax"):
+        w.extend(shape_class_workloads(name))
+    elif name == "argmax":
+        w.extend(shape_class_workloads(name, "dim"))
     return tuple(w)
 
 

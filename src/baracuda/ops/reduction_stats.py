@@ -32,8 +32,8 @@ from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedE
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from .._core.derive import declare_rule_ops
 from ._common import float_operands, norm_axes, norm_axis
-from .reduction import (NUM_TYPES, KEEPDIM, bw_operands, check_reduced, dims_attr, full_dims, keepdim_shape,
-                        reduced_shape, sum_tol)
+from .reduction import (NUM_TYPES, KEEPDIM, shape_class_workloads, bw_operands, check_reduced, dims_attr, full_dims,
+                        keepdim_shape, reduced_shape, sum_tol)
 
 __all__ = ["MOMENT_OPS", "NORM_OPS", "count_of", "norm_grad"]
 
@@ -502,6 +502,8 @@ def _wl(op, attrs=None, dts=(DType.bf16, DType.f32), backward=True, first=True):
     if first:
         w.append(Workload(f"{op}-first-[16384,4096]-bf16", ((16384, 4096),), DType.bf16, dict(a, dims=(0,))))
     w.append(Workload(f"{op}-all-64M-f32", ((64 * 1024 * 1024,),), DType.f32, dict(a, dims=None)))
+    if op == "var":
+        w.extend(shape_class_workloads(op, "dims", a))
     return tuple(w)
 
 
