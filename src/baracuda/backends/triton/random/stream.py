@@ -125,6 +125,8 @@ def _stream_kernel(x_ptr, y_ptr, N, seed, offset, inner, ah, al, bh, bl, ch, cl,
         x = tl.zeros([BLOCK], dtype=CT)
     a, b, c = join_f64(ah, al, F64), join_f64(bh, bl, F64), join_f64(ch, cl, F64)
     v = _value(own, first, second, odd, x, a, b, c, pk, lo_i, rng_i, MODE, F64)
+    if MODE == 3 and y_ptr.dtype.element_ty.is_floating():
+        v = v.to(CT)    # randint into a float dtype: int64 -> f32 / f64 -> the output's (bf16 directly: wrong bits)
     tl.store(y_ptr + idx, v.to(y_ptr.dtype.element_ty), mask=m)
 
 
