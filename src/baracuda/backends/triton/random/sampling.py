@@ -25,7 +25,7 @@ from .._lib.interp import loop
 from .._lib.launch import fast_kernel
 from .._lib.math import log
 from .._lib.register import register_triton
-from .stream import element_words, unit, unit_open
+from .stream import element_words, int_out, unit, unit_open
 
 __all__ = ["RANDPERM_CAP"]
 RANDPERM_CAP = 16384
@@ -39,7 +39,7 @@ def _randperm_kernel(y_ptr, n, seed, offset, BLOCK: tl.constexpr):
     key = (own.to(tl.uint64) << 32) | i.to(tl.uint64)
     key = tl.where(i < n, key, 0xFFFFFFFFFFFFFFFF)      # padding sorts last
     key = tl.sort(key, 0)
-    tl.store(y_ptr + i, (key & 0xFFFFFFFF).to(tl.int64).to(y_ptr.dtype.element_ty), mask=i < n)
+    tl.store(y_ptr + i, int_out((key & 0xFFFFFFFF).to(tl.int64), y_ptr).to(y_ptr.dtype.element_ty), mask=i < n)
 
 
 @triton.jit

@@ -29,7 +29,7 @@ from .._lib.math import cospi, log, sinpi, sqrt
 from .._lib.register import register_triton
 from .._lib.scalars import join_f64, split_f64
 
-__all__ = ["unit", "unit_open", "element_words", "block_words", "forced", "MODES"]
+__all__ = ["unit", "unit_open", "element_words", "block_words", "int_out", "forced", "MODES"]
 
 _FORCE, forced = overrides("""Force ``block`` (elements per program) or ``aligned=False`` (the per-element path).""")
 MODES = {"uniform": 0, "normal": 1, "exponential": 2, "randint": 3, "bernoulli_p": 4, "bernoulli": 5, "affine": 6}
@@ -59,6 +59,18 @@ def element_words(seed, e):
     k = e & 3
     own = tl.where(k == 0, w0, tl.where(k == 1, w1, tl.where(k == 2, w2, w3)))
     return own, tl.where(k < 2, w0, w2), tl.where(k < 2, w1, w3), (k & 1) == 1
+
+
+@triton.jit
+def int_out(v, y_ptr):
+    """int64 values for y_ptr's dtype: through f64 into an f64 output, through f32 into the others (the
+    interpreter's int64 -> bf16 and f64 -> bf16 conversions give the integer's bits)."""
+    if y_ptr.dtype.element_ty.is_fp64():
+        return v.to(tl.float64)
+    elif y_ptr.dtype.element_ty.is_floating():
+        return v.to(tl.float32)
+    else:
+        return v
 
 
 @triton.jit
@@ -125,8 +137,8 @@ def _stream_kernel(x_ptr, y_ptr, N, seed, offset, inner, ah, al, bh, bl, ch, cl,
         x = tl.zeros([BLOCK], dtype=CT)
     a, b, c = join_f64(ah, al, F64), join_f64(bh, bl, F64), join_f64(ch, cl, F64)
     v = _value(own, first, second, odd, x, a, b, c, pk, lo_i, rng_i, MODE, F64)
-    if MODE == 3 and y_ptr.dtype.element_ty.is_floating():
-        v = v.to(CT)    # randint into a float dtype: int64 -> f32 / f64 -> the output's (bf16 directly: wrong bits)
+    if MODE == 3:
+        v = int_out(v, y_ptr)
     tl.store(y_ptr + idx, v.to(y_ptr.dtype.element_ty), mask=m)
 
 
