@@ -164,7 +164,7 @@ def _check_dropout(op):
         r = len(x.shape)
         if name == "dropout1d" and r not in (2, 3):
             raise InvalidProblemError(op, "input", "a 2-d (C, L) or 3-d (N, C, L) input (dropout1d)", f"{r}-d")
-        if r < _MIN_RANK.get(name, 0):
+        if r < _MIN_RANK.get(name, 0) and attrs["training"] and attrs["p"] > 0 and x.numel:   # (torch's rule)
             raise InvalidProblemError(op, "input", f"at least {_MIN_RANK[name]} dims (feature dropout)", f"{r}-d")
         return attrs, (TensorSpec(x.shape, x.dtype),)
     return check
@@ -193,6 +193,10 @@ def _check_multinomial(inputs, attrs):
 def _g_dropout(ctx, d, grads, s):
     a = {k: d.attr(k) for k in ("p", "training", "seed", "offset")}
     return (ctx.op("dropout_backward", grads[0], variant=d.op, **a),)
+
+
+def _g_bernoulli(ctx, d, grads, s):
+    return (ctx.op("zeros_like", grads[0]),)      # torch's: a draw is piecewise constant in p
 
 
 # -- drop-ins ----------------------------------------------------------------------------------------------------
@@ -295,6 +299,7 @@ _reg("bernoulli", _check_bernoulli, (Attr("p", "float", None, optional=True, ge=
      [Workload("bernoulli-16384x4096-bf16", ((16384, 4096),), DType.bf16, {"seed": 7})],
      "1 with probability p (each element of the input, or the attribute p), else 0, in the input's dtype "
      "(torch.bernoulli).", arg_names=("input",), torch_name="torch.bernoulli", dropin=_bernoulli_dropin,
+     grad=_g_bernoulli, saves=(), differentiable=(0,),
      cost=lambda d: (d.inputs[0].nbytes + d.outputs[0].nbytes, 0))
 
 
@@ -365,4 +370,4 @@ _reg("multinomial", _check_multinomial,
      torch_name="torch.multinomial", dropin=_multinomial_dropin,
      cost=lambda d: (d.inputs[0].nbytes + d.outputs[0].nbytes, 0))
 
-declare_rule_ops(__name__, "dropout_backward")
+declare_rule_ops(__name__, "dropout_backward", "zeros_like")
