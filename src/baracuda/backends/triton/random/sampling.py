@@ -1,9 +1,9 @@
 """randperm and multinomial on the Philox stream (stream.py's element words).
 
 randperm(n): one program sorts the n keys (word << 32 | index) with tl.sort (a bitonic network in registers) and
-writes the low halves: the stable argsort of the words, as the reference.  Up to 16384 elements (64 registers a
-thread of 16 warps for the uint64 keys); longer permutations are refused (a multi-block sort of the keys is what
-remains).
+writes the low halves: the stable argsort of the words, as the reference.  Up to 8192 elements (16 warps, 116
+registers a thread, no spill on sm_90; 16384 keys spill 384 B): longer permutations are refused (a multi-block
+sort of the keys is what remains).
 
 multinomial(x, num_samples, replacement): one program per row, the row streamed in chunks of up to 2048
 categories.  With replacement: the row sum, then per block of samples t = U * sum and index = #{k : cumsum_k <= t}
@@ -28,7 +28,7 @@ from .._lib.register import register_triton
 from .stream import element_words, int_out, unit, unit_open
 
 __all__ = ["RANDPERM_CAP"]
-RANDPERM_CAP = 16384
+RANDPERM_CAP = 8192
 _CHUNK = 2048
 
 
