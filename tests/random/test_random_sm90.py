@@ -1,7 +1,7 @@
 """Offline sm_90 compile of the random family's kernels (no GPU: Triton's CUDA backend and bundled ptxas), with the
 plans' own host code and launch specialisation: every stream mode on the aligned (four words per Philox) and
-per-element paths, f64 and half types, the widest randperm (16384 keys, 16 warps) and multinomial over a
-128256-category row with and without replacement.  No kernel spills; the bf16 dropout reads 16 bytes a load."""
+per-element paths, f64 and half types, the widest randperm (8192 keys, 16 warps), multinomial and
+top_k_top_p_sampling over 128256-category rows.  No kernel spills; the bf16 dropout reads 16 bytes a load."""
 from __future__ import annotations
 
 import pytest
@@ -24,8 +24,11 @@ X = [("dropout", "bf16", (4096, 4096), {}), ("dropout", "f64", (64, 64), {}), ("
      ("multinomial", "f32", (64, 128256), {"num_samples": 1}),
      ("multinomial", "bf16", (64, 128256), {"num_samples": 8, "replacement": True}),
      ("multinomial", "f64", (4, 1000), {"num_samples": 3})]
+TOPK = [("f32", 128256), ("bf16", 128256), ("f64", 1000)]
 cases = [(op, [], dict(a, shape=(1 << 20,), dtype=DT[dt], seed=2 ** 40 + 3)) for op, dt, a in FILL]
 cases += [(op, [torch.empty(shape, dtype=DT[dt])], dict(a, seed=5)) for op, dt, shape, a in X]
+cases += [("top_k_top_p_sampling", [torch.empty(64, v, dtype=DT[dt]), torch.empty(64, dtype=torch.int64),
+                                     torch.empty(64), torch.empty(64)], {"seed": 3}) for dt, v in TOPK]
 cases += [("randperm", [], {"n": 8192, "seed": 7}), ("randperm", [], {"n": 4096, "seed": 7}), ("randperm", [], {"n": 100, "seed": 1, "dtype": torch.int32})]
 for op, xs, attrs in cases:
     desc = bc.Descriptor.make(op, *xs, **attrs) if not xs else bc.Descriptor.like(op, *xs, **attrs)
