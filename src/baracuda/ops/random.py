@@ -46,12 +46,14 @@ from .._core.spec import REQUIRED, Attr, ErrorCase, OpSpec, Sample, TensorSpec, 
 from ._common import check_nonneg
 from .attention_dropin import draw_seed
 
-__all__ = ["ALPHA_SELU", "DROPOUT_OPS", "affine_of", "mask_inner", "multinomial_keys", "randint_range", "consumed"]
+__all__ = ["ALPHA_SELU", "DROPOUT_OPS", "affine_of", "mask_inner", "multinomial_keys", "randint_range", "consumed",
+           "stream_check", "has_state", "new_state", "advance"]
 
 ALPHA_SELU = 1.7580993408473766      # SELU's scale * alpha: the negative saturation value alpha_dropout keeps
 DROPOUT_OPS = ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout")
 INT_OUT = (DType.i64, DType.i32, DType.i16, DType.i8, DType.u8)
-_SEED = Attr("seed", "int", REQUIRED, ge=0, lt=2 ** 63, expected="an int in [0, 2**63) (the Philox key)")
+_SEED = Attr("seed", "int", None, optional=True, ge=0, lt=2 ** 63,
+             expected="an int in [0, 2**63) (the Philox key; required unless a 'state' operand is given)")
 _OFFSET = Attr("offset", "int", 0, ge=0, lt=2 ** 62, expected="an int in [0, 2**62) (the stream's first element)")
 _P = Attr("p", "float", 0.5, ge=0.0, le=1.0, expected="a probability in [0, 1]")
 _SHAPE = Attr("shape", "shape", REQUIRED)
@@ -110,12 +112,47 @@ def multinomial_keys(w: np.ndarray, u_open: np.ndarray) -> np.ndarray:
         return np.where(w > 0, -np.log(u_open) / np.where(w > 0, w, 1.0), np.inf)
 
 
+# -- the device-side stream state (CUDA graphs) --------------------------------------------------------------
+def stream_check(op: str, n_base: int, check):
+    """``check`` of the op's own operands, behind the optional trailing ``state`` operand (an int64 tensor [2]:
+    seed, offset base): with it the kernels read the key and the offset base from device memory (attribute
+    ``offset`` is added), so a captured CUDA graph draws new numbers when the host advances the state between
+    replays; without it ``seed`` is required."""
+    def checked(inputs, attrs):
+        if len(inputs) not in (n_base, n_base + 1):
+            raise InvalidProblemError(op, "inputs", f"{n_base} operand(s), plus an optional 'state'", len(inputs))
+        if len(inputs) > n_base:
+            st = inputs[n_base]
+            if st.shape != (2,) or st.dtype != DType.i64:
+                raise InvalidProblemError(op, "state", "an i64 tensor of shape (2,): (seed, offset base)",
+                                          f"{st.dtype} {st.shape}")
+        elif attrs["seed"] is None:
+            raise InvalidProblemError(op, "seed", "an int in [0, 2**63) (or a 'state' operand)", None)
+        return check(inputs[:n_base], attrs)
+    return checked
+
+
+def has_state(desc) -> bool:
+    return len(desc.inputs) == len(desc.spec.arg_names)
+
+
+def new_state(seed: int, device=None):
+    """A stream state for ``device``: int64 [seed, 0] (torch)."""
+    import torch
+
+    return torch.tensor([seed, 0], dtype=torch.int64, device=device)
+
+
+def advance(state, desc) -> None:
+    """Move the state's offset past what ``desc`` draws, rounded up to a multiple of 4 (the kernels' four-word
+    blocks stay aligned): an in-place add on the state's device, ordered on its stream — between two replays of a
+    captured graph, each replay draws fresh numbers; never between a forward and its backward (the backward
+    regenerates the forward's mask from the same state)."""
+    n = consumed(desc)
+    state[1] += (n + 3) // 4 * 4
+
+
 # -- checks ------------------------------------------------------------------------------------------------------
-def _no_operands(op, inputs):
-    if inputs:
-        raise InvalidProblemError(op, "inputs", "no operands (shape and dtype are attributes)", len(inputs))
-
-
 def _dtype_in(op, dt, allowed):
     if dt not in allowed:
         raise UnsupportedError(op, f"dtype {dt}; the op is defined for {', '.join(map(str, allowed))}")
@@ -124,7 +161,6 @@ def _dtype_in(op, dt, allowed):
 
 def _check_fill(op):
     def check(inputs, attrs):
-        _no_operands(op, inputs)
         allowed = FLOAT_TYPES + (INT_OUT if op == "randint" else ())
         dt = _dtype_in(op, attrs["dtype"] or (DType.i64 if op == "randint" else DType.f32), allowed)
         if op == "uniform" and not attrs["low"] <= attrs["high"]:
@@ -140,8 +176,6 @@ def _check_fill(op):
 
 
 def _one_float_operand(op, inputs):
-    if len(inputs) != 1:
-        raise InvalidProblemError(op, "inputs", "1 operand", len(inputs))
     x = inputs[0]
     if x.dtype not in FLOAT_TYPES:
         raise UnsupportedError(op, f"dtype {x.dtype}; the op is defined for {', '.join(map(str, FLOAT_TYPES))}")
@@ -171,7 +205,6 @@ def _check_dropout(op):
 
 
 def _check_randperm(inputs, attrs):
-    _no_operands("randperm", inputs)
     dt = _dtype_in("randperm", attrs["dtype"] or DType.i64, (DType.i64, DType.i32) + FLOAT_TYPES)
     return dict(attrs, dtype=dt), (TensorSpec((attrs["n"],), dt),)
 
@@ -192,7 +225,7 @@ def _check_multinomial(inputs, attrs):
 # -- backward --------------------------------------------------------------------------------------------------
 def _g_dropout(ctx, d, grads, s):
     a = {k: d.attr(k) for k in ("p", "training", "seed", "offset")}
-    return (ctx.op("dropout_backward", grads[0], variant=d.op, **a),)
+    return (ctx.op("dropout_backward", grads[0], *([s["state"]] if "state" in s else []), variant=d.op, **a),)
 
 
 def _g_bernoulli(ctx, d, grads, s):
@@ -227,6 +260,9 @@ def _fill_samples(op, extra):
     def samples(rng):
         for i, shape in enumerate(((3, 5), (7,), (), (2, 3, 4), (0, 3), (4099,))):
             yield Sample((), {"shape": shape, "seed": 11 + i, "offset": (0, 4, 3, 1)[i % 4], **extra}, name=f"{shape}")
+        for base, off in ((8, 4), (2 ** 40 + 6, 1)):      # the device-side state: (seed, base) + offset
+            yield Sample((np.array([2 ** 33 + 5, base], dtype=np.int64),), {"shape": (5, 7), "offset": off, **extra},
+                         name=f"state{base % 4}")
     return samples
 
 
@@ -235,7 +271,8 @@ def _fill_errors(op, extra):
         a = {"shape": (2, 3), "seed": 1, **extra}
         yield ErrorCase((), dict(a, shape=(2, -1)), InvalidProblemError, rf"{op}: argument 'shape'", "negative")
         yield ErrorCase((), dict(a, dtype="c64"), UnsupportedError, rf"{op}: dtype c64", "dtype")
-        yield ErrorCase((((2,), "f32"),), a, InvalidProblemError, "no operands", "operands")
+        yield ErrorCase((((2,), "f32"),), a, InvalidProblemError, rf"{op}: argument 'state': expected an i64", "state")
+        yield ErrorCase((((2,), "i64"),) * 2, a, InvalidProblemError, rf"{op}: argument 'inputs'", "operands")
         yield ErrorCase((), {k: v for k, v in a.items() if k != "seed"}, InvalidProblemError, r"argument 'seed'",
                         "no-seed")
         yield ErrorCase((), dict(a, offset=-1), InvalidProblemError, r"argument 'offset'", "offset")
@@ -250,8 +287,9 @@ def _tol(dt):
 
 
 def _reg(name, check, attrs, dtypes, samples, errors, workloads, doc, **kw):
-    kw.setdefault("arg_names", ())
-    return register_spec(OpSpec(name=name, family="random", check=check, attrs=attrs, dtypes=dtypes, samples=samples,
+    base = kw.pop("arg_names", ())
+    return register_spec(OpSpec(name=name, family="random", check=stream_check(name, len(base), check),
+                                arg_names=base + ("state",), attrs=attrs, dtypes=dtypes, samples=samples,
                                 errors=errors, workloads=tuple(workloads), doc=doc, tol=_tol, **kw))
 
 
@@ -279,6 +317,8 @@ def _x_samples(attrs_of, domain=(-2.0, 2.0), shapes=((3, 5), (7,), (), (2, 3, 4)
         for i, shape in enumerate(shapes):
             for a in attrs_of(i, len(shape)):
                 yield Sample((rng.uniform(*domain, size=shape),), dict(a, seed=5 + i), name=f"{shape}{a}")
+        a = attrs_of(1, 2)[0]
+        yield Sample((rng.uniform(*domain, size=(4, 6)), np.array([77, 6], dtype=np.int64)), a, name="state")
     return samples
 
 
@@ -286,7 +326,8 @@ def _x_errors(op, good_shape=(2, 3, 4), extra=None):
     def errors():
         a = {"seed": 1, **(extra or {})}
         yield ErrorCase(((good_shape, "i32"),), a, UnsupportedError, rf"{op}: dtype i32", "int")
-        yield ErrorCase(((good_shape, "f32"),) * 2, a, InvalidProblemError, r"argument 'inputs'", "two")
+        yield ErrorCase(((good_shape, "f32"),) * 2, a, InvalidProblemError, r"argument 'state'", "state")
+        yield ErrorCase(((good_shape, "f32"),) * 3, a, InvalidProblemError, r"argument 'inputs'", "three")
         yield ErrorCase(((good_shape, "f32"),), {k: v for k, v in a.items() if k != "seed"}, InvalidProblemError,
                         r"argument 'seed'", "no-seed")
         if op in DROPOUT_OPS or op == "dropout_backward":
@@ -326,7 +367,7 @@ for _op in DROPOUT_OPS:
          _x_errors(_op), [Workload(f"{_op}-16384x4096-bf16", ((16384, 4096),), DType.bf16, {"p": 0.1, "seed": 7},
                                    backward=True)] if _op == "dropout" else [],
          _DROP_DOC[_op], arg_names=("input",), torch_name=f"torch.nn.functional.{_op}", dropin=_dropout_dropin(_op), grad=_g_dropout,
-         saves=(), differentiable=(0,), cost=lambda d: (d.inputs[0].nbytes + d.outputs[0].nbytes, 0))
+         saves=("state",), differentiable=(0,), cost=lambda d: (d.inputs[0].nbytes + d.outputs[0].nbytes, 0))
 _reg("dropout_backward", _check_dropout("dropout_backward"),
      (Attr("variant", "str", REQUIRED, choices=DROPOUT_OPS),) + _DROP_ATTRS, FLOAT_TYPES,
      _x_samples(lambda i, r: tuple(dict(a, variant=("dropout", "alpha_dropout", "dropout2d")[i % 3])

@@ -19,7 +19,7 @@ import numpy as np
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from .random import _OFFSET, _SEED, _tol
+from .random import _OFFSET, _SEED, _tol, stream_check
 
 __all__ = ["SAMPLING_OPS"]
 SAMPLING_OPS = ("top_k_top_p_sampling",)
@@ -28,8 +28,6 @@ _NAMES = ("probs", "top_k", "top_p", "min_p")
 
 def _check(inputs, attrs):
     op = "top_k_top_p_sampling"
-    if len(inputs) != 4:
-        raise InvalidProblemError(op, "inputs", "4 operands (probs, top_k, top_p, min_p)", len(inputs))
     probs = inputs[0]
     if probs.dtype not in FLOAT_TYPES:
         raise UnsupportedError(op, f"dtype {probs.dtype}; the op is defined for {', '.join(map(str, FLOAT_TYPES))}")
@@ -64,6 +62,7 @@ def _errors():
     good = (((4, 10), "f32"), ((4,), "i64"), ((4,), "f32"), ((4,), "f32"))
     yield ErrorCase(good, {}, InvalidProblemError, r"argument 'seed'", "no-seed")
     yield ErrorCase(good[:3], {"seed": 1}, InvalidProblemError, rf"{op}: argument 'inputs'", "three")
+    yield ErrorCase(good + (((2,), "i32"),), {}, InvalidProblemError, rf"{op}: argument 'state'", "state")
     yield ErrorCase((((4, 10), "i32"),) + good[1:], {"seed": 1}, UnsupportedError, r"dtype i32", "int-probs")
     yield ErrorCase((((40,), "f32"),) + good[1:], {"seed": 1}, InvalidProblemError, r"argument 'probs'", "1d")
     yield ErrorCase((good[0], ((3,), "i64")) + good[2:], {"seed": 1}, InvalidProblemError, r"argument 'top_k'", "k")
@@ -72,7 +71,8 @@ def _errors():
 
 
 register_spec(OpSpec(
-    name="top_k_top_p_sampling", family="random", arg_names=_NAMES, check=_check, dtypes=FLOAT_TYPES,
+    name="top_k_top_p_sampling", family="random", arg_names=_NAMES + ("state",),
+    check=stream_check("top_k_top_p_sampling", 4, _check), dtypes=FLOAT_TYPES,
     attrs=(_SEED, _OFFSET), samples=_samples, errors=_errors, tol=_tol,
     workloads=(Workload("top_k_top_p_sampling-64x128256-f32", ((64, 128256), ((64,), DType.i64), (64,), (64,)),
                         DType.f32, {"seed": 7}),),

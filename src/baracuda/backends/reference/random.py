@@ -83,8 +83,12 @@ def unit_open0(u: np.ndarray) -> np.ndarray:
     return ((u >> np.uint32(8)).astype(np.float64) + 1.0) * _U24
 
 
-def _counters(desc, n: int) -> np.ndarray:
-    return desc.attr("offset") + np.arange(n, dtype=np.int64)
+def stream_key(desc, state=()) -> tuple:
+    """(seed, offset of output element 0): the attributes, or the state operand's (seed, base) + offset."""
+    if len(state):
+        st = np.asarray(state[0], dtype=np.int64)
+        return int(st[0]), int(st[1]) + desc.attr("offset")
+    return desc.attr("seed"), desc.attr("offset")
 
 
 def _shape_n(desc):
@@ -110,10 +114,11 @@ def normal_f64(own, first, second, odd):
     return np.where(odd, r * np.sin(t), r * np.cos(t))
 
 
-def _fill(desc):
+def _fill(desc, *state):
     shape, n = _shape_n(desc)
     op = desc.op
-    own, first, second, odd = stream_words(desc.attr("seed"), _counters(desc, n))
+    seed, off = stream_key(desc, state)
+    own, first, second, odd = stream_words(seed, off + np.arange(n, dtype=np.int64))
     if op == "uniform":
         v = uniform_f64(desc, own)
     elif op == "normal":
@@ -126,50 +131,51 @@ def _fill(desc):
     return v.reshape(shape)
 
 
-def _bernoulli(desc, x):
-    u = unit_f32(stream_u32(desc.attr("seed"), desc.attr("offset"), x.size)).reshape(x.shape)
+def _bernoulli(desc, x, *state):
+    u = unit_f32(stream_u32(*stream_key(desc, state), x.size)).reshape(x.shape)
     p = desc.attr("p")
     return (u < (np.float32(p) if p is not None else x.astype(np.float32))).astype(np.float64)
 
 
-def keep_mask(desc, shape) -> np.ndarray:
+def keep_mask(desc, shape, state=()) -> np.ndarray:
     """The keep mask of a dropout op over ``shape``: mask element m = flat index // inner (inner: the product of
     the dims a channel mask spans, 1 for element masks) is kept iff U(offset + m) >= float32(p)."""
     n = int(np.prod(shape, dtype=np.int64))
     inner = mask_inner(desc.attr("variant") if desc.op == "dropout_backward" else desc.op, shape)
     m = np.arange(n, dtype=np.int64) // max(inner, 1)
-    u = unit_f32(stream_words(desc.attr("seed"), desc.attr("offset") + m)[0])
+    seed, off = stream_key(desc, state)
+    u = unit_f32(stream_words(seed, off + m)[0])
     return (u >= float(np.float32(desc.attr("p")))).reshape(shape)
 
 
-def _dropout(desc, x):
+def _dropout(desc, x, *state):
     if not desc.attr("training"):
         return x.copy()
     s, c1, c0 = affine_of(desc.op, desc.attr("p"))
-    return np.where(keep_mask(desc, x.shape), x * s + c1, c0)
+    return np.where(keep_mask(desc, x.shape, state), x * s + c1, c0)
 
 
-def _dropout_bw(desc, g):
+def _dropout_bw(desc, g, *state):
     if not desc.attr("training"):
         return g.copy()
     s, _, _ = affine_of(desc.attr("variant"), desc.attr("p"))
-    return np.where(keep_mask(desc, g.shape), g * s, 0.0)
+    return np.where(keep_mask(desc, g.shape, state), g * s, 0.0)
 
 
-def _randperm(desc):
+def _randperm(desc, *state):
     n = desc.attr("n")
-    keys = stream_u32(desc.attr("seed"), desc.attr("offset"), n)
+    keys = stream_u32(*stream_key(desc, state), n)
     return np.argsort(keys, kind="stable").astype(np.int64)     # ties (equal words) in index order
 
 
-def _multinomial(desc, x):
+def _multinomial(desc, x, *state):
     """With replacement: sample s of row r inverts the row's CDF at U(offset + r * num_samples + s) * row sum.
     Without: the num_samples smallest keys -log(U(offset + r * K + k)) / w_k (exponential races, ``k`` not
     drawn twice), ties in index order."""
     rows = x.reshape(-1, x.shape[-1]) if x.ndim else x.reshape(1, 1)
     R, K = rows.shape
     ns = desc.attr("num_samples")
-    seed, off = desc.attr("seed"), desc.attr("offset")
+    seed, off = stream_key(desc, state)
     out = np.zeros((R, ns), dtype=np.int64)
     for r in range(R):
         w = rows[r]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import register_reference
-from .random import stream_u32, unit_f32
+from .random import stream_key, stream_u32, unit_f32
 
 
 def keep_threshold(p: np.ndarray, k: int, top_p: float, min_p: float) -> float:
@@ -22,9 +22,9 @@ def keep_threshold(p: np.ndarray, k: int, top_p: float, min_p: float) -> float:
     return min(max(t, min_p * desc[0]), desc[0])
 
 
-def _sample(desc, probs, top_k, top_p, min_p):
+def _sample(desc, probs, top_k, top_p, min_p, *state):
     B = probs.shape[0]
-    u = unit_f32(stream_u32(desc.attr("seed"), desc.attr("offset"), B))
+    u = unit_f32(stream_u32(*stream_key(desc, state), B))
     out = np.zeros(B, dtype=np.int64)
     for r in range(B):
         p = np.maximum(probs[r], 0.0)       # negative weights count as 0

@@ -25,7 +25,7 @@ from .._lib.interp import loop
 from .._lib.launch import fast_kernel
 from .._lib.math import log
 from .._lib.register import register_triton
-from .stream import element_words, int_out, unit, unit_open
+from .stream import element_words, int_out, stream_args, stream_base, unit, unit_open
 
 __all__ = ["RANDPERM_CAP"]
 RANDPERM_CAP = 8192
@@ -33,9 +33,10 @@ _CHUNK = 2048
 
 
 @fast_kernel
-def _randperm_kernel(y_ptr, n, seed, offset, BLOCK: tl.constexpr):
+def _randperm_kernel(y_ptr, st_ptr, n, seed, offset, HAS_STATE: tl.constexpr, BLOCK: tl.constexpr):
     i = tl.arange(0, BLOCK).to(tl.int64)
-    own, _f, _s, _o = element_words(seed, offset + i)
+    key0, off = stream_base(st_ptr, seed, offset, HAS_STATE)
+    own, _f, _s, _o = element_words(key0, off + i)
     key = (own.to(tl.uint64) << 32) | i.to(tl.uint64)
     key = tl.where(i < n, key, 0xFFFFFFFFFFFFFFFF)      # padding sorts last
     key = tl.sort(key, 0)
@@ -49,9 +50,10 @@ def _race_key(w, own, F64: tl.constexpr):
 
 
 @fast_kernel
-def _multinomial_kernel(x_ptr, y_ptr, K, ns, seed, offset, REPLACE: tl.constexpr, F64: tl.constexpr,
-                        CH: tl.constexpr, SB: tl.constexpr):
+def _multinomial_kernel(x_ptr, y_ptr, st_ptr, K, ns, seed0, offset0, REPLACE: tl.constexpr, F64: tl.constexpr,
+                        HAS_STATE: tl.constexpr, CH: tl.constexpr, SB: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
+    seed, offset = stream_base(st_ptr, seed0, offset0, HAS_STATE)
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     xr = x_ptr + row * K
     yr = y_ptr + row * ns
@@ -101,7 +103,9 @@ def _bind_randperm(desc, pref=None):
 
     def run(desc_, inputs, outputs, ws):
         if n:
-            _randperm_kernel[(1,)](outputs[0], n, desc.attr("seed"), desc.attr("offset"), BLOCK=block,
+            st, seed, off, has_state = stream_args(desc, inputs)
+            y = outputs[0]
+            _randperm_kernel[(1,)](y, y if st is None else st, n, seed, off, HAS_STATE=has_state, BLOCK=block,
                                    num_warps=16 if block >= 4096 else 4)
     return run
 
@@ -117,8 +121,10 @@ def _bind_multinomial(desc, pref=None):
 
     def run(desc_, inputs, outputs, ws):
         if rows:
-            _multinomial_kernel[(rows,)](inputs[0].contiguous(), outputs[0], K, ns, desc.attr("seed"),
-                                         desc.attr("offset"), REPLACE=rep, F64=x.dtype == DType.f64, CH=ch,
+            st, seed, off, has_state = stream_args(desc, inputs)
+            y = outputs[0]
+            _multinomial_kernel[(rows,)](inputs[0].contiguous(), y, y if st is None else st, K, ns, seed, off,
+                                         REPLACE=rep, F64=x.dtype == DType.f64, HAS_STATE=has_state, CH=ch,
                                          SB=sb if rep else 1, num_warps=8)
     return run
 

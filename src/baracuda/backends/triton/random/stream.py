@@ -29,7 +29,8 @@ from .._lib.math import cospi, log, sinpi, sqrt
 from .._lib.register import register_triton
 from .._lib.scalars import join_f64, split_f64
 
-__all__ = ["unit", "unit_open", "element_words", "block_words", "int_out", "forced", "MODES"]
+__all__ = ["unit", "unit_open", "element_words", "block_words", "int_out", "stream_base", "stream_args", "forced",
+           "MODES"]
 
 _FORCE, forced = overrides("""Force ``block`` (elements per program) or ``aligned=False`` (the per-element path).""")
 MODES = {"uniform": 0, "normal": 1, "exponential": 2, "randint": 3, "bernoulli_p": 4, "bernoulli": 5, "affine": 6}
@@ -59,6 +60,23 @@ def element_words(seed, e):
     k = e & 3
     own = tl.where(k == 0, w0, tl.where(k == 1, w1, tl.where(k == 2, w2, w3)))
     return own, tl.where(k < 2, w0, w2), tl.where(k < 2, w1, w3), (k & 1) == 1
+
+
+@triton.jit
+def stream_base(state_ptr, seed, offset, HAS_STATE: tl.constexpr):
+    """(key, offset of output element 0): the arguments, or the state tensor's (seed, base) + offset."""
+    if HAS_STATE:
+        return tl.load(state_ptr), tl.load(state_ptr + 1) + offset
+    else:
+        return seed, offset
+
+
+def stream_args(desc, inputs) -> tuple:
+    """(state tensor or None, seed, offset, HAS_STATE) of a call: the state is the trailing operand when given."""
+    n_base = len(desc.spec.arg_names) - 1
+    if len(inputs) > n_base:
+        return inputs[n_base].contiguous(), 0, desc.attr("offset"), True
+    return None, desc.attr("seed"), desc.attr("offset"), False
 
 
 @triton.jit
@@ -120,16 +138,23 @@ def _value(own, first, second, odd, x, a, b, c, pk, lo_i, rng_i, MODE: tl.conste
 
 
 @fast_kernel
-def _stream_kernel(x_ptr, y_ptr, N, seed, offset, inner, ah, al, bh, bl, ch, cl, pk, lo_i, rng_i,
+def _stream_kernel(x_ptr, y_ptr, st_ptr, N, seed, offset, inner, ah, al, bh, bl, ch, cl, pk, lo_i, rng_i,
                    MODE: tl.constexpr, HAS_X: tl.constexpr, F64: tl.constexpr, ALIGNED: tl.constexpr,
-                   BLOCK: tl.constexpr):
+                   HAS_STATE: tl.constexpr, BLOCK: tl.constexpr):
     pid = tl.program_id(0).to(tl.int64)
     idx = pid * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
     m = idx < N
+    key, off = stream_base(st_ptr, seed, offset, HAS_STATE)
     if ALIGNED:
-        own, first, second, odd = block_words(seed, pid, offset, BLOCK)
+        if HAS_STATE:       # the device offset decides (advance() keeps it a multiple of 4)
+            if (off & 3) == 0:
+                own, first, second, odd = block_words(key, pid, off, BLOCK)
+            else:
+                own, first, second, odd = element_words(key, off + idx)
+        else:
+            own, first, second, odd = block_words(key, pid, off, BLOCK)
     else:
-        own, first, second, odd = element_words(seed, offset + idx // inner)
+        own, first, second, odd = element_words(key, off + idx // inner)
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     if HAS_X:
         x = tl.load(x_ptr + idx, mask=m, other=0.0).to(CT)
@@ -168,7 +193,7 @@ def _bind(desc, pref=None):
     mode, has_x, abc, pk, lo_i, rng_i, inner = _params(desc)
     out = desc.outputs[0]
     n = out.numel
-    offset, seed = desc.attr("offset"), desc.attr("seed")
+    offset = desc.attr("offset")
     aligned = inner == 1 and offset % 4 == 0 and _FORCE.get("aligned", True)
     block = _FORCE.get("block", 2048)
     f64 = out.dtype == DType.f64 or (has_x and desc.inputs[0].dtype == DType.f64)
@@ -183,9 +208,10 @@ def _bind(desc, pref=None):
         if identity:
             y.copy_(x)
             return
-        _stream_kernel[(cdiv(n, block),)](x, y, n, seed, offset, max(inner, 1), *pairs, pk, lo_i, rng_i,
-                                          MODE=mode, HAS_X=has_x, F64=f64, ALIGNED=aligned, BLOCK=block,
-                                          num_warps=8 if block >= 2048 else 4)
+        st, seed, off, has_state = stream_args(desc, inputs)
+        _stream_kernel[(cdiv(n, block),)](x, y, y if st is None else st, n, seed, off, max(inner, 1), *pairs, pk,
+                                          lo_i, rng_i, MODE=mode, HAS_X=has_x, F64=f64, ALIGNED=aligned,
+                                          HAS_STATE=has_state, BLOCK=block, num_warps=8 if block >= 2048 else 4)
     return run
 
 

@@ -21,7 +21,7 @@ from .._lib.geometry import next_power_of_2
 from .._lib.interp import loop
 from .._lib.launch import fast_kernel
 from .._lib.register import register_triton
-from .stream import element_words, unit
+from .stream import element_words, stream_args, stream_base, unit
 
 __all__ = []
 _CHUNK = 4096
@@ -47,8 +47,10 @@ def _count_mass(xr, V, t, cols, CT: tl.constexpr, CH: tl.constexpr):
 
 
 @fast_kernel
-def _sampling_kernel(x_ptr, k_ptr, p_ptr, m_ptr, y_ptr, V, seed, offset, F64: tl.constexpr, CH: tl.constexpr):
+def _sampling_kernel(x_ptr, k_ptr, p_ptr, m_ptr, y_ptr, st_ptr, V, seed0, offset0, F64: tl.constexpr,
+                     HAS_STATE: tl.constexpr, CH: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
+    seed, offset = stream_base(st_ptr, seed0, offset0, HAS_STATE)
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     IT: tl.constexpr = tl.int64 if F64 else tl.int32
     xr = x_ptr + row * V
@@ -102,9 +104,11 @@ def _bind(desc, pref=None):
 
     def run(desc_, inputs, outputs, ws):
         if B:
-            probs, k, p, m = (t.contiguous() for t in inputs)
-            _sampling_kernel[(B,)](probs, k, p, m, outputs[0], V, desc.attr("seed"), desc.attr("offset"), F64=f64,
-                                   CH=ch, num_warps=8)
+            probs, k, p, m = (t.contiguous() for t in inputs[:4])
+            st, seed, off, has_state = stream_args(desc, inputs)
+            y = outputs[0]
+            _sampling_kernel[(B,)](probs, k, p, m, y, y if st is None else st, V, seed, off, F64=f64,
+                                   HAS_STATE=has_state, CH=ch, num_warps=8)
     return run
 
 
