@@ -217,3 +217,70 @@ def test_consumed_counts_the_elements_an_op_draws():
     w = np.ones((3, 7), np.float32)
     assert consumed(bc.Descriptor.like("multinomial", w, num_samples=2, seed=1)) == 21
     assert consumed(bc.Descriptor.like("multinomial", w, num_samples=2, replacement=True, seed=1)) == 6
+
+
+# -- the device-side stream state (CUDA graphs) --------------------------------------------------------------------
+def _state_run(op, state, pref=TRITON, xs=(), **attrs):
+    d = bc.Descriptor.like(op, *xs, torch.as_tensor(state), **attrs)
+    dev = DEVICE if pref is TRITON else "cpu"
+    y = bc.Plan.select(d, dev, pref).run(*[_dev(torch.as_tensor(x)) for x in xs], _dev(torch.as_tensor(state)))
+    return y.cpu().numpy() if isinstance(y, torch.Tensor) else np.asarray(y)
+
+
+def test_a_state_operand_draws_the_stream_of_its_seed_and_base_plus_offset():
+    """(seed, base) in the state + attribute offset == seed, offset = base + offset as attributes, on both backends
+    and whatever the base's alignment (an odd device base takes the per-element path at run time)."""
+    for base, off in ((0, 0), (8, 4), (6, 1), (2 ** 35 + 3, 0)):
+        want = _fill("normal", shape=(4, 77), seed=2 ** 41 + 9, offset=base + off)
+        for pref in (TRITON, REF):
+            got = _state_run("normal", np.array([2 ** 41 + 9, base], np.int64), pref, shape=(4, 77), offset=off)
+            np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)
+    x = np.random.default_rng(0).standard_normal((6, 50)).astype(np.float32)
+    want = bc.Plan.select(bc.Descriptor.like("dropout", x, p=0.3, seed=5, offset=12), "cpu", REF).run(x)
+    got = _state_run("dropout", np.array([5, 12], np.int64), xs=(x,), p=0.3)
+    np.testing.assert_array_equal(got == 0, want == 0)                 # the same mask
+    np.testing.assert_allclose(got, want, rtol=1e-6)                   # x / (1 - p): one f32 rounding
+
+
+def test_advance_moves_the_state_past_what_an_op_drew():
+    from baracuda.ops.random import advance, new_state
+
+    st = new_state(17)
+    d = bc.Descriptor.like("uniform", st, shape=(3, 7))
+    plan = bc.Plan.select(d, "cpu", TRITON)
+    a = plan.run(st).numpy()
+    advance(st, d)                      # 21 drawn -> offset 24 (multiples of 4 keep the four-word blocks aligned)
+    assert st.tolist() == [17, 24]
+    b = plan.run(st).numpy()
+    np.testing.assert_array_equal(a, _fill("uniform", shape=(3, 7), seed=17))
+    np.testing.assert_array_equal(b, _fill("uniform", shape=(3, 7), seed=17, offset=24))
+
+
+def test_dropout_backward_reads_the_saved_state():
+    x = np.random.default_rng(1).uniform(0.5, 1.5, (5, 40)).astype(np.float32)
+    st = torch.tensor([123, 40], dtype=torch.int64)
+    d = bc.Descriptor.like("dropout", x, st, p=0.4)
+    y = bc.Plan.select(d, "cpu", TRITON).run(torch.from_numpy(x), st)
+    (dx,) = bc.BackwardPlan.select(d, "cpu", TRITON).run(torch.ones_like(y), state=st)
+    np.testing.assert_allclose(dx.numpy(), (y.numpy() != 0) / 0.6, rtol=1e-6)
+
+
+@pytest.mark.skipif(DEVICE.type != "cuda", reason="CUDA graphs need a GPU")
+def test_cuda_graph_replays_draw_fresh_numbers_after_advance():
+    from baracuda.ops.random import advance, new_state
+
+    st = new_state(99, "cuda")
+    d = bc.Descriptor.like("uniform", st, shape=(1000,))
+    plan = bc.Plan.select(d, DEVICE, TRITON)
+    out = torch.empty(1000, device="cuda")
+    plan.run(st, out=out)                               # warm-up (compile) outside the capture
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        plan.run(st, out=out)
+    got = []
+    for _ in range(3):
+        g.replay()
+        got.append(out.cpu().numpy().copy())
+        advance(st, d)
+    for i, a in enumerate(got):
+        np.testing.assert_array_equal(a, _fill("uniform", REF, shape=(1000,), seed=99, offset=1000 * i))

@@ -6,11 +6,18 @@ uint32 word of element ``e`` of the stream is word ``e & 3`` of Philox-4x32-10(k
 (row-major index in the logical shape) takes element ``offset + n``: its value is a function of (seed, offset + n)
 alone, the same for every block size, grid and backend (the reference backend's NumPy Philox is bit-exact).  One
 Philox evaluation serves four consecutive elements on the GPU.  An op consumes ``numel`` elements (a channel
-mask: one per channel; multinomial with replacement: rows * num_samples; without: rows * categories), so a
-caller that draws again from the same seed passes ``offset + consumed`` (``consumed(desc)``), as torch's
-Philox offset advances on the host.  Re-running a plan with new attributes is a new descriptor; a CUDA graph
-replays the attributes it was captured with (the same numbers): a graph that must draw fresh numbers per replay
-is what remains (a device-side seed/offset operand, see the report of issue 17).
+mask: one per channel;
+multinomial with replacement: rows * num_samples; without: rows * categories; ``consumed(desc)``), so a caller that
+draws again from the same seed passes ``offset + consumed``, as torch's Philox offset advances on the host.
+
+CUDA graphs.  Attributes are baked into a plan (and into a captured graph, which then replays the same numbers).
+Every op also takes an optional trailing operand ``state``: an int64 tensor [seed, base] on the device
+(``new_state``); the kernels read the key and the base from it and draw element ``base + offset + n``.  The host
+calls ``advance(state, desc)`` (an in-place add ordered on the state's stream: base += consumed, rounded up to a
+multiple of 4 so the four-word blocks stay aligned) between replays, so each replay draws fresh numbers, as
+torch's graph-safe generator does; dropout's backward reads the same saved state, so a forward and its backward
+in one replay agree.  The drop-ins draw ``seed`` from torch's CPU generator per call (not graph-safe: a
+captured drop-in replays its seed; the state operand is the Plan API's graph-safe path).
 
 From a word u: U = (u >> 8) * 2^-24 in [0, 1) (exact in float32); U' = U + 2^-24 in (0, 1] (a log's argument).
 uniform(shape, low, high)   low + (high - low) U (a float64 output: U = u * 2^-32).
