@@ -6,9 +6,8 @@ uint32 word of element ``e`` of the stream is word ``e & 3`` of Philox-4x32-10(k
 (row-major index in the logical shape) takes element ``offset + n``: its value is a function of (seed, offset + n)
 alone, the same for every block size, grid and backend (the reference backend's NumPy Philox is bit-exact).  One
 Philox evaluation serves four consecutive elements on the GPU.  An op consumes ``numel`` elements (a channel
-mask: one per channel;
-multinomial with replacement: rows * num_samples; without: rows * categories; ``consumed(desc)``), so a caller that
-draws again from the same seed passes ``offset + consumed``, as torch's Philox offset advances on the host.
+mask: one per channel; multinomial with replacement: rows * num_samples; without: rows * categories;
+``consumed(desc)``), so a caller that draws again from the same seed passes ``offset + consumed``, as torch's Philox offset advances on the host.
 
 CUDA graphs.  Attributes are baked into a plan (and into a captured graph, which then replays the same numbers).
 Every op also takes an optional trailing operand ``state``: an int64 tensor [seed, base] on the device
@@ -53,7 +52,7 @@ from .._core.spec import REQUIRED, Attr, ErrorCase, OpSpec, Sample, TensorSpec, 
 from ._common import check_nonneg
 from .attention_dropin import draw_seed
 
-__all__ = ["ALPHA_SELU", "DROPOUT_OPS", "affine_of", "mask_inner", "multinomial_keys", "randint_range", "consumed",
+__all__ = ["ALPHA_SELU", "DROPOUT_OPS", "draws", "affine_of", "mask_inner", "multinomial_keys", "randint_range", "consumed",
            "stream_check", "has_state", "new_state", "advance"]
 
 ALPHA_SELU = 1.7580993408473766      # SELU's scale * alpha: the negative saturation value alpha_dropout keeps
@@ -98,7 +97,7 @@ def consumed(desc) -> int:
     op = desc.op
     if op in DROPOUT_OPS:
         x = desc.inputs[0]
-        return 0 if not desc.attr("training") else x.numel // max(mask_inner(op, x.shape), 1)
+        return 0 if not draws(desc.attr("training"), desc.attr("p")) else x.numel // max(mask_inner(op, x.shape), 1)
     if op == "randperm":
         return desc.attr("n")
     if op == "multinomial":
@@ -198,14 +197,21 @@ def _check_bernoulli(inputs, attrs):
 _MIN_RANK = {"dropout1d": 2, "dropout2d": 2, "feature_alpha_dropout": 2, "dropout3d": 1}
 
 
+def draws(training: bool, p: float) -> bool:
+    """Whether a dropout form draws a mask (training with p > 0); otherwise it is the identity."""
+    return bool(training) and p > 0
+
+
 def _check_dropout(op):
     def check(inputs, attrs):
         name = attrs["variant"] if op == "dropout_backward" else op
-        x = _one_float_operand(op, inputs)
+        x = inputs[0]
+        if draws(attrs["training"], attrs["p"]):     # (not drawing, torch returns any tensor as it is: integer ones too)
+            x = _one_float_operand(op, inputs)
         r = len(x.shape)
         if name == "dropout1d" and r not in (2, 3):
             raise InvalidProblemError(op, "input", "a 2-d (C, L) or 3-d (N, C, L) input (dropout1d)", f"{r}-d")
-        if r < _MIN_RANK.get(name, 0) and attrs["training"] and attrs["p"] > 0 and x.numel:   # (torch's rule)
+        if r < _MIN_RANK.get(name, 0) and draws(attrs["training"], attrs["p"]) and x.numel:   # (torch's rule)
             raise InvalidProblemError(op, "input", f"at least {_MIN_RANK[name]} dims (feature dropout)", f"{r}-d")
         return attrs, (TensorSpec(x.shape, x.dtype),)
     return check
@@ -231,6 +237,8 @@ def _check_multinomial(inputs, attrs):
 
 # -- backward --------------------------------------------------------------------------------------------------
 def _g_dropout(ctx, d, grads, s):
+    if grads[0] is None:        # an integer input (the identity forms): no gradient, as torch
+        return (None,)
     a = {k: d.attr(k) for k in ("p", "training", "seed", "offset")}
     return (ctx.op("dropout_backward", grads[0], *([s["state"]] if "state" in s else []), variant=d.op, **a),)
 
@@ -370,7 +378,7 @@ _DROP_ATTRS = (_P, Attr("training", "bool", True), _SEED, _OFFSET)
 _SMALL = ((3, 5), (7,), (), (2, 3, 4), (0, 3), (4, 6, 3, 2), (2, 4099))
 for _op in DROPOUT_OPS:
     _shapes = _DROP_SHAPES.get(_op, _SMALL)
-    _reg(_op, _check_dropout(_op), _DROP_ATTRS, FLOAT_TYPES, _x_samples(_dropout_attrs, shapes=_shapes),
+    _reg(_op, _check_dropout(_op), _DROP_ATTRS, FLOAT_TYPES + INT_OUT + (DType.bool,), _x_samples(_dropout_attrs, shapes=_shapes),
          _x_errors(_op), [Workload(f"{_op}-16384x4096-bf16", ((16384, 4096),), DType.bf16, {"p": 0.1, "seed": 7},
                                    backward=True)] if _op == "dropout" else [],
          _DROP_DOC[_op], arg_names=("input",), torch_name=f"torch.nn.functional.{_op}", dropin=_dropout_dropin(_op), grad=_g_dropout,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._core.dtypes import DType
-from ...ops.random import affine_of, mask_inner, multinomial_keys, randint_range
+from ...ops.random import affine_of, draws, mask_inner, multinomial_keys, randint_range
 from . import register_reference
 
 _M32 = np.uint64(0xFFFFFFFF)
@@ -149,14 +149,14 @@ def keep_mask(desc, shape, state=()) -> np.ndarray:
 
 
 def _dropout(desc, x, *state):
-    if not desc.attr("training"):
+    if not draws(desc.attr("training"), desc.attr("p")):
         return x.copy()
     s, c1, c0 = affine_of(desc.op, desc.attr("p"))
     return np.where(keep_mask(desc, x.shape, state), x * s + c1, c0)
 
 
 def _dropout_bw(desc, g, *state):
-    if not desc.attr("training"):
+    if not draws(desc.attr("training"), desc.attr("p")):
         return g.copy()
     s, _, _ = affine_of(desc.attr("variant"), desc.attr("p"))
     return np.where(keep_mask(desc, g.shape, state), g * s, 0.0)

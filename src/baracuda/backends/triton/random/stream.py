@@ -19,7 +19,7 @@ import triton
 import triton.language as tl
 
 from ...._core.dtypes import DType
-from ....ops.random import DROPOUT_OPS, affine_of, mask_inner, randint_range
+from ....ops.random import DROPOUT_OPS, affine_of, draws, mask_inner, randint_range
 from .._lib.binding import contiguous_outputs as _guarded
 from .._lib.binding import run_of as _run_of
 from .._lib.config import overrides
@@ -197,7 +197,7 @@ def _bind(desc, pref=None):
     aligned = inner == 1 and offset % 4 == 0 and _FORCE.get("aligned", True)
     block = _FORCE.get("block", 2048)
     f64 = out.dtype == DType.f64 or (has_x and desc.inputs[0].dtype == DType.f64)
-    identity = desc.op in DROPOUT_OPS + ("dropout_backward",) and not desc.attr("training")
+    identity = desc.op in DROPOUT_OPS + ("dropout_backward",) and not draws(desc.attr("training"), desc.attr("p"))
     pairs = [v for x in abc for v in split_f64(x)]
 
     def run(desc_, inputs, outputs, ws):
