@@ -261,6 +261,8 @@ def _dropout_dropin(op):
 def _bernoulli_dropin(input, p=None, *, generator=None, out=None):
     if generator is not None or out is not None:
         raise UnsupportedError("bernoulli", "arguments 'generator' / 'out' of the torch signature are not supported")
+    if p is not None and (isinstance(p, bool) or not isinstance(p, (int, float))):
+        raise UnsupportedError("bernoulli", f"a p of type {type(p).__name__} (torch.bernoulli's p is a float)")
     return (input,), {"p": None if p is None else float(p), "seed": draw_seed()}
 
 
