@@ -1,7 +1,7 @@
 """Offline sm_90 compile of the random family's kernels (no GPU: Triton's CUDA backend and bundled ptxas), with the
 plans' own host code and launch specialisation: every stream mode on the aligned (four words per Philox) and
 per-element paths, f64 and half types, the widest randperm (8192 keys, 16 warps), multinomial and
-top_k_top_p_sampling over 128256-category rows.  No kernel spills; the bf16 dropout reads 16 bytes a load."""
+top_k_top_p_sampling over 128256-category rows; each with the device-side state operand too.  No kernel spills; the bf16 dropout reads 16 bytes a load."""
 from __future__ import annotations
 
 import pytest
@@ -30,8 +30,15 @@ cases += [(op, [torch.empty(shape, dtype=DT[dt])], dict(a, seed=5)) for op, dt, 
 cases += [("top_k_top_p_sampling", [torch.empty(64, v, dtype=DT[dt]), torch.empty(64, dtype=torch.int64),
                                      torch.empty(64), torch.empty(64)], {"seed": 3}) for dt, v in TOPK]
 cases += [("randperm", [], {"n": 8192, "seed": 7}), ("randperm", [], {"n": 4096, "seed": 7}), ("randperm", [], {"n": 100, "seed": 1, "dtype": torch.int32})]
+ST = torch.zeros(2, dtype=torch.int64)        # the device-side state operand (HAS_STATE kernels)
+cases += [("uniform", [ST], {"shape": (1 << 20,)}), ("dropout", [torch.empty(4096, 4096, dtype=torch.bfloat16), ST],
+                                                       {"p": 0.1}),
+          ("dropout2d", [torch.empty(8, 16, 32, 32, dtype=torch.float16), ST], {"p": 0.1}),
+          ("randperm", [ST], {"n": 4096}), ("multinomial", [torch.empty(64, 128256), ST], {"num_samples": 2}),
+          ("top_k_top_p_sampling", [torch.empty(64, 128256), torch.empty(64, dtype=torch.int64), torch.empty(64),
+                                    torch.empty(64), ST], {})]
 for op, xs, attrs in cases:
-    desc = bc.Descriptor.make(op, *xs, **attrs) if not xs else bc.Descriptor.like(op, *xs, **attrs)
+    desc = bc.Descriptor.like(op, *xs, **attrs)
     impl = next(i for i in implementations(op) if i.backend == Backend.TRITON)
     outs = [torch.empty(o.shape, dtype=o.dtype.torch) for o in desc.outputs]
     with offline_launches() as launches:
