@@ -1,7 +1,8 @@
 """Offline sm_90 compile of the random family's kernels (no GPU: Triton's CUDA backend and bundled ptxas), with the
 plans' own host code and launch specialisation: every stream mode on the aligned (four words per Philox) and
 per-element paths, f64 and half types, the widest randperm (8192 keys, 16 warps), multinomial and
-top_k_top_p_sampling over 128256-category rows; each with the device-side state operand too.  No kernel spills; the bf16 dropout reads 16 bytes a load."""
+top_k_top_p_sampling over 128256-category rows; each with the device-side state operand too.  No kernel spills;
+the bf16 dropout reads 16 bytes a load."""
 from __future__ import annotations
 
 import pytest
@@ -20,7 +21,8 @@ FILL = [("uniform", "f32", {}), ("uniform", "f64", {}), ("normal", "bf16", {}), 
         ("exponential", "f32", {}), ("randint", "i64", {"high": 1000}), ("randint", "bf16", {"high": 7})]
 X = [("dropout", "bf16", (4096, 4096), {}), ("dropout", "f64", (64, 64), {}), ("dropout2d", "f16", (8, 16, 32, 32), {}),
      ("alpha_dropout", "f32", (4096, 1024), {"offset": 3}), ("bernoulli", "f32", (1024, 1024), {}),
-     ("bernoulli", "bf16", (1024, 1024), {"p": 0.3}), ("dropout_backward", "bf16", (4096, 4096), {"variant": "dropout"}),
+     ("bernoulli", "bf16", (1024, 1024), {"p": 0.3}),
+     ("dropout_backward", "bf16", (4096, 4096), {"variant": "dropout"}),
      ("multinomial", "f32", (64, 128256), {"num_samples": 1}),
      ("multinomial", "bf16", (64, 128256), {"num_samples": 8, "replacement": True}),
      ("multinomial", "f64", (4, 1000), {"num_samples": 3})]
@@ -29,7 +31,8 @@ cases = [(op, [], dict(a, shape=(1 << 20,), dtype=DT[dt], seed=2 ** 40 + 3)) for
 cases += [(op, [torch.empty(shape, dtype=DT[dt])], dict(a, seed=5)) for op, dt, shape, a in X]
 cases += [("top_k_top_p_sampling", [torch.empty(64, v, dtype=DT[dt]), torch.empty(64, dtype=torch.int64),
                                      torch.empty(64), torch.empty(64)], {"seed": 3}) for dt, v in TOPK]
-cases += [("randperm", [], {"n": 8192, "seed": 7}), ("randperm", [], {"n": 4096, "seed": 7}), ("randperm", [], {"n": 100, "seed": 1, "dtype": torch.int32})]
+cases += [("randperm", [], {"n": 8192, "seed": 7}), ("randperm", [], {"n": 4096, "seed": 7}),
+          ("randperm", [], {"n": 100, "seed": 1, "dtype": torch.int32})]
 ST = torch.zeros(2, dtype=torch.int64)        # the device-side state operand (HAS_STATE kernels)
 cases += [("uniform", [ST], {"shape": (1 << 20,)}), ("dropout", [torch.empty(4096, 4096, dtype=torch.bfloat16), ST],
                                                        {"p": 0.1}),

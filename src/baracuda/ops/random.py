@@ -7,7 +7,8 @@ uint32 word of element ``e`` of the stream is word ``e & 3`` of Philox-4x32-10(k
 alone, the same for every block size, grid and backend (the reference backend's NumPy Philox is bit-exact).  One
 Philox evaluation serves four consecutive elements on the GPU.  An op consumes ``numel`` elements (a channel
 mask: one per channel; multinomial with replacement: rows * num_samples; without: rows * categories;
-``consumed(desc)``), so a caller that draws again from the same seed passes ``offset + consumed``, as torch's Philox offset advances on the host.
+``consumed(desc)``), so a caller that draws again from the same seed passes ``offset + consumed``, as torch's
+Philox offset advances on the host.
 
 CUDA graphs.  Attributes are baked into a plan (and into a captured graph, which then replays the same numbers).
 Every op also takes an optional trailing operand ``state``: an int64 tensor [seed, base] on the device
@@ -52,7 +53,8 @@ from .._core.spec import REQUIRED, Attr, ErrorCase, OpSpec, Sample, TensorSpec, 
 from ._common import check_nonneg
 from .attention_dropin import draw_seed
 
-__all__ = ["ALPHA_SELU", "DROPOUT_OPS", "draws", "affine_of", "mask_inner", "multinomial_keys", "randint_range", "consumed",
+__all__ = ["ALPHA_SELU", "DROPOUT_OPS", "draws", "affine_of", "mask_inner", "multinomial_keys", "randint_range",
+           "consumed",
            "stream_check", "has_state", "new_state", "advance"]
 
 ALPHA_SELU = 1.7580993408473766      # SELU's scale * alpha: the negative saturation value alpha_dropout keeps
@@ -206,7 +208,7 @@ def _check_dropout(op):
     def check(inputs, attrs):
         name = attrs["variant"] if op == "dropout_backward" else op
         x = inputs[0]
-        if draws(attrs["training"], attrs["p"]):     # (not drawing, torch returns any tensor as it is: integer ones too)
+        if draws(attrs["training"], attrs["p"]):     # (not drawing, torch returns any tensor as it is: ints too)
             x = _one_float_operand(op, inputs)
         r = len(x.shape)
         if name == "dropout1d" and r not in (2, 3):
@@ -380,10 +382,12 @@ _DROP_ATTRS = (_P, Attr("training", "bool", True), _SEED, _OFFSET)
 _SMALL = ((3, 5), (7,), (), (2, 3, 4), (0, 3), (4, 6, 3, 2), (2, 4099))
 for _op in DROPOUT_OPS:
     _shapes = _DROP_SHAPES.get(_op, _SMALL)
-    _reg(_op, _check_dropout(_op), _DROP_ATTRS, FLOAT_TYPES + INT_OUT + (DType.bool,), _x_samples(_dropout_attrs, shapes=_shapes),
+    _reg(_op, _check_dropout(_op), _DROP_ATTRS, FLOAT_TYPES + INT_OUT + (DType.bool,),
+         _x_samples(_dropout_attrs, shapes=_shapes),
          _x_errors(_op), [Workload(f"{_op}-16384x4096-bf16", ((16384, 4096),), DType.bf16, {"p": 0.1, "seed": 7},
                                    backward=True)] if _op == "dropout" else [],
-         _DROP_DOC[_op], arg_names=("input",), torch_name=f"torch.nn.functional.{_op}", dropin=_dropout_dropin(_op), grad=_g_dropout,
+         _DROP_DOC[_op], arg_names=("input",), torch_name=f"torch.nn.functional.{_op}", dropin=_dropout_dropin(_op),
+         grad=_g_dropout,
          saves=("state",), differentiable=(0,), cost=lambda d: (d.inputs[0].nbytes + d.outputs[0].nbytes, 0))
 _reg("dropout_backward", _check_dropout("dropout_backward"),
      (Attr("variant", "str", REQUIRED, choices=DROPOUT_OPS),) + _DROP_ATTRS, FLOAT_TYPES,

@@ -3,11 +3,11 @@ with per-row thresholds, sort-free.
 
 top_k_top_p_sampling(probs [B, V], top_k [B], top_p [B], min_p [B]; seed, offset) -> int64 [B]
     Each row's weights need not be normalized (total = the row's sum; a negative weight counts as 0).  A token is
-    kept iff p >= t with t = min(max(t_kp, min_p * max(p)), max(p)), t_kp the largest value such that #{p >= t_kp} >= k or mass{p >= t_kp} >=
-    top_p * total: the tokens both filters keep when applied jointly to the original distribution (FlashInfer's
-    'joint' filter order; tokens tied with the threshold are all kept).  top_k <= 0 or >= V disables top-k,
-    top_p >= 1 disables top-p (top_p <= 0 keeps the maximum only), min_p = 0 disables min-p.  The argmax is always
-    kept.  Then the token is the first kept index whose running mass (index order) exceeds U * mass(kept), U the
+    kept iff p >= t with t = min(max(t_kp, min_p * max(p)), max(p)), t_kp the largest value such that
+    #{p >= t_kp} >= k or mass{p >= t_kp} >= top_p * total: the tokens both filters keep when applied jointly to the
+    original distribution (FlashInfer's 'joint' filter order; tokens tied with the threshold are all kept).
+    top_k <= 0 or >= V disables top-k, top_p >= 1 disables top-p (top_p <= 0 keeps the maximum only), min_p = 0
+    disables min-p.  The argmax is always kept.  Then the token is the first kept index whose running mass (index order) exceeds U * mass(kept), U the
     24-bit uniform of stream element offset + row.  The threshold is found without sorting: a bisection over the
     float's bit pattern (31 steps, each one pass over the row counting and summing p >= t), as FlashInfer's
     pivot searches do, so any vocabulary size works.
@@ -18,7 +18,7 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from .random import _OFFSET, _SEED, _tol, stream_check
 
 __all__ = ["SAMPLING_OPS"]
@@ -46,7 +46,8 @@ def _check(inputs, attrs):
 
 
 def _samples(rng):
-    cases = (("topk", (3, 20), [2, 5, 1], [1.0] * 3, [0.0] * 3), ("topp", (3, 20), [0] * 3, [0.5, 0.9, 0.05], [0.0] * 3),
+    cases = (("topk", (3, 20), [2, 5, 1], [1.0] * 3, [0.0] * 3),
+             ("topp", (3, 20), [0] * 3, [0.5, 0.9, 0.05], [0.0] * 3),
              ("minp", (2, 33), [0, 0], [1.0, 1.0], [0.3, 0.05]), ("joint", (4, 50), [10, 3, 0, 60],
                                                                    [0.8, 0.95, 0.6, 0.3], [0.1, 0.0, 0.2, 0.0]),
              ("off", (2, 9), [0, 9], [1.0, 1.0], [0.0, 0.0]), ("greedy", (2, 7), [1, 0], [1.0, 0.0], [0.0, 0.0]),

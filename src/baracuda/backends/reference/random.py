@@ -35,8 +35,8 @@ def philox4(seed: int, counter: np.ndarray, rounds: int = 10) -> tuple:
     k0, k1 = np.uint64(seed & 0xFFFFFFFF), np.uint64((seed >> 32) & 0xFFFFFFFF)
     for _ in range(rounds):
         pa, pb = _ROUND_A * c0, _ROUND_B * c2      # < 2^64: exact in uint64
-        c0, c1, c2, c3 = ((pb >> np.uint64(32)) ^ c1 ^ k0) & _M32, pb & _M32, ((pa >> np.uint64(32)) ^ c3 ^ k1) & _M32, \
-            pa & _M32
+        c0, c1, c2, c3 = (((pb >> np.uint64(32)) ^ c1 ^ k0) & _M32, pb & _M32,
+                          ((pa >> np.uint64(32)) ^ c3 ^ k1) & _M32, pa & _M32)
         k0, k1 = (k0 + _KEY_A) & _M32, (k1 + _KEY_B) & _M32
     return tuple(w.astype(np.uint32) for w in (c0, c1, c2, c3))
 

@@ -9,7 +9,8 @@ from .random import stream_key, stream_u32, unit_f32
 
 
 def keep_threshold(p: np.ndarray, k: int, top_p: float, min_p: float) -> float:
-    """t = min(max(t_kp, min_p * max(p)), max(p)): t_kp the largest row value with #{p >= t} >= k or mass{p >= t} >= top_p * sum."""
+    """t = min(max(t_kp, min_p * max(p)), max(p)): t_kp the largest row value with #{p >= t} >= k or
+    mass{p >= t} >= top_p * sum."""
     V = p.size
     desc = np.sort(p)[::-1]
     k_eff = k if 0 < k < V else V

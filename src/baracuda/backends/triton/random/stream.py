@@ -168,7 +168,7 @@ def _stream_kernel(x_ptr, y_ptr, st_ptr, N, seed, offset, inner, ah, al, bh, bl,
 
 
 def _params(desc):
-    """(mode, has_x, (a, b, c), pk, lo_i, rng_i, inner, training)."""
+    """(mode, has_x, (a, b, c), pk, lo_i, rng_i, inner): the kernel's arguments of a descriptor."""
     op, f = desc.op, float
     if op in DROPOUT_OPS or op == "dropout_backward":
         variant = desc.attr("variant") if op == "dropout_backward" else op

@@ -4,8 +4,9 @@ Pass 1: the row's sum and max.  Then the keep threshold t_kp = the largest f32 t
 mass{p >= t} >= top_p * sum, by bisection over t's bit pattern (non-negative floats order as their int32 bits):
 31 steps in [0, bits(max)], each one pass over the row counting and summing p >= t (the row, 128256 f32 = 501 KiB,
 stays in L2 across the passes).  The kept set {p >= t_kp} is the one the reference's sort gives (t_kp is
-exactly a row value: the predicate only changes at row values).  t = min(max(t_kp, min_p * max), max).  Last pass: the first
-kept index whose running mass exceeds U * mass(kept), U the 24-bit uniform of stream element offset + row.
+exactly a row value: the predicate only changes at row values).  t = min(max(t_kp, min_p * max), max).  Last
+pass: the first kept index whose running mass exceeds U * mass(kept), U the 24-bit uniform of stream element
+offset + row.
 Counts and masses are f32 (f64 for f64 rows) where the reference sums in float64: a row differs only where the
 top-p mass meets top_p * sum to within that rounding.
 """
