@@ -8,9 +8,9 @@ top_k_top_p_sampling(probs [B, V], top_k [B], top_p [B], min_p [B]; seed, offset
     original distribution (FlashInfer's 'joint' filter order; tokens tied with the threshold are all kept).
     top_k <= 0 or >= V disables top-k, top_p >= 1 disables top-p (top_p <= 0 keeps the maximum only), min_p = 0
     disables min-p.  The argmax is always kept.  Then the token is the first kept index whose running mass (index
-    order) exceeds U * mass(kept), U the 24-bit uniform of stream element offset + row.  The threshold is found without sorting: a bisection over the
-    float's bit pattern (31 steps, each one pass over the row counting and summing p >= t), as FlashInfer's
-    pivot searches do, so any vocabulary size works.
+    order) exceeds U * mass(kept), U the 24-bit uniform of stream element offset + row.  The threshold is found
+    without sorting: a bisection over the float's bit pattern (31 steps, each one pass over the row counting and
+    summing p >= t), as FlashInfer's pivot searches do, so any vocabulary size works.
 """
 from __future__ import annotations
 
