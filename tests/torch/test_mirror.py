@@ -335,6 +335,9 @@ def _twin_cases():
         ("triplet_margin_loss", (x, y, R(3, 5), 0.5, 1.0, 1e-6, True, 1), {}),
         ("round", (x * 10,), {}), ("round", (x * 100,), {"decimals": 1}), ("round", (x * 1e4,), {"decimals": -2}),
         ("special.round", (x * 100,), {"decimals": 2}), ("special.round", (x * 10,), {}),
+        # (the drawing forms: tests/random/test_dropout.py; torch's stream is not ours)
+        ("dropout", (x, 0.5, False), {}), ("dropout", (x, 0.0, True), {}), ("alpha_dropout", (x, 0.3, False), {}),
+        ("feature_alpha_dropout", (R(2, 3, 4), 0.3, False), {}),
     ]
 
 

@@ -118,8 +118,17 @@ def _within_torchs_own_error(a, b, truth) -> bool:
 
 # samples whose values come from a random stream torch and baracuda draw differently (same distribution, another
 # sample; docs/parity.md says why): compared by metadata only, like values_unspecified ops
+def _dropping(s) -> bool:
+    """A dropout sample that draws (training, p > 0): our Philox stream, not torch's (docs/parity.md)."""
+    return bool(s.kwargs.get("training", True)) and s.kwargs.get("p", 0.5) > 0
+
+
 RANDOM_SAMPLES = {
     "nn.functional.scaled_dot_product_attention": lambda s: s.kwargs.get("dropout_p", 0.0) > 0,
+    **{f"nn.functional.{n}": _dropping for n in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+                                                 "feature_alpha_dropout")},
+    "bernoulli": lambda s: True,
+    "multinomial": lambda s: True,
 }
 
 

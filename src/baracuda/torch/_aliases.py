@@ -147,6 +147,10 @@ def _triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-0
     return (anchor, positive, negative, margin, p, eps, swap), {"reduction": _reduction(reduction)}
 
 
+def _dropout_train(input, p, train):                         # torch.dropout / alpha_dropout / feature_alpha_dropout
+    return (input, p, train), {}
+
+
 _F = "nn.functional."
 # torch name (relative to torch) -> (the published drop-in it runs, translator from its torch signature or None)
 TWINS = {
@@ -168,6 +172,7 @@ TWINS = {
     "kl_div": (_F + "kl_div", _kl_div), "margin_ranking_loss": (_F + "margin_ranking_loss", _margin_ranking_loss),
     "poisson_nll_loss": (_F + "poisson_nll_loss", _poisson_nll_loss),
     "triplet_margin_loss": (_F + "triplet_margin_loss", _triplet_margin_loss),
+    **{n: (_F + n, _dropout_train) for n in ("dropout", "alpha_dropout", "feature_alpha_dropout")},
 }
 
 

@@ -66,6 +66,9 @@ _PLUMBING = frozenset({"to", "type", "type_as", "float", "double", "half", "bflo
 _TORCH_MODULES = {"torch._C._nn": "torch.nn.functional", "torch._C._special": "torch.special",
                   "torch._C._linalg": "torch.linalg", "torch._C._fft": "torch.fft", "torch._C._VariableFunctions":
                   "torch", "torch.functional": "torch"}
+# ops whose torch in-place form is not the op written into self: Tensor.bernoulli_(p=0.5) fills self with draws of
+# probability p (self gives the shape only), where torch.bernoulli(self) draws with self's values as probabilities
+_OTHER_IN_PLACE = frozenset({"bernoulli"})
 _REFUSED = (BaracudaError, TypeError)   # what a drop-in raises when it does not take the call
 
 
@@ -241,7 +244,7 @@ def build_routes(ns, published: dict) -> dict:
             if at is not None:
                 add(getattr(torch.Tensor, name, None), _Route("Tensor." + name, fn, self_at=at,
                                                               pack=_sizes_varargs(name)))
-            if at == 0:
+            if at == 0 and name not in _OTHER_IN_PLACE:
                 for owner, prefix in ((torch.Tensor, "Tensor."), (torch, "torch.")):
                     add(getattr(owner, name + "_", None), _Route(prefix + name + "_", fn, inplace=True))
         elif short not in top and tobj is not None:   # F.X: the method / torch.X of that name, arguments named

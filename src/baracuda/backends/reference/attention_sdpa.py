@@ -1,6 +1,6 @@
 """NumPy float64 bodies of sdpa / sdpa_backward / sdpa_varlen / sdpa_varlen_backward: the materialized [Sq, Sk]
-scores of every (batch, head), the oracle the flash kernels are tested against; and the dropout generator,
-Triton's ``tl.rand`` (Philox-4x32-10 + its uint32 -> float conversion) reimplemented bit for bit."""
+scores of every (batch, head), the oracle the flash kernels are tested against; and the dropout keep mask from
+``tl_rand`` (Triton's tl.rand bit for bit; its NumPy Philox lives in reference/random.py, shared by the library)."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,19 +8,7 @@ import numpy as np
 from ..._core.errors import InvalidProblemError
 from ...ops.attention_fp8 import DESCALE_NAMES
 from . import register_reference
-from .softmax_extra import philox_u32
-
-# tl.rand's scale for an int32 source: the largest float32 with (2**31 - 1) * scale < 1 (triton/language/random.py)
-_RAND_SCALE = np.float32(4.6566127342e-10)
-
-
-def tl_rand(seed: int, counters: np.ndarray) -> np.ndarray:
-    """float32 uniforms in [0, 1), exactly ``tl.rand(seed, counters)`` for int64 counters: the first Philox word
-    (counter (lo, hi, 0, 0), key (seed lo, seed hi)) bitcast to int32, x < 0 -> -x - 1, then float32(x) * scale
-    (two float32 roundings, as the kernel)."""
-    x = philox_u32(seed, np.asarray(counters, dtype=np.int64).astype(np.uint64)).view(np.int32)
-    x = np.where(x < 0, -(x.astype(np.int64)) - 1, x).astype(np.int64)
-    return (x.astype(np.float32) * _RAND_SCALE).astype(np.float32)
+from .random import tl_rand
 
 
 def dropout_keep(seed: int, counters: np.ndarray, p: float) -> np.ndarray:

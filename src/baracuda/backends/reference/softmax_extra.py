@@ -1,29 +1,11 @@
-"""NumPy float64 bodies of gumbel_softmax and sparsemax (+ backward), and the NumPy Philox-4x32-10 that
-reproduces tl.randint bit for bit (the Gumbel uniforms of both backends are identical for a seed)."""
+"""NumPy float64 bodies of gumbel_softmax and sparsemax (+ backward), with the Gumbel uniforms of the
+NumPy Philox-4x32-10 (reference/random.py), bit-identical to tl.randint: both backends draw the same noise for a seed."""
 from __future__ import annotations
 
 import numpy as np
 
 from . import register_reference
-
-_M32 = np.uint64(0xFFFFFFFF)
-_KEY_A, _KEY_B = np.uint64(0x9E3779B9), np.uint64(0xBB67AE85)
-_ROUND_A, _ROUND_B = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
-
-
-def philox_u32(seed: int, counter: np.ndarray, rounds: int = 10) -> np.ndarray:
-    """First uint32 of Philox-4x32 on counters (c0, c1, 0, 0) = (counter lo, counter hi), key = seed (lo, hi)."""
-    c = counter.astype(np.uint64)
-    c0, c1 = c & _M32, (c >> np.uint64(32)) & _M32
-    c2 = np.zeros_like(c0)
-    c3 = np.zeros_like(c0)
-    k0, k1 = np.uint64(seed & 0xFFFFFFFF), np.uint64((seed >> 32) & 0xFFFFFFFF)
-    for _ in range(rounds):
-        pa, pb = _ROUND_A * c0, _ROUND_B * c2      # < 2^64: exact in uint64
-        c0, c1, c2, c3 = ((pb >> np.uint64(32)) ^ c1 ^ k0) & _M32, pb & _M32, ((pa >> np.uint64(32)) ^ c3 ^ k1) & _M32, \
-            pa & _M32
-        k0, k1 = (k0 + _KEY_A) & _M32, (k1 + _KEY_B) & _M32
-    return c0.astype(np.uint32)
+from .random import philox_u32
 
 
 def gumbel_uniform(seed: int, shape) -> np.ndarray:
