@@ -60,7 +60,7 @@ def _median(nan_skip):
 def quantile_positions(d, z):
     """(below, above, weight) per (q, row): sorted positions of the two neighbours and the lerp weight, all
     computed in the input's dtype like torch (the weight 0 where no interpolation happens)."""
-    dt = d.inputs[-1].dtype.numpy
+    dt = np.dtype(d.inputs[-1].dtype.numpy).type
     interp = d.attr("interpolation")
     n, nv = z.shape[-1], _nvalid(z)
     q = np.asarray(quantile_qs(d.attr("q")), dt).reshape((-1,) + (1,) * (z.ndim - 1))
