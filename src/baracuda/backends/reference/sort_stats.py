@@ -47,8 +47,9 @@ def _median(nan_skip):
     def body(d, x):
         z = _rows(d, x)
         n, nv = z.shape[-1], _nvalid(z)
-        if n == 0:                                        # median() of an empty tensor: NaN
-            return np.full(d.outputs[0].shape, np.nan)
+        if n == 0:     # median() of an empty tensor: NaN (integers: the dtype's minimum, as torch's CPU kernel)
+            dt = d.outputs[0].dtype.numpy
+            return np.full(d.outputs[0].shape, np.nan if d.outputs[0].dtype.is_floating else np.iinfo(dt).min)
         if nan_skip:
             pos = np.maximum(nv - 1, 0) // 2
         else:

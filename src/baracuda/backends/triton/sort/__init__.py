@@ -1,0 +1,3 @@
+"""Sort family: sort, argsort, msort, topk, sort_backward (rows.py); kthvalue, median, nanmedian, quantile,
+nanquantile, quantile_backward (stats.py)."""
+from . import rows  # noqa: F401
