@@ -298,8 +298,9 @@ def _quantile_bw_samples(rng):
         a.setdefault("dim", None)
         a.setdefault("keepdim", False)
         a.setdefault("interpolation", "linear")
+        norm = {**a, "dim": None if a["dim"] is None else a["dim"] % max(x.ndim, 1)}
         for nan in (False, True):
-            yield Sample((rng.standard_normal(quantile_shape(x.shape, a)), x), {**a, "ignore_nan": nan},
+            yield Sample((rng.standard_normal(quantile_shape(x.shape, norm)), x), {**a, "ignore_nan": nan},
                          name=f"{s.name}-nan{nan}")
 
 
