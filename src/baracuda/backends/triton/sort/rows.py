@@ -6,6 +6,7 @@ entry the order statistics (stats.py) share.  Paths and their costs: kernels.py'
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -138,19 +139,19 @@ def topk_rows(x2, v, i, k: int, largest: bool, ws) -> None:
 def moved(t, dim):
     """t with dim last, as [rows, n] with contiguous rows (a view when possible)."""
     t = t.reshape(t.shape or (1,)).movedim(dim, -1)
-    return t.reshape(-1, t.shape[-1]) if t.numel() else t.reshape(-1, t.shape[-1])
+    return t.reshape(math.prod(t.shape[:-1]), t.shape[-1])
 
 
 def rows_target(out, dim):
     """(target [rows, m] with contiguous rows, finish()): out itself when it is contiguous along dim."""
     o = out.reshape(out.shape or (1,)).movedim(dim, -1)
     if o.is_contiguous():
-        return o.view(-1, o.shape[-1]), (lambda: None)
+        return o.view(math.prod(o.shape[:-1]), o.shape[-1]), (lambda: None)
     tmp = torch.empty(o.shape, dtype=out.dtype, device=out.device)
 
     def finish():
         o.copy_(tmp)
-    return tmp.view(-1, o.shape[-1]), finish
+    return tmp.view(math.prod(o.shape[:-1]), o.shape[-1]), finish
 
 
 def _dim(desc):
@@ -174,8 +175,8 @@ def _run_sort(desc, inputs, outputs, ws):
         v, i = None, targets[0][0]
     else:
         v, i = targets[0][0], targets[1][0]
-    if desc.op == "topk":
-        topk_rows(x2, v, i, desc.attr("k"), desc.attr("largest"), ws)
+    if desc.op == "topk":      # (a 0-d input keeps its one value even for k = 0, as torch)
+        topk_rows(x2, v, i, i.shape[1], desc.attr("largest"), ws)
     else:
         descending = desc.attr("descending") if desc.op != "msort" else False
         sort_rows(x2, v, i, x2.shape[1], descending, ws)
