@@ -38,8 +38,11 @@ def to_key(x, KIND: tl.constexpr, BITS: tl.constexpr, DESC: tl.constexpr):
             s = x.to(tl.int16, bitcast=True).to(tl.int64)
         mag = (1 << (BITS - 1)) - 1
         k = tl.where(s < 0, s ^ mag, s)
-        k = tl.where(x == 0, 0, k)
-        k = tl.where(x != x, mag, k)
+        xc = x
+        if BITS == 16:       # compare half types in f32 (exact; the interpreter compares them as bit patterns)
+            xc = x.to(tl.float32)
+        k = tl.where(xc == 0, 0, k)
+        k = tl.where(xc != xc, mag, k)
     else:
         k = x.to(tl.int64)
     if DESC:

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 import torch
 import triton.language as tl
 
+from ...._core.checks import flagged
 from ...._core.dtypes import DType, as_dtype
+from ...._core.errors import InvalidProblemError
 from ....ops.sort import row_geometry
 from .._lib.config import overrides
 from .._lib.geometry import cdiv, next_power_of_2
@@ -185,8 +187,9 @@ def _run_sort(desc, inputs, outputs, ws):
 
 
 @fast_kernel
-def _scatter_kernel(g_ptr, idx_ptr, out_ptr, m, size, sg, sx, so, T: tl.constexpr):
-    """out[row, idx[row, j]] = g[row, j] (distinct indices; out-of-range ones are not written)."""
+def _scatter_kernel(g_ptr, idx_ptr, out_ptr, flag_ptr, m, size, sg, sx, so, T: tl.constexpr):
+    """out[row, idx[row, j]] = g[row, j] (distinct indices); an out-of-range index is not written, it is stored
+    in the flag word (never 0: size >= m, so a row with entries has size >= 1 and 0 is in range)."""
     row = tl.program_id(1).to(tl.int64)
     p = tl.program_id(0) * T + tl.arange(0, T)
     msk = p < m
@@ -194,9 +197,25 @@ def _scatter_kernel(g_ptr, idx_ptr, out_ptr, m, size, sg, sx, so, T: tl.constexp
     g = tl.load(g_ptr + row * sg + p, mask=msk, other=0)
     ok = msk & (idx >= 0) & (idx < size)
     tl.store(out_ptr + row * so + idx, g, mask=ok)
+    tl.store(flag_ptr + tl.zeros([T], tl.int32), idx, mask=msk & (ok == 0))
 
 
-def _run_bw(desc, inputs, outputs, ws):
+def _bind_bw(desc, pref=None):
+    size = desc.attr("size")
+
+    def error(v):
+        return InvalidProblemError("sort_backward", "indices", f"values in [0, {size - 1}] (dim {desc.attr('dim')} "
+                                                              f"has size {size})", int(v))
+
+    def run(desc_, inputs, outputs, ws):
+        flag = ws.reshape(-1)[:8].view(torch.int64)
+        flag.zero_()
+        _run_bw(desc, inputs, outputs, flag)
+        flagged(flag, pref, error)
+    return run
+
+
+def _run_bw(desc, inputs, outputs, flag):
     dim = desc.attr("dim")
     g2 = moved(inputs[0], dim).contiguous()
     i2 = moved(inputs[1], dim).contiguous()
@@ -204,7 +223,7 @@ def _run_bw(desc, inputs, outputs, ws):
     o2.zero_()
     R, m = g2.shape
     if R and m:
-        _scatter_kernel[(cdiv(m, 1024), R)](g2, i2, o2, m, desc.attr("size"), g2.stride(0), i2.stride(0),
+        _scatter_kernel[(cdiv(m, 1024), R)](g2, i2, o2, flag, m, desc.attr("size"), g2.stride(0), i2.stride(0),
                                             o2.stride(0), T=1024, num_warps=4)
     finish()
 
@@ -224,4 +243,5 @@ def _route(desc, pref=None):
 
 for _op in ("sort", "argsort", "msort", "topk"):
     register_triton(_op, _run_sort, route=_route, workspace=_workspace)
-register_triton("sort_backward", _run_bw, route=_route)
+register_triton("sort_backward", lambda d, i, o, ws: _bind_bw(d)(d, i, o, ws), route=_route,
+                workspace=lambda d: 8, bind=_bind_bw)
