@@ -23,7 +23,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-I64_MAX = 2 ** 63 - 1
+I64_MAX = tl.constexpr(2 ** 63 - 1)
 
 
 @triton.jit
