@@ -13,7 +13,7 @@ from baracuda._core.errors import InvalidProblemError  # noqa: E402
 from baracuda._core.sku import Backend  # noqa: E402
 from baracuda.backends.triton.sort.rows import forced  # noqa: E402
 from baracuda.testing import backends_for  # noqa: E402
-from baracuda.testing.checks import DEVICE, grad_pair, run_on as _run  # noqa: E402
+from baracuda.testing.checks import DEVICE, grad_pair, needs_sm90, run_sm90_script, run_on as _run  # noqa: E402
 
 BACKENDS = backends_for("sort", DEVICE)
 TRITON = [b for b in BACKENDS if b == Backend.TRITON]
@@ -148,3 +148,30 @@ def test_dropins_return_torch_types():
     assert isinstance(bt.argsort(x, descending=True), torch.Tensor)
     assert isinstance(bt.msort(x), torch.Tensor)
     _same(bt.sort(x, stable=True, dim=0).indices, torch.sort(x, stable=True, dim=0).indices)
+
+
+@needs_sm90
+def test_workload_kernels_compile_for_sm90_without_spills():
+    """The bench workloads' configurations (rows of 8192 f32 / 4096 f64 in registers, the block + merge path, topk
+    chunks of 1024 and 4096, the order statistics' pick) compile for sm_90 with no stack (no spills)."""
+    run_sm90_script('''
+import torch
+import baracuda as bc
+from baracuda._core.registry import implementations
+from baracuda.testing.sm90 import offline_launches, resources
+cases = [("sort", torch.zeros(2, 8192), {}), ("sort", torch.zeros(2, 4096, dtype=torch.float64), {}),
+         ("sort", torch.zeros(1, 20000), {}), ("topk", torch.zeros(2, 32768, dtype=torch.bfloat16), {"k": 1024}),
+         ("topk", torch.zeros(2, 32768, dtype=torch.bfloat16), {"k": 8}), ("median", torch.zeros(2, 8192), {"dim": 1})]
+for op, x, a in cases:
+    d = bc.Descriptor.like(op, x, **a)
+    impl = [i for i in implementations(op) if "triton" in str(i.backend).lower()][0]
+    outs = [torch.empty(t.shape, dtype=t.dtype.torch) for t in d.outputs]
+    ws = torch.empty(max(impl.workspace(d), 8), dtype=torch.uint8)
+    with offline_launches() as launches:
+        impl.run(d, [x], outs, ws)
+    for ln in launches:
+        regs, stack = resources(ln.compiled)
+        print(op, tuple(x.shape), ln.name, regs, stack, flush=True)
+        assert stack == 0, (op, ln.name, regs, stack)
+print("ok")
+''')
