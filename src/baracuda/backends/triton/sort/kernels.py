@@ -72,10 +72,10 @@ def _rows_kernel(x_ptr, v_ptr, i_ptr, wk_ptr, wi_ptr, R, n, K, sxr, svr, sir,
     """Short rows: sort BR rows of <= N in registers and write their first K entries.  BLOCK: sort the
     N-position block program_id(1) of one row into the workspace (global positions, key + index)."""
     if BLOCK:
-        rows = tl.program_id(0) + tl.arange(0, 1)
+        rows = (tl.program_id(0) + tl.arange(0, 1)).to(tl.int64)
         base = tl.program_id(1) * N
     else:
-        rows = tl.program_id(0) * BR + tl.arange(0, BR)
+        rows = (tl.program_id(0) * BR + tl.arange(0, BR)).to(tl.int64)    # (row * stride in int64)
         base = 0
     cols = base + tl.arange(0, N)
     k, i = _keys(x_ptr, rows, cols, R, n, sxr, KIND, BITS, DESC, PAIR)
@@ -97,8 +97,8 @@ def _merge_kernel(x_ptr, v_ptr, i_ptr, ik_ptr, ii_ptr, ok_ptr, oi_ptr, R, n, K, 
                   T: tl.constexpr, PAIR: tl.constexpr, FINAL: tl.constexpr, STORE_V: tl.constexpr,
                   STORE_I: tl.constexpr):
     """One merge pass: runs of L sorted pairs -> runs of 2L (FINAL: into the outputs, first K entries)."""
-    row = tl.program_id(1).to(tl.int64)
-    p = tl.program_id(0) * T + tl.arange(0, T)
+    row = tl.program_id(0).to(tl.int64)       # rows on grid axis 0 (up to 2^31 - 1; axis 1 stops at 65535)
+    p = tl.program_id(1) * T + tl.arange(0, T)
     m = p < n
     run = p // L
     other = (run ^ 1) * L
@@ -129,7 +129,7 @@ def _merge_kernel(x_ptr, v_ptr, i_ptr, ik_ptr, ii_ptr, ok_ptr, oi_ptr, R, n, K, 
 def _topk_kernel(x_ptr, v_ptr, i_ptr, R, n, K, NCH, sxr, svr, sir, C: tl.constexpr, LC: tl.constexpr,
                  KIND: tl.constexpr, BITS: tl.constexpr, DESC: tl.constexpr, PAIR: tl.constexpr):
     """The K first entries of each row's sort (K <= C), one program per row, chunks of C positions."""
-    rows = tl.program_id(0) + tl.arange(0, 1)
+    rows = (tl.program_id(0) + tl.arange(0, 1)).to(tl.int64)
     bk = tl.full([1, C], I64_MAX, tl.int64)
     bi = tl.full([1, C], 2147483647, tl.int32)
     for c in loop(0, NCH):

@@ -113,7 +113,7 @@ def sort_rows(x2, v, i, K: int, descending: bool, ws) -> None:
     src, dst = (k0, i0), (k1, i1)
     while L < n:
         final = 2 * L >= n
-        _merge_kernel[(cdiv(n, T), R)](x2, vv, ii, src[0], src[1], dst[0], dst[1], R, n, K, L, L.bit_length(),
+        _merge_kernel[(R, cdiv(n, T))](x2, vv, ii, src[0], src[1], dst[0], dst[1], R, n, K, L, L.bit_length(),
                                        x2.stride(0), sv, si, T=T, PAIR=True, FINAL=final,
                                        STORE_V=v is not None, STORE_I=i is not None, num_warps=4)
         src, dst = dst, src
@@ -190,8 +190,8 @@ def _run_sort(desc, inputs, outputs, ws):
 def _scatter_kernel(g_ptr, idx_ptr, out_ptr, flag_ptr, m, size, sg, sx, so, T: tl.constexpr):
     """out[row, idx[row, j]] = g[row, j] (distinct indices); an out-of-range index is not written, it is stored
     in the flag word (never 0: size >= m, so a row with entries has size >= 1 and 0 is in range)."""
-    row = tl.program_id(1).to(tl.int64)
-    p = tl.program_id(0) * T + tl.arange(0, T)
+    row = tl.program_id(0).to(tl.int64)
+    p = tl.program_id(1) * T + tl.arange(0, T)
     msk = p < m
     idx = tl.load(idx_ptr + row * sx + p, mask=msk, other=0)
     g = tl.load(g_ptr + row * sg + p, mask=msk, other=0)
@@ -223,7 +223,7 @@ def _run_bw(desc, inputs, outputs, flag):
     o2.zero_()
     R, m = g2.shape
     if R and m:
-        _scatter_kernel[(cdiv(m, 1024), R)](g2, i2, o2, flag, m, desc.attr("size"), g2.stride(0), i2.stride(0),
+        _scatter_kernel[(R, cdiv(m, 1024))](g2, i2, o2, flag, m, desc.attr("size"), g2.stride(0), i2.stride(0),
                                             o2.stride(0), T=1024, num_warps=4)
     finish()
 
