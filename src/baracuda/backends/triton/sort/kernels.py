@@ -1,0 +1,144 @@
+"""Triton kernels of the sort family (the host side is rows.py / stats.py).
+
+Rows are contiguous [R, n] (the host moves the sort axis last).  Three sort paths:
+
+* short rows (next_pow2(n) <= NMAX: 8192 packed keys, 4096 (key, index) pairs): ``_rows_kernel`` sorts BR
+  rows x N positions in registers in one program (network.sort_tile) and writes the first K sorted
+  entries of each row: the values (gathered from x at the sorted positions: exact, -0.0 and NaN payloads
+  kept) and/or the int64 indices.  Rows of 8192 f32: one program per row, 64 KB of packed keys in flight.
+* long rows (up to 2^24 and beyond): block sort + merge passes.  ``_rows_kernel`` with BLOCK=True sorts
+  blocks of NMAX positions into a workspace of (key int64, index int32) pairs; then log2(n / NMAX) passes of
+  ``_merge_kernel`` each merge pairs of sorted runs of L into runs of 2L: every element finds its rank in
+  the other run by a binary search (log2(L) + 1 probes, lexicographic on (key, index): all pairs distinct,
+  so the ranks are a permutation) and is written to run start + own rank + that count.  The last pass
+  writes the outputs (values gathered from x, int64 indices) directly.  Chosen over a radix sort for
+  its simplicity under the interpreter; 1 x 2^24 f32: 11 passes of 12 B read + 12 B written per element
+  (the probes of a pass hit L2 for the runs' upper levels); not measured (no GPU in this session).
+* topk with k <= KMAX (4096): ``_topk_kernel``, one program per row walks the row in chunks of C =
+  max(next_pow2(k), 1024) positions, sorts each chunk descending and keeps the C best of (best, chunk) by
+  an elementwise min of the ascending best and the descending chunk (a bitonic sequence holding the C
+  smallest keys of the union), re-sorted by one merge stage.  Larger k runs the full sort and keeps k.
+"""
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from .._lib.interp import loop
+from .._lib.launch import fast_kernel
+from .network import I64_MAX, merge_tile, pair_less, pair_min, sort_tile, to_key
+
+
+@triton.jit
+def _keys(x_ptr, rows, cols, R, n, sxr, KIND: tl.constexpr, BITS: tl.constexpr, DESC: tl.constexpr,
+          PAIR: tl.constexpr):
+    """(keys, positions int32) of a [BR, N] tile of rows at cols: packed keys unless PAIR; padding is the
+    largest pair (sorts last)."""
+    m = (rows < R)[:, None] & (cols < n)[None, :]
+    x = tl.load(x_ptr + rows[:, None] * sxr + cols[None, :], mask=m, other=0)
+    k = to_key(x, KIND, BITS, DESC)
+    pos = tl.zeros([rows.shape[0], cols.shape[0]], tl.int32) + cols[None, :]
+    if PAIR:
+        k = tl.where(m, k, I64_MAX)
+    else:
+        k = tl.where(m, (k << 32) | pos.to(tl.int64), I64_MAX)
+    return k, pos
+
+
+@triton.jit
+def _positions(k, i, PAIR: tl.constexpr):
+    """The row positions of sorted pairs (packed keys keep them in the low 32 bits)."""
+    if PAIR:
+        return i
+    else:
+        return (k - ((k >> 32) << 32)).to(tl.int32)
+
+
+@triton.jit
+def _emit(x_ptr, v_ptr, i_ptr, rows, pos, dest, m, sxr, svr, sir, STORE_V: tl.constexpr, STORE_I: tl.constexpr):
+    """Write sorted entry dest of each row: x[row, pos] (gathered: exact values) and pos as int64."""
+    if STORE_V:
+        v = tl.load(x_ptr + rows * sxr + pos, mask=m)
+        tl.store(v_ptr + rows * svr + dest, v, mask=m)
+    if STORE_I:
+        tl.store(i_ptr + rows * sir + dest, pos.to(tl.int64), mask=m)
+
+
+@fast_kernel
+def _rows_kernel(x_ptr, v_ptr, i_ptr, wk_ptr, wi_ptr, R, n, K, sxr, svr, sir,
+                 N: tl.constexpr, LN: tl.constexpr, BR: tl.constexpr, LR: tl.constexpr, KIND: tl.constexpr,
+                 BITS: tl.constexpr, DESC: tl.constexpr, PAIR: tl.constexpr, BLOCK: tl.constexpr,
+                 STORE_V: tl.constexpr, STORE_I: tl.constexpr):
+    """Short rows: sort BR rows of <= N in registers and write their first K entries.  BLOCK: sort the
+    N-position block program_id(1) of one row into the workspace (global positions, key + index)."""
+    if BLOCK:
+        rows = (tl.program_id(0) + tl.arange(0, 1)).to(tl.int64)
+        base = tl.program_id(1) * N
+    else:
+        rows = (tl.program_id(0) * BR + tl.arange(0, BR)).to(tl.int64)    # (row * stride in int64)
+        base = 0
+    cols = base + tl.arange(0, N)
+    k, i = _keys(x_ptr, rows, cols, R, n, sxr, KIND, BITS, DESC, PAIR)
+    k, i = sort_tile(k, i, LN, LN + LR, 0, PAIR)
+    pos = _positions(k, i, PAIR)
+    r2 = rows[:, None]
+    if BLOCK:
+        m = (cols < n)[None, :] & (r2 < R)
+        off = r2.to(tl.int64) * n + cols[None, :]
+        tl.store(wk_ptr + off, k, mask=m)
+        tl.store(wi_ptr + off, pos, mask=m)
+    else:
+        dest = tl.arange(0, N)[None, :]
+        _emit(x_ptr, v_ptr, i_ptr, r2, pos, dest, (r2 < R) & (dest < K), sxr, svr, sir, STORE_V, STORE_I)
+
+
+@fast_kernel
+def _merge_kernel(x_ptr, v_ptr, i_ptr, ik_ptr, ii_ptr, ok_ptr, oi_ptr, R, n, K, L, STEPS, sxr, svr, sir,
+                  T: tl.constexpr, PAIR: tl.constexpr, FINAL: tl.constexpr, STORE_V: tl.constexpr,
+                  STORE_I: tl.constexpr):
+    """One merge pass: runs of L sorted pairs -> runs of 2L (FINAL: into the outputs, first K entries)."""
+    row = tl.program_id(0).to(tl.int64)       # rows on grid axis 0 (up to 2^31 - 1; axis 1 stops at 65535)
+    p = tl.program_id(1) * T + tl.arange(0, T)
+    m = p < n
+    run = p // L
+    other = (run ^ 1) * L
+    olen = tl.maximum(tl.minimum(other + L, n) - other, 0)
+    base = row * n
+    k = tl.load(ik_ptr + base + p, mask=m, other=0)
+    i = tl.load(ii_ptr + base + p, mask=m, other=0)
+    lo = tl.zeros([T], tl.int32)
+    hi = olen
+    for _ in loop(0, STEPS):          # lo = the number of pairs of the other run below (k, i)
+        act = lo < hi
+        mid = (lo + hi) // 2
+        q = tl.minimum(other + mid, n - 1)
+        mk = tl.load(ik_ptr + base + q, mask=m & act, other=0)
+        mi = tl.load(ii_ptr + base + q, mask=m & act, other=0)
+        below = pair_less(mk, mi, k, i, True)
+        lo = tl.where(act & below, mid + 1, lo)
+        hi = tl.where(act & ~below, mid, hi)
+    dest = (run // 2) * (2 * L) + (p - run * L) + lo
+    if FINAL:
+        _emit(x_ptr, v_ptr, i_ptr, row, i, dest, m & (dest < K), sxr, svr, sir, STORE_V, STORE_I)
+    else:
+        tl.store(ok_ptr + base + dest, k, mask=m)
+        tl.store(oi_ptr + base + dest, i, mask=m)
+
+
+@fast_kernel
+def _topk_kernel(x_ptr, v_ptr, i_ptr, R, n, K, NCH, sxr, svr, sir, C: tl.constexpr, LC: tl.constexpr,
+                 KIND: tl.constexpr, BITS: tl.constexpr, DESC: tl.constexpr, PAIR: tl.constexpr):
+    """The K first entries of each row's sort (K <= C), one program per row, chunks of C positions."""
+    rows = (tl.program_id(0) + tl.arange(0, 1)).to(tl.int64)
+    bk = tl.full([1, C], I64_MAX, tl.int64)
+    bi = tl.full([1, C], 2147483647, tl.int32)
+    for c in loop(0, NCH):
+        cols = c * C + tl.arange(0, C)
+        k, i = _keys(x_ptr, rows, cols, R, n, sxr, KIND, BITS, DESC, PAIR)
+        k, i = sort_tile(k, i, LC, LC, 1, PAIR)
+        bk, bi = pair_min(bk, bi, k, i, PAIR)
+        bk, bi = merge_tile(bk, bi, LC, LC, PAIR)
+    pos = _positions(bk, bi, PAIR)
+    dest = tl.arange(0, C)[None, :]
+    r2 = rows[:, None]
+    _emit(x_ptr, v_ptr, i_ptr, r2, pos, dest, (r2 < R) & (dest < K), sxr, svr, sir, True, True)

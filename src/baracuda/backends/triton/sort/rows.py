@@ -1,0 +1,247 @@
+"""Host side of the sort family's row sorts: sort, argsort, msort, topk and sort_backward on Triton.
+
+The sort axis is moved last (a copy when it is not already the contiguous axis); results land in the
+outputs directly when they are contiguous along it, else in a temporary copied back.  ``sort_rows`` is the one
+entry the order statistics (stats.py) share.  Paths and their costs: kernels.py's docstring.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import triton.language as tl
+
+from ...._core.checks import flagged
+from ...._core.dtypes import DType, as_dtype
+from ...._core.errors import InvalidProblemError
+from ....ops.sort import row_geometry
+from .._lib.config import overrides
+from .._lib.geometry import cdiv, next_power_of_2
+from .._lib.launch import fast_kernel
+from .._lib.register import register_triton
+from .kernels import _merge_kernel, _rows_kernel, _topk_kernel
+
+_FORCE, forced = overrides("""Force ``nmax`` (the register-sort limit), ``kmax`` / ``chunk`` (topk), ``tile`` (short
+rows' minimum tile) in :func:`row_config` (tests run the long-row and chunked paths at small sizes).""")
+
+_WS_ALIGN = 256
+
+
+@dataclass(frozen=True)
+class RowConfig:
+    kind: int        # 0 float, 1 signed int, 2 unsigned / bool
+    bits: int
+    pair: bool       # 64-bit keys: (key, index) pairs instead of packed keys
+    short: bool      # the whole row sorts in registers
+    n_pow: int       # positions per program (short: the padded row; long: the block)
+    br: int          # rows per program (short)
+    warps: int
+
+
+def _kind(dt: DType) -> int:
+    if dt.is_floating:
+        return 0
+    return 2 if dt in (DType.u8, DType.bool) else 1
+
+
+def row_config(R: int, n: int, dt: DType) -> RowConfig:
+    bits = dt.itemsize * 8
+    pair = bits == 64
+    nmax = _FORCE.get("nmax", 4096 if pair else 8192)
+    np2 = next_power_of_2(max(n, 1))
+    short = np2 <= nmax
+    if short:
+        tile = _FORCE.get("tile", 1024)
+        br = max(1, min(next_power_of_2(max(R, 1)), tile // np2))
+        elems = np2 * br
+    else:
+        br, np2, elems = 1, nmax, nmax
+    return RowConfig(_kind(dt), bits, pair, short, np2, br, 8 if elems >= 4096 else 4)
+
+
+def sort_ws_bytes(R: int, n: int, dt: DType) -> int:
+    """Workspace of a long-row sort: two ping-pong buffers of (int64 key, int32 position) per element."""
+    if row_config(R, n, dt).short:
+        return 0
+    return 2 * sum(_ws_half(R * n))
+
+
+def _align(b: int) -> int:
+    return -(-b // _WS_ALIGN) * _WS_ALIGN
+
+
+def _ws_half(count: int) -> tuple[int, int]:
+    """Bytes of one buffer's key and position regions (each aligned)."""
+    return _align(count * 8), _align(count * 4)
+
+
+def _bits_view(t):
+    return t.view(torch.uint8) if t is not None and t.dtype == torch.bool else t
+
+
+def sort_rows(x2, v, i, K: int, descending: bool, ws) -> None:
+    """Write the first K entries of each sorted row of x2 ([R, n], contiguous rows) to v / i ([R, >= K] with
+    contiguous rows; either may be None).  ws: a uint8 tensor of at least sort_ws_bytes bytes (long rows)."""
+    R, n = x2.shape
+    if R == 0 or n == 0 or K == 0:
+        return
+    dt = as_dtype(x2.dtype)
+    c = row_config(R, n, dt)
+    x2, v = _bits_view(x2), _bits_view(v)
+    sv = v.stride(0) if v is not None else 0
+    si = i.stride(0) if i is not None else 0
+    vv = v if v is not None else x2
+    ii = i if i is not None else x2
+    flags = dict(KIND=c.kind, BITS=c.bits, DESC=descending, PAIR=c.pair, num_warps=c.warps)
+    if c.short:
+        _rows_kernel[(cdiv(R, c.br), 1)](x2, vv, ii, x2, x2, R, n, K, x2.stride(0), sv, si, N=c.n_pow,
+                                         LN=c.n_pow.bit_length() - 1, BR=c.br, LR=c.br.bit_length() - 1,
+                                         BLOCK=False, STORE_V=v is not None, STORE_I=i is not None, **flags)
+        return
+    kbytes, ibytes = _ws_half(R * n)
+    bufs = []
+    for b in range(2):
+        base = ws.reshape(-1)[b * (kbytes + ibytes):(b + 1) * (kbytes + ibytes)]
+        bufs.append((base[:R * n * 8].view(torch.int64), base[kbytes:kbytes + R * n * 4].view(torch.int32)))
+    (k0, i0), (k1, i1) = bufs
+    _rows_kernel[(R, cdiv(n, c.n_pow))](x2, vv, ii, k0, i0, R, n, K, x2.stride(0), sv, si, N=c.n_pow,
+                                        LN=c.n_pow.bit_length() - 1, BR=1, LR=0, BLOCK=True, STORE_V=False,
+                                        STORE_I=False, **flags)
+    T = _FORCE.get("tile", 1024)
+    L = c.n_pow
+    src, dst = (k0, i0), (k1, i1)
+    while L < n:
+        final = 2 * L >= n
+        _merge_kernel[(R, cdiv(n, T))](x2, vv, ii, src[0], src[1], dst[0], dst[1], R, n, K, L, L.bit_length(),
+                                       x2.stride(0), sv, si, T=T, PAIR=True, FINAL=final,
+                                       STORE_V=v is not None, STORE_I=i is not None, num_warps=4)
+        src, dst = dst, src
+        L *= 2
+
+
+def topk_rows(x2, v, i, k: int, largest: bool, ws) -> None:
+    """The k first entries of each row's sort (descending when largest) into v / i ([R, >= k])."""
+    R, n = x2.shape
+    if R == 0 or k == 0:
+        return
+    kmax = _FORCE.get("kmax", 4096)
+    if k > kmax:
+        sort_rows(x2, v, i, k, largest, ws)
+        return
+    dt = as_dtype(x2.dtype)
+    c = row_config(R, n, dt)
+    C = max(next_power_of_2(k), min(next_power_of_2(n), _FORCE.get("chunk", 1024)))
+    xb, vb = _bits_view(x2), _bits_view(v)
+    _topk_kernel[(R,)](xb, vb, i, R, n, k, cdiv(n, C), xb.stride(0), vb.stride(0), i.stride(0), C=C,
+                       LC=C.bit_length() - 1, KIND=c.kind, BITS=c.bits, DESC=largest, PAIR=c.pair,
+                       num_warps=8 if C >= 1024 else 4)   # (C = 1024 at 4 warps: 8 B of stack on sm_90)
+
+
+def moved(t, dim):
+    """t with dim last, as [rows, n] with contiguous rows (a view when possible)."""
+    t = t.reshape(t.shape or (1,)).movedim(dim, -1)
+    return t.reshape(math.prod(t.shape[:-1]), t.shape[-1])
+
+
+def rows_target(out, dim):
+    """(target [rows, m] with contiguous rows, finish()): out itself when it is contiguous along dim."""
+    o = out.reshape(out.shape or (1,)).movedim(dim, -1)
+    if o.is_contiguous():
+        return o.view(math.prod(o.shape[:-1]), o.shape[-1]), (lambda: None)
+    tmp = torch.empty(o.shape, dtype=out.dtype, device=out.device)
+
+    def finish():
+        o.copy_(tmp)
+    return tmp.view(math.prod(o.shape[:-1]), o.shape[-1]), finish
+
+
+def _dim(desc):
+    return 0 if desc.op == "msort" else desc.attr("dim")
+
+
+def _workspace(desc) -> int:
+    x = desc.inputs[0]
+    R, n = row_geometry(x.shape, _dim(desc))
+    if desc.op == "topk" and desc.attr("k") <= _FORCE.get("kmax", 4096):
+        return 0
+    return sort_ws_bytes(R, n, x.dtype)
+
+
+def _run_sort(desc, inputs, outputs, ws):
+    dim = _dim(desc)
+    x = inputs[0]
+    x2 = moved(x, dim).contiguous()
+    targets = [rows_target(o, dim) for o in outputs]
+    if desc.op == "argsort":
+        v, i = None, targets[0][0]
+    else:
+        v, i = targets[0][0], targets[1][0]
+    if desc.op == "topk":      # (a 0-d input keeps its one value even for k = 0, as torch)
+        topk_rows(x2, v, i, i.shape[1], desc.attr("largest"), ws)
+    else:
+        descending = desc.attr("descending") if desc.op != "msort" else False
+        sort_rows(x2, v, i, x2.shape[1], descending, ws)
+    for _, finish in targets:
+        finish()
+
+
+@fast_kernel
+def _scatter_kernel(g_ptr, idx_ptr, out_ptr, flag_ptr, m, size, sg, sx, so, T: tl.constexpr):
+    """out[row, idx[row, j]] = g[row, j] (distinct indices); an out-of-range index is not written, it is stored
+    in the flag word (never 0: size >= m, so a row with entries has size >= 1 and 0 is in range)."""
+    row = tl.program_id(0).to(tl.int64)
+    p = tl.program_id(1) * T + tl.arange(0, T)
+    msk = p < m
+    idx = tl.load(idx_ptr + row * sx + p, mask=msk, other=0)
+    g = tl.load(g_ptr + row * sg + p, mask=msk, other=0)
+    ok = msk & (idx >= 0) & (idx < size)
+    tl.store(out_ptr + row * so + idx, g, mask=ok)
+    tl.store(flag_ptr + tl.zeros([T], tl.int32), idx, mask=msk & (ok == 0))
+
+
+def _bind_bw(desc, pref=None):
+    size = desc.attr("size")
+
+    def error(v):
+        return InvalidProblemError("sort_backward", "indices", f"values in [0, {size - 1}] (dim {desc.attr('dim')} "
+                                                              f"has size {size})", int(v))
+
+    def run(desc_, inputs, outputs, ws):
+        flag = ws.reshape(-1)[:8].view(torch.int64)
+        flag.zero_()
+        _run_bw(desc, inputs, outputs, flag)
+        flagged(flag, pref, error)
+    return run
+
+
+def _run_bw(desc, inputs, outputs, flag):
+    dim = desc.attr("dim")
+    g2 = moved(inputs[0], dim).contiguous()
+    i2 = moved(inputs[1], dim).contiguous()
+    (o2, finish) = rows_target(outputs[0], dim)
+    o2.zero_()
+    R, m = g2.shape
+    if R and m:
+        _scatter_kernel[(R, cdiv(m, 1024))](g2, i2, o2, flag, m, desc.attr("size"), g2.stride(0), i2.stride(0),
+                                            o2.stride(0), T=1024, num_warps=4)
+    finish()
+
+
+def _route(desc, pref=None):
+    if desc.op == "sort_backward":
+        return "triton:sort_backward:scatter"
+    x = desc.inputs[0]
+    R, n = row_geometry(x.shape, _dim(desc))
+    c = row_config(R, n, x.dtype)
+    key = "pairs" if c.pair else "packed"
+    if desc.op == "topk" and desc.attr("k") <= _FORCE.get("kmax", 4096):
+        return f"triton:topk:chunked-bitonic-{key}"
+    path = f"registers{c.br}x{c.n_pow}" if c.short else f"block{c.n_pow}+merge"
+    return f"triton:{desc.op}:{path}-{key}"
+
+
+for _op in ("sort", "argsort", "msort", "topk"):
+    register_triton(_op, _run_sort, route=_route, workspace=_workspace)
+register_triton("sort_backward", lambda d, i, o, ws: _bind_bw(d)(d, i, o, ws), route=_route,
+                workspace=lambda d: 8, bind=_bind_bw)
