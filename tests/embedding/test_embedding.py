@@ -32,6 +32,7 @@ def test_out_of_range_token_raises_named_error_and_touches_nothing_else(backend,
     with pytest.raises(bc.InvalidProblemError, match=rf"embedding: argument 'input': expected indices in \[0, 7\), "
                                                      rf"got index {bad}"):
         run_on("embedding", ids, w, backend=backend)
+        bc.check_errors()       # (on the GPU the value check is deferred by default)
     # with the check off the kernel still never reads out of bounds: good rows exact, the bad row zero, the
     # caller's out= buffer written only where the output lies
     if backend == Backend.TRITON:
@@ -43,6 +44,7 @@ def test_out_of_range_token_raises_named_error_and_touches_nothing_else(backend,
         assert_same(out[1, 0].cpu(), torch.zeros(5))
     with pytest.raises(bc.InvalidProblemError, match=rf"embedding_backward: argument 'indices'.*got index {bad}"):
         run_on("embedding_backward", torch.randn(2, 2, 5), ids, backend=backend, num_weights=7)
+        bc.check_errors()
 
 
 @pytest.mark.parametrize("backend", BACKENDS, ids=str)
@@ -50,10 +52,13 @@ def test_bag_bad_offsets_and_ids_raise(backend):
     w = torch.randn(6, 3)
     with pytest.raises(bc.InvalidProblemError, match=r"embedding_bag: argument 'offsets'"):
         run_on("embedding_bag", torch.tensor([1, 2, 3]), w, torch.tensor([1, 2]), backend=backend, mode="sum")
+        bc.check_errors()
     with pytest.raises(bc.InvalidProblemError, match=r"embedding_bag: argument 'offsets'"):
         run_on("embedding_bag", torch.tensor([1, 2, 3]), w, torch.tensor([0, 2, 1]), backend=backend, mode="sum")
+        bc.check_errors()
     with pytest.raises(bc.InvalidProblemError, match=r"embedding_bag: argument 'input'.*got index 6"):
         run_on("embedding_bag", torch.tensor([1, 6, 3]), w, torch.tensor([0, 2]), backend=backend, mode="max")
+        bc.check_errors()
 
 
 @pytest.mark.parametrize("dt", [torch.float32, torch.float64, torch.bfloat16])

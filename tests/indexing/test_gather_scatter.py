@@ -75,7 +75,7 @@ def test_out_of_range_index_raises_the_named_error(case, backend):
     plan = _plan(desc, backend, check_values="sync")
     with pytest.raises(bc.InvalidProblemError, match=rf"{op}: argument '{arg}': expected indices in {rng_text}.*"
                                                        rf"got index {bad}"):
-        plan.run(*[_t(a) if backend == bc.Backend.TRITON else a for a in arrays])
+        plan.run(*[_t(a) for a in arrays])
         bc.check_errors()
 
 

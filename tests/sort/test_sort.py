@@ -8,6 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import baracuda as bc  # noqa: E402
 import baracuda.torch as bt  # noqa: E402
 from baracuda._core.errors import InvalidProblemError  # noqa: E402
 from baracuda._core.sku import Backend  # noqa: E402
@@ -136,6 +137,7 @@ def test_sort_backward_out_of_range_index_raises_and_writes_nothing_outside(back
     idx = torch.tensor([[0, 1, 2, 3], [3, 2, 1, 0], [0, 9, 2, 1]])
     with pytest.raises(InvalidProblemError, match=r"sort_backward: argument 'indices'.*got 9"):
         _run("sort_backward", g, idx, backend=backend, dim=1, size=4)
+        bc.check_errors()       # (on the GPU the value check is deferred by default)
     ok = torch.tensor([[0, 1, 2, 3], [3, 2, 1, 0], [1, 0, 3, 2]])
     out = _run("sort_backward", g, ok, backend=backend, dim=1, size=6)
     _same(out, torch.zeros(3, 6).scatter(1, ok, g))
