@@ -23,7 +23,7 @@ BACKENDS = [b for b in (bc.Backend.REFERENCE, bc.Backend.TRITON) if b in backend
 def _t(a):
     from baracuda._core.tensors import to_torch
 
-    return to_torch(np.asarray(a), DEV)
+    return a.to(DEV.type) if isinstance(a, torch.Tensor) else to_torch(np.asarray(a), DEV)
 
 
 def _run(op, arrays, backend, **attrs):

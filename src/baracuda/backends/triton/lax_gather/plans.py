@@ -20,7 +20,7 @@ from ....ops.lax_gather import fill_of, index_map_of
 from .._lib.register import register_triton
 from ..indexing.kernels import int_view
 from ..indexing.scatter import acc_dtype
-from .kernels import ADD, GATHER, MAX, MIN, MUL, REPLACE, launch_lax_map, space_geometry
+from .kernels import ADD, GATHER, MAX, MAX_K, MIN, MUL, REPLACE, launch_lax_map, space_geometry
 
 _EXACT = PrecisionGuarantee(MathPrecision.EXACT, DType.f64, True, True)
 _MODE = {"replace": REPLACE, "add": ADD, "mul": MUL, "min": MIN, "max": MAX}
@@ -42,8 +42,11 @@ def _contig_strides(shape):
 
 
 def _supports(desc):
-    """More than six space dims that neither operand lets merge: refused (no model shape needs them)."""
+    """More than six index-vector components, or more than six space dims that neither operand lets merge:
+    refused (no model shape needs them)."""
     im = index_map_of(desc)
+    if len(im.index_map) > MAX_K:
+        return f"an index vector of {len(im.index_map)} components (the kernel takes at most {MAX_K})"
     if len(im.space) <= 6:
         return None
     x, idx = desc.inputs[:2]
@@ -51,14 +54,8 @@ def _supports(desc):
     return None if geo is not None else f"{len(im.space)}-d space: more than six dims do not collapse"
 
 
-def _kmap(im, opd_shape, opd_strides, device):
-    """The (operand stride, last in-bounds start) int64 pairs of the index vector's components."""
-    pairs = [v for od in im.index_map for v in (opd_strides[od], opd_shape[od] - im.window[od])]
-    return torch.tensor(pairs or [0, 0], dtype=torch.int64, device=device)
-
-
 class _Consts:
-    """Small per-plan tensors (the kmap of contiguous targets, the fill bits), made once per device."""
+    """Small per-plan tensors (the fill bits), made once per device."""
 
     def __init__(self):
         self.cache = {}
@@ -82,9 +79,8 @@ def _bind_gather(desc, pref=None):
     def run(desc_, inputs, outputs, ws):
         x, idx = inputs
         out = outputs[0]
-        kmap = consts.get(("kmap", x.device, x.stride()), lambda: _kmap(im, x.shape, x.stride(), x.device))
         f = consts.get(("fill", x.device), lambda: fill_bits(x.device)) if not im.clip else None
-        launch_lax_map(GATHER, im, int_view(out), idx, int_view(x), kmap, fill=f)
+        launch_lax_map(GATHER, im, int_view(out), idx, int_view(x), fill=f)
     return run
 
 
@@ -120,20 +116,17 @@ def _bind_scatter(desc, pref=None):
     is_float = desc.dtype.is_floating
     shape = tuple(desc.inputs[0].shape)
     n = _numel(shape)
-    strides = _contig_strides(shape)
-    consts = _Consts()
 
     def run(desc_, inputs, outputs, ws):
         x, idx, u = inputs
         out = outputs[0]
         res = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-        kmap = consts.get(("kmap", x.device), lambda: _kmap(im, shape, strides, x.device))
         if not _needs_acc(desc):
             res.copy_(x)
             if comb == "replace":
-                launch_lax_map(REPLACE, im, int_view(u), idx, int_view(res), kmap)
+                launch_lax_map(REPLACE, im, int_view(u), idx, int_view(res))
             else:
-                launch_lax_map(ADD, im, u, idx, res, kmap)
+                launch_lax_map(ADD, im, u, idx, res)
         else:
             words = ws.reshape(-1)[:_acc_bytes(desc)].view(acc_t)
             cas = comb != "add"
@@ -143,10 +136,10 @@ def _bind_scatter(desc, pref=None):
             a.copy_(x)
             uu = u.view(torch.uint8) if u.dtype == torch.bool else u
             if cas:
-                launch_lax_map(mode, im, uu, idx, int_view(acc)[:n].view(shape), kmap, typed=acc, dummy=n,
+                launch_lax_map(mode, im, uu, idx, int_view(acc)[:n].view(shape), typed=acc, dummy=n,
                                is_float=is_float)
             else:
-                launch_lax_map(ADD, im, uu, idx, a, kmap)
+                launch_lax_map(ADD, im, uu, idx, a)
             res.copy_(a if res.dtype != torch.bool else a != 0)
         if res is not out:
             out.copy_(res)
