@@ -326,6 +326,9 @@ def _gather_samples(rng):
                  name="fill")
     yield Sample((n((6, 3)), _ri(rng, (4, 1), 8)), _gd((1,), (0,), (0,), (1, 3)), name="fill-nan-default",
                  grad=False)
+    # rank 4, everything at once: a batching dim, a 2-component index vector, interleaved window and batch dims
+    yield Sample((n((2, 3, 4, 5)), _ri(rng, (2, 3, 2), 4)),
+                 _gd((1, 3), (1,), (1, 3), (1, 1, 2, 3), obd=(0,), ibd=(0,), fill_value=0.0), name="rank4-mixed")
     # an empty index vector: every window starts at 0; offset dim in the middle
     yield Sample((n((3, 4)), np.zeros((2, 0), np.int64)), _gd((1,), (0,), (), (1, 3), mode="clip"), name="no-index")
     yield Sample((n((5, 4)), np.zeros((0, 1), np.int64)), _gd((1,), (0,), (0,), (1, 4)), name="empty")
@@ -353,6 +356,9 @@ def _scatter_samples(rng):
     yield Sample((n((4, 5)), idx[:2], n((2, 2, 2))), _sd((1, 2), (), (0, 1), combiner="add", mode="clip"),
                  name="windows-add-clip")
     yield Sample((n((4, 5)), idx, n((4, 2, 2))), _sd((1, 2), (), (0, 1), combiner="max"), name="windows-max-drop")
+    # the rank-4 mirror of lax_gather's (its transpose), windows partly out of bounds dropped
+    yield Sample((n((2, 3, 4, 5)), _ri(rng, (2, 3, 2), 4), n((2, 2, 3, 3))),
+                 _sd((1, 3), (1,), (1, 3), obd=(0,), ibd=(0,), combiner="add"), name="rank4-mixed-add")
     yield Sample((n((3, 4)), np.zeros((0, 1), np.int64), np.zeros((0, 4))), _sd((1,), (0,), (0,), combiner="add"),
                  name="empty")
 
