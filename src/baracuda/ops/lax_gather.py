@@ -60,7 +60,7 @@ from .._core.dtypes import DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import REQUIRED, Attr, ErrorCase, Sample, TensorSpec, Workload, default_tol, set_bench_inputs
 from ._common import check_nonneg
-from .indexing import INDEX_TYPES, VALUE_TYPES, _values, index_bench_inputs, index_spec
+from .indexing import INDEX_TYPES, _values, index_bench_inputs, index_spec
 
 __all__ = ["IndexMap", "MODES", "COMBINERS", "index_map_of", "fill_of"]
 

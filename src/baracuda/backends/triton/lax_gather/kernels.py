@@ -8,8 +8,8 @@ The dims are collapsed where all three allow it (``_lib.strided.padded``) to six
 of rows (dims 0..4: one unravel per ROW) by columns (the last dim: one multiply per element).  The index vector's
 K <= 6 components (K constexpr, unrolled) come with scalar arguments S0..S5 (the operand stride of each: kernel
 arguments, so Triton sees their divisibility by 16 and a row gather's addresses stay 16-byte vectorizable) and
-H0..H5 (the last in-bounds start): each index is loaded, clamped to [0, hi] (CLIP) or checked against it (fill: the whole window is filled
-/ dropped when one component is out), and adds ``j * stride``.  When the indices do not move along the columns
+H0..H5 (the last in-bounds start): each index is loaded, clamped to [0, hi] (CLIP) or checked against it (fill:
+the whole window is filled / dropped when one component is out), and adds ``j * stride``.  When the indices do not move along the columns
 (ROW_INDEX: a window dim is the last dim, as in a row gather), the K loads are per row, and the row's operand
 addresses stay contiguous: a gather of 4096-wide bf16 rows costs one index load per row, one data load and one
 store per element.
@@ -188,5 +188,5 @@ def launch_lax_map(mode, im, val, idx, opd, *, fill=None, typed=None, dummy=0, i
     his = [opd.shape[od] - im.window[od] for od in im.index_map] + pad
     _lax_map[(cdiv(rows, br) * n_cb,)](
         val, idx, opd, fill if fill is not None else val, typed if typed is not None else opd, rows, L, n_cb,
-        ik, dummy, *dims[:5], *vst, *ist, *ost, *sts, *his, K=K, MODE=mode, CLIP=im.clip, I64=i64, IS_FLOAT=is_float, BR=br,
-        BC=bc, ROW_INDEX=row_index, num_warps=4)
+        ik, dummy, *dims[:5], *vst, *ist, *ost, *sts, *his, K=K, MODE=mode, CLIP=im.clip, I64=i64,
+        IS_FLOAT=is_float, BR=br, BC=bc, ROW_INDEX=row_index, num_warps=4)
