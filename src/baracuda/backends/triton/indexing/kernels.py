@@ -78,17 +78,35 @@ def _rows(r, D1, D2, D3, D4, A0, A1, A2, A3, A4):
 
 
 @triton.jit
-def _combine(cur, v, MODE: tl.constexpr, IS_FLOAT: tl.constexpr):
-    if MODE == 5:
+def combine(cur, v, OP: tl.constexpr, IS_FLOAT: tl.constexpr):
+    """cur (op) v for the compare-and-swap scatters: OP 0 product, 1 max, 2 min; with floats NaN wins (torch's
+    amax / amin, XLA's max / min)."""
+    if OP == 0:
         return cur * v
-    if MODE == 6:
+    if OP == 1:
         r = tl.maximum(cur, v)
     else:
         r = tl.minimum(cur, v)
-    if IS_FLOAT:   # NaN wins (torch's amax / amin)
+    if IS_FLOAT:
         r = tl.where(v != v, v, r)
         r = tl.where(cur != cur, cur, r)
     return r
+
+
+@triton.jit
+def cas_combine(bits_ptr, typed_ptr, offs, v, active, dummy, OP: tl.constexpr, IS_FLOAT: tl.constexpr):
+    """target[offs] = target[offs] (op) v where ``active``, atomically, by a compare-and-swap loop on the target's
+    bits (``bits_ptr``; ``typed_ptr``: the same words typed, ``v`` in that type).  Lanes that are done (or masked)
+    swap 0 for 0 at the word ``dummy`` (one past the end), so every lane may issue the CAS."""
+    bits_t = bits_ptr.dtype.element_ty
+    acc_t = typed_ptr.dtype.element_ty
+    cur = tl.load(bits_ptr + offs, mask=active, other=0)
+    while tl.max(tl.max(active.to(tl.int32), 1), 0) > 0:
+        new = combine(cur.to(acc_t, bitcast=True), v, OP, IS_FLOAT).to(bits_t, bitcast=True)
+        cmp = tl.where(active, cur, 0)
+        prev = tl.atomic_cas(bits_ptr + tl.where(active, offs, dummy), cmp, tl.where(active, new, 0))
+        active = active & (prev != cmp)
+        cur = prev
 
 
 @fast_kernel
@@ -144,19 +162,9 @@ def _index_map(val_ptr, idx_ptr, tgt_ptr, flag_ptr, cnt_ptr, n_rows, L, n_cb, si
     elif MODE == 4:
         tl.atomic_add(cnt_ptr + to, tl.full(to.shape, 1, tl.int32), mask=ok)
     else:
-        # compare-and-swap on the accumulator's bits; tgt_ptr is the bits view, cnt_ptr the typed one.  Lanes
-        # that are done (or masked) swap 0 for 0 at the dummy word past the end, so every lane may issue the CAS
-        bits_t = tgt_ptr.dtype.element_ty
-        acc_t = cnt_ptr.dtype.element_ty
-        v = tl.load(val_ptr + vo, mask=ok, other=0).to(acc_t)
-        active = ok
-        cur = tl.load(tgt_ptr + to, mask=active, other=0)
-        while tl.max(tl.max(active.to(tl.int32), 1), 0) > 0:
-            new = _combine(cur.to(acc_t, bitcast=True), v, MODE, IS_FLOAT).to(bits_t, bitcast=True)
-            cmp = tl.where(active, cur, 0)
-            prev = tl.atomic_cas(tgt_ptr + tl.where(active, to, dummy), cmp, tl.where(active, new, 0))
-            active = active & (prev != cmp)
-            cur = prev
+        # MODE 5 / 6 / 7: product / max / min by compare-and-swap on the accumulator (tgt_ptr its bits, cnt_ptr typed)
+        v = tl.load(val_ptr + vo, mask=ok, other=0).to(cnt_ptr.dtype.element_ty)
+        cas_combine(tgt_ptr, cnt_ptr, to, v, ok, dummy, MODE - 5, IS_FLOAT)
 
 
 @fast_kernel
@@ -198,7 +206,7 @@ def _scatter_seq(val_ptr, idx_ptr, tgt_ptr, flag_ptr, n_rows, R, size, DS, IR, V
             if MODE == 2:
                 new = cur + v
             else:
-                new = _combine(cur, v, MODE, IS_FLOAT)
+                new = combine(cur, v, MODE - 5, IS_FLOAT)
             tl.store(t, new, mask=ok)
 
 
@@ -328,4 +336,4 @@ def int_view(t: torch.Tensor) -> torch.Tensor:
     return t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
 
 
-__all__ += ["launch_one_hot", "int_view", "launch_scatter_seq"]
+__all__ += ["launch_one_hot", "int_view", "launch_scatter_seq", "combine", "cas_combine"]

@@ -30,6 +30,7 @@ import triton.language as tl
 from .._lib.geometry import cdiv, next_power_of_2
 from .._lib.launch import fast_kernel
 from .._lib.strided import padded, span, strided_offset
+from ..indexing.kernels import cas_combine
 
 __all__ = ["GATHER", "REPLACE", "ADD", "MUL", "MIN", "MAX", "MAX_K", "space_geometry", "launch_lax_map"]
 
@@ -37,20 +38,6 @@ GATHER, REPLACE, ADD, MUL, MIN, MAX = range(6)
 _LIMIT = 2 ** 31 - 2 ** 16      # offsets at or above this use int64 (a tile's overshoot stays in range)
 MAX_K = 6                       # index-vector components a launch takes (scalar arguments S0..S5, H0..H5)
 _TILE = 4096                    # elements per program (BR * BC) of a row-indexed tile
-
-
-@triton.jit
-def _combine(cur, v, MODE: tl.constexpr, IS_FLOAT: tl.constexpr):
-    if MODE == 3:
-        return cur * v
-    if MODE == 5:
-        r = tl.maximum(cur, v)
-    else:
-        r = tl.minimum(cur, v)
-    if IS_FLOAT:   # NaN wins (XLA's max / min)
-        r = tl.where(v != v, v, r)
-        r = tl.where(cur != cur, cur, r)
-    return r
 
 
 @triton.jit
@@ -123,19 +110,9 @@ def _lax_map(val_ptr, idx_ptr, opd_ptr, fill_ptr, typed_ptr, n_rows, L, n_cb, IK
         v = tl.load(val_ptr + vo, mask=ok, other=0).to(opd_ptr.dtype.element_ty)
         tl.atomic_add(opd_ptr + oo, v, mask=ok)
     else:
-        # compare-and-swap on the accumulator's bits; lanes that are done (or masked) swap 0 for 0 at the dummy
-        # word past the end, so every lane may issue the CAS
-        bits_t = opd_ptr.dtype.element_ty
-        acc_t = typed_ptr.dtype.element_ty
-        v = tl.load(val_ptr + vo, mask=ok, other=0).to(acc_t)
-        active = ok
-        cur = tl.load(opd_ptr + oo, mask=active, other=0)
-        while tl.max(tl.max(active.to(tl.int32), 1), 0) > 0:
-            new = _combine(cur.to(acc_t, bitcast=True), v, MODE, IS_FLOAT).to(bits_t, bitcast=True)
-            cmp = tl.where(active, cur, 0)
-            prev = tl.atomic_cas(opd_ptr + tl.where(active, oo, dummy), cmp, tl.where(active, new, 0))
-            active = active & (prev != cmp)
-            cur = prev
+        # MODE 3 / 4 / 5: product / min / max by compare-and-swap on the result's bits (indexing's cas_combine)
+        v = tl.load(val_ptr + vo, mask=ok, other=0).to(typed_ptr.dtype.element_ty)
+        cas_combine(opd_ptr, typed_ptr, oo, v, ok, dummy, 0 if MODE == 3 else (1 if MODE == 5 else 2), IS_FLOAT)
 
 
 def space_geometry(im, val_strides, idx_strides, opd_strides):
