@@ -78,6 +78,25 @@ def _rows(r, D1, D2, D3, D4, A0, A1, A2, A3, A4):
 
 
 @triton.jit
+def checked_index(j, m, size, flag_ptr, WRAP: tl.constexpr, I64: tl.constexpr):
+    """(ok, jc) of int64 indices ``j`` on lanes ``m`` into a dimension of ``size``: in range (negative ones wrapping
+    when WRAP), the out-of-range ones flagged (``flag_bad_index``) and replaced by 0 in jc (never dereferenced);
+    jc int32 unless I64."""
+    if WRAP:
+        ok = (j >= -size) & (j < size)
+        jw = tl.where(j < 0, j + size, j)
+    else:
+        ok = (j >= 0) & (j < size)
+        jw = j
+    flag_bad_index(flag_ptr, j, m & ~ok)
+    ok = m & ok
+    jc = tl.where(ok, jw, 0)
+    if not I64:
+        jc = jc.to(tl.int32)
+    return ok, jc
+
+
+@triton.jit
 def combine(cur, v, OP: tl.constexpr, IS_FLOAT: tl.constexpr):
     """cur (op) v for the compare-and-swap scatters: OP 0 product, 1 max, 2 min; with floats NaN wins (torch's
     amax / amin, XLA's max / min)."""
@@ -136,17 +155,7 @@ def _index_map(val_ptr, idx_ptr, tgt_ptr, flag_ptr, cnt_ptr, n_rows, L, n_cb, si
     else:
         io = _rows(r, D1, D2, D3, D4, I0, I1, I2, I3, I4)[:, None] + (c * IL)[None, :]
         j = tl.load(idx_ptr + io, mask=m, other=0).to(tl.int64)
-    if WRAP:
-        ok = (j >= -size) & (j < size)
-        jw = tl.where(j < 0, j + size, j)
-    else:
-        ok = (j >= 0) & (j < size)
-        jw = j
-    flag_bad_index(flag_ptr, j, m & ~ok)
-    ok = m & ok
-    jc = tl.where(ok, jw, 0)
-    if not I64:
-        jc = jc.to(tl.int32)
+    ok, jc = checked_index(j, m, size, flag_ptr, WRAP, I64)
     to = to + jc * DS
     if MODE == 0:
         v = tl.load(tgt_ptr + to, mask=ok, other=0)
@@ -186,17 +195,7 @@ def _scatter_seq(val_ptr, idx_ptr, tgt_ptr, flag_ptr, n_rows, R, size, DS, IR, V
     to = _rows(c, D1, D2, D3, D4, T0, T1, T2, T3, T4)
     for r in loop(0, R):
         j = tl.load(idx_ptr + io + r * IR, mask=m, other=0).to(tl.int64)
-        if WRAP:
-            ok = (j >= -size) & (j < size)
-            jw = tl.where(j < 0, j + size, j)
-        else:
-            ok = (j >= 0) & (j < size)
-            jw = j
-        flag_bad_index(flag_ptr, j, m & ~ok)
-        ok = m & ok
-        jc = tl.where(ok, jw, 0)
-        if not I64:
-            jc = jc.to(tl.int32)
+        ok, jc = checked_index(j, m, size, flag_ptr, WRAP, I64)
         t = tgt_ptr + to + jc * DS
         v = tl.load(val_ptr + vo + r * VR, mask=ok, other=0).to(tgt_ptr.dtype.element_ty)
         if MODE == 1:
@@ -336,4 +335,4 @@ def int_view(t: torch.Tensor) -> torch.Tensor:
     return t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
 
 
-__all__ += ["launch_one_hot", "int_view", "launch_scatter_seq", "combine", "cas_combine"]
+__all__ += ["launch_one_hot", "int_view", "launch_scatter_seq", "combine", "cas_combine", "checked_index"]
