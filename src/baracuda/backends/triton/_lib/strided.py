@@ -80,6 +80,23 @@ def flat_offsets(n, I64: tl.constexpr, BLOCK: tl.constexpr):
     return offs, offs < n
 
 
+@triton.jit
+def tile_rows_cols(n_cb, I64: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr):
+    """(rows, cols) of this program's [BR, BC] tile of a rows x columns space, the program id running over row
+    blocks * n_cb column blocks (a 1-D grid: no 65535 limit); int64 under I64."""
+    pid = tl.program_id(0)
+    if I64:
+        pid = pid.to(tl.int64)
+    rb = pid // n_cb
+    cb = pid - rb * n_cb
+    r = rb * BR + tl.arange(0, BR)
+    c = cb * BC + tl.arange(0, BC)
+    if I64:
+        r = r.to(tl.int64)
+        c = c.to(tl.int64)
+    return r, c
+
+
 def expanded_strides(x: torch.Tensor, shape) -> list[int]:
     """Strides of ``x`` broadcast to ``shape`` (0 on broadcast axes)."""
     lead = len(shape) - x.dim()

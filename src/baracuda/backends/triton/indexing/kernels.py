@@ -34,7 +34,7 @@ from ...._core.checks import flagged
 from .._lib.geometry import cdiv, next_power_of_2
 from .._lib.interp import loop
 from .._lib.launch import fast_kernel
-from .._lib.strided import RANK, collapse
+from .._lib.strided import RANK, collapse, tile_rows_cols
 
 __all__ = ["index_geometry", "launch_index_map", "raise_index_flag", "flag_bad_index", "decode_index_flag",
            "GATHER", "ASSIGN", "ADD", "MARK", "COUNT", "PROD", "AMAX", "AMIN"]
@@ -136,16 +136,7 @@ def _index_map(val_ptr, idx_ptr, tgt_ptr, flag_ptr, cnt_ptr, n_rows, L, n_cb, si
     """One [BR, BC] tile of the index space; see the module doc for the operands and MODE.  ROW_INDEX: the index
     is constant along the columns (stride 0: ``idx[:, None].expand(-1, D)``, a gather of whole rows): one index
     load per row, and the row's addresses stay contiguous (16-byte accesses when the strides allow)."""
-    pid = tl.program_id(0)
-    if I64:
-        pid = pid.to(tl.int64)
-    rb = pid // n_cb
-    cb = pid - rb * n_cb
-    r = rb * BR + tl.arange(0, BR)
-    c = cb * BC + tl.arange(0, BC)
-    if I64:
-        r = r.to(tl.int64)
-        c = c.to(tl.int64)
+    r, c = tile_rows_cols(n_cb, I64, BR, BC)
     m = (r < n_rows)[:, None] & (c < L)[None, :]
     vo = _rows(r, D1, D2, D3, D4, V0, V1, V2, V3, V4)[:, None] + (c * VL)[None, :]
     to = _rows(r, D1, D2, D3, D4, T0, T1, T2, T3, T4)[:, None] + (c * TL)[None, :]

@@ -29,7 +29,7 @@ import triton.language as tl
 
 from .._lib.geometry import cdiv, next_power_of_2
 from .._lib.launch import fast_kernel
-from .._lib.strided import padded, span, strided_offset
+from .._lib.strided import padded, span, strided_offset, tile_rows_cols
 from ..indexing.kernels import cas_combine
 
 __all__ = ["GATHER", "REPLACE", "ADD", "MUL", "MIN", "MAX", "MAX_K", "space_geometry", "launch_lax_map"]
@@ -66,16 +66,7 @@ def _lax_map(val_ptr, idx_ptr, opd_ptr, fill_ptr, typed_ptr, n_rows, L, n_cb, IK
     """One [BR, BC] tile of the space; see the module doc.  val_ptr: the output (gather) or the updates;
     opd_ptr: the operand (gather), the result / accumulator (scatter; its bits for the CAS modes, typed_ptr
     then the same words typed)."""
-    pid = tl.program_id(0)
-    if I64:
-        pid = pid.to(tl.int64)
-    rb = pid // n_cb
-    cb = pid - rb * n_cb
-    r = rb * BR + tl.arange(0, BR)
-    c = cb * BC + tl.arange(0, BC)
-    if I64:
-        r = r.to(tl.int64)
-        c = c.to(tl.int64)
+    r, c = tile_rows_cols(n_cb, I64, BR, BC)
     rm = r < n_rows
     m = rm[:, None] & (c < L)[None, :]
     vo = strided_offset(r, D0, D1, D2, D3, D4, 0, V0, V1, V2, V3, V4)[:, None] + (c * VL)[None, :]

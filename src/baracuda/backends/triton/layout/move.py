@@ -44,7 +44,7 @@ import triton
 import triton.language as tl
 
 from .._lib.config import overrides
-from .._lib.strided import RANK, collapse, span, unravel
+from .._lib.strided import RANK, collapse, span, tile_rows_cols, unravel
 from .._lib.launch import fast_kernel
 from .._lib.geometry import cdiv, next_power_of_2
 
@@ -132,16 +132,7 @@ def _tile_kernel(out_ptr, src_ptr, fill_ptr, n_rows, L, n_cb, base, diag,
                  BR: tl.constexpr, BC: tl.constexpr, VIA_F32: tl.constexpr = False):
     """Output rows (dims 0..4 of the output, row-major) x columns (the last output dim), one [BR, BC] tile
     per program; grid = row blocks * column blocks (1-D: no 65535 limit)."""
-    pid = tl.program_id(0)
-    if I64:
-        pid = pid.to(tl.int64)
-    rb = pid // n_cb
-    cb = pid - rb * n_cb
-    r = rb * BR + tl.arange(0, BR)
-    c = cb * BC + tl.arange(0, BC)
-    if I64:
-        r = r.to(tl.int64)
-        c = c.to(tl.int64)
+    r, c = tile_rows_cols(n_cb, I64, BR, BC)
     rmask = r < n_rows
     cmask = c < L
     # per-row part: 4 div/mod + the boundary map of 5 dims, amortized over BC columns
