@@ -23,7 +23,7 @@ import numpy as np
 from .._core.derive import declare_rule_ops
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec, set_bench_inputs
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec, set_bench_inputs, get_spec
 from ._common import check_nonneg
 
 __all__ = ["SORT_TYPES", "TOPK_TYPES", "np_sort_order", "sort_dims", "row_geometry"]
@@ -70,13 +70,17 @@ def sort_dims(shape, dim) -> int:
 
 
 # -- shape / dtype rules --------------------------------------------------------------------------------
-def _one(op, inputs):
+def one_operand(op, inputs):
+    """The one operand of a sort-family op, its dtype and shape checked."""
     if len(inputs) != 1:
         raise InvalidProblemError(op, "inputs", "1 operand", len(inputs))
     (x,) = inputs
-    SPECS[op].check_dtypes(inputs)
+    get_spec(op).check_dtypes(inputs)
     check_nonneg(op, ("x",), (x.shape,))
     return x
+
+
+_one = one_operand
 
 
 def _check_sort(op):

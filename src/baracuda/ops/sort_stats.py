@@ -29,7 +29,7 @@ from .._core.errors import InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from ._common import check_nonneg
 from .reduction import reduced_shape
-from .sort import TOPK_TYPES, sort_dims
+from .sort import TOPK_TYPES, one_operand, sort_dims
 
 __all__ = ["QUANTILE_TYPES", "INTERPOLATIONS", "quantile_shape", "quantile_qs"]
 
@@ -65,13 +65,7 @@ def quantile_shape(shape, attrs) -> tuple[int, ...]:
 
 
 # -- shape / dtype rules ------------------------------------------------------------------------------
-def _one(op, inputs):
-    if len(inputs) != 1:
-        raise InvalidProblemError(op, "inputs", "1 operand", len(inputs))
-    (x,) = inputs
-    SPECS[op].check_dtypes(inputs)
-    check_nonneg(op, ("x",), (x.shape,))
-    return x
+_one = one_operand
 
 
 def _selected(op, x, attrs):

@@ -16,6 +16,7 @@ from ....ops.embedding import bad_index_error
 from ...._core.checks import flagged
 from ...._core.errors import InvalidProblemError
 from .._lib.geometry import cdiv
+from .._lib.binding import run_of
 from .._lib.register import register_triton
 from . import kernels as K
 from .runs import BD, BT, INTERP, tiles, Workspace, atomic_route, ct, fold, precision, runs_layout, scatter, sort_runs
@@ -137,15 +138,11 @@ def _route_bw(desc, pref):
             else "triton:embedding_bag_backward:sorted-segmented(deterministic)")
 
 
-def _run_with(bind):
-    return lambda desc, inputs, outputs, ws: bind(desc)(desc, inputs, outputs, ws)
-
-
-register_triton("embedding_bag", _run_with(_bind_fw), bind=_bind_fw, workspace=lambda desc: _fw_layout(desc).size,
+register_triton("embedding_bag", run_of(_bind_fw), bind=_bind_fw, workspace=lambda desc: _fw_layout(desc).size,
                 route=lambda desc, pref=None: f"triton:embedding_bag:{desc.attr('mode')}",
                 supports=lambda desc: None if desc.attr("max_norm") is None or desc.attr("norm_type") not in
                 (0.0, float("inf"), float("-inf")) else "max_norm with an infinite or zero norm_type",
                 precision=lambda desc, pref=None: precision(desc, False))
-register_triton("embedding_bag_backward", _run_with(_bind_bw), bind=_bind_bw,
+register_triton("embedding_bag_backward", run_of(_bind_bw), bind=_bind_bw,
                 workspace=lambda desc: _bw_layout(desc).size, route=_route_bw,
                 precision=lambda desc, pref=None: precision(desc, _atomic(desc, pref)))

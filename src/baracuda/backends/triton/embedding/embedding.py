@@ -18,6 +18,7 @@ import torch
 
 from ...._core.dtypes import DType
 from .._lib.geometry import cdiv
+from .._lib.binding import run_of
 from .._lib.register import register_triton
 from . import kernels as K
 from .runs import (BD, BT, INTERP, tiles, Workspace, as_storage, atomic_route, check_ids, ct, fold, precision, raise_flag,
@@ -107,12 +108,8 @@ def _route_bw(desc, pref):
             else "triton:embedding_backward:sorted-segmented(deterministic)")
 
 
-def _run_with(bind):
-    return lambda desc, inputs, outputs, ws: bind(desc)(desc, inputs, outputs, ws)
-
-
-register_triton("embedding", _run_with(_bind_fw), bind=_bind_fw, supports=_supports_fw,
+register_triton("embedding", run_of(_bind_fw), bind=_bind_fw, supports=_supports_fw,
                 workspace=lambda desc: _fw_layout(desc).size, route="triton:embedding:row-copy",
                 precision=lambda desc, pref=None: precision(desc, False))
-register_triton("embedding_backward", _run_with(_bind_bw), bind=_bind_bw, workspace=lambda desc: _bw_layout(desc).size,
+register_triton("embedding_backward", run_of(_bind_bw), bind=_bind_bw, workspace=lambda desc: _bw_layout(desc).size,
                 route=_route_bw, precision=lambda desc, pref=None: precision(desc, _atomic(desc, pref)))
