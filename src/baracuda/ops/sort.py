@@ -23,7 +23,8 @@ import numpy as np
 from .._core.derive import declare_rule_ops
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec, set_bench_inputs, get_spec
+from .._core.spec import (Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, get_spec, register_spec,
+                          set_bench_inputs)
 from ._common import check_nonneg
 
 __all__ = ["SORT_TYPES", "TOPK_TYPES", "np_sort_order", "sort_dims", "row_geometry"]

@@ -27,7 +27,6 @@ from .._core.derive import declare_rule_ops
 from .._core.dtypes import DType
 from .._core.errors import InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from ._common import check_nonneg
 from .reduction import reduced_shape
 from .sort import TOPK_TYPES, one_operand, sort_dims
 
