@@ -31,7 +31,7 @@ import numpy as np
 
 from .._core.dtypes import DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec, set_bench_inputs
 from ._common import check_nonneg
 from .indexing_index import INT_VALUES
 
@@ -286,3 +286,18 @@ for _name, _kw in _DEFS.items():
                          errors=_errors(_name), tol=lambda dt: (0.0, 0.0), cost=_cost, category="sort",
                          doc=f"torch.{_name}: see the module docstring of baracuda.ops.sort_search.", **_kw))
 del _name, _kw
+
+
+def _bench_search(desc, device, gen):
+    import torch
+
+    a, b = desc.inputs
+    seq_first = desc.op == "searchsorted"
+    seq, q = (a, b) if seq_first else (b, a)
+    s = torch.randn(seq.shape, device=device, generator=gen).sort(dim=-1).values.to(seq.dtype.torch)
+    v = torch.randn(q.shape, device=device, generator=gen).to(q.dtype.torch)
+    return [s, v] if seq_first else [v, s]
+
+
+set_bench_inputs("searchsorted", _bench_search)
+set_bench_inputs("bucketize", _bench_search)
