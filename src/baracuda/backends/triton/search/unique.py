@@ -136,7 +136,8 @@ def _mode_kernel(val_ptr, idx_ptr, x_ptr, R, B: tl.constexpr):
             j += B
         c = tl.where(mi, c, -1)
         cmax = tl.max(c, axis=0)
-        vmin = tl.min(tl.where(c == cmax, xi, tl.max(xi, axis=0)), axis=0)   # the fallback is >= every candidate
+        # (the fallback is >= every candidate; min widens small types: back to the row's, exactly)
+        vmin = tl.min(tl.where(c == cmax, xi, tl.max(xi, axis=0)), axis=0).to(best_v.dtype)
         better = (cmax > best_c) | ((cmax == best_c) & (vmin < best_v))
         best_c = tl.where(better, cmax, best_c)
         best_v = tl.where(better, vmin, best_v)
