@@ -213,18 +213,6 @@ def _di_unique_consecutive(input, return_inverse=False, return_counts=False, dim
         _finisher("unique_consecutive", return_inverse, return_counts, dim)
 
 
-def _di_mode(input, dim=-1, keepdim=False, *, out=None):
-    if out is not None:
-        raise UnsupportedError("mode", "out= is not supported by the drop-in (Plan.run(out=) is)")
-    return (input,), {"dim": dim, "keepdim": keepdim}
-
-
-def _mode_result(out):
-    import torch
-
-    return torch.return_types.mode(tuple(out))
-
-
 # -- samples, errors, workloads -------------------------------------------------------------------------
 def _ints(rng, shape, hi=4):
     # small non-negative integers: repeats in every dtype (bool: 0 / 1), exact after the cast
@@ -288,8 +276,10 @@ _DEFS = {
                                samples=_unique_samples("unique_consecutive"),
                                workloads=(Workload("unique_consecutive-16M-i64", (((1 << 24,), DType.i64),),
                                                    DType.i64),)),
+    # no drop-in: published as ``mode`` it would take ``baracuda.torch.mode``, the routing mode's name (the
+    # mirror's build puts every drop-in at its torch name); the Plan API runs it
     "mode": dict(check=_check_mode, attrs=(Attr("dim", "axis", -1), Attr("keepdim", "bool", False)),
-                 torch_peer=_peer_mode, dropin=_di_mode, dropin_result=_mode_result, grad=_g_mode,
+                 torch_peer=_peer_mode, grad=_g_mode,
                  saves=("out1",), differentiable=(0,), samples=_mode_samples,
                  workloads=(Workload("mode-4096x1024-f32", ((4096, 1024),), DType.f32),)),
 }
