@@ -11,6 +11,10 @@ Semantics are torch's:
   bin_edges = torch.linspace(min, max, bins + 1)'s values) or a 1-D tensor of increasing edges (a value's bin: the
   last edge <= x; x == the last edge lands in the last bin).  ``weight`` (the input's shape and dtype): each value
   adds its weight instead of 1.  ``density``: hist / (sum(hist) * bin widths).  f32 / f64, as torch.
+* histogramdd(input, bins=10, *, range=None, weight=None, density=False) -> (hist, bin_edges): the points along
+  the input's last dim (D coordinates each), equal-width bins per dim (``bins`` an int or D ints; ``range`` 2 * D
+  numbers or each dim's data range, widened as histogram's); a point outside any dim's range is not counted.
+  Bins given as edge tensors: not taken (the drop-in refuses: torch runs them under bt.mode()).
 * bincount(input, weights=None, minlength=0): counts of each non-negative integer of the 1-D ``input``; output
   length max(max(input) + 1, minlength): the drop-in reads max(input) on the host (torch does the same) and passes
   it as the ``length`` attribute, which the Plan API's caller gives.  A negative value or one >= length is an
@@ -38,7 +42,7 @@ from .._core.spec import (Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload,
 from ._common import check_nonneg
 from .indexing_index import INT_VALUES
 
-__all__ = ["HIST_TYPES", "outer_range", "np_linspace", "np_hist", "bincount_error"]
+__all__ = ["HIST_TYPES", "outer_range", "np_linspace", "np_hist", "np_histogramdd", "bincount_error"]
 
 HIST_TYPES = (DType.f64, DType.f32)                                  # torch.histogram (CPU)
 HISTC_TYPES = (DType.f64, DType.f32, DType.f16, DType.bf16)         # torch.histc
@@ -159,6 +163,65 @@ def _check_histogram(inputs, attrs):
     return a, (TensorSpec((nb,), x.dtype), TensorSpec((nb + 1,), x.dtype))
 
 
+def _check_histogramdd(inputs, attrs):
+    op = "histogramdd"
+    _operands(op, inputs, (1, 2), ("input", "weight"))
+    x = inputs[0]
+    _dtype(op, x, HIST_TYPES)
+    if len(x.shape) < 2:
+        raise InvalidProblemError(op, "input", "a tensor of at least 2 dims (points along the last)",
+                                  f"shape {tuple(x.shape)}")
+    d = x.shape[-1]
+    bins = tuple(attrs["bins"])
+    if len(bins) == 1:
+        bins = bins * d
+    if len(bins) != d or any(b < 1 for b in bins):
+        raise InvalidProblemError(op, "bins", f"one positive bin count or {d} of them (the input's last dim)", bins)
+    if len(inputs) == 2:
+        w = inputs[1]
+        if w.dtype != x.dtype:
+            raise DTypeMismatchError(op, "weight", f"{x.dtype} (the input's)", str(w.dtype))
+        if tuple(w.shape) != tuple(x.shape[:-1]):
+            raise InvalidProblemError(op, "weight", f"the input's leading shape {tuple(x.shape[:-1])}", tuple(w.shape))
+    rng = attrs["range"]
+    if rng is not None:
+        if len(rng) != 2 * d:
+            raise InvalidProblemError(op, "range", f"{2 * d} numbers (min, max per dim)", rng)
+        rng = tuple(float(v) for v in rng)
+        for k in range(d):
+            _bounds(op, rng[2 * k], rng[2 * k + 1], "range")
+    return dict(attrs, bins=bins, range=rng), (TensorSpec(bins, x.dtype),) + tuple(
+        TensorSpec((b + 1,), x.dtype) for b in bins)
+
+
+def np_histogramdd(x, bins, rng, weight, density):
+    """(hist, *edges) in float64: equal-width bins per dim over the given or the data's ranges."""
+    x = np.asarray(x, np.float64)
+    d = x.shape[-1]
+    pts = x.reshape(-1, d)
+    w = np.ones(pts.shape[0]) if weight is None else np.asarray(weight, np.float64).reshape(-1)
+    ok = np.ones(pts.shape[0], bool)
+    flat = np.zeros(pts.shape[0], np.int64)
+    edges, vol = [], 1.0
+    for k in range(d):
+        col = pts[:, k]
+        data = (float(np.nanmin(col)), float(np.nanmax(col))) if col.size else (None, None)
+        lo, hi = outer_range("histogram", *(rng[2 * k:2 * k + 2] if rng is not None else (None, None)), *data,
+                             empty=col.size == 0)
+        with np.errstate(invalid="ignore"):
+            ok &= (col >= lo) & (col <= hi)
+            b = np.minimum(np.floor((np.where(ok, col, lo) - lo) * bins[k] / (hi - lo)).astype(np.int64),
+                           bins[k] - 1)
+        flat = flat * bins[k] + np.where(ok, b, 0)
+        edges.append(np_linspace(lo, hi, bins[k] + 1))
+        vol *= (hi - lo) / bins[k]
+    n = int(np.prod(bins))
+    hist = np.bincount(flat[ok], weights=w[ok], minlength=n)[:n].astype(np.float64)
+    if density:
+        hist = hist / (hist.sum() * vol)
+    return (hist.reshape(bins),) + tuple(edges)
+
+
 def _check_bincount(inputs, attrs):
     op = "bincount"
     _operands(op, inputs, (1, 2), ("input", "weights"))
@@ -196,6 +259,14 @@ def _peer_histogram(x, *ops, bins=None, range=None, weight=None, density=False):
     return r.hist, r.bin_edges
 
 
+def _peer_histogramdd(x, *w, bins=(), range=None, density=False):
+    import torch
+
+    r = torch.histogramdd(x, list(bins), range=list(range) if range is not None else None,
+                          weight=w[0] if w else None, density=density)
+    return (r.hist,) + tuple(r.bin_edges)
+
+
 def _peer_bincount(x, *w, minlength=0, length=0):
     import torch
 
@@ -221,6 +292,22 @@ def _di_histogram(input, bins, *, range=None, weight=None, density=False, out=No
     ops = ops + ((weight,) if weight is not None else ())
     return ops, {"bins": None if isinstance(bins, torch.Tensor) else bins,
                  "range": None if range is None else tuple(range), "density": density}
+
+
+def _di_histogramdd(input, bins=10, *, range=None, weight=None, density=False):
+    import torch
+
+    if not isinstance(bins, int) and any(isinstance(b, torch.Tensor) for b in bins):
+        raise UnsupportedError("histogramdd", "bins given as edge tensors are not supported (bin counts are)")
+    return (input,) + ((weight,) if weight is not None else ()), {
+        "bins": (bins,) if isinstance(bins, int) else tuple(bins),
+        "range": None if range is None else tuple(range), "density": density}
+
+
+def _histdd_result(out):
+    import torch
+
+    return torch.return_types.histogramdd((out[0], list(out[1:])))
 
 
 def host_max(t) -> int:
@@ -276,6 +363,16 @@ def _histogram_samples(rng):
                      grad=False)
 
 
+def _histogramdd_samples(rng):
+    for shape, bins, r, w, dens in (((20, 2), (3, 4), None, False, False), ((30, 3), (2,), None, True, True),
+                                    ((4, 5, 2), (3, 2), (-1.0, 1.0, -0.5, 0.5), True, False),
+                                    ((0, 2), (2, 2), None, False, False), ((6, 1), (5,), (0.5, 0.5), False, True)):
+        x = rng.standard_normal(shape)
+        ops = (x, rng.random(shape[:-1])) if w else (x,)
+        yield Sample(ops, {"bins": bins, "range": r, "density": dens}, name=f"{shape}-{bins}-{r}-w{w}-d{dens}",
+                     grad=False)
+
+
 def _bincount_samples(rng):
     for n, hi, minlength, w in ((20, 7, 0, False), (20, 7, 10, True), (0, 0, 3, False), (0, 0, 0, True),
                                 (300, 40, 5, True), (1, 1, 0, False)):
@@ -301,6 +398,13 @@ def _errors(op):
             yield ErrorCase((f, ((2, 2), "f32")), {"bins": None}, InvalidProblemError, r"argument 'bins': expected a "
                             "1-D tensor", "2d-edges")
             yield ErrorCase((((3,), "f16"),), {"bins": 4}, UnsupportedError, r"dtype f16", "f16")
+        elif op == "histogramdd":
+            yield ErrorCase((((5,), "f32"),), {"bins": (2,)}, InvalidProblemError,
+                            r"histogramdd: argument 'input': expected a tensor of at least 2 dims", "1d")
+            yield ErrorCase((f,), {"bins": (2, 3)}, InvalidProblemError, r"histogramdd: argument 'bins'", "bins")
+            yield ErrorCase((f,), {"bins": (2,), "range": (0.0, 1.0)}, InvalidProblemError, r"argument 'range'",
+                            "range-len")
+            yield ErrorCase((f, ((4,), "f32")), {"bins": (2,)}, InvalidProblemError, r"argument 'weight'", "w-shape")
         else:
             yield ErrorCase((((3, 4), "i64"),), {"length": 5}, InvalidProblemError, r"bincount: argument 'input': "
                             "expected a 1-D tensor", "2d")
@@ -328,6 +432,13 @@ _DEFS = {
                       torch_peer=_peer_histogram, dropin=_di_histogram, dropin_result=_hist_result,
                       samples=_histogram_samples,
                       workloads=(Workload("histogram-64M-f32-100bins", ((1 << 26,),), DType.f32, {"bins": 100}),)),
+    "histogramdd": dict(arg_names=("input", "weight"), check=_check_histogramdd, dtypes=HIST_TYPES,
+                        attrs=(Attr("bins", "ints", (10,)), Attr("range", "any", None, optional=True),
+                               Attr("density", "bool", False)),
+                        torch_peer=_peer_histogramdd, dropin=_di_histogramdd, dropin_result=_histdd_result,
+                        samples=_histogramdd_samples,
+                        workloads=(Workload("histogramdd-16Mx3-f32-32bins", ((1 << 24, 3),), DType.f32,
+                                            {"bins": (32,)}),)),
     "bincount": dict(arg_names=("input", "weights"), check=_check_bincount, dtypes=INT_VALUES,
                      attrs=(Attr("minlength", "int", 0, ge=0), Attr("length", "int", ge=0,
                                                                     expected="the output length, >= minlength")),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops.histogram import bincount_error, np_hist, outer_range
+from ...ops.histogram import bincount_error, np_hist, np_histogramdd, outer_range
 from . import register_reference
 
 
@@ -30,6 +30,10 @@ def _histogram(d, x, *ops):
     return np_hist(x, edges=edges, bins=bins, lo=lo, hi=hi, weight=w, density=d.attr("density"))
 
 
+def _histogramdd(d, x, w=None):
+    return np_histogramdd(x, d.attr("bins"), d.attr("range"), w, d.attr("density"))
+
+
 def _bincount(d, x, w=None):
     x = np.asarray(x, np.int64)
     n = d.attr("length")
@@ -41,7 +45,7 @@ def _bincount(d, x, w=None):
     return np.bincount(x, weights=np.asarray(w, np.float64), minlength=n)
 
 
-for _name, _fn in {"histc": _histc, "histogram": _histogram, "bincount": _bincount}.items():
+for _name, _fn in {"histc": _histc, "histogram": _histogram, "histogramdd": _histogramdd, "bincount": _bincount}.items():
     def _run(desc, *xs, _fn=_fn):
         return _fn(desc, *xs)
     register_reference(_name, _run)

@@ -8,10 +8,13 @@
    add: int32 counts (order-independent, deterministic) or the weights (f32 / f64 float atomics: the sums depend on
    the order the atomics land in; the precision says deterministic=False).  bincount flags a value outside
    [0, length) (``_core/checks.py: flagged``) and skips it.
+   histogramdd: ``_bindd_kernel``, the row-major flat bin of each point (equal widths per dim), the same atomics.
 3. ``_finish_kernel`` (one program): the output in its dtype, the density (hist / (sum * width)) and the edges
    (torch.linspace's values, computed in float64).
 """
 from __future__ import annotations
+
+import math
 
 import torch
 import triton
@@ -82,7 +85,12 @@ def _bin_kernel(acc_ptr, x_ptr, w_ptr, e_ptr, rng_ptr, flag_ptr, n, bins, ne, st
         ok = pm & (x >= first) & (x <= last)
         up = lower_upper(e_ptr, e_ptr, flag_ptr, 0, x, ok, ne, steps, False, True)
         b = tl.minimum(up - 1, bins - 1)
-    b = tl.where(ok, b, 0)
+    accumulate(acc_ptr, w_ptr, p, tl.where(ok, b, 0), ok, WEIGHTED, ACC_F64)
+
+
+@triton.jit
+def accumulate(acc_ptr, w_ptr, p, b, ok, WEIGHTED: tl.constexpr, ACC_F64: tl.constexpr):
+    """acc[b] += weight[p] (or 1) for the ``ok`` lanes: float atomics (f64 / f32) or int32 counts."""
     if WEIGHTED:
         w = tl.load(w_ptr + p, mask=ok, other=0)
         if ACC_F64:
@@ -94,8 +102,57 @@ def _bin_kernel(acc_ptr, x_ptr, w_ptr, e_ptr, rng_ptr, flag_ptr, n, bins, ne, st
 
 
 @fast_kernel
+def _bindd_kernel(acc_ptr, x_ptr, w_ptr, rng_ptr, bins_ptr, n, D,
+                  WEIGHTED: tl.constexpr, ACC_F64: tl.constexpr, BLOCK: tl.constexpr):
+    """histogramdd: the row-major flat bin of each D-coordinate point (every dim in its range, else not counted)."""
+    p, pm = flat_block(n, BLOCK)
+    ok = pm
+    flat = tl.zeros([BLOCK], tl.int64)
+    k = 0
+    while k < D:
+        x = tl.load(x_ptr + p * D + k, mask=pm, other=0).to(tl.float64)
+        lo = tl.load(rng_ptr + 2 * k)
+        hi = tl.load(rng_ptr + 2 * k + 1)
+        nb = tl.load(bins_ptr + k)
+        ok = ok & (x >= lo) & (x <= hi)
+        b = tl.minimum(tl.floor((tl.where(ok, x, lo) - lo) * nb / (hi - lo)).to(tl.int64), nb - 1)
+        flat = flat * nb + tl.where(ok, b, 0)
+        k += 1
+    accumulate(acc_ptr, w_ptr, p, flat, ok, WEIGHTED, ACC_F64)
+
+
+@fast_kernel
+def _scaledd_kernel(out_ptr, acc_ptr, rng_ptr, bins_ptr, nbins, D,
+                    DENSITY: tl.constexpr, OUT_F64: tl.constexpr, BLOCK: tl.constexpr):
+    """histogramdd's output: the counts / sums, or hist / (sum * the bin volume) (equal widths per dim)."""
+    total = tl.sum(tl.zeros([BLOCK], tl.float64), axis=0)
+    vol = total + 1.0
+    if DENSITY:
+        s = 0
+        while s < nbins:
+            o = s + tl.arange(0, BLOCK)
+            total += tl.sum(tl.load(acc_ptr + o, mask=o < nbins, other=0).to(tl.float64), axis=0)
+            s += BLOCK
+        k = 0
+        while k < D:
+            vol = vol * (tl.load(rng_ptr + 2 * k + 1) - tl.load(rng_ptr + 2 * k)) / tl.load(bins_ptr + k)
+            k += 1
+    s = 0
+    while s < nbins:
+        o = s + tl.arange(0, BLOCK)
+        h = tl.load(acc_ptr + o, mask=o < nbins, other=0).to(tl.float64)
+        if DENSITY:
+            h = h / (total * vol)
+        if not OUT_F64:
+            h = h.to(tl.float32)
+        tl.store(out_ptr + o, h, mask=o < nbins)
+        s += BLOCK
+
+
+@fast_kernel
 def _finish_kernel(out_ptr, edges_ptr, acc_ptr, e_ptr, rng_ptr, bins,
-                   MODE: tl.constexpr, DENSITY: tl.constexpr, EDGES_OUT: tl.constexpr, OUT_F64: tl.constexpr, BLOCK: tl.constexpr):
+                   MODE: tl.constexpr, DENSITY: tl.constexpr, EDGES_OUT: tl.constexpr, HIST_OUT: tl.constexpr,
+                   OUT_F64: tl.constexpr, BLOCK: tl.constexpr):
     total = tl.sum(tl.zeros([BLOCK], tl.float64), axis=0)
     if DENSITY:
         s = 0
@@ -120,12 +177,13 @@ def _finish_kernel(out_ptr, edges_ptr, acc_ptr, e_ptr, rng_ptr, bins,
             e1 = tl.load(e_ptr + o + 1, mask=o < bins, other=1).to(tl.float64)
             if EDGES_OUT:
                 tl.store(edges_ptr + o, e0 if OUT_F64 else e0.to(tl.float32), mask=o < bins + 1)
-        h = tl.load(acc_ptr + o, mask=o < bins, other=0).to(tl.float64)
-        if DENSITY:
-            h = h / (total * (e1 - e0))
-        if not OUT_F64:         # (f64 -> f32 -> the output's half type: two exact or correctly rounded steps)
-            h = h.to(tl.float32)
-        tl.store(out_ptr + o, h, mask=o < bins)
+        if HIST_OUT:
+            h = tl.load(acc_ptr + o, mask=o < bins, other=0).to(tl.float64)
+            if DENSITY:
+                h = h / (total * (e1 - e0))
+            if not OUT_F64:     # (f64 -> f32 -> the output's half type: two exact or correctly rounded steps)
+                h = h.to(tl.float32)
+            tl.store(out_ptr + o, h, mask=o < bins)
         s += BLOCK
 
 
@@ -197,7 +255,7 @@ def _run_hist(desc, pref):
         _finish_kernel[(1,)](res, eres if eres is not None else res, acc, edges if edges is not None else acc,
                              rng if rng is not None else acc, bins, MODE=mode,
                              DENSITY=op == "histogram" and desc.attr("density"), EDGES_OUT=eres is not None,
-                             OUT_F64=out.dtype == torch.float64,
+                             HIST_OUT=True, OUT_F64=out.dtype == torch.float64,
                              BLOCK=1024, num_warps=4)
         if res is not out:
             out.copy_(res)
@@ -206,12 +264,51 @@ def _run_hist(desc, pref):
     return run
 
 
+def _run_histdd(desc, pref):
+    bins = desc.attr("bins")
+    r = desc.attr("range")
+
+    def run(desc_, inputs, outputs, ws):
+        d = len(bins)
+        x = inputs[0].reshape(-1, d).contiguous()
+        dev = x.device
+        n = x.shape[0]
+        w = inputs[1].contiguous() if len(inputs) == 2 else None
+        if r is None and n:
+            rng = torch.empty(2 * d, dtype=torch.float64, device=dev)
+            for k in range(d):
+                _data_range(x[:, k].contiguous(), rng[2 * k:], 0.5)
+        else:
+            host = [v for k in range(d) for v in outer_range("histogram", *(r[2 * k:2 * k + 2] if r else (None, None)),
+                                                               empty=True)]
+            rng = torch.tensor(host, dtype=torch.float64).to(dev, non_blocking=True)
+        nb = torch.tensor(bins, dtype=torch.int64).to(dev, non_blocking=True)
+        total = math.prod(bins)
+        acc_f64 = w is not None and x.dtype == torch.float64
+        acc = torch.zeros(total, dtype=torch.int32 if w is None else torch.float64 if acc_f64 else torch.float32,
+                          device=dev)
+        if n:
+            _bindd_kernel[(cdiv(n, _BLOCK),)](acc, x, w if w is not None else x, rng, nb, n, d,
+                                              WEIGHTED=w is not None, ACC_F64=acc_f64, BLOCK=_BLOCK, num_warps=4)
+        res = [o if o.is_contiguous() else torch.empty(o.shape, dtype=o.dtype, device=dev) for o in outputs]
+        out_f64 = x.dtype == torch.float64
+        _scaledd_kernel[(1,)](res[0], acc, rng, nb, total, d, DENSITY=desc.attr("density"), OUT_F64=out_f64,
+                              BLOCK=1024, num_warps=4)
+        for k in range(d):
+            _finish_kernel[(1,)](res[0], res[1 + k], acc, acc, rng[2 * k:], bins[k], MODE=0, DENSITY=False,
+                                 EDGES_OUT=True, HIST_OUT=False, OUT_F64=out_f64, BLOCK=1024, num_warps=4)
+        for o, t in zip(outputs, res):
+            if t is not o:
+                o.copy_(t)
+    return run
+
+
 def _unbound(desc, inputs, outputs, ws):
     _run_hist(desc, None)(desc, inputs, outputs, ws)
 
 
 def _precision(desc, pref=None):
-    weighted = (desc.op == "bincount" and len(desc.inputs) == 2) or (
+    weighted = (desc.op in ("bincount", "histogramdd") and len(desc.inputs) == 2) or (
         desc.op == "histogram" and len(desc.inputs) == (2 if desc.attr("bins") is not None else 3))
     f64 = desc.outputs[0].dtype == DType.f64
     return PrecisionGuarantee(MathPrecision.F64 if f64 else MathPrecision.F32, DType.f64 if f64 else DType.f32,
@@ -221,3 +318,5 @@ def _precision(desc, pref=None):
 for _op in ("histc", "histogram", "bincount"):
     register_triton(_op, _unbound, bind=_run_hist, workspace=lambda d: 8, precision=_precision,
                     route=f"triton:{_op}:atomic-bins")
+register_triton("histogramdd", lambda desc, i, o, ws: _run_histdd(desc, None)(desc, i, o, ws), bind=_run_histdd,
+                precision=_precision, route="triton:histogramdd:atomic-bins")
