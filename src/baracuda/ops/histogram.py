@@ -14,7 +14,7 @@ Semantics are torch's:
 * histogramdd(input, bins=10, *, range=None, weight=None, density=False) -> (hist, bin_edges): the points along
   the input's last dim (D coordinates each), equal-width bins per dim (``bins`` an int or D ints; ``range`` 2 * D
   numbers or each dim's data range, widened as histogram's); a point outside any dim's range is not counted.
-  Bins given as edge tensors: not taken (the drop-in refuses: torch runs them under bt.mode()).
+  ``bins`` as D edge tensors: operands after the input (the ``bins`` attribute None), binned as histogram's.
 * bincount(input, weights=None, minlength=0): counts of each non-negative integer of the 1-D ``input``; output
   length max(max(input) + 1, minlength): the drop-in reads max(input) on the host (torch does the same) and passes
   it as the ``length`` attribute, which the Plan API's caller gives.  A negative value or one >= length is an
@@ -165,20 +165,33 @@ def _check_histogram(inputs, attrs):
 
 def _check_histogramdd(inputs, attrs):
     op = "histogramdd"
-    _operands(op, inputs, (1, 2), ("input", "weight"))
+    if not inputs:
+        raise InvalidProblemError(op, "inputs", "an input (and edges, weight)", 0)
     x = inputs[0]
     _dtype(op, x, HIST_TYPES)
     if len(x.shape) < 2:
         raise InvalidProblemError(op, "input", "a tensor of at least 2 dims (points along the last)",
                                   f"shape {tuple(x.shape)}")
     d = x.shape[-1]
-    bins = tuple(attrs["bins"])
-    if len(bins) == 1:
-        bins = bins * d
-    if len(bins) != d or any(b < 1 for b in bins):
-        raise InvalidProblemError(op, "bins", f"one positive bin count or {d} of them (the input's last dim)", bins)
-    if len(inputs) == 2:
-        w = inputs[1]
+    bins = attrs["bins"]
+    n_edges = d if bins is None else 0
+    _operands(op, inputs, (1 + n_edges, 2 + n_edges), ("input",) + ("bins",) * n_edges + ("weight",))
+    if bins is None:
+        for e in inputs[1:1 + d]:
+            if e.dtype != x.dtype:
+                raise DTypeMismatchError(op, "bins", f"{x.dtype} (the input's)", str(e.dtype))
+            if len(e.shape) != 1 or e.shape[0] < 1:
+                raise InvalidProblemError(op, "bins", "1-D tensors of at least one edge", f"shape {tuple(e.shape)}")
+        if attrs["range"] is not None:
+            raise InvalidProblemError(op, "range", "None with tensors of bin edges", attrs["range"])
+        counts = tuple(e.shape[0] - 1 for e in inputs[1:1 + d])
+    else:
+        counts = tuple(bins) * d if len(bins) == 1 else tuple(bins)
+        if len(counts) != d or any(b < 1 for b in counts):
+            raise InvalidProblemError(op, "bins", f"one positive bin count or {d} of them (the input's last dim)",
+                                      tuple(bins))
+    if len(inputs) == 2 + n_edges:
+        w = inputs[-1]
         if w.dtype != x.dtype:
             raise DTypeMismatchError(op, "weight", f"{x.dtype} (the input's)", str(w.dtype))
         if tuple(w.shape) != tuple(x.shape[:-1]):
@@ -190,36 +203,47 @@ def _check_histogramdd(inputs, attrs):
         rng = tuple(float(v) for v in rng)
         for k in range(d):
             _bounds(op, rng[2 * k], rng[2 * k + 1], "range")
-    return dict(attrs, bins=bins, range=rng), (TensorSpec(bins, x.dtype),) + tuple(
-        TensorSpec((b + 1,), x.dtype) for b in bins)
+    return dict(attrs, bins=None if bins is None else counts, range=rng), (TensorSpec(counts, x.dtype),) + tuple(
+        TensorSpec((b + 1,), x.dtype) for b in counts)
 
 
-def np_histogramdd(x, bins, rng, weight, density):
-    """(hist, *edges) in float64: equal-width bins per dim over the given or the data's ranges."""
+def np_histogramdd(x, bins, rng, weight, density, edges=None):
+    """(hist, *edges) in float64: equal-width bins per dim over the given or the data's ranges, or given ``edges``
+    (a value's bin: the last edge <= it; the last edge itself in the last bin)."""
     x = np.asarray(x, np.float64)
     d = x.shape[-1]
     pts = x.reshape(-1, d)
     w = np.ones(pts.shape[0]) if weight is None else np.asarray(weight, np.float64).reshape(-1)
     ok = np.ones(pts.shape[0], bool)
     flat = np.zeros(pts.shape[0], np.int64)
-    edges, vol = [], 1.0
+    out_edges, widths = [], []
+    counts = bins if edges is None else tuple(np.size(e) - 1 for e in edges)
     for k in range(d):
         col = pts[:, k]
-        data = (float(np.nanmin(col)), float(np.nanmax(col))) if col.size else (None, None)
-        lo, hi = outer_range("histogram", *(rng[2 * k:2 * k + 2] if rng is not None else (None, None)), *data,
-                             empty=col.size == 0)
+        if edges is None:
+            data = (float(np.nanmin(col)), float(np.nanmax(col))) if col.size else (None, None)
+            lo, hi = outer_range("histogram", *(rng[2 * k:2 * k + 2] if rng is not None else (None, None)), *data,
+                                 empty=col.size == 0)
+            e = np_linspace(lo, hi, counts[k] + 1)
+        else:
+            e = np.asarray(edges[k], np.float64)
         with np.errstate(invalid="ignore"):
-            ok &= (col >= lo) & (col <= hi)
-            b = np.minimum(np.floor((np.where(ok, col, lo) - lo) * bins[k] / (hi - lo)).astype(np.int64),
-                           bins[k] - 1)
-        flat = flat * bins[k] + np.where(ok, b, 0)
-        edges.append(np_linspace(lo, hi, bins[k] + 1))
-        vol *= (hi - lo) / bins[k]
-    n = int(np.prod(bins))
-    hist = np.bincount(flat[ok], weights=w[ok], minlength=n)[:n].astype(np.float64)
+            ok &= (col >= e[0]) & (col <= e[-1])
+            if edges is None:
+                b = np.floor((np.where(ok, col, e[0]) - e[0]) * counts[k] / (e[-1] - e[0])).astype(np.int64)
+            else:
+                b = np.searchsorted(e, np.where(ok, col, e[0]), side="right") - 1
+        flat = flat * counts[k] + np.where(ok, np.minimum(b, counts[k] - 1), 0)
+        out_edges.append(e)
+        widths.append(np.diff(e))
+    n = int(np.prod(counts))
+    hist = np.bincount(flat[ok], weights=w[ok], minlength=n)[:n].astype(np.float64).reshape(counts)
     if density:
+        vol = np.ones(())
+        for wd in widths:
+            vol = np.multiply.outer(vol, wd)
         hist = hist / (hist.sum() * vol)
-    return (hist.reshape(bins),) + tuple(edges)
+    return (hist,) + tuple(out_edges)
 
 
 def _check_bincount(inputs, attrs):
@@ -259,11 +283,13 @@ def _peer_histogram(x, *ops, bins=None, range=None, weight=None, density=False):
     return r.hist, r.bin_edges
 
 
-def _peer_histogramdd(x, *w, bins=(), range=None, density=False):
+def _peer_histogramdd(x, *ops, bins=(), range=None, density=False):
     import torch
 
-    r = torch.histogramdd(x, list(bins), range=list(range) if range is not None else None,
-                          weight=w[0] if w else None, density=density)
+    d = x.shape[-1]
+    edges = list(ops[:d]) if bins is None else list(bins)
+    w = ops[-1] if len(ops) == (d + 1 if bins is None else 1) else None
+    r = torch.histogramdd(x, edges, range=list(range) if range is not None else None, weight=w, density=density)
     return (r.hist,) + tuple(r.bin_edges)
 
 
@@ -297,17 +323,17 @@ def _di_histogram(input, bins, *, range=None, weight=None, density=False, out=No
 def _di_histogramdd(input, bins=10, *, range=None, weight=None, density=False):
     import torch
 
-    if not isinstance(bins, int) and any(isinstance(b, torch.Tensor) for b in bins):
-        raise UnsupportedError("histogramdd", "bins given as edge tensors are not supported (bin counts are)")
-    return (input,) + ((weight,) if weight is not None else ()), {
-        "bins": (bins,) if isinstance(bins, int) else tuple(bins),
+    tensors = not isinstance(bins, int) and any(isinstance(b, torch.Tensor) for b in bins)
+    edges = tuple(bins) if tensors else ()
+    return (input,) + edges + ((weight,) if weight is not None else ()), {
+        "bins": None if tensors else (bins,) if isinstance(bins, int) else tuple(bins),
         "range": None if range is None else tuple(range), "density": density}
 
 
 def _histdd_result(out):
     import torch
 
-    return torch.return_types.histogramdd((out[0], list(out[1:])))
+    return torch.return_types.histogramdd((out[0], tuple(out[1:])))
 
 
 def host_max(t) -> int:
@@ -364,6 +390,10 @@ def _histogram_samples(rng):
 
 
 def _histogramdd_samples(rng):
+    # (edges first: the generic plan-reuse test redraws the last sample's float operands)
+    e0, e1 = np.array([-1.5, 0.0, 0.4, 2.0]), np.array([-0.7, 0.7])
+    x = np.concatenate([rng.standard_normal((25, 2)), np.array([[2.0, 0.7], [-1.5, -0.7]])])
+    yield Sample((x, e0, e1, rng.random(27)), {"bins": None, "density": True}, name="edges-w-d", grad=False)
     for shape, bins, r, w, dens in (((20, 2), (3, 4), None, False, False), ((30, 3), (2,), None, True, True),
                                     ((4, 5, 2), (3, 2), (-1.0, 1.0, -0.5, 0.5), True, False),
                                     ((0, 2), (2, 2), None, False, False), ((6, 1), (5,), (0.5, 0.5), False, True)):
@@ -433,7 +463,7 @@ _DEFS = {
                       samples=_histogram_samples,
                       workloads=(Workload("histogram-64M-f32-100bins", ((1 << 26,),), DType.f32, {"bins": 100}),)),
     "histogramdd": dict(arg_names=("input", "weight"), check=_check_histogramdd, dtypes=HIST_TYPES,
-                        attrs=(Attr("bins", "ints", (10,)), Attr("range", "any", None, optional=True),
+                        attrs=(Attr("bins", "ints", (10,), optional=True), Attr("range", "any", None, optional=True),
                                Attr("density", "bool", False)),
                         torch_peer=_peer_histogramdd, dropin=_di_histogramdd, dropin_result=_histdd_result,
                         samples=_histogramdd_samples,

@@ -30,8 +30,10 @@ def _histogram(d, x, *ops):
     return np_hist(x, edges=edges, bins=bins, lo=lo, hi=hi, weight=w, density=d.attr("density"))
 
 
-def _histogramdd(d, x, w=None):
-    return np_histogramdd(x, d.attr("bins"), d.attr("range"), w, d.attr("density"))
+def _histogramdd(d, x, *ops):
+    k = np.shape(x)[-1] if d.attr("bins") is None else 0
+    w = ops[k] if len(ops) > k else None
+    return np_histogramdd(x, d.attr("bins"), d.attr("range"), w, d.attr("density"), edges=ops[:k] if k else None)
 
 
 def _bincount(d, x, w=None):

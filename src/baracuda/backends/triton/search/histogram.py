@@ -308,7 +308,8 @@ def _unbound(desc, inputs, outputs, ws):
 
 
 def _precision(desc, pref=None):
-    weighted = (desc.op in ("bincount", "histogramdd") and len(desc.inputs) == 2) or (
+    weighted = (desc.op == "bincount" and len(desc.inputs) == 2) or (
+        desc.op == "histogramdd" and desc.attr("bins") is not None and len(desc.inputs) == 2) or (
         desc.op == "histogram" and len(desc.inputs) == (2 if desc.attr("bins") is not None else 3))
     f64 = desc.outputs[0].dtype == DType.f64
     return PrecisionGuarantee(MathPrecision.F64 if f64 else MathPrecision.F32, DType.f64 if f64 else DType.f32,
@@ -319,4 +320,5 @@ for _op in ("histc", "histogram", "bincount"):
     register_triton(_op, _unbound, bind=_run_hist, workspace=lambda d: 8, precision=_precision,
                     route=f"triton:{_op}:atomic-bins")
 register_triton("histogramdd", lambda desc, i, o, ws: _run_histdd(desc, None)(desc, i, o, ws), bind=_run_histdd,
-                precision=_precision, route="triton:histogramdd:atomic-bins")
+                precision=_precision, supports=lambda d: "bins given as edge tensors (equal widths per dim run here)"
+                if d.attr("bins") is None else None, route="triton:histogramdd:atomic-bins")
