@@ -88,3 +88,28 @@ def test_weighted_plans_say_they_are_not_deterministic():
     counts = _plan("histc", x, backend=Backend.TRITON, bins=4)
     weighted = _plan("bincount", torch.tensor([0, 1]), torch.rand(2), backend=Backend.TRITON, length=2)
     assert counts.precision.deterministic and not weighted.precision.deterministic
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_histogramdd_matches_torch(backend):
+    g = torch.Generator().manual_seed(11)
+    x = torch.randn(700, 3, generator=g, dtype=torch.float64)
+    w = torch.rand(700, generator=g, dtype=torch.float64)
+    out = _run("histogramdd", x, w, backend=backend, bins=(4, 3, 5), range=(-2.0, 2.0, -1.0, 1.0, -3.0, 3.0),
+               density=True)
+    want = torch.histogramdd(x, [4, 3, 5], range=[-2.0, 2.0, -1.0, 1.0, -3.0, 3.0], weight=w, density=True)
+    torch.testing.assert_close(out[0], want.hist, rtol=1e-12, atol=0)
+    for e, we in zip(out[1:], want.bin_edges):
+        torch.testing.assert_close(e, we, rtol=4e-16, atol=4e-16)
+    got = _run("histogramdd", x, backend=backend, bins=(6,))                 # the data's ranges, found on the device
+    assert torch.equal(got[0], torch.histogramdd(x, 6).hist)
+
+
+def test_histc_histogram_bincount_are_routed_under_the_mode():
+    x = torch.randn(40)
+    i = torch.randint(0, 5, (30,))
+    with bt.mode() as m:
+        h, hh, b = torch.histc(x, bins=6), x.histogram(4), i.bincount()
+    assert torch.equal(h, torch.histc(x, bins=6)) and torch.equal(hh.hist, torch.histogram(x, 4).hist)
+    assert torch.equal(b, torch.bincount(i))
+    assert m.routed == {"torch.histc": 1, "Tensor.histogram": 1, "Tensor.bincount": 1}, m.summary()
