@@ -103,6 +103,13 @@ def test_histogramdd_matches_torch(backend):
         torch.testing.assert_close(e, we, rtol=4e-16, atol=4e-16)
     got = _run("histogramdd", x, backend=backend, bins=(6,))                 # the data's ranges, found on the device
     assert torch.equal(got[0], torch.histogramdd(x, 6).hist)
+    edges = [torch.tensor([-1.0, 0.0, 2.5], dtype=torch.float64), torch.tensor([-3.0, -0.5, 0.5, 3.0],
+                                                                                dtype=torch.float64),
+             torch.tensor([-2.0, 2.0], dtype=torch.float64)]
+    got = _run("histogramdd", x, *edges, w, backend=backend, bins=None, density=True)
+    want = torch.histogramdd(x, edges, weight=w, density=True)
+    torch.testing.assert_close(got[0], want.hist, rtol=1e-12, atol=0)
+    assert all(torch.equal(a, b) for a, b in zip(got[1:], edges))
 
 
 def test_histc_histogram_bincount_are_routed_under_the_mode():

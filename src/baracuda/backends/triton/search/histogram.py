@@ -102,47 +102,69 @@ def accumulate(acc_ptr, w_ptr, p, b, ok, WEIGHTED: tl.constexpr, ACC_F64: tl.con
 
 
 @fast_kernel
-def _bindd_kernel(acc_ptr, x_ptr, w_ptr, rng_ptr, bins_ptr, n, D,
-                  WEIGHTED: tl.constexpr, ACC_F64: tl.constexpr, BLOCK: tl.constexpr):
-    """histogramdd: the row-major flat bin of each D-coordinate point (every dim in its range, else not counted)."""
+def _bindd_kernel(acc_ptr, x_ptr, w_ptr, rng_ptr, bins_ptr, e_ptr, eoff_ptr, n, D, steps,
+                  EDGES: tl.constexpr, WEIGHTED: tl.constexpr, ACC_F64: tl.constexpr, BLOCK: tl.constexpr):
+    """histogramdd: the row-major flat bin of each D-coordinate point (every dim in its range, else not counted);
+    EDGES: dim k's edges at e_ptr[eoff[k]:eoff[k + 1]] (a binary search), else equal widths over rng[2k:2k+2]."""
     p, pm = flat_block(n, BLOCK)
     ok = pm
     flat = tl.zeros([BLOCK], tl.int64)
     k = 0
     while k < D:
         x = tl.load(x_ptr + p * D + k, mask=pm, other=0).to(tl.float64)
-        lo = tl.load(rng_ptr + 2 * k)
-        hi = tl.load(rng_ptr + 2 * k + 1)
         nb = tl.load(bins_ptr + k)
-        ok = ok & (x >= lo) & (x <= hi)
-        b = tl.minimum(tl.floor((tl.where(ok, x, lo) - lo) * nb / (hi - lo)).to(tl.int64), nb - 1)
-        flat = flat * nb + tl.where(ok, b, 0)
+        if EDGES:
+            base = tl.load(eoff_ptr + k)
+            lo = tl.load(e_ptr + base).to(tl.float64)
+            hi = tl.load(e_ptr + base + nb).to(tl.float64)
+            ok = ok & (x >= lo) & (x <= hi)
+            b = lower_upper(e_ptr, e_ptr, e_ptr, base, x, ok, nb + 1, steps, False, True) - 1
+        else:
+            lo = tl.load(rng_ptr + 2 * k)
+            hi = tl.load(rng_ptr + 2 * k + 1)
+            ok = ok & (x >= lo) & (x <= hi)
+            b = tl.floor((tl.where(ok, x, lo) - lo) * nb / (hi - lo)).to(tl.int64)
+        flat = flat * nb + tl.where(ok, tl.minimum(b, nb - 1), 0)
         k += 1
     accumulate(acc_ptr, w_ptr, p, flat, ok, WEIGHTED, ACC_F64)
 
 
+@triton.jit
+def _volume(o, rng_ptr, bins_ptr, e_ptr, eoff_ptr, D, EDGES: tl.constexpr):
+    """The volume of flat bin ``o``: the product of its widths (equal widths: the same for every bin)."""
+    vol = tl.zeros(o.shape, tl.float64) + 1.0
+    rem = o
+    k = D - 1
+    while k >= 0:
+        nb = tl.load(bins_ptr + k)
+        if EDGES:
+            at = tl.load(eoff_ptr + k) + rem % nb
+            vol = vol * (tl.load(e_ptr + at + 1).to(tl.float64) - tl.load(e_ptr + at).to(tl.float64))
+        else:
+            vol = vol * ((tl.load(rng_ptr + 2 * k + 1) - tl.load(rng_ptr + 2 * k)) / nb)
+        rem = rem // nb
+        k -= 1
+    return vol
+
+
 @fast_kernel
-def _scaledd_kernel(out_ptr, acc_ptr, rng_ptr, bins_ptr, nbins, D,
-                    DENSITY: tl.constexpr, OUT_F64: tl.constexpr, BLOCK: tl.constexpr):
-    """histogramdd's output: the counts / sums, or hist / (sum * the bin volume) (equal widths per dim)."""
+def _scaledd_kernel(out_ptr, acc_ptr, rng_ptr, bins_ptr, e_ptr, eoff_ptr, nbins, D,
+                    EDGES: tl.constexpr, DENSITY: tl.constexpr, OUT_F64: tl.constexpr, BLOCK: tl.constexpr):
+    """histogramdd's output: the counts / sums, or hist / (sum * the bin's volume)."""
     total = tl.sum(tl.zeros([BLOCK], tl.float64), axis=0)
-    vol = total + 1.0
     if DENSITY:
         s = 0
         while s < nbins:
             o = s + tl.arange(0, BLOCK)
             total += tl.sum(tl.load(acc_ptr + o, mask=o < nbins, other=0).to(tl.float64), axis=0)
             s += BLOCK
-        k = 0
-        while k < D:
-            vol = vol * (tl.load(rng_ptr + 2 * k + 1) - tl.load(rng_ptr + 2 * k)) / tl.load(bins_ptr + k)
-            k += 1
     s = 0
     while s < nbins:
         o = s + tl.arange(0, BLOCK)
         h = tl.load(acc_ptr + o, mask=o < nbins, other=0).to(tl.float64)
         if DENSITY:
-            h = h / (total * vol)
+            h = h / (total * _volume(tl.where(o < nbins, o, 0).to(tl.int64), rng_ptr, bins_ptr, e_ptr, eoff_ptr,
+                                     D, EDGES))
         if not OUT_F64:
             h = h.to(tl.float32)
         tl.store(out_ptr + o, h, mask=o < nbins)
@@ -266,37 +288,47 @@ def _run_hist(desc, pref):
 
 def _run_histdd(desc, pref):
     bins = desc.attr("bins")
+    counts = desc.outputs[0].shape
     r = desc.attr("range")
 
     def run(desc_, inputs, outputs, ws):
-        d = len(bins)
+        d = len(counts)
         x = inputs[0].reshape(-1, d).contiguous()
         dev = x.device
         n = x.shape[0]
-        w = inputs[1].contiguous() if len(inputs) == 2 else None
-        if r is None and n:
-            rng = torch.empty(2 * d, dtype=torch.float64, device=dev)
+        edges = inputs[1:1 + d] if bins is None else ()
+        w = inputs[-1].contiguous() if len(inputs) == 1 + len(edges) + 1 else None
+        nb = torch.tensor(counts, dtype=torch.int64).to(dev, non_blocking=True)
+        if edges:
+            ecat = torch.cat([e.contiguous() for e in edges])
+            eoff = torch.tensor([sum(c + 1 for c in counts[:k]) for k in range(d)], dtype=torch.int64).to(dev)
+            rng = nb
+        elif r is None and n:
+            ecat = eoff = rng = torch.empty(2 * d, dtype=torch.float64, device=dev)
             for k in range(d):
                 _data_range(x[:, k].contiguous(), rng[2 * k:], 0.5)
         else:
             host = [v for k in range(d) for v in outer_range("histogram", *(r[2 * k:2 * k + 2] if r else (None, None)),
                                                                empty=True)]
-            rng = torch.tensor(host, dtype=torch.float64).to(dev, non_blocking=True)
-        nb = torch.tensor(bins, dtype=torch.int64).to(dev, non_blocking=True)
-        total = math.prod(bins)
+            ecat = eoff = rng = torch.tensor(host, dtype=torch.float64).to(dev, non_blocking=True)
+        total = math.prod(counts)
         acc_f64 = w is not None and x.dtype == torch.float64
         acc = torch.zeros(total, dtype=torch.int32 if w is None else torch.float64 if acc_f64 else torch.float32,
                           device=dev)
         if n:
-            _bindd_kernel[(cdiv(n, _BLOCK),)](acc, x, w if w is not None else x, rng, nb, n, d,
+            _bindd_kernel[(cdiv(n, _BLOCK),)](acc, x, w if w is not None else x, rng, nb, ecat, eoff, n, d,
+                                              int(max(counts) + 1).bit_length(), EDGES=bool(edges),
                                               WEIGHTED=w is not None, ACC_F64=acc_f64, BLOCK=_BLOCK, num_warps=4)
         res = [o if o.is_contiguous() else torch.empty(o.shape, dtype=o.dtype, device=dev) for o in outputs]
         out_f64 = x.dtype == torch.float64
-        _scaledd_kernel[(1,)](res[0], acc, rng, nb, total, d, DENSITY=desc.attr("density"), OUT_F64=out_f64,
-                              BLOCK=1024, num_warps=4)
+        _scaledd_kernel[(1,)](res[0], acc, rng, nb, ecat, eoff, total, d, EDGES=bool(edges),
+                              DENSITY=desc.attr("density"), OUT_F64=out_f64, BLOCK=1024, num_warps=4)
         for k in range(d):
-            _finish_kernel[(1,)](res[0], res[1 + k], acc, acc, rng[2 * k:], bins[k], MODE=0, DENSITY=False,
-                                 EDGES_OUT=True, HIST_OUT=False, OUT_F64=out_f64, BLOCK=1024, num_warps=4)
+            if edges:
+                res[1 + k].copy_(edges[k])
+            else:
+                _finish_kernel[(1,)](res[0], res[1 + k], acc, acc, rng[2 * k:], counts[k], MODE=0, DENSITY=False,
+                                     EDGES_OUT=True, HIST_OUT=False, OUT_F64=out_f64, BLOCK=1024, num_warps=4)
         for o, t in zip(outputs, res):
             if t is not o:
                 o.copy_(t)
@@ -308,8 +340,9 @@ def _unbound(desc, inputs, outputs, ws):
 
 
 def _precision(desc, pref=None):
+    dd = len(desc.inputs[0].shape) and desc.op == "histogramdd"
     weighted = (desc.op == "bincount" and len(desc.inputs) == 2) or (
-        desc.op == "histogramdd" and desc.attr("bins") is not None and len(desc.inputs) == 2) or (
+        dd and len(desc.inputs) == 2 + (desc.inputs[0].shape[-1] if desc.attr("bins") is None else 0)) or (
         desc.op == "histogram" and len(desc.inputs) == (2 if desc.attr("bins") is not None else 3))
     f64 = desc.outputs[0].dtype == DType.f64
     return PrecisionGuarantee(MathPrecision.F64 if f64 else MathPrecision.F32, DType.f64 if f64 else DType.f32,
@@ -320,5 +353,4 @@ for _op in ("histc", "histogram", "bincount"):
     register_triton(_op, _unbound, bind=_run_hist, workspace=lambda d: 8, precision=_precision,
                     route=f"triton:{_op}:atomic-bins")
 register_triton("histogramdd", lambda desc, i, o, ws: _run_histdd(desc, None)(desc, i, o, ws), bind=_run_histdd,
-                precision=_precision, supports=lambda d: "bins given as edge tensors (equal widths per dim run here)"
-                if d.attr("bins") is None else None, route="triton:histogramdd:atomic-bins")
+                precision=_precision, route="triton:histogramdd:atomic-bins")
