@@ -294,8 +294,9 @@ def _bench_search(desc, device, gen):
     a, b = desc.inputs
     seq_first = desc.op == "searchsorted"
     seq, q = (a, b) if seq_first else (b, a)
-    s = torch.randn(seq.shape, device=device, generator=gen).sort(dim=-1).values.to(seq.dtype.torch)
-    v = torch.randn(q.shape, device=device, generator=gen).to(q.dtype.torch)
+    # inside the samples' domains (non-negative integers around 12): a sorted sequence, queries across it
+    s = (6 + 8 * torch.rand(seq.shape, device=device, generator=gen)).sort(dim=-1).values.to(seq.dtype.torch)
+    v = (6 + 8 * torch.rand(q.shape, device=device, generator=gen)).to(q.dtype.torch)
     return [s, v] if seq_first else [v, s]
 
 
