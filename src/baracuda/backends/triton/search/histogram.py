@@ -209,6 +209,15 @@ def _finish_kernel(out_ptr, edges_ptr, acc_ptr, e_ptr, rng_ptr, bins,
         s += BLOCK
 
 
+def device_values(values, dtype, dev):
+    """A small device tensor of host constants, one fill kernel each (a pageable host-to-device copy would not be
+    captured by a CUDA graph; the fills are, with the values baked in: they are the plan's attributes)."""
+    out = torch.empty(len(values), dtype=dtype, device=dev)
+    for i, v in enumerate(values):
+        out[i].fill_(v)
+    return out
+
+
 def _data_range(x, rng, widen):
     n = x.numel()
     nb = cdiv(n, _MM_BLOCK)
@@ -250,7 +259,7 @@ def _run_hist(desc, pref):
                 _data_range(x, rng, widen)
             else:
                 lo, hi = outer_range(op, lo, hi, empty=True)
-                rng = torch.tensor([lo, hi], dtype=torch.float64).to(dev, non_blocking=True)
+                rng = device_values([lo, hi], torch.float64, dev)
         out = outputs[0]
         acc_f64 = w is not None and out.dtype == torch.float64
         if mode == 2 and w is None:
@@ -298,10 +307,10 @@ def _run_histdd(desc, pref):
         n = x.shape[0]
         edges = inputs[1:1 + d] if bins is None else ()
         w = inputs[-1].contiguous() if len(inputs) == 1 + len(edges) + 1 else None
-        nb = torch.tensor(counts, dtype=torch.int64).to(dev, non_blocking=True)
+        nb = device_values(counts, torch.int64, dev)
         if edges:
             ecat = torch.cat([e.contiguous() for e in edges])
-            eoff = torch.tensor([sum(c + 1 for c in counts[:k]) for k in range(d)], dtype=torch.int64).to(dev)
+            eoff = device_values([sum(c + 1 for c in counts[:k]) for k in range(d)], torch.int64, dev)
             rng = nb
         elif r is None and n:
             ecat = eoff = rng = torch.empty(2 * d, dtype=torch.float64, device=dev)
@@ -310,7 +319,7 @@ def _run_histdd(desc, pref):
         else:
             host = [v for k in range(d) for v in outer_range("histogram", *(r[2 * k:2 * k + 2] if r else (None, None)),
                                                                empty=True)]
-            ecat = eoff = rng = torch.tensor(host, dtype=torch.float64).to(dev, non_blocking=True)
+            ecat = eoff = rng = device_values(host, torch.float64, dev)
         total = math.prod(counts)
         acc_f64 = w is not None and x.dtype == torch.float64
         acc = torch.zeros(total, dtype=torch.int32 if w is None else torch.float64 if acc_f64 else torch.float32,
