@@ -91,7 +91,7 @@ def search(out, seq, x, sorter, right, flag):
         return
     seq, x = seq.contiguous(), x.contiguous()
     srt = sorter.contiguous() if sorter is not None else seq
-    per_row = n if seq.dim() == 1 else max(x.shape[-1], 1) if x.dim() else 1
+    per_row = n if seq.dim() == 1 else max(x.shape[-1], 1)     # (a batched sequence: x has its leading dims)
     _search_kernel[(cdiv(n, _BLOCK),)](out, seq, x, srt, flag, n, per_row, m, int(m).bit_length(),
                                        HAS_SORTER=sorter is not None, RIGHT=right, BLOCK=_BLOCK, num_warps=4)
 
