@@ -12,6 +12,7 @@ import baracuda as bc  # noqa: E402
 import baracuda.torch as bt  # noqa: E402
 from baracuda.testing import test_device as _test_device  # noqa: E402
 from baracuda.torch._mode import routes  # noqa: E402
+from torch.overrides import TorchFunctionMode  # noqa: E402
 
 DEVICE = "cuda" if _test_device().type == "cuda" else "cpu"
 F64 = dict(dtype=torch.float64, device=DEVICE)
@@ -263,7 +264,7 @@ def test_routes_come_from_the_op_database():
 
     assert table[torch.Tensor.__getitem__].fn is _indexing.getitem
     assert all(id(r.fn) in dropins for r in table.values()
-               if r.name not in ("Tensor.__getitem__", "Tensor.__setitem__"))
+               if r.name not in ("Tensor.__getitem__", "Tensor.__setitem__", "torch.mode", "Tensor.mode"))
     for view in (torch.transpose, torch.Tensor.transpose, torch.narrow, torch.Tensor.diagonal, torch.movedim):
         assert view not in table   # views stay torch's
     assert "transpose" not in bt.PUBLISHED and bt.transpose is torch.transpose   # (the mirror's view is torch's)
@@ -322,3 +323,17 @@ def test_methods_and_in_place_forms_match_torch(name, dt, samples):
                     torch.testing.assert_close(g, w, rtol=1e-6, atol=1e-7, equal_nan=True)
                 torch.testing.assert_close(b, a, rtol=1e-6, atol=1e-7, equal_nan=True)   # in place: self
                 assert sum(m.routed.values()) + sum(m.fell_through.values()) >= 1
+
+
+def test_torch_mode_is_routed_though_its_name_is_the_routing_mode():
+    """``baracuda.torch.mode`` is this routing mode, so the `mode` op's drop-in is not published at that name; the
+    mode routes torch.mode / Tensor.mode to it: torch's return type, values, and an index holding the value."""
+    assert isinstance(bt.mode(), TorchFunctionMode)
+    x = torch.randint(0, 4, (5, 7), generator=torch.Generator().manual_seed(0)).to(torch.float64)
+    with bt.mode(coverage=True) as m:
+        a = torch.mode(x, 1)
+        b = x.mode(dim=0, keepdim=True)
+    assert isinstance(a, torch.return_types.mode)
+    assert torch.equal(a.values, torch.mode(x, 1).values) and torch.equal(b.values, x.mode(0, True).values)
+    assert torch.equal(x.gather(1, a.indices[:, None])[:, 0], a.values)
+    assert m.routed == {"torch.mode": 1, "Tensor.mode": 1} and not m.fell_through, m.summary()

@@ -266,6 +266,18 @@ def _cost(desc):
 
 _DIM = Attr("dim", "axis", None, optional=True)
 _FLAGS = (Attr("return_inverse", "bool", False), Attr("return_counts", "bool", False))
+def _di_mode(input, dim=-1, keepdim=False, *, out=None):
+    if out is not None:
+        raise UnsupportedError("mode", "argument 'out' of the torch signature is not supported")
+    return (input,), {"dim": dim, "keepdim": keepdim}
+
+
+def _mode_result(out):
+    import torch
+
+    return torch.return_types.mode(out)
+
+
 _DEFS = {
     "unique": dict(check=_check_unique("unique"), attrs=(Attr("sorted", "bool", True),) + _FLAGS + (_DIM,),
                    torch_peer=_peer_unique("unique"), dropin=_di_unique, samples=_unique_samples("unique"),
@@ -276,10 +288,10 @@ _DEFS = {
                                samples=_unique_samples("unique_consecutive"),
                                workloads=(Workload("unique_consecutive-16M-i64", (((1 << 24,), DType.i64),),
                                                    DType.i64),)),
-    # no drop-in: published as ``mode`` it would take ``baracuda.torch.mode``, the routing mode's name (the
-    # mirror's build puts every drop-in at its torch name); the Plan API runs it
+    # torch.mode's drop-in is not published at its torch name (``baracuda.torch.mode`` is the routing mode: the
+    # mirror keeps "mode" in its owned names); bt.mode() routes torch.mode / Tensor.mode to it (torch/_mode.py)
     "mode": dict(check=_check_mode, attrs=(Attr("dim", "axis", -1), Attr("keepdim", "bool", False)),
-                 torch_peer=_peer_mode, grad=_g_mode,
+                 torch_peer=_peer_mode, grad=_g_mode, dropin=_di_mode, dropin_result=_mode_result,
                  saves=("out1",), differentiable=(0,), samples=_mode_samples,
                  workloads=(Workload("mode-4096x1024-f32", ((4096, 1024),), DType.f32),)),
 }

@@ -41,7 +41,8 @@ _SPACES = _make_modules(__name__, globals())
 nn, linalg, fft, special = (_SPACES[""][n] for n in ("nn", "linalg", "fft", "special"))
 _PUT = functools.partial(_put, _SPACES)
 # torch name (relative to torch: "add", "nn.functional.gelu") -> the baracuda op its drop-in runs
-PUBLISHED: dict[str, str] = _build(_SPACES, _views.OWNED | _aliases.OWNED)
+# ("mode" is the routing mode, bt.mode(): torch.mode's drop-in is routed by it, not published at that name)
+PUBLISHED: dict[str, str] = _build(_SPACES, _views.OWNED | _aliases.OWNED | {"mode"})
 # torch name -> the view / shape function (torch's own, or a view-or-copy of baracuda's): _views.py
 VIEWS: dict = _views.publish(_PUT, PUBLISHED)   # + joins (hstack, ...) and copies (permute_copy, ...) in PUBLISHED
 _aliases.publish(_PUT, PUBLISHED)              # twins (torch.softmax, torch.special.logsumexp, ...) and round
