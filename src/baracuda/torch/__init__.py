@@ -34,6 +34,8 @@ from ._namespaces import build as _build
 from ._namespaces import make_modules as _make_modules
 from ._namespaces import put as _put
 from ._namespaces import set_all as _set_all
+from ._namespaces import _make as _make_dropin
+from .._core.spec import get_spec as _get_spec
 from ._overloads import publish as _publish_overloads
 
 # nn, nn.functional, linalg, fft, special: modules registered in sys.modules (import baracuda.torch.linalg works)
@@ -43,6 +45,7 @@ _PUT = functools.partial(_put, _SPACES)
 # torch name (relative to torch: "add", "nn.functional.gelu") -> the baracuda op its drop-in runs
 # ("mode" is the routing mode, bt.mode(): torch.mode's drop-in is routed by it, not published at that name)
 PUBLISHED: dict[str, str] = _build(_SPACES, _views.OWNED | _aliases.OWNED | {"mode"})
+_TORCH_MODE = _make_dropin(_get_spec("mode"), "torch.mode")
 # torch name -> the view / shape function (torch's own, or a view-or-copy of baracuda's): _views.py
 VIEWS: dict = _views.publish(_PUT, PUBLISHED)   # + joins (hstack, ...) and copies (permute_copy, ...) in PUBLISHED
 _aliases.publish(_PUT, PUBLISHED)              # twins (torch.softmax, torch.special.logsumexp, ...) and round

@@ -263,12 +263,10 @@ def build_routes(ns, published: dict) -> dict:
             add(getattr(torch.Tensor, f"__{stem}__", None), _Route(f"Tensor.__{stem}__", tensor_methods[tname]))
     # torch.mode / Tensor.mode: the `mode` op's drop-in, which the mirror cannot publish at its torch name (that
     # name is this routing mode's)
-    from .._core.spec import get_spec
-    from ._namespaces import _make
-
-    mode_fn = _make(get_spec("mode"), "torch.mode")
-    add(torch.mode, _Route("torch.mode", mode_fn))
-    add(torch.Tensor.mode, _Route("Tensor.mode", mode_fn))
+    mode_fn = getattr(ns, "_TORCH_MODE", None)       # (made by baracuda.torch's __init__)
+    if mode_fn is not None:
+        add(torch.mode, _Route("torch.mode", mode_fn))
+        add(torch.Tensor.mode, _Route("Tensor.mode", mode_fn))
     # x[key] / x[key] = v with tensor indices (basic keys are views: torch's)
     add(torch.Tensor.__getitem__, _Route("Tensor.__getitem__", _indexing.getitem, accept=_advanced_key))
     add(torch.Tensor.__setitem__, _Route("Tensor.__setitem__", _indexing.setitem, accept=_advanced_key))

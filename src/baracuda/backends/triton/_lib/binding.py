@@ -23,5 +23,5 @@ def contiguous_outputs(bind):
 def run_of(bind):
     """A ``run(desc, inputs, outputs, ws)`` that binds on every call (the registry's plain entry point)."""
     def run(desc, inputs, outputs, ws):
-        bind(desc)(desc, inputs, outputs, ws)
+        bind(desc, None)(desc, inputs, outputs, ws)
     return run

@@ -14,7 +14,12 @@ def simt_precision(desc, pref=None) -> PrecisionGuarantee:
     return PrecisionGuarantee(MathPrecision.F32, DType.f32, True, True)
 
 
-def register_triton(op: str, run, **kw) -> Impl:
+def register_triton(op: str, run=None, **kw) -> Impl:
+    """Register a Triton implementation; ``run`` defaults to binding on every call (``bind=`` given)."""
+    if run is None:
+        from .binding import run_of
+
+        run = run_of(kw["bind"])
     kw.setdefault("precision", simt_precision)
     kw.setdefault("devices", frozenset({"cuda", "cpu"}))  # cpu: interpreter only (see backends/__init__.py)
     # On the CPU the interpreter is a correctness tool, never a default: the reference backend wins there.

@@ -344,9 +344,6 @@ def _run_histdd(desc, pref):
     return run
 
 
-def _unbound(desc, inputs, outputs, ws):
-    _run_hist(desc, None)(desc, inputs, outputs, ws)
-
 
 def _precision(desc, pref=None):
     dd = len(desc.inputs[0].shape) and desc.op == "histogramdd"
@@ -359,7 +356,7 @@ def _precision(desc, pref=None):
 
 
 for _op in ("histc", "histogram", "bincount"):
-    register_triton(_op, _unbound, bind=_run_hist, workspace=lambda d: 8, precision=_precision,
+    register_triton(_op, bind=_run_hist, workspace=lambda d: 8, precision=_precision,
                     route=f"triton:{_op}:atomic-bins")
-register_triton("histogramdd", lambda desc, i, o, ws: _run_histdd(desc, None)(desc, i, o, ws), bind=_run_histdd,
+register_triton("histogramdd", bind=_run_histdd,
                 precision=_precision, route="triton:histogramdd:atomic-bins")

@@ -131,14 +131,9 @@ def _run_isin(desc, pref):
     return run
 
 
-def _unbound(bind):
-    def run(desc, inputs, outputs, ws):
-        bind(desc, None)(desc, inputs, outputs, ws)
-    return run
 
-
-register_triton("searchsorted", _unbound(_run_search), bind=_run_search, workspace=lambda d: 8,
+register_triton("searchsorted", bind=_run_search, workspace=lambda d: 8,
                 route="triton:searchsorted:binary-search")
-register_triton("bucketize", _unbound(_run_search), bind=_run_search, workspace=lambda d: 8,
+register_triton("bucketize", bind=_run_search, workspace=lambda d: 8,
                 route="triton:bucketize:binary-search")
-register_triton("isin", _unbound(_run_isin), bind=_run_isin, route="triton:isin:all-pairs")
+register_triton("isin", bind=_run_isin, route="triton:isin:all-pairs")

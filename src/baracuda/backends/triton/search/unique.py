@@ -246,13 +246,8 @@ def _supports_mode(desc):
     return None if r <= _MODE_ROW else f"mode rows longer than {_MODE_ROW} (all-pairs counts); got {r}"
 
 
-def _unbound(bind):
-    def run(desc, inputs, outputs, ws):
-        bind(desc, None)(desc, inputs, outputs, ws)
-    return run
-
 
 for _op in ("unique", "unique_consecutive"):
-    register_triton(_op, _unbound(_run_unique), bind=_run_unique, supports=_supports_unique,
+    register_triton(_op, bind=_run_unique, supports=_supports_unique,
                     route=f"triton:{_op}:" + ("block-scan" if _op == "unique_consecutive" else "one-program-sort"))
-register_triton("mode", _unbound(_run_mode), bind=_run_mode, supports=_supports_mode, route="triton:mode:all-pairs")
+register_triton("mode", bind=_run_mode, supports=_supports_mode, route="triton:mode:all-pairs")
