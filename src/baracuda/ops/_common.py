@@ -1,10 +1,17 @@
 """Shape helpers shared by the op families (pure Python: no NumPy; torch only inside the drop-in helper)."""
 from __future__ import annotations
 
-from .._core.errors import InvalidProblemError
+from .._core.errors import InvalidProblemError, UnsupportedError
 from .._core.spec import norm_axes, norm_axis  # noqa: F401  (re-exported: the families import them here)
 
 ODD_SHAPES = ((), (7,), (3, 5), (2, 3, 4, 5), (33, 65), (0, 4))
+
+
+def no_out(op: str, out) -> None:
+    """A drop-in's refusal of torch's ``out=`` (an UnsupportedError, a NotImplementedError): the Plan API writes into
+    given buffers, ``Plan.run(out=)``."""
+    if out is not None:
+        raise UnsupportedError(op, "out= is not supported by the drop-in (Plan.run(out=) is)")
 
 
 def broadcast_shapes(op: str, arg_names, shapes) -> tuple[int, ...]:

@@ -39,7 +39,7 @@ from .._core.dtypes import DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import (Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, default_tol, register_spec,
                           set_bench_inputs)
-from ._common import check_nonneg
+from ._common import check_nonneg, no_out
 from .indexing_index import INT_VALUES
 
 __all__ = ["HIST_TYPES", "outer_range", "np_linspace", "np_hist", "np_histogramdd", "bincount_error"]
@@ -300,20 +300,15 @@ def _peer_bincount(x, *w, minlength=0, length=0):
     return torch.nn.functional.pad(out, (0, length - out.numel()))
 
 
-def _no_out(op, out):
-    if out is not None:
-        raise UnsupportedError(op, "out= is not supported by the drop-in (Plan.run(out=) is)")
-
-
 def _di_histc(input, bins=100, min=0, max=0, *, out=None):
-    _no_out("histc", out)
+    no_out("histc", out)
     return (input,), {"bins": bins, "min": min, "max": max}
 
 
 def _di_histogram(input, bins, *, range=None, weight=None, density=False, out=None):
     import torch
 
-    _no_out("histogram", out)
+    no_out("histogram", out)
     ops = (input,) if not isinstance(bins, torch.Tensor) else (input, bins)
     ops = ops + ((weight,) if weight is not None else ())
     return ops, {"bins": None if isinstance(bins, torch.Tensor) else bins,

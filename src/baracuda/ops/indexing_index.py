@@ -32,7 +32,7 @@ from .._core.derive import declare_rule_ops
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, default_tol, register_spec, set_bench_inputs
-from ._common import check_nonneg
+from ._common import check_nonneg, no_out
 
 __all__ = ["INDEX_OPS", "VALUE_TYPES", "INDEX_TYPES", "index_error", "dim_geometry"]
 
@@ -228,11 +228,6 @@ def _peer(name):
     return peer
 
 
-def _no_out(name, out):
-    if out is not None:
-        raise UnsupportedError(name, "out= is not supported by the drop-in (Plan.run(out=) is)")
-
-
 def _scalar(name, arg, v):
     """A number (a bool as 0 / 1: torch's Scalar); tensors go through ``value_operands``."""
     return int(v) if isinstance(v, bool) else v
@@ -249,17 +244,17 @@ def value_operands(ops: tuple, value):
 
 
 def _di_select(input, dim, index, *, out=None):
-    _no_out("index_select", out)
+    no_out("index_select", out)
     return (input, index), {"dim": dim}
 
 
 def _di_add(input, dim, index, source, *, alpha=1, out=None):
-    _no_out("index_add", out)
+    no_out("index_add", out)
     return (input, index, source), {"dim": dim, "alpha": _scalar("index_add", "alpha", alpha)}
 
 
 def _di_copy(input, dim, index, source, *, out=None):
-    _no_out("index_copy", out)
+    no_out("index_copy", out)
     return (input, index, source), {"dim": dim}
 
 
@@ -269,7 +264,7 @@ def _di_fill(input, dim, index, value):
 
 
 def _di_reduce(input, dim, index, source, reduce, *, include_self=True, out=None):
-    _no_out("index_reduce", out)
+    no_out("index_reduce", out)
     return (input, index, source), {"dim": dim, "reduce": reduce, "include_self": include_self}
 
 

@@ -37,7 +37,7 @@ from .._core.dtypes import FLOAT_TYPES, DType, as_dtype
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, default_tol, register_spec, set_bench_inputs
 from .._core.derive import declare_rule_ops
-from ._common import check_nonneg
+from ._common import check_nonneg, no_out
 
 __all__ = ["SCAN_OPS", "SCAN_TYPES", "INT_LIKE"]
 
@@ -189,21 +189,16 @@ def _peer_ext_bw(g, idx, dim, reverse=False):
     return torch.zeros_like(g).scatter_add(dim, idx, g)
 
 
-def _no_out(name, out):
-    if out is not None:
-        raise NotImplementedError(f"baracuda {name} drop-in: out= is not supported (Plan.run(out=) is)")
-
-
 def _dropin_arith(name):
     def dropin(input, dim, *, dtype=None, out=None):
-        _no_out(name, out)
+        no_out(name, out)
         return (input,), {"dim": dim, "dtype": None if dtype is None else as_dtype(dtype)}
     return dropin
 
 
 def _dropin_plain(name):
     def dropin(input, dim, *, out=None):
-        _no_out(name, out)
+        no_out(name, out)
         return (input,), {"dim": dim}
     return dropin
 

@@ -25,7 +25,7 @@ from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import (Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, get_spec, register_spec,
                           set_bench_inputs)
-from ._common import check_nonneg
+from ._common import check_nonneg, no_out
 
 __all__ = ["SORT_TYPES", "TOPK_TYPES", "np_sort_order", "sort_dims", "row_geometry"]
 
@@ -174,13 +174,8 @@ def _peer_sort_bw(g, idx, dim, size):
     return torch.zeros(shape, dtype=g.dtype).scatter(dim, idx, g)
 
 
-def _no_out(name, out):
-    if out is not None:
-        raise NotImplementedError(f"baracuda {name} drop-in: out= is not supported (Plan.run(out=) is)")
-
-
 def _dropin_sort(input, dim=-1, descending=False, stable=False, *, out=None):
-    _no_out("sort", out)
+    no_out("sort", out)
     return (input,), {"dim": dim, "descending": descending, "stable": bool(stable)}
 
 
@@ -189,12 +184,12 @@ def _dropin_argsort(input, dim=-1, descending=False, stable=False):
 
 
 def _dropin_msort(input, *, out=None):
-    _no_out("msort", out)
+    no_out("msort", out)
     return (input,), {}
 
 
 def _dropin_topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
-    _no_out("topk", out)
+    no_out("topk", out)
     return (input,), {"k": k, "dim": dim, "largest": largest, "sorted": sorted}
 
 

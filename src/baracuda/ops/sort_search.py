@@ -32,7 +32,7 @@ import numpy as np
 from .._core.dtypes import DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec, set_bench_inputs
-from ._common import check_nonneg
+from ._common import check_nonneg, no_out
 from .indexing_index import INT_VALUES
 
 __all__ = ["SEARCH_TYPES", "np_search", "common_operands"]
@@ -161,26 +161,21 @@ def common_operands(op, a, b):
     return a, b
 
 
-def _no_out(op, out):
-    if out is not None:
-        raise UnsupportedError(op, "out= is not supported by the drop-in (Plan.run(out=) is)")
-
-
 def _di_searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, out=None, sorter=None):
-    _no_out("searchsorted", out)
+    no_out("searchsorted", out)
     seq, x = common_operands("searchsorted", sorted_sequence, input)
     ops = (seq, x) if sorter is None else (seq, x, sorter)
     return ops, {"out_int32": out_int32, "right": right, "side": side}
 
 
 def _di_bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
-    _no_out("bucketize", out)
+    no_out("bucketize", out)
     x, bd = common_operands("bucketize", input, boundaries)
     return (x, bd), {"out_int32": out_int32, "right": right}
 
 
 def _di_isin(elements, test_elements, *, assume_unique=False, invert=False, out=None):
-    _no_out("isin", out)
+    no_out("isin", out)
     x, t = common_operands("isin", elements, test_elements)
     return (x, t), {"assume_unique": assume_unique, "invert": invert}
 

@@ -29,6 +29,7 @@ from .._core.errors import InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from .reduction import reduced_shape
 from .sort import TOPK_TYPES, one_operand, sort_dims
+from ._common import no_out
 
 __all__ = ["QUANTILE_TYPES", "INTERPOLATIONS", "quantile_shape", "quantile_qs"]
 
@@ -180,19 +181,14 @@ def _peer_quantile_bw(g, x, q, dim=None, keepdim=False, interpolation="linear", 
     return dx
 
 
-def _no_out(name, out):
-    if out is not None:
-        raise NotImplementedError(f"baracuda {name} drop-in: out= is not supported (Plan.run(out=) is)")
-
-
 def _dropin_kth(input, k, dim=-1, keepdim=False, *, out=None):
-    _no_out("kthvalue", out)
+    no_out("kthvalue", out)
     return (input,), {"k": k, "dim": dim, "keepdim": keepdim}
 
 
 def _dropin_median(name):
     def dropin(input, dim=None, keepdim=False, *, out=None):
-        _no_out(name, out)
+        no_out(name, out)
         return (input,), {"dim": dim, "keepdim": keepdim}
     return dropin
 
@@ -201,7 +197,7 @@ def _dropin_quantile(name):
     def dropin(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
         import torch
 
-        _no_out(name, out)
+        no_out(name, out)
         if isinstance(q, torch.Tensor):
             if q.dim() > 1:
                 raise ValueError(f"{name}() q must be a scalar or 1D tensor")
