@@ -28,6 +28,7 @@ from .._lib.geometry import outer_r_inner
 from .index_maps import run_view, rank_ok
 from .move import _FORCE, bits, copy_into, fill
 from .._lib.launch import fast_kernel
+from .._lib.strided import tile_rows_cols
 from .._lib.geometry import cdiv, next_power_of_2
 
 _SCAN = 1024
@@ -51,15 +52,7 @@ def _cumsum_kernel(cum_ptr, rep_ptr, n, rs, BLOCK: tl.constexpr):
 @fast_kernel
 def _rinter_fwd_kernel(out_ptr, x_ptr, cum_ptr, rows, total, n, inner, steps, n_cb,
                        I64: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr):
-    pid = tl.program_id(0)
-    if I64:
-        pid = pid.to(tl.int64)
-    rb = pid // n_cb
-    cb = pid - rb * n_cb
-    r = rb * BR + tl.arange(0, BR)
-    c = cb * BC + tl.arange(0, BC)
-    if I64:
-        r = r.to(tl.int64)
+    r, c = tile_rows_cols(n_cb, I64, BR, BC)
     rm = r < rows
     o = r // total
     j = r - o * total
@@ -84,15 +77,7 @@ def _rinter_fwd_kernel(out_ptr, x_ptr, cum_ptr, rows, total, n, inner, steps, n_
 @fast_kernel
 def _rinter_bwd_kernel(out_ptr, g_ptr, cum_ptr, rows, total, n, inner, n_cb, ACC: tl.constexpr,
                        I64: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr):
-    pid = tl.program_id(0)
-    if I64:
-        pid = pid.to(tl.int64)
-    rb = pid // n_cb
-    cb = pid - rb * n_cb
-    r = rb * BR + tl.arange(0, BR)
-    c = cb * BC + tl.arange(0, BC)
-    if I64:
-        r = r.to(tl.int64)
+    r, c = tile_rows_cols(n_cb, I64, BR, BC)
     rm = r < rows
     o = r // n
     i = r - o * n
