@@ -147,17 +147,24 @@ def _volume(o, rng_ptr, bins_ptr, e_ptr, eoff_ptr, D, EDGES: tl.constexpr):
     return vol
 
 
+@triton.jit
+def _total(acc_ptr, n, DENSITY: tl.constexpr, BLOCK: tl.constexpr):
+    """The f64 sum of the n bins (a density's denominator; 0 without density)."""
+    total = tl.sum(tl.zeros([BLOCK], tl.float64), axis=0)
+    if DENSITY:
+        s = 0
+        while s < n:
+            o = s + tl.arange(0, BLOCK)
+            total += tl.sum(tl.load(acc_ptr + o, mask=o < n, other=0).to(tl.float64), axis=0)
+            s += BLOCK
+    return total
+
+
 @fast_kernel
 def _scaledd_kernel(out_ptr, acc_ptr, rng_ptr, bins_ptr, e_ptr, eoff_ptr, nbins, D,
                     EDGES: tl.constexpr, DENSITY: tl.constexpr, OUT_F64: tl.constexpr, BLOCK: tl.constexpr):
     """histogramdd's output: the counts / sums, or hist / (sum * the bin's volume)."""
-    total = tl.sum(tl.zeros([BLOCK], tl.float64), axis=0)
-    if DENSITY:
-        s = 0
-        while s < nbins:
-            o = s + tl.arange(0, BLOCK)
-            total += tl.sum(tl.load(acc_ptr + o, mask=o < nbins, other=0).to(tl.float64), axis=0)
-            s += BLOCK
+    total = _total(acc_ptr, nbins, DENSITY, BLOCK)
     s = 0
     while s < nbins:
         o = s + tl.arange(0, BLOCK)
@@ -175,13 +182,7 @@ def _scaledd_kernel(out_ptr, acc_ptr, rng_ptr, bins_ptr, e_ptr, eoff_ptr, nbins,
 def _finish_kernel(out_ptr, edges_ptr, acc_ptr, e_ptr, rng_ptr, bins,
                    MODE: tl.constexpr, DENSITY: tl.constexpr, EDGES_OUT: tl.constexpr, HIST_OUT: tl.constexpr,
                    OUT_F64: tl.constexpr, BLOCK: tl.constexpr):
-    total = tl.sum(tl.zeros([BLOCK], tl.float64), axis=0)
-    if DENSITY:
-        s = 0
-        while s < bins:
-            o = s + tl.arange(0, BLOCK)
-            total += tl.sum(tl.load(acc_ptr + o, mask=o < bins, other=0).to(tl.float64), axis=0)
-            s += BLOCK
+    total = _total(acc_ptr, bins, DENSITY, BLOCK)
     if MODE == 0:
         lo = tl.load(rng_ptr)
         hi = tl.load(rng_ptr + 1)
