@@ -73,7 +73,7 @@ def main(argv=None):
             print(name, "fwd", cfg.tag(), row["fwd"][cfg.tag()], flush=True)
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
         for (kvc, qc), tma in [(c, t) for c in ([] if args.no_bwd else BWD[D]) for t in tmas]:
-            cfgs = (TileCfg(*kvc, tma), TileCfg(*qc, tma))
+            cfgs = (TileCfg(*kvc), TileCfg(*qc, tma))      # (TMA: the dQ kernel's loop; dK/dV has pointer loads)
             tag = cfgs[0].tag() + "|" + cfgs[1].tag()
             try:
                 t = _time(lambda: flash_backward(p, do, q, k, v, out, lse, dq, dk, dv, cfgs), 5)

@@ -94,27 +94,21 @@ def _bwd_pre_kernel(O, DO, GLSE, DELTA, CUQ, scq, sob, soh, sos, sod, sgb, sgh, 
 
 
 @triton.jit
-def _dkdv_step(dk, dv, k, v, qbase, dobase, QD, GD, th, LSE, DELTA, lbase, dbase, i0, offs_n, Sq, Sk, off, sqs, sqd,
-               sgs, sgd, sls, mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop, seed,
+def _dkdv_step(dk, dv, k, v, qbase, dobase, LSE, DELTA, lbase, dbase, i0, offs_n, Sq, Sk, off, sqs, sqd, sgs,
+               sgd, sls, mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop, seed,
                ctr, CK, vd, qd, MASKED: tl.constexpr, HAS_WL: tl.constexpr, HAS_WR: tl.constexpr, SOFTCAP: tl.constexpr,
                ALIBI: tl.constexpr, MASK: tl.constexpr, BMASK: tl.constexpr, DROPOUT: tl.constexpr,
                I64: tl.constexpr, BM: tl.constexpr, D: tl.constexpr, DV: tl.constexpr, BD: tl.constexpr,
-               BDV: tl.constexpr, PREC: tl.constexpr, TMA: tl.constexpr):
-    """One query block's contribution to a key block's dK / dV (transposed orientation: rows = keys); q / dO
-    through the descriptors QD / GD at (batch, head) ``th`` under TMA."""
+               BDV: tl.constexpr, PREC: tl.constexpr):
+    """One query block's contribution to a key block's dK / dV (transposed orientation: rows = keys)."""
     offs_m = i0 + tl.arange(0, BM)
     if I64:
         offs_m = offs_m.to(tl.int64)
     d = tl.arange(0, BD)
     e = tl.arange(0, BDV)
-    if TMA:
-        q = QD.load([th[0], th[1], i0, 0]).reshape(BM, BD)
-        do = GD.load([th[0], th[1], i0, 0]).reshape(BM, BDV)
-    else:
-        q = load_tile(qbase + offs_m[:, None] * sqs + d[None, :] * sqd, offs_m[:, None], Sq, d[None, :], D, BD,
-                      MASKED)
-        do = load_tile(dobase + offs_m[:, None] * sgs + e[None, :] * sgd, offs_m[:, None], Sq, e[None, :], DV, BDV,
-                       MASKED)
+    q = load_tile(qbase + offs_m[:, None] * sqs + d[None, :] * sqd, offs_m[:, None], Sq, d[None, :], D, BD, MASKED)
+    do = load_tile(dobase + offs_m[:, None] * sgs + e[None, :] * sgd, offs_m[:, None], Sq, e[None, :], DV, BDV,
+                   MASKED)
     lse2, delta = _row_stats(LSE, DELTA, lbase, dbase, offs_m, sls, Sq, MASKED)
     BN: tl.constexpr = k.shape[0]
     q16 = wide(q, do.dtype)             # (FP8: k and v come widened by the caller)
@@ -134,42 +128,40 @@ def _dkdv_step(dk, dv, k, v, qbase, dobase, QD, GD, th, LSE, DELTA, lbase, dbase
 
 
 @triton.jit
-def _dkdv_span(dk, dv, k, v, qbase, dobase, QD, GD, th, LSE, DELTA, lbase, dbase, lo, hi, j0, offs_n, Sq, Sk, off,
-               sqs, sqd,
+def _dkdv_span(dk, dv, k, v, qbase, dobase, LSE, DELTA, lbase, dbase, lo, hi, j0, offs_n, Sq, Sk, off, sqs, sqd,
                sgs, sgd, sls, mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop,
                seed, ctr, CK, vd, qd, MASKED: tl.constexpr, HAS_WL: tl.constexpr, HAS_WR: tl.constexpr,
                SOFTCAP: tl.constexpr, ALIBI: tl.constexpr, MASK: tl.constexpr, BMASK: tl.constexpr,
                DROPOUT: tl.constexpr, I64: tl.constexpr, BM: tl.constexpr, D: tl.constexpr, DV: tl.constexpr,
-               BD: tl.constexpr, BDV: tl.constexpr, PREC: tl.constexpr, TMA: tl.constexpr):
+               BD: tl.constexpr, BDV: tl.constexpr, PREC: tl.constexpr):
     for i0 in loop(lo, hi, BM):
         if BMASK == 1:
             if tile_on(bm_p, i0, j0, sbi, sbj, bsize, BMASK):
                 dk, dv = _dkdv_step(
-                    dk, dv, k, v, qbase, dobase, QD, GD, th, LSE, DELTA, lbase, dbase, i0, offs_n, Sq, Sk, off, sqs,
-                    sqd, sgs,
+                    dk, dv, k, v, qbase, dobase, LSE, DELTA, lbase, dbase, i0, offs_n, Sq, Sk, off, sqs, sqd, sgs,
                     sgd, sls, mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop,
                     seed, ctr, CK, vd, qd, MASKED, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BM, D, DV,
-                    BD, BDV, PREC, TMA)
+                    BD, BDV, PREC)
         else:
             dk, dv = _dkdv_step(
-                dk, dv, k, v, qbase, dobase, QD, GD, th, LSE, DELTA, lbase, dbase, i0, offs_n, Sq, Sk, off, sqs, sqd,
-                sgs, sgd, sls, mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop,
+                dk, dv, k, v, qbase, dobase, LSE, DELTA, lbase, dbase, i0, offs_n, Sq, Sk, off, sqs, sqd, sgs,
+                sgd, sls, mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, scale, scale2, cap, WL, WR, pdrop,
                 seed, ctr, CK, vd, qd, MASKED, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK, BMASK, DROPOUT, I64, BM, D, DV,
-                BD, BDV, PREC, TMA)
+                BD, BDV, PREC)
     return dk, dv
 
 
 @fast_kernel
-def _bwd_dkdv_kernel(Q, K, V, DO, QD, GD, LSE, DELTA, DK, DV_, CUQ, CUK, scq, sck,
+def _bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV_, CUQ, CUK, scq, sck,
                      sqb, sqh, sqs, sqd, skb, skh, sks, skd, svb, svh, svs, svd, sgb, sgh, sgs, sgd,
-                     sdkb, sdkh, sdks, sdkd, sdvb, sdvh, sdvs, sdvd, slb, slh, sls, stb, sth, sts, Hq, GROUP, SQ, SK,
+                     sdkb, sdkh, sdks, sdkd, sdvb, sdvh, sdvs, sdvd, slb, slh, sls, stb, sth, sts,
+                     Hq, GROUP, SQ, SK,
                      MASKP, smb, smh, smi, smj, SLOPES, sab, sah, BMP, sbb, sbh, sbi, sbj, bsize,
                      scale, scale2, cap, WL, WR, pdrop, seed, doff, CQ, CK, QDS, KDS, VDS, sqds, skds, svds,
                      TOP_LEFT: tl.constexpr, HAS_WL: tl.constexpr, HAS_WR: tl.constexpr, SOFTCAP: tl.constexpr,
                      ALIBI: tl.constexpr, MASK: tl.constexpr, BMASK: tl.constexpr, DROPOUT: tl.constexpr,
                      VARLEN: tl.constexpr, I64: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
-                     D: tl.constexpr, DV: tl.constexpr, BD: tl.constexpr, BDV: tl.constexpr, PREC: tl.constexpr,
-                     TMA: tl.constexpr):
+                     D: tl.constexpr, DV: tl.constexpr, BD: tl.constexpr, BDV: tl.constexpr, PREC: tl.constexpr):
     pid_n = tl.program_id(0)
     bhk = tl.program_id(1)
     FP8: tl.constexpr = Q.dtype.element_ty == tl.float8e4nv
@@ -222,21 +214,18 @@ def _bwd_dkdv_kernel(Q, K, V, DO, QD, GD, LSE, DELTA, DK, DV_, CUQ, CUK, scq, sc
         else:
             sc = scale
             sc2 = scale2
-        dk, dv = _dkdv_span(dk, dv, k, v, qbase, dobase, QD, GD, (b, h), LSE, DELTA, lbase, dbase, lo, flo, j0,
-                            offs_n, Sq, Sk, off,
+        dk, dv = _dkdv_span(dk, dv, k, v, qbase, dobase, LSE, DELTA, lbase, dbase, lo, flo, j0, offs_n, Sq, Sk, off,
                             sqs, sqd, sgs, sgd, sls, mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, sc, sc2,
                             cap, WL, WR, pdrop, seed, ctr, CK, vd, qd, True, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK,
-                            BMASK, DROPOUT, I64, BM, D, DV, BD, BDV, PREC, TMA)
-        dk, dv = _dkdv_span(dk, dv, k, v, qbase, dobase, QD, GD, (b, h), LSE, DELTA, lbase, dbase, flo, fhi, j0,
-                            offs_n, Sq, Sk,
+                            BMASK, DROPOUT, I64, BM, D, DV, BD, BDV, PREC)
+        dk, dv = _dkdv_span(dk, dv, k, v, qbase, dobase, LSE, DELTA, lbase, dbase, flo, fhi, j0, offs_n, Sq, Sk,
                             off, sqs, sqd, sgs, sgd, sls, mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, sc,
                             sc2, cap, WL, WR, pdrop, seed, ctr, CK, vd, qd, False, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK,
-                            BMASK, DROPOUT, I64, BM, D, DV, BD, BDV, PREC, TMA)
-        dk, dv = _dkdv_span(dk, dv, k, v, qbase, dobase, QD, GD, (b, h), LSE, DELTA, lbase, dbase, fhi, hi, j0,
-                            offs_n, Sq, Sk, off,
+                            BMASK, DROPOUT, I64, BM, D, DV, BD, BDV, PREC)
+        dk, dv = _dkdv_span(dk, dv, k, v, qbase, dobase, LSE, DELTA, lbase, dbase, fhi, hi, j0, offs_n, Sq, Sk, off,
                             sqs, sqd, sgs, sgd, sls, mask_p, smi, smj, slope, bm_p, sbi, sbj, bsize, sc, sc2,
                             cap, WL, WR, pdrop, seed, ctr, CK, vd, qd, True, HAS_WL, HAS_WR, SOFTCAP, ALIBI, MASK,
-                            BMASK, DROPOUT, I64, BM, D, DV, BD, BDV, PREC, TMA)
+                            BMASK, DROPOUT, I64, BM, D, DV, BD, BDV, PREC)
     dk = dk * scale
     mk = nn < Sk
     if D == BD:
@@ -402,8 +391,6 @@ _BWD16_PLAIN = {64: (TileCfg(32, 64, 4, 3), TileCfg(64, 32, 4, 3)),
 _BWD16 = {64: (TileCfg(16, 128, 8, 2), TileCfg(128, 32, 8, 2)),
           128: (TileCfg(16, 128, 8, 2), TileCfg(128, 32, 8, 2)),
           256: (TileCfg(32, 32, 8, 2), TileCfg(32, 32, 8, 2))}
-# TMA: the pointer kernel's plain tiles until the H100 sweep says otherwise
-_BWD16_TMA = _BWD16_PLAIN
 _BWDTF32 = {64: (TileCfg(32, 64, 4, 2), TileCfg(64, 32, 4, 2)),
             128: (TileCfg(32, 64, 8, 2), TileCfg(64, 32, 8, 2)),
             256: (TileCfg(16, 32, 8, 1), TileCfg(32, 16, 8, 1))}
@@ -414,17 +401,16 @@ _BWD32 = {64: (TileCfg(64, 32, 8, 2), TileCfg(64, 32, 8, 2)),
 
 
 def bwd_configs(p: Problem, dtype, tma: bool | None = None) -> tuple[TileCfg, TileCfg]:
-    """(dK/dV config, dQ config) of a problem; TMA (``tma_wanted``): the loop's q / dO (dK/dV) and k / v (dQ)
-    tiles through descriptors."""
+    """(dK/dV config, dQ config) of a problem; TMA (``tma_wanted``): the dQ loop's k / v tiles through descriptors
+    (the dK/dV kernel keeps its pointer loads: with descriptors its D128 64x64 tile spilled 136 bytes on sm_90)."""
     bd, bdv = head_blocks(p.D, p.Dv, p.fp8)
     if tma is None:
         tma = tma_wanted(p, dtype)
     if dtype != torch.float32:
-        table = (_BWD16_TMA if tma else _BWD16_PLAIN) if p.plain else _BWD16
+        table = _BWD16_PLAIN if p.plain else _BWD16
     else:
         table = _BWDTF32 if p.prec == "tf32" else _BWD32
     kv, qc = table[64 if max(bd, bdv) <= 64 else 128 if max(bd, bdv) <= 128 else 256]
-    # (the dK/dV kernel keeps its pointer loads: with descriptors its D128 64x64 tile spills 136 bytes on sm_90)
     return fit_tiles(kv, p.Sq, p.Sk, p.block_size), dataclasses.replace(fit_tiles(qc, p.Sq, p.Sk, p.block_size),
                                                                         tma=tma)
 
@@ -462,14 +448,13 @@ def flash_backward(p: Problem, do, q, k, v, out, lse, dq, dk, dv, cfgs, glse=Non
     if p.Sk == 0:
         dq.zero_()      # (dk, dv are empty)
         return
-    if (kvc.tma or qc.tma) and not tma_ok(lay, q, k, v, do):     # a misaligned view: the pointer kernels' tiles
+    if qc.tma and not tma_ok(lay, q, k, v, do):     # a misaligned view: the pointer kernels' tiles
         kvc, qc = bwd_configs(p, q.dtype if not p.fp8 else do.dtype, tma=False)
     bd, bdv = head_blocks(p.D, p.Dv, p.fp8)
-    qg = (descriptor(q, lay, kvc.bm, bd), descriptor(do, lay, kvc.bm, bdv)) if kvc.tma else (q, do)
     kv = (descriptor(k, lay, qc.bn, bd), descriptor(v, lay, qc.bn, bdv)) if qc.tma else (k, v)
     _bwd_dkdv_kernel[(cdiv(p.Sk, kvc.bn), p.B * p.Hkv)](
-        q, k, v, do, *qg, lse, delta, dk, dv, *cu, *common, *bhsd_strides(dk, lay), *bhsd_strides(dv, lay),
-        *ls, *ts, p.Hq, p.group, p.Sq, p.Sk, *feats, **feature_constexprs(p, kvc.bm, kvc.bn, i64), TMA=kvc.tma,
+        q, k, v, do, lse, delta, dk, dv, *cu, *common, *bhsd_strides(dk, lay), *bhsd_strides(dv, lay),
+        *ls, *ts, p.Hq, p.group, p.Sq, p.Sk, *feats, **feature_constexprs(p, kvc.bm, kvc.bn, i64),
         num_warps=kvc.warps, num_stages=kvc.stages)
     _bwd_dq_kernel[(cdiv(p.Sq, qc.bm), p.B * p.Hq)](
         q, k, v, do, *kv, lse, delta, dq, *cu, *common, *bhsd_strides(dq, lay), *ls, *ts, p.Hq, p.group, p.Sq,
