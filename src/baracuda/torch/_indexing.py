@@ -61,27 +61,24 @@ def has_advanced(key) -> bool:
 def _plan(x, key):
     """(view, indices, positions): the basic part applied to ``x``, the advanced indices (int tensors, masks
     expanded) and the view dims they index."""
-    ents = list(_entries(key))
+    ents = []
+    for e in _entries(key):             # sequences -> tensors, once
+        if isinstance(e, (list, tuple)):
+            e = torch.as_tensor(e, device=x.device)
+            if e.dtype not in (torch.bool, torch.uint8, torch.int64, torch.int32):
+                e = e.to(torch.int64)
+        ents.append(e)
     n_ell = sum(e is Ellipsis for e in ents)
     if n_ell > 1:
         raise UnsupportedError("Tensor.__getitem__", "an index can only have a single ellipsis")
-    consumed = 0
-    for e in ents:
-        if e is None or e is Ellipsis:
-            continue
-        if isinstance(e, (list, tuple)):
-            e = torch.as_tensor(e)
-        consumed += e.dim() if isinstance(e, torch.Tensor) and e.dtype in (torch.bool, torch.uint8) else 1
     if n_ell:
+        consumed = sum(e.dim() if isinstance(e, torch.Tensor) and e.dtype in (torch.bool, torch.uint8) else 1
+                       for e in ents if e is not None and e is not Ellipsis)
         i = next(k for k, e in enumerate(ents) if e is Ellipsis)
         ents[i:i + 1] = [slice(None)] * max(x.dim() - consumed, 0)
     basic, adv, pos = [], [], []
     d = 0                   # the view dim the next entry lands on
     for e in ents:
-        if isinstance(e, (list, tuple)):
-            e = torch.as_tensor(e, device=x.device)
-            if e.dtype not in (torch.bool, torch.uint8, torch.int64, torch.int32):
-                e = e.to(torch.int64)
         if isinstance(e, torch.Tensor) and (e.dim() > 0 or e.dtype in (torch.bool, torch.uint8)):
             if e.device != x.device and e.dim() > 0 and not (e.device.type == "cpu" and x.is_cuda):
                 raise UnsupportedError("Tensor.__getitem__", f"an index on {e.device} for a tensor on {x.device}")
