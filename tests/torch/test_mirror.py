@@ -622,3 +622,16 @@ def test_spec_aliases_have_their_torch_names_signature(name, alias):
         overloads, has_out = _aten_overloads(key)
         return {(tuple(o[0]), frozenset(o[1])) for o in overloads} | ({"out"} if has_out else set())
     assert shape(alias) == shape(name)
+
+
+@pytest.mark.parametrize("name,args", [
+    ("sort", (R(3, 4),)), ("topk", (R(3, 4), 2)), ("kthvalue", (R(3, 4), 2)), ("cumsum", (R(3, 4), 1)),
+    ("searchsorted", (torch.arange(4.0), R(3))), ("histc", (R(8),)), ("median", (R(3, 4), 1)),
+    ("index_select", (R(3, 4), 0, torch.tensor([0, 2]))),
+])
+def test_dropins_refuse_out_naming_the_op(name, args):
+    """torch's out= on a drop-in that does not take it: UnsupportedError (a NotImplementedError) naming the op and
+    pointing at Plan.run(out=) (ops/_common.no_out, the one refusal)."""
+    with pytest.raises(bc.UnsupportedError,
+                       match=rf"{name}.*out= is not supported by the drop-in \(Plan.run\(out=\) is\)"):
+        _resolve(bt, name)(*args, out=torch.empty(0))
