@@ -424,8 +424,8 @@ class _Ctx:
 
     needs = ALL_NEEDED
 
-    def __init__(self, bwp: "BackwardPlan", trace: bool, grads=()):
-        self.bwp, self.trace, self._grads = bwp, trace, grads
+    def __init__(self, bwp: "BackwardPlan", trace: bool, grads=(), tape: "_Tape | None" = None):
+        self.bwp, self.trace, self._grads, self.tape = bwp, trace, grads, tape
         self.needs = bwp.needs
 
     def _caller_kind(self, res):
@@ -466,6 +466,8 @@ class _Ctx:
             p = plans[desc] = Plan.select(desc, self.bwp.device, self.bwp.pref)
         if self.trace:
             outs = desc.outputs
+            if self.tape is not None:
+                outs = self.tape.op(p, xs, outs)
             return outs[0] if len(outs) == 1 else outs
         if key is not None:
             self.bwp._by_key[key] = p
@@ -477,7 +479,8 @@ class _Ctx:
     def reshape(self, x, shape):
         shape = tuple(shape)
         if isinstance(x, TensorSpec):
-            return TensorSpec(shape, x.dtype)
+            r = TensorSpec(shape, x.dtype)
+            return r if self.tape is None else self.tape.reshape(x, r)
         return x.reshape(shape)
 
     def reduce_to(self, g, shape):
@@ -490,6 +493,66 @@ class _Ctx:
         dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and gshape[lead + i] != 1)
         r = self.op("sum", g, dims=dims, keepdim=False) if dims else g
         return self.reshape(r, shape)
+
+
+class _Tape:
+    """A backward rule's sub-ops, recorded while the rule is traced on specs: per step the plan and where its operands
+    come from (slots: the gradients, then the saved tensors, then each step's outputs in order).  The rule's
+    control flow depends only on the descriptor, ``needs`` and which gradients exist, so for a call where every
+    gradient exists the steps are the rule.  A value the tape did not see (a spec the rule built itself) makes the
+    tape unusable (``finish`` returns None) and the rule runs instead."""
+
+    __slots__ = ("slot", "keep", "steps", "ok", "result", "_run")
+
+    def __init__(self, leaves: list):
+        self.slot = {id(x): i for i, x in enumerate(leaves)}
+        self.keep = list(leaves)        # (alive while tracing: ids stay unique)
+        self.steps: list = []           # (plan, operand slots) or (None, slot, shape) for a reshape
+        self.ok = True
+        self.result = None
+        self._run = None
+
+    def _at(self, x) -> int:
+        i = self.slot.get(id(x))
+        if i is None:
+            self.ok = False
+        return i
+
+    def _new(self, spec: TensorSpec) -> TensorSpec:
+        fresh = TensorSpec(spec.shape, spec.dtype)
+        self.slot[id(fresh)] = len(self.keep)
+        self.keep.append(fresh)
+        return fresh
+
+    def op(self, plan: "Plan", xs, outs) -> tuple:
+        self.steps.append((plan, tuple(self._at(x) for x in xs)))
+        return tuple(self._new(o) for o in outs)
+
+    def reshape(self, x, out: TensorSpec) -> TensorSpec:
+        self.steps.append((None, self._at(x), out.shape))
+        return self._new(out)
+
+    def finish(self, res) -> "_Tape | None":
+        result = []
+        for r in res:
+            result.append(None if r is None else self._at(r))
+        if not self.ok:
+            return None
+        self.result, self.slot, self.keep = tuple(result), None, None
+        return self
+
+    def run(self, grads, saved) -> tuple:
+        steps = self._run
+        if steps is None:   # the launchers, made on first use (a plan's launcher skips every check: the trace vouches)
+            steps = self._run = [(None, p_or_none[1], p_or_none[2]) if p_or_none[0] is None
+                                 else (p_or_none[0].launcher(), p_or_none[1], None) for p_or_none in self.steps]
+        vals = [*grads, *saved]
+        for go, ins, shape in steps:
+            if go is None:
+                vals.append(vals[ins].reshape(shape))
+            else:
+                vals.extend(go([vals[i] for i in ins]))
+        return tuple([None if i is None else vals[i] for i in self.result])
 
 
 class BackwardPlan:
@@ -511,13 +574,16 @@ class BackwardPlan:
         self._plans: dict = {}
         self._by_key: dict = {}     # run-time lookup of _plans (see _Ctx.op)
         # trace once on shapes: selects every sub-plan and validates the rule against the descriptor
-        grads = tuple(desc.outputs)
-        saved = {n: self._spec_for(n) for n in self.saves}
-        res = spec.grad(_Ctx(self, True), desc, grads, saved)
+        # (fresh spec objects: the tape tells values apart by identity, and a saved output is its gradient's twin)
+        grads = tuple(TensorSpec(t.shape, t.dtype) for t in desc.outputs)
+        saved = {n: TensorSpec(self._spec_for(n).shape, self._spec_for(n).dtype) for n in self.saves}
+        tape = _Tape(list(grads) + [saved[n] for n in self.saves])
+        res = spec.grad(_Ctx(self, True, tape=tape), desc, grads, saved)
         for i, (r, t) in enumerate(zip(res, desc.inputs)):
             if r is not None and (tuple(r.shape) != t.shape):
                 raise AssertionError(f"{desc.op} backward rule: grad {i} has shape {r.shape}, input is {t.shape}")
         self.workspace_size = max((p.workspace_size for p in self._plans.values()), default=0)
+        self._tape = tape.finish(res)
 
     @classmethod
     def select(cls, desc: Descriptor, device=None, pref: PlanPreference | None = None) -> "BackwardPlan":
@@ -564,6 +630,16 @@ class BackwardPlan:
         """``run`` without the argument checks, for a caller that passes exactly what the forward saw and returned
         (the torch drop-ins' autograd Function: autograd gives gradients of the outputs' shapes and dtypes)."""
         return tuple(self.desc.spec.grad(_Ctx(self, False, grads), self.desc, grads, saved))
+
+    def replay_tape(self, grads, saved: list):
+        """``replay`` for torch tensors (the drop-ins' autograd): the rule's sub-ops as recorded while tracing, each
+        relaunched through its plan's launcher with no rule code, key or check in between (``_Tape``); ``saved`` in
+        ``saves`` order.  Falls back to the rule where the trace recorded nothing (a rule the tape cannot follow)
+        or an output has no gradient (the trace assumed every one)."""
+        tape = self._tape
+        if tape is None or any(g is None for g in grads):
+            return self.replay(grads, dict(zip(self.saves, saved)))
+        return tape.run(grads, saved)
 
     def call_text(self) -> str:
         """How to call ``run`` for this op, e.g. ``run(grad, out=<the forward's output>)``."""

@@ -184,15 +184,14 @@ class Bound(Call):
         STATE.depth += 1
         try:
             bw = self.backward_plan(needs)
-            saved = dict(zip(bw.saves, saved_list))
             # replay: autograd hands the saved tensors back as the forward gave them and gradients of the outputs'
             # shapes, dtypes and device (its engine checks and casts them): BackwardPlan.run's checks would repeat
             if RECORDERS:
-                res, ms = _timed(lambda: bw.replay(grads, saved), bw.device)
+                res, ms = _timed(lambda: bw.replay_tape(grads, saved_list), bw.device)
                 RECORDERS[-1][0].append({"kind": "bw", "op": self.name, "desc": str(self.desc),
                                          "sku": "; ".join(str(k) for k in bw.skus), "ms": ms, "rel_err": None})
             else:
-                res = bw.replay(grads, saved)
+                res = bw.replay_tape(grads, saved_list)
         finally:
             STATE.depth -= 1
         if not as_tensors:
