@@ -56,8 +56,8 @@ def test_a_refused_call_is_cached_with_its_error():
 
 def test_no_autograd_function_without_grad(monkeypatch):
     calls = []
-    real = _call._Eager.apply
-    monkeypatch.setattr(_call._Eager, "apply", lambda *a: calls.append(a[0].name) or real(*a))
+    real = _call._eager_apply
+    monkeypatch.setattr(_call, "_eager_apply", lambda *a: calls.append(a[0].name) or real(*a))
     x = torch.randn(4, 6, device=DEVICE, dtype=torch.float64)
     xg = x.clone().requires_grad_()
     bt.exp(x)                                  # no input requires grad

@@ -35,39 +35,16 @@ class DType(enum.Enum):
     s4 = ("s4", 4, "i", np.dtype(np.uint8), None, None)
     u4 = ("u4", 4, "u", np.dtype(np.uint8), None, None)
 
-    # -- properties -------------------------------------------------------------------------
-    @property
-    def short(self) -> str:
-        return self.value[0]
-
-    @property
-    def bits(self) -> int:
-        return self.value[1]
-
-    @property
-    def itemsize(self) -> int:
-        """Bytes per element (packed types report 1: the container byte holds two)."""
-        return max(1, self.value[1] // 8)
-
-    @property
-    def kind(self) -> str:
-        return self.value[2]
-
-    @property
-    def is_floating(self) -> bool:
-        return self.kind == "f"
-
-    @property
-    def is_complex(self) -> bool:
-        return self.kind == "c"
-
-    @property
-    def is_integer(self) -> bool:
-        return self.kind in "iu"
-
-    @property
-    def is_packed(self) -> bool:
-        return self.bits < 8
+    # -- properties: plain attributes, set once per member (they are read on every call's path) ----------------
+    def __init__(self, short: str, bits: int, kind: str, *_):
+        self.short = short
+        self.bits = bits
+        self.itemsize = max(1, bits // 8)    # bytes per element (packed types report 1: the container holds two)
+        self.kind = kind
+        self.is_floating = kind == "f"
+        self.is_complex = kind == "c"
+        self.is_integer = kind in "iu"
+        self.is_packed = bits < 8
 
     @property
     def numpy(self) -> np.dtype:

@@ -84,7 +84,7 @@ class Call:
     custom op's schema strings.  The custom op's autograd (``_library.py``) keeps one of these: under a tracer
     no plan is made."""
 
-    __slots__ = ("name", "desc", "recipe", "diff", "float_out", "n_in", "_enc", "_sig")
+    __slots__ = ("name", "desc", "recipe", "diff", "float_out", "n_in", "_enc", "_sig", "gets_grad")
 
     def __init__(self, desc: Descriptor, enc: str | None = None):
         self.name, self.desc, self.n_in = desc.op, desc, len(desc.inputs)
@@ -96,6 +96,9 @@ class Call:
         self.recipe = tuple((False, argn.index(n)) if n in argn else (True, 0 if n == "out" else int(n[3:]))
                             for n in names)
         self._enc, self._sig = enc, None
+        # per input: whether autograd receives its gradient (a differentiable, floating or complex input)
+        self.gets_grad = tuple(i in self.diff and (t.dtype.is_floating or t.dtype.is_complex)
+                               for i, t in enumerate(desc.inputs))
 
     def saved(self, xs, outs) -> list:
         return [outs[i] if is_out else xs[i] for is_out, i in self.recipe]
@@ -113,9 +116,7 @@ class Call:
             res = self.run_backward(args, needs=needs)
         else:
             res = torch.ops.baracuda.op_backward(self.name, self.encoded_attrs(), self.sig_string(), args)
-        ins = self.desc.inputs
-        return [r if (i in self.diff and (ins[i].dtype.is_floating or ins[i].dtype.is_complex)) else None
-                for i, r in enumerate(res)]
+        return [r if k else None for r, k in zip(res, self.gets_grad)]
 
     def encoded_attrs(self) -> str:
         if self._enc is None:
@@ -131,7 +132,7 @@ class Call:
 class Bound(Call):
     """Everything one call key needs: descriptor, plan, launcher, saved-tensor recipe, backward plan (lazily)."""
 
-    __slots__ = ("plan", "go", "pref", "_bw", "_bw_masked")
+    __slots__ = ("plan", "go", "pref", "_bw", "_bw_masked", "_grad_ok")
 
     def __init__(self, name: str, attrs: dict, sig: tuple, pref, device: int = -1):
         if len(sig) > 1:
@@ -143,7 +144,7 @@ class Bound(Call):
         index = max(devs, default=device)       # (no operands: the call's device, a creation op)
         device = Device("cuda", index) if index >= 0 else Device("cpu")
         plan = Plan.select(desc, device, pref)
-        self.plan, self.pref, self._bw, self._bw_masked = plan, pref, None, None
+        self.plan, self.pref, self._bw, self._bw_masked, self._grad_ok = plan, pref, None, None, set()
         # operands on one device (checked above): the key vouches for shapes, dtypes and device, so the launcher
         # checks nothing
         self.go = plan.launcher()
@@ -210,6 +211,9 @@ class Bound(Call):
         """Under bt.mode() (STATE.grad_check): refuse now unless every input that requires grad gets its gradient."""
         if not self.float_out:
             return
+        mask = tuple([x.requires_grad for x in xs])
+        if mask in self._grad_ok:       # (checked before: the answer depends on the mask only)
+            return
         wanted = [i for i, x in enumerate(xs) if x.requires_grad]
         bad = [i for i in wanted if i not in self.diff]
         if bad:
@@ -217,6 +221,7 @@ class Bound(Call):
                                    f"'{self.desc.spec.arg_name(bad[0])}'")
         if wanted:
             self.backward_plan()
+        self._grad_ok.add(mask)
 
 
 class _Refused:
@@ -336,11 +341,28 @@ class _Eager(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
+        b = ctx.bc
         # the kernel directly unless a graph of the backward is being built (create_graph, a dispatch mode)
-        direct = not torch.is_grad_enabled() and not torch._C._len_torch_dispatch_stack()
-        return (None, *ctx.bc.input_grads(grads, ctx.saved_tensors, direct, ctx.needs_input_grad[1:]))
+        direct = not _grad_enabled() and not _dispatch_depth()
+        if not direct or RECORDERS or not b.diff:
+            return (None, *b.input_grads(grads, ctx.saved_tensors, direct, ctx.needs_input_grad[1:]))
+        for g in grads:         # (the common case, input_grads' direct path inlined: the backward's host cost)
+            if g is not None:
+                break
+        else:
+            return (None,) * (b.n_in + 1)
+        bw = b.backward_plan(ctx.needs_input_grad[1:])
+        STATE.depth += 1
+        try:
+            res = bw.replay_tape(grads, ctx.saved_tensors)
+        finally:
+            STATE.depth -= 1
+        return (None, *[r if k else None for r, k in zip(res, b.gets_grad)])
 
 
+# Function.apply without its Python prologue (functorch's dead-wrapper unwrapping: call() takes this path only when no
+# functorch transform is active, _traced())
+_eager_apply = super(torch.autograd.Function, _Eager).apply
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 EAGER_FAST_PATH = [True]   # [False]: every call takes the custom op (bench/host_profile.py's A/B)
 _is_compiling = torch.compiler.is_compiling
@@ -416,7 +438,7 @@ def call(name: str, xs, attrs: dict, device: int = -1):
             if x.requires_grad:
                 if STATE.grad_check:
                     b.check_grad(xs)
-                outs = _Eager.apply(b, *xs)
+                outs = _eager_apply(b, *xs)
                 return outs[0] if len(outs) == 1 else outs
     if RECORDERS or _function_mode_on():
         outs = b.forward(xs)        # marks baracuda's own torch calls for an active bt.mode(); records
