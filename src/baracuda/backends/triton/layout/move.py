@@ -45,7 +45,7 @@ import triton.language as tl
 
 from .._lib.config import overrides
 from .._lib.strided import RANK, collapse, span, tile_rows_cols, unravel
-from .._lib.launch import fast_kernel
+from .._lib.launch import bind_kernel, fast_kernel
 from .._lib.geometry import cdiv, next_power_of_2
 
 _FORCE, forced = overrides("Force layout-copy choices in tests: i64=True (int64 offsets on small tensors), "
@@ -260,12 +260,49 @@ def _col_block(L, cap):
     return c
 
 
+# plain copies (no fill, no triangle) already decided: (shapes, strides, dtypes, map) -> go(out, x).  A layout op
+# relaunches the same copies call after call (a cat's pieces, a slice's backward), and deciding one costs more host
+# time than the launch itself (collapse, spans, tile sizes: ~30-60 us of Python on the H100 host); the bound launch
+# passes the tensors' addresses to the compiled kernel with everything else fixed.
+_DECIDED: dict = {}
+
+
 def move(out, x, dims, base=0, mode="none", fill=None, tri=0, diag=0):
     """out (any strides)[i...] = x[b(i_d // V_d + O_d)...], dims = [(N_d, T_d, O_d, V_d)] per output dim."""
     n = out.numel()
     if n == 0:
         return
-    shape, dst_st, dims = list(out.shape), list(out.stride()), [tuple(d) for d in dims]
+    dims = [tuple(d) for d in dims]
+    key = None
+    if mode == "none" and not tri and not _FORCE:
+        key = (out.shape, out.stride(), x.shape, x.stride(), out.dtype, x.dtype, tuple(dims), base)
+        go = _DECIDED.get(key)
+        if go is not None:
+            return go(out, x)
+    go = _decide(out, x, n, dims, base, mode, fill, tri, diag)
+    if key is not None:
+        if len(_DECIDED) >= 4096:
+            _DECIDED.clear()
+        _DECIDED[key] = go
+    go(out, x)
+
+
+def _bound(kernel, grid, tail, kw, n_ptr=3):
+    """go(out, x) for ``kernel[grid](ob, xb[, fill=ob], *tail, **kw)`` relaunched with only the pointers new."""
+    b = bind_kernel(kernel.jit, grid, tail, **kw)
+    if n_ptr == 3:
+        def go(out, x):
+            ob, xb = _views(out, x)
+            b(ob, xb, ob)
+    else:
+        def go(out, x):
+            b(*_views(out, x))
+    return go
+
+
+def _decide(out, x, n, dims, base, mode, fill, tri, diag):
+    """How ``move`` copies: ``go(out, x)`` (a launch with every size, stride and constexpr fixed)."""
+    shape, dst_st = list(out.shape), list(out.stride())
     if len(shape) > RANK:
         raise AssertionError("layout move: rank > 6 reaches the kernel (supports() should refuse)")
     ob, xb = _views(out, x)
@@ -273,14 +310,14 @@ def move(out, x, dims, base=0, mode="none", fill=None, tri=0, diag=0):
         fill_t = scalar(0 if fill is None else fill, out)
         fill_b = bits(fill_t) if ob.dtype != out.dtype else fill_t
     else:
-        fill_b = ob      # never read: the kernels load the fill only for constant padding / triangles
+        fill_b = None    # (ob is passed: never read, the kernels load the fill only for constant padding / triangles)
     reach = max(span(out), span(x) + abs(base), n) + max([abs(d[2] * d[1]) for d in dims] + [0])
     # (int64 offsets, convert through f32): the kernels' two host-decided flags
     i64 = (reach >= _LIMIT or _FORCE.get("i64", False),
            out.dtype in (torch.float16, torch.bfloat16) and x.dtype != out.dtype)
     pure = mode == "none" and tri == 0 and all(d[2] == 0 and d[3] == 1 for d in dims)
     if _FORCE.get("path") == "gather":
-        return _gather(ob, xb, fill_b, n, shape, dst_st, dims, base, mode, tri, diag, i64)
+        return _gather(fill_b, n, shape, dst_st, dims, base, mode, tri, diag, i64)
     if pure:
         # merge dims that are contiguous in both (a permute of [8,4096,32,128] by (0,2,1,3) becomes 4-d rows
         # of 128; a full transpose of a contiguous 3-d tensor becomes [B, M, N] -> [B, N, M])
@@ -289,10 +326,14 @@ def move(out, x, dims, base=0, mode="none", fill=None, tri=0, diag=0):
         if len(shape) == 1 and dims[0][1] == 1 and dst_st[0] == 1 and base == 0 and out.dtype == x.dtype:
             # both dense in the same order (a contiguous input of contiguous/permute-of-identity, a
             # contiguous cat piece): one device memcpy
-            ob.as_strided((n,), (1,), ob.storage_offset()).copy_(xb.as_strided((n,), (1,), xb.storage_offset()))
-            return
-        if _try_transpose(ob, xb, shape, dst_st, dims, base, i64):
-            return
+            def go(out, x):
+                ob, xb = _views(out, x)
+                ob.as_strided((n,), (1,), ob.storage_offset()).copy_(xb.as_strided((n,), (1,),
+                                                                                   xb.storage_offset()))
+            return go
+        go = _try_transpose(ob, shape, dst_st, dims, base, i64)
+        if go is not None:
+            return go
         w = _TILE_BYTES // ob.element_size()
         if len(shape) < RANK and shape[-1] >= 2 * w and shape[-1] % w == 0:
             # one long run (a 1-D flip, a dense copy): split it into rows of w so each program gets a full tile
@@ -310,22 +351,32 @@ def move(out, x, dims, base=0, mode="none", fill=None, tri=0, diag=0):
         dims = list(dims[:-1]) + [(k, 0, 0, 1), (nl, t, 0, 1)]
         dst_st = list(dst_st[:-1]) + [dl * nl, dl]
     if shape and shape[-1] >= 16:
-        return _tile(ob, xb, fill_b, shape, dst_st, dims, base, mode, tri, diag, i64, out.is_contiguous())
-    _gather(ob, xb, fill_b, n, shape, dst_st, dims, base, mode, tri, diag, i64)
+        return _tile(ob, fill_b, shape, dst_st, dims, base, mode, tri, diag, i64, out.is_contiguous())
+    return _gather(fill_b, n, shape, dst_st, dims, base, mode, tri, diag, i64)
 
 
-def _gather(ob, xb, fill_b, n, shape, dst_st, dims, base, mode, tri, diag, i64):
+def _launch(kernel, grid, tail, kw, fill_b):
+    """go(out, x) for a launch with the fill tensor ``fill_b`` (a constant pad's value, or ob: never read)."""
+    if fill_b is None:
+        return _bound(kernel, grid, tail, kw)
+
+    def go(out, x):
+        ob, xb = _views(out, x)
+        kernel[grid](ob, xb, fill_b, *tail, **kw)
+    return go
+
+
+def _gather(fill_b, n, shape, dst_st, dims, base, mode, tri, diag, i64):
     pad = RANK - len(shape)
     shape = [1] * pad + list(shape)
     dst_st = [0] * pad + list(dst_st)
     dims = [(1, 0, 0, 1)] * pad + list(dims)
     N, T, O, V = (list(c) for c in zip(*dims))
-    _gather_kernel[(cdiv(n, _BLOCK),)](
-        ob, xb, fill_b, n, base, diag, *shape[1:], *dst_st, *N, *T, *O, *V,
-        MODE=MODES[mode], TRI=tri, I64=i64[0], VIA_F32=i64[1], BLOCK=_BLOCK, num_warps=4)
+    return _launch(_gather_kernel, (cdiv(n, _BLOCK),), (n, base, diag, *shape[1:], *dst_st, *N, *T, *O, *V),
+                   dict(MODE=MODES[mode], TRI=tri, I64=i64[0], VIA_F32=i64[1], BLOCK=_BLOCK, num_warps=4), fill_b)
 
 
-def _tile(ob, xb, fill_b, shape, dst_st, dims, base, mode, tri, diag, i64, out_contig):
+def _tile(ob, fill_b, shape, dst_st, dims, base, mode, tri, diag, i64, out_contig):
     pad = RANK - len(shape)
     shape = [1] * pad + list(shape)
     dst_st = [0] * pad + list(dst_st)
@@ -345,21 +396,21 @@ def _tile(ob, xb, fill_b, shape, dst_st, dims, base, mode, tri, diag, i64, out_c
     vout = _vec(size, [L]) if out_contig else (_vec(size, dst_st[:-1]) if dst_st[-1] == 1 else 1)
     n_cb = cdiv(L, bc)
     grid = (cdiv(n_rows, br) * n_cb,)
-    _tile_kernel[grid](
-        ob, xb, fill_b, n_rows, L, n_cb, base, diag, *shape[1:5], *dst_st, *N, *T, *O, *V,
-        MODE=MODES[mode], COL_MODE=0 if col_id else MODES[mode], COL_ID=1 if col_id else (2 if shifted else 0),
-        OUT_ROWS=out_contig,
-        TRI=tri, I64=i64[0], VIA_F32=i64[1], VEC_IN=vin, VEC_OUT=vout, BR=br, BC=bc, num_warps=4)
+    return _launch(_tile_kernel, grid, (n_rows, L, n_cb, base, diag, *shape[1:5], *dst_st, *N, *T, *O, *V),
+                   dict(MODE=MODES[mode], COL_MODE=0 if col_id else MODES[mode],
+                        COL_ID=1 if col_id else (2 if shifted else 0), OUT_ROWS=out_contig, TRI=tri, I64=i64[0],
+                        VIA_F32=i64[1], VEC_IN=vin, VEC_OUT=vout, BR=br, BC=bc, num_warps=4), fill_b)
 
 
-def _try_transpose(ob, xb, shape, dst_st, dims, base, i64):
-    """The tiled transpose for a pure strided copy whose last output dim is strided in the source."""
+def _try_transpose(ob, shape, dst_st, dims, base, i64):
+    """The tiled transpose for a pure strided copy whose last output dim is strided in the source (None where it
+    does not apply)."""
     r = len(shape)
     if r < 2 or r > 5 or abs(dims[-1][1]) == 1 or dst_st[-1] != 1:
-        return False
+        return None
     cands = [k for k in range(r - 1) if abs(dims[k][1]) == 1 and shape[k] >= 16]
     if not cands or shape[-1] < 16:
-        return False
+        return None
     p = max(cands, key=lambda k: shape[k])
     size = ob.element_size()
     line = max(16, 128 // size)                 # elements per 128-byte line
@@ -371,9 +422,9 @@ def _try_transpose(ob, xb, shape, dst_st, dims, base, i64):
     bd = [0] * (4 - len(batch)) + [dst_st[k] for k in batch]
     n_pb, n_lb = cdiv(shape[p], bp), cdiv(shape[-1], bl)
     grid = (math.prod(bs) * n_pb * n_lb,)
-    _transpose_kernel[grid](ob, xb, shape[p], shape[-1], n_pb, n_lb, base, dims[p][1], dims[-1][1], dst_st[p], 1,
-                            *bs[1:], *bt, *bd, I64=i64[0], VIA_F32=i64[1], BP=bp, BL=bl, num_warps=8)
-    return True
+    return _bound(_transpose_kernel, grid, (shape[p], shape[-1], n_pb, n_lb, base, dims[p][1], dims[-1][1], dst_st[p],
+                                            1, *bs[1:], *bt, *bd),
+                  dict(I64=i64[0], VIA_F32=i64[1], BP=bp, BL=bl, num_warps=8), n_ptr=2)
 
 
 def copy_into(dst, src):
