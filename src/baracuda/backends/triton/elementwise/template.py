@@ -142,6 +142,19 @@ def launch(fn, inputs, out, p0: float = 0.0, p1: float = 0.0, compute=None, p2: 
     with broadcasting of ``inputs`` to ``out.shape`` (any strides, 1 to 3 inputs).  ``compute``: the tl dtype
     to compute in (default f32, f64 for f64 outputs); the scalars are cast to it.  Other families reuse this
     (e.g. a broadcast copy with an identity body)."""
+    key = None
+    if out.is_contiguous():
+        # a launch decided before (same op body, shapes, strides, dtypes, scalars): relaunched bound, with the
+        # tensors' addresses only (deciding costs more host time than launching: ~30 us on the H100 host)
+        key = (fn, out.shape, out.dtype, tuple([(x.shape, x.stride(), x.dtype) for x in inputs]), p0, p1, p2,
+               compute, nparams, float_params)
+        try:
+            go = _DECIDED.get(key)
+        except TypeError:       # (an unhashable scalar)
+            go = key = None
+        if go is not None:
+            go(out, *inputs, *(inputs[0],) * (3 - len(inputs)))
+            return
     target = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
     n = target.numel()
     if n == 0:
@@ -170,12 +183,21 @@ def launch(fn, inputs, out, p0: float = 0.0, p1: float = 0.0, compute=None, p2: 
     while len(ins) < 3:
         ins.append(ins[0])
     grid = (cdiv(n, BLOCK),)
-    _ew_kernel[grid](target, ins[0], ins[1], ins[2], n, float(p0), float(p1), float(p2), *S, *args_st,
-                     FN=fn, NIN=nin, STRIDED=strided, CT=compute, I64=i64, BLOCK=BLOCK, NP=nparams,
-                     INTERP=INTERPRETING, PF=float_params,
-                     num_warps=8 if BLOCK >= 4096 else 4)
+    tail = (n, float(p0), float(p1), float(p2), *S, *args_st)
+    kw = dict(FN=fn, NIN=nin, STRIDED=strided, CT=compute, I64=i64, BLOCK=BLOCK, NP=nparams, INTERP=INTERPRETING,
+              PF=float_params, num_warps=8 if BLOCK >= 4096 else 4)
+    if key is not None and all(a is b for a, b in zip(ins, inputs)):     # (not the rank > 4 copies)
+        if len(_DECIDED) >= 4096:
+            _DECIDED.clear()
+        go = _DECIDED[key] = bind_kernel(_ew_kernel.jit, grid, tail, **kw)
+        go(target, *ins)
+    else:
+        _ew_kernel[grid](target, *ins, *tail, **kw)
     if target is not out:
         out.copy_(target)
+
+
+_DECIDED: dict = {}
 
 
 def bound_broadcast(fn, in_shapes, out_shape, p0: float = 0.0, p1: float = 0.0, compute=None, p2: float = 0.0,
