@@ -297,7 +297,7 @@ for _op, _peer, _naff in (("add_rms_norm", _peer_add_rms, 1), ("add_layer_norm",
     _SPECS[_op] = register_spec(OpSpec(
         name=_op, family="norm", arg_names=("x", "residual", "weight", "bias")[: 2 + _naff], check=_check_add(_op),
         dtypes=FLOAT_TYPES, attrs=_ATTRS, torch_peer=_peer, grad=_g_add_norm,
-        saves=("weight", "outputs"), differentiable=(0, 1, 2, 3)[: 2 + _naff], samples=_add_samples(_op),
+        saves=("weight", "out0"), differentiable=(0, 1, 2, 3)[: 2 + _naff], samples=_add_samples(_op),
         errors=_add_errors(_op),
         workloads=(Workload(f"{_op}-16384x4096-bf16", ((16384, 4096), (16384, 4096)) + ((4096,),) * _naff, DType.bf16,
                             {"normalized_shape": (4096,), "eps": 1e-5}, backward=True),),
