@@ -22,12 +22,17 @@ from baracuda.bench import models as M
 _SKIP = ("/torch/", "<frozen", "/contextlib.py", "/functools.py", "memory_peak.py")
 
 
-def _frame(frames) -> str:
+def _frame(frames, depth: int = 3) -> str:
+    """The first ``depth`` frames outside torch's own modules, innermost first ('?': none, e.g. the autograd
+    engine's thread allocating for a C++ backward)."""
+    out = []
     for f in frames:
         name = f.get("filename", "")
-        if not any(s in name for s in _SKIP):
-            return f"{name.split('site-packages/')[-1].split('/src/')[-1]}:{f.get('line')} {f.get('name')}"
-    return frames[0]["filename"] + ":" + str(frames[0].get("line")) if frames else "?"
+        if name.endswith(".py") and not any(s in name for s in _SKIP):
+            out.append(f"{name.split('site-packages/')[-1].split('/src/')[-1]}:{f.get('line')} {f.get('name')}")
+            if len(out) == depth:
+                break
+    return " < ".join(out) if out else "?"
 
 
 def peak_blocks(snapshot, top: int = 25) -> dict:
@@ -48,7 +53,7 @@ def peak_blocks(snapshot, top: int = 25) -> dict:
                 total -= blk[0]
     groups = collections.defaultdict(lambda: [0, 0])
     for size, frames in best_live.values():
-        g = groups[_frame(frames)]
+        g = groups[_frame(frames) + f" [{size / 1e6:.1f} MB blocks]" if size > 8e6 else _frame(frames)]
         g[0] += size
         g[1] += 1
     rows = sorted(groups.items(), key=lambda kv: -kv[1][0])[:top]
@@ -79,7 +84,7 @@ def main(argv=None) -> int:
                 m.zero_grad(set_to_none=True)
                 torch.cuda.synchronize()
                 torch.cuda.reset_peak_memory_stats()
-                torch.cuda.memory._record_memory_history(max_entries=200000)
+                torch.cuda.memory._record_memory_history(max_entries=200000, stacks="python")
                 step()
                 torch.cuda.synchronize()
                 snap = torch.cuda.memory._snapshot()
