@@ -241,7 +241,9 @@ def _bind(desc, pref):
         flag = ws.view(torch.int64)[:1]
         flag.zero_()
         res = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-        if len(inputs) == 3 and op == "index_fill":    # a 0-d tensor value, converted on the device
+        if kind == "select":       # (no scalar operand: two fill launches less per call)
+            val = None
+        elif len(inputs) == 3 and op == "index_fill":    # a 0-d tensor value, converted on the device
             val = inputs[2].reshape(1).to(res.dtype)
         else:
             val = scalar(desc.attr("value") if op == "index_fill" else alpha, res)
@@ -282,7 +284,7 @@ def apply_rows(kind, res, x, idx, src, val, flag, geom, k, wrap, alpha, incl=Tru
         n_cb = cdiv(inner, bc)
         movable = kind != "add"
         ob, xb = (bits(o3), bits(x3)) if movable else (o3, x3)
-        vb = bits(val) if movable else val
+        vb = ob if val is None else bits(val) if movable else val     # (select never reads it)
         _rows_kernel[(cdiv(rows, br) * n_cb,)](ob, xb, idx, src3, vb, flag, rows, k, n, inner, n_cb, sidx,
                                                *sx, *ss, *so, MODE=_MODES[kind], WRAP=wrap,
                                                ALPHA=alpha, ACC=acc, BR=br, BC=bc, num_warps=4)
