@@ -44,7 +44,8 @@ use_deterministic_algorithm (dQ without atomics, slower); bit_stable=False: cuDN
 library version and GPU.
 
 Host path per call: a stride tuple per operand (the graph key), a dict lookup, the handle's stream check
-(``cudnn.set_stream`` is skipped by the frontend when unchanged), ``graph.execute`` with a {uid: tensor} pack.
+(``cudnn.set_stream`` is skipped by the frontend when unchanged), ``graph.execute`` in the frontend's ordered form
+(cudnn_graph.py, shared with the convolution backend).
 Temporaries (a bool mask's bias, the row fix-up, the backward's lse with +inf) are torch allocations: a plan with a
 mask allocates inside ``run`` (still capturable by torch's CUDA graphs, which pool allocations).
 
@@ -55,17 +56,15 @@ tests/attention/test_sdpa_cudnn.py checks all of it on a GPU with the frontend i
 """
 from __future__ import annotations
 
-import hashlib
 import math
-import os
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 from ..._core.dtypes import DType
-from ..._core.errors import UnsupportedError
 from ..._core.registry import Impl, register
 from ..._core.sku import Arch, Backend, MathPrecision, PrecisionGuarantee
+from .cudnn_graph import PLAN_DIR_ENV, Built, GraphCache, execute
+from .cudnn_graph import compute_capability as _cc
+from .cudnn_graph import current_device as _current_device
 
 __all__ = ["PRIORITY", "DETERMINISTIC_BWD", "PLAN_DIR_ENV", "Problem", "problem", "band", "supports", "GraphKey",
            "graph_key", "cache_info"]
@@ -77,8 +76,6 @@ PRIORITY = 20.0
 # True: sdpa_backward always built with use_deterministic_algorithm (dQ without float atomics); False: only under
 # PlanPreference(require_deterministic=True)
 DETERMINISTIC_BWD = False
-# a directory: built plans are serialized there and loaded by later processes (unset: the process cache only)
-PLAN_DIR_ENV = "BARACUDA_CUDNN_PLAN_DIR"
 _CACHE_SIZE = 256          # built graphs kept per process (each holds its compiled plan)
 
 # uids of the graph tensors (fixed, so a deserialized plan's variant pack needs no tensor objects)
@@ -301,25 +298,7 @@ def canonical_strides(p: Problem) -> tuple:
     return ins + bias + outs
 
 
-# -- building (GPU) -----------------------------------------------------------------------------------------------
-class _Built:
-    __slots__ = ("graph", "workspace")
-
-    def __init__(self, graph, workspace: int):
-        self.graph, self.workspace = graph, int(workspace)
-
-
-_GRAPHS: "OrderedDict[tuple, _Built]" = OrderedDict()
-_LOCK = threading.Lock()
-_COUNTS = {"built": 0, "loaded": 0, "hits": 0}
-
-
-def cache_info() -> dict:
-    """Counters of the process's graph cache: built (paid the build), loaded (deserialized from the plan
-    directory), hits, and the current size."""
-    return dict(_COUNTS, size=len(_GRAPHS))
-
-
+# -- building (GPU): the shared graph cache, handles and execute (cudnn_graph.py) -------------------------------
 def _graph_dims(key: GraphKey) -> dict:
     B, Hq, Hkv, Sq, Sk, D, Dv = key.dims
     dims = {_Q: (B, Hq, Sq, D), _K: (B, Hkv, Sk, D), _V: (B, Hkv, Sk, Dv), _O: (B, Hq, Sq, Dv),
@@ -328,14 +307,6 @@ def _graph_dims(key: GraphKey) -> dict:
     if key.bias_dims is not None:
         dims[_BIAS] = key.bias_dims
     return dims
-
-
-def _build_graph(key: GraphKey, handle):
-    import cudnn
-
-    g = make_graph(key, handle)
-    g.build([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
-    return g
 
 
 def make_graph(key: GraphKey, handle=None):
@@ -380,102 +351,14 @@ def make_graph(key: GraphKey, handle=None):
     return g
 
 
-def _plan_file(key: GraphKey, device_index: int) -> str | None:
-    root = os.environ.get(PLAN_DIR_ENV)
-    if not root:
-        return None
-    import cudnn
-    import torch
-
-    ident = repr((key, torch.cuda.get_device_name(device_index), int(cudnn.backend_version()), cudnn.__version__))
-    return os.path.join(root, "sdpa-" + hashlib.sha256(ident.encode()).hexdigest()[:32] + ".cudnn")
+_CACHE = GraphCache("sdpa", make_graph, _CACHE_SIZE)
+_GRAPHS = _CACHE.graphs
+cache_info = _CACHE.info
 
 
-def _load(path: str, handle):
-    import cudnn
-
-    with open(path, "rb") as f:
-        blob = f.read()
-    g = cudnn.pygraph(handle=handle)
-    g.deserialize(handle, blob)
-    return g
-
-
-def _save(path: str, g) -> None:
-    try:
-        blob = g.serialize(as_bytes=True)
-    except Exception:   # an engine cuDNN cannot serialize: the process cache still holds the graph
-        return
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(bytes(blob))
-    os.replace(tmp, path)   # atomic: concurrent processes never read a partial blob
-
-
-def _built(key: GraphKey, device_index: int) -> _Built:
+def _built(key: GraphKey, device_index: int) -> Built:
     """The built graph of ``key`` on ``device_index`` (process cache, then the plan directory, then a build)."""
-    ck = (key, device_index)
-    b = _GRAPHS.get(ck)
-    if b is not None:
-        _COUNTS["hits"] += 1
-        return b
-    with _LOCK:
-        b = _GRAPHS.get(ck)
-        if b is not None:
-            return b
-        import cudnn
-
-        handle = _handle(device_index)
-        path = _plan_file(key, device_index)
-        g = None
-        if path is not None and os.path.exists(path):
-            try:
-                g = _load(path, handle)
-                _COUNTS["loaded"] += 1
-            except Exception:   # another libcudnn / GPU / a damaged file: rebuild and rewrite
-                g = None
-        if g is None:
-            try:
-                g = _build_graph(key, handle)
-            except (cudnn.cudnnGraphNotSupportedError, NotImplementedError, RuntimeError, ValueError) as e:
-                raise UnsupportedError(key.op, f"cuDNN refused the graph ({type(e).__name__}: {e})") from e
-            _COUNTS["built"] += 1
-            if path is not None:
-                _save(path, g)
-        b = _GRAPHS[ck] = _Built(g, g.get_workspace_size())
-        while len(_GRAPHS) > _CACHE_SIZE:
-            _GRAPHS.popitem(last=False)
-        return b
-
-
-# -- handles and streams ------------------------------------------------------------------------------------------
-_TLS = threading.local()     # cuDNN forbids sharing a handle across threads: one per (thread, device)
-
-
-def _handle(device_index: int):
-    hs = getattr(_TLS, "handles", None)
-    if hs is None:
-        hs = _TLS.handles = {}
-    h = hs.get(device_index)
-    if h is None:
-        import cudnn
-        import torch
-
-        with torch.cuda.device(device_index):
-            h = hs[device_index] = cudnn.create_handle()
-    return h
-
-
-def _stream_handle(device_index: int):
-    """The handle of ``device_index`` bound to torch's current stream there (the frontend's Handle skips
-    cudnnSetStream when the stream did not change)."""
-    import cudnn
-    import torch
-
-    h = _handle(device_index)
-    cudnn.set_stream(h, torch.cuda.current_stream(device_index).cuda_stream)
-    return h
+    return _CACHE.get(key, device_index, key.op)
 
 
 # -- operands -----------------------------------------------------------------------------------------------------
@@ -569,46 +452,11 @@ def _empty_rows(bias, p: Problem):
 
 
 # -- the bound runs -----------------------------------------------------------------------------------------------
-_CC: dict = {}
-
-
-def _cc(device_index: int) -> tuple:
-    cc = _CC.get(device_index)
-    if cc is None:
-        import torch
-
-        cc = _CC[device_index] = tuple(torch.cuda.get_device_capability(device_index))
-    return cc
-
-
-def _current_device() -> int:
-    import torch
-
-    return torch.cuda.current_device()
-
-
 def _execute(p: Problem, tensors: dict, bias_dims, device_index: int, ws):
     """Find (or build) the graph of these operands' strides and run it on torch's current stream."""
-    import torch
-
     uids = _uids(p.op, bias_dims is not None)
     key = graph_key(p, tuple(tensors[u].stride() for u in uids), bias_dims, _cc(device_index))
-    b = _built(key, device_index)
-    if b.workspace and (ws is None or ws.numel() < b.workspace):   # strides other than the planned ones
-        ws = torch.empty(b.workspace, dtype=torch.uint8, device=tensors[_Q].device)
-    ws, h = ws if b.workspace else None, _stream_handle(device_index)
-    if _ORDERED[0]:
-        # the frontend's ordered form (buffers + their uids; its metadata cached by value): no per-call variant-pack
-        # dictionaries in Python (~0.1 ms of host time per call with the mapping form)
-        try:
-            b.graph.execute(tuple(tensors.values()), ws, handle=h, tensor_uids=tuple(tensors))
-            return
-        except (TypeError, ValueError):     # a frontend without it: the mapping form from now on
-            _ORDERED[0] = False
-    b.graph.execute(tensors, ws, handle=h)
-
-
-_ORDERED = [True]
+    execute(_built(key, device_index), tensors, ws, device_index, tensors[_Q])
 
 
 def _outputs(views):
