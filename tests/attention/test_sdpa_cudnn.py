@@ -445,14 +445,16 @@ def test_a_graph_cudnn_refuses_at_build_is_an_unsupported_error(monkeypatch):
 
     fake = types.SimpleNamespace(cudnnGraphNotSupportedError=NotSupported)
     monkeypatch.setitem(sys.modules, "cudnn", fake)
-    monkeypatch.setattr(C, "_handle", lambda device_index: object())
-    monkeypatch.setattr(C, "_plan_file", lambda key, device_index: None)
+    from baracuda.backends.nvidia import cudnn_graph
+
+    monkeypatch.setattr(cudnn_graph, "handle", lambda device_index: object())
+    monkeypatch.setattr(C._CACHE, "_file", lambda key, device_index: None)
     p = C.problem(_desc())
     key = C.graph_key(p, C._canonical_with_bias(p), C._bias_dims(p))
     for err in (NotSupported("no engine for this graph"), RuntimeError("CUDNN_STATUS_NOT_SUPPORTED")):
         def refuse(key, handle, err=err):
             raise err
-        monkeypatch.setattr(C, "_build_graph", refuse)
+        monkeypatch.setattr(C._CACHE, "make", refuse)
         with pytest.raises(bc.UnsupportedError, match=rf"sdpa: .*cuDNN refused the graph \({type(err).__name__}"):
             C._built(key, 0)
         assert (key, 0) not in C._GRAPHS
