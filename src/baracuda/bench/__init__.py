@@ -21,6 +21,7 @@ __all__ = ["add_arguments", "main", "options_from_args"]
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--family", action="append", help="only this op family (repeatable)")
     p.add_argument("--op", action="append", help="only this op (repeatable, or comma-separated)")
+    p.add_argument("--workload", metavar="REGEX", help="only workloads whose name matches (re.search)")
     p.add_argument("--json", metavar="OUT", help="write the full report as JSON here")
     p.add_argument("--plot", metavar="OUT.png", help="write a speedup plot here (needs matplotlib)")
     p.add_argument("--backward", action=argparse.BooleanOptionalAction, default=True,
@@ -64,7 +65,8 @@ def options_from_args(args):
     mx = args.max_seconds if args.max_seconds is not None else (30.0 if smoke else 2.0 if args.quick else 6.0)
     return BenchOptions(families=list(args.family or []), ops=ops, backward=args.backward, quick=args.quick,
                         cpu_smoke=smoke, compile=(not smoke) if args.compile is None else args.compile, max_seconds=mx,
-                        time_budget=args.time_budget, rep_seconds=rep, overhead=not args.no_overhead)
+                        time_budget=args.time_budget, rep_seconds=rep, overhead=not args.no_overhead,
+                        workload=getattr(args, "workload", None))
 
 
 def main(args) -> int:

@@ -15,6 +15,7 @@ input grads written once); flops = the sum of the cost models of the ops the bac
 from __future__ import annotations
 
 import math
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -47,6 +48,7 @@ class BenchOptions:
     time_budget: float = 420.0      # wall-clock budget of the whole run; later workloads are skipped
     rep_seconds: float = 0.1        # measured time per timing (the timer picks the repetition count)
     overhead: bool = True
+    workload: str | None = None     # a regex: only workloads whose name it finds
 
     @property
     def max_numel(self) -> int | None:
@@ -64,6 +66,8 @@ def select_workloads(opts: BenchOptions) -> list[tuple[OpSpec, Workload]]:
     per_family: dict[str, list] = {}
     for s in specs:
         wls = list(s.workloads)
+        if opts.workload:
+            wls = [w for w in wls if re.search(opts.workload, w.name)]
         if opts.cpu_smoke and not opts.ops:
             wls = wls[:1]
         per_family.setdefault(s.family, []).extend((k, s, w) for k, w in enumerate(wls))
