@@ -19,7 +19,9 @@ Backward ops (not differentiable themselves, one fused kernel each):
 cross_entropy_backward(grad, lse, input, target[, weight]) -> dinput (the input's shape)
   = (exp(x - lse) * sum_c(w_c y'_c) - w * y') * scale_r  with y' the smoothed one-hot (or probability) target,
   scale_r = grad_r (none) | grad (sum) | grad / denominator (mean); lse is the forward's (the softmax is taken
-  from it: the op is defined with the given lse).  sum_c w_c y'_c is (1 - eps) w_t + eps / C sum_c w_c for class
+  from it, the op is defined with the given lse), except on rows with |lse| >= LSE_FAR = 128 (or non-finite):
+  there an lse rounded to f32 would cost p more than ~8e-6 relative (|lse| 2^-24; at 3e38 it absorbs log 2
+  entirely), so those rows take the softmax from their own max and sum (a second read of those rows only).  sum_c w_c y'_c is (1 - eps) w_t + eps / C sum_c w_c for class
   indices: no pass over the row unless label smoothing meets class weights; probability targets (a per-row sum
   of w y') and smoothing with class weights still read the row for that sum (backends/triton/loss).
 nll_loss_backward(grad, input, target[, weight]) -> dinput: -w[t_r] * scale_r at (r, t_r), 0 elsewhere.
@@ -38,9 +40,10 @@ from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, 
 from .._core.derive import backward_spec
 from .._core.derive import declare_rule_ops
 
-__all__ = ["lse_dtype", "lse_rows", "LOSS_OPS", "legacy_reduction", "INDEX_DTYPES", "rows_shape", "reduction_attr", "REDUCTION", "IGNORE_INDEX",
+__all__ = ["LSE_FAR", "lse_dtype", "lse_rows", "LOSS_OPS", "legacy_reduction", "INDEX_DTYPES", "rows_shape", "reduction_attr", "REDUCTION", "IGNORE_INDEX",
            "LABEL_SMOOTHING", "CE_ATTRS"]
 
+LSE_FAR = 128.0   # see the module docstring: rows whose saved lse is this large recompute their softmax
 LOSS_OPS = ("cross_entropy", "nll_loss", "cross_entropy_backward", "nll_loss_backward")
 INDEX_DTYPES = (DType.i64, DType.i32)
 _REDUCTIONS = ("none", "mean", "sum")

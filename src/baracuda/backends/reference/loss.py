@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._core.errors import InvalidProblemError
-from ...ops.loss import LOSS_OPS, POINTWISE_LOSSES, lse_rows, rows_shape
+from ...ops.loss import LOSS_OPS, LSE_FAR, POINTWISE_LOSSES, lse_rows, rows_shape
 from . import register_reference
 
 
@@ -132,7 +132,8 @@ def _ce_bw(desc, *xs):
     y, wc, wrow, valid = _smoothed(desc, x, t, w)
     lse = np.asarray(xs[1], np.float64).reshape(-1, 1)   # the forward's, as given (the op is defined with it)
     with np.errstate(invalid="ignore"):   # a row of -inf only (lse -inf): NaN, as torch
-        p = np.exp(x - lse)
+        far = ~(np.abs(lse) < LSE_FAR)   # such rows take the softmax of their own max and sum (ops/loss.py)
+        p = np.where(far, np.exp(_log_softmax(x)), np.exp(x - np.where(far, 0.0, lse)))
     wy = wc * y
     d = p * wy.sum(axis=1, keepdims=True) - wy
     sc = np.where(valid, _scale(desc, g, wrow.sum(), n), 0.0)

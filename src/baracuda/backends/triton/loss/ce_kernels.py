@@ -50,6 +50,7 @@ import triton.language as tl
 
 from ...._core.checks import flagged
 from ...._core.errors import InvalidProblemError
+from ....ops.loss import LSE_FAR
 from .._lib.math import exp_acc as _ex
 from .._lib.math import log_acc as _lg
 from .._lib.geometry import outer_r_inner
@@ -444,8 +445,30 @@ def _ce_grad(g_ptr, lse_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, part_ptr, ws_ptr, eps_
         do = rows * C
         sdc = 1
     lo = k * CHUNK
+    m, inv = softmax_base(x_ptr, xo, rmask, lse, 0, C, sxc, F64, TILE, False, ROWS)
     _grad_range(x_ptr, t_ptr, w_ptr, dx_ptr, xo, to, do, sdc, rmask, lo, tl.minimum(lo + CHUNK, C), C, sxc, stc, tc,
-                wt, lse, tl.full([ROWS], 1.0, CT), coef, sc, EPS, HAS_W, PROB, SMOOTH, F64, TILE, False)
+                wt, m, inv, coef, sc, EPS, HAS_W, PROB, SMOOTH, F64, TILE, False)
+
+
+_FAR = tl.constexpr(LSE_FAR)
+
+
+@triton.jit
+def softmax_base(x_ptr, xo, rmask, lse, zero, C, sxc, F64: tl.constexpr, TILE: tl.constexpr, FTZ: tl.constexpr,
+                 RB: tl.constexpr):
+    """(m, inv) with p = exp(x - m) * inv: m = the saved lse and inv = 1, except on rows with |lse| >= LSE_FAR or
+    a non-finite lse (ops/loss.py), whose own max and sum come from a pass over their classes (the other rows'
+    loads are masked off: no traffic unless such a row is in the block)."""
+    CT: tl.constexpr = tl.float64 if F64 else tl.float32
+    far = rmask & ~(tl.abs(lse) < _FAR)
+    m = lse
+    inv = tl.full([RB], 1.0, CT)
+    if tl.max(far.to(tl.int32), 0) > 0:
+        mf, sf, _a, _b, _xt = _stats_range(x_ptr, x_ptr, x_ptr, xo, xo, far, zero, C, C, sxc, 0, xo, 0.0, False,
+                                           False, False, F64, TILE, FTZ, False, RB)
+        m = tl.where(far, tl.where(mf == float("-inf"), 0.0, mf), lse)
+        inv = tl.where(far, 1.0 / sf, 1.0)
+    return m, inv
 
 
 @triton.jit

@@ -14,7 +14,7 @@ import triton
 import triton.language as tl
 
 from .ce_kernels import (_FORCE, _emit_block, _geometry, _grad_coef, _grad_range, _loss_of, _ncd, _num_sms, _row_loss,
-                         _row_scale, _rows_info, _stats_range, store_lse)
+                         _row_scale, _rows_info, _stats_range, softmax_base, store_lse)
 from .._lib.interp import loop
 from .._lib.launch import fast_kernel
 from .._lib.geometry import cdiv, next_power_of_2
@@ -76,8 +76,9 @@ def _ce_nd_grad(g_ptr, lse_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, ws_ptr, eps_ptr, R,
     sc = _row_scale(g_ptr, ws_ptr, rows, keep, R, RED, CT)
     coef = _grad_coef(wt, b, EPS, C, False, SMOOTH)
     do = n * C * D + j
-    _grad_range(x_ptr, t_ptr, w_ptr, dx_ptr, xo, to, do, D, jm, zero, C, C, sxc, 0, tc.to(tl.int32), wt, lse,
-                tl.full([BJ], 1.0, CT), coef, sc, EPS, HAS_W, False, SMOOTH, F64, K, True)
+    m, inv = softmax_base(x_ptr, xo, jm, lse, zero, C, sxc, F64, K, True, BJ)
+    _grad_range(x_ptr, t_ptr, w_ptr, dx_ptr, xo, to, do, D, jm, zero, C, C, sxc, 0, tc.to(tl.int32), wt, m, inv, coef,
+                sc, EPS, HAS_W, False, SMOOTH, F64, K, True)
 
 
 @triton.jit
