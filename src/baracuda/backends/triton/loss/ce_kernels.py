@@ -422,10 +422,11 @@ def _ce_grad(g_ptr, lse_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, part_ptr, ws_ptr, eps_
     rows = _row_block(ROWS, I64)
     k = tl.program_id(1)
     rmask = rows < R
-    to = _roff(rows, D, stn, std, ND, ROWS)
-    keep, bad, tc, wt = _rows_info(t_ptr, w_ptr, rows, R, C, to, IGNORE, HAS_W, PROB, CT)
     xo = _roff(rows, D, sxn, sxd, ND, ROWS)
     lse = tl.load(lse_ptr + rows, mask=rmask, other=0.0).to(CT)
+    m, inv = softmax_base(x_ptr, xo, rmask, lse, 0, C, sxc, F64, TILE, False, ROWS)
+    to = _roff(rows, D, stn, std, ND, ROWS)
+    keep, bad, tc, wt = _rows_info(t_ptr, w_ptr, rows, R, C, to, IGNORE, HAS_W, PROB, CT)
     if NEED_B:
         if FUSED:
             m0 = tl.full([ROWS], float("-inf"), CT)
@@ -445,7 +446,6 @@ def _ce_grad(g_ptr, lse_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, part_ptr, ws_ptr, eps_
         do = rows * C
         sdc = 1
     lo = k * CHUNK
-    m, inv = softmax_base(x_ptr, xo, rmask, lse, 0, C, sxc, F64, TILE, False, ROWS)
     _grad_range(x_ptr, t_ptr, w_ptr, dx_ptr, xo, to, do, sdc, rmask, lo, tl.minimum(lo + CHUNK, C), C, sxc, stc, tc,
                 wt, m, inv, coef, sc, EPS, HAS_W, PROB, SMOOTH, F64, TILE, False)
 
