@@ -14,19 +14,16 @@ cross_entropy forward: two kernels + a fold.
     the row weight for sum / mean, then the one-program _fold sums them in a fixed order: deterministic).
   The logits are read exactly once: bf16 4096 x 128256 = 1.05 GB, ~0.25-0.3 ms at 3.5-4.2 TB/s on H200
   (the 2026-11-22 bench measured 0.32 ms for the previous one-kernel version: the pass is the floor).
-cross_entropy backward, three paths (the route names them):
-  coop (GPU, 2-D, class-index targets, C > TILE): loss_ce_coop.py, each program holds an 8192-class chunk in
-    registers, exchanges (max, sum) partials with the other chunks of its row and writes dx from registers:
-    1 read + 1 write, so FW + BW make the 3-pass floor (3 x 1.05 GB for 4096 x 128256 bf16: ~0.8 ms at the
-    H200's ~4.2 TB/s copy rate, against 0.32 + 1.42 ms measured for the previous kernels and 1.03 + 1.32 ms
-    for eager torch: ~2.9x eager expected; the 1.35x measured before).
-  fused (one tile covers the row, C <= 4096): _ce_grad takes the statistics from the tile it writes from.
-  streaming pair (everything else: N-D, probability targets, strided class dim, and every long row under the
-    interpreter, where programs run one after another and could not wait for each other): _ce_part again
-    (1 read) then _ce_grad, one streaming pass per column chunk that merges its rows' partials (SPLIT x 4
-    words, from L2) and writes dx = (softmax * sum(w y') - w y') * scale: 2 reads + 1 write (~0.75 ms for
-    4096 x 128256 bf16).
-  mean: a one-program pre-pass sums w[t_r] over the kept rows (R loads, negligible) into the workspace.
+cross_entropy backward (the route names the path): dx = (exp(x - lse) coef - w y') scale from the forward's saved
+  lse (its second output), rows whose |lse| >= LSE_FAR recomputing their max and sum (softmax_base; ops/loss.py).
+  lse (class-index targets without smoothing-with-weights, any width, 2-D or N-D): one _ce_grad launch, 1 read +
+    1 write, no waiting between programs.  4096 x 128256 bf16: 2 x 1.05 GB, ~0.70 ms at 3 TB/s, against the
+    0.99 ms the co-resident single-read kernel measured (0.79x torch.compile, bench/results/2026-11-27-h100).
+  fused (probability targets or smoothing with class weights, one tile covers the row): coef's row sum from the
+    tile the kernel writes from (an L1 hit): still one launch.
+  rowsum (the same forms on rows wider than a tile): _ce_part's partial sums first (1 read), then _ce_grad.
+  mean: + the denominator pre-pass (_denom, one program of R target loads; block sums + _fold past 64K rows).
+  ce_coop.py's single-read kernel now serves cross_entropy_with_grad only (forward and gradient in one read).
 cross_entropy on N-D inputs with few classes (D > 1, class-index targets, C <= 256): loss_ce_nd.py, positions on
   the contiguous axis and the classes in registers, built from this module's jit helpers.  The row tiles here
   ([64 rows, 32 classes] at C = 19) split the classes over lanes and warps and reached 12% / 27% of the H100's copy
