@@ -49,14 +49,14 @@ print("part", r, s)
 r, s, _ = usage(L._ce_fin, bf, dict(common, NONE=False, SPLIT=4, BLOCK=256), 4)
 print("fin", r, s)
 for fused in (False, True):
-    r, s, ptx = usage(L._ce_grad, bf, dict(common, sxc=1, RED=2, SPLIT=1, FUSED=fused, ROWS=rows, TILE=tile), warps, ["x_ptr", "dx_ptr", "sxn", "C", "CHUNK"])
+    r, s, ptx = usage(L._ce_grad, bf, dict(common, sxc=1, RED=2, SPLIT=1, FUSED=fused, NEED_B=fused, ROWS=rows, TILE=tile), warps, ["x_ptr", "dx_ptr", "sxn", "C", "CHUNK"])
     assert s == 0 and ("v4.b32" in ptx), ("grad spills or no 16-byte access", fused, s)
     print("grad fused" if fused else "grad", r, s)
 r, s, _ = usage(L._ce_part, dict(bf, t_ptr="*bf16"), dict(common, PROB=True, ND=1, FIN=False, NONE=False, ROWS=64,
                                                                     TILE=32), 4)
 print("part nd prob", r, s)
 # N-D with D % ROWS == 0 (segmentation maps): the hinted row offsets give 16-byte loads along the unit-stride j
-for k, extra in ((L._ce_part, dict(FIN=True, NONE=True)), (L._ce_grad, dict(RED=2, SPLIT=1, FUSED=True))):
+for k, extra in ((L._ce_part, dict(FIN=True, NONE=True)), (L._ce_grad, dict(RED=2, SPLIT=1, FUSED=True, NEED_B=True))):
     r, s, ptx = usage(k, bf, dict(common, sxd=1, ND=2, ROWS=64, TILE=32, **extra), 4,
                       ["x_ptr", "dx_ptr", "sxn", "sxc", "D", "C", "CHUNK", "R"])
     assert s == 0 and "v4.b32" in ptx, ("nd loads/stores not vectorized", k.fn.__name__ if hasattr(k, "fn") else k)

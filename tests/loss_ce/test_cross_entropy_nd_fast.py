@@ -17,7 +17,7 @@ import triton
 import baracuda as bc
 from baracuda._core.errors import InvalidProblemError
 from baracuda.testing import assert_close
-from baracuda.testing.checks import class_targets as _targets, on_device as _dev, plan_or_skip as _plan
+from baracuda.testing.checks import class_targets as _targets, loss_pair, on_device as _dev, plan_or_skip as _plan
 
 TOL = {torch.float64: (1e-10, 1e-12), torch.float32: (2e-5, 2e-6), torch.bfloat16: (1.6e-2, 1e-2)}
 
@@ -45,16 +45,13 @@ def _check(x, t, w=None, route="nd-small-", **attrs):
                                                                          ).reshape(want.shape)
     (want * gout).sum().backward()
     ins = [_dev(x), _dev(t)] + ([_dev(w)] if w is not None else [])
-    p = _plan("cross_entropy", *ins, **attrs)
-    assert route_fw in p.sku.route, p.sku.route
-    got = p.run(*ins)
+    plans: list = []
+    got, dx = loss_pair("cross_entropy", ins, gout, plans=plans, **attrs)
+    assert route_fw in plans[0].sku.route, plans[0].sku.route
+    assert route_bw in plans[1].sku.route, plans[1].sku.route
     rtol, atol = TOL[x.dtype]
     assert got.shape == want.shape
     assert_close(got.cpu(), want.detach().numpy(), rtol, atol, f"fw {attrs}")
-    g = _dev(gout.to(x.dtype))
-    pb = _plan("cross_entropy_backward", g, *ins, **attrs)
-    assert route_bw in pb.sku.route, pb.sku.route
-    dx = pb.run(g, *ins)
     assert dx.shape == x.shape
     assert_close(dx.cpu(), x64.grad.numpy(), 2 * rtol, 2 * atol, f"bw {attrs}")
 
@@ -119,7 +116,7 @@ def test_nd_small_extreme_logits_and_determinism():
     xb = _dev((3 * torch.randn(4, 19, 300, generator=g)).to(torch.bfloat16))
     tb = _dev(_targets(g, (4, 300), 19))
     p = _plan("cross_entropy", xb, tb, reduction="mean", label_smoothing=0.1)
-    assert torch.equal(p.run(xb, tb), p.run(xb, tb))
+    assert all(torch.equal(a, b) for a, b in zip(p.run(xb, tb), p.run(xb, tb)))
 
 
 @pytest.mark.parametrize("red", ["none", "mean"])
@@ -144,12 +141,10 @@ def test_nd_small_zero_size(shape, red):
     t = torch.zeros((shape[0],) + shape[2:], dtype=torch.int64)
     want = F.cross_entropy(x, t, reduction=red)
     ins = [_dev(x), _dev(t)]
-    p = _plan("cross_entropy", *ins, reduction=red)
-    got = p.run(*ins).cpu()
+    got, dx = loss_pair("cross_entropy", ins, torch.ones_like(want), reduction=red)
+    got = got.cpu()
     assert got.shape == want.shape
     assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.nan_to_num(), want.nan_to_num())
-    g = _dev(torch.ones_like(want))
-    dx = _plan("cross_entropy_backward", g, *ins, reduction=red).run(g, *ins)
     assert dx.shape == x.shape
 
 
@@ -166,7 +161,8 @@ def test_nd_small_selection():
     assert m.nd_small(bc.Descriptor.make("cross_entropy", ((16, 19, 512, 512), "f32"), ((16, 512, 512), "i64"))) \
         == (4, 512, 4)
     assert m.nd_small(desc((2, 256, 9), (2, 9))) == (4, 16, 1)
-    bwd = bc.Descriptor.make("cross_entropy_backward", ((), "bf16"), ((2, 256, 9), "bf16"), ((2, 9), "i64"))
+    bwd = bc.Descriptor.make("cross_entropy_backward", ((), "bf16"), ((2, 9), "f32"), ((2, 256, 9), "bf16"),
+                             ((2, 9), "i64"))
     assert m.nd_small(bwd) == (8, 16, 1)                                        # the backward: 8 classes a tile
     assert m.nd_small(desc((2, 3, 300), (2, 300))) == (4, 128, 1)               # too few programs: halved to 128
     assert m.nd_small(desc((2, 2, 9), (2, 9))) == (2, 16, 1)
@@ -236,8 +232,10 @@ for dt in ("bf16", "fp32"):
             print("fw", dt, hw, xt, i64, none, r, s, lp)
         for red in (0, 2):
             r, s, ptx, lp = usage(L._ce_nd_grad, sig, dict(ce, RED=red), 4, div)
-            assert (s == 0 or i64 and s <= 16) and ("ld.global.v4" in ptx or "ld.global.nc.v4" in ptx) \
-                and "st.global.v4" in ptx, ("bw", dt, hw, i64, red, r, s)
+            # (class weights + smoothing: 8 bytes of stack since the far-lse recompute branch, ~96 registers)
+            assert (s == 0 or (i64 or hw) and s <= (16 if i64 else 8)) and \
+                ("ld.global.v4" in ptx or "ld.global.nc.v4" in ptx) and "st.global.v4" in ptx, ("bw", dt, hw, i64, red, r, s)
+            # the write loop and the recompute loop of rows with a far lse (softmax_base)
             assert len(lp) == 2 and (hw or lp[0][1] == lp[1][1] == 0), ("bw class loops", dt, lp)
             assert hw or r <= 128, ("bw registers", dt, r)
             print("bw", dt, hw, i64, red, r, s, lp)

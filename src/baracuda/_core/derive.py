@@ -49,7 +49,8 @@ def _np_dtype(x) -> DType:
 def backward_spec(forward: OpSpec, name: str | None = None, *, saved: tuple[str, ...] | None = None,
                   grads: tuple[int, ...] | None = None, grad_of: int = 0, grad_what: str = "the output's",
                   forward_of: Callable | None = None, outputs: Callable | None = None,
-                  saved_values: Callable | None = None, sample_filter: Callable | None = None, **overrides) -> OpSpec:
+                  saved_values: Callable | None = None, sample_filter: Callable | None = None,
+                  lead: tuple[tuple[str, int], ...] = (), lead_values: Callable | None = None, **overrides) -> OpSpec:
     """The fused backward op of ``forward``, derived from its spec: ``name(grad, *saved) -> gradients``.
 
     saved: the operands after ``grad``: None (the forward's own operands, trailing optional ones as given), or
@@ -65,11 +66,17 @@ def backward_spec(forward: OpSpec, name: str | None = None, *, saved: tuple[str,
         with a random upstream gradient of the output's shape (N(0, 1), never zeros) and the saved tensors.
     errors: the forward's error cases with a ``grad`` operand in front (their pattern names this op), a grad of
         the wrong shape and one of the wrong dtype.  workloads: the forward's, a grad operand added, forward only.
+    lead: (name, j) of forward outputs the backward takes right after ``grad``, before the forward's operands
+        (cross_entropy's lse: ``cross_entropy_backward(grad, lse, input, target[, weight])``; in front, so an
+        optional trailing forward operand keeps its position), each checked against the forward's output j
+        (``InvalidProblemError(op, name, "the forward's <name> shape S", given)``, ``DTypeMismatchError``);
+        ``lead_values(inputs, attrs) -> arrays`` computes them for the samples in NumPy.
     Anything else (torch_peer, tol, cost, doc, or samples / errors / workloads themselves) is an override.
     """
     name = name or f"{forward.name}_backward"
     grads = forward.differentiable if grads is None else grads
     from_out = saved is not None and "out" in saved
+    k = 1 + len(lead)   # grad and the lead outputs come before the forward's operands
 
     def problem(ops, attrs):
         return forward_of(ops, attrs) if from_out else (ops, attrs)
@@ -77,12 +84,12 @@ def backward_spec(forward: OpSpec, name: str | None = None, *, saved: tuple[str,
     def check(inputs, attrs):
         if not inputs:
             raise InvalidProblemError(name, "inputs", "the upstream gradient 'grad' first", 0)
-        if from_out and len(inputs) != 1 + len(saved):
+        if from_out and len(inputs) != k + len(saved):
             raise InvalidProblemError(name, "inputs", f"{1 + len(saved)} operands {('grad',) + tuple(saved)}",
                                       len(inputs))
         g = inputs[0]
         try:
-            xs, fattrs = problem(tuple(inputs[1:]), attrs)
+            xs, fattrs = problem(tuple(inputs[k:]), attrs)
             fattrs, outs = forward.check(tuple(xs), dict(fattrs))
         except BaracudaError as e:
             raise renamed_error(e, forward.name, name) from None
@@ -91,6 +98,11 @@ def backward_spec(forward: OpSpec, name: str | None = None, *, saved: tuple[str,
             raise InvalidProblemError(name, "grad", f"{grad_what} shape {want.shape}", g.shape)
         if g.dtype != want.dtype:
             raise DTypeMismatchError(name, "grad", str(want.dtype), str(g.dtype))
+        for (lname, j), t in zip(lead, inputs[1:k]):
+            if t.shape != outs[j].shape:
+                raise InvalidProblemError(name, lname, f"the forward's {lname} shape {outs[j].shape}", t.shape)
+            if t.dtype != outs[j].dtype:
+                raise DTypeMismatchError(name, lname, str(outs[j].dtype), str(t.dtype))
         res = outputs(xs, fattrs) if outputs is not None else \
             tuple(TensorSpec(xs[i].shape, xs[i].dtype) for i in grads if i < len(xs))
         return (attrs if from_out else fattrs), res
@@ -114,24 +126,32 @@ def backward_spec(forward: OpSpec, name: str | None = None, *, saved: tuple[str,
             ins = tuple(np.asarray(x) for x in s.inputs)
             outs = forward_out(tuple(TensorSpec(x.shape, _np_dtype(x)) for x in ins), s.attrs)
             g = np.asarray(rng.standard_normal(outs[grad_of].shape))
-            yield Sample((g,) + operands((), outs, ins, s.attrs), dict(s.attrs), name=s.name, grad=False)
+            led = tuple(lead_values(ins, s.attrs)) if lead else ()
+            yield Sample((g,) + led + operands((), outs, ins, s.attrs), dict(s.attrs), name=s.name, grad=False,
+                         acc=tuple(range(1, k)))
 
     def errors():
         for c in forward.errors():
-            lead = c.inputs[0][1] if c.inputs else "f32"
-            yield ErrorCase((((), lead),) + tuple(c.inputs), c.attrs, c.exc,
+            dt = c.inputs[0][1] if c.inputs else "f32"   # the forward's check raises before the lead operands'
+            yield ErrorCase((((), dt),) * k + tuple(c.inputs), c.attrs, c.exc,
                             c.match.replace(f"{forward.name}:", f"{name}:"), f"forward-{c.name}")
         s = next(iter(forward.samples(np.random.default_rng(0))))   # the first sample, its floats in f32
         dts = [_np_dtype(x) for x in s.inputs]
         specs = tuple(TensorSpec(np.shape(x), DType.f32 if d.is_floating else d) for x, d in zip(s.inputs, dts))
         outs = forward_out(specs, s.attrs)
-        rest = tuple((t.shape, t.dtype) for t in operands(specs, outs))
+        led = tuple((outs[j].shape, outs[j].dtype) for _, j in lead)
+        rest = led + tuple((t.shape, t.dtype) for t in operands(specs, outs))
         o = outs[grad_of]
         yield ErrorCase(((o.shape + (2,), o.dtype),) + rest, dict(s.attrs), InvalidProblemError,
                         r"argument 'grad': expected .*shape", "grad-shape")
         other = DType.f16 if o.dtype != DType.f16 else DType.f32
         yield ErrorCase(((o.shape, other),) + rest, dict(s.attrs), DTypeMismatchError,
                         rf"argument 'grad': expected dtype {o.dtype}", "grad-dtype")
+        for i, (lname, j) in enumerate(lead):
+            bad = list(rest)
+            bad[i] = (outs[j].shape + (2,), outs[j].dtype)
+            yield ErrorCase(((o.shape, o.dtype),) + tuple(bad), dict(s.attrs), InvalidProblemError,
+                            rf"argument '{lname}': expected the forward's {lname} shape", f"{lname}-shape")
 
     def workload_specs(w: Workload, hints) -> tuple:
         specs = []
@@ -155,15 +175,15 @@ def backward_spec(forward: OpSpec, name: str | None = None, *, saved: tuple[str,
                               if len(s.inputs) == len(w.shapes)), (None,) * len(w.shapes))
                 specs = workload_specs(w, hints)
                 outs = forward_out(specs, w.attrs)
-            ops = (outs[grad_of],) + operands(specs, outs)
+            ops = (outs[grad_of],) + tuple(outs[j] for _, j in lead) + operands(specs, outs)
             wname = name + w.name[len(forward.name):] if w.name.startswith(forward.name) else f"{name}-{w.name}"
             out.append(Workload(wname, tuple((t.shape, t.dtype) for t in ops), w.dtype, dict(w.attrs), False,
                                 dict(w.pref)))
         return tuple(out)
 
-    arg_names = ("grad",) + (tuple(saved) if saved is not None else forward.arg_names)
+    arg_names = ("grad",) + tuple(n for n, _ in lead) + (tuple(saved) if saved is not None else forward.arg_names)
     fields = dict(name=name, family=forward.family, arg_names=arg_names, check=check, dtypes=forward.dtypes,
-                  attrs=None if forward.attrs is None else tuple(_shift_attr(a, 1) for a in forward.attrs),
+                  attrs=None if forward.attrs is None else tuple(_shift_attr(a, k) for a in forward.attrs),
                   samples=samples if forward.samples is not None else None,
                   errors=errors if forward.errors is not None else None, tol=forward.tol,
                   category=forward.category, doc=f"fused backward of {forward.name}: the gradients of its "

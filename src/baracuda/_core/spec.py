@@ -146,6 +146,9 @@ class Sample:
     attrs: dict = field(default_factory=dict)
     name: str = ""
     grad: bool = True   # whether the gradient check uses this sample (keep finite-difference cases small)
+    # operands cast to the accumulation dtype of the dtype under test (f64 for f64, else f32) instead of that
+    # dtype: a fused backward's saved statistics (cross_entropy_backward's lse)
+    acc: tuple[int, ...] = ()
 
 
 @dataclass

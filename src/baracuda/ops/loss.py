@@ -11,12 +11,19 @@ cross_entropy(input [N, C, d1, ...] (or unbatched [C]), target, weight=None; red
 nll_loss(input [N, C, d1, ...] (or [C]) log-probabilities, target [N, d1, ...] integer, weight=None; reduction, ignore_index)
   loss_r = -w[t_r] * x[r, t_r];  mean divides by sum_r w[t_r] over non-ignored rows.
 
+cross_entropy returns (loss, lse): lse [N, d1, ...] (the rows' shape; f32, f64 for f64 inputs) is the per-row
+logsumexp over the classes, saved for the backward so that it reads the logits once; the drop-in returns the
+loss only (``dropin_result``), as torch.  lse is differentiable (d lse / d x = softmax(x) along the class dim).
+
 Backward ops (not differentiable themselves, one fused kernel each):
-cross_entropy_backward(grad, input, target[, weight]) -> dinput (the input's shape)
-  = (softmax(x) * sum_c(w_c y'_c) - w * y') * scale_r  with y' the smoothed one-hot (or probability) target,
-  scale_r = grad_r (none) | grad (sum) | grad / denominator (mean).  It recomputes the row's logsumexp
-  instead of saving it (on the GPU in the same single read of the logits, see backends/triton/loss.py): the
-  loss is the op's only output, so the drop-in, the torch peer and the benchmark see torch's signature.
+cross_entropy_backward(grad, lse, input, target[, weight]) -> dinput (the input's shape)
+  = (exp(x - lse) * sum_c(w_c y'_c) - w * y') * scale_r  with y' the smoothed one-hot (or probability) target,
+  scale_r = grad_r (none) | grad (sum) | grad / denominator (mean); lse is the forward's (the softmax is taken
+  from it, the op is defined with the given lse), except on rows with |lse| >= LSE_FAR = 128 (or non-finite):
+  there an lse rounded to f32 would cost p more than ~8e-6 relative (|lse| 2^-24; at 3e38 it absorbs log 2
+  entirely), so those rows take the softmax from their own max and sum (a second read of those rows only).  sum_c w_c y'_c is (1 - eps) w_t + eps / C sum_c w_c for class
+  indices: no pass over the row unless label smoothing meets class weights; probability targets (a per-row sum
+  of w y') and smoothing with class weights still read the row for that sum (backends/triton/loss).
 nll_loss_backward(grad, input, target[, weight]) -> dinput: -w[t_r] * scale_r at (r, t_r), 0 elsewhere.
 
 Out-of-range class indices (other than ignore_index) raise InvalidProblemError; no kernel ever reads out of
@@ -33,9 +40,10 @@ from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, 
 from .._core.derive import backward_spec
 from .._core.derive import declare_rule_ops
 
-__all__ = ["LOSS_OPS", "legacy_reduction", "INDEX_DTYPES", "rows_shape", "reduction_attr", "REDUCTION", "IGNORE_INDEX",
+__all__ = ["LSE_FAR", "lse_dtype", "lse_rows", "LOSS_OPS", "legacy_reduction", "INDEX_DTYPES", "rows_shape", "reduction_attr", "REDUCTION", "IGNORE_INDEX",
            "LABEL_SMOOTHING", "CE_ATTRS"]
 
+LSE_FAR = 128.0   # see the module docstring: rows whose saved lse is this large recompute their softmax
 LOSS_OPS = ("cross_entropy", "nll_loss", "cross_entropy_backward", "nll_loss_backward")
 INDEX_DTYPES = (DType.i64, DType.i32)
 _REDUCTIONS = ("none", "mean", "sum")
@@ -99,18 +107,58 @@ def _check(op: str):
                 raise InvalidProblemError(op, "weight", f"one weight per class, shape {(c,)}", w.shape)
             if w.dtype != x.dtype:
                 raise DTypeMismatchError(op, "weight", str(x.dtype), str(w.dtype))
-        return attrs, (TensorSpec(rs if attrs["reduction"] == "none" else (), x.dtype),)
+        loss = TensorSpec(rs if attrs["reduction"] == "none" else (), x.dtype)
+        if base == "cross_entropy":   # + the rows' logsumexp (saved for the backward)
+            return attrs, (loss, TensorSpec(rs, lse_dtype(x.dtype)))
+        return attrs, (loss,)
     return check
+
+
+def lse_dtype(dt: DType) -> DType:
+    """cross_entropy's lse output dtype: f64 for f64 inputs, f32 otherwise."""
+    return DType.f64 if dt == DType.f64 else DType.f32
+
+
+def lse_rows(x: np.ndarray) -> np.ndarray:
+    """The rows' logsumexp over the class dim (dim 1, dim 0 for an unbatched [C] input) of a NumPy input (-inf
+    for an empty row set): cross_entropy's lse output, for samples and the reference."""
+    x = np.asarray(x, np.float64)
+    ax = 1 if x.ndim > 1 else 0
+    if x.size == 0:
+        return np.zeros(rows_shape(x.shape))
+    m = x.max(axis=ax, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ms = np.where(np.isfinite(m), m, 0.0)
+        return np.squeeze(ms + np.log(np.exp(x - ms).sum(axis=ax, keepdims=True)), axis=ax)
 
 
 # -- backward rules: one fused op each ----------------------------------------------------------
 def _grad_rule(bw_op):
     def rule(ctx, d, grads, s):
         names = ("input", "target", "weight")[: len(d.inputs)]
-        gx = ctx.op(bw_op, grads[0], *[s[n] for n in names], **d.attr_dict) if ctx.needs[0] else None
-        gt = _prob_target_grad(ctx, d, grads[0], s) if d.inputs[1].dtype in FLOAT_TYPES and ctx.needs[1] else None
+        ce = d.op == "cross_entropy"
+        g, g_lse = grads[0], (grads[1] if ce else None)
+        gx = gt = None
+        if ctx.needs[0]:
+            if g is not None:
+                lead = (s["out1"],) if ce else ()
+                gx = ctx.op(bw_op, g, *lead, *[s[n] for n in names], **d.attr_dict)
+            if g_lse is not None:   # d lse / d x = softmax(x) along the class dim
+                gl = _lse_grad(ctx, d, g_lse, s["input"])
+                gx = gl if gx is None else ctx.op("add", gx, gl)
+        if g is not None and d.inputs[1].dtype in FLOAT_TYPES and ctx.needs[1]:
+            gt = _prob_target_grad(ctx, d, g, s)
         return (gx, gt) + (None,) * (len(d.inputs) - 2)
     return rule
+
+
+def _lse_grad(ctx, d, g_lse, x):
+    """softmax(x) * g_lse (g_lse broadcast along the class dim), in the input's dtype."""
+    shape = d.inputs[0].shape
+    cdim = 0 if len(shape) == 1 else 1
+    rows = rows_shape(shape)
+    gb = ctx.reshape(g_lse, rows[:1] + (1,) + rows[1:] if cdim else (1,))
+    return ctx.op("to_dtype", ctx.op("mul", ctx.op("softmax", x, dim=cdim), gb), dtype=d.inputs[0].dtype)
 
 
 def _prob_target_grad(ctx, d, g, s):
@@ -136,10 +184,13 @@ def _tt(t):
 
 
 def _peer_ce(x, t, w=None, reduction="mean", ignore_index=-100, label_smoothing=0.0):
+    import torch
     import torch.nn.functional as F
 
-    return F.cross_entropy(x, _tt(t), weight=w, ignore_index=ignore_index, reduction=reduction,
+    loss = F.cross_entropy(x, _tt(t), weight=w, ignore_index=ignore_index, reduction=reduction,
                            label_smoothing=label_smoothing)
+    acc = torch.float64 if x.dtype == torch.float64 else torch.float32
+    return loss, torch.logsumexp(x.to(acc), dim=0 if x.dim() == 1 else 1)
 
 
 def _peer_nll(x, t, w=None, reduction="mean", ignore_index=-100):
@@ -332,7 +383,9 @@ for _base, _peer, _dropin in (("cross_entropy", _peer_ce, _dropin_ce), ("nll_los
     _SPECS[_base] = register_spec(OpSpec(
         name=_base, family="loss", arg_names=("input", "target", "weight"), check=_check(_base), dtypes=FLOAT_TYPES,
         attrs=_DECL[_base], torch_peer=_peer, torch_name=f"torch.nn.functional.{_base}", dropin=_dropin,
-        grad=_grad_rule(_bw), saves=("inputs",), samples=_fw_samples(_base),
+        dropin_result=(lambda o: o[0]) if _base == "cross_entropy" else None,
+        grad=_grad_rule(_bw), saves=("inputs", "out1") if _base == "cross_entropy" else ("inputs",),
+        samples=_fw_samples(_base),
         # class probabilities (cross_entropy's floating target) get a gradient too, as torch's
         differentiable=(0, 1) if _base == "cross_entropy" else (0,),
         fused_grad="cross_entropy_with_grad" if _base == "cross_entropy" else None, fused_grad_inputs=(0,),
@@ -343,6 +396,7 @@ for _base, _peer, _dropin in (("cross_entropy", _peer_ce, _dropin_ce), ("nll_los
     ))
     _SPECS[_bw] = register_spec(backward_spec(
         _SPECS[_base], grads=(0,), grad_what="the loss's", cost=_cost,
+        **(dict(lead=(("lse", 1),), lead_values=lambda ins, a: (lse_rows(ins[0]),)) if _base == "cross_entropy" else {}),
         doc=f"fused backward of {_base}: d input from grad (the loss's gradient) in one kernel."))
 
 _register_input_makers_for(LOSS_OPS)
@@ -482,6 +536,6 @@ for _base in POINTWISE_LOSSES:
 
 # the op names this module's backward rules compose (ctx.op), checked at import (derive.check_op_references)
 declare_rule_ops(__name__,
-                 "cross_entropy_backward", "huber_loss_backward", "l1_loss_backward", "log_softmax", "mse_loss_backward",
-                 "mul", "mul_scalar", "neg",
+                 "add", "cross_entropy_backward", "huber_loss_backward", "l1_loss_backward", "log_softmax",
+                 "mse_loss_backward", "mul", "mul_scalar", "neg", "softmax", "to_dtype",
                  "nll_loss_backward", "smooth_l1_loss_backward")

@@ -23,6 +23,8 @@ its backward returns grad_scale(dinput, g, h) in place — see baracuda/torch/_f
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType
@@ -39,9 +41,13 @@ def _check_ce(inputs, attrs):
     if attrs.get("reduction") == "none":
         raise InvalidProblemError(CE_WITH_GRAD, "reduction", "'mean' or 'sum' (the gradient of a 'none' loss needs "
                                   "the per-row upstream gradient; use cross_entropy + cross_entropy_backward)", "'none'")
-    try:   # cross_entropy_backward's rule (derived from cross_entropy's), under this op's name
-        a, (dx,) = _LOSS_SPECS["cross_entropy_backward"].check(inputs, attrs)
+    try:   # cross_entropy's rule, then its backward's (the lse operand from the forward), under this op's name
+        if not inputs:
+            raise InvalidProblemError(CE_WITH_GRAD, "inputs", "the upstream gradient 'grad' first", 0)
+        _, (_, lse) = _LOSS_SPECS["cross_entropy"].check(tuple(inputs[1:]), attrs)
+        a, (dx,) = _LOSS_SPECS["cross_entropy_backward"].check((inputs[0], lse) + tuple(inputs[1:]), attrs)
     except BaracudaError as e:
+        e = renamed_error(e, "cross_entropy", CE_WITH_GRAD)
         raise renamed_error(e, "cross_entropy_backward", CE_WITH_GRAD) from None
     return a, (TensorSpec((), dx.dtype), dx)
 
@@ -54,9 +60,9 @@ def _samples_ce(rng):
 
 
 def _errors_ce():
-    for c in _LOSS_SPECS["cross_entropy_backward"].errors():
-        if c.attrs.get("reduction", "mean") != "none":
-            yield c
+    for c in _LOSS_SPECS["cross_entropy_backward"].errors():   # less its lse operand (index 1)
+        if c.attrs.get("reduction", "mean") != "none" and c.name != "lse-shape":
+            yield dataclasses.replace(c, inputs=c.inputs[:1] + c.inputs[2:])
     yield ErrorCase((((), "f32"), ((4, 5), "f32"), ((4,), "i64")), {"reduction": "none"}, InvalidProblemError,
                     r"cross_entropy_with_grad.*argument 'reduction': expected 'mean' or 'sum'", "reduction-none")
 

@@ -156,8 +156,9 @@ def sample_arrays(spec: OpSpec, sample: Sample, dtype) -> tuple[list, dict]:
     integer ones keep theirs; an op with no operands (a creation op) takes it as its dtype attribute unless the
     sample sets one."""
     dt = as_dtype(dtype)
-    arrays = [cast(x, dt if np.asarray(x).dtype.kind in "fc" else as_dtype(np.asarray(x).dtype))
-              for x in sample.inputs]
+    acc = DType.f64 if dt == DType.f64 else DType.f32
+    arrays = [cast(x, (acc if i in sample.acc else dt) if np.asarray(x).dtype.kind in "fc"
+                   else as_dtype(np.asarray(x).dtype)) for i, x in enumerate(sample.inputs)]
     attrs = dict(sample.attrs)
     if all(n == "state" for n in spec.arg_names) and "dtype" in spec.defaults:   # (a random fill's stream state)
         attrs.setdefault("dtype", dt)

@@ -9,7 +9,7 @@ from .._core.sku import Backend
 from .._core.spec import Descriptor
 from . import forced_plan, test_device
 
-__all__ = ["DEVICE", "TDEV", "on_device", "plan_or_skip", "run_on", "assert_same", "grad_pair", "class_targets",
+__all__ = ["DEVICE", "TDEV", "on_device", "plan_or_skip", "loss_pair", "run_on", "assert_same", "grad_pair", "class_targets",
            "force_reduction_split", "needs_sm90", "run_sm90_script", "compile_sm90"]
 
 DEVICE = test_device()
@@ -29,6 +29,21 @@ def plan_or_skip(op: str, *xs, backend: Backend = Backend.TRITON, **attrs):
     if isinstance(p, str):
         pytest.skip(p)
     return p
+
+
+def loss_pair(op: str, ins, gout, backend: Backend = Backend.TRITON, plans=None, **attrs):
+    """A loss op and its fused backward through the Plan API on the device operands ``ins``: (loss, dx) for the
+    upstream ``gout`` (a CPU tensor, cast to the input's dtype and the loss's shape).  cross_entropy returns
+    (loss, lse) and its backward takes that lse after ``grad``; ``plans``: a list the two plans are appended to
+    (route checks)."""
+    out = plan_or_skip(op, *ins, backend=backend, **attrs)
+    res = out.run(*ins)
+    loss, lead = (res[0], [res[1]]) if op == "cross_entropy" else (res, [])
+    g = on_device(gout.to(ins[0].dtype).reshape(loss.shape))
+    bw = plan_or_skip(f"{op}_backward", g, *lead, *ins, backend=backend, **attrs)
+    if plans is not None:
+        plans += [out, bw]
+    return loss, bw.run(g, *lead, *ins)
 
 
 def run_on(op: str, *xs, backend: Backend = Backend.TRITON, **attrs):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._core.errors import InvalidProblemError
-from ...ops.loss import LOSS_OPS, POINTWISE_LOSSES, rows_shape
+from ...ops.loss import LOSS_OPS, LSE_FAR, POINTWISE_LOSSES, lse_rows, rows_shape
 from . import register_reference
 
 
@@ -24,10 +24,11 @@ def _unrows(d, shape):
 
 
 def _split(desc, xs):
-    """(grad, x [R, C], target [R] or [R, C], weight): N-D inputs flattened to rows (class dim last)."""
+    """(grad, x [R, C], target [R] or [R, C], weight): N-D inputs flattened to rows (class dim last); the backward
+    ops' leading saved outputs (cross_entropy_backward's lse) are left off."""
     bw = desc.op.endswith("_backward")
     g = xs[0] if bw else None
-    xs = xs[1:] if bw else xs
+    xs = xs[(2 if desc.op == "cross_entropy_backward" else 1):] if bw else xs
     x, t = xs[0], np.asarray(xs[1])
     w = xs[2] if len(xs) > 2 else None
     t = _rows(t) if t.dtype.kind == "f" else t.reshape(-1)
@@ -37,13 +38,15 @@ def _split(desc, xs):
 
 
 def _shaped(fn):
-    """Wrap a row-wise body: 'none' losses take the rows' shape, input gradients the input's shape."""
+    """Wrap a row-wise body: 'none' losses take the rows' shape, input gradients the input's shape;
+    cross_entropy also returns the rows' logsumexp."""
     def body(desc, *xs):
         out = fn(desc, *xs)
         shape = desc.outputs[0].shape
         if desc.op.endswith("_backward"):
             return _unrows(out, shape)
-        return np.asarray(out).reshape(shape)
+        out = np.asarray(out).reshape(shape)
+        return (out, lse_rows(xs[0])) if desc.op == "cross_entropy" else out
     return body
 
 
@@ -60,13 +63,6 @@ def _index_rows(desc, x, t, w):
     ts = np.where(valid, t, 0)
     wv = np.ones(c) if w is None else w
     return valid, ts, np.where(valid, wv[ts], 0.0)
-
-
-def _lse(x):
-    if x.size == 0:
-        return np.zeros(x.shape[0])
-    m = x.max(axis=1, keepdims=True)
-    return (m + np.log(np.exp(x - m).sum(axis=1, keepdims=True)))[:, 0]
 
 
 def _log_softmax(x):
@@ -134,7 +130,10 @@ def _ce_bw(desc, *xs):
     g, x, t, w = _split(desc, xs)
     n = x.shape[0]
     y, wc, wrow, valid = _smoothed(desc, x, t, w)
-    p = np.exp(_log_softmax(x))
+    lse = np.asarray(xs[1], np.float64).reshape(-1, 1)   # the forward's, as given (the op is defined with it)
+    with np.errstate(invalid="ignore"):   # a row of -inf only (lse -inf): NaN, as torch
+        far = ~(np.abs(lse) < LSE_FAR)   # such rows take the softmax of their own max and sum (ops/loss.py)
+        p = np.where(far, np.exp(_log_softmax(x)), np.exp(x - np.where(far, 0.0, lse)))
     wy = wc * y
     d = p * wy.sum(axis=1, keepdims=True) - wy
     sc = np.where(valid, _scale(desc, g, wrow.sum(), n), 0.0)
@@ -166,7 +165,7 @@ def _lce(desc, x, w, t, b=None):
     u = cap * np.tanh(l / cap) if cap is not None else l
     eps, z = desc.attr("label_smoothing"), desc.attr("z_loss")
     valid, ts, _ = _index_rows(desc, u, t, None)
-    lse = _lse(u)
+    lse = lse_rows(u)
     y = np.full((n, v), eps / v)
     y[np.arange(n), ts] += 1 - eps
     per = np.where(valid, (y * (lse[:, None] - u)).sum(axis=1) + z * lse ** 2, 0.0)

@@ -12,8 +12,9 @@ from .loss import BODIES
 
 def _ce_with_grad(desc, g, *xs):
     fw = Descriptor("cross_entropy", desc.inputs[1:], desc.attrs)
-    bw = Descriptor("cross_entropy_backward", desc.inputs, desc.attrs)
-    return BODIES["cross_entropy"](fw, *xs), BODIES["cross_entropy_backward"](bw, g, *xs)
+    bw = Descriptor("cross_entropy_backward", (desc.inputs[0], fw.outputs[1]) + desc.inputs[1:], desc.attrs)
+    loss, lse = BODIES["cross_entropy"](fw, *xs)
+    return loss, BODIES["cross_entropy_backward"](bw, g, lse, *xs)
 
 
 def _grad_scale(desc, x, g, h=None):

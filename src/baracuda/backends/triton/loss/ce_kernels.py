@@ -14,19 +14,16 @@ cross_entropy forward: two kernels + a fold.
     the row weight for sum / mean, then the one-program _fold sums them in a fixed order: deterministic).
   The logits are read exactly once: bf16 4096 x 128256 = 1.05 GB, ~0.25-0.3 ms at 3.5-4.2 TB/s on H200
   (the 2026-11-22 bench measured 0.32 ms for the previous one-kernel version: the pass is the floor).
-cross_entropy backward, three paths (the route names them):
-  coop (GPU, 2-D, class-index targets, C > TILE): loss_ce_coop.py, each program holds an 8192-class chunk in
-    registers, exchanges (max, sum) partials with the other chunks of its row and writes dx from registers:
-    1 read + 1 write, so FW + BW make the 3-pass floor (3 x 1.05 GB for 4096 x 128256 bf16: ~0.8 ms at the
-    H200's ~4.2 TB/s copy rate, against 0.32 + 1.42 ms measured for the previous kernels and 1.03 + 1.32 ms
-    for eager torch: ~2.9x eager expected; the 1.35x measured before).
-  fused (one tile covers the row, C <= 4096): _ce_grad takes the statistics from the tile it writes from.
-  streaming pair (everything else: N-D, probability targets, strided class dim, and every long row under the
-    interpreter, where programs run one after another and could not wait for each other): _ce_part again
-    (1 read) then _ce_grad, one streaming pass per column chunk that merges its rows' partials (SPLIT x 4
-    words, from L2) and writes dx = (softmax * sum(w y') - w y') * scale: 2 reads + 1 write (~0.75 ms for
-    4096 x 128256 bf16).
-  mean: a one-program pre-pass sums w[t_r] over the kept rows (R loads, negligible) into the workspace.
+cross_entropy backward (the route names the path): dx = (exp(x - lse) coef - w y') scale from the forward's saved
+  lse (its second output), rows whose |lse| >= LSE_FAR recomputing their max and sum (softmax_base; ops/loss.py).
+  lse (class-index targets without smoothing-with-weights, any width, 2-D or N-D): one _ce_grad launch, 1 read +
+    1 write, no waiting between programs.  4096 x 128256 bf16: 2 x 1.05 GB, ~0.70 ms at 3 TB/s, against the
+    0.99 ms the co-resident single-read kernel measured (0.79x torch.compile, bench/results/2026-11-27-h100).
+  fused (probability targets or smoothing with class weights, one tile covers the row): coef's row sum from the
+    tile the kernel writes from (an L1 hit): still one launch.
+  rowsum (the same forms on rows wider than a tile): _ce_part's partial sums first (1 read), then _ce_grad.
+  mean: + the denominator pre-pass (_denom, one program of R target loads; block sums + _fold past 64K rows).
+  ce_coop.py's single-read kernel now serves cross_entropy_with_grad only (forward and gradient in one read).
 cross_entropy on N-D inputs with few classes (D > 1, class-index targets, C <= 256): loss_ce_nd.py, positions on
   the contiguous axis and the classes in registers, built from this module's jit helpers.  The row tiles here
   ([64 rows, 32 classes] at C = 19) split the classes over lanes and warps and reached 12% / 27% of the H100's copy
@@ -50,6 +47,7 @@ import triton.language as tl
 
 from ...._core.checks import flagged
 from ...._core.errors import InvalidProblemError
+from ....ops.loss import LSE_FAR
 from .._lib.math import exp_acc as _ex
 from .._lib.math import log_acc as _lg
 from .._lib.geometry import outer_r_inner
@@ -227,13 +225,15 @@ def _stats_of(x, c, cm, mask, t_ptr, w_ptr, to, stc, C, m, s, a, b, EPS, HAS_W: 
 
 
 @fast_kernel
-def _ce_part(x_ptr, t_ptr, w_ptr, part_ptr, eps_ptr, loss_ptr, ws_ptr, R, C, D, CHUNK, sxn, sxc, sxd, stn, stc, std,
+def _ce_part(x_ptr, t_ptr, w_ptr, part_ptr, eps_ptr, loss_ptr, lse_ptr, ws_ptr, R, C, D, CHUNK, sxn, sxc, sxd, stn, stc,
+             std,
              IGNORE, HAS_W: tl.constexpr, PROB: tl.constexpr, SMOOTH: tl.constexpr, ND: tl.constexpr,
              F64: tl.constexpr, FIN: tl.constexpr, NONE: tl.constexpr, ROWS: tl.constexpr, TILE: tl.constexpr,
              I64: tl.constexpr):
     """Partial row statistics (m, s, a, b) over one column chunk -> part[(k * 4 + q) * R + r].
     FIN (forward, SPLIT = 1: the chunk is the whole row): the row losses instead, straight to the output
-    ('none') or summed per program with the row weights into ws[pid], ws[nblk + pid] for _fold: no partials
+    ('none') or summed per program with the row weights into ws[pid], ws[nblk + pid] for _fold, and the rows'
+    logsumexp to lse_ptr (cross_entropy's second output, saved for the backward): no partials
     (16-32 bytes per row written and read back, as much as the logits themselves when C is small) and no
     one-program pass over R rows (a 512 x 512 segmentation map has 4M rows)."""
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
@@ -251,12 +251,19 @@ def _ce_part(x_ptr, t_ptr, w_ptr, part_ptr, eps_ptr, loss_ptr, ws_ptr, R, C, D, 
         keep, bad, tc, wt = _rows_info(t_ptr, w_ptr, rows, R, C, to, IGNORE, HAS_W, PROB, CT)
         loss = _row_loss(x_ptr, xo, sxc, keep, bad, tc, wt, m, s, a, b, EPS, C, PROB, SMOOTH, F64)
         _emit_block(loss, wt, bad, rows, rmask, R, loss_ptr, ws_ptr, NONE, CT, ROWS)
+        store_lse(lse_ptr, rows, rmask, m, s, F64)
     else:
         p = part_ptr + k * 4 * R + rows
         tl.store(p, m, mask=rmask)
         tl.store(p + R, s, mask=rmask)
         tl.store(p + 2 * R, a, mask=rmask)
         tl.store(p + 3 * R, b, mask=rmask)
+
+
+@triton.jit
+def store_lse(lse_ptr, rows, rmask, m, s, F64: tl.constexpr):
+    """The rows' logsumexp m + log(s) (-inf for a row of -inf: m = -inf, s = 0) -> lse_ptr[rows]."""
+    tl.store(lse_ptr + rows, (m + _lg(s, F64)).to(lse_ptr.dtype.element_ty), mask=rmask)
 
 
 @triton.jit
@@ -322,7 +329,7 @@ def _merged(part_ptr, rows, rmask, R, SPLIT: tl.constexpr, F64: tl.constexpr):
 
 
 @fast_kernel
-def _ce_fin(x_ptr, t_ptr, w_ptr, part_ptr, loss_ptr, ws_ptr, eps_ptr, R, C, D, sxn, sxc, sxd, stn, std, IGNORE,
+def _ce_fin(x_ptr, t_ptr, w_ptr, part_ptr, loss_ptr, lse_ptr, ws_ptr, eps_ptr, R, C, D, sxn, sxc, sxd, stn, std, IGNORE,
             HAS_W: tl.constexpr, PROB: tl.constexpr, SMOOTH: tl.constexpr, NONE: tl.constexpr, ND: tl.constexpr,
             F64: tl.constexpr, SPLIT: tl.constexpr, BLOCK: tl.constexpr, I64: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
@@ -335,6 +342,7 @@ def _ce_fin(x_ptr, t_ptr, w_ptr, part_ptr, loss_ptr, ws_ptr, eps_ptr, R, C, D, s
     loss = _row_loss(x_ptr, _roff(rows, D, sxn, sxd, ND > 0, BLOCK), sxc, keep, bad, tc, wt, m, s, a, b, EPS, C,
                      PROB, SMOOTH, F64)
     _emit_rows(loss, wt, bad, rows, R, loss_ptr, ws_ptr, NONE, CT, BLOCK)
+    store_lse(lse_ptr, rows, rmask, m, s, F64)
 
 
 @triton.jit
@@ -397,30 +405,35 @@ def _row_scale(g_ptr, ws_ptr, rows, keep, N, RED: tl.constexpr, CT: tl.constexpr
 
 
 @fast_kernel
-def _ce_grad(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, part_ptr, ws_ptr, eps_ptr, R, C, D, CHUNK, sxn, sxc, sxd, stn, stc,
-             std, IGNORE, HAS_W: tl.constexpr, PROB: tl.constexpr, SMOOTH: tl.constexpr, RED: tl.constexpr,
-             ND: tl.constexpr, F64: tl.constexpr, SPLIT: tl.constexpr, FUSED: tl.constexpr, ROWS: tl.constexpr,
-             TILE: tl.constexpr, I64: tl.constexpr):
-    """One streaming pass over a column chunk: dx = (p * coef - w y') * scale, p = exp(x - m) / s.
-    FUSED (one tile covers the row, SPLIT = 1): the row statistics come from the same tile (its second load is
-    an L1 hit) instead of _ce_part's partials: 1 HBM read + 1 write, one launch."""
+def _ce_grad(g_ptr, lse_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, part_ptr, ws_ptr, eps_ptr, R, C, D, CHUNK, sxn, sxc, sxd, stn,
+             stc, std, IGNORE, HAS_W: tl.constexpr, PROB: tl.constexpr, SMOOTH: tl.constexpr, RED: tl.constexpr,
+             ND: tl.constexpr, F64: tl.constexpr, SPLIT: tl.constexpr, FUSED: tl.constexpr, NEED_B: tl.constexpr,
+             ROWS: tl.constexpr, TILE: tl.constexpr, I64: tl.constexpr):
+    """One streaming pass over a column chunk: dx = (p * coef - w y') * scale, p = exp(x - lse) from the forward's
+    saved lse.  coef = sum_c w_c y'_c: (1 - eps) w_t + eps / C * b with b = sum_c w_c = C without class weights;
+    NEED_B (probability targets, or label smoothing with class weights): b is a row sum, taken from the tile
+    itself (FUSED: one tile covers the row, SPLIT = 1; its second load is an L1 hit) or from _ce_part's partials.
+    Without NEED_B every form is 1 HBM read + 1 write in this one launch."""
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     EPS = tl.load(eps_ptr)
     rows = _row_block(ROWS, I64)
     k = tl.program_id(1)
     rmask = rows < R
+    xo = _roff(rows, D, sxn, sxd, ND, ROWS)
+    lse = tl.load(lse_ptr + rows, mask=rmask, other=0.0).to(CT)
+    m, inv = softmax_base(x_ptr, xo, rmask, lse, 0, C, sxc, F64, TILE, False, ROWS)
     to = _roff(rows, D, stn, std, ND, ROWS)
     keep, bad, tc, wt = _rows_info(t_ptr, w_ptr, rows, R, C, to, IGNORE, HAS_W, PROB, CT)
-    xo = _roff(rows, D, sxn, sxd, ND, ROWS)
-    if FUSED:
-        m0 = tl.full([ROWS], float("-inf"), CT)
-        z0 = tl.zeros([ROWS], CT)
-        m, s, a, b, _xt = _stats_step(x_ptr, t_ptr, w_ptr, xo, to, rmask, 0, C, C, sxc, stc, m0, z0, z0, z0, z0, tc,
-                                      EPS, HAS_W, PROB, SMOOTH, F64, TILE, False, False)
+    if NEED_B:
+        if FUSED:
+            m0 = tl.full([ROWS], float("-inf"), CT)
+            z0 = tl.zeros([ROWS], CT)
+            _m, _s, _a, b, _xt = _stats_step(x_ptr, t_ptr, w_ptr, xo, to, rmask, 0, C, C, sxc, stc, m0, z0, z0, z0, z0,
+                                             tc, EPS, HAS_W, PROB, SMOOTH, F64, TILE, False, False)
+        else:
+            _m, _s, _a, b = _merged(part_ptr, rows, rmask, R, SPLIT, F64)
     else:
-        m, s, a, b = _merged(part_ptr, rows, rmask, R, SPLIT, F64)
-    m = tl.where(m == float("-inf"), 0.0, m)   # rows past R
-    inv = 1.0 / s
+        b = tl.zeros([ROWS], CT) + C
     sc = _row_scale(g_ptr, ws_ptr, rows, keep, R, RED, CT)
     coef = _grad_coef(wt, b, EPS, C, PROB, SMOOTH)
     if ND:
@@ -432,6 +445,27 @@ def _ce_grad(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, part_ptr, ws_ptr, eps_ptr, R, C
     lo = k * CHUNK
     _grad_range(x_ptr, t_ptr, w_ptr, dx_ptr, xo, to, do, sdc, rmask, lo, tl.minimum(lo + CHUNK, C), C, sxc, stc, tc,
                 wt, m, inv, coef, sc, EPS, HAS_W, PROB, SMOOTH, F64, TILE, False)
+
+
+_FAR = tl.constexpr(LSE_FAR)
+
+
+@triton.jit
+def softmax_base(x_ptr, xo, rmask, lse, zero, C, sxc, F64: tl.constexpr, TILE: tl.constexpr, FTZ: tl.constexpr,
+                 RB: tl.constexpr):
+    """(m, inv) with p = exp(x - m) * inv: m = the saved lse and inv = 1, except on rows with |lse| >= LSE_FAR or
+    a non-finite lse (ops/loss.py), whose own max and sum come from a pass over their classes (the other rows'
+    loads are masked off: no traffic unless such a row is in the block)."""
+    CT: tl.constexpr = tl.float64 if F64 else tl.float32
+    far = rmask & ~(tl.abs(lse) < _FAR)
+    m = lse
+    inv = tl.full([RB], 1.0, CT)
+    if tl.max(far.to(tl.int32), 0) > 0:
+        mf, sf, _a, _b, _xt = _stats_range(x_ptr, x_ptr, x_ptr, xo, xo, far, zero, C, C, sxc, 0, xo, 0.0, False,
+                                           False, False, F64, TILE, FTZ, False, RB)
+        m = tl.where(far, tl.where(mf == float("-inf"), 0.0, mf), lse)
+        inv = tl.where(far, 1.0 / sf, 1.0)
+    return m, inv
 
 
 @triton.jit
@@ -462,7 +496,7 @@ def _grad_step(x_ptr, t_ptr, w_ptr, dx_ptr, xo, to, do, sdc, rmask, off, hi, C, 
                FTZ: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     x, c, cm, mask = _tile(x_ptr, xo, rmask, off, hi, sxc, 0.0, CT, TILE)
-    p = _exp0(x - m[:, None], F64, FTZ) * inv[:, None]   # x - m is exact; m + log(s) would round at |x| ~ 1e4
+    p = _exp0(x - m[:, None], F64, FTZ) * inv[:, None]   # m: the row max (inv = 1 / sum) or the lse (inv = 1)
     if HAS_W:
         wc = tl.load(w_ptr + c, mask=cm, other=0.0).to(CT)[None, :]
     else:
@@ -519,11 +553,12 @@ _FIN_BLOCK = 256
 
 
 def _geometry(desc):
+    """(backward?, input, target, has class weights) of a loss descriptor: the backward ops take grad first, then
+    (cross_entropy_backward) the forward's lse, then the forward's operands."""
     bw = desc.op.endswith("_backward")
-    x = desc.inputs[1 if bw else 0]
-    t = desc.inputs[2 if bw else 1]
-    has_w = len(desc.inputs) == (4 if bw else 3)
-    return bw, x, t, has_w
+    k = (2 if desc.op == "cross_entropy_backward" else 1) if bw else 0
+    x, t = desc.inputs[k], desc.inputs[k + 1]
+    return bw, x, t, len(desc.inputs) == k + 3
 
 
 def _ncd(shape) -> tuple[int, int, int]:

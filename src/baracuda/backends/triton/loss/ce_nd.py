@@ -4,8 +4,8 @@ nd_small path of loss.py's cross_entropy / cross_entropy_backward plans.
 Program p takes one n and BJ consecutive positions j (grid N * cdiv(D, BJ); see nd_small) and walks their classes
 in [BJ, K] tiles: each class of a tile is a unit-stride run of BJ elements, so every thread loads 16-byte vectors
 of positions and reduces over the classes in its own registers.  _ce_nd: the online (max, sum) of the row-tile
-kernels, the position losses ('none') or one (loss, weight) pair per program for loss._fold; _ce_nd_grad: the
-statistics pass, then dx from a second pass over the block just read (L1 / L2): 1 HBM read + 1 write.  The
+kernels, the position losses ('none') or one (loss, weight) pair per program for loss._fold, and the positions'
+logsumexp (cross_entropy's lse output); _ce_nd_grad: dx from the saved lse in one pass: 1 HBM read + 1 write.  The
 statistics, the loss and the gradient formulas are loss.py's jit helpers, shared with the row-tile kernels.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ import triton
 import triton.language as tl
 
 from .ce_kernels import (_FORCE, _emit_block, _geometry, _grad_coef, _grad_range, _loss_of, _ncd, _num_sms, _row_loss,
-                   _row_scale, _rows_info, _stats_range)
+                         _row_scale, _rows_info, _stats_range, softmax_base, store_lse)
 from .._lib.launch import fast_kernel
 from .._lib.geometry import cdiv, next_power_of_2
 
@@ -33,7 +33,7 @@ def _nd_pos(D, NBJ, sxn, sxd, stn, std, BJ: tl.constexpr, I64: tl.constexpr):
 
 
 @fast_kernel
-def _ce_nd(x_ptr, t_ptr, w_ptr, loss_ptr, ws_ptr, eps_ptr, R, C, D, NBJ, sxn, sxc, sxd, stn, std, IGNORE,
+def _ce_nd(x_ptr, t_ptr, w_ptr, loss_ptr, lse_ptr, ws_ptr, eps_ptr, R, C, D, NBJ, sxn, sxc, sxd, stn, std, IGNORE,
            HAS_W: tl.constexpr, SMOOTH: tl.constexpr, NONE: tl.constexpr, F64: tl.constexpr, K: tl.constexpr,
            BJ: tl.constexpr, XT: tl.constexpr, I64: tl.constexpr):
     """Forward: the position losses ('none') or one (loss, weight) sum per program (_fold), one pass over the
@@ -53,28 +53,39 @@ def _ce_nd(x_ptr, t_ptr, w_ptr, loss_ptr, ws_ptr, eps_ptr, R, C, D, NBJ, sxn, sx
     else:
         loss = _row_loss(x_ptr, xo, sxc, keep, bad, tc, wt, m, s, a, b, EPS, C, False, SMOOTH, F64)
     _emit_block(loss, wt, bad, rows, jm, R, loss_ptr, ws_ptr, NONE, CT, BJ)
+    store_lse(lse_ptr, rows, jm, m, s, F64)
 
 
 @fast_kernel
-def _ce_nd_grad(g_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, ws_ptr, eps_ptr, R, C, D, NBJ, sxn, sxc, sxd, stn, std, IGNORE,
-                HAS_W: tl.constexpr, SMOOTH: tl.constexpr, RED: tl.constexpr, F64: tl.constexpr, K: tl.constexpr,
-                BJ: tl.constexpr, I64: tl.constexpr):
-    """Backward: the block's statistics (a pass over its [BJ, C] block), then dx = (p * coef - w y') * scale
-    (contiguous [N, C, D]) in a second pass over the block just read (L1 / L2): 1 HBM read + 1 write.  ws_ptr: the
-    mean's denominator (RED = 2)."""
+def _ce_nd_grad(g_ptr, lse_ptr, x_ptr, t_ptr, w_ptr, dx_ptr, ws_ptr, eps_ptr, R, C, D, NBJ, sxn, sxc, sxd, stn, std,
+                IGNORE, HAS_W: tl.constexpr, SMOOTH: tl.constexpr, RED: tl.constexpr, F64: tl.constexpr,
+                K: tl.constexpr, BJ: tl.constexpr, I64: tl.constexpr):
+    """Backward: dx = (exp(x - lse) * coef - w y') * scale (contiguous [N, C, D]) from the forward's lse, one pass
+    over the program's [BJ, C] block: 1 HBM read + 1 write.  Label smoothing with class weights needs
+    b = sum_c w_c in coef: a sum over the [C] weights (tiny, cached), not over the logits.  ws_ptr: the mean's
+    denominator (RED = 2)."""
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     EPS = tl.load(eps_ptr)
     n, j, rows, jm, xo, to, zero = _nd_pos(D, NBJ, sxn, sxd, stn, std, BJ, I64)
+    lse = tl.load(lse_ptr + rows, mask=jm, other=0.0).to(CT)
+    m, inv = softmax_base(x_ptr, xo, jm, lse, zero, C, sxc, F64, K, True, BJ)   # first: fewer values live across it
     keep, _bad, tc, wt = _rows_info(t_ptr, w_ptr, j, D, C, to, IGNORE, HAS_W, False, CT)
-    m, s, a, b, _xt = _stats_range(x_ptr, w_ptr, w_ptr, xo, xo, jm, zero, C, C, sxc, 0, j, EPS, HAS_W, False, SMOOTH,
-                                   F64, K, True, False, BJ)
-    m = tl.where(m == float("-inf"), 0.0, m)   # positions past D
-    inv = 1.0 / s
+    b = tl.zeros([BJ], CT) + C
+    if SMOOTH and HAS_W:
+        b = tl.zeros([BJ], CT) + _wsum(w_ptr, C, CT)
     sc = _row_scale(g_ptr, ws_ptr, rows, keep, R, RED, CT)
     coef = _grad_coef(wt, b, EPS, C, False, SMOOTH)
     do = n * C * D + j
     _grad_range(x_ptr, t_ptr, w_ptr, dx_ptr, xo, to, do, D, jm, zero, C, C, sxc, 0, tc.to(tl.int32), wt, m, inv, coef,
                 sc, EPS, HAS_W, False, SMOOTH, F64, K, True)
+
+
+@triton.jit
+def _wsum(w_ptr, C, CT: tl.constexpr):
+    """sum_c w_c over the C <= 256 (_ND_MAX_C) class weights: one masked [256] load (every program reads the same
+    C words, from L1 / L2), no loop (a loop here kept 8 bytes on the stack at sm_90)."""
+    c = tl.arange(0, 256)
+    return tl.sum(tl.load(w_ptr + c, mask=c < C, other=0.0).to(CT), 0)
 
 
 _ND_MAX_C = 256

@@ -34,9 +34,9 @@ _SCALE_BLOCK = 4096   # 8 KB bf16 / 16 KB f32 per program: 16-byte vectors, ~4 i
 
 
 def _descs(desc):
-    """cross_entropy on (input, target[, weight]) and cross_entropy_backward on all the operands."""
+    """cross_entropy on (input, target[, weight]) and cross_entropy_backward on (grad, its lse, the operands)."""
     fw = Descriptor("cross_entropy", desc.inputs[1:], desc.attrs)
-    bw = Descriptor("cross_entropy_backward", desc.inputs, desc.attrs)
+    bw = Descriptor("cross_entropy_backward", (desc.inputs[0], fw.outputs[1]) + desc.inputs[1:], desc.attrs)
     return fw, bw
 
 
@@ -48,14 +48,14 @@ def _coop(desc) -> bool:
 
 def _layout(desc):
     """(bytes of the main workspace, word size): coop = [row losses R | row weights R | flag | den | partials];
-    composed = the larger of cross_entropy's and its backward's workspaces."""
+    composed = the larger of cross_entropy's and its backward's workspaces, then the forward's lse (R words)."""
     fw, bw = _descs(desc)
     word = 8 if desc.dtype.itemsize == 8 else 4
     if _coop(desc):
         r, c = desc.inputs[1].shape
         main = (2 * r + 2 + _long.workspace_words(r, c, loss=True)) * word
     else:
-        main = max(_ce._workspace(fw), _ce._workspace(bw))
+        main = (max(_ce._workspace(fw), _ce._workspace(bw)) + 15) // 16 * 16 + fw.outputs[1].nbytes
     return (main + 15) // 16 * 16, word
 
 
@@ -87,10 +87,13 @@ def _bind(desc, pref=None):
 
     if not _coop(desc):
         fw, bw = _ce._bind(fw_desc, pref), _ce._bind(bw_desc, pref)
+        at = (max(_ce._workspace(fw_desc), _ce._workspace(bw_desc)) + 15) // 16 * 16   # the lse's bytes
+        lse_t, nrows = fw_desc.outputs[1], fw_desc.outputs[1].numel
 
         def composed(desc_, inputs, outputs, ws):
-            fw(fw_desc, inputs[1:], outputs[:1], ws)
-            bw(bw_desc, inputs, outputs[1:], ws)
+            lse = ws.reshape(-1)[at:at + nrows * word].view(ct).reshape(lse_t.shape)
+            fw(fw_desc, inputs[1:], (outputs[0], lse), ws)
+            bw(bw_desc, (inputs[0], lse) + tuple(inputs[1:]), outputs[1:], ws)
 
         return composed
 

@@ -10,7 +10,8 @@ from ...._core.dtypes import DType
 from .._lib.register import register_triton
 from . import ce_coop as _long
 from .._lib.interp import INTERPRETING
-from .ce_kernels import (_FIN_BLOCK, _FORCE, _RED, _ce_fin, _ce_grad, _ce_part, _check_flag, _denom_blk, _fold, _geometry,
+from .ce_kernels import (_FIN_BLOCK, _FORCE, _RED, _ce_fin, _ce_grad, _ce_part, _check_flag, _denom, _denom_blk, _fold,
+                         _geometry,
                          _ncd, _nll_bw, _nll_fw, _ws_view, choose)
 from .ce_nd import _ce_nd, _ce_nd_grad, nd_small
 from .._lib.geometry import cdiv
@@ -22,14 +23,21 @@ def _plan_of(desc):
     r = n * d
     nll = desc.op.startswith("nll_loss")
     tile, rows, warps, split, chunk = choose(r, c, d, x.dtype.itemsize)
-    part = 0 if nll or nd_small(desc) else 4 * split * r
-    if _coop(desc, c, d, tile, split):
-        part = max(part, _long.workspace_words(r, c))
+    part = 0 if nll or nd_small(desc) or (bw and not _needs_b(desc)) else 4 * split * r
     return n, c, d, r, tile, rows, warps, split, chunk, part
 
 
+def _needs_b(desc) -> bool:
+    """Whether the backward's coefficient sum_c w_c y'_c needs a row sum (probability targets, or label smoothing
+    with class weights); else it is (1 - eps) w_t + eps (C / C) and dx comes from the saved lse in one pass."""
+    _, _, t, has_w = _geometry(desc)
+    return t.dtype.is_floating or (desc.attr("label_smoothing") > 0 and has_w)
+
+
 def _coop(desc, c, d, tile, split) -> bool:
-    """The single-read backward (loss_ce_coop.py): GPU only, 2-D, class-index targets, rows wider than a tile."""
+    """cross_entropy_with_grad's single-read kernel (ce_coop.py, on the descriptor of its backward half): GPU only,
+    2-D, class-index targets, rows wider than a tile.  (cross_entropy_backward itself reads the saved lse: a plain
+    streaming pass, no waiting between programs.)"""
     bw, _, t, _ = _geometry(desc)
     return (bw and desc.op == "cross_entropy_backward" and not t.dtype.is_floating and d == 1
             and not (split == 1 and tile >= c) and _FORCE.get("coop", not INTERPRETING) and _long.eligible(c))
@@ -70,7 +78,6 @@ def _bind(desc, pref=None):
         small_cfg = dict(HAS_W=has_w, SMOOTH=eps > 0, F64=f64, K=kc, BJ=bj, I64=common["I64"],
                          num_warps=warps_s)
         xt_sum = _FORCE.get("nd_xt_sum", True)
-    wsum_t: dict = {}
     eps_t: dict = {}
 
     def eps_of(dev):   # a Python float argument would be typed f32: f64 kernels load eps from a tensor
@@ -88,11 +95,16 @@ def _bind(desc, pref=None):
         t2 = tt.reshape(n, d)
         return x3, t2, (t2.stride(0), 0, t2.stride(1))
 
+    def contig(out):
+        return out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+
     def fw(desc_, inputs, outputs, ws):
         x3, tg, (stn, stc, std) = operands(inputs[0], inputs[1])
         wt = inputs[2].contiguous() if has_w else x3   # [C]: a copy is negligible next to [N, C]
         out = outputs[0]
-        loss = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        loss = contig(out)
+        lse_o = outputs[1] if not nll else None
+        lse = contig(lse_o) if lse_o is not None else None
         w = _ws_view(ws, f64)
         w[2 * r:2 * r + 1].zero_()
         sx = x3.stride()
@@ -101,14 +113,14 @@ def _bind(desc, pref=None):
                 _nll_fw[(cdiv(r, 1024),)](x3, tg, wt, loss, w, r, c, d, sx[0], sx[1], sx[2], stn, std, ignore,
                                                  NONE=red == "none", BLOCK=1024, **common)
             elif small:
-                _ce_nd[(n * nbj,)](x3, tg, wt, loss, w, eps_of(x3.device), r, c, d, nbj, sx[0], sx[1], sx[2], stn, std,
-                                   ignore, NONE=red == "none", XT=xt_sum, **small_cfg)
+                _ce_nd[(n * nbj,)](x3, tg, wt, loss, lse, w, eps_of(x3.device), r, c, d, nbj, sx[0], sx[1], sx[2], stn,
+                                   std, ignore, NONE=red == "none", XT=xt_sum, **small_cfg)
             else:
                 part, e = w[2 * r + 2:], eps_of(x3.device)
-                _ce_part[grid](x3, tg, wt, part, e, loss, w, r, c, d, chunk, sx[0], sx[1], sx[2], stn, stc, std,
+                _ce_part[grid](x3, tg, wt, part, e, loss, lse, w, r, c, d, chunk, sx[0], sx[1], sx[2], stn, stc, std,
                                ignore, FIN=split == 1, NONE=red == "none", **cfg, **common)
                 if split > 1:
-                    _ce_fin[(cdiv(r, _FIN_BLOCK),)](x3, tg, wt, part, loss, w, e, r, c, d, sx[0], sx[1], sx[2],
+                    _ce_fin[(cdiv(r, _FIN_BLOCK),)](x3, tg, wt, part, loss, lse, w, e, r, c, d, sx[0], sx[1], sx[2],
                                                            stn, std, ignore, PROB=prob, SMOOTH=eps > 0,
                                                            NONE=red == "none", SPLIT=split, BLOCK=_FIN_BLOCK,
                                                            num_warps=4, **common)
@@ -117,50 +129,49 @@ def _bind(desc, pref=None):
             _fold[(1,)](w, loss, nsum, MEAN=red == "mean", F64=f64, BLOCK=1024, num_warps=4)
         if loss is not out:
             out.copy_(loss)
+        if lse is not lse_o:
+            lse_o.copy_(lse)
         if r and not prob:
             _check_flag(desc.op, w[2 * r], c, ignore, pref)
 
+    need_b = bw and not nll and _needs_b(desc)
+
     def bwd(desc_, inputs, outputs, ws):
         g = inputs[0].contiguous()   # grad: the rows' shape or a scalar
-        x3, tg, (stn, stc, std) = operands(inputs[1], inputs[2])
-        wt = inputs[3].contiguous() if has_w else x3
+        k = 1 if nll else 2          # cross_entropy_backward: (grad, lse, input, target[, weight])
+        lse = inputs[1].contiguous() if not nll else g
+        x3, tg, (stn, stc, std) = operands(inputs[k], inputs[k + 1])
+        wt = inputs[k + 2].contiguous() if has_w else x3
         out = outputs[0]
-        dx = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        dx = contig(out)
         if r == 0 or c == 0:
             return
         w = _ws_view(ws, f64)
         den = w[2 * r + 1:]
         sx = x3.stride()
-        if red == "mean":   # block sums into ws[0, 2 nblk) (free in the backward), folded into den
-            nblk = cdiv(r, 1024)
-            _denom_blk[(nblk,)](tg, wt, w, r, c, d, stn, std, ignore, HAS_W=has_w, PROB=prob, ND=nd, F64=f64,
-                                BLOCK=1024, num_warps=4)
-            _fold[(1,)](w, den, nblk, MEAN=False, F64=f64, BLOCK=1024, num_warps=4)
+        if red == "mean":   # the denominator sum_r w[t_r]: one program up to 64K rows, block sums + a fold beyond
+            if r <= 65536:
+                _denom[(1,)](tg, wt, den, r, c, d, stn, std, ignore, HAS_W=has_w, PROB=prob, ND=nd, F64=f64,
+                             BLOCK=1024, num_warps=4)
+            else:
+                nblk = cdiv(r, 1024)
+                _denom_blk[(nblk,)](tg, wt, w, r, c, d, stn, std, ignore, HAS_W=has_w, PROB=prob, ND=nd, F64=f64,
+                                    BLOCK=1024, num_warps=4)
+                _fold[(1,)](w, den, nblk, MEAN=False, F64=f64, BLOCK=1024, num_warps=4)
         if small:
-            _ce_nd_grad[(n * nbj,)](g, x3, tg, wt, dx, den, eps_of(x3.device), r, c, d, nbj, sx[0], sx[1], sx[2], stn,
-                                    std, ignore, RED=_RED[red], **small_cfg)
+            _ce_nd_grad[(n * nbj,)](g, lse, x3, tg, wt, dx, den, eps_of(x3.device), r, c, d, nbj, sx[0], sx[1], sx[2],
+                                    stn, std, ignore, RED=_RED[red], **small_cfg)
         elif nll:
             _nll_bw[(cdiv(r, rows), cdiv(c, tile))](g, tg, wt, dx, den, r, c, d, stn, std, ignore,
                                                                    RED=_RED[red], ROWS=rows, TILE=tile,
                                                                    num_warps=warps, **common)
         else:
             part, e = w[2 * r + 2:], eps_of(x3.device)
-            if coop and x3.stride(1) == 1:   # (a strided class dim takes the streaming pair)
-                ws_ = wsum_t.get(x3.device)   # sum_c w_c (label smoothing): constant per plan unless weighted
-                if eps > 0 and has_w:
-                    ws_ = inputs[3].sum(dtype=torch.float64 if f64 else torch.float32).reshape(1)
-                elif ws_ is None:
-                    ws_ = wsum_t[x3.device] = torch.full((1,), float(c), dtype=part.dtype, device=x3.device)
-                _long.launch(g, x3[:, :, 0], tg[:, 0], wt, dx, part, den, e, ws_, r, c, ignore, has_w, eps > 0,
-                             _RED[red], f64)
-                if dx is not out:
-                    out.copy_(dx)
-                return
-            if not fused:
-                _ce_part[grid](x3, tg, wt, part, e, x3, w, r, c, d, chunk, sx[0], sx[1], sx[2], stn, stc, std, ignore,
-                               FIN=False, NONE=False, **cfg, **common)
-            _ce_grad[grid](g, x3, tg, wt, dx, part, den, e, r, c, d, chunk, sx[0], sx[1], sx[2], stn, stc, std, ignore,
-                           RED=_RED[red], SPLIT=split, FUSED=fused, **cfg, **common)
+            if need_b and not fused:   # the row sums of w y' (probability targets, smoothing with weights)
+                _ce_part[grid](x3, tg, wt, part, e, x3, x3, w, r, c, d, chunk, sx[0], sx[1], sx[2], stn, stc, std,
+                               ignore, FIN=False, NONE=False, **cfg, **common)
+            _ce_grad[grid](g, lse, x3, tg, wt, dx, part, den, e, r, c, d, chunk, sx[0], sx[1], sx[2], stn, stc, std,
+                           ignore, RED=_RED[red], SPLIT=split, FUSED=fused, NEED_B=need_b, **cfg, **common)
         if dx is not out:
             out.copy_(dx)
 
@@ -173,12 +184,12 @@ def _run(desc, inputs, outputs, ws):
 
 def _route(desc, pref):
     n, c, d, r, tile, rows, _, split, _, _ = _plan_of(desc)
-    if _coop(desc, c, d, tile, split):
-        return f"triton:{desc.op}:coop{_long.CHUNK}x{_long.splits(c)}"
     small = nd_small(desc)
     if small:
         return f"triton:{desc.op}:nd-small-k{small[0]}x{small[1]}"
-    kind = "fused-" if desc.op == "cross_entropy_backward" and split == 1 and tile >= c else ""
+    kind = ""
+    if desc.op == "cross_entropy_backward":   # lse: dx from the saved lse alone; +rowsum: a _ce_part pass first
+        kind = "lse-" if not _needs_b(desc) else "fused-" if split == 1 and tile >= c else "rowsum-"
     return f"triton:{desc.op}:{kind}{'nd-' if d > 1 else ''}tile{tile}x{rows}" + ("" if desc.op.startswith("nll") else f"-split{split}")
 
 

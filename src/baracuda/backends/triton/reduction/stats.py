@@ -372,15 +372,37 @@ def _route(desc, pref):
     return f"triton:stats_{kind}" + (f"_split{S}" if S > 1 else "") + ("+permute" if perm else "")
 
 
-# -- var/std backward: the mean recomputed (shifted sum), then one write pass ---------------------------
+# -- var/std backward: the mean recomputed (shifted sum), then the write ----------------------------------------
+@triton.jit
+def rtile(x_ptr, o, start, i, i_ok, R, sxo, sxr, sxi, other, ACC: tl.constexpr, I64: tl.constexpr,
+          BLOCK_R: tl.constexpr):
+    """The [BLOCK_R, BLOCK_I] tile of reduced positions [start, start + BLOCK_R) of lanes i (see bw_layout), in
+    the accumulation dtype (``other`` where masked): (r, mask, values)."""
+    r = start + tl.arange(0, BLOCK_R)
+    if I64:
+        r = r.to(tl.int64)
+    m = (r < R)[:, None] & i_ok[None, :]
+    v = tl.load(x_ptr + o * sxo + r[:, None] * sxr + i[None, :] * sxi, mask=m, other=other).to(ACC)
+    return r, m, v
+
+
+@triton.jit
+def _var_dx(dx_ptr, o, r, i, m, v, k, ms, g, add, sdo, sdr, sdi):
+    d = g[None, :] * ((v - k[None, :]) - ms[None, :]) + add[None, :]
+    tl.store(dx_ptr + o * sdo + r[:, None] * sdr + i[None, :] * sdi, d.to(dx_ptr.dtype.element_ty), mask=m)
+
+
 @fast_kernel
 def _var_bw_kernel(g_ptr, x_ptr, o_ptr, gm_ptr, dx_ptr, inner, R, sxo, sxr, sxi, sdo, sdr, sdi, sgo, sgi, n_iblk,
                    scale: tl.float64, inv_n: tl.float64, STD: tl.constexpr, GM: tl.constexpr, ACC: tl.constexpr,
-                   I64: tl.constexpr, INTERP: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr):
+                   I64: tl.constexpr, INTERP: tl.constexpr, ONE: tl.constexpr, BLOCK_R: tl.constexpr,
+                   BLOCK_I: tl.constexpr):
     """dx = g' * scale * (x - mean) [+ gm / N]; g' = g, or g / (2 std) (0 where std == 0) for std.  Tile
-    [BLOCK_R, BLOCK_I]: R on axis 0, independent lanes (rows or inner positions) on axis 1.  Pass 1 sums
-    x - K (K = x[r=0], so large means cancel exactly), pass 2 re-reads x (an L2 hit for rows that fit) and
-    writes: 2 reads + 1 write of x's size, vs 4-5 passes for the unfused mean / sub / mul chain."""
+    [BLOCK_R, BLOCK_I]: R on axis 0, independent lanes (rows or inner positions) on axis 1.  The mean is the sum
+    of x - K (K = x[r=0], so large means cancel exactly) / N.  ONE (R <= BLOCK_R: the whole reduced extent is one
+    tile, rows up to 8192 elements): the tile is loaded once, summed and written from the registers, 1 read +
+    1 write of x's size (the floor); otherwise a summing pass, then a second read (an L2 hit for rows that fit)
+    that writes: 2 reads + 1 write."""
     pid = tl.program_id(0)
     o = pid // n_iblk
     if I64:
@@ -397,31 +419,37 @@ def _var_bw_kernel(g_ptr, x_ptr, o_ptr, gm_ptr, dx_ptr, inner, R, sxo, sxr, sxi,
     add = tl.zeros([BLOCK_I], ACC)
     if GM:
         add = tl.load(gm_ptr + o * sgo + i * sgi, mask=i_ok, other=0).to(ACC) * _scalar(inv_n, ACC, INTERP)
-    rr = tl.arange(0, BLOCK_R)
-    acc = tl.zeros([BLOCK_I], ACC)
-    for start in loop(0, R, BLOCK_R):
-        r = start + rr
-        if I64:
-            r = r.to(tl.int64)
-        m = (r < R)[:, None] & i_ok[None, :]
-        v = tl.load(x_ptr + o * sxo + r[:, None] * sxr + i[None, :] * sxi, mask=m, other=0).to(ACC)
-        acc += tl.sum(tl.where(m, v - k[None, :], 0.0), axis=0)
-    ms = acc * _scalar(inv_n, ACC, INTERP)
-    for start in loop(0, R, BLOCK_R):
-        r = start + rr
-        if I64:
-            r = r.to(tl.int64)
-        m = (r < R)[:, None] & i_ok[None, :]
-        v = tl.load(x_ptr + o * sxo + r[:, None] * sxr + i[None, :] * sxi, mask=m, other=0).to(ACC)
-        d = g[None, :] * ((v - k[None, :]) - ms[None, :]) + add[None, :]
-        tl.store(dx_ptr + o * sdo + r[:, None] * sdr + i[None, :] * sdi, d.to(dx_ptr.dtype.element_ty), mask=m)
+    if ONE:
+        r, m, v = rtile(x_ptr, o, 0, i, i_ok, R, sxo, sxr, sxi, 0, ACC, I64, BLOCK_R)
+        ms = tl.sum(tl.where(m, v - k[None, :], 0.0), axis=0) * _scalar(inv_n, ACC, INTERP)
+        _var_dx(dx_ptr, o, r, i, m, v, k, ms, g, add, sdo, sdr, sdi)
+    else:
+        acc = tl.zeros([BLOCK_I], ACC)
+        for start in loop(0, R, BLOCK_R):
+            r, m, v = rtile(x_ptr, o, start, i, i_ok, R, sxo, sxr, sxi, 0, ACC, I64, BLOCK_R)
+            acc += tl.sum(tl.where(m, v - k[None, :], 0.0), axis=0)
+        ms = acc * _scalar(inv_n, ACC, INTERP)
+        for start in loop(0, R, BLOCK_R):
+            r, m, v = rtile(x_ptr, o, start, i, i_ok, R, sxo, sxr, sxi, 0, ACC, I64, BLOCK_R)
+            _var_dx(dx_ptr, o, r, i, m, v, k, ms, g, add, sdo, sdr, sdi)
 
 
-def bw_layout(shape, dims, xs, dxs, reduced):
+def single_tile(itemsize: int) -> int:
+    """The longest reduced extent a (reduce, then write) backward keeps in one tile, read once: 8192 elements of
+    up to 4 bytes (16 warps: 16 values a thread), 4096 f64."""
+    return 4096 if itemsize > 4 else 8192
+
+
+def tile_warps(br: int, bi: int) -> int:
+    return 16 if br * bi >= 8192 else 8 if br * bi >= 2048 else 4
+
+
+def bw_layout(shape, dims, xs, dxs, reduced, single: int = 0):
     """Canonical layout for a (reduce, then write) backward kernel: the views of ``xs`` (same shape) and their
     strides, the output targets for ``dxs``, the reduced operands as contiguous (outer, inner), and the launch
     tile.  Rows (inner == 1) become the lanes of the tile's second axis with R contiguous along the first (as
-    amax_backward does).  Returns (xviews, targets, reduced, (outer, R, inner), [x strides], out strides,
+    amax_backward does); ``single``: rows up to that many elements take one tile (BLOCK_R >= R: the kernel reads
+    x once), longer ones tiles of 1024.  Returns (xviews, targets, reduced, (outer, R, inner), [x strides], out strides,
     reduced strides, (BLOCK_R, BLOCK_I), i64, finish); call finish() after the launch."""
     outer, R, inner, perm = geometry(shape, dims)
     kshape = keepdim_shape(shape, dims)
@@ -443,7 +471,7 @@ def bw_layout(shape, dims, xs, dxs, reduced):
             st[0], st[2] = 0, st[0]
         sd, sg = [0, 1, R], [0, 1]
         outer = 1
-        br = min(next_power_of_2(max(R, 1)), 1024)
+        br = min(next_power_of_2(max(R, 1)), max(1024, next_power_of_2(single) if R <= single else 0))
         bi = max(1, min(4096 // br, next_power_of_2(max(lanes, 1))))
     else:
         # columns: narrower lane blocks until there are ~2 programs per SM (a [16384, 4096] reduction over dim 0
@@ -469,14 +497,14 @@ def _run_var_bw(desc, inputs, outputs, ws):
     if math.prod(shape) == 0:
         return
     (xv,), (target,), (g, out, gm), (outer, R, inner), (sx,), sd, sg, (br, bi), i64, finish = bw_layout(
-        shape, dims, (x,), (outputs[0],), (g, out, gm))
+        shape, dims, (x,), (outputs[0],), (g, out, gm), single=single_tile(desc.dtype.itemsize))
     n_iblk = cdiv(inner, bi)
     dof = n - desc.attr("correction")
     scale = 2.0 / dof if dof != 0 else math.inf    # torch: 2 / (N - correction), unclamped
     _var_bw_kernel[(outer * n_iblk,)](g, xv, out, gm if gm is not None else g, target, inner, R, *sx, *sd, *sg,
                                       n_iblk, scale, 1.0 / n, STD=desc.attr("std"), GM=gm is not None,
-                                      ACC=_TL[_acc(desc.dtype)], I64=i64, INTERP=INTERPRETING, BLOCK_R=br, BLOCK_I=bi,
-                                      num_warps=8 if br * bi >= 2048 else 4)
+                                      ACC=_TL[_acc(desc.dtype)], I64=i64, INTERP=INTERPRETING, ONE=br >= R,
+                                      BLOCK_R=br, BLOCK_I=bi, num_warps=tile_warps(br, bi))
     finish()
 
 
