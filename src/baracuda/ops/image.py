@@ -217,6 +217,8 @@ def _fw_attrs(d):
 
 
 def _g(ctx, d, grads, s):
+    if grads[0] is None or not d.dtype.is_floating:     # a u8 output (nearest): no gradient
+        return (None,)
     return (ctx.op("interpolate_backward", grads[0], input_size=d.inputs[0].shape, **_fw_attrs(d)),)
 
 

@@ -59,14 +59,20 @@ def _check_cs(inputs, attrs):
 
 
 def _g_ps(ctx, d, grads, s):
+    if grads[0] is None:     # an integer output: no gradient
+        return (None,)
     return (ctx.op("pixel_unshuffle", grads[0], downscale_factor=d.attr("upscale_factor")),)
 
 
 def _g_pu(ctx, d, grads, s):
+    if grads[0] is None:
+        return (None,)
     return (ctx.op("pixel_shuffle", grads[0], upscale_factor=d.attr("downscale_factor")),)
 
 
 def _g_cs(ctx, d, grads, s):
+    if grads[0] is None:
+        return (None,)
     return (ctx.op("channel_shuffle", grads[0], groups=d.inputs[0].shape[1] // d.attr("groups")),)
 
 
