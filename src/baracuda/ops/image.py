@@ -383,10 +383,10 @@ def _reg(**kw):
 
 _reg(name="interpolate", arg_names=("x",), check=_check, dtypes=_DTYPES, attrs=_ATTRS, torch_peer=_peer,
      torch_name="torch.nn.functional.interpolate", dropin=_dropin, grad=_g, saves=(), differentiable=(0,),
-     samples=_samples, errors=_errors, grad_tol=_tol, workloads=_WL,
+     samples=_samples, errors=_errors, grad_tol=_tol, workloads=_WL, out_format_of=0,
      doc="resample (N, C, *spatial) to size: nearest, nearest-exact, (bi/tri)linear, bicubic, area; antialias.")
 _reg(name="interpolate_backward", arg_names=("grad",), check=_check_bw, dtypes=FLOAT_TYPES,
-     attrs=_ATTRS + (Attr("input_size", "shape"),), torch_peer=_peer_bw, samples=_bw_samples, errors=_bw_errors,
+     attrs=_ATTRS + (Attr("input_size", "shape"),), torch_peer=_peer_bw, samples=_bw_samples, errors=_bw_errors, out_format_of=0,
      workloads=tuple(Workload(w.name.replace("interpolate", "interpolate_backward"),
                               ((w.shapes[0][:2] + w.attrs["size"]),), w.dtype,
                               dict(w.attrs, input_size=w.shapes[0])) for w in _WL),
