@@ -24,7 +24,7 @@ import triton.language as tl
 from ...._core.dtypes import DType
 from ...._core.sku import MathPrecision, PrecisionGuarantee
 from .._lib.geometry import cdiv, next_power_of_2
-from .._lib.interp import loop
+from .._lib.interp import INTERPRETING, loop
 from .._lib.launch import fast_kernel
 from .._lib.math import rint
 from .._lib.register import register_triton
@@ -83,7 +83,7 @@ def _cubic(t, K: tl.constexpr):
 
 
 @triton.jit
-def _tap(c, S, K: tl.constexpr, MODE: tl.constexpr, PAD: tl.constexpr, ALIGN: tl.constexpr):
+def _tap(c, S, K: tl.constexpr, MODE: tl.constexpr, PAD: tl.constexpr, ALIGN: tl.constexpr, I64: tl.constexpr):
     """Tap K of grid coordinate c along a dim of size S: (index, weight, d weight / d source, valid, d source / d c)."""
     if ALIGN:
         u = (c + 1.0) * 0.5 * (S - 1.0)
@@ -96,7 +96,7 @@ def _tap(c, S, K: tl.constexpr, MODE: tl.constexpr, PAD: tl.constexpr, ALIGN: tl
         w, dw = _cubic(u - i0, K)
         pos, _g = _pad(i0 + (K - 1.0), S, PAD, ALIGN)
         valid = (pos >= 0) & (pos <= S - 1.0)
-        idx = tl.where(valid, pos, 0.0).to(tl.int32)
+        idx = tl.where(valid, pos, 0.0).to(tl.int64 if I64 else tl.int32)
         mult = u * 0.0 + m0
     else:
         v, g = _pad(u, S, PAD, ALIGN)
@@ -115,14 +115,17 @@ def _tap(c, S, K: tl.constexpr, MODE: tl.constexpr, PAD: tl.constexpr, ALIGN: tl
                 w = fr
                 dw = v * 0.0 + 1.0
         valid = (f >= 0) & (f <= S - 1.0)
-        idx = tl.where(valid, f, 0.0).to(tl.int32)
+        idx = tl.where(valid, f, 0.0).to(tl.int64 if I64 else tl.int32)
         mult = m0 * g
     return idx, w, dw, valid, mult
 
 
 @triton.jit
-def _point(pid, NP, P, P1, P2, BP: tl.constexpr):
-    offs = pid * BP + tl.arange(0, BP)
+def _point(pid, NP, P, P1, P2, I64: tl.constexpr, BP: tl.constexpr):
+    if I64:
+        offs = pid.to(tl.int64) * BP + tl.arange(0, BP).to(tl.int64)
+    else:
+        offs = pid * BP + tl.arange(0, BP)
     mask = offs < NP
     n = offs // P
     p = offs % P
@@ -134,9 +137,9 @@ def _gs_kernel(x_ptr, grid_ptr, y_ptr, go_ptr, dx_ptr, dg_ptr, NP, P, C, D, H, W
                xn, xc, xd, xh, xw, gn, g0, g1, g2, gk, yn, yc, y0, y1, y2, P1, P2,
                dxn, dxc, dxd, dxh, dxw, dgn, dg0, dg1, dg2, dgk,
                ND: tl.constexpr, MODE: tl.constexpr, PAD: tl.constexpr, ALIGN: tl.constexpr, T: tl.constexpr,
-               BACKWARD: tl.constexpr, F64: tl.constexpr, BP: tl.constexpr, BC: tl.constexpr):
+               BACKWARD: tl.constexpr, F64: tl.constexpr, I64: tl.constexpr, BP: tl.constexpr, BC: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
-    mask, n, p0, p1, p2 = _point(tl.program_id(0), NP, P, P1, P2, BP)
+    mask, n, p0, p1, p2 = _point(tl.program_id(0), NP, P, P1, P2, I64, BP)
     goff = n * gn + p0 * g0 + p1 * g1 + p2 * g2
     cx = tl.load(grid_ptr + goff, mask=mask, other=0.0).to(CT)
     cy = tl.load(grid_ptr + goff + gk, mask=mask, other=0.0).to(CT)
@@ -153,6 +156,8 @@ def _gs_kernel(x_ptr, grid_ptr, y_ptr, go_ptr, dx_ptr, dg_ptr, NP, P, C, D, H, W
     az = cx * 0.0
     for cb in loop(0, tl.cdiv(C, BC)):
         cc = cb * BC + tl.arange(0, BC)
+        if I64:
+            cc = cc.to(tl.int64)
         cm = cc < C
         yoff = n * yn + p0 * y0 + p1 * y1 + p2 * y2
         if BACKWARD:
@@ -162,7 +167,7 @@ def _gs_kernel(x_ptr, grid_ptr, y_ptr, go_ptr, dx_ptr, dg_ptr, NP, P, C, D, H, W
             acc = tl.zeros([BP, BC], CT)
         for tz in tl.static_range(TZ):
             if ND == 3:
-                iz, wz, dwz, vz, mz = _tap(cz, Sz, tz, MODE, PAD, ALIGN)
+                iz, wz, dwz, vz, mz = _tap(cz, Sz, tz, MODE, PAD, ALIGN, I64)
             else:
                 iz = n * 0
                 wz = cx * 0.0 + 1.0
@@ -170,9 +175,9 @@ def _gs_kernel(x_ptr, grid_ptr, y_ptr, go_ptr, dx_ptr, dg_ptr, NP, P, C, D, H, W
                 vz = mask
                 mz = cx * 0.0
             for ty in tl.static_range(T):
-                iy, wy, dwy, vy, my = _tap(cy, Sy, ty, MODE, PAD, ALIGN)
+                iy, wy, dwy, vy, my = _tap(cy, Sy, ty, MODE, PAD, ALIGN, I64)
                 for tx in tl.static_range(T):
-                    ix, wx, dwx, vx, mx = _tap(cx, Sx, tx, MODE, PAD, ALIGN)
+                    ix, wx, dwx, vx, mx = _tap(cx, Sx, tx, MODE, PAD, ALIGN, I64)
                     ok = (mask & vz & vy & vx)[:, None] & cm[None, :]
                     xoff = n * xn + iz * xd + iy * xh + ix * xw
                     v = tl.load(x_ptr + xoff[:, None] + cc[None, :] * xc, mask=ok, other=0.0).to(CT)
@@ -201,6 +206,12 @@ def _gs_kernel(x_ptr, grid_ptr, y_ptr, go_ptr, dx_ptr, dg_ptr, NP, P, C, D, H, W
 
 def _pad_front(t, k, fill):
     return (fill,) * (k - len(t)) + tuple(t)
+
+
+def _i64(*ts):
+    """int64 offsets when an address can pass 2^31 elements, and under the interpreter (its int32 overflow check costs
+    ~1 ms per multiply; int64 has none)."""
+    return INTERPRETING or max(sum((d - 1) * abs(s) for d, s in zip(t.shape, t.stride())) for t in ts) >= 2 ** 31 - 2 ** 16
 
 
 def _gs_geometry(desc):
@@ -237,7 +248,7 @@ def _run_gs(desc, inputs, outputs, ws):
     gs = grid.stride()
     gst = (gs[0],) + _pad_front(gs[1:-1], 3, 0) + (gs[-1],)
     _gs_kernel[(cdiv(n * P, _BP),)](x, grid, y, y, y, y, n * P, P, x.shape[1], *sp, *_strides5(x, 2), *gst,
-                                    *_strides5(y, 2), p3[1], p3[2], *(0,) * 10, BACKWARD=False, BP=_BP, BC=bc,
+                                    *_strides5(y, 2), p3[1], p3[2], *(0,) * 10, BACKWARD=False, I64=_i64(x, grid, y), BP=_BP, BC=bc,
                                     num_warps=4, **kw)
 
 
@@ -263,6 +274,7 @@ def _run_gs_bw(desc, inputs, outputs, ws):
     dgst = (ds[0],) + _pad_front(ds[1:-1], 3, 0) + (ds[-1],)
     _gs_kernel[(cdiv(n * P, _BP),)](x, grid, g, g, acc, dgrid, n * P, P, x.shape[1], *sp, *_strides5(x, 2), *gst,
                                     *_strides5(g, 2), p3[1], p3[2], *_strides5(acc, 2), *dgst, BACKWARD=True,
+                                    I64=_i64(x, grid, g, acc),
                                     BP=_BP, BC=bc, num_warps=4, **kw)
     if half:
         dx.copy_(acc)

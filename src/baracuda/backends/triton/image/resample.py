@@ -22,12 +22,13 @@ import triton.language as tl
 from ...._core.dtypes import DType
 from ....ops.image import interp_matrices, interp_tables
 from .._lib.geometry import cdiv
-from .._lib.interp import loop
+from .._lib.interp import INTERPRETING, loop
 from .._lib.launch import fast_kernel
 from .._lib.register import register_triton
 
 _BLOCK = 256
 _LIMIT = 2 ** 31 - 2 ** 16
+# (int64 offsets under the interpreter too: its int32 overflow check costs ~1 ms per multiply, int64 has none)
 
 
 @fast_kernel
@@ -61,13 +62,13 @@ def _sep_kernel(x_ptr, y_ptr, i0_ptr, w0_ptr, i1_ptr, w1_ptr, i2_ptr, w2_ptr, to
     base = n * xn + c * xc
     acc = tl.zeros([BLOCK], w0_ptr.dtype.element_ty)
     for t0 in loop(0, T0):
-        j0 = tl.load(i0_ptr + o0 * T0 + t0, mask=mask, other=0)
+        j0 = tl.load(i0_ptr + o0 * T0 + t0, mask=mask, other=0).to(offs.dtype)
         v0 = tl.load(w0_ptr + o0 * T0 + t0, mask=mask, other=0.0)
         for t1 in loop(0, T1):
-            j1 = tl.load(i1_ptr + o1 * T1 + t1, mask=mask, other=0)
+            j1 = tl.load(i1_ptr + o1 * T1 + t1, mask=mask, other=0).to(offs.dtype)
             v1 = v0 * tl.load(w1_ptr + o1 * T1 + t1, mask=mask, other=0.0)
             for t2 in loop(0, T2):
-                j2 = tl.load(i2_ptr + o2 * T2 + t2, mask=mask, other=0)
+                j2 = tl.load(i2_ptr + o2 * T2 + t2, mask=mask, other=0).to(offs.dtype)
                 v = v1 * tl.load(w2_ptr + o2 * T2 + t2, mask=mask, other=0.0)
                 xv = tl.load(x_ptr + base + j0 * x0 + j1 * x1 + j2 * x2, mask=mask, other=0)
                 acc += v * xv.to(acc.dtype)
@@ -116,7 +117,7 @@ def _bind(desc, pref=None):
         reach = max(sum((d - 1) * abs(s) for d, s in zip(t.shape, t.stride())) for t in (x, y)) + total
         _sep_kernel[(cdiv(total, _BLOCK),)](
             x, y, *tabs, total, c, *o, xs[0], xs[1], *_pad3(xs[2:], 0), ys[0], ys[1], *_pad3(ys[2:], 0),
-            *(i.shape[1] for i, _ in host), CL=_channels_last(y), I64=reach >= _LIMIT, BLOCK=_BLOCK, num_warps=4)
+            *(i.shape[1] for i, _ in host), CL=_channels_last(y), I64=INTERPRETING or reach >= _LIMIT, BLOCK=_BLOCK, num_warps=4)
     return run
 
 
