@@ -2,8 +2,8 @@
 
 grid_sample: one kernel for 2-d and 3-d (ND constexpr; a 2-d problem is D = 1 with one z tap), every mode (MODE 0
 bilinear, 1 nearest, 2 bicubic) and padding (PAD 0 zeros, 1 border, 2 reflection).  A program owns BP grid
-points x a loop over channel blocks of BC: the coordinates and taps of a point are computed once per channel
-block (``_tap``: torch's unnormalize / clamp / reflect arithmetic in f32, f64 for f64), then every tap reads a
+points x a loop over channel blocks of BC: the coordinates and the T taps of each dim are computed once per
+program (``_tap``: torch's unnormalize / clamp / reflect arithmetic in f32, f64 for f64), then every tap reads a
 [BP, BC] tile of x with its own strides (NCHW or channels-last in place) and the output tile is written along
 the points (coalesced for the contiguous NCHW output torch returns).  bf16 [8, 64, 128, 128] with a 128 x 128
 grid: 8 MB written, ~4 taps x 8 MB gathered mostly from L2: ~10-15 us expected.
@@ -121,6 +121,21 @@ def _tap(c, S, K: tl.constexpr, MODE: tl.constexpr, PAD: tl.constexpr, ALIGN: tl
 
 
 @triton.jit
+def _taps(c, S, T: tl.constexpr, MODE: tl.constexpr, PAD: tl.constexpr, ALIGN: tl.constexpr, I64: tl.constexpr):
+    """The T taps of one dim as a 4-tuple of _tap results (the unused entries repeat tap 0, never read)."""
+    t0 = _tap(c, S, 0, MODE, PAD, ALIGN, I64)
+    t1 = t0
+    t2 = t0
+    t3 = t0
+    if T > 1:
+        t1 = _tap(c, S, 1, MODE, PAD, ALIGN, I64)
+    if T > 2:
+        t2 = _tap(c, S, 2, MODE, PAD, ALIGN, I64)
+        t3 = _tap(c, S, 3, MODE, PAD, ALIGN, I64)
+    return t0, t1, t2, t3
+
+
+@triton.jit
 def _point(pid, NP, P, P1, P2, I64: tl.constexpr, BP: tl.constexpr):
     if I64:
         offs = pid.to(tl.int64) * BP + tl.arange(0, BP).to(tl.int64)
@@ -151,6 +166,14 @@ def _gs_kernel(x_ptr, grid_ptr, y_ptr, go_ptr, dx_ptr, dg_ptr, NP, P, C, D, H, W
     Sy = (cx * 0.0 + H).to(CT)
     Sx = (cx * 0.0 + W).to(CT)
     TZ: tl.constexpr = T if ND == 3 else 1
+    # every tap of every dim once per program (T <= 4 per dim), outside the channel and tap-combination loops
+    XS = _taps(cx, Sx, T, MODE, PAD, ALIGN, I64)
+    YS = _taps(cy, Sy, T, MODE, PAD, ALIGN, I64)
+    if ND == 3:
+        ZS = _taps(cz, Sz, T, MODE, PAD, ALIGN, I64)
+    else:
+        one = (n * 0, cx * 0.0 + 1.0, cx * 0.0, mask, cx * 0.0)    # D = 1: one unit tap, no z gradient
+        ZS = (one, one, one, one)
     ax = cx * 0.0
     ay = cx * 0.0
     az = cx * 0.0
@@ -166,18 +189,11 @@ def _gs_kernel(x_ptr, grid_ptr, y_ptr, go_ptr, dx_ptr, dg_ptr, NP, P, C, D, H, W
         else:
             acc = tl.zeros([BP, BC], CT)
         for tz in tl.static_range(TZ):
-            if ND == 3:
-                iz, wz, dwz, vz, mz = _tap(cz, Sz, tz, MODE, PAD, ALIGN, I64)
-            else:
-                iz = n * 0
-                wz = cx * 0.0 + 1.0
-                dwz = cx * 0.0
-                vz = mask
-                mz = cx * 0.0
+            iz, wz, dwz, vz, mz = ZS[tz]
             for ty in tl.static_range(T):
-                iy, wy, dwy, vy, my = _tap(cy, Sy, ty, MODE, PAD, ALIGN, I64)
+                iy, wy, dwy, vy, my = YS[ty]
                 for tx in tl.static_range(T):
-                    ix, wx, dwx, vx, mx = _tap(cx, Sx, tx, MODE, PAD, ALIGN, I64)
+                    ix, wx, dwx, vx, mx = XS[tx]
                     ok = (mask & vz & vy & vx)[:, None] & cm[None, :]
                     xoff = n * xn + iz * xd + iy * xh + ix * xw
                     v = tl.load(x_ptr + xoff[:, None] + cc[None, :] * xc, mask=ok, other=0.0).to(CT)
@@ -225,7 +241,9 @@ def _gs_geometry(desc):
                            ALIGN=desc.attr("align_corners"), T=t, F64=x.dtype == DType.f64)
 
 
-_BP = 64
+# points per program: 64 x a channel block of <= 32 on the GPU; under the interpreter one program takes a test's
+# whole grid (its cost is per program and op, not per element)
+_BP = 256 if INTERPRETING else 64
 
 
 def _strides5(t, k):

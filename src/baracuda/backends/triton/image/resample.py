@@ -26,7 +26,7 @@ from .._lib.interp import INTERPRETING, loop
 from .._lib.launch import fast_kernel
 from .._lib.register import register_triton
 
-_BLOCK = 256
+_BLOCK = 2048 if INTERPRETING else 256    # (the interpreter's cost is per program and op: fewer programs there)
 _LIMIT = 2 ** 31 - 2 ** 16
 # (int64 offsets under the interpreter too: its int32 overflow check costs ~1 ms per multiply, int64 has none)
 
