@@ -236,7 +236,9 @@ def _gs_geometry(desc):
     mode = desc.attr("mode")
     t = {"bilinear": 2, "nearest": 1, "bicubic": 4}[mode]
     c = x.shape[1]
-    bc = min(next_power_of_2(max(c, 1)), 32 if t < 4 else 16)
+    # channel block: 32 for the bilinear / nearest forward, 16 with bicubic's 16 taps or the backward's extra tiles
+    # (sm_90, 4 warps, BP 64: forward bicubic 120 registers, backward bicubic 220, 3-d bilinear 142; no spills)
+    bc = min(next_power_of_2(max(c, 1)), 32 if t < 4 and desc.op == "grid_sample" else 16)
     return nd, t, bc, dict(ND=nd, MODE=_MODES[mode], PAD=_PADS[desc.attr("padding_mode")],
                            ALIGN=desc.attr("align_corners"), T=t, F64=x.dtype == DType.f64)
 
