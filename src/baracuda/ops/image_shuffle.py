@@ -138,7 +138,7 @@ for _op, _key, _chk, _g, _din, _wl in (
         attrs=(Attr(_key, "int", gt=0, expected="a positive int"),), torch_peer=_peer(_op, _key),
         torch_name=f"torch.nn.functional.{_op}", torch_aliases=(f"torch.{_op}",), dropin=_din, grad=_g,
         saves=(), differentiable=(0,), samples=_samples(_op), errors=_errors(_op, _key), cost=_cost, out_format_of=0,
-        workloads=(Workload(f"{_op}-{list(_wl[0])}-{_key[0]}{_wl[1]}-bf16", (_wl[0],), DType.bf16, {_key: _wl[1]},
+        workloads=(Workload(f"{_op}-[{','.join(map(str, _wl[0]))}]-{_key[0]}{_wl[1]}-bf16", (_wl[0],), DType.bf16, {_key: _wl[1]},
                             backward=True),),
         doc=f"{_op}: an exact rearrangement (a copy from a strided view of the input)."))
 
