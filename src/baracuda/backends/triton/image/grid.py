@@ -328,8 +328,8 @@ def _base(j, S, ALIGN: tl.constexpr):
 
 
 @fast_kernel
-def _ag_kernel(th_ptr, out_ptr, total, D, H, W, ND: tl.constexpr, ALIGN: tl.constexpr, F64: tl.constexpr,
-               BLOCK: tl.constexpr):
+def _ag_kernel(th_ptr, out_ptr, total, D, H, W, tn, ti, tk, ND: tl.constexpr, ALIGN: tl.constexpr,
+               F64: tl.constexpr, BLOCK: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < total
@@ -339,18 +339,17 @@ def _ag_kernel(th_ptr, out_ptr, total, D, H, W, ND: tl.constexpr, ALIGN: tl.cons
     h = (p // W) % H
     d = (p // (W * H)) % D
     n = p // (W * H * D)
-    K: tl.constexpr = ND + 1
-    tb = th_ptr + n * (ND * K) + i * K
-    acc = tl.load(tb + 0, mask=mask, other=0.0).to(CT) * _base(w.to(CT), W, ALIGN)
-    acc += tl.load(tb + 1, mask=mask, other=0.0).to(CT) * _base(h.to(CT), H, ALIGN)
+    tb = th_ptr + n * tn + i * ti
+    acc = tl.load(tb, mask=mask, other=0.0).to(CT) * _base(w.to(CT), W, ALIGN)
+    acc += tl.load(tb + tk, mask=mask, other=0.0).to(CT) * _base(h.to(CT), H, ALIGN)
     if ND == 3:
-        acc += tl.load(tb + 2, mask=mask, other=0.0).to(CT) * _base(d.to(CT), D, ALIGN)
-    acc += tl.load(tb + ND, mask=mask, other=0.0).to(CT)
+        acc += tl.load(tb + 2 * tk, mask=mask, other=0.0).to(CT) * _base(d.to(CT), D, ALIGN)
+    acc += tl.load(tb + ND * tk, mask=mask, other=0.0).to(CT)
     tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 @fast_kernel
-def _ag_bw_kernel(g_ptr, out_ptr, P, D, H, W, gn, gp, gk, ND: tl.constexpr, ALIGN: tl.constexpr,
+def _ag_bw_kernel(g_ptr, out_ptr, P, D, H, W, gn, gd, gh, gw, gk, ND: tl.constexpr, ALIGN: tl.constexpr,
                   F64: tl.constexpr, BLOCK: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     row = tl.program_id(0)
@@ -363,10 +362,10 @@ def _ag_bw_kernel(g_ptr, out_ptr, P, D, H, W, gn, gp, gk, ND: tl.constexpr, ALIG
     for b in loop(0, tl.cdiv(P, BLOCK)):
         p = b * BLOCK + tl.arange(0, BLOCK)
         m = p < P
-        g = tl.load(g_ptr + n * gn + p * gp + i * gk, mask=m, other=0.0).to(CT)
         w = p % W
         h = (p // W) % H
         d = p // (W * H)
+        g = tl.load(g_ptr + n * gn + d * gd + h * gh + w * gw + i * gk, mask=m, other=0.0).to(CT)
         sx += g * _base(w.to(CT), W, ALIGN)
         sy += g * _base(h.to(CT), H, ALIGN)
         sz += g * _base(d.to(CT), D, ALIGN)
@@ -388,15 +387,15 @@ def _ag_dims(desc):
 
 
 def _run_ag(desc, inputs, outputs, ws):
-    theta = inputs[0].contiguous()     # (N, nd, nd + 1): at most 12 numbers per sample
-    out = outputs[0]
+    theta, out = inputs[0], outputs[0]
     nd, (D, H, W), align, f64 = _ag_dims(desc)
     total = out.numel()
     if total == 0:
         return
+    # the kernel writes the (N, *spatial, nd) grid densely: a strided out= gets a contiguous temporary
     dst = out if out.is_contiguous() else torch.empty_like(out, memory_format=torch.contiguous_format)
-    _ag_kernel[(cdiv(total, 1024),)](theta, dst, total, D, H, W, ND=nd, ALIGN=align, F64=f64, BLOCK=1024,
-                                     num_warps=4)
+    _ag_kernel[(cdiv(total, 1024),)](theta, dst, total, D, H, W, *theta.stride(), ND=nd, ALIGN=align, F64=f64,
+                                     BLOCK=1024, num_warps=4)
     if dst is not out:
         out.copy_(dst)
 
@@ -409,11 +408,10 @@ def _run_ag_bw(desc, inputs, outputs, ws):
     if out.numel() == 0:
         return
     dst = out if out.is_contiguous() else torch.empty_like(out, memory_format=torch.contiguous_format)
-    P = D * H * W
-    # the grid's points: (N, *spatial, nd) with merged spatial strides when they merge, else a contiguous copy
-    gv = g.reshape(n, P, nd) if g.dim() else g
-    _ag_bw_kernel[(n * nd,)](gv, dst, P, D, H, W, gv.stride(0), gv.stride(1), gv.stride(2), ND=nd, ALIGN=align,
-                             F64=f64, BLOCK=min(1024, next_power_of_2(max(P, 16))), num_warps=4)
+    st = g.stride()
+    _ag_bw_kernel[(n * nd,)](g, dst, D * H * W, D, H, W, st[0], *_pad_front(st[1:-1], 3, 0), st[-1], ND=nd,
+                             ALIGN=align, F64=f64, BLOCK=min(1024, next_power_of_2(max(D * H * W, 16))),
+                             num_warps=4)
     if dst is not out:
         out.copy_(dst)
 
