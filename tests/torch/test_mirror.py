@@ -338,12 +338,18 @@ def _twin_cases():
         # (the drawing forms: tests/random/test_dropout.py; torch's stream is not ours)
         ("dropout", (x, 0.5, False), {}), ("dropout", (x, 0.0, True), {}), ("alpha_dropout", (x, 0.3, False), {}),
         ("feature_alpha_dropout", (R(2, 3, 4), 0.3, False), {}),
+        ("nn.functional.upsample", (R(1, 2, 3, 4), None, 1.5, "bilinear"), {}),
+        ("nn.functional.upsample_bilinear", (R(1, 2, 3, 4),), {"size": (5, 2)}),
+        ("nn.functional.upsample_nearest", (R(1, 2, 3), None, 2), {}),
     ]
 
 
 TWIN_CASES = _twin_cases()
 # torch's F.sigmoid / F.tanh are Python functions calling input.sigmoid() (no __torch_function__ of their own)
-_ROUTED_AS = {"nn.functional.sigmoid": "Tensor.sigmoid", "nn.functional.tanh": "Tensor.tanh"}
+_ROUTED_AS = {"nn.functional.sigmoid": "Tensor.sigmoid", "nn.functional.tanh": "Tensor.tanh",
+              # torch's deprecated upsample forms call F.interpolate (no __torch_function__ of their own)
+              **{f"nn.functional.upsample{s}": "torch.nn.functional.interpolate" for s in ("", "_bilinear",
+                                                                                          "_nearest")}}
 
 
 def _clones(args):

@@ -289,6 +289,9 @@ class Plan:
                 # (empty_like of a non-contiguous input would copy its strides: outputs are always contiguous)
                 return [empty_like(xs[like]) if like is not None and xs[like].is_contiguous() else alloc()
                         for like, alloc in allocs]
+            fmt = self.desc.spec.out_format_of
+            if fmt is not None:
+                alloc_outs = _format_following(alloc_outs, fmt, self._out_specs, self._out_tdt, self._torch_dev)
             fast = self._fast = (torch.Tensor, sigs, didx, allocs, alloc_outs, ws)
         return fast
 
@@ -352,7 +355,7 @@ class Plan:
                 return produce(xs)
 
             return go
-        if len(allocs) == 1 and ws is None and allocs[0][0] is not None:
+        if len(allocs) == 1 and ws is None and allocs[0][0] is not None and self.desc.spec.out_format_of is None:
             like, alloc = allocs[0]      # one output shaped like an input (elementwise, norms, softmax): the hot case
 
             def go(xs):
@@ -373,6 +376,23 @@ class Plan:
             return outs
 
         return go
+
+
+def _format_following(alloc_outs, i, specs, tdts, dev):
+    """``alloc_outs`` whose outputs of input ``i``'s rank take its channels-last memory format when it has one (and is
+    not also contiguous: torch's suggest_memory_format)."""
+    import torch
+
+    formats = {4: torch.channels_last, 5: torch.channels_last_3d}
+
+    def alloc(xs):
+        x = xs[i]
+        mf = formats.get(x.dim())
+        if mf is None or x.is_contiguous() or not x.is_contiguous(memory_format=mf):
+            return alloc_outs(xs)
+        return [torch.empty(t.shape, dtype=dt, device=dev, memory_format=mf) if len(t.shape) == x.dim() else o
+                for t, dt, o in zip(specs, tdts, alloc_outs(xs))]
+    return alloc
 
 
 def _write_back(outs, given) -> None:

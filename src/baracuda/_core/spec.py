@@ -266,6 +266,9 @@ class OpSpec:
     # op names the backward rule composes that are data (a table row's backward op, a derived spec's name); the
     # literal names of a module's rules are declared with ``declare_rule_ops``; both are checked at import
     uses: tuple[str, ...] = ()
+    # the index of the input whose memory format (channels_last / channels_last_3d) the plan's torch outputs of the
+    # same rank follow (torch's suggest_memory_format rule for conv / pool / interpolate); None: contiguous outputs
+    out_format_of: int | None = None
     # the output's values are unspecified (empty / empty_like: uninitialized memory, torch.empty's contract): only
     # shapes, dtypes and devices are compared by the tests
     values_unspecified: bool = False

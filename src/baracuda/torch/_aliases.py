@@ -151,6 +151,18 @@ def _dropout_train(input, p, train):                         # torch.dropout / a
     return (input, p, train), {}
 
 
+def _upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):   # F.upsample (deprecated)
+    return (input, size, scale_factor, mode, align_corners), {}
+
+
+def _upsample_bilinear(input, size=None, scale_factor=None):   # F.upsample_bilinear: align_corners=True
+    return (input, size, scale_factor, "bilinear", True), {}
+
+
+def _upsample_nearest(input, size=None, scale_factor=None):
+    return (input, size, scale_factor, "nearest"), {}
+
+
 _F = "nn.functional."
 # torch name (relative to torch) -> (the published drop-in it runs, translator from its torch signature or None)
 TWINS = {
@@ -173,6 +185,8 @@ TWINS = {
     "poisson_nll_loss": (_F + "poisson_nll_loss", _poisson_nll_loss),
     "triplet_margin_loss": (_F + "triplet_margin_loss", _triplet_margin_loss),
     **{n: (_F + n, _dropout_train) for n in ("dropout", "alpha_dropout", "feature_alpha_dropout")},
+    _F + "upsample": (_F + "interpolate", _upsample), _F + "upsample_bilinear": (_F + "interpolate", _upsample_bilinear),
+    _F + "upsample_nearest": (_F + "interpolate", _upsample_nearest),
 }
 
 
