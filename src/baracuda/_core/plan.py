@@ -390,8 +390,8 @@ def _format_following(alloc_outs, i, specs, tdts, dev):
         mf = formats.get(x.dim())
         if mf is None or x.is_contiguous() or not x.is_contiguous(memory_format=mf):
             return alloc_outs(xs)
-        return [torch.empty(t.shape, dtype=dt, device=dev, memory_format=mf) if len(t.shape) == x.dim() else o
-                for t, dt, o in zip(specs, tdts, alloc_outs(xs))]
+        return [torch.empty(t.shape, dtype=dt, device=dev, memory_format=mf) if len(t.shape) == x.dim()
+                else torch.empty(t.shape, dtype=dt, device=dev) for t, dt in zip(specs, tdts)]
     return alloc
 
 
