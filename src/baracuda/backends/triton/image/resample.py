@@ -25,6 +25,7 @@ from .._lib.geometry import cdiv
 from .._lib.interp import INTERPRETING, loop
 from .._lib.launch import fast_kernel
 from .._lib.register import register_triton
+from .._lib.strided import flat_offsets, unravel
 
 _BLOCK = 2048 if INTERPRETING else 256    # (the interpreter's cost is per program and op: fewer programs there)
 _LIMIT = 2 ** 31 - 2 ** 16
@@ -35,30 +36,11 @@ _LIMIT = 2 ** 31 - 2 ** 16
 def _sep_kernel(x_ptr, y_ptr, i0_ptr, w0_ptr, i1_ptr, w1_ptr, i2_ptr, w2_ptr, total, C, O0, O1, O2,
                 xn, xc, x0, x1, x2, yn, yc, y0, y1, y2, T0, T1, T2,
                 CL: tl.constexpr, I64: tl.constexpr, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    if I64:
-        offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
+    offs, mask = flat_offsets(total, I64, BLOCK)
+    if CL:      # output element order (n, o0, o1, o2, c) or (n, c, o0, o1, o2); a size-1 dim specializes away
+        n, _, o0, o1, o2, c = unravel(offs, 1, O0, O1, O2, C)
     else:
-        offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < total
-    if CL:
-        c = offs % C
-        r = offs // C
-        o2 = r % O2
-        r = r // O2
-        o1 = r % O1
-        r = r // O1
-        o0 = r % O0
-        n = r // O0
-    else:
-        o2 = offs % O2
-        r = offs // O2
-        o1 = r % O1
-        r = r // O1
-        o0 = r % O0
-        r = r // O0
-        c = r % C
-        n = r // C
+        n, _, c, o0, o1, o2 = unravel(offs, 1, C, O0, O1, O2)
     base = n * xn + c * xc
     acc = tl.zeros([BLOCK], w0_ptr.dtype.element_ty)
     for t0 in loop(0, T0):
