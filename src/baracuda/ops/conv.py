@@ -355,10 +355,10 @@ _CASES = [
     ((2, 4, 5, 4), (4, 2, 2, 3), True, {"stride": (2, 1), "padding": (1, 0), "groups": 2}),
     ((1, 2, 4, 5), (2, 3, 3, 2), True, {"transposed": True, "stride": (2,), "padding": (1,),
                                           "output_padding": (1, 0)}),
-    ((1, 3, 5, 5), (3, 1, 3, 3), False, {"padding": "same", "dilation": (2,), "groups": 3}),
+    # depthwise, 'same' with dilation: total padding 4 along H (2 + 2), 1 along W (0 + 1: torch's extra zero high)
+    ((1, 2, 4, 5), (2, 1, 3, 2), False, {"padding": "same", "dilation": (2, 1), "groups": 2}),
     ((2, 1, 3, 3, 2), (2, 1, 2, 2, 1), True, {"stride": (1, 2, 1), "padding": (1, 0, 0)}),
     ((1, 4, 3, 2, 2), (4, 1, 2, 2, 2), False, {"transposed": True, "groups": 2, "dilation": (1, 2, 1)}),
-    ((2, 3, 7), (2, 3, 4), False, {"padding": "same"}),
     ((1, 2, 6, 5), (3, 2, 3, 3), True, {"stride": (2,), "dilation": (1, 2), "padding": "valid",
                                           "channels_last": True}),
     ((0, 2, 4, 4), (3, 2, 3, 3), True, {"padding": (1,)}),

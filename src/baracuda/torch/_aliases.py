@@ -29,6 +29,7 @@ from .._core.dtypes import DType, as_dtype
 from .._core.errors import UnsupportedError
 from .._core.spec import get_spec
 from ..ops.activation import rrelu_bounds
+from ..ops.conv import CONV_TWINS
 from ..ops.elementwise import scalar_operand
 from ._call import call
 from ._namespaces import _make
@@ -173,6 +174,7 @@ TWINS = {
     "poisson_nll_loss": (_F + "poisson_nll_loss", _poisson_nll_loss),
     "triplet_margin_loss": (_F + "triplet_margin_loss", _triplet_margin_loss),
     **{n: (_F + n, _dropout_train) for n in ("dropout", "alpha_dropout", "feature_alpha_dropout")},
+    **CONV_TWINS,   # conv1d/2d/3d, conv_transpose1d/2d/3d (torch. and nn.functional.) -> torch.convolution
 }
 
 

@@ -240,7 +240,8 @@ def choose(mode: int, geom, dtype: torch.dtype, tf32: bool) -> ConvConfig:
     depthwise group has one channel: 16, tl.dot's minimum, not 128 of which 127 are masked)."""
     m, n, k = gemm_dims(mode, geom)
     if triton_interpreting():
-        base = ConvConfig(16, 16, 16, 1, 1)
+        # few, wide programs: the interpreter pays per operation, not per element (tests force small tiles)
+        base = ConvConfig(64, 16, 32, 1, 1)
     else:
         half = dtype in (torch.bfloat16, torch.float16)
         fma = dtype == torch.float64 or (dtype == torch.float32 and not tf32)
