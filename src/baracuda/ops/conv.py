@@ -36,6 +36,7 @@ from .._core.derive import backward_spec, declare_rule_ops
 from .._core.errors import ArgumentTypeError, DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from ._common import check_nonneg
+from .reduction import INT_TYPES
 
 __all__ = ["ConvGeom", "conv_geometry", "CONV_TWINS", "spatial_tuple", "suggest_channels_last", "SPATIAL"]
 
@@ -226,7 +227,7 @@ def _check(inputs, attrs):
 # -- backward --------------------------------------------------------------------------------------------------
 def _g_conv(ctx, d, grads, s):
     g = grads[0]
-    if g is None:
+    if g is None or not d.dtype.is_floating:    # (an integer tensor cannot require grad: torch)
         return (None,) * len(d.inputs)
     need = ctx.needs
     dx = dw = db = None
@@ -410,7 +411,7 @@ def _errors():
     yield ErrorCase((x, w, ((4,), f)), {}, InvalidProblemError, r"argument 'bias': expected shape \(3,\)", "bias")
     yield ErrorCase((x, ((3, 4, 3, 3), "f16")), {}, DTypeMismatchError, r"argument 'weight': expected dtype f32",
                     "dtype")
-    yield ErrorCase((((2, 4, 6, 6), "i32"), ((3, 4, 3, 3), "i32")), {}, UnsupportedError, r"dtype i32", "int")
+    yield ErrorCase((((2, 4, 6, 6), "bool"), ((3, 4, 3, 3), "bool")), {}, UnsupportedError, r"dtype bool", "bool")
     yield ErrorCase((((1, 4, 1, 1), f), ((4, 2, 3, 3), f)), {"transposed": True, "padding": (2,)}, InvalidProblemError,
                     r"output of at least 1", "transposed-too-small")
 
@@ -432,6 +433,7 @@ def _bw_errors():
 # (typically ~sqrt(K) u: 1e-6); f16 / bf16 add one output rounding (2^-11 / 2^-8 relative) to f32 accumulation;
 # f64: a 27-term sum, ~1e-14.  The weight gradient sums over N * output positions (<= 60 terms here): 2x the
 # forward's f32 bound.
+# Integers (torch's CPU convolutions take them; wrapping two's-complement sums): exact.
 _TOL = {DType.f64: (1e-10, 1e-10), DType.f32: (2e-5, 5e-5), DType.f16: (4e-3, 4e-3), DType.bf16: (2e-2, 2e-2)}
 _BW_TOL = {DType.f64: (1e-10, 1e-10), DType.f32: (4e-5, 1e-4), DType.f16: (4e-3, 8e-3), DType.bf16: (2e-2, 4e-2)}
 
@@ -486,17 +488,18 @@ def _bw_workloads():
 
 SPECS: dict[str, OpSpec] = {}
 SPECS[_OP] = register_spec(OpSpec(
-    name=_OP, family="conv", arg_names=("x", "weight", "bias"), check=_check, dtypes=FLOAT_TYPES, attrs=CONV_ATTRS,
+    name=_OP, family="conv", arg_names=("x", "weight", "bias"), check=_check, dtypes=FLOAT_TYPES + INT_TYPES,
+    attrs=CONV_ATTRS,
     torch_peer=_peer, torch_name="torch.convolution", dropin=_dropin_convolution, jax_name="jax.lax.conv_general_dilated",
     grad=_g_conv, saves=("x", "weight"), differentiable=(0, 1, 2), samples=_samples, errors=_errors,
-    tol=lambda dt: _TOL[dt], grad_tol=lambda dt: _BW_TOL[dt], workloads=_WORKLOADS, cost=_cost, category="conv",
+    tol=lambda dt: _TOL.get(dt, (0.0, 0.0)), grad_tol=lambda dt: _BW_TOL[dt], workloads=_WORKLOADS, cost=_cost, category="conv",
     doc="N-d convolution / transposed convolution (torch.convolution; F.conv1d/2d/3d, F.conv_transpose1d/2d/3d "
         "are its twins): stride, padding (ints, 'same', 'valid'), dilation, groups, output_padding, bias."))
 
 _BW = backward_spec(
     SPECS[_OP], "convolution_backward", grads=(0, 1), grad_what="the forward output's (storage order)",
     outputs=_bw_outputs, attrs=CONV_ATTRS + (Attr("output_mask", "any", (True, True), normalize=_norm_mask),),
-    torch_peer=_peer_bw, samples=_bw_samples, errors=_bw_errors, workloads=_bw_workloads(), tol=lambda dt: _BW_TOL[dt], cost=_cost,
+    dtypes=FLOAT_TYPES, torch_peer=_peer_bw, samples=_bw_samples, errors=_bw_errors, workloads=_bw_workloads(), tol=lambda dt: _BW_TOL[dt], cost=_cost,
     doc="the data and weight gradients of convolution (output_mask: which), from the upstream gradient, x and "
         "weight: dgrad is the adjoint product (a transposed convolution's forward, resp. a convolution), wgrad the "
         "correlation of the image and the response.")

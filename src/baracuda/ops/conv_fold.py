@@ -222,9 +222,11 @@ for _op, _arg, _attrs, _tname, _dropin, _peer, _grad, _samples in (
         ("col2im", "cols", (_OUT_SIZE,) + _WINDOW, "torch.nn.functional.fold", _dropin_fold, _peer_fold, _g_col2im,
          _fold_samples)):
     SPECS[_op] = register_spec(OpSpec(
-        name=_op, family="conv", arg_names=(_arg,), check=_check(_op), dtypes=FLOAT_TYPES, attrs=_attrs,
+        name=_op, family="conv", arg_names=(_arg,), check=_check(_op),
+        # im2col copies values: bool too, as torch's unfold (which has no integer kernels on the CPU)
+        dtypes=FLOAT_TYPES + ((DType.bool,) if _op == "im2col" else ()), attrs=_attrs,
         torch_peer=_peer, torch_name=_tname, dropin=_dropin, grad=_grad, saves=(), differentiable=(0,),
-        samples=_samples, errors=_errors(_op), tol=lambda dt: _TOL[dt], grad_tol=lambda dt: _TOL[dt],
+        samples=_samples, errors=_errors(_op), tol=lambda dt: _TOL.get(dt, (0.0, 0.0)), grad_tol=lambda dt: _TOL[dt],
         workloads=_WL[_op], cost=_cost, category="conv",
         doc=f"{_tname} (sliding local blocks of a batched 2-d image); its backward is "
             f"{'col2im' if _op == 'im2col' else 'im2col'}, its adjoint."))

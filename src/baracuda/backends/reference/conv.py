@@ -11,6 +11,7 @@ import numpy as np
 from ...ops.conv import SPATIAL, geometry_of
 from ...ops.conv_fold import fold_geometry
 from . import register_reference
+from .gemm import exact_ints
 
 
 def _as5(a: np.ndarray) -> np.ndarray:
@@ -30,13 +31,13 @@ def _windows(geom_sizes, image_shape):
             slice(k * d, k * d + (o - 1) * s + 1, s) for k, d, o, s in zip(kk, dil, resp, stride))
 
 
-def _padded(image5, geom):
-    """The zero-padded image buffer (N, C, *padded) and the slice of it that is the image."""
+def _padded(image5, geom, dtype=None):
+    """The zero-padded image buffer (N, C, *padded), in image5's dtype, and the slice of it that is the image."""
     n, c = image5.shape[:2]
     plen = tuple(_padded_len(i, o, k, s, p, d) for i, o, k, s, p, d in
                  zip(geom.image, geom.resp, geom.kernel, geom.stride, geom.pad, geom.dilation))
     inner = (slice(None), slice(None)) + tuple(slice(p, p + i) for p, i in zip(geom.pad, geom.image))
-    return np.zeros((n, c) + plen), inner
+    return np.zeros((n, c) + plen, dtype=image5.dtype if dtype is None else dtype), inner
 
 
 def _sizes(geom):
@@ -54,7 +55,7 @@ def corr(image5, w5, geom):
     buf[inner] = image5
     wg = _grouped_w(w5, geom)
     n = image5.shape[0]
-    out = np.zeros((n, geom.groups, geom.cr) + geom.resp)
+    out = np.zeros((n, geom.groups, geom.cr) + geom.resp, dtype=np.result_type(image5, w5))
     for kk, sl in _windows(_sizes(geom), buf.shape):
         win = buf[sl].reshape((n, geom.groups, geom.ci) + geom.resp)
         out += np.einsum("ngixyz,gri->ngrxyz", win, wg[(...,) + kk])
@@ -64,7 +65,7 @@ def corr(image5, w5, geom):
 def scatter(resp5, w5, geom):
     """The adjoint of corr in the image: image[n, g, i, o*s - p + k*d] += response[n, g, r, o] * w[g, r, i, k]."""
     n = resp5.shape[0]
-    buf, inner = _padded(np.zeros((n, geom.groups * geom.ci) + geom.image), geom)
+    buf, inner = _padded(np.zeros((n, geom.groups * geom.ci) + geom.image, dtype=np.result_type(resp5, w5)), geom)
     rg = resp5.reshape((n, geom.groups, geom.cr) + geom.resp)
     wg = _grouped_w(w5, geom)
     for kk, sl in _windows(_sizes(geom), buf.shape):
@@ -121,7 +122,7 @@ def _im2col(desc, x):
     """(N, C, H, W) -> (N, C * prod(k), L): column (c, k) holds the image value window l reads at offset k."""
     geom = fold_geometry(desc)
     x4 = x.reshape((geom.n, geom.c) + geom.image)
-    buf = np.zeros((geom.n, geom.c) + geom.padded)
+    buf = np.zeros((geom.n, geom.c) + geom.padded, dtype=x.dtype)
     buf[(slice(None), slice(None)) + tuple(slice(p, p + i) for p, i in zip(geom.pad, geom.image))] = x4
     cols = [buf[sl] for _, sl in _windows((geom.blocks, geom.kernel, geom.stride, geom.dilation), buf.shape)]
     out = np.stack(cols, axis=2)          # (N, C, K, *blocks)
@@ -140,7 +141,7 @@ def _col2im(desc, cols):
     return img.reshape(desc.outputs[0].shape)
 
 
-register_reference("convolution", _convolution)
+register_reference("convolution", exact_ints(_convolution))
 register_reference("convolution_backward", _convolution_backward)
 register_reference("im2col", _im2col)
 register_reference("col2im", _col2im)

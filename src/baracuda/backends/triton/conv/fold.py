@@ -8,7 +8,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ...._core.dtypes import DType
+from ...._core.dtypes import FLOAT_TYPES, DType
 from ....ops.conv_fold import fold_geometry
 from .._lib.geometry import cdiv
 from .._lib.interp import INTERPRETING, loop
@@ -90,4 +90,5 @@ def _route(desc, pref):
 
 
 for _op in ("im2col", "col2im"):
-    register_triton(_op, _run, bind=_bind, route=_route)
+    register_triton(_op, _run, bind=_bind, route=_route, dtypes=frozenset(FLOAT_TYPES),
+                    dtypes_note="bool im2col (a copy) runs on the reference backend")

@@ -239,13 +239,15 @@ def choose(mode: int, geom, dtype: torch.dtype, tf32: bool) -> ConvConfig:
     operand tiles live in registers); columns and the channel block (K step) shrink to the channel counts (a
     depthwise group has one channel: 16, tl.dot's minimum, not 128 of which 127 are masked)."""
     m, n, k = gemm_dims(mode, geom)
+    kchan = k if mode == WCORR else (geom.ci if mode == CORR else geom.cr)
     if triton_interpreting():
-        # few, wide programs: the interpreter pays per operation, not per element (tests force small tiles)
-        base = ConvConfig(64, 16, 32, 1, 1)
+        # few, wide programs: the interpreter pays per operation and per program, hardly per element (a 256 x 64
+        # tile costs what a 16 x 16 one does), so a test-sized problem is one or two programs per group; tests
+        # force small tiles where they check the tails and the multi-tile order
+        base = ConvConfig(_p2(m, 16, 256), _p2(n, 16, 64), _p2(kchan, 16, 256 if mode == WCORR else 64), 1, 1)
     else:
         half = dtype in (torch.bfloat16, torch.float16)
         fma = dtype == torch.float64 or (dtype == torch.float32 and not tf32)
-        kchan = k if mode == WCORR else (geom.ci if mode == CORR else geom.cr)
         bm = _p2(m, 16, 64 if fma else 128)
         bn = _p2(n, 16, 64 if fma else 128)
         bk = _p2(kchan, 16, 16 if fma else 64 if half else 32)

@@ -13,7 +13,7 @@ import math
 
 import torch
 
-from ...._core.dtypes import DType
+from ...._core.dtypes import FLOAT_TYPES, DType
 from ...._core.sku import MathPrecision, PrecisionGuarantee
 from ....ops.conv import geometry_of
 from .._lib.register import register_triton
@@ -138,4 +138,6 @@ def _priority(desc, dev) -> float:
 
 for _op in ("convolution", "convolution_backward"):
     register_triton(_op, _run_default, bind=_bind, precision=_precision, route=_route, supports=_supports,
-                    priority=_priority, workspace=_workspace)
+                    priority=_priority, workspace=_workspace, dtypes=frozenset(FLOAT_TYPES),
+                    dtypes_note="integer convolutions run on the reference backend (torch's CUDA convolutions have "
+                                "no integer kernels either)")
