@@ -32,6 +32,8 @@ def _fold_kernel(img, cols, TOTAL, C, H, W, BH, BW, KH, KW, SH, SW, PH, PW, DH, 
         n = t // C
         acc = tl.zeros((BLOCK,), dtype=ACC)
         for kpos in loop(0, KH * KW):
+            if I64:
+                kpos = kpos.to(tl.int64)
             kh = kpos // KW
             kw = kpos % KW
             th = ih + PH - kh * DH
@@ -73,7 +75,7 @@ def _bind(desc, pref=None):
             return
         img, cols = (out, src) if fold else (src, out)
         total = out.numel()
-        i64 = max(img.numel(), cols.numel()) >= 2 ** 31 or any(abs(s) * d >= 2 ** 31 for t in (img, cols)
+        i64 = INTERPRETING or max(img.numel(), cols.numel()) >= 2 ** 31 or any(abs(s) * d >= 2 ** 31 for t in (img, cols)
                                                                  for s, d in zip(t.stride(), t.shape))
         _fold_kernel[(cdiv(total, block),)](
             img, cols, total, geom.c, *geom.image, *geom.blocks, *geom.kernel, *geom.stride, *geom.pad,
