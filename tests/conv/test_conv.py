@@ -76,7 +76,7 @@ def test_gradcheck_transposed_conv_finite_differences():
     ts = [t.requires_grad_() for t in (x, w, b)]
     fn = lambda x, w, b: BF.conv_transpose2d(x, w, b, stride=2, padding=(0, 1), output_padding=1, groups=2)  # noqa
     with bt.preference(TRITON):
-        assert torch.autograd.gradcheck(fn, ts, eps=1e-6, atol=1e-8)
+        assert torch.autograd.gradcheck(fn, ts, eps=1e-6, atol=1e-8, fast_mode=True)   # (random projections: few calls)
 
 
 @pytest.mark.parametrize("transposed", [False, True])
@@ -115,7 +115,7 @@ def test_multi_tile_k_tail_and_split_k_paths_match_reference():
     with implicit_gemm.forced(bm=16, bn=16, bk=16, split=3):
         y = bc.Plan.select(desc, device="cpu", pref=TRITON).run(x, w)
         plan = bc.Plan.select(bdesc, device="cpu", pref=TRITON)
-        assert "splitk3" in plan.sku.route and plan.workspace_size == 4 * 3 * w.numel()
+        assert "splitk3" in plan.sku.route and plan.workspace_size == 8 * 3 * w.numel()   # f64 partials
         dx, dw = plan.run(gy, x, w)
         dx2, dw2 = plan.run(gy, x, w)
     ref = bc.Plan.select(desc, device="cpu", pref=REF).run(x, w)
@@ -137,7 +137,7 @@ def test_frozen_weight_runs_no_weight_gradient_pass(monkeypatch):
         y.sum().backward()
     assert modes == [implicit_gemm.CORR, implicit_gemm.SCATTER], modes    # forward, dgrad; no wgrad
     x2 = x.detach().requires_grad_()
-    F.conv2d(x2, w, b, padding=1).sum().backward()
+    F.conv2d(x2, w, b.detach(), padding=1).sum().backward()
     assert_close(x.grad.numpy(), x2.grad.numpy(), F64, F64, "dx")
     assert_close(b.grad.numpy(), np.full(3, 25.0), F64, F64, "dbias = the sum over N and spatial of grad")
 
@@ -146,15 +146,15 @@ def test_unbatched_and_zero_batch_inputs():
     g = _gen()
     x, w, b = _r(3, 6, 5, g=g), _r(4, 3, 2, 2, g=g), _r(4, g=g)
     assert_close(BF.conv2d(x, w, b).numpy(), F.conv2d(x, w, b).numpy(), F64, F64, "unbatched conv2d")
-    wt = _r(3, 2, 3, g=g)
-    assert_close(BF.conv_transpose1d(x, wt, stride=2).numpy(), F.conv_transpose1d(x, wt, stride=2).numpy(), F64,
+    xt, wt = _r(4, 5, g=g), _r(4, 2, 3, g=g)
+    assert_close(BF.conv_transpose1d(xt, wt, stride=2).numpy(), F.conv_transpose1d(xt, wt, stride=2).numpy(), F64,
                  F64, "unbatched conv_transpose1d")
     z = torch.zeros(0, 3, 6, 5, dtype=torch.float64, requires_grad=True)
     wz = w.clone().requires_grad_()
     with bt.preference(TRITON):
         y = BF.conv2d(z, wz, b, padding=1)
         y.sum().backward()
-    assert y.shape == (0, 4, 6, 5) and z.grad.shape == z.shape and torch.equal(wz.grad, torch.zeros_like(w))
+    assert y.shape == F.conv2d(z, w, b, padding=1).shape and z.grad.shape == z.shape and torch.equal(wz.grad, torch.zeros_like(w))
 
 
 def test_same_padding_even_kernel_puts_the_extra_zero_high():
@@ -169,7 +169,7 @@ def test_same_padding_even_kernel_puts_the_extra_zero_high():
     (lambda x, w: BF.conv2d(x[0, 0], w), bc.InvalidProblemError, r"argument 'input': expected a 3-d \(unbatched\)"),
     (lambda x, w: BF.conv2d(x, w, stride=2, padding="same"), bc.InvalidProblemError, r"'same' needs stride 1"),
     (lambda x, w: BF.conv2d(x, w, padding=-1), bc.InvalidProblemError, r"argument 'padding': expected non-negative"),
-    (lambda x, w: BF.conv2d(x, w, groups=2), bc.InvalidProblemError, r"argument 'groups'"),
+    (lambda x, w: BF.conv2d(x, w, groups=3), bc.InvalidProblemError, r"argument 'groups'"),
     (lambda x, w: BF.conv2d(x[:, :2], w), bc.InvalidProblemError, r"argument 'x': expected 3 channels"),
     (lambda x, w: BF.conv2d(x[..., :2, :2], w), bc.InvalidProblemError, r"expected padded spatial sizes"),
     (lambda x, w: BF.conv_transpose2d(x, w.transpose(0, 1), output_padding=1), bc.InvalidProblemError,

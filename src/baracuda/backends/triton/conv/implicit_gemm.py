@@ -36,7 +36,7 @@ from .._lib.config import num_sms, overrides
 from .._lib.geometry import cdiv
 from .._lib.interp import INTERPRETING, loop
 
-__all__ = ["CORR", "SCATTER", "WCORR", "ConvConfig", "choose", "launch", "forced", "as5", "split_of"]
+__all__ = ["CORR", "SCATTER", "WCORR", "ConvConfig", "choose", "launch", "forced", "as5", "partial_dtype"]
 
 CORR, SCATTER, WCORR = 0, 1, 2
 MODE_NAMES = {CORR: "corr", SCATTER: "scatter", WCORR: "wcorr"}
@@ -197,12 +197,13 @@ def _conv_kernel(img, resp, wt, bias,
 @triton.jit
 def _sum_splits_kernel(parts, dw, TOTAL, SPLIT, S1, S2, S3, S4, s0, s1, s2, s3, s4,
                        I64: tl.constexpr, BLOCK: tl.constexpr):
-    """dw (5-d, any strides) = the sum over SPLIT contiguous f32 slices of TOTAL partials, in slice order."""
+    """dw (5-d, any strides) = the sum over SPLIT contiguous slices of TOTAL partials (f32; f64 for f64), in slice
+    order."""
     e = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     if I64:
         e = e.to(tl.int64)
     ok = e < TOTAL
-    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    acc = tl.zeros((BLOCK,), dtype=parts.dtype.element_ty)
     for s in loop(0, SPLIT):
         acc += tl.load(parts + s * TOTAL + e, mask=ok, other=0.0)
     a4 = e % S4
@@ -250,7 +251,7 @@ def choose(mode: int, geom, dtype: torch.dtype, tf32: bool) -> ConvConfig:
         # few, wide programs: the interpreter pays per operation and per program, hardly per element (a 256 x 64
         # tile costs what a 16 x 16 one does), so a test-sized problem is one or two programs per group; tests
         # force small tiles where they check the tails and the multi-tile order
-        base = ConvConfig(_p2(m, 16, 256), _p2(n, 16, 64), _p2(kchan, 16, 256 if mode == WCORR else 64), 1, 1)
+        base = ConvConfig(_p2(m, 16, 1024), _p2(n, 16, 64), _p2(kchan, 16, 256 if mode == WCORR else 64), 1, 1)
     else:
         half = dtype in (torch.bfloat16, torch.float16)
         fma = dtype == torch.float64 or (dtype == torch.float32 and not tf32)
@@ -270,10 +271,6 @@ def choose(mode: int, geom, dtype: torch.dtype, tf32: bool) -> ConvConfig:
     return cfg
 
 
-def split_of(mode: int, geom, dtype, tf32: bool) -> int:
-    return choose(mode, geom, dtype, tf32).split
-
-
 # -- launch ---------------------------------------------------------------------------------------------------------
 def as5(t: torch.Tensor) -> torch.Tensor:
     """A (N, C, *spatial) tensor as the kernel's 5-d view (leading size-1 spatial dims), no copy."""
@@ -289,9 +286,15 @@ def _span(t: torch.Tensor) -> int:
 _ACC = {torch.float64: tl.float64}
 
 
+def partial_dtype(dt: torch.dtype) -> torch.dtype:
+    """The dtype of the split-K partial sums: the accumulator's (f64 for f64, else f32)."""
+    return torch.float64 if dt == torch.float64 else torch.float32
+
+
 def launch(mode: int, geom, img, resp, wt, cfg: ConvConfig, prec: str, bias=None, parts=None) -> None:
-    """Run one pass.  img, resp, wt: 5-d views (the one MODE writes included); ``parts``: an f32 buffer of
-    cfg.split * wt.numel() elements where WCORR splits K (its slices summed into wt afterwards)."""
+    """Run one pass.  img, resp, wt: 5-d views (the one MODE writes included); ``parts``: a buffer of
+    cfg.split * wt.numel() elements of ``partial_dtype(wt.dtype)`` where WCORR splits K (its slices summed into wt
+    afterwards)."""
     m, n, _ = gemm_dims(mode, geom)
     out = {CORR: resp, SCATTER: img, WCORR: wt}[mode]
     if out.numel() == 0:

@@ -17,7 +17,7 @@ from ...._core.dtypes import FLOAT_TYPES, DType
 from ...._core.sku import MathPrecision, PrecisionGuarantee
 from ....ops.conv import geometry_of
 from .._lib.register import register_triton
-from .implicit_gemm import CORR, MODE_NAMES, SCATTER, WCORR, as5, choose, launch
+from .implicit_gemm import CORR, MODE_NAMES, SCATTER, WCORR, as5, choose, launch, partial_dtype
 
 
 def _tf32(desc, pref) -> bool:
@@ -56,7 +56,7 @@ def _workspace(desc) -> int:
         if mode == WCORR:
             cfg = choose(WCORR, geom, desc.dtype.torch, False)
             if cfg.split > 1:
-                return 4 * cfg.split * desc.inputs[2].numel
+                return partial_dtype(desc.dtype.torch).itemsize * cfg.split * desc.inputs[2].numel
     return 0
 
 
@@ -86,8 +86,9 @@ def _bind(desc, pref=None):
                     img, resp = (g5, x5) if geom.transposed else (x5, g5)
                     parts = None
                     if cfg.split > 1:
-                        parts = ws.view(torch.float32) if ws is not None else \
-                            torch.empty(cfg.split * w.numel(), dtype=torch.float32, device=w.device)
+                        pdt = partial_dtype(w.dtype)
+                        parts = ws.view(pdt) if ws is not None else \
+                            torch.empty(cfg.split * w.numel(), dtype=pdt, device=w.device)
                     launch(mode, geom, img, resp, as5(t), cfg, prec, parts=parts)
         for t, o in zip(targets, outputs):
             if t is not o:
