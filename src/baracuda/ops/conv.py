@@ -297,7 +297,9 @@ def _rank_check(fn: str, nd: int, input, weight=None):
 def _conv_translate(nd: int):
     fn = f"conv{nd}d"
 
-    def translate(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    one, zero = [1] * nd, [0] * nd   # torch's schema defaults (int[nd]); never mutated
+
+    def translate(input, weight, bias=None, stride=one, padding=zero, dilation=one, groups=1):
         _rank_check(fn, nd, input)
         return (input, weight, bias, stride, padding, dilation, False, 0, groups), {}
     translate.__name__ = fn
@@ -307,7 +309,9 @@ def _conv_translate(nd: int):
 def _conv_transpose_translate(nd: int):
     fn = f"conv_transpose{nd}d"
 
-    def translate(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    one, zero = [1] * nd, [0] * nd
+
+    def translate(input, weight, bias=None, stride=one, padding=zero, output_padding=zero, groups=1, dilation=one):
         _rank_check(fn, nd, input)
         if isinstance(padding, str):
             raise ArgumentTypeError(_OP, "padding", f"ints for {fn} (torch takes no string there)", repr(padding))
@@ -316,12 +320,11 @@ def _conv_transpose_translate(nd: int):
     return translate
 
 
-# torch name (relative to torch) -> (the published drop-in it runs, translator): torch/_aliases.py publishes them
-CONV_TWINS = {
-    **{f"{ns}conv{n}d": ("convolution", _conv_translate(n)) for n in (1, 2, 3) for ns in ("", "nn.functional.")},
-    **{f"{ns}conv_transpose{n}d": ("convolution", _conv_transpose_translate(n)) for n in (1, 2, 3)
-       for ns in ("", "nn.functional.")},
-}
+# torch name (relative to torch) -> (the published drop-in it runs, translator): torch/_aliases.py publishes them.
+# torch.convNd is F.convNd (one object): both names share one translator, hence one drop-in (bt.mode routes by object)
+_TRANSLATORS = {f"conv{n}d": _conv_translate(n) for n in (1, 2, 3)} | \
+    {f"conv_transpose{n}d": _conv_transpose_translate(n) for n in (1, 2, 3)}
+CONV_TWINS = {f"{ns}{name}": ("convolution", tr) for name, tr in _TRANSLATORS.items() for ns in ("", "nn.functional.")}
 
 
 def _peer(x, w, *b, stride=1, padding=0, dilation=1, transposed=False, output_padding=0, groups=1,

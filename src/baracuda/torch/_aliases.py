@@ -268,9 +268,13 @@ OWNED = frozenset(TWINS) | {"round", "special.round", _F + "rrelu", "rrelu"}
 
 def publish(put, published: dict) -> None:
     """Set every twin (and ``round``, ``rrelu``) on the mirror (``put(key, fn)``) and record it in ``published``."""
+    made: dict = {}   # translator -> its drop-in: two names of one torch object (torch.conv2d is F.conv2d) share it
     for key, (target, translate) in TWINS.items():
         op = published[target]
-        put(key, _make(get_spec(op), "torch." + key, translate))
+        fn = made.get(translate) if translate is not None else None
+        if fn is None:
+            fn = made[translate] = _make(get_spec(op), "torch." + key, translate)
+        put(key, fn)
         published[key] = op
     _publish_round(put, published)
     _publish_rrelu(put, published)
