@@ -338,12 +338,19 @@ def _twin_cases():
         # (the drawing forms: tests/random/test_dropout.py; torch's stream is not ours)
         ("dropout", (x, 0.5, False), {}), ("dropout", (x, 0.0, True), {}), ("alpha_dropout", (x, 0.3, False), {}),
         ("feature_alpha_dropout", (R(2, 3, 4), 0.3, False), {}),
+        # the convolution twins (one op: torch.convolution), torch. and nn.functional. names of one object
+        *[(f"{ns}conv{n}d", (R(1, 2, *(4,) * n), R(3, 2, *(2,) * n)), {"padding": 1}) for n in (1, 2, 3)
+          for ns in ("", "nn.functional.")],
+        *[(f"{ns}conv_transpose{n}d", (R(1, 2, *(3,) * n), R(2, 3, *(2,) * n)), {"stride": 2}) for n in (1, 2, 3)
+          for ns in ("", "nn.functional.")],
     ]
 
 
 TWIN_CASES = _twin_cases()
 # torch's F.sigmoid / F.tanh are Python functions calling input.sigmoid() (no __torch_function__ of their own)
-_ROUTED_AS = {"nn.functional.sigmoid": "Tensor.sigmoid", "nn.functional.tanh": "Tensor.tanh"}
+_ROUTED_AS = {"nn.functional.sigmoid": "Tensor.sigmoid", "nn.functional.tanh": "Tensor.tanh",
+              # F.conv2d is torch.conv2d (one object): counted under torch's name
+              **{f"nn.functional.{f}{n}d": f"torch.{f}{n}d" for f in ("conv", "conv_transpose") for n in (1, 2, 3)}}
 
 
 def _clones(args):
@@ -407,7 +414,6 @@ def _twin_candidates():
 # torch functions that share a name with a drop-in but are not the same function
 NOT_TWINS = {
     "linalg.norm": "matrix norms over two dims (ord='fro', 'nuc', 2, inf, ...); torch.norm's is a p-norm",
-    "nn.functional.unfold": "im2col (sliding blocks of an image), not Tensor.unfold's sliding view of one dim",
     "embedding_bag": "ATen's four-output form (output, offset2bag, bag_size, max_indices), not F.embedding_bag's",
 }
 

@@ -263,17 +263,28 @@ def _publish_rrelu(put, published: dict) -> None:
         published[key] = "rrelu"
 
 
+def _torch_object(key: str):
+    obj = torch
+    for part in key.split("."):
+        obj = getattr(obj, part, None)
+    return obj
+
+
 OWNED = frozenset(TWINS) | {"round", "special.round", _F + "rrelu", "rrelu"}
 
 
 def publish(put, published: dict) -> None:
     """Set every twin (and ``round``, ``rrelu``) on the mirror (``put(key, fn)``) and record it in ``published``."""
-    made: dict = {}   # translator -> its drop-in: two names of one torch object (torch.conv2d is F.conv2d) share it
+    made: dict = {}   # torch object -> its drop-in: two names of one object (torch.conv2d is F.conv2d) share it
     for key, (target, translate) in TWINS.items():
         op = published[target]
-        fn = made.get(translate) if translate is not None else None
+        # (keyed by the torch object: one translator may serve several functions, _only_input does)
+        obj = _torch_object(key)
+        fn = made.get(id(obj)) if obj is not None else None
         if fn is None:
-            fn = made[translate] = _make(get_spec(op), "torch." + key, translate)
+            fn = _make(get_spec(op), "torch." + key, translate)
+            if obj is not None:
+                made[id(obj)] = fn
         put(key, fn)
         published[key] = op
     _publish_round(put, published)
