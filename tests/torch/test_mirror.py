@@ -341,6 +341,11 @@ def _twin_cases():
         ("nn.functional.upsample", (R(1, 2, 3, 4), None, 1.5, "bilinear"), {}),
         ("nn.functional.upsample_bilinear", (R(1, 2, 3, 4),), {"size": (5, 2)}),
         ("nn.functional.upsample_nearest", (R(1, 2, 3), None, 2), {}),
+        # the convolution twins (one op: torch.convolution), torch. and nn.functional. names of one object
+        *[(f"{ns}conv{n}d", (R(1, 2, *(4,) * n), R(3, 2, *(2,) * n)), {"padding": 1}) for n in (1, 2, 3)
+          for ns in ("", "nn.functional.")],
+        *[(f"{ns}conv_transpose{n}d", (R(1, 2, *(3,) * n), R(2, 3, *(2,) * n)), {"stride": 2}) for n in (1, 2, 3)
+          for ns in ("", "nn.functional.")],
     ]
 
 
@@ -349,7 +354,9 @@ TWIN_CASES = _twin_cases()
 _ROUTED_AS = {"nn.functional.sigmoid": "Tensor.sigmoid", "nn.functional.tanh": "Tensor.tanh",
               # torch's deprecated upsample forms call F.interpolate (no __torch_function__ of their own)
               **{f"nn.functional.upsample{s}": "torch.nn.functional.interpolate" for s in ("", "_bilinear",
-                                                                                          "_nearest")}}
+                                                                                          "_nearest")},
+              # F.conv2d is torch.conv2d (one object): counted under torch's name
+              **{f"nn.functional.{f}{n}d": f"torch.{f}{n}d" for f in ("conv", "conv_transpose") for n in (1, 2, 3)}}
 
 
 def _clones(args):
@@ -413,7 +420,6 @@ def _twin_candidates():
 # torch functions that share a name with a drop-in but are not the same function
 NOT_TWINS = {
     "linalg.norm": "matrix norms over two dims (ord='fro', 'nuc', 2, inf, ...); torch.norm's is a p-norm",
-    "nn.functional.unfold": "im2col (sliding blocks of an image), not Tensor.unfold's sliding view of one dim",
     "embedding_bag": "ATen's four-output form (output, offset2bag, bag_size, max_indices), not F.embedding_bag's",
 }
 
@@ -469,13 +475,15 @@ def test_twin_and_join_signatures_are_torchs(key):
     assert fits, f"{key}: ours {pos} vs torch's {[o[0] for o in overloads]}"
     assert kw == set().union(*(o[1] for o in fits))
     assert ("out" in ours) == has_out, f"{key}: out= ours {'out' in ours}, torch's {has_out}"
-    for o in fits:
-        for n, d in o[2].items():
-            mine = ours[next(k for k in ours if rename.get(k, k) == n)].default
-            if n == "reduction":   # torch's Python binding reduces by 'none' when reduction is not given
-                assert mine == 0
-            else:
-                assert mine == d, (key, n, mine, d)
+    # each default is one of the fitting overloads' (conv2d's padding: [0, 0] in the int[] overload, 'valid' in the
+    # str one)
+    for n in set().union(*(o[2] for o in fits)):
+        mine = ours[next(k for k in ours if rename.get(k, k) == n)].default
+        if n == "reduction":   # torch's Python binding reduces by 'none' when reduction is not given
+            assert mine == 0
+        else:
+            ds = [o[2][n] for o in fits if n in o[2]]
+            assert mine in ds, (key, n, mine, ds)
 
 
 def test_loss_twins_default_reduction_is_none_in_torch():

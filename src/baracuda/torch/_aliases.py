@@ -29,6 +29,7 @@ from .._core.dtypes import DType, as_dtype
 from .._core.errors import UnsupportedError
 from .._core.spec import get_spec
 from ..ops.activation import rrelu_bounds
+from ..ops.conv import CONV_TWINS
 from ..ops.elementwise import scalar_operand
 from ._call import call
 from ._namespaces import _make
@@ -187,6 +188,7 @@ TWINS = {
     **{n: (_F + n, _dropout_train) for n in ("dropout", "alpha_dropout", "feature_alpha_dropout")},
     _F + "upsample": (_F + "interpolate", _upsample), _F + "upsample_bilinear": (_F + "interpolate", _upsample_bilinear),
     _F + "upsample_nearest": (_F + "interpolate", _upsample_nearest),
+    **CONV_TWINS,   # conv1d/2d/3d, conv_transpose1d/2d/3d (torch. and nn.functional.) -> torch.convolution
 }
 
 
@@ -275,14 +277,29 @@ def _publish_rrelu(put, published: dict) -> None:
         published[key] = "rrelu"
 
 
+def _torch_object(key: str):
+    obj = torch
+    for part in key.split("."):
+        obj = getattr(obj, part, None)
+    return obj
+
+
 OWNED = frozenset(TWINS) | {"round", "special.round", _F + "rrelu", "rrelu"}
 
 
 def publish(put, published: dict) -> None:
     """Set every twin (and ``round``, ``rrelu``) on the mirror (``put(key, fn)``) and record it in ``published``."""
+    made: dict = {}   # torch object -> its drop-in: two names of one object (torch.conv2d is F.conv2d) share it
     for key, (target, translate) in TWINS.items():
         op = published[target]
-        put(key, _make(get_spec(op), "torch." + key, translate))
+        # (keyed by the torch object: one translator may serve several functions, _only_input does)
+        obj = _torch_object(key)
+        fn = made.get(id(obj)) if obj is not None else None
+        if fn is None:
+            fn = _make(get_spec(op), "torch." + key, translate)
+            if obj is not None:
+                made[id(obj)] = fn
+        put(key, fn)
         published[key] = op
     _publish_round(put, published)
     _publish_rrelu(put, published)
