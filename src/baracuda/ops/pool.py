@@ -154,10 +154,12 @@ def window_of(desc) -> Window:
     nd = a["nd"] if "nd" in a else int(op.split("pool")[1][0])
     kind = a.get("window") or ("adaptive" if op.startswith("adaptive") else
                                "fractional" if op.startswith("fractional") else "sliding")
-    one = (1,) * nd
-    k = tuple(a.get("kernel_size") or one)
-    s = tuple(a.get("stride") or k)
-    return Window((nd, kind, k, s, tuple(a.get("padding") or (0,) * nd), tuple(a.get("dilation") or one)))
+    def fit(v, fill):   # (a backward op's defaults are 1-tuples)
+        v = tuple(v) if v else (fill,)
+        return v * nd if len(v) == 1 else v
+    k = fit(a.get("kernel_size"), 1)
+    return Window((nd, kind, k, fit(a.get("stride"), 0) if a.get("stride") else k, fit(a.get("padding"), 0),
+                   fit(a.get("dilation"), 1)))
 
 
 def frac_sample_index(nd: int, j: int) -> int:
@@ -235,14 +237,16 @@ def _check_avg(nd):
 def _g_max(ctx, d, grads, s):
     nd = int(d.op[-2])
     a = d.attr_dict
-    return (ctx.op("max_pool_backward", grads[0], s["x"], s["out1"], nd=nd, window="sliding",
+    if grads[0] is None or not d.dtype.is_floating:     # (an integer input: no gradient)
+        return (None,)
+    return (ctx.op("max_pool_backward", grads[0], s["input"], s["out1"], nd=nd, window="sliding",
                    kernel_size=a["kernel_size"], stride=a["stride"], padding=a["padding"], dilation=a["dilation"]),)
 
 
 def _g_avg(ctx, d, grads, s):
     nd = int(d.op[-2])
     a = d.attr_dict
-    return (ctx.op("avg_pool_backward", grads[0], s["x"], nd=nd, window="sliding", kernel_size=a["kernel_size"],
+    return (ctx.op("avg_pool_backward", grads[0], s["input"], nd=nd, window="sliding", kernel_size=a["kernel_size"],
                    stride=a["stride"], padding=a["padding"], count_include_pad=a["count_include_pad"],
                    divisor_override=a["divisor_override"]),)
 
@@ -365,7 +369,7 @@ def errors_for(op, nd, extra=None, padding=True):
                             InvalidProblemError,
                             rf"{op}: argument 'input': expected spatial sizes giving an output of at least 1",
                             "out-lt-1")
-        yield ErrorCase((((2, 3), "f32"),), a, InvalidProblemError, rf"{op}: argument 'input': expected a {nd + 1}-d",
+        yield ErrorCase((((6,), "f32"),), a, InvalidProblemError, rf"{op}: argument 'input': expected a {nd + 1}-d",
                         "rank")
         yield ErrorCase((((2, 0) + (4,) * nd, "f32"),), a, InvalidProblemError, r"non-zero channel", "empty-channel")
         yield ErrorCase((((2, 3) + (6,) * nd, "bool"),), a, UnsupportedError, r"dtype bool", "dtype")

@@ -192,6 +192,8 @@ def _check_unpool(nd):
 
 
 def _g_unpool(ctx, d, grads, s):
+    if grads[0] is None or not d.dtype.is_floating:     # (an integer input: no gradient)
+        return (None, None)
     idx = s["indices"]
     nd = int(d.op[-2])
     n, c, sp = split_batch(tuple(idx.shape), nd)
