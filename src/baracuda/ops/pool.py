@@ -282,40 +282,41 @@ def _check_bw(op):
 
 
 # -- samples, errors, workloads ------------------------------------------------------------------------------
-_SHAPES = {1: [(2, 3, 9), (3, 7)], 2: [(2, 3, 6, 7), (2, 5, 5)], 3: [(1, 2, 5, 4, 6)]}
+_SHAPES = {1: (2, 3, 9), 2: (2, 3, 6, 7), 3: (1, 2, 5, 4, 6)}
+# few, tiny samples (the Triton interpreter runs each on every dtype twice): 2-d gets the edge cases
 
 
 def _max_samples(nd):
     def samples(rng):
-        sh = _SHAPES[nd]
-        yield Sample((rng.standard_normal(sh[0]) * 4,), {"kernel_size": 3, "stride": 2, "padding": 1},
-                     name="k3s2p1")
-        yield Sample((rng.standard_normal(sh[-1]) * 4,), {"kernel_size": (2,) * nd, "stride": 1, "dilation": 2,
-                                                           "ceil_mode": True}, name="dil2-ceil")
         if nd == 2:
-            yield Sample((rng.standard_normal((2, 3, 5, 5)) * 4,), {"kernel_size": 2, "ceil_mode": True},
-                         name="ceil-edge")
+            yield Sample((rng.standard_normal(_SHAPES[2]) * 4,), {"kernel_size": 3, "stride": 2, "padding": 1},
+                         name="k3s2p1")
+            yield Sample((rng.standard_normal((3, 5, 5)) * 4,), {"kernel_size": 2, "ceil_mode": True},
+                         name="unbatched-ceil-edge")
             yield Sample((rng.standard_normal((0, 3, 5, 5)),), {"kernel_size": 2}, name="empty-batch")
+        else:
+            yield Sample((rng.standard_normal(_SHAPES[nd]) * 4,), {"kernel_size": 2, "stride": (1,) * nd,
+                                                                   "padding": 1, "dilation": 2, "ceil_mode": True},
+                         name="dil2-ceil-pad")
     return samples
 
 
 def _avg_samples(nd):
     def samples(rng):
         sh = _SHAPES[nd]
-        yield Sample((rng.standard_normal(sh[0]),), {"kernel_size": 3, "stride": 2, "padding": 1,
-                                                    "count_include_pad": False}, name="k3s2p1-excl")
-        yield Sample((rng.standard_normal(sh[-1]),), {"kernel_size": 2, "stride": 1, "ceil_mode": True,
-                                                     "padding": 1}, name="ceil-incl")
-        if nd > 1:
-            yield Sample((rng.standard_normal(sh[0]),), {"kernel_size": 3, "stride": 2, "ceil_mode": True,
-                                                        "divisor_override": 5}, name="divisor")
+        yield Sample((rng.standard_normal(sh),), {"kernel_size": 3 if nd < 3 else 2, "stride": 2, "padding": 1,
+                                                 "ceil_mode": True, "count_include_pad": nd != 2},
+                     name="ceil-pad")
+        if nd == 2:
+            yield Sample((rng.standard_normal(sh[1:]),), {"kernel_size": 3, "stride": 2, "ceil_mode": True,
+                                                         "divisor_override": 5}, name="unbatched-divisor")
     return samples
 
 
 def _bw_samples(op):
     def samples(rng):
-        for nd, shape, k, s, p, window in ((2, (2, 3, 6, 5), 3, 2, 1, "sliding"), (1, (2, 2, 9), 3, 1, 1, "sliding"),
-                                          (3, (1, 2, 4, 3, 5), 2, 1, 0, "adaptive")):
+        for nd, shape, k, s, p, window in ((2, (2, 3, 6, 5), 3, 2, 1, "sliding"), (3, (1, 2, 4, 3, 5), 2, 1, 0,
+                                                                                    "adaptive")):
             n, c, sp = split_batch(shape, nd)
             if window == "sliding":
                 outs = tuple(pool_out_size(L, k, s, p, 1, False) for L in sp)
@@ -330,7 +331,7 @@ def _bw_samples(op):
                 ins += (random_window_indices(rng, n * c, tabs, sp).reshape(gshape),)
                 a["dilation"] = (1,) * nd
             else:
-                a["count_include_pad"] = s == 2
+                a["count_include_pad"] = False
             yield Sample(ins, a, name=f"{nd}d-{window}", grad=False)
     return samples
 

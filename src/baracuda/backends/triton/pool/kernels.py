@@ -105,35 +105,45 @@ def pool_fw(x_ptr, u_ptr, y_ptr, i_ptr, total, C, D, H, W, OD, OH, OW,
     xb = x_ptr + n.to(tl.int64) * xn + c.to(tl.int64) * xc
     VT: tl.constexpr = CT if FLOAT else x_ptr.dtype.element_ty
     m = tl.zeros([BLOCK], VT)
-    arg = tl.zeros([BLOCK], tl.int64)
-    seen = tl.zeros([BLOCK], tl.int1)
+    arg = tl.full([BLOCK], -1, IT)          # -1: nothing seen yet (the first valid tap always wins)
     acc = tl.zeros([BLOCK], CT)
     if OP == 2:
         p = join_f64(p_hi, p_lo, F64)
+    # (the taps' arithmetic is hoisted per row: the interpreter pays per operation, the GPU per instruction)
+    di = d0
     for a in loop(KD):
-        di = d0 + a * dd
-        vd = mask & (a < td) & (di >= 0) & (di < D)
+        vd = mask & (di >= 0) & (di < D)
+        if MODE == 1:
+            vd = vd & (a < td)
+        hi = h0
         for b in loop(KH):
-            hi = h0 + b * dh
-            vh = vd & (b < th) & (hi >= 0) & (hi < H)
+            vh = vd & (hi >= 0) & (hi < H)
+            if MODE == 1:
+                vh = vh & (b < th)
+            row = xb + di * xd + hi * xh
+            rowi = (di * H + hi) * W
+            wi = w0
             for e in loop(KW):
-                wi = w0 + e * dw
-                valid = vh & (e < tw) & (wi >= 0) & (wi < W)
-                v = tl.load(xb + di * xd + hi * xh + wi * xw, mask=valid, other=0).to(VT)
+                valid = vh & (wi >= 0) & (wi < W)
+                if MODE == 1:
+                    valid = valid & (e < tw)
+                v = tl.load(row + wi * xw, mask=valid, other=0).to(VT)
                 if OP == 0:
-                    upd = valid & ((v > m) | (v != v) | (seen == 0))
+                    upd = valid & ((v > m) | (v != v) | (arg < 0))
                     m = tl.where(upd, v, m)
-                    arg = tl.where(upd, ((di.to(tl.int64) * H + hi) * W + wi), arg)
-                    seen = seen | valid
+                    arg = tl.where(upd, rowi + wi, arg)
                 elif OP == 1:
                     acc += tl.where(valid, v, 0.0)
                 else:
                     acc += tl.where(valid, _pow(v, p), 0.0)
+                wi += dw
+            hi += dh
+        di += dd
     yo = n.to(tl.int64) * yn + c.to(tl.int64) * yc + od * yd + oh * yh + ow * yw
     if OP == 0:
         tl.store(y_ptr + yo, m.to(y_ptr.dtype.element_ty), mask=mask)
         jo = n.to(tl.int64) * jn + c.to(tl.int64) * jc + od * jd + oh * jh + ow * jw
-        tl.store(i_ptr + jo, arg, mask=mask)
+        tl.store(i_ptr + jo, arg.to(tl.int64), mask=mask)
     else:
         if HAS_DIV:
             div = tl.full([BLOCK], divisor, tl.int32).to(CT)
@@ -184,32 +194,37 @@ def pool_bw(g_ptr, i_ptr, dx_ptr, total, C, D, H, W, OD, OH, OW,
     d0 = _first(di, D, OD, kd, sd, pd, dd, MODE)
     h0 = _first(hi, H, OH, kh, sh, ph, dh, MODE)
     w0 = _first(wi, W, OW, kw, sw, pw, dw, MODE)
-    me = (di.to(tl.int64) * H + hi) * W + wi
+    me = (di * H + hi) * W + wi
     gb = g_ptr + n.to(tl.int64) * gn + c.to(tl.int64) * gc
     jb = i_ptr + n.to(tl.int64) * jn + c.to(tl.int64) * jc
     acc = tl.zeros([BLOCK], CT)
+    od = d0
     for a in loop(KD):
-        od = d0 + a
         vd, fd = _covers(di, od, D, OD, kd, sd, pd, dd, MODE, COUNT_PAD)
         vd = vd & mask
+        oh = h0
         for b in loop(KH):
-            oh = h0 + b
             vh, fh = _covers(hi, oh, H, OH, kh, sh, ph, dh, MODE, COUNT_PAD)
             vh = vh & vd
+            go = od * gd + oh * gh
+            jo = od * jd + oh * jh
+            ow = w0
             for e in loop(KW):
-                ow = w0 + e
                 valid, fw = _covers(wi, ow, W, OW, kw, sw, pw, dw, MODE, COUNT_PAD)
                 valid = valid & vh
-                g = tl.load(gb + od * gd + oh * gh + ow * gw, mask=valid, other=0.0).to(CT)
+                g = tl.load(gb + go + ow * gw, mask=valid, other=0.0).to(CT)
                 if OP == 0:
-                    j = tl.load(jb + od * jd + oh * jh + ow * jw, mask=valid, other=-1)
+                    j = tl.load(jb + jo + ow * jw, mask=valid, other=-1)
                     acc += tl.where(valid & (j == me), g, 0.0)
+                elif HAS_DIV:
+                    acc += tl.where(valid, g, 0.0)
                 else:
-                    if HAS_DIV:
-                        div = tl.full([BLOCK], divisor, tl.int32).to(CT)
-                    else:
-                        div = (fd * fh * fw).to(CT)
-                    acc += tl.where(valid, g / div, 0.0)
+                    acc += tl.where(valid, g / (fd * fh * fw).to(CT), 0.0)
+                ow += 1
+            oh += 1
+        od += 1
+    if OP == 1 and HAS_DIV:
+        acc = acc / divisor
     xo = n.to(tl.int64) * xn + c.to(tl.int64) * xc + di * xd + hi * xh + wi * xw
     tl.store(dx_ptr + xo, acc.to(dx_ptr.dtype.element_ty), mask=mask)
 
