@@ -68,6 +68,22 @@ def _win(o, L, O, k, s, p, u, MODE: tl.constexpr, CT: tl.constexpr):
 
 
 @triton.jit
+def _wins(od, oh, ow, D, H, W, OD, OH, OW, kd, kh, kw, sd, sh, sw, pd, ph, pw, ud, uh, uw, MODE: tl.constexpr,
+          CT: tl.constexpr):
+    """_win of the three dims in one call (the interpreter pays per device-function call)."""
+    d0, td = _win(od, D, OD, kd, sd, pd, ud, MODE, CT)
+    h0, th = _win(oh, H, OH, kh, sh, ph, uh, MODE, CT)
+    w0, tw = _win(ow, W, OW, kw, sw, pw, uw, MODE, CT)
+    return d0, td, h0, th, w0, tw
+
+
+@triton.jit
+def _divs(d0, td, h0, th, w0, tw, D, H, W, kd, kh, kw, pd, ph, pw, MODE: tl.constexpr, COUNT_PAD: tl.constexpr):
+    return (_div(d0, td, D, kd, pd, MODE, COUNT_PAD) * _div(h0, th, H, kh, ph, MODE, COUNT_PAD)
+            * _div(w0, tw, W, kw, pw, MODE, COUNT_PAD))
+
+
+@triton.jit
 def _div(start, taps, L, k, p, MODE: tl.constexpr, COUNT_PAD: tl.constexpr):
     """torch's average divisor factor of one dim: the window clipped to the padded input (count_include_pad; an
     adaptive window: its size) or the taps inside the input."""
@@ -85,7 +101,7 @@ def pool_fw(x_ptr, u_ptr, y_ptr, i_ptr, total, C, D, H, W, OD, OH, OW,
             kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, KD, KH, KW, divisor, p_hi, p_lo,
             MODE: tl.constexpr, OP: tl.constexpr, CL: tl.constexpr, COUNT_PAD: tl.constexpr,
             HAS_DIV: tl.constexpr, FLOAT: tl.constexpr, F64: tl.constexpr, I64: tl.constexpr,
-            BLOCK: tl.constexpr):
+            LOW: tl.constexpr, BLOCK: tl.constexpr, TB: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     IT: tl.constexpr = tl.int64 if I64 else tl.int32
     offs = tl.program_id(0).to(IT) * BLOCK + tl.arange(0, BLOCK).to(IT)
@@ -99,46 +115,54 @@ def pool_fw(x_ptr, u_ptr, y_ptr, i_ptr, total, C, D, H, W, OD, OH, OW,
         ud = tl.load(ub + u0, mask=mask, other=0.0).to(CT)
         uh = tl.load(ub + u1, mask=mask, other=0.0).to(CT)
         uw = tl.load(ub + u2, mask=mask, other=0.0).to(CT)
-    d0, td = _win(od, D, OD, kd, sd, pd, ud, MODE, CT)
-    h0, th = _win(oh, H, OH, kh, sh, ph, uh, MODE, CT)
-    w0, tw = _win(ow, W, OW, kw, sw, pw, uw, MODE, CT)
+    d0, td, h0, th, w0, tw = _wins(od, oh, ow, D, H, W, OD, OH, OW, kd, kh, kw, sd, sh, sw, pd, ph, pw, ud, uh, uw,
+                                   MODE, CT)
     xb = x_ptr + n.to(tl.int64) * xn + c.to(tl.int64) * xc
     VT: tl.constexpr = CT if FLOAT else x_ptr.dtype.element_ty
     m = tl.zeros([BLOCK], VT)
-    arg = tl.full([BLOCK], -1, IT)          # -1: nothing seen yet (the first valid tap always wins)
+    arg = tl.full([BLOCK], -1, IT)          # flat index of the winner; -1: nothing seen yet
     acc = tl.zeros([BLOCK], CT)
     if OP == 2:
         p = join_f64(p_hi, p_lo, F64)
-    # (the taps' arithmetic is hoisted per row: the interpreter pays per operation, the GPU per instruction)
-    di = d0
-    for a in loop(KD):
-        vd = mask & (di >= 0) & (di < D)
-        if MODE == 1:
-            vd = vd & (a < td)
-        hi = h0
-        for b in loop(KH):
-            vh = vd & (hi >= 0) & (hi < H)
-            if MODE == 1:
-                vh = vh & (b < th)
-            row = xb + di * xd + hi * xh
-            rowi = (di * H + hi) * W
-            wi = w0
-            for e in loop(KW):
-                valid = vh & (wi >= 0) & (wi < W)
-                if MODE == 1:
-                    valid = valid & (e < tw)
-                v = tl.load(row + wi * xw, mask=valid, other=0).to(VT)
-                if OP == 0:
-                    upd = valid & ((v > m) | (v != v) | (arg < 0))
-                    m = tl.where(upd, v, m)
-                    arg = tl.where(upd, rowi + wi, arg)
-                elif OP == 1:
-                    acc += tl.where(valid, v, 0.0)
-                else:
-                    acc += tl.where(valid, _pow(v, p), 0.0)
-                wi += dw
-            hi += dh
-        di += dd
+    khw = KH * KW
+    for t0 in loop(0, KD * khw, TB):        # chunks of TB taps, vectorized [BLOCK, TB] (one chunk up to TB taps)
+        t = t0 + tl.arange(0, TB)
+        ta = t // khw
+        tb = (t // KW) % KH
+        te = t % KW
+        di = d0[:, None] + (ta * dd)[None, :]
+        hi = h0[:, None] + (tb * dh)[None, :]
+        wi = w0[:, None] + (te * dw)[None, :]
+        valid = (mask[:, None] & (t < KD * khw)[None, :] & (di >= 0) & (di < D) & (hi >= 0) & (hi < H)
+                 & (wi >= 0) & (wi < W))
+        if MODE == 1:   # adaptive windows have fewer taps than the loop's maximum
+            valid = valid & (ta[None, :] < td[:, None]) & (tb[None, :] < th[:, None]) & (te[None, :] < tw[:, None])
+        v = tl.load(xb[:, None] + di * xd + hi * xh + wi * xw, mask=valid, other=0).to(VT)
+        if OP == 0:
+            # the chunk's winner by torch's rule (the last NaN, else the first maximum), merged into the running
+            # one: a NaN replaces anything, a larger value replaces a smaller one, ties keep the earlier tap
+            isn = valid & (v != v)
+            ok = valid & (v == v)
+            vm = tl.where(ok, v, LOW)
+            cm = tl.max(vm, 1)
+            big = KD * khw + TB
+            first = tl.min(tl.where(ok & (vm == cm[:, None]), t[None, :], big), 1)
+            lastnan = tl.max(tl.where(isn, t[None, :], -1), 1)
+            anyv = tl.max(valid.to(tl.int32), 1) > 0
+            hasnan = lastnan >= 0
+            ct = tl.where(hasnan, lastnan, first)
+            upd = anyv & (hasnan | ((cm > m) & (m == m)) | (arg < 0))
+            if FLOAT:
+                cm = tl.where(hasnan, float("nan"), cm)
+            m = tl.where(upd, cm, m)
+            ca = ct // khw
+            cb = (ct // KW) % KH
+            ce = ct % KW
+            arg = tl.where(upd, ((d0 + ca * dd) * H + (h0 + cb * dh)) * W + (w0 + ce * dw), arg)
+        elif OP == 1:
+            acc += tl.sum(tl.where(valid, v, 0.0), 1)
+        else:
+            acc += tl.sum(tl.where(valid, _pow(v, p), 0.0), 1)
     yo = n.to(tl.int64) * yn + c.to(tl.int64) * yc + od * yd + oh * yh + ow * yw
     if OP == 0:
         tl.store(y_ptr + yo, m.to(y_ptr.dtype.element_ty), mask=mask)
@@ -148,8 +172,7 @@ def pool_fw(x_ptr, u_ptr, y_ptr, i_ptr, total, C, D, H, W, OD, OH, OW,
         if HAS_DIV:
             div = tl.full([BLOCK], divisor, tl.int32).to(CT)
         else:
-            div = (_div(d0, td, D, kd, pd, MODE, COUNT_PAD) * _div(h0, th, H, kh, ph, MODE, COUNT_PAD)
-                   * _div(w0, tw, W, kw, pw, MODE, COUNT_PAD)).to(CT)
+            div = _divs(d0, td, h0, th, w0, tw, D, H, W, kd, kh, kw, pd, ph, pw, MODE, COUNT_PAD).to(CT)
         r = acc / div
         if OP == 2:
             r = _pow(r * (kd * kh * kw), 1.0 / p)
@@ -171,13 +194,28 @@ def _covers(i, o, L, O, k, s, p, d, MODE: tl.constexpr, COUNT_PAD: tl.constexpr)
     """(whether output o's window holds input position i, o's divisor factor along this dim)."""
     if MODE == 0:
         off = i + p - o * s
-        start = o * s - p
         ok = (o < O) & (off >= 0) & (off % d == 0) & (off // d < k)
-        return ok, _div(start, k, L, k, p, MODE, COUNT_PAD)
+        return ok, _div(o * s - p, k, L, k, p, MODE, COUNT_PAD)
     else:
         start = (o * L) // O
         end = ((o + 1) * L + O - 1) // O
         return (o < O) & (start <= i) & (i < end), end - start
+
+
+@triton.jit
+def _firsts(di, hi, wi, D, H, W, OD, OH, OW, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, MODE: tl.constexpr):
+    return (_first(di, D, OD, kd, sd, pd, dd, MODE), _first(hi, H, OH, kh, sh, ph, dh, MODE),
+            _first(wi, W, OW, kw, sw, pw, dw, MODE))
+
+
+@triton.jit
+def _covers3(di, hi, wi, od, oh, ow, D, H, W, OD, OH, OW, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw,
+             MODE: tl.constexpr, COUNT_PAD: tl.constexpr):
+    """Whether the candidate outputs' windows hold the input element, and their divisors (three dims)."""
+    vd, fd = _covers(di, od, D, OD, kd, sd, pd, dd, MODE, COUNT_PAD)
+    vh, fh = _covers(hi, oh, H, OH, kh, sh, ph, dh, MODE, COUNT_PAD)
+    vw, fw = _covers(wi, ow, W, OW, kw, sw, pw, dw, MODE, COUNT_PAD)
+    return vd & vh & vw, fd * fh * fw
 
 
 @fast_kernel
@@ -185,44 +223,35 @@ def pool_bw(g_ptr, i_ptr, dx_ptr, total, C, D, H, W, OD, OH, OW,
             gn, gc, gd, gh, gw, jn, jc, jd, jh, jw, xn, xc, xd, xh, xw,
             kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, KD, KH, KW, divisor,
             MODE: tl.constexpr, OP: tl.constexpr, CL: tl.constexpr, COUNT_PAD: tl.constexpr,
-            HAS_DIV: tl.constexpr, F64: tl.constexpr, I64: tl.constexpr, BLOCK: tl.constexpr):
+            HAS_DIV: tl.constexpr, F64: tl.constexpr, I64: tl.constexpr, BLOCK: tl.constexpr, TB: tl.constexpr):
+    """Lanes over dx; KD x KH x KW candidate outputs per element, vectorized [BLOCK, TB] in chunks of TB."""
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     IT: tl.constexpr = tl.int64 if I64 else tl.int32
     offs = tl.program_id(0).to(IT) * BLOCK + tl.arange(0, BLOCK).to(IT)
     mask = offs < total
     n, c, di, hi, wi = _unravel(offs, C, D, H, W, CL)
-    d0 = _first(di, D, OD, kd, sd, pd, dd, MODE)
-    h0 = _first(hi, H, OH, kh, sh, ph, dh, MODE)
-    w0 = _first(wi, W, OW, kw, sw, pw, dw, MODE)
-    me = (di * H + hi) * W + wi
-    gb = g_ptr + n.to(tl.int64) * gn + c.to(tl.int64) * gc
-    jb = i_ptr + n.to(tl.int64) * jn + c.to(tl.int64) * jc
+    d0, h0, w0 = _firsts(di, hi, wi, D, H, W, OD, OH, OW, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, MODE)
+    me = ((di * H + hi) * W + wi)[:, None]
+    gb = (g_ptr + n.to(tl.int64) * gn + c.to(tl.int64) * gc)[:, None]
+    jb = (i_ptr + n.to(tl.int64) * jn + c.to(tl.int64) * jc)[:, None]
     acc = tl.zeros([BLOCK], CT)
-    od = d0
-    for a in loop(KD):
-        vd, fd = _covers(di, od, D, OD, kd, sd, pd, dd, MODE, COUNT_PAD)
-        vd = vd & mask
-        oh = h0
-        for b in loop(KH):
-            vh, fh = _covers(hi, oh, H, OH, kh, sh, ph, dh, MODE, COUNT_PAD)
-            vh = vh & vd
-            go = od * gd + oh * gh
-            jo = od * jd + oh * jh
-            ow = w0
-            for e in loop(KW):
-                valid, fw = _covers(wi, ow, W, OW, kw, sw, pw, dw, MODE, COUNT_PAD)
-                valid = valid & vh
-                g = tl.load(gb + go + ow * gw, mask=valid, other=0.0).to(CT)
-                if OP == 0:
-                    j = tl.load(jb + jo + ow * jw, mask=valid, other=-1)
-                    acc += tl.where(valid & (j == me), g, 0.0)
-                elif HAS_DIV:
-                    acc += tl.where(valid, g, 0.0)
-                else:
-                    acc += tl.where(valid, g / (fd * fh * fw).to(CT), 0.0)
-                ow += 1
-            oh += 1
-        od += 1
+    khw = KH * KW
+    for t0 in loop(0, KD * khw, TB):
+        t = t0 + tl.arange(0, TB)
+        od = d0[:, None] + (t // khw)[None, :]
+        oh = h0[:, None] + ((t // KW) % KH)[None, :]
+        ow = w0[:, None] + (t % KW)[None, :]
+        valid, f = _covers3(di[:, None], hi[:, None], wi[:, None], od, oh, ow, D, H, W, OD, OH, OW, kd, kh, kw,
+                            sd, sh, sw, pd, ph, pw, dd, dh, dw, MODE, COUNT_PAD)
+        valid = valid & mask[:, None] & (t < KD * khw)[None, :]
+        g = tl.load(gb + od * gd + oh * gh + ow * gw, mask=valid, other=0.0).to(CT)
+        if OP == 0:
+            j = tl.load(jb + od * jd + oh * jh + ow * jw, mask=valid, other=-1)
+            acc += tl.sum(tl.where(valid & (j == me), g, 0.0), 1)
+        elif HAS_DIV:
+            acc += tl.sum(tl.where(valid, g, 0.0), 1)
+        else:
+            acc += tl.sum(tl.where(valid, g / f.to(CT), 0.0), 1)
     if OP == 1 and HAS_DIV:
         acc = acc / divisor
     xo = n.to(tl.int64) * xn + c.to(tl.int64) * xc + di * xd + hi * xh + wi * xw

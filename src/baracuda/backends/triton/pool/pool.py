@@ -9,11 +9,14 @@ beyond the first) and writes y (+ int64 indices for max); the backward reads gra
 """
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import torch
 
 from ...._core.dtypes import DType
 from ....ops.pool import frac_sample_index, pool_memory_format, window_of
-from .._lib.geometry import cdiv
+from .._lib.geometry import cdiv, next_power_of_2
 from .._lib.register import register_triton
 from .._lib.scalars import split_f64
 from .kernels import pool_bw, pool_fw, unpool
@@ -58,6 +61,13 @@ def _geometry(desc, sp, out):
     return k, s, p, d, loops
 
 
+def _tiles(taps: int):
+    """(lanes, taps per chunk) of a [BLOCK, TB] tile: every tap of a window up to 64 in one chunk (3x3: 16 slots,
+    3x3x3: 32, adaptive 7x7 -> 1: 64), ~4096 elements a program."""
+    tb = min(next_power_of_2(max(taps, 1)), 64)
+    return max(16, min(256, 4096 // tb)), tb
+
+
 def _with_produce(run, desc, like: int = 0):
     """``run`` plus ``run.produce``: the drop-in's outputs allocated in input ``like``'s memory format."""
     outs = [(t.shape, t.dtype.torch) for t in desc.outputs]
@@ -89,6 +99,8 @@ def _bind_fw(desc, pref=None):
     out = _pad3(desc.outputs[0].shape[-nd:], nd, 1)
     k, s, p, d, loops = _geometry(desc, sp, out)
     ui = [(frac_sample_index(nd, j)) for j in range(nd)]
+    low = float("-inf") if floating else int(np.iinfo(x_spec.dtype.numpy).min)
+    block, tb = _tiles(math.prod(loops))
 
     def run(desc_, inputs, outputs, ws):
         x = inputs[0]
@@ -108,10 +120,11 @@ def _bind_fw(desc, pref=None):
                 un = 0
         else:
             u, un, uc, uoff = x, 0, 0, (0, 0, 0)
-        pool_fw[(cdiv(total, _BLOCK),)](
+        pool_fw[(cdiv(total, block),)](
             x, u, y, ix, total, ys_[1], *sp, *out, *xst, *yst, *jst, un, uc, *uoff, *k, *s, *p, *d, *loops,
             div or 1, p_hi, p_lo, MODE=_MODE[w.kind], OP=OP, CL=_cl(ys_, yst), COUNT_PAD=a.get("count_include_pad", True),
-            HAS_DIV=div is not None, FLOAT=floating, F64=f64, I64=_i64(x, y, ix), BLOCK=_BLOCK, num_warps=4)
+            HAS_DIV=div is not None, FLOAT=floating, F64=f64, I64=_i64(x, y, ix), LOW=low, BLOCK=block, TB=tb,
+            num_warps=4)
     return _with_produce(run, desc)
 
 
@@ -129,6 +142,7 @@ def _bind_bw(desc, pref=None):
         cand = tuple(min(cdiv(O, L) + 1, O) for L, O in zip(sp, out))
     else:
         cand = tuple(min(((kk - 1) * dd) // ss + 1, O) for kk, ss, dd, O in zip(k, s, d, out))
+    block, tb = _tiles(math.prod(cand))
 
     def run(desc_, inputs, outputs, ws):
         g, x = inputs[0], inputs[1]
@@ -140,10 +154,10 @@ def _bind_bw(desc, pref=None):
         xs_, xst = _dims(dx, nd)
         _, gst = _dims(g, nd)
         _, jst = _dims(ix, nd)
-        pool_bw[(cdiv(total, _BLOCK),)](
+        pool_bw[(cdiv(total, block),)](
             g, ix, dx, total, xs_[1], *sp, *out, *gst, *jst, *xst, *k, *s, *p, *d, *cand, div or 1,
             MODE=_MODE[w.kind], OP=0 if is_max else 1, CL=_cl(xs_, xst), COUNT_PAD=a.get("count_include_pad", True),
-            HAS_DIV=div is not None, F64=f64, I64=_i64(g, dx, ix), BLOCK=_BLOCK, num_warps=4)
+            HAS_DIV=div is not None, F64=f64, I64=_i64(g, dx, ix), BLOCK=block, TB=tb, num_warps=4)
     return _with_produce(run, desc, like=1)
 
 
