@@ -144,7 +144,7 @@ def pool_fw(x_ptr, u_ptr, y_ptr, i_ptr, total, C, D, H, W, OD, OH, OW,
             isn = valid & (v != v)
             ok = valid & (v == v)
             vm = tl.where(ok, v, LOW)
-            cm = tl.max(vm, 1)
+            cm = tl.max(vm, 1).to(VT)   # (a reduction of 8- and 16-bit ints widens to 32 bits)
             big = KD * khw + TB
             first = tl.min(tl.where(ok & (vm == cm[:, None]), t[None, :], big), 1)
             lastnan = tl.max(tl.where(isn, t[None, :], -1), 1)
