@@ -346,6 +346,14 @@ def _twin_cases():
           for ns in ("", "nn.functional.")],
         *[(f"{ns}conv_transpose{n}d", (R(1, 2, *(3,) * n), R(2, 3, *(2,) * n)), {"stride": 2}) for n in (1, 2, 3)
           for ns in ("", "nn.functional.")],
+        ("max_pool1d", (R(2, 3, 6), 2), {}), ("max_pool2d", (R(2, 3, 6, 5), 3, 2, 1), {}),
+        ("max_pool3d", (R(1, 2, 4, 4, 3), 2), {}), ("max_pool1d_with_indices", (R(2, 3, 6), 3, 2, 1), {}),
+        ("adaptive_max_pool1d", (R(2, 3, 7), 3), {}),
+        *[(f"nn.functional.max_pool{n}d_with_indices", (R(*(1, 2) + (5,) * n), 2), {}) for n in (1, 2, 3)],
+        *[(f"nn.functional.adaptive_max_pool{n}d_with_indices", (R(*(1, 2) + (5,) * n), 2), {}) for n in (1, 2, 3)],
+        *[(f"nn.functional.fractional_max_pool{n}d_with_indices", (R(*(1, 2) + (6,) * n), 2),
+           {"output_size": 3, "_random_samples": torch.rand(1, 2, n, generator=GEN, dtype=torch.float64).to(DEVICE)})
+          for n in (2, 3)],
     ]
 
 
@@ -377,8 +385,10 @@ def test_twin_matches_torch_and_is_routed(name, args, kwargs):
         routed = _resolve(torch, name)(*a_m, **kwargs)
     assert m.routed == {_ROUTED_AS.get(name, f"torch.{name}"): 1} and not m.fell_through, m.summary()
     for res, a in ((got, a_b), (routed, a_m)):   # (the same op as the published drop-in: torch's tolerances
-        assert res.shape == want.shape and res.dtype == want.dtype   # per dtype, assert_close's defaults)
-        torch.testing.assert_close(res, want)
+        # per dtype, assert_close's defaults); a (values, indices) result (the *_with_indices forms) per element
+        for r, w in zip(res, want) if isinstance(want, tuple) else ((res, want),):
+            assert r.shape == w.shape and r.dtype == w.dtype
+            torch.testing.assert_close(r, w)
         for u, v in zip(a, a_t):   # buffers written in place (batch_norm's running statistics) as torch's
             if isinstance(u, torch.Tensor):
                 torch.testing.assert_close(u, v)

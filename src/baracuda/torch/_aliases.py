@@ -164,6 +164,31 @@ def _upsample_nearest(input, size=None, scale_factor=None):
     return (input, size, scale_factor, "nearest"), {}
 
 
+def _max_pool_idx(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                 return_indices=False):                         # F.max_pool{n}d_with_indices: always (y, indices)
+    return (input, kernel_size, stride, padding, dilation, ceil_mode, True), {}
+
+
+def _torch_max_pool(n: int, indices: bool = False):
+    """torch.max_pool{n}d / torch.max_pool1d_with_indices: ATen's defaults (lists, never mutated)."""
+    def translate(input, kernel_size, stride=[], padding=[0] * n, dilation=[1] * n, ceil_mode=False):  # noqa: B006
+        return (input, kernel_size, stride, padding, dilation, ceil_mode) + ((True,) if indices else ()), {}
+    return translate
+
+
+def _adaptive_idx(input, output_size, return_indices=False):   # F.adaptive_max_pool{n}d_with_indices
+    return (input, output_size, True), {}
+
+
+def _torch_adaptive_max_pool1d(input, output_size):            # torch.adaptive_max_pool1d: (y, indices)
+    return (input, output_size, True), {}
+
+
+def _fractional_idx(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                    _random_samples=None):                     # F.fractional_max_pool{n}d_with_indices
+    return (input, kernel_size, output_size, output_ratio, True, _random_samples), {}
+
+
 _F = "nn.functional."
 # torch name (relative to torch) -> (the published drop-in it runs, translator from its torch signature or None)
 TWINS = {
@@ -189,6 +214,14 @@ TWINS = {
     _F + "upsample": (_F + "interpolate", _upsample), _F + "upsample_bilinear": (_F + "interpolate", _upsample_bilinear),
     _F + "upsample_nearest": (_F + "interpolate", _upsample_nearest),
     **CONV_TWINS,   # conv1d/2d/3d, conv_transpose1d/2d/3d (torch. and nn.functional.) -> torch.convolution
+    # pooling (ops/pool*.py): the *_with_indices forms return (y, indices)
+    **{f"max_pool{n}d": (_F + f"max_pool{n}d", _torch_max_pool(n)) for n in (1, 2, 3)},
+    **{_F + f"max_pool{n}d_with_indices": (_F + f"max_pool{n}d", _max_pool_idx) for n in (1, 2, 3)},
+    **{_F + f"adaptive_max_pool{n}d_with_indices": (_F + f"adaptive_max_pool{n}d", _adaptive_idx) for n in (1, 2, 3)},
+    **{_F + f"fractional_max_pool{n}d_with_indices": (_F + f"fractional_max_pool{n}d", _fractional_idx)
+       for n in (2, 3)},
+    "max_pool1d_with_indices": (_F + "max_pool1d", _torch_max_pool(1, indices=True)),
+    "adaptive_max_pool1d": (_F + "adaptive_max_pool1d", _torch_adaptive_max_pool1d),
 }
 
 

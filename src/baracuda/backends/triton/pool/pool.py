@@ -1,0 +1,194 @@
+"""Registration and launch of the pooling kernels (kernels.py): every pooling op, its backward, max_unpool.
+
+No operand is copied: every kernel takes the strides of every tensor.  A drop-in call's outputs are allocated in
+the input's memory format (``produce``: torch's rule, ops/pool.py: pool_memory_format), so a channels-last
+network stays channels-last; the Plan API's given or default (contiguous) outputs are written as they are.
+Traffic: the forward reads each input element once per window holding it (3x3 s2: ~2.25 reads, L1/L2 hits
+beyond the first) and writes y (+ int64 indices for max); the backward reads grad (+ indices) per candidate window
+(3x3 s2: 4 per input element, cache hits) and writes dx once.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ...._core.dtypes import DType
+from ....ops.pool import frac_sample_index, pool_memory_format, window_of
+from .._lib.geometry import cdiv, next_power_of_2
+from .._lib.register import register_triton
+from .._lib.scalars import split_f64
+from .kernels import pool_bw, pool_fw, unpool
+
+_BLOCK = 256
+_MODE = {"sliding": 0, "adaptive": 1, "fractional": 2}
+_I32 = 2 ** 31 - 1
+
+
+def _dims(t, nd):
+    """(sizes, strides) of t as (N, C, D, H, W): missing spatial dims size 1 stride 0, an unbatched tensor N = 1."""
+    sh, st = list(t.shape), list(t.stride())
+    if len(sh) == nd + 1:
+        sh, st = [1] + sh, [0] + st
+    pad = 3 - nd
+    return sh[:2] + [1] * pad + sh[2:], st[:2] + [0] * pad + st[2:]
+
+
+def _pad3(v, nd, fill):
+    return (fill,) * (3 - nd) + tuple(v)
+
+
+def _cl(sizes, strides) -> bool:
+    """Whether the written tensor keeps the channels innermost (the lanes then run over C)."""
+    return sizes[1] > 1 and strides[1] == 1
+
+
+def _i64(*ts) -> bool:
+    return any(t.numel() > _I32 or sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride())) > _I32 for t in ts)
+
+
+def _geometry(desc, sp, out):
+    """Kernel taps / stride / padding / dilation per (D, H, W) and the loop counts of the forward (KD, KH, KW)."""
+    w = window_of(desc)
+    nd = w.nd
+    k, s, p, d = (_pad3(v, nd, f) for v, f in ((w.k, 1), (w.s, 1), (w.p, 0), (w.d, 1)))
+    if w.kind == "adaptive":
+        loops = tuple(max(((o + 1) * L + O - 1) // O - (o * L) // O for o in range(O)) if O else 1
+                      for L, O in zip(sp, out))
+    else:
+        loops = k
+    return k, s, p, d, loops
+
+
+def _tiles(taps: int):
+    """(lanes, taps per chunk) of a [BLOCK, TB] tile: every tap of a window up to 64 in one chunk (3x3: 16 slots,
+    3x3x3: 32, adaptive 7x7 -> 1: 64), ~4096 elements a program."""
+    tb = min(next_power_of_2(max(taps, 1)), 64)
+    return max(16, min(256, 4096 // tb)), tb
+
+
+def _with_produce(run, desc, like: int = 0):
+    """``run`` plus ``run.produce``: the drop-in's outputs allocated in input ``like``'s memory format."""
+    outs = [(t.shape, t.dtype.torch) for t in desc.outputs]
+
+    def produce(xs):
+        mf = pool_memory_format(xs[like])
+        dev = xs[like].device
+        res = [torch.empty(shp, dtype=dt, device=dev, memory_format=mf if len(shp) in (4, 5) else
+                           torch.contiguous_format) for shp, dt in outs]
+        run(desc, xs, res, None)
+        return res
+    run.produce = produce
+    return run
+
+
+def _bind_fw(desc, pref=None):
+    w = window_of(desc)
+    nd = w.nd
+    op = desc.op
+    x_spec = desc.inputs[0]
+    is_max = "max" in op
+    OP = 0 if is_max else 2 if op.startswith("lp_pool") else 1
+    a = desc.attr_dict
+    f64 = x_spec.dtype == DType.f64
+    floating = x_spec.dtype.is_floating
+    div = a.get("divisor_override")
+    p_hi, p_lo = split_f64(a["norm_type"]) if OP == 2 else (0.0, 0.0)
+    sp = _pad3(x_spec.shape[-nd:], nd, 1)
+    out = _pad3(desc.outputs[0].shape[-nd:], nd, 1)
+    k, s, p, d, loops = _geometry(desc, sp, out)
+    ui = [(frac_sample_index(nd, j)) for j in range(nd)]
+    low = float("-inf") if floating else int(np.iinfo(x_spec.dtype.numpy).min)
+    block, tb = _tiles(math.prod(loops))
+
+    def run(desc_, inputs, outputs, ws):
+        x = inputs[0]
+        y = outputs[0]
+        ix = outputs[1] if is_max else y
+        xs_, xst = _dims(x, nd)
+        ys_, yst = _dims(y, nd)
+        _, jst = _dims(ix, nd)
+        total = y.numel()
+        if total == 0:
+            return
+        if w.kind == "fractional":
+            u = inputs[1]
+            un, uc, uk = u.stride()
+            uoff = _pad3([ui[j] * uk for j in range(nd)], nd, 0)
+            if x.dim() == nd + 1:
+                un = 0
+        else:
+            u, un, uc, uoff = x, 0, 0, (0, 0, 0)
+        pool_fw[(cdiv(total, block),)](
+            x, u, y, ix, total, ys_[1], *sp, *out, *xst, *yst, *jst, un, uc, *uoff, *k, *s, *p, *d, *loops,
+            div or 1, p_hi, p_lo, MODE=_MODE[w.kind], OP=OP, CL=_cl(ys_, yst), COUNT_PAD=a.get("count_include_pad", True),
+            HAS_DIV=div is not None, FLOAT=floating, F64=f64, I64=_i64(x, y, ix), LOW=low, BLOCK=block, TB=tb,
+            num_warps=4)
+    return _with_produce(run, desc)
+
+
+def _bind_bw(desc, pref=None):
+    w = window_of(desc)
+    nd = w.nd
+    a = desc.attr_dict
+    is_max = desc.op == "max_pool_backward"
+    f64 = desc.inputs[1].dtype == DType.f64
+    div = a.get("divisor_override")
+    sp = _pad3(desc.inputs[1].shape[-nd:], nd, 1)
+    out = _pad3(desc.inputs[0].shape[-nd:], nd, 1)
+    k, s, p, d, _ = _geometry(desc, sp, out)
+    if w.kind == "adaptive":
+        cand = tuple(min(cdiv(O, L) + 1, O) for L, O in zip(sp, out))
+    else:
+        cand = tuple(min(((kk - 1) * dd) // ss + 1, O) for kk, ss, dd, O in zip(k, s, d, out))
+    block, tb = _tiles(math.prod(cand))
+
+    def run(desc_, inputs, outputs, ws):
+        g, x = inputs[0], inputs[1]
+        ix = inputs[2] if is_max else g
+        dx = outputs[0]
+        total = dx.numel()
+        if total == 0:
+            return
+        xs_, xst = _dims(dx, nd)
+        _, gst = _dims(g, nd)
+        _, jst = _dims(ix, nd)
+        pool_bw[(cdiv(total, block),)](
+            g, ix, dx, total, xs_[1], *sp, *out, *gst, *jst, *xst, *k, *s, *p, *d, *cand, div or 1,
+            MODE=_MODE[w.kind], OP=0 if is_max else 1, CL=_cl(xs_, xst), COUNT_PAD=a.get("count_include_pad", True),
+            HAS_DIV=div is not None, F64=f64, I64=_i64(g, dx, ix), BLOCK=block, TB=tb, num_warps=4)
+    return _with_produce(run, desc, like=1)
+
+
+def _bind_unpool(desc, pref=None):
+    nd = int(desc.op[-2])
+    sp = _pad3(desc.inputs[0].shape[-nd:], nd, 1)
+    out = _pad3(desc.outputs[0].shape[-nd:], nd, 1)
+
+    def run(desc_, inputs, outputs, ws):
+        x, ix = inputs
+        y = outputs[0]
+        ys_, yst = _dims(y, nd)
+        xs_, xst = _dims(x, nd)
+        _, jst = _dims(ix, nd)
+        i64 = _i64(x, ix, y)
+        for zero, total, cl in ((True, y.numel(), _cl(ys_, yst)), (False, x.numel(), _cl(xs_, xst))):
+            if total:
+                unpool[(cdiv(total, _BLOCK),)](x, ix, y, total, xs_[1], *sp, *out, *xst, *jst, *yst, ZERO=zero,
+                                               CL=cl, I64=i64, BLOCK=_BLOCK, num_warps=4)
+    return run
+
+
+def _reg(op, bind):
+    register_triton(op, bind=bind, route=f"triton:{op}")
+
+
+for _nd in (1, 2, 3):
+    for _op in ("max_pool", "avg_pool", "lp_pool", "adaptive_avg_pool", "adaptive_max_pool"):
+        _reg(f"{_op}{_nd}d", _bind_fw)
+    _reg(f"max_unpool{_nd}d", _bind_unpool)
+for _nd in (2, 3):
+    _reg(f"fractional_max_pool{_nd}d", _bind_fw)
+_reg("max_pool_backward", _bind_bw)
+_reg("avg_pool_backward", _bind_bw)
