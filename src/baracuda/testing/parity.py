@@ -301,8 +301,19 @@ def _ours(published: str, opinfo):
     return through_op
 
 
+def _size(sample) -> int:
+    """A sample's tensor elements (its input and every tensor argument): the interpreter's work grows with it."""
+    n = 0
+    for v in (sample.input, *sample.args, *sample.kwargs.values()):
+        for t in (v if isinstance(v, (list, tuple)) else (v,)):
+            if isinstance(t, torch.Tensor):
+                n += t.numel()
+    return n
+
+
 def check_entry(published: str, opinfo, device: str = "cpu", dtypes=DTYPES,
-                max_samples: int = MAX_SAMPLES) -> EntryResult:
+                max_samples: int = MAX_SAMPLES, smallest: bool = False) -> EntryResult:
+    """``smallest``: the ``max_samples`` smallest samples (by their tensors' elements) instead of the first ones."""
     res = EntryResult(entry_name(opinfo), published)
     fn = _ours(published, opinfo)
     values = not _values_unspecified(published)
@@ -312,7 +323,8 @@ def check_entry(published: str, opinfo, device: str = "cpu", dtypes=DTYPES,
             continue
         grad = dtype == torch.float64 and opinfo.supports_autograd
         try:
-            samples = list(opinfo.sample_inputs(device, dtype, requires_grad=grad))[:max_samples]
+            samples = list(opinfo.sample_inputs(device, dtype, requires_grad=grad))
+            samples = (sorted(samples, key=_size) if smallest else samples)[:max_samples]
         except Exception as e:      # a sample generator that needs something this machine lacks
             res.mismatches.append(f"{dtype}: op_db's sample generator raises {_exc(e)}")
             continue

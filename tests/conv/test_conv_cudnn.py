@@ -1,0 +1,124 @@
+"""The cuDNN convolution backend (backends/nvidia/cudnn_conv.py).
+
+CPU part: the refusals that need no GPU (dtypes, a transposed convolution's bias, zero-size operands), the route text,
+the padding arithmetic (cuDNN's floor output formula reproduces the op's output size for every geometry of the op's
+samples).  GPU part (skipped without CUDA or the frontend): forward, input gradient and weight gradient through cuDNN
+against torch (its cuDNN in float32) for NCHW and channels-last, 1-d / 2-d / 3-d, strided, dilated, grouped and
+depthwise, 'same' with an even kernel, transposed with output_padding; the plan is cuDNN's; the graph cache builds a
+shape once."""
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import baracuda as bc  # noqa: E402
+import baracuda.torch as bt  # noqa: E402
+from baracuda._core.sku import Backend  # noqa: E402
+from baracuda.backends import cudnn_import_error  # noqa: E402
+from baracuda.backends.nvidia import cudnn_conv as C  # noqa: E402
+from baracuda.ops.conv import geometry_of  # noqa: E402
+
+
+def _desc(x, w, dt="bf16", bias=False, **a):
+    cout = w[1] * a.get("groups", 1) if a.get("transposed") else w[0]
+    ins = [(x, dt), (w, dt)] + ([((cout,), dt)] if bias else [])
+    return bc.Descriptor.make("convolution", *ins, **a)
+
+
+@pytest.mark.parametrize("dt", ["f32", "f64"])
+def test_refuses_full_precision_dtypes(dt):
+    assert "f16 / bf16" in C.supports(_desc((2, 4, 8, 8), (4, 4, 3, 3), dt=dt))
+
+
+def test_refuses_transposed_bias_and_zero_size():
+    assert "transposed" in C.supports(_desc((2, 4, 8, 8), (4, 4, 3, 3), bias=True, transposed=True))
+    assert "zero-size" in C.supports(_desc((0, 4, 8, 8), (4, 4, 3, 3)))
+
+
+@pytest.mark.parametrize("x,w,a", [
+    ((1, 2, 9), (3, 2, 3), dict(stride=(2,), padding=(1,))),
+    ((1, 2, 10, 7), (3, 2, 2, 3), dict(padding="same", dilation=(3, 1))),
+    ((1, 2, 11, 11), (4, 1, 3, 3), dict(stride=(3, 2), padding=(0, 1), groups=2)),
+    ((1, 4, 5, 6), (4, 2, 3, 3), dict(stride=(2, 2), padding=(1, 1), transposed=True, output_padding=(1, 0))),
+    ((1, 2, 4, 5, 6), (2, 2, 2, 3, 3), dict(stride=(1, 2, 1), padding=(1, 0, 2), dilation=(2, 1, 1))),
+])
+def test_cudnn_padding_reproduces_the_output_size(x, w, a):
+    """cuDNN sizes the response as floor((image + pre + post - span) / stride) + 1: with the backend's pre / post it
+    must be the op's response size in every spatial dim."""
+    d = _desc(x, w, dt="f32", **a)
+    g = geometry_of(d)
+    nd2 = C._nd2(g)
+    pre, post, stride, dil = C._spatial(g, nd2)
+    image, resp, weight = C._dims(g, nd2)
+    for i in range(nd2):
+        span = dil[i] * (weight[2 + i] - 1) + 1
+        assert (image[2 + i] + pre[i] + post[i] - span) // stride[i] + 1 == resp[2 + i]
+
+
+gpu = pytest.mark.skipif(not torch.cuda.is_available() or cudnn_import_error() is not None,
+                         reason="needs CUDA and the cuDNN frontend")
+
+_CASES = [
+    ("conv2d", (4, 16, 14, 14), (32, 16, 3, 3), dict(stride=1, padding=1), False),
+    ("conv2d", (4, 16, 14, 14), (32, 16, 3, 3), dict(stride=2, padding=1), True),
+    ("conv2d", (2, 32, 12, 12), (32, 1, 3, 3), dict(padding=1, groups=32), True),           # depthwise
+    ("conv2d", (2, 16, 12, 12), (32, 4, 3, 3), dict(padding=2, dilation=2, groups=4), False),
+    ("conv2d", (2, 16, 12, 11), (16, 16, 4, 2), dict(padding="same"), False),                 # even kernel
+    ("conv1d", (2, 16, 33), (24, 16, 5), dict(stride=2, padding=2), False),
+    ("conv3d", (2, 8, 6, 7, 8), (16, 8, 3, 3, 3), dict(padding=1), False),
+    ("conv_transpose2d", (2, 16, 7, 7), (16, 8, 3, 3), dict(stride=2, padding=1, output_padding=1), False),
+]
+
+
+@gpu
+@pytest.mark.parametrize("fn,xs,ws,kw,cl", _CASES)
+@pytest.mark.parametrize("dt", [torch.bfloat16, torch.float16])
+def test_cudnn_matches_torch(fn, xs, ws, kw, cl, dt):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(xs, generator=g).to("cuda", dt)
+    w = (torch.randn(ws, generator=g) / (ws[1] * max(1, ws[2]) ** 0.5)).to("cuda", dt)
+    b = None if fn.startswith("conv_transpose") else torch.randn(ws[0], generator=g).to("cuda", dt)
+    if cl:
+        x, w = x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last)
+    x.requires_grad_(), w.requires_grad_()
+    pref = bc.PlanPreference(prefer=(Backend.CUDNN,))
+    with bc.preference(pref):
+        y = getattr(bt.nn.functional, fn)(x, w, b, **kw)
+        gy = torch.randn(y.shape, generator=g).to("cuda", dt)
+        dx, dw = torch.autograd.grad(y, (x, w), gy)
+        a = {k: v for k, v in kw.items()}
+        ins = [x.detach(), w.detach()] + ([b] if b is not None else [])
+        desc = bc.Descriptor.like("convolution", *ins, **_conv_attrs(fn, a, cl))
+        assert bc.Plan.select(desc, bc.Device("cuda", 0), pref).sku.backend == Backend.CUDNN
+    xr, wr = x.detach().float().requires_grad_(), w.detach().float().requires_grad_()
+    ref = getattr(torch.nn.functional, fn)(xr, wr, None if b is None else b.float(), **kw)
+    rdx, rdw = torch.autograd.grad(ref, (xr, wr), gy.float())
+    for got, want in ((y, ref), (dx, rdx), (dw, rdw)):
+        scale = want.abs().max().item() + 1e-6
+        # bf16 / f16 operands and outputs, f32 accumulation: one rounding of the output plus the inputs' rounding
+        # through the sums (relative to the largest magnitude)
+        tol = 2 ** -7 if dt == torch.bfloat16 else 2 ** -9
+        assert (got.float() - want).abs().max().item() <= 4 * tol * scale, fn
+
+
+def _conv_attrs(fn, kw, cl):
+    tr = fn.startswith("conv_transpose")
+    nd = int(fn[-2])
+    a = {"stride": kw.get("stride", 1), "padding": kw.get("padding", 0), "dilation": kw.get("dilation", 1),
+         "groups": kw.get("groups", 1), "transposed": tr, "output_padding": kw.get("output_padding", 0),
+         "channels_last": cl and nd >= 2}
+    return {k: ((v,) if isinstance(v, int) and k in ("stride", "padding", "dilation", "output_padding") else v)
+            for k, v in a.items()}
+
+
+@gpu
+def test_graph_cache_builds_a_shape_once():
+    x = torch.randn(2, 8, 10, 10, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(8, 8, 3, 3, device="cuda", dtype=torch.bfloat16)
+    with bc.preference(bc.PlanPreference(prefer=(Backend.CUDNN,))):
+        bt.nn.functional.conv2d(x, w, padding=1)
+        before = C.cache_info()["built"]
+        for _ in range(3):
+            bt.nn.functional.conv2d(x.clone(), w, padding=1)
+        assert C.cache_info()["built"] == before
