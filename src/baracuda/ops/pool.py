@@ -36,6 +36,9 @@ __all__ = ["MAX_POOL_TYPES", "nd_ints", "pool_out_size", "split_batch", "check_p
 
 # torch's CUDA max_pool dispatches every real type; avg / adaptive / fractional floats only
 MAX_POOL_TYPES = FLOAT_TYPES + (DType.i64, DType.i32, DType.i16, DType.i8, DType.u8)
+# int64 average pooling as torch's CPU computes it (the window's exact sum divided with truncation toward zero); torch's
+# CUDA kernels refuse it, and so do the Triton kernels here (the reference backend serves it)
+AVG_POOL_TYPES = FLOAT_TYPES + (DType.i64,)
 POOL_SPECS: dict[str, OpSpec] = {}
 
 
@@ -226,7 +229,7 @@ def _check_avg(nd):
         if len(inputs) != 1:
             raise InvalidProblemError(op, "inputs", "1 operand (input)", len(inputs))
         x = inputs[0]
-        check_pool_input(op, x, nd, FLOAT_TYPES)
+        check_pool_input(op, x, nd, AVG_POOL_TYPES)
         if attrs["divisor_override"] == 0:
             raise InvalidProblemError(op, "divisor_override", "a non-zero int or None", 0)
         shape = regular_out(op, x, nd, attrs, dilation=False)
@@ -480,7 +483,7 @@ for _nd in (1, 2, 3):
         saves=("input", "out1"), differentiable=(0,), samples=_max_samples(_nd),
         errors=errors_for(f"max_pool{_nd}d", _nd), tol=pool_tol, grad_tol=pool_tol, workloads=_WL.get(f"max_pool{_nd}d", ()),
         cost=pool_cost(), doc=f"{_nd}-d max pooling -> (values, indices int64 flat per plane), torch's semantics.")
-    reg(name=f"avg_pool{_nd}d", arg_names=("input",), check=_check_avg(_nd), dtypes=FLOAT_TYPES,
+    reg(name=f"avg_pool{_nd}d", arg_names=("input",), check=_check_avg(_nd), dtypes=AVG_POOL_TYPES,
         attrs=_window_attrs(_nd, dilation=False) + (
             Attr("ceil_mode", "bool", False), Attr("count_include_pad", "bool", True),
             Attr("divisor_override", "int", None, optional=True)),

@@ -103,6 +103,10 @@ def _pool(desc, x, *rest):
             with np.errstate(all="ignore"):
                 s = np.where(valid, vals ** p, 0.0).sum(-1) / _divisor(desc, tabs)
                 return (s * np.prod(w.k)) ** (1.0 / p)
+        if desc.dtype.is_integer:   # torch's CPU: the exact sum, divided with truncation toward zero
+            s = np.where(valid, vals, 0).astype(np.int64).sum(-1)
+            div = np.broadcast_to(np.asarray(_divisor(desc, tabs)), s.shape).astype(np.int64)
+            return np.sign(s) * np.sign(div) * (np.abs(s) // np.abs(div))
         return np.where(valid, vals, 0.0).sum(-1) / _divisor(desc, tabs)
     return _unbatch(desc, x, nd, body)
 

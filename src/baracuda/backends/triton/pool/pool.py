@@ -14,7 +14,7 @@ import math
 import numpy as np
 import torch
 
-from ...._core.dtypes import DType
+from ...._core.dtypes import FLOAT_TYPES, DType
 from ....ops.pool import frac_sample_index, pool_memory_format, window_of
 from .._lib.geometry import cdiv, next_power_of_2
 from .._lib.register import register_triton
@@ -181,7 +181,12 @@ def _bind_unpool(desc, pref=None):
 
 
 def _reg(op, bind):
-    register_triton(op, bind=bind, route=f"triton:{op}")
+    if op.startswith("avg_pool"):       # (int64 average pooling: the reference backend's, as torch's CPU)
+        register_triton(op, bind=bind, route=f"triton:{op}", dtypes=frozenset(FLOAT_TYPES),
+                        dtypes_note="integer average pooling runs on the reference backend (torch's CUDA kernels "
+                                    "refuse it too)")
+    else:
+        register_triton(op, bind=bind, route=f"triton:{op}")
 
 
 for _nd in (1, 2, 3):
