@@ -14,11 +14,15 @@ import torch.nn.functional as F
 
 import baracuda as bc
 import baracuda.torch as bt
+from baracuda._core.device import triton_interpreting
 from baracuda._core.sku import Backend
 from baracuda.backends.triton.conv import implicit_gemm, plans
 from baracuda.testing import assert_close
 
 TRITON = bc.PlanPreference(prefer=(Backend.TRITON,))
+# tests that watch the Triton launches of CPU tensors: they run where the interpreter runs the kernels on the CPU
+on_interpreter = pytest.mark.skipif(not triton_interpreting(), reason="watches the Triton kernels on CPU tensors "
+                                    "(TRITON_INTERPRET=1); tests/conv/test_conv_cudnn.py covers the GPU")
 REF = bc.PlanPreference(prefer=(Backend.REFERENCE,))
 BF = bt.nn.functional
 F64 = 1e-12
@@ -79,6 +83,7 @@ def test_gradcheck_transposed_conv_finite_differences():
         assert torch.autograd.gradcheck(fn, ts, eps=1e-6, atol=1e-8, fast_mode=True)   # (random projections: few calls)
 
 
+@on_interpreter
 @pytest.mark.parametrize("transposed", [False, True])
 def test_channels_last_input_is_read_in_place_and_the_output_is_channels_last(transposed, monkeypatch):
     g = _gen()
@@ -104,6 +109,7 @@ def test_channels_last_input_is_read_in_place_and_the_output_is_channels_last(tr
     assert dst.data_ptr() == y.data_ptr() and dst.stride(1) == 1, "the output is written in channels-last order"
 
 
+@on_interpreter
 def test_multi_tile_k_tail_and_split_k_paths_match_reference():
     # 20 channels over 16-wide tiles: two column tiles and a masked K tail; wgrad split over 3 K slots (f32
     # partials in the workspace, summed in slot order); bitwise reruns (deterministic)
@@ -126,6 +132,7 @@ def test_multi_tile_k_tail_and_split_k_paths_match_reference():
     assert torch.equal(dx, dx2) and torch.equal(dw, dw2)
 
 
+@on_interpreter
 def test_frozen_weight_runs_no_weight_gradient_pass(monkeypatch):
     modes = []
     real = plans.launch

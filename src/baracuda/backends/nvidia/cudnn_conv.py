@@ -208,9 +208,9 @@ def _bind(desc, pref=None):
 
     def run_one(kind, image, resp, weight, bias, dev):
         strides = (image.stride(), resp.stride(), weight.stride())
-        k = keys.get(strides)
+        k = keys.get((kind, strides))     # (dgrad and wgrad of contiguous operands have the same strides)
         if k is None:
-            k = keys[strides] = _key(desc, pref, kind, strides)
+            k = keys[(kind, strides)] = _key(desc, pref, kind, strides)
         t = {_I: image, _R: resp, _W: weight}
         if bias is not None:
             t[_B] = bias
