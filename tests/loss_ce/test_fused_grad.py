@@ -81,6 +81,24 @@ def test_paths_not_taken():
         assert bt.nn.functional.cross_entropy(xa, t).grad_fn is None
 
 
+def test_parameters_take_the_fused_path():
+    """A model's weights are nn.Parameters: the LM head's linear cross-entropy (bt.patch's loss) and logits that are
+    a Parameter take the fused path, not the ordinary op (whose backward would allocate a second dW)."""
+    x, t, _ = _data()
+    logits = torch.nn.Parameter(x.clone())
+    assert "FusedGrad" in type(bt.nn.functional.cross_entropy(logits, t).grad_fn).__name__
+    g = torch.Generator().manual_seed(3)
+    h = torch.randn(6, 8, generator=g).to(DEV).requires_grad_(True)
+    w = torch.nn.Parameter(torch.randn(37, 8, generator=g).to(DEV))
+    loss = bt.nn.functional.linear_cross_entropy(h, w, t)
+    assert "FusedGrad" in type(loss.grad_fn).__name__
+    loss.backward()
+    h2, w2 = h.detach().clone().requires_grad_(True), w.detach().clone().requires_grad_(True)
+    F.cross_entropy(h2 @ w2.T, t).backward()
+    torch.testing.assert_close(w.grad, w2.grad, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(h.grad, h2.grad, rtol=1e-4, atol=1e-5)
+
+
 def test_bad_target_raises_on_the_training_path():
     x, t, _ = _data()
     t[2] = 999

@@ -30,6 +30,9 @@ from .._core.spec import get_spec
 from ._call import STATE, Operand, bound
 
 
+_PLAIN = (torch.Tensor, torch.nn.Parameter)   # tensor subclasses with their own __torch_function__ take the custom op
+
+
 def _plan_of(name, attrs: dict, xs, strict: bool = False):
     """The plan of op ``name`` on torch tensors xs, from the drop-ins' one cache of bound calls (None where it
     refuses them; ``strict``: the refusal raises)."""
@@ -69,7 +72,7 @@ def _fused_plan(spec, inputs, attrs):
     must run."""
     if not torch.is_grad_enabled() or torch.compiler.is_compiling():
         return None
-    if any(type(x) is not torch.Tensor for x in inputs):
+    if any(type(x) not in _PLAIN for x in inputs):    # (a Parameter is plain: a model's weight, the LM head's)
         return None
     fused = fused_inputs(spec, len(inputs))
     if not any(inputs[i].requires_grad for i in fused):
