@@ -362,7 +362,8 @@ def _register_input_makers_for(ops):
     def maker(desc, device, gen):
         import torch
 
-        lead = 1 if desc.op.endswith(("_backward", "_with_grad")) else 0   # a leading upstream gradient
+        # the logits' position: after a leading upstream gradient (and cross_entropy_backward's saved lse)
+        lead = 2 if desc.op == "cross_entropy_backward" else 1 if desc.op.endswith(("_backward", "_with_grad")) else 0
         ins = []
         for i, t in enumerate(desc.inputs):
             if t.dtype in INDEX_DTYPES:
@@ -371,6 +372,8 @@ def _register_input_makers_for(ops):
             else:
                 r = torch.randn(t.shape, generator=gen, device=gen.device, dtype=torch.float32)
                 ins.append(r.to(t.dtype.torch).to(device))
+        if desc.op == "cross_entropy_backward":     # the saved lse is the logits' own (what the forward returned)
+            ins[1] = torch.logsumexp(ins[2].float(), dim=1).to(ins[1].dtype)
         return ins
 
     for op in ops:

@@ -76,6 +76,15 @@ def _source_pos(i, k, S, P, D, SIZE):
 
 
 @triton.jit
+def _window_pos(p, k, S, P, D, SIZE, MODE: tl.constexpr):
+    """The coordinate on the window's side for output coordinate p and tap k: the image's (CORR) or the response's
+    (SCATTER), and whether it exists."""
+    if MODE == 0:
+        return _gather_pos(p, k, S, P, D, SIZE)
+    return _source_pos(p, k, S, P, D, SIZE)
+
+
+@triton.jit
 def _mma(a, b, acc, PREC: tl.constexpr, ACC: tl.constexpr, DOT_F32: tl.constexpr):
     if DOT_F32:   # interpreter only: its dot multiplies bf16 bit patterns as integers (exact upcast instead)
         a = a.to(tl.float32)
@@ -108,60 +117,47 @@ def _conv_kernel(img, resp, wt, bias,
         g = g.to(tl.int64)
     KT = KD * KH * KW
     acc = tl.zeros((BM, BN), dtype=ACC)
-    if MODE == 0:      # CORR: response[n, g*CR + col, o]
-        n, od, oh, ow = _split4(rm, OD, OH, OW)
-        m_ok = rm < NB * OD * OH * OW
-        col_ok = rn < CR
-        row_base = n * s_in + (g * CI) * s_ic
-        col_base = (g * CR + rn) * s_wo
+    if MODE < 2:
+        # CORR (MODE 0) computes response[n, g*CR + col, o] from the image; SCATTER (MODE 1, its gather form) computes
+        # image[n, g*CI + col, i] from the response.  One loop serves both: A is the side read through the window
+        # (the image for CORR, the response for SCATTER), K runs over A's channels of the group, the columns over
+        # the output's; the weight is [g*CR + r, i, *k] in both, read along i or r accordingly.
+        if MODE == 0:
+            src, dst, KC, NC, sw_k, sw_n = img, resp, CI, CR, s_wi, s_wo
+            sa_n, sa_c, sa_d, sa_h, sa_w = s_in, s_ic, s_id, s_ih, s_iw
+            so_n, so_c, so_d, so_h, so_w = s_rn, s_rc, s_rd, s_rh, s_rw
+            PD_, PH_, PW_, QD, QH, QW = OD, OH, OW, ID, IH, IW
+        else:
+            src, dst, KC, NC, sw_k, sw_n = resp, img, CR, CI, s_wo, s_wi
+            sa_n, sa_c, sa_d, sa_h, sa_w = s_rn, s_rc, s_rd, s_rh, s_rw
+            so_n, so_c, so_d, so_h, so_w = s_in, s_ic, s_id, s_ih, s_iw
+            PD_, PH_, PW_, QD, QH, QW = ID, IH, IW, OD, OH, OW
+        n, p_d, p_h, p_w = _split4(rm, PD_, PH_, PW_)
+        m_ok = rm < NB * PD_ * PH_ * PW_
+        col_ok = rn < NC
+        row_base = n * sa_n + (g * KC) * sa_c
+        col_base = (g * CR) * s_wo + rn * sw_n
         for kpos in loop(0, KT):
             if I64:
                 kpos = kpos.to(tl.int64)
             kd, kh, kw = _split3(kpos, KH, KW)
-            i_d, ok_d = _gather_pos(od, kd, SD, PD, DD, ID)
-            i_h, ok_h = _gather_pos(oh, kh, SH, PH, DH, IH)
-            i_w, ok_w = _gather_pos(ow, kw, SW, PW, DW, IW)
+            q_d, ok_d = _window_pos(p_d, kd, SD, PD, DD, QD, MODE)
+            q_h, ok_h = _window_pos(p_h, kh, SH, PH, DH, QH, MODE)
+            q_w, ok_w = _window_pos(p_w, kw, SW, PW, DW, QW, MODE)
             ok = m_ok & ok_d & ok_h & ok_w
-            a_row = row_base + i_d * s_id + i_h * s_ih + i_w * s_iw
+            a_row = row_base + q_d * sa_d + q_h * sa_h + q_w * sa_w
             b_col = col_base + kd * s_wd + kh * s_wh + kw * s_ww
-            for c0 in loop(0, CI, BK):
+            for c0 in loop(0, KC, BK):
                 ck = c0 + rk
-                ck_ok = ck < CI
-                a = tl.load(img + a_row[:, None] + ck[None, :] * s_ic, mask=ok[:, None] & ck_ok[None, :], other=0.0)
-                b = tl.load(wt + ck[:, None] * s_wi + b_col[None, :], mask=ck_ok[:, None] & col_ok[None, :],
+                ck_ok = ck < KC
+                a = tl.load(src + a_row[:, None] + ck[None, :] * sa_c, mask=ok[:, None] & ck_ok[None, :], other=0.0)
+                b = tl.load(wt + ck[:, None] * sw_k + b_col[None, :], mask=ck_ok[:, None] & col_ok[None, :],
                             other=0.0)
                 acc = _mma(a, b, acc, PREC, ACC, DOT_F32)
         if HAS_BIAS:
-            acc += tl.load(bias + (g * CR + rn) * s_b, mask=col_ok, other=0.0).to(ACC)[None, :]
-        out = resp + (n * s_rn + od * s_rd + oh * s_rh + ow * s_rw)[:, None] + ((g * CR + rn) * s_rc)[None, :]
-        tl.store(out, acc.to(resp.dtype.element_ty), mask=m_ok[:, None] & col_ok[None, :])
-    elif MODE == 1:    # SCATTER (gather form): image[n, g*CI + col, i]
-        n, i_d, i_h, i_w = _split4(rm, ID, IH, IW)
-        m_ok = rm < NB * ID * IH * IW
-        col_ok = rn < CI
-        row_base = n * s_rn + (g * CR) * s_rc
-        col_base = rn * s_wi + (g * CR) * s_wo
-        for kpos in loop(0, KT):
-            if I64:
-                kpos = kpos.to(tl.int64)
-            kd, kh, kw = _split3(kpos, KH, KW)
-            od, ok_d = _source_pos(i_d, kd, SD, PD, DD, OD)
-            oh, ok_h = _source_pos(i_h, kh, SH, PH, DH, OH)
-            ow, ok_w = _source_pos(i_w, kw, SW, PW, DW, OW)
-            ok = m_ok & ok_d & ok_h & ok_w
-            a_row = row_base + od * s_rd + oh * s_rh + ow * s_rw
-            b_col = col_base + kd * s_wd + kh * s_wh + kw * s_ww
-            for c0 in loop(0, CR, BK):
-                ck = c0 + rk
-                ck_ok = ck < CR
-                a = tl.load(resp + a_row[:, None] + ck[None, :] * s_rc, mask=ok[:, None] & ck_ok[None, :], other=0.0)
-                b = tl.load(wt + ck[:, None] * s_wo + b_col[None, :], mask=ck_ok[:, None] & col_ok[None, :],
-                            other=0.0)
-                acc = _mma(a, b, acc, PREC, ACC, DOT_F32)
-        if HAS_BIAS:
-            acc += tl.load(bias + (g * CI + rn) * s_b, mask=col_ok, other=0.0).to(ACC)[None, :]
-        out = img + (n * s_in + i_d * s_id + i_h * s_ih + i_w * s_iw)[:, None] + ((g * CI + rn) * s_ic)[None, :]
-        tl.store(out, acc.to(img.dtype.element_ty), mask=m_ok[:, None] & col_ok[None, :])
+            acc += tl.load(bias + (g * NC + rn) * s_b, mask=col_ok, other=0.0).to(ACC)[None, :]
+        out = dst + (n * so_n + p_d * so_d + p_h * so_h + p_w * so_w)[:, None] + ((g * NC + rn) * so_c)[None, :]
+        tl.store(out, acc.to(dst.dtype.element_ty), mask=m_ok[:, None] & col_ok[None, :])
     else:              # WCORR: weight[g*CR + row, col, k] (or its f32 partial sum of split slot `part`)
         kz = tl.program_id(2)
         if I64:
