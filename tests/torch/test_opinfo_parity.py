@@ -36,7 +36,7 @@ def test_opinfo_entry(published, opinfo, prefer):
         pytest.skip("the Triton kernels run on the CPU only under TRITON_INTERPRET=1")
     name = parity.entry_name(opinfo)
     cap = {}
-    if prefer == "triton":
+    if prefer == "triton" and name not in KNOWN:      # (a listed difference is looked for in every sample)
         heavy = any(h in name for h in _HEAVY)
         cap = dict(max_samples=INTERPRETER_SAMPLES if heavy else INTERPRETER_MAX, smallest=heavy)
     with bc.preference(bc.PlanPreference(prefer=[prefer])):
