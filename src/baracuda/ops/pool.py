@@ -86,6 +86,14 @@ def split_batch(shape, nd: int):
     return shape[0], shape[1], tuple(shape[2:])
 
 
+def pool_input(op: str, inputs, nd: int, dtypes) -> TensorSpec:
+    """A pooling op's one operand, checked (``check_pool_input``)."""
+    if len(inputs) != 1:
+        raise InvalidProblemError(op, "inputs", "1 operand (input)", len(inputs))
+    check_pool_input(op, inputs[0], nd, dtypes)
+    return inputs[0]
+
+
 def check_pool_input(op: str, x: TensorSpec, nd: int, dtypes) -> None:
     if x.dtype not in dtypes:
         raise UnsupportedError(op, f"argument 'input' has dtype {x.dtype}; the op is defined for "
@@ -213,10 +221,7 @@ def _check_max(nd):
     op = f"max_pool{nd}d"
 
     def check(inputs, attrs):
-        if len(inputs) != 1:
-            raise InvalidProblemError(op, "inputs", "1 operand (input)", len(inputs))
-        x = inputs[0]
-        check_pool_input(op, x, nd, MAX_POOL_TYPES)
+        x = pool_input(op, inputs, nd, MAX_POOL_TYPES)
         shape = regular_out(op, x, nd, attrs)
         return attrs, (TensorSpec(shape, x.dtype), TensorSpec(shape, DType.i64))
     return check
@@ -226,10 +231,7 @@ def _check_avg(nd):
     op = f"avg_pool{nd}d"
 
     def check(inputs, attrs):
-        if len(inputs) != 1:
-            raise InvalidProblemError(op, "inputs", "1 operand (input)", len(inputs))
-        x = inputs[0]
-        check_pool_input(op, x, nd, AVG_POOL_TYPES)
+        x = pool_input(op, inputs, nd, AVG_POOL_TYPES)
         if attrs["divisor_override"] == 0:
             raise InvalidProblemError(op, "divisor_override", "a non-zero int or None", 0)
         shape = regular_out(op, x, nd, attrs, dilation=False)

@@ -13,17 +13,14 @@ from .._core.derive import declare_rule_ops
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import InvalidProblemError
 from .._core.spec import REQUIRED, Attr, ErrorCase, Sample, TensorSpec, Workload
-from .pool import check_pool_input, errors_for, nd_ints, pool_cost, pool_tol, reg
+from .pool import errors_for, nd_ints, pool_cost, pool_input, pool_tol, reg
 
 __all__ = []
 
 
 def _check(op, nd):
     def check(inputs, attrs):
-        if len(inputs) != 1:
-            raise InvalidProblemError(op, "inputs", "1 operand (input)", len(inputs))
-        x = inputs[0]
-        check_pool_input(op, x, nd, FLOAT_TYPES)
+        x = pool_input(op, inputs, nd, FLOAT_TYPES)
         out = tuple(x.shape[:-nd]) + attrs["output_size"]
         outs = (TensorSpec(out, x.dtype),)
         return attrs, outs + ((TensorSpec(out, DType.i64),) if "max" in op else ())

@@ -28,8 +28,8 @@ from .._core.derive import declare_rule_ops
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import InvalidProblemError
 from .._core.spec import REQUIRED, Attr, ErrorCase, Sample, TensorSpec, Workload
-from .pool import (MAX_POOL_TYPES, _ints, check_pool_input, errors_for, pool_cost, pool_tol, reg, regular_out,
-                   same_shape, split_batch)
+from .pool import (MAX_POOL_TYPES, _ints, check_pool_input, errors_for, pool_cost, pool_input, pool_tol, reg,
+                   regular_out, same_shape, split_batch)
 
 __all__ = []
 
@@ -39,10 +39,7 @@ def _check_lp(nd):
     op = f"lp_pool{nd}d"
 
     def check(inputs, attrs):
-        if len(inputs) != 1:
-            raise InvalidProblemError(op, "inputs", "1 operand (input)", len(inputs))
-        x = inputs[0]
-        check_pool_input(op, x, nd, FLOAT_TYPES)
+        x = pool_input(op, inputs, nd, FLOAT_TYPES)
         if attrs["norm_type"] == 0:
             raise InvalidProblemError(op, "norm_type", "a non-zero power", 0)
         shape = regular_out(op, x, nd, attrs, dilation=False)
