@@ -227,16 +227,21 @@ def _check_max(nd):
     return check
 
 
-def _check_avg(nd):
-    op = f"avg_pool{nd}d"
-
+def sliding_check(op: str, nd: int, dtypes, nonzero: tuple[str, str]):
+    """The shape rule of a sliding-window pooling op without indices (avg_pool, lp_pool): one operand of ``dtypes``,
+    the attribute ``nonzero[0]`` not 0 (``nonzero[1]``: what it must be), the output (N, C, *out)."""
     def check(inputs, attrs):
-        x = pool_input(op, inputs, nd, AVG_POOL_TYPES)
-        if attrs["divisor_override"] == 0:
-            raise InvalidProblemError(op, "divisor_override", "a non-zero int or None", 0)
+        x = pool_input(op, inputs, nd, dtypes)
+        name, what = nonzero
+        if attrs[name] == 0:
+            raise InvalidProblemError(op, name, what, 0)
         shape = regular_out(op, x, nd, attrs, dilation=False)
         return attrs, (TensorSpec(shape, x.dtype),)
     return check
+
+
+def _check_avg(nd):
+    return sliding_check(f"avg_pool{nd}d", nd, AVG_POOL_TYPES, ("divisor_override", "a non-zero int or None"))
 
 
 def _g_max(ctx, d, grads, s):

@@ -28,23 +28,15 @@ from .._core.derive import declare_rule_ops
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import InvalidProblemError
 from .._core.spec import REQUIRED, Attr, ErrorCase, Sample, TensorSpec, Workload
-from .pool import (MAX_POOL_TYPES, _ints, check_pool_input, errors_for, pool_cost, pool_input, pool_tol, reg,
-                   regular_out, same_shape, split_batch)
+from .pool import (MAX_POOL_TYPES, _ints, check_pool_input, errors_for, pool_cost, pool_tol, reg, same_shape,
+                   sliding_check, split_batch)
 
 __all__ = []
 
 
 # -- lp_pool -----------------------------------------------------------------------------------------------
 def _check_lp(nd):
-    op = f"lp_pool{nd}d"
-
-    def check(inputs, attrs):
-        x = pool_input(op, inputs, nd, FLOAT_TYPES)
-        if attrs["norm_type"] == 0:
-            raise InvalidProblemError(op, "norm_type", "a non-zero power", 0)
-        shape = regular_out(op, x, nd, attrs, dilation=False)
-        return attrs, (TensorSpec(shape, x.dtype),)
-    return check
+    return sliding_check(f"lp_pool{nd}d", nd, FLOAT_TYPES, ("norm_type", "a non-zero power"))
 
 
 def _g_lp(ctx, d, grads, s):
