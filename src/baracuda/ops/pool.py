@@ -31,10 +31,17 @@ from .._core.errors import InvalidProblemError, UnsupportedError
 from .._core.spec import REQUIRED as REQ, Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from ._common import check_nonneg
 
-__all__ = ["MAX_POOL_TYPES", "nd_ints", "pool_out_size", "split_batch", "check_pool_input", "window_table",
+__all__ = ["WINDOW_POOL_OPS", "UNPOOL_OPS", "POOL_BACKWARD_OPS", "MAX_POOL_TYPES", "nd_ints", "pool_out_size", "split_batch", "check_pool_input", "window_table",
            "pool_memory_format", "same_shape", "Window", "window_of", "frac_sample_index", "POOL_SPECS"]
 
 # torch's CUDA max_pool dispatches every real type; avg / adaptive / fractional floats only
+# the family's op names, for the backends' registrations: every windowed pooling forward (one body each backend),
+# max_unpool, and the two gather-form backward ops
+WINDOW_POOL_OPS = tuple(f"{op}{nd}d" for nd in (1, 2, 3) for op in ("max_pool", "avg_pool", "adaptive_avg_pool",
+                                                                     "adaptive_max_pool", "lp_pool")) + \
+    tuple(f"fractional_max_pool{nd}d" for nd in (2, 3))
+UNPOOL_OPS = tuple(f"max_unpool{nd}d" for nd in (1, 2, 3))
+POOL_BACKWARD_OPS = ("max_pool_backward", "avg_pool_backward")
 MAX_POOL_TYPES = FLOAT_TYPES + (DType.i64, DType.i32, DType.i16, DType.i8, DType.u8)
 # int64 average pooling as torch's CPU computes it (the window's exact sum divided with truncation toward zero); torch's
 # CUDA kernels refuse it, and so do the Triton kernels here (the reference backend serves it)

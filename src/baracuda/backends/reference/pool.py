@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops.pool import frac_sample_index, split_batch, window_of, window_table
+from ...ops.pool import (POOL_BACKWARD_OPS, UNPOOL_OPS, WINDOW_POOL_OPS, frac_sample_index, split_batch, window_of,
+                        window_table)
 from . import register_reference
 
 
@@ -150,11 +151,9 @@ def _unpool(desc, x, idx):
     return y.reshape(out)
 
 
-for _nd in (1, 2, 3):
-    for _op in ("max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool", "lp_pool"):
-        register_reference(f"{_op}{_nd}d", _pool)
-    register_reference(f"max_unpool{_nd}d", _unpool)
-for _nd in (2, 3):
-    register_reference(f"fractional_max_pool{_nd}d", _pool)
-register_reference("max_pool_backward", _pool_backward)
-register_reference("avg_pool_backward", _pool_backward)
+for _op in WINDOW_POOL_OPS:
+    register_reference(_op, _pool)
+for _op in UNPOOL_OPS:
+    register_reference(_op, _unpool)
+for _op in POOL_BACKWARD_OPS:
+    register_reference(_op, _pool_backward)

@@ -26,29 +26,16 @@ from .._lib.interp import loop
 from .._lib.launch import fast_kernel
 from .._lib.math import pow as _pow
 from .._lib.scalars import join_f64
+from .._lib.strided import unravel
 
 
 @triton.jit
 def _unravel(offs, C, D, H, W, CL: tl.constexpr):
     """(n, c, d, h, w) of flat lane indices over (N, C, D, H, W): channels innermost when CL, else width."""
-    if CL:
-        c = offs % C
-        r = offs // C
-        w = r % W
-        r = r // W
-        h = r % H
-        r = r // H
-        d = r % D
-        n = r // D
+    if CL:      # (a size-1 leading dim specializes away)
+        n, _, d, h, w, c = unravel(offs, 1, D, H, W, C)
     else:
-        w = offs % W
-        r = offs // W
-        h = r % H
-        r = r // H
-        d = r % D
-        r = r // D
-        c = r % C
-        n = r // C
+        n, _, c, d, h, w = unravel(offs, 1, C, D, H, W)
     return n, c, d, h, w
 
 

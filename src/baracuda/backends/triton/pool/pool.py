@@ -15,7 +15,8 @@ import numpy as np
 import torch
 
 from ...._core.dtypes import FLOAT_TYPES, DType
-from ....ops.pool import frac_sample_index, pool_memory_format, window_of
+from ....ops.pool import (POOL_BACKWARD_OPS, UNPOOL_OPS, WINDOW_POOL_OPS, frac_sample_index, pool_memory_format,
+                         window_of)
 from .._lib.geometry import cdiv, next_power_of_2
 from .._lib.register import register_triton
 from .._lib.scalars import split_f64
@@ -145,7 +146,7 @@ def _bind_bw(desc, pref=None):
     block, tb = _tiles(math.prod(cand))
 
     def run(desc_, inputs, outputs, ws):
-        g, x = inputs[0], inputs[1]
+        g = inputs[0]      # (inputs[1], x, gives the shapes only: they are in the descriptor)
         ix = inputs[2] if is_max else g
         dx = outputs[0]
         total = dx.numel()
@@ -189,11 +190,9 @@ def _reg(op, bind):
         register_triton(op, bind=bind, route=f"triton:{op}")
 
 
-for _nd in (1, 2, 3):
-    for _op in ("max_pool", "avg_pool", "lp_pool", "adaptive_avg_pool", "adaptive_max_pool"):
-        _reg(f"{_op}{_nd}d", _bind_fw)
-    _reg(f"max_unpool{_nd}d", _bind_unpool)
-for _nd in (2, 3):
-    _reg(f"fractional_max_pool{_nd}d", _bind_fw)
-_reg("max_pool_backward", _bind_bw)
-_reg("avg_pool_backward", _bind_bw)
+for _op in WINDOW_POOL_OPS:
+    _reg(_op, _bind_fw)
+for _op in UNPOOL_OPS:
+    _reg(_op, _bind_unpool)
+for _op in POOL_BACKWARD_OPS:
+    _reg(_op, _bind_bw)
