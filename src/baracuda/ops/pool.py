@@ -93,12 +93,18 @@ def split_batch(shape, nd: int):
     return shape[0], shape[1], tuple(shape[2:])
 
 
+def pool_operands(op: str, inputs, nd: int, dtypes, names=("input",)) -> tuple:
+    """A pooling op's operands (as many as ``names``), the first checked as its pooled input (``check_pool_input``)."""
+    if len(inputs) != len(names):
+        raise InvalidProblemError(op, "inputs", f"{len(names)} operand{'s' if len(names) > 1 else ''} "
+                                  f"({', '.join(names)})", len(inputs))
+    check_pool_input(op, inputs[0], nd, dtypes)
+    return tuple(inputs)
+
+
 def pool_input(op: str, inputs, nd: int, dtypes) -> TensorSpec:
     """A pooling op's one operand, checked (``check_pool_input``)."""
-    if len(inputs) != 1:
-        raise InvalidProblemError(op, "inputs", "1 operand (input)", len(inputs))
-    check_pool_input(op, inputs[0], nd, dtypes)
-    return inputs[0]
+    return pool_operands(op, inputs, nd, dtypes)[0]
 
 
 def check_pool_input(op: str, x: TensorSpec, nd: int, dtypes) -> None:

@@ -28,7 +28,7 @@ from .._core.derive import declare_rule_ops
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import InvalidProblemError
 from .._core.spec import REQUIRED, Attr, ErrorCase, Sample, TensorSpec, Workload
-from .pool import (MAX_POOL_TYPES, _ints, check_pool_input, errors_for, pool_cost, pool_tol, reg, same_shape,
+from .pool import (MAX_POOL_TYPES, _ints, errors_for, pool_cost, pool_operands, pool_tol, reg, same_shape,
                    sliding_check, split_batch)
 
 __all__ = []
@@ -82,10 +82,7 @@ def _check_frac(nd):
     op = f"fractional_max_pool{nd}d"
 
     def check(inputs, attrs):
-        if len(inputs) != 2:
-            raise InvalidProblemError(op, "inputs", "2 operands (input, samples)", len(inputs))
-        x, u = inputs
-        check_pool_input(op, x, nd, FLOAT_TYPES)
+        x, u = pool_operands(op, inputs, nd, FLOAT_TYPES, ("input", "samples"))
         n, c, sp = split_batch(x.shape, nd)
         same_shape(op, ("samples",), (u,), (n, c, nd), x.dtype)
         k, out = attrs["kernel_size"], attrs["output_size"]
@@ -172,10 +169,7 @@ def _check_unpool(nd):
     op = f"max_unpool{nd}d"
 
     def check(inputs, attrs):
-        if len(inputs) != 2:
-            raise InvalidProblemError(op, "inputs", "2 operands (input, indices)", len(inputs))
-        x, idx = inputs
-        check_pool_input(op, x, nd, MAX_POOL_TYPES)
+        x, idx = pool_operands(op, inputs, nd, MAX_POOL_TYPES, ("input", "indices"))
         same_shape(op, ("indices",), (idx,), x.shape, DType.i64)
         return attrs, (TensorSpec(tuple(x.shape[:-nd]) + attrs["output_size"], x.dtype),)
     return check
