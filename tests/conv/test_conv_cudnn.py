@@ -87,9 +87,8 @@ def test_cudnn_matches_torch(fn, xs, ws, kw, cl, dt):
         y = getattr(bt.nn.functional, fn)(x, w, b, **kw)
         gy = torch.randn(y.shape, generator=g).to("cuda", dt)
         dx, dw = torch.autograd.grad(y, (x, w), gy)
-        a = {k: v for k, v in kw.items()}
         ins = [x.detach(), w.detach()] + ([b] if b is not None else [])
-        desc = bc.Descriptor.like("convolution", *ins, **_conv_attrs(fn, a, cl))
+        desc = bc.Descriptor.like("convolution", *ins, **_conv_attrs(fn, kw, cl))
         assert bc.Plan.select(desc, bc.Device("cuda", 0), pref).sku.backend == Backend.CUDNN
     xr, wr = x.detach().float().requires_grad_(), w.detach().float().requires_grad_()
     ref = getattr(torch.nn.functional, fn)(xr, wr, None if b is None else b.float(), **kw)
