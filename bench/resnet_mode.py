@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 
 import torch
+
+from baracuda.bench.timing import median_ms
 
 
 def _step_fn(model, x, y):
@@ -24,21 +25,6 @@ def _step_fn(model, x, y):
         loss.backward()
         return loss
     return step
-
-
-def _time(step, steps: int):
-    for _ in range(3):
-        step()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(steps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        step()
-        b.record()
-        ts.append((a, b))
-    torch.cuda.synchronize()
-    return statistics.median(a.elapsed_time(b) for a, b in ts)
 
 
 def main(argv=None) -> int:
@@ -64,13 +50,13 @@ def main(argv=None) -> int:
         step = _step_fn(model, x, y)
         r = {}
         torch.cuda.reset_peak_memory_stats()
-        r["eager_ms"] = _time(step, args.steps)
+        r["eager_ms"] = median_ms(step, reps=args.steps)
         r["eager_peak_GB"] = torch.cuda.max_memory_allocated() / 1e9
         loss_e = step().float().item()
         g_e = next(model.parameters()).grad.float().clone()
         torch.cuda.reset_peak_memory_stats()
         with bt.mode() as m:
-            r["mode_ms"] = _time(step, args.steps)
+            r["mode_ms"] = median_ms(step, reps=args.steps)
             r["mode_peak_GB"] = torch.cuda.max_memory_allocated() / 1e9
             loss_m = step().float().item()
             g_m = next(model.parameters()).grad.float().clone()
