@@ -55,7 +55,7 @@ def main(argv=None) -> int:
         loss_e = step().float().item()
         g_e = next(model.parameters()).grad.float().clone()
         torch.cuda.reset_peak_memory_stats()
-        with bt.mode() as m:
+        with bt.mode():
             r["mode_ms"] = median_ms(step, reps=args.steps)
             r["mode_peak_GB"] = torch.cuda.max_memory_allocated() / 1e9
             loss_m = step().float().item()
