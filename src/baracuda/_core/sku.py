@@ -14,6 +14,8 @@ class Backend(enum.Enum):
     TRITON = "triton"         # bespoke Triton kernels (GPU, or CPU under TRITON_INTERPRET=1)
     CUBLAS = "cublas"         # NVIDIA cuBLAS / cuBLASLt
     CUDNN = "cudnn"           # NVIDIA cuDNN graphs through the nvidia-cudnn-frontend Python package (module cudnn)
+    CUFFT = "cufft"           # NVIDIA cuFFT through nvmath-python (nvmath.fft)
+    CUSOLVER = "cusolver"     # NVIDIA cuSOLVER (dense) through nvmath-python's bindings (nvmath.bindings.cusolverDn)
 
     def __str__(self) -> str:
         return self.value

@@ -78,10 +78,41 @@ def cudnn_import_error() -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=None)
+def nvmath_import_error(part: str) -> str | None:
+    """Why nvmath-python's ``part`` (``"fft"``: the cuFFT host API; ``"cusolverDn"``: the dense cuSOLVER bindings)
+    cannot be used in this process, or None.  Asked at plan time only: torch first (its CUDA wheels bring libcufft /
+    libcusolver, which nvmath's loader finds), then the package (pip nvmath-python, in baracuda's 'gpu' extra), then
+    the library behind it (the bindings import without it and fail at their first call)."""
+    try:
+        import torch  # noqa: F401
+    except Exception as e:
+        return f"torch not importable ({type(e).__name__}: {e})"
+    try:
+        if part == "fft":
+            import nvmath.fft  # noqa: F401
+            from nvmath.bindings import cufft as lib
+        else:
+            from nvmath.bindings import cusolver as lib
+            from nvmath.bindings import cusolverDn  # noqa: F401
+    except Exception as e:  # ImportError, or a broken install
+        return (f"nvmath-python is not importable (pip package nvmath-python, in baracuda's 'gpu' extra: "
+                f"{type(e).__name__}: {e})")
+    try:
+        lib.get_version()
+    except Exception as e:  # nvmath's loader found no library
+        name = "libcufft" if part == "fft" else "libcusolver"
+        return (f"{name} could not be loaded by nvmath-python ({type(e).__name__}: {e}); torch's CUDA wheels bring it "
+                f"(nvidia-cufft / nvidia-cusolver), or install nvmath-python[cu12] / [cu13]")
+    return None
+
+
 register_backend(Backend.REFERENCE, _reference_available)
 register_backend(Backend.TRITON, _triton_available)
 register_backend(Backend.CUBLAS, _nvidia_library("cuBLAS"))
 register_backend(Backend.CUDNN, _nvidia_library("cuDNN", cudnn_import_error))
+register_backend(Backend.CUFFT, _nvidia_library("cuFFT", lambda: nvmath_import_error("fft")))
+register_backend(Backend.CUSOLVER, _nvidia_library("cuSOLVER", lambda: nvmath_import_error("cusolverDn")))
 
 from . import reference  # noqa: E402,F401
 from . import nvidia  # noqa: E402,F401

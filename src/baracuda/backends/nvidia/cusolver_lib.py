@@ -1,0 +1,75 @@
+"""What every cuSOLVER-backed implementation shares (the linear-algebra families): nvmath-python's dense bindings
+(``nvmath.bindings.cusolverDn``), one handle per (thread, device) bound to torch's current stream, the per-dtype
+routine names, device workspaces sized by cuSOLVER's ``*_buffer_size`` queries, and the ``info`` check.
+
+nvmath's bindings take raw device pointers (``tensor.data_ptr()``) and plain ints; cuSOLVER is column-major, so a
+row-major (..., m, n) torch matrix is cuSOLVER's (n, m) matrix: implementations pass the transpose they mean (a
+symmetric / Hermitian operand needs none; a general one is solved as A^T or copied to column-major first) and say
+which in their route.  Workspaces are torch allocations on the current stream (the caching allocator makes them
+cheap); the ``info`` arrays are int32 device tensors, read back only where the op's contract needs the value (the
+``_ex`` forms return it; the plain forms check it and raise torch's error).
+"""
+from __future__ import annotations
+
+import threading
+
+from ..._core.dtypes import DType
+
+__all__ = ["dn", "handle", "prefix", "routine", "fill_mode", "workspace", "UPPER", "LOWER"]
+
+# cublasFillMode_t (cuSOLVER takes cuBLAS's enums): which triangle of a column-major matrix is read / written
+LOWER, UPPER = 0, 1
+# the letter of the routine family per dtype (cusolverDnSpotrf, cusolverDnDpotrf, cusolverDnCpotrf, cusolverDnZpotrf)
+_PREFIX = {DType.f32: "s", DType.f64: "d", DType.c64: "c", DType.c128: "z"}
+_TLS = threading.local()
+
+
+def dn():
+    """The ``nvmath.bindings.cusolverDn`` module (imported on first use; the backend's availability check,
+    ``backends.nvmath_import_error("cusolverDn")``, has already said why it would not be importable)."""
+    from nvmath.bindings import cusolverDn
+
+    return cusolverDn
+
+
+def prefix(dtype: DType) -> str:
+    """The routine-family letter of ``dtype``; KeyError for a dtype cuSOLVER's legacy API lacks."""
+    return _PREFIX[dtype]
+
+
+def routine(name: str, dtype: DType):
+    """The binding ``<letter><name>`` of ``dtype`` (``routine("potrf", DType.f32)`` -> ``cusolverDn.spotrf``)."""
+    return getattr(dn(), prefix(dtype) + name)
+
+
+def fill_mode(row_major_lower: bool) -> int:
+    """The cuSOLVER fill mode that reads the row-major lower (True) or upper triangle: transposition swaps them."""
+    return UPPER if row_major_lower else LOWER
+
+
+def handle(device_index: int | None = None) -> int:
+    """This thread's cuSOLVER handle on ``device_index`` (the current device when None), bound to torch's current
+    stream there (``cusolverDnSetStream`` only when the stream changed)."""
+    import torch
+
+    if device_index is None:
+        device_index = torch.cuda.current_device()
+    hs = getattr(_TLS, "handles", None)
+    if hs is None:
+        hs = _TLS.handles = {}
+    entry = hs.get(device_index)
+    if entry is None:
+        with torch.cuda.device(device_index):
+            entry = hs[device_index] = [dn().create(), None]
+    stream = torch.cuda.current_stream(device_index).cuda_stream
+    if entry[1] != stream:
+        dn().set_stream(entry[0], stream)
+        entry[1] = stream
+    return entry[0]
+
+
+def workspace(nbytes: int, device):
+    """A device byte buffer of at least ``nbytes`` (never empty, so its pointer is valid) on ``device``."""
+    import torch
+
+    return torch.empty(max(int(nbytes), 1), dtype=torch.uint8, device=device)
