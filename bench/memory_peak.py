@@ -19,7 +19,7 @@ import torch
 
 from baracuda.bench import models as M
 
-_SKIP = ("/torch/", "<frozen", "/contextlib.py", "/functools.py", "memory_peak.py")
+_SKIP = ("site-packages/torch/", "<frozen", "/contextlib.py", "/functools.py", "memory_peak.py")
 
 
 def _frame(frames, depth: int = 3) -> str:

@@ -275,3 +275,80 @@ def test_fused_layers_under_generate_and_gradient_checkpointing():
     again.backward()
     assert torch.equal(again, loss) and all(torch.equal(p.grad, grads[n]) for n, p in m.named_parameters())
     bt.unpatch(m)
+
+
+def test_layer_with_past_key_values_argument_is_fused(monkeypatch):
+    """transformers before 5.2x names the decoder layer's cache argument ``past_key_values`` (the GPU image's 5.17):
+    such a layer's residual add is fused too, with the same numbers as its own forward."""
+    from baracuda.torch import _patch
+
+    base = transformers.models.llama.modeling_llama.LlamaDecoderLayer
+
+    class LlamaDecoderLayer(base):           # recognised by class name, as the real one
+        def forward(self, hidden_states, attention_mask=None, position_ids=None, past_key_values=None,
+                    use_cache=False, position_embeddings=None, **kwargs):
+            return base.forward(self, hidden_states, attention_mask=attention_mask, position_ids=position_ids,
+                                cache=past_key_values, use_cache=use_cache, position_embeddings=position_embeddings,
+                                **kwargs)
+
+    ran = []
+    call = _patch.call
+    monkeypatch.setattr(_patch, "call", lambda name, *a: ran.append(name) or call(name, *a))
+    m = _gated_model("Llama", torch.float64).eval()
+    layer = m.model.layers[0]
+    layer.__class__ = LlamaDecoderLayer
+    h = torch.randn(B, S, 32, dtype=torch.float64)
+    pe = m.model.rotary_emb(h, torch.arange(S)[None])
+    ref = layer(h, position_embeddings=pe, past_key_values=None)
+    report = bt.patch(m)
+    assert "forward" in layer.__dict__, str(report)          # the instance forward is the fused one
+    ran.clear()
+    out = layer(h, position_embeddings=pe, past_key_values=None)
+    assert ran.count("add_rms_norm") == 1, ran
+    assert _rel(out, ref) <= 1e-6
+    bt.unpatch(m)
+
+
+def test_gated_mlp_gradients_written_over_saved_activations(monkeypatch):
+    """The patched MLP's backward writes d_gate / d_up over its own gate / up buffers (no new [tokens, inter]
+    buffers) with eager's gradients; a hook on the MLP keeps the ordinary op; retain_graph's second backward
+    raises instead of reading overwritten buffers."""
+    from baracuda.torch import _patch
+
+    used = []
+    apply = _patch._GatedAct.apply
+    monkeypatch.setattr(_patch._GatedAct, "apply", lambda *a: used.append(1) or apply(*a))
+    ids, labels = _batch()
+    m = _gated_model("Llama", torch.float64)
+    ref_loss, ref_grads = _f64_reference(m, ids, labels, transformers.models.llama.modeling_llama.LlamaRMSNorm)
+    bt.patch(m)
+    _check_close(m, ids, labels, ref_loss, ref_grads, 1e-9)
+    assert len(used) == 2                                   # both layers took the in-place path
+    loss = m(input_ids=ids, labels=labels).loss
+    loss.backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match="retain_graph"):
+        loss.backward()
+    m.zero_grad()
+    used.clear()
+    h = m.model.layers[0].mlp.up_proj.register_forward_hook(lambda mod, i, o: None)
+    _check_close(m, ids, labels, ref_loss, ref_grads, 1e-9)
+    assert len(used) == 1                                   # the hooked layer ran the ordinary op
+    h.remove()
+    bt.unpatch(m)
+
+
+def test_rope_result_keeps_projection_memory_order():
+    """HF's q / k are [B, S, H, D] projections viewed as [B, H, S, D]: the patched RoPE's result keeps that memory
+    order (so attention's output does too and HF's transpose(1, 2).contiguous() copies nothing), with HF's values."""
+    from baracuda.torch import _patch
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb as hf_rope
+
+    g = torch.Generator().manual_seed(3)
+    q = torch.randn(2, 5, 3, 8, generator=g, dtype=torch.float64).transpose(1, 2)      # a projection's view
+    ang = torch.randn(2, 5, 4, generator=g, dtype=torch.float64)
+    cos, sin = torch.cat([ang.cos()] * 2, -1), torch.cat([ang.sin()] * 2, -1)
+    r = _patch._rope_like(q, cos[..., :4], sin[..., :4])
+    ref, _ = hf_rope(q, q, cos, sin)
+    assert r.transpose(1, 2).is_contiguous() and _rel(r, ref) <= 1e-12
+    qc = q.contiguous()                                     # a [B, H, S, D]-ordered q keeps its order too
+    assert _patch._rope_like(qc, cos[..., :4], sin[..., :4]).is_contiguous()

@@ -55,7 +55,12 @@ from torch import nn
 from .._core.spec import get_spec
 from ..ops.loss_ce import LCE_DEFAULTS
 from ._call import call
-from ._fused import run_if_fused
+from ._fused import _inside, _plan_of, _run, run_if_fused
+
+
+@_inside
+def _run_into(plan, out, *xs):
+    return plan.run(*xs, out=out)
 
 __all__ = ["patch", "unpatch", "PatchReport", "RMSNorm", "GatedMLP", "LayerNorm", "GeluTanh", "patch_llama",
            "patch_mistral", "patch_qwen2", "patch_gemma", "patch_gemma2", "patch_gpt2"]
@@ -164,12 +169,18 @@ _LAYER_NORMS = {"pre": ("input_layernorm", "post_attention_layernorm"),
 _DEPRECATED_LAYER_KWARGS = ("past_key_values",)     # HF renames it to cache in a decorator: its own forward runs
 
 
+# transformers before 5.2x names the layer's cache argument past_key_values (later: cache, the old name a deprecated
+# spelling its decorator renames): either is the same argument here, passed on to self_attn under the layer's name
+_CACHE_NAMES = ("cache", "past_key_values")
+
+
 def _layer_kind(layer: nn.Module):
     """'pre' / 'sandwich', or a string saying why the layer's forward is left."""
     fn = inspect.unwrap(type(layer).forward)
     names = tuple(inspect.signature(fn).parameters)[1:]
+    canon = tuple("cache" if n in _CACHE_NAMES else n for n in names)
     for kind, args in _LAYER_ARGS.items():
-        if names == args and all(isinstance(getattr(layer, n, None), RMSNorm) for n in _LAYER_NORMS[kind]) and \
+        if canon == args and all(isinstance(getattr(layer, n, None), RMSNorm) for n in _LAYER_NORMS[kind]) and \
                 all(isinstance(getattr(layer, n, None), nn.Module) for n in ("self_attn", "mlp")):
             return kind
     return f"forward arguments {names} or norms not as fused here: residual adds left to HF's forward"
@@ -179,10 +190,11 @@ def _fused_layer_forward(layer: nn.Module, kind: str):
     inner = layer.forward
     sig = inspect.signature(inspect.unwrap(type(layer).forward))
     sandwich = kind == "sandwich"
+    deprecated = tuple(k for k in _DEPRECATED_LAYER_KWARGS if k not in sig.parameters)
 
     @functools.wraps(inner)
     def forward(*args, **kwargs):
-        if any(k in kwargs for k in _DEPRECATED_LAYER_KWARGS):
+        if any(k in kwargs for k in deprecated):
             return inner(*args, **kwargs)
         b = sig.bind(layer, *args, **kwargs)
         b.apply_defaults()
@@ -245,10 +257,65 @@ class GatedMLP(nn.Module):
         _keep_original(self, orig)
 
     def forward(self, x):
-        return self.down_proj(call(self.op, [self.gate_proj(x), self.up_proj(x)], self.attrs))
+        gate, up = self.gate_proj(x), self.up_proj(x)
+        plans = _gated_plans(self, gate, up)
+        y = _GatedAct.apply(gate, up, plans) if plans is not None else call(self.op, [gate, up], self.attrs)
+        return self.down_proj(y)
 
     def extra_repr(self):
         return f"baracuda {self.op}"
+
+
+def _hooked(*modules) -> bool:
+    from torch.nn.modules import module as M
+
+    return bool(M._global_forward_hooks or M._global_backward_hooks or M._global_forward_pre_hooks) or any(
+        m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or m._backward_pre_hooks for m in modules)
+
+
+def _gated_plans(mlp: GatedMLP, gate, up):
+    """The (forward, backward) plans of the in-place gradient path for these gate / up tensors, or None where the
+    ordinary op must run: no gradient wanted, torch.compile tracing, tensor subclasses, different shapes, or hooks
+    on the MLP's modules (a hook may keep gate / up, which the in-place backward overwrites)."""
+    if not torch.is_grad_enabled() or torch.compiler.is_compiling() or not (gate.requires_grad and up.requires_grad):
+        return None
+    if type(gate) is not torch.Tensor or type(up) is not torch.Tensor or gate.shape != up.shape or \
+            gate.dtype != up.dtype or not (gate.is_contiguous() and up.is_contiguous()) or \
+            _hooked(mlp, mlp.gate_proj, mlp.up_proj, mlp.down_proj):
+        return None
+    fw = _plan_of(mlp.op, mlp.attrs, (gate, up))
+    bw = _plan_of(mlp.op + "_backward", mlp.attrs, (gate, gate, up))
+    return None if fw is None or bw is None else (fw, bw)
+
+
+class _GatedAct(torch.autograd.Function):
+    """act(gate) * up whose backward writes both gradients over the saved gate / up buffers, as Liger's SwiGLU
+    does: nothing else reads them (they are the MLP's own projections, made in its forward; no hooks, checked),
+    so the step's peak holds no [tokens, intermediate] gradient buffers beyond the upstream one.  The order makes
+    it exact: d_gate = <act>_mul_backward(g, gate, up) overwrites up (each element reads gate, up, g, then writes),
+    then d_up = <act>_mul(gate, g) overwrites gate.  A second backward through the same graph (retain_graph)
+    would read overwritten buffers: it raises instead; double backward is refused (once_differentiable)."""
+
+    @staticmethod
+    def forward(ctx, gate, up, plans):
+        ctx.plans, ctx.used = plans, False
+        ctx.save_for_backward(gate, up)
+        return _run(plans[0], gate, up)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, g):
+        if ctx.used:
+            raise RuntimeError("baracuda.torch.patch: GatedMLP's backward writes its gradients over the saved "
+                               "activations, so a second backward through the same graph (retain_graph=True) "
+                               "cannot run; call bt.unpatch(model) for such training")
+        ctx.used = True
+        gate, up = ctx.saved_tensors
+        g = g.contiguous()
+        fw, bw = ctx.plans
+        _run_into(bw, up, g, gate, up)
+        _run_into(fw, gate, gate, g)
+        return up, gate, None
 
 
 # -- RoPE: the modeling module's apply_rotary_pos_emb, dispatched per patched attention instance -------------------
@@ -264,6 +331,15 @@ def _rope_fits(q, k, cos, sin, unsqueeze_dim) -> bool:
             and cos.device == q.device)
 
 
+def _rope_like(x, c, s):
+    """``rope`` of a [B, H, S, D] x, the result in x's memory order: HF's q / k are [B, S, H, D] projections viewed
+    transposed, and a result in that order keeps attention's output in it too (cuDNN's attention writes in q's
+    order), so HF's ``attn_output.transpose(1, 2).contiguous()`` copies nothing, as with Liger's in-place RoPE."""
+    if x.transpose(1, 2).is_contiguous():
+        return call("rope", [x.transpose(1, 2), c, s], {"layout": "bshd"}).transpose(1, 2)
+    return call("rope", [x, c, s], {"layout": "bhsd"})
+
+
 def _rope_dispatcher(original):
     @functools.wraps(original)
     def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
@@ -271,7 +347,7 @@ def _rope_dispatcher(original):
             return original(q, k, cos, sin, unsqueeze_dim)
         half = cos.shape[-1] // 2
         c, s = cos[..., :half], sin[..., :half]       # HF's tables are cat(freqs, freqs): the halves are equal
-        return call("rope", [q, c, s], {"layout": "bhsd"}), call("rope", [k, c, s], {"layout": "bhsd"})
+        return _rope_like(q, c, s), _rope_like(k, c, s)
     apply_rotary_pos_emb.__baracuda_original__ = original
     return apply_rotary_pos_emb
 
