@@ -503,6 +503,16 @@ class _Ctx:
             return r if self.tape is None else self.tape.reshape(x, r)
         return x.reshape(shape)
 
+    def expand(self, x, shape):
+        """``x`` broadcast to ``shape`` as a view (stride 0 along the expanded dims; no kernel), as torch's own
+        gradients of ``sum`` / ``expand`` are: for a rule's *result* (a gradient handed to autograd or the
+        caller); a sub-op's operand takes ``broadcast_to``, whose kernels own their layout."""
+        shape = tuple(shape)
+        if isinstance(x, TensorSpec):
+            r = TensorSpec(shape, x.dtype)
+            return r if self.tape is None else self.tape.view(x, r, _expand_view)
+        return _expand_view(x, shape)
+
     def reduce_to(self, g, shape):
         """Sum a broadcast gradient ``g`` back to ``shape`` (the seeds' reduce-to)."""
         shape = tuple(shape)
@@ -513,6 +523,20 @@ class _Ctx:
         dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and gshape[lead + i] != 1)
         r = self.op("sum", g, dims=dims, keepdim=False) if dims else g
         return self.reshape(r, shape)
+
+
+def _reshape_view(x, shape):
+    return x.reshape(shape)
+
+
+def _expand_view(x, shape):
+    """A broadcast view of a torch tensor or a NumPy array (read-only: NumPy's broadcast views are)."""
+    expand = getattr(x, "expand", None)
+    if expand is not None:
+        return expand(shape)
+    import numpy as np
+
+    return np.broadcast_to(x, shape)
 
 
 class _Tape:
@@ -549,7 +573,11 @@ class _Tape:
         return tuple(self._new(o) for o in outs)
 
     def reshape(self, x, out: TensorSpec) -> TensorSpec:
-        self.steps.append((None, self._at(x), out.shape))
+        return self.view(x, out, _reshape_view)
+
+    def view(self, x, out: TensorSpec, how) -> TensorSpec:
+        """A view step: ``how(value, out.shape)`` (a reshape, an expand)."""
+        self.steps.append((None, self._at(x), (how, out.shape)))
         return self._new(out)
 
     def finish(self, res) -> "_Tape | None":
@@ -567,9 +595,9 @@ class _Tape:
             steps = self._run = [(None, p_or_none[1], p_or_none[2]) if p_or_none[0] is None
                                  else (p_or_none[0].launcher(), p_or_none[1], None) for p_or_none in self.steps]
         vals = [*grads, *saved]
-        for go, ins, shape in steps:
+        for go, ins, view in steps:
             if go is None:
-                vals.append(vals[ins].reshape(shape))
+                vals.append(view[0](vals[ins], view[1]))
             else:
                 vals.extend(go([vals[i] for i in ins]))
         return tuple([None if i is None else vals[i] for i in self.result])
@@ -624,13 +652,15 @@ class BackwardPlan:
         return [p.sku for p in self._plans.values()]
 
     @property
-    def sku(self) -> KernelSku:
-        """The SKU of the main sub-plan (the first one the rule runs)."""
-        return next(iter(self._plans.values())).sku
+    def sku(self) -> KernelSku | None:
+        """The SKU of the main sub-plan (the first one the rule runs); None for a rule that runs no kernel (``sum``'s
+        gradient: the upstream expanded, a view)."""
+        return next((p.sku for p in self._plans.values()), None)
 
     @property
     def precision(self):
-        return self.sku.precision
+        sku = self.sku
+        return sku.precision if sku is not None else None
 
     def __repr__(self) -> str:
         return f"BackwardPlan({self.desc.op}; saves={self.saves}; " + "; ".join(str(s) for s in self.skus) + ")"

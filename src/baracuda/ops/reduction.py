@@ -195,8 +195,9 @@ def _g_sum(ctx, d, grads, s):
         return (None,)
     x = d.inputs[0]
     g = ctx.reshape(grads[0], keepdim_shape(x.shape, d.attr("dims")))
-    cast = x.dtype if d.outputs[0].dtype != x.dtype else None
-    return (ctx.op("broadcast_to", g, shape=x.shape, dtype=cast),)
+    if d.outputs[0].dtype != x.dtype:   # (sum(x, dtype=...)): the gradient is cast back to x's dtype: a kernel
+        return (ctx.op("broadcast_to", g, shape=x.shape, dtype=x.dtype),)
+    return (ctx.expand(g, x.shape),)   # torch's gradient: the upstream expanded, a view (no kernel)
 
 
 def _g_mean(ctx, d, grads, s):

@@ -72,7 +72,13 @@ torch.library.register_fake("baracuda::create", _create_fake, lib=_lib)
 
 # -- backward ----------------------------------------------------------------------------------
 def _bw_impl(name: str, attrs: str, sig: str, args):
-    return bound(name, decode_attrs(attrs), _operands(sig, args)).run_backward(args, as_tensors=True)
+    res = bound(name, decode_attrs(attrs), _operands(sig, args)).run_backward(args, as_tensors=True)
+    # a custom op's outputs may not alias its inputs: a rule's view of a gradient (sum's expanded upstream) is
+    # materialized here, for the compiler; eager autograd keeps the view
+    storages = {a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor) and a.numel()}
+    return [r.clone(memory_format=torch.contiguous_format)
+            if isinstance(r, torch.Tensor) and r.numel() and r.untyped_storage().data_ptr() in storages else r
+            for r in res]
 
 
 def _bw_fake(name: str, attrs: str, sig: str, args):

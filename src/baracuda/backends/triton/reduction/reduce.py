@@ -1,6 +1,7 @@
 """Triton reductions: sum/mean/prod/nansum/nanmean, amax/amin/argmax/argmin/max/min/aminmax, any/all/
 count_nonzero -- one kernel family (``_row_kernel`` / ``_col_kernel``) whose combine step is the ``MODE``
-constexpr -- plus broadcast_to and mean's backward (the other fused backward kernels: ``reduction_bw.py``).
+constexpr, in ``reduce_kernels.py`` -- plus broadcast_to and mean's backward (the other fused backward kernels:
+``reduction_bw.py``).
 
 Every reduction is first put in the canonical form ``(outer, R, inner)`` (reduce along R):
   * size-1 axes are dropped and adjacent axes of the same kind (reduced / kept) are merged, from the
@@ -49,11 +50,11 @@ from ....ops.broadcast import reduce_to_parts
 from ....ops import reduction_more  # noqa: F401  (registers its RedDefs into REDUCTIONS)
 from ....ops.reduction import REDUCTIONS, keepdim_shape
 from .._lib.register import register_triton
-from .._lib.interp import loop
 from .._lib.strided import span as _span
 from ..elementwise import bound_broadcast, launch
-from .._lib.launch import bind_kernel, fast_kernel, meta
+from .._lib.launch import bind_kernel, meta
 from .._lib.geometry import cdiv, next_power_of_2
+from .reduce_kernels import _col_kernel, _row_kernel
 
 _SUM, _MAX, _ARG, _PROD, _NANSUM, _COUNT, _MINMAX = 0, 1, 2, 3, 4, 5, 6
 _P_NONE, _P_DIV, _P_DIV_CNT, _P_ANY, _P_ALL = 0, 1, 2, 3, 4   # finishing step, applied by the last stage
@@ -69,315 +70,6 @@ _THREAD_BYTES = 64              # row kernel: 4 x 16 B vector loads per thread p
 _ARG_THREAD_BYTES = 32          # ARG row kernel: 2 x 16 B loads per thread (8 KB tiles on 8 warps)
 _COL_WARPS = 4                  # column kernel: 128 threads x 16 B cover BLOCK_I = 1024 bf16 / 512 f32
 _STAGE2_COLS = 32               # stage 2 of a column split: 32 partial columns (128 B f32 rows) per program
-
-
-@triton.jit
-def _mul(a, b):
-    return a * b
-
-
-@triton.jit
-def _load(ptr, off, m, MODE: tl.constexpr, NEG: tl.constexpr, ACC: tl.constexpr, PRE: tl.constexpr,
-          HAS_PRE: tl.constexpr, FLT: tl.constexpr):
-    """One tile in the accumulator type.  COUNT keeps the stored type (``x != 0`` must see 0.5 and NaN as
-    non-zero); ``dtype=`` (HAS_PRE) converts to that dtype first, as torch does, then to the accumulator."""
-    v = tl.load(ptr + off, mask=m, other=0)
-    if MODE != 5:
-        if HAS_PRE:
-            if MODE == 4:       # nansum: NaN is zeroed before the conversion (torch: nansum(nan, dtype=bool) = False)
-                v = tl.where(v == v, v, 0)
-            v = v.to(PRE)
-        v = v.to(ACC)
-        if NEG:
-            if FLT:
-                v = -v
-            else:
-                v = ~v
-    return v
-
-
-# -- one tile reduced at once, then folded into a per-output running value ------------------------------
-# Why per tile (and not a [rows, cols] f32 accumulator reduced after the loop): the accumulator costs one
-# register per element in flight (32 for a 16 KB bf16 tile on 256 threads); the first version (56 regs
-# sum on sm_90) ran 4 resident programs per SM with only 2 of each thread's 4 vector loads in flight
-# (~32 KB/SM), 42 % of the H200 copy roofline.  Per-tile reductions keep ~25-35 regs, 8+ programs per SM
-# and all 4 loads issued before the first use (>= 128 KB in flight per SM; HBM3 at ~4 TB/s needs
-# ~30 KB/SM at ~1 us latency).
-@triton.jit
-def _nanmax(v, m, AXIS: tl.constexpr, FLT: tl.constexpr, LOW: tl.constexpr):
-    """Max along AXIS of the valid lanes; a NaN wins.  (A min is the max of -v / ~v, or _nanmin.)"""
-    v = tl.where(m, v, LOW)
-    if FLT:
-        isnan = v != v
-        mx = tl.max(tl.where(isnan, LOW, v), axis=AXIS)
-        t = tl.where(tl.max(isnan.to(tl.int32), axis=AXIS) > 0, float("nan"), mx)
-    else:
-        t = tl.max(v, axis=AXIS)
-    return t
-
-
-@triton.jit
-def _nanmin(v, m, AXIS: tl.constexpr, FLT: tl.constexpr, HIGH: tl.constexpr):
-    v = tl.where(m, v, HIGH)
-    if FLT:
-        isnan = v != v
-        mn = tl.min(tl.where(isnan, HIGH, v), axis=AXIS)
-        t = tl.where(tl.max(isnan.to(tl.int32), axis=AXIS) > 0, float("nan"), mn)
-    else:
-        t = tl.min(v, axis=AXIS)
-    return t
-
-
-@triton.jit
-def _tile_reduce(v, m, idx, AXIS: tl.constexpr, MODE: tl.constexpr, IDX_IN: tl.constexpr, FLT: tl.constexpr,
-                 LOW: tl.constexpr, HIGH: tl.constexpr):
-    """(value, second) of a [A, B] tile along AXIS; ``second`` is the non-NaN count for NANSUM (stage 2:
-    the sum of the partial counts ``idx``), the min for MINMAX (stage 2: of the partial minima ``idx``),
-    unused otherwise.  MAX: NaN wins, else the max."""
-    if MODE == 0:
-        t = tl.sum(tl.where(m, v, 0), axis=AXIS)
-        ti = t
-    elif MODE == 3:
-        t = tl.reduce(tl.where(m, v, 1), AXIS, _mul)
-        ti = t
-    elif MODE == 4:
-        if IDX_IN:      # partial sums may be NaN (inf - inf) and stay so; partial counts add up
-            t = tl.sum(tl.where(m, v, 0), axis=AXIS)
-            ti = tl.sum(tl.where(m, idx, 0), axis=AXIS)
-        else:
-            ok = m & (v == v)
-            t = tl.sum(tl.where(ok, v, 0), axis=AXIS)
-            ti = tl.sum(ok.to(tl.int32), axis=AXIS)
-    elif MODE == 5:
-        t = tl.sum((m & (v != 0)).to(tl.int32), axis=AXIS)
-        ti = t
-    elif MODE == 6:
-        t = _nanmax(v, m, AXIS, FLT, LOW)
-        if IDX_IN:
-            ti = _nanmin(idx, m, AXIS, FLT, HIGH)
-        else:
-            ti = _nanmin(v, m, AXIS, FLT, HIGH)
-    else:
-        t = _nanmax(v, m, AXIS, FLT, LOW)
-        ti = t
-    return t, ti
-
-
-@triton.jit
-def _combine(acc, acc_i, t, ti, MODE: tl.constexpr):
-    """Fold one tile's result into the running one (tiles come in increasing index order)."""
-    if MODE == 1 or MODE == 6:
-        acc = tl.where((t > acc) | (t != t), t, acc)      # a NaN, once there, stays
-    elif MODE == 3:
-        acc = acc * t
-    else:
-        acc = acc + t
-    if MODE == 4:
-        acc_i = acc_i + ti
-    elif MODE == 6:
-        acc_i = tl.where((ti < acc_i) | (ti != ti), ti, acc_i)
-    return acc, acc_i
-
-
-# -- ARG: per-lane running (value, index), one cross-lane reduction at the end ----------------------------
-# Why not per tile like the other modes: a (value, index) reduction of a tile is two dependent cross-warp
-# passes through shared memory (the value, then the NaN/first-index fix-up), ~4 barriers per tile; the old
-# argmax did that twice per 2048-element tile and reached 26 % of the H200 copy bandwidth on bf16
-# [16384, 4096] (0.63x torch eager).  The lane fold is 3 compares + 2 selects per element with no
-# communication, so every tile's loads go out back to back, and the cross-lane (value, index) reduction
-# runs once per output: a 4096-element bf16 row is one 8 KB tile on 8 warps (2 x 16 B loads per thread,
-# 16 (value, index) lane pairs = 32 regs), then one tl.reduce.  Expected: the same ~85-90 % of copy as amax.
-@triton.jit
-def _lane_fold(la, li, v, i, m, IBIG: tl.constexpr):
-    """Elements of a lane come in increasing index order: strictly greater wins (so a tie keeps the first),
-    a NaN replaces a number (the first NaN stays), an unset lane (index IBIG) takes any valid element."""
-    take = m & ((li == IBIG) | (v > la) | ((v != v) & (la == la)))
-    return tl.where(take, v, la), tl.where(take, i, li)
-
-
-@triton.jit
-def _tile_arg(v, c, m, IBIG: tl.constexpr, FLT: tl.constexpr):
-    """Per row of a [rows, cols] tile (masked elements already at the lowest value): (value, index) of the
-    first NaN if the row has one (FLT), else of the first maximum.  c: the columns' indices.  Integer values
-    never pass through a float (int64 near 2^63 would round)."""
-    t, j = tl.max(v, 1, return_indices=True, return_indices_tie_break_left=True)
-    j = tl.min(c) + j.to(c.dtype)
-    if FLT:
-        first_nan = tl.min(tl.where(m & (v != v), c[None, :], IBIG), 1)
-        has_nan = first_nan != IBIG
-        t = tl.where(has_nan, float("nan"), t).to(v.dtype)
-        j = tl.where(has_nan, first_nan, j)
-    return t, j
-
-
-@triton.jit
-def _arg_combine(a, ai, b, bi):
-    """Cross-lane (value, index): NaN beats numbers, larger beats smaller, equal (or both NaN): smaller index.
-    Unset lanes hold (lowest, IBIG) and so lose to any element."""
-    an = a != a
-    bn = b != b
-    eq = (a == b) | (an & bn)
-    take = (b > a) | (bn & (a == a)) | (eq & (bi < ai))
-    return tl.where(take, b, a), tl.where(take, bi, ai)
-
-
-@triton.jit
-def _finish(acc, acc_i, count, POST: tl.constexpr, NEG_OUT: tl.constexpr, FLT: tl.constexpr, ACC: tl.constexpr):
-    if POST == 1:
-        acc = acc / count                   # an empty mean is 0 / 0 = NaN, as torch
-    elif POST == 2:
-        acc = acc / acc_i.to(ACC)           # nanmean: all-NaN or empty -> 0 / 0 = NaN
-    if NEG_OUT:
-        if FLT:
-            acc = -acc
-        else:
-            acc = ~acc
-    if POST == 3:
-        res = acc != 0                      # any
-    elif POST == 4:
-        res = acc == count                  # all: every element non-zero
-    else:
-        res = acc
-    return res
-
-
-@fast_kernel
-def _row_kernel(x_ptr, xi_ptr, out_ptr, oi_ptr, M, R, chunk, sxm, sxr, S, count,
-                MODE: tl.constexpr, NEG_IN: tl.constexpr, NEG_OUT: tl.constexpr, IDX_IN: tl.constexpr,
-                WRITE_VAL: tl.constexpr, WRITE_IDX: tl.constexpr, POST: tl.constexpr, ACC: tl.constexpr,
-                PRE: tl.constexpr, HAS_PRE: tl.constexpr, FLT: tl.constexpr, LOW: tl.constexpr,
-                IDXT: tl.constexpr, IBIG: tl.constexpr, SEC: tl.constexpr, HIGH: tl.constexpr, I64: tl.constexpr,
-                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    pid = tl.program_id(0)
-    s = tl.program_id(1)
-    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
-    row_ok = rows < M
-    if I64:
-        rows = rows.to(tl.int64)
-    r0 = s * chunk           # chunk: a multiple of BLOCK_N when split (S > 1), else R
-    if I64:
-        r0 = r0.to(tl.int64)
-    cols = tl.arange(0, BLOCK_N)
-    if MODE == 2 and not IDX_IN:
-        # per tile: the first NaN's column (tl.min) and the first maximum (tl.max with tie-break-left
-        # indices, a built-in (value, index) reduction); tiles fold in index order.  [16384, 4096] bf16 on
-        # the H100: 0.055 ms (2.4 TB/s) against 0.115 ms for the lane fold below and 0.077 ms for eager torch
-        acc = tl.full([BLOCK_M], LOW, ACC)
-        acc_i = tl.full([BLOCK_M], IBIG, IDXT)
-        for start in loop(0, chunk, BLOCK_N):
-            c = r0 + start + cols
-            m = row_ok[:, None] & (c < R)[None, :]
-            off = rows[:, None] * sxm + c[None, :] * sxr
-            v = tl.where(m, _load(x_ptr, off, m, MODE, NEG_IN, ACC, PRE, HAS_PRE, FLT), LOW)
-            t, ti = _tile_arg(v, c.to(IDXT), m, IBIG, FLT)
-            take = (acc_i == IBIG) | (t > acc) | ((t != t) & (acc == acc))
-            acc = tl.where(take, t, acc)
-            acc_i = tl.where(take, ti, acc_i)
-    elif MODE == 2:   # the split rows' second stage: (value, index) pairs in, the lane fold
-        la = tl.full([BLOCK_M, BLOCK_N], LOW, ACC)
-        li = tl.full([BLOCK_M, BLOCK_N], IBIG, IDXT)
-        for start in loop(0, chunk, BLOCK_N):   # the last split runs masked past R (at most one chunk)
-            c = r0 + start + cols
-            m = row_ok[:, None] & (c < R)[None, :]
-            off = rows[:, None] * sxm + c[None, :] * sxr
-            v = _load(x_ptr, off, m, MODE, NEG_IN, ACC, PRE, HAS_PRE, FLT)
-            i = tl.load(xi_ptr + off, mask=m, other=IBIG)
-            la, li = _lane_fold(la, li, v, i, m, IBIG)
-        acc, acc_i = tl.reduce((la, li), 1, _arg_combine)
-    else:
-        if MODE == 3:
-            acc = tl.full([BLOCK_M], 1, ACC)
-        elif MODE == 1 or MODE == 6:
-            acc = tl.full([BLOCK_M], LOW, ACC)
-        else:
-            acc = tl.zeros([BLOCK_M], ACC)
-        if MODE == 6:
-            acc_i = tl.full([BLOCK_M], HIGH, SEC)
-        else:
-            acc_i = tl.zeros([BLOCK_M], SEC)
-        for start in loop(0, chunk, BLOCK_N):
-            c = r0 + start + cols
-            m = row_ok[:, None] & (c < R)[None, :]
-            off = rows[:, None] * sxm + c[None, :] * sxr
-            v = _load(x_ptr, off, m, MODE, NEG_IN, ACC, PRE, HAS_PRE, FLT)
-            if IDX_IN:
-                idx = tl.load(xi_ptr + off, mask=m, other=0)
-            else:
-                idx = 0
-            t, ti = _tile_reduce(v, m, idx, 1, MODE, IDX_IN, FLT, LOW, HIGH)
-            acc, acc_i = _combine(acc, acc_i, t, ti, MODE)
-    res = _finish(acc, acc_i, count, POST, NEG_OUT, FLT, ACC)
-    o = rows * S + s
-    if WRITE_VAL:
-        tl.store(out_ptr + o, res.to(out_ptr.dtype.element_ty), mask=row_ok)
-    if WRITE_IDX:
-        tl.store(oi_ptr + o, acc_i.to(oi_ptr.dtype.element_ty), mask=row_ok)
-
-
-@fast_kernel
-def _col_kernel(x_ptr, xi_ptr, out_ptr, oi_ptr, inner, R, chunk, sxo, sxr, sxi, S, n_iblk, count,
-                MODE: tl.constexpr, NEG_IN: tl.constexpr, NEG_OUT: tl.constexpr, IDX_IN: tl.constexpr,
-                WRITE_VAL: tl.constexpr, WRITE_IDX: tl.constexpr, POST: tl.constexpr, ACC: tl.constexpr,
-                PRE: tl.constexpr, HAS_PRE: tl.constexpr, FLT: tl.constexpr, LOW: tl.constexpr,
-                IDXT: tl.constexpr, IBIG: tl.constexpr, SEC: tl.constexpr, HIGH: tl.constexpr, I64: tl.constexpr,
-                BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr):
-    """[BLOCK_R, BLOCK_I] tiles; with BLOCK_I = 32 lanes x 16 B x 4 warps the warps tile the contiguous
-    inner axis, so each tile's reduction over R stays inside a thread (no shared memory in the loop)."""
-    pid = tl.program_id(0)
-    s = tl.program_id(1)
-    o = pid // n_iblk
-    ib = pid % n_iblk
-    if I64:
-        o = o.to(tl.int64)
-    i = ib * BLOCK_I + tl.arange(0, BLOCK_I)
-    i_ok = i < inner
-    r0 = s * chunk           # chunk: a multiple of BLOCK_R when split (S > 1), else R
-    if I64:
-        r0 = r0.to(tl.int64)
-    rr = tl.arange(0, BLOCK_R)
-    base = o * sxo
-    if MODE == 2:
-        la = tl.full([BLOCK_R, BLOCK_I], LOW, ACC)
-        li = tl.full([BLOCK_R, BLOCK_I], IBIG, IDXT)
-        for start in loop(0, chunk, BLOCK_R):   # the last split runs masked past R (at most one chunk)
-            r = r0 + start + rr
-            m = (r < R)[:, None] & i_ok[None, :]
-            off = base + r[:, None] * sxr + i[None, :] * sxi
-            v = _load(x_ptr, off, m, MODE, NEG_IN, ACC, PRE, HAS_PRE, FLT)
-            if IDX_IN:
-                k = tl.load(xi_ptr + off, mask=m, other=IBIG)
-            else:
-                k = tl.broadcast_to(r[:, None].to(IDXT), [BLOCK_R, BLOCK_I])
-            la, li = _lane_fold(la, li, v, k, m, IBIG)
-        acc, acc_i = tl.reduce((la, li), 0, _arg_combine)
-    else:
-        if MODE == 3:
-            acc = tl.full([BLOCK_I], 1, ACC)
-        elif MODE == 1 or MODE == 6:
-            acc = tl.full([BLOCK_I], LOW, ACC)
-        else:
-            acc = tl.zeros([BLOCK_I], ACC)
-        if MODE == 6:
-            acc_i = tl.full([BLOCK_I], HIGH, SEC)
-        else:
-            acc_i = tl.zeros([BLOCK_I], SEC)
-        for start in loop(0, chunk, BLOCK_R):
-            r = r0 + start + rr
-            m = (r < R)[:, None] & i_ok[None, :]
-            off = base + r[:, None] * sxr + i[None, :] * sxi
-            v = _load(x_ptr, off, m, MODE, NEG_IN, ACC, PRE, HAS_PRE, FLT)
-            if IDX_IN:
-                idx = tl.load(xi_ptr + off, mask=m, other=0)
-            else:
-                idx = 0
-            t, ti = _tile_reduce(v, m, idx, 0, MODE, IDX_IN, FLT, LOW, HIGH)
-            acc, acc_i = _combine(acc, acc_i, t, ti, MODE)
-    res = _finish(acc, acc_i, count, POST, NEG_OUT, FLT, ACC)
-    oo = (o * S + s) * inner + i
-    if WRITE_VAL:
-        tl.store(out_ptr + oo, res.to(out_ptr.dtype.element_ty), mask=i_ok)
-    if WRITE_IDX:
-        tl.store(oi_ptr + oo, acc_i.to(oi_ptr.dtype.element_ty), mask=i_ok)
 
 
 # -- geometry (from the descriptor's shape only) --------------------------------------------------------
@@ -418,6 +110,11 @@ def _np2(n):
     return next_power_of_2(max(1, int(n)))
 
 
+def _narrow(bi: int, itemsize: int) -> bool:
+    """A column tile narrower than the 4 warps' 16 B lanes: R spans the threads (the ACC2D form)."""
+    return bi * itemsize < 32 * 16 * _COL_WARPS
+
+
 def _blocks(outer, R, inner, itemsize, arg=False, stage2=False):
     """Tile shape and split of one launch: (kernel, b0, b1, n_prog, S, chunk).  b0 x b1 is the tile
     ([rows, cols] for "row", [R, inner] for "col"); S splits of ``chunk`` elements of R each.  ARG tiles
@@ -435,6 +132,8 @@ def _blocks(outer, R, inner, itemsize, arg=False, stage2=False):
         # round trip (~1 us) instead of 4 dependent ones on 32 programs of 128 columns (~3-4 us, 6-8 % of
         # the 50 us the first stage takes at 2.6 TB/s)
         bi = min(_np2(inner), _STAGE2_COLS if stage2 else 32 * (16 // itemsize) * _COL_WARPS)
+        if not arg and _narrow(bi, itemsize):
+            tile //= 2          # the [BLOCK_R, BLOCK_I] accumulator (ACC2D) takes a register per element
         br = max(1, min(tile // bi, _np2(R)))
         n_prog = outer * cdiv(inner, bi)
     S, chunk = 1, max(R, 1)
@@ -589,6 +288,7 @@ def _launch_parts(kind, b0, b1, geom, strides, S, chunk, count, mode, neg_in, ne
         return (_row_kernel, (cdiv(outer, b0), S), (outer, R, chunk, strides[0], strides[1], S, count),
                 dict(BLOCK_M=b0, BLOCK_N=b1, **common))
     n_iblk = cdiv(inner, b1)
+    common["ACC2D"] = mode in (_SUM, _MAX, _PROD, _COUNT) and _narrow(b1, itemsize)
     return (_col_kernel, (outer * n_iblk, S), (inner, R, chunk, strides[0], strides[1], strides[2], S, n_iblk, count),
             dict(BLOCK_R=b0, BLOCK_I=b1, **common))
 

@@ -1,0 +1,361 @@
+"""The Triton kernels of the reductions (``reduce.py`` holds the geometry, the op table and the launches):
+``_row_kernel`` (inner == 1) and ``_col_kernel`` (inner > 1), whose combine step is the ``MODE`` constexpr
+(the modes and finishing steps are reduce.py's ``_SUM`` ... and ``_P_*``), and the per-tile / per-lane helpers
+they share."""
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from .._lib.interp import loop
+from .._lib.launch import fast_kernel
+
+@triton.jit
+def _mul(a, b):
+    return a * b
+
+
+@triton.jit
+def _load(ptr, off, m, MODE: tl.constexpr, NEG: tl.constexpr, ACC: tl.constexpr, PRE: tl.constexpr,
+          HAS_PRE: tl.constexpr, FLT: tl.constexpr):
+    """One tile in the accumulator type.  COUNT keeps the stored type (``x != 0`` must see 0.5 and NaN as
+    non-zero); ``dtype=`` (HAS_PRE) converts to that dtype first, as torch does, then to the accumulator."""
+    v = tl.load(ptr + off, mask=m, other=0)
+    if MODE != 5:
+        if HAS_PRE:
+            if MODE == 4:       # nansum: NaN is zeroed before the conversion (torch: nansum(nan, dtype=bool) = False)
+                v = tl.where(v == v, v, 0)
+            v = v.to(PRE)
+        v = v.to(ACC)
+        if NEG:
+            if FLT:
+                v = -v
+            else:
+                v = ~v
+    return v
+
+
+# -- one tile reduced at once, then folded into a per-output running value ------------------------------
+# Why per tile (and not a [rows, cols] f32 accumulator reduced after the loop): the accumulator costs one
+# register per element in flight (32 for a 16 KB bf16 tile on 256 threads); the first version (56 regs
+# sum on sm_90) ran 4 resident programs per SM with only 2 of each thread's 4 vector loads in flight
+# (~32 KB/SM), 42 % of the H200 copy roofline.  Per-tile reductions keep ~25-35 regs, 8+ programs per SM
+# and all 4 loads issued before the first use (>= 128 KB in flight per SM; HBM3 at ~4 TB/s needs
+# ~30 KB/SM at ~1 us latency).
+@triton.jit
+def _max_nan(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def _min_nan(a, b):
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+# NaN-propagating max / min as ONE reduction tree whose combine is the hardware's NaN-propagating max (PTX
+# max.NaN): the earlier form (a max of the non-NaN values and a second max of the NaN flags) ran two
+# cross-warp trees per tile, amax bf16 [16384, 4096] at 0.91x torch.compile against sum's 1.02x
+@triton.jit
+def _nanmax(v, m, AXIS: tl.constexpr, FLT: tl.constexpr, LOW: tl.constexpr):
+    """Max along AXIS of the valid lanes; a NaN wins.  (A min is the max of -v / ~v, or _nanmin.)"""
+    v = tl.where(m, v, LOW)
+    if FLT:
+        t = tl.reduce(v, AXIS, _max_nan)
+    else:
+        t = tl.max(v, axis=AXIS)
+    return t
+
+
+@triton.jit
+def _nanmin(v, m, AXIS: tl.constexpr, FLT: tl.constexpr, HIGH: tl.constexpr):
+    v = tl.where(m, v, HIGH)
+    if FLT:
+        t = tl.reduce(v, AXIS, _min_nan)
+    else:
+        t = tl.min(v, axis=AXIS)
+    return t
+
+
+@triton.jit
+def _tile_reduce(v, m, idx, AXIS: tl.constexpr, MODE: tl.constexpr, IDX_IN: tl.constexpr, FLT: tl.constexpr,
+                 LOW: tl.constexpr, HIGH: tl.constexpr):
+    """(value, second) of a [A, B] tile along AXIS; ``second`` is the non-NaN count for NANSUM (stage 2:
+    the sum of the partial counts ``idx``), the min for MINMAX (stage 2: of the partial minima ``idx``),
+    unused otherwise.  MAX: NaN wins, else the max."""
+    if MODE == 0:
+        t = tl.sum(tl.where(m, v, 0), axis=AXIS)
+        ti = t
+    elif MODE == 3:
+        t = tl.reduce(tl.where(m, v, 1), AXIS, _mul)
+        ti = t
+    elif MODE == 4:
+        if IDX_IN:      # partial sums may be NaN (inf - inf) and stay so; partial counts add up
+            t = tl.sum(tl.where(m, v, 0), axis=AXIS)
+            ti = tl.sum(tl.where(m, idx, 0), axis=AXIS)
+        else:
+            ok = m & (v == v)
+            t = tl.sum(tl.where(ok, v, 0), axis=AXIS)
+            ti = tl.sum(ok.to(tl.int32), axis=AXIS)
+    elif MODE == 5:
+        t = tl.sum((m & (v != 0)).to(tl.int32), axis=AXIS)
+        ti = t
+    elif MODE == 6:
+        t = _nanmax(v, m, AXIS, FLT, LOW)
+        if IDX_IN:
+            ti = _nanmin(idx, m, AXIS, FLT, HIGH)
+        else:
+            ti = _nanmin(v, m, AXIS, FLT, HIGH)
+    else:
+        t = _nanmax(v, m, AXIS, FLT, LOW)
+        ti = t
+    return t, ti
+
+
+@triton.jit
+def _combine(acc, acc_i, t, ti, MODE: tl.constexpr):
+    """Fold one tile's result into the running one (tiles come in increasing index order)."""
+    if MODE == 1 or MODE == 6:
+        acc = tl.where((t > acc) | (t != t), t, acc)      # a NaN, once there, stays
+    elif MODE == 3:
+        acc = acc * t
+    else:
+        acc = acc + t
+    if MODE == 4:
+        acc_i = acc_i + ti
+    elif MODE == 6:
+        acc_i = tl.where((ti < acc_i) | (ti != ti), ti, acc_i)
+    return acc, acc_i
+
+
+# -- ARG: per-lane running (value, index), one cross-lane reduction at the end ----------------------------
+# Why not per tile like the other modes: a (value, index) reduction of a tile is two dependent cross-warp
+# passes through shared memory (the value, then the NaN/first-index fix-up), ~4 barriers per tile; the old
+# argmax did that twice per 2048-element tile and reached 26 % of the H200 copy bandwidth on bf16
+# [16384, 4096] (0.63x torch eager).  The lane fold is 3 compares + 2 selects per element with no
+# communication, so every tile's loads go out back to back, and the cross-lane (value, index) reduction
+# runs once per output: a 4096-element bf16 row is one 8 KB tile on 8 warps (2 x 16 B loads per thread,
+# 16 (value, index) lane pairs = 32 regs), then one tl.reduce.  Expected: the same ~85-90 % of copy as amax.
+@triton.jit
+def _lane_fold(la, li, v, i, m, IBIG: tl.constexpr):
+    """Elements of a lane come in increasing index order: strictly greater wins (so a tie keeps the first),
+    a NaN replaces a number (the first NaN stays), an unset lane (index IBIG) takes any valid element."""
+    take = m & ((li == IBIG) | (v > la) | ((v != v) & (la == la)))
+    return tl.where(take, v, la), tl.where(take, i, li)
+
+
+@triton.jit
+def _tile_arg(v, c, m, IBIG: tl.constexpr, FLT: tl.constexpr):
+    """Per row of a [rows, cols] tile (masked elements already at the lowest value): (value, index) of the
+    first NaN if the row has one (FLT), else of the first maximum.  c: the columns' indices.  Integer values
+    never pass through a float (int64 near 2^63 would round)."""
+    t, j = tl.max(v, 1, return_indices=True, return_indices_tie_break_left=True)
+    j = tl.min(c) + j.to(c.dtype)
+    if FLT:
+        first_nan = tl.min(tl.where(m & (v != v), c[None, :], IBIG), 1)
+        has_nan = first_nan != IBIG
+        t = tl.where(has_nan, float("nan"), t).to(v.dtype)
+        j = tl.where(has_nan, first_nan, j)
+    return t, j
+
+
+@triton.jit
+def _arg_combine(a, ai, b, bi):
+    """Cross-lane (value, index): NaN beats numbers, larger beats smaller, equal (or both NaN): smaller index.
+    Unset lanes hold (lowest, IBIG) and so lose to any element."""
+    an = a != a
+    bn = b != b
+    eq = (a == b) | (an & bn)
+    take = (b > a) | (bn & (a == a)) | (eq & (bi < ai))
+    return tl.where(take, b, a), tl.where(take, bi, ai)
+
+
+@triton.jit
+def _finish(acc, acc_i, count, POST: tl.constexpr, NEG_OUT: tl.constexpr, FLT: tl.constexpr, ACC: tl.constexpr):
+    if POST == 1:
+        acc = acc / count                   # an empty mean is 0 / 0 = NaN, as torch
+    elif POST == 2:
+        acc = acc / acc_i.to(ACC)           # nanmean: all-NaN or empty -> 0 / 0 = NaN
+    if NEG_OUT:
+        if FLT:
+            acc = -acc
+        else:
+            acc = ~acc
+    if POST == 3:
+        res = acc != 0                      # any
+    elif POST == 4:
+        res = acc == count                  # all: every element non-zero
+    else:
+        res = acc
+    return res
+
+
+@fast_kernel
+def _row_kernel(x_ptr, xi_ptr, out_ptr, oi_ptr, M, R, chunk, sxm, sxr, S, count,
+                MODE: tl.constexpr, NEG_IN: tl.constexpr, NEG_OUT: tl.constexpr, IDX_IN: tl.constexpr,
+                WRITE_VAL: tl.constexpr, WRITE_IDX: tl.constexpr, POST: tl.constexpr, ACC: tl.constexpr,
+                PRE: tl.constexpr, HAS_PRE: tl.constexpr, FLT: tl.constexpr, LOW: tl.constexpr,
+                IDXT: tl.constexpr, IBIG: tl.constexpr, SEC: tl.constexpr, HIGH: tl.constexpr, I64: tl.constexpr,
+                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    pid = tl.program_id(0)
+    s = tl.program_id(1)
+    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+    row_ok = rows < M
+    if I64:
+        rows = rows.to(tl.int64)
+    r0 = s * chunk           # chunk: a multiple of BLOCK_N when split (S > 1), else R
+    if I64:
+        r0 = r0.to(tl.int64)
+    cols = tl.arange(0, BLOCK_N)
+    if MODE == 2 and not IDX_IN:
+        # per tile: the first NaN's column (tl.min) and the first maximum (tl.max with tie-break-left
+        # indices, a built-in (value, index) reduction); tiles fold in index order.  [16384, 4096] bf16 on
+        # the H100: 0.055 ms (2.4 TB/s) against 0.115 ms for the lane fold below and 0.077 ms for eager torch
+        acc = tl.full([BLOCK_M], LOW, ACC)
+        acc_i = tl.full([BLOCK_M], IBIG, IDXT)
+        for start in loop(0, chunk, BLOCK_N):
+            c = r0 + start + cols
+            m = row_ok[:, None] & (c < R)[None, :]
+            off = rows[:, None] * sxm + c[None, :] * sxr
+            v = tl.where(m, _load(x_ptr, off, m, MODE, NEG_IN, ACC, PRE, HAS_PRE, FLT), LOW)
+            t, ti = _tile_arg(v, c.to(IDXT), m, IBIG, FLT)
+            take = (acc_i == IBIG) | (t > acc) | ((t != t) & (acc == acc))
+            acc = tl.where(take, t, acc)
+            acc_i = tl.where(take, ti, acc_i)
+    elif MODE == 2:   # the split rows' second stage: (value, index) pairs in, the lane fold
+        la = tl.full([BLOCK_M, BLOCK_N], LOW, ACC)
+        li = tl.full([BLOCK_M, BLOCK_N], IBIG, IDXT)
+        for start in loop(0, chunk, BLOCK_N):   # the last split runs masked past R (at most one chunk)
+            c = r0 + start + cols
+            m = row_ok[:, None] & (c < R)[None, :]
+            off = rows[:, None] * sxm + c[None, :] * sxr
+            v = _load(x_ptr, off, m, MODE, NEG_IN, ACC, PRE, HAS_PRE, FLT)
+            i = tl.load(xi_ptr + off, mask=m, other=IBIG)
+            la, li = _lane_fold(la, li, v, i, m, IBIG)
+        acc, acc_i = tl.reduce((la, li), 1, _arg_combine)
+    else:
+        if MODE == 3:
+            acc = tl.full([BLOCK_M], 1, ACC)
+        elif MODE == 1 or MODE == 6:
+            acc = tl.full([BLOCK_M], LOW, ACC)
+        else:
+            acc = tl.zeros([BLOCK_M], ACC)
+        if MODE == 6:
+            acc_i = tl.full([BLOCK_M], HIGH, SEC)
+        else:
+            acc_i = tl.zeros([BLOCK_M], SEC)
+        for start in loop(0, chunk, BLOCK_N):
+            c = r0 + start + cols
+            m = row_ok[:, None] & (c < R)[None, :]
+            off = rows[:, None] * sxm + c[None, :] * sxr
+            v = _load(x_ptr, off, m, MODE, NEG_IN, ACC, PRE, HAS_PRE, FLT)
+            if IDX_IN:
+                idx = tl.load(xi_ptr + off, mask=m, other=0)
+            else:
+                idx = 0
+            t, ti = _tile_reduce(v, m, idx, 1, MODE, IDX_IN, FLT, LOW, HIGH)
+            acc, acc_i = _combine(acc, acc_i, t, ti, MODE)
+    res = _finish(acc, acc_i, count, POST, NEG_OUT, FLT, ACC)
+    o = rows * S + s
+    if WRITE_VAL:
+        tl.store(out_ptr + o, res.to(out_ptr.dtype.element_ty), mask=row_ok)
+    if WRITE_IDX:
+        tl.store(oi_ptr + o, acc_i.to(oi_ptr.dtype.element_ty), mask=row_ok)
+
+
+@fast_kernel
+def _col_kernel(x_ptr, xi_ptr, out_ptr, oi_ptr, inner, R, chunk, sxo, sxr, sxi, S, n_iblk, count,
+                MODE: tl.constexpr, NEG_IN: tl.constexpr, NEG_OUT: tl.constexpr, IDX_IN: tl.constexpr,
+                WRITE_VAL: tl.constexpr, WRITE_IDX: tl.constexpr, POST: tl.constexpr, ACC: tl.constexpr,
+                PRE: tl.constexpr, HAS_PRE: tl.constexpr, FLT: tl.constexpr, LOW: tl.constexpr,
+                IDXT: tl.constexpr, IBIG: tl.constexpr, SEC: tl.constexpr, HIGH: tl.constexpr, I64: tl.constexpr,
+                ACC2D: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr):
+    """[BLOCK_R, BLOCK_I] tiles; with BLOCK_I = 32 lanes x 16 B x 4 warps the warps tile the contiguous
+    inner axis, so each tile's reduction over R stays inside a thread (no shared memory in the loop).
+    ACC2D (a narrow inner axis, e.g. sum over dim 0 of [1M, 16]: R then spans the threads, and a per-tile
+    reduction would cross warps through shared memory every step): the tiles fold elementwise into a
+    [BLOCK_R, BLOCK_I] accumulator, reduced across threads once after the loop (SUM / MAX / PROD / COUNT)."""
+    pid = tl.program_id(0)
+    s = tl.program_id(1)
+    o = pid // n_iblk
+    ib = pid % n_iblk
+    if I64:
+        o = o.to(tl.int64)
+    i = ib * BLOCK_I + tl.arange(0, BLOCK_I)
+    i_ok = i < inner
+    r0 = s * chunk           # chunk: a multiple of BLOCK_R when split (S > 1), else R
+    if I64:
+        r0 = r0.to(tl.int64)
+    rr = tl.arange(0, BLOCK_R)
+    base = o * sxo
+    if MODE == 2:
+        la = tl.full([BLOCK_R, BLOCK_I], LOW, ACC)
+        li = tl.full([BLOCK_R, BLOCK_I], IBIG, IDXT)
+        for start in loop(0, chunk, BLOCK_R):   # the last split runs masked past R (at most one chunk)
+            r = r0 + start + rr
+            m = (r < R)[:, None] & i_ok[None, :]
+            off = base + r[:, None] * sxr + i[None, :] * sxi
+            v = _load(x_ptr, off, m, MODE, NEG_IN, ACC, PRE, HAS_PRE, FLT)
+            if IDX_IN:
+                k = tl.load(xi_ptr + off, mask=m, other=IBIG)
+            else:
+                k = tl.broadcast_to(r[:, None].to(IDXT), [BLOCK_R, BLOCK_I])
+            la, li = _lane_fold(la, li, v, k, m, IBIG)
+        acc, acc_i = tl.reduce((la, li), 0, _arg_combine)
+    elif ACC2D:
+        if MODE == 3:
+            a2 = tl.full([BLOCK_R, BLOCK_I], 1, ACC)
+        elif MODE == 1:
+            a2 = tl.full([BLOCK_R, BLOCK_I], LOW, ACC)
+        else:
+            a2 = tl.zeros([BLOCK_R, BLOCK_I], ACC)
+        for start in loop(0, chunk, BLOCK_R):
+            r = r0 + start + rr
+            m = (r < R)[:, None] & i_ok[None, :]
+            v = _load(x_ptr, base + r[:, None] * sxr + i[None, :] * sxi, m, MODE, NEG_IN, ACC, PRE, HAS_PRE, FLT)
+            if MODE == 0:
+                a2 += tl.where(m, v, 0)
+            elif MODE == 3:
+                a2 *= tl.where(m, v, 1)
+            elif MODE == 5:
+                a2 += (m & (v != 0)).to(ACC)
+            elif FLT:
+                a2 = _max_nan(a2, tl.where(m, v, LOW))
+            else:
+                a2 = tl.maximum(a2, tl.where(m, v, LOW))
+        if MODE == 0 or MODE == 5:
+            acc = tl.sum(a2, axis=0)
+        elif MODE == 3:
+            acc = tl.reduce(a2, 0, _mul)
+        elif FLT:
+            acc = tl.reduce(a2, 0, _max_nan)
+        else:
+            acc = tl.max(a2, axis=0)
+        acc_i = tl.zeros([BLOCK_I], SEC)
+    else:
+        if MODE == 3:
+            acc = tl.full([BLOCK_I], 1, ACC)
+        elif MODE == 1 or MODE == 6:
+            acc = tl.full([BLOCK_I], LOW, ACC)
+        else:
+            acc = tl.zeros([BLOCK_I], ACC)
+        if MODE == 6:
+            acc_i = tl.full([BLOCK_I], HIGH, SEC)
+        else:
+            acc_i = tl.zeros([BLOCK_I], SEC)
+        for start in loop(0, chunk, BLOCK_R):
+            r = r0 + start + rr
+            m = (r < R)[:, None] & i_ok[None, :]
+            off = base + r[:, None] * sxr + i[None, :] * sxi
+            v = _load(x_ptr, off, m, MODE, NEG_IN, ACC, PRE, HAS_PRE, FLT)
+            if IDX_IN:
+                idx = tl.load(xi_ptr + off, mask=m, other=0)
+            else:
+                idx = 0
+            t, ti = _tile_reduce(v, m, idx, 0, MODE, IDX_IN, FLT, LOW, HIGH)
+            acc, acc_i = _combine(acc, acc_i, t, ti, MODE)
+    res = _finish(acc, acc_i, count, POST, NEG_OUT, FLT, ACC)
+    oo = (o * S + s) * inner + i
+    if WRITE_VAL:
+        tl.store(out_ptr + oo, res.to(out_ptr.dtype.element_ty), mask=i_ok)
+    if WRITE_IDX:
+        tl.store(oi_ptr + oo, acc_i.to(oi_ptr.dtype.element_ty), mask=i_ok)
