@@ -1,9 +1,9 @@
 """`baracuda demo`: a Llama-style block, forward + backward, through ``baracuda.torch``.
 
-Pre-norm attention (RMSNorm, QKV projection, scores = Q K^T / sqrt(d) with a causal mask, softmax, P V, output
-projection with a fused bias epilogue, residual), a SwiGLU MLP (RMSNorm, gate+up projection, fused
-silu(gate) * up, down projection, residual), a final RMSNorm, the vocabulary projection and a cross-entropy
-loss over next-token targets.  Runs on the best device present (the CPU reference backend when
+Pre-norm attention (RMSNorm, QKV projection, causal scaled-dot-product attention, output projection with a
+fused bias epilogue, residual add fused with the next RMSNorm), a SwiGLU MLP (gate+up projection, fused
+silu(gate) * up, down projection, residual add fused with the final RMSNorm), and the vocabulary projection fused
+with its cross-entropy loss over next-token targets (the logits are never made).  Runs on the best device present (the CPU reference backend when
 there is no GPU); prints every op's SKU, time and error against the float64 reference; compares the loss and
 every gradient with the same block in plain PyTorch.
 """
@@ -16,7 +16,10 @@ import time
 
 
 def block(bt, x, p, heads: int, use_baracuda: bool = True):
-    """The block; ``bt`` is baracuda.torch (or torch itself for the plain-PyTorch comparison)."""
+    """The block; ``bt`` is baracuda.torch (or torch itself for the plain-PyTorch comparison).  ``use_baracuda``
+    takes baracuda's fused ops where a user of the library would: the residual add with the RMSNorm after it
+    (``add_rms_norm``), the SwiGLU split + product (``swiglu``), the vocabulary projection with its loss
+    (``linear_cross_entropy``: the [T, V] logits are never made); plain PyTorch runs the same math op by op."""
     import torch
 
     F = bt.nn.functional
@@ -28,6 +31,12 @@ def block(bt, x, p, heads: int, use_baracuda: bool = True):
     def rms(h, w):
         return F.rms_norm(h, (D,), w, 1e-6)
 
+    def add_rms(h, res, w):         # (res + h, rms_norm(res + h))
+        if use_baracuda:
+            return bt.call("add_rms_norm", [h, res, w], {"normalized_shape": (D,), "eps": 1e-6})
+        s = res + h
+        return s, rms(s, w)
+
     def swiglu(u):
         if use_baracuda:
             return bt.call("swiglu", [u], {"dim": -1})   # fused split + silu(gate) * up, FW and BW
@@ -37,15 +46,14 @@ def block(bt, x, p, heads: int, use_baracuda: bool = True):
     h = rms(x, p["norm1"])
     qkv = F.linear(h, p["w_qkv"])                                   # [T, 3D]
     q, k, v = (t.reshape(B, S, heads, hd).transpose(1, 2) for t in qkv.split(D, dim=-1))  # views
-    scores = bt.mul(bt.matmul(q, k.transpose(-1, -2)), 1.0 / math.sqrt(hd))   # [B, H, S, S]
-    scores = bt.add(scores, p["mask"])                              # causal: -inf above the diagonal
-    probs = F.softmax(scores, dim=-1)
-    o = bt.matmul(probs, v).transpose(1, 2).reshape(T, D)
-    x = bt.add(x, F.linear(o, p["w_o"], p["b_o"]))
-    u = F.linear(rms(x, p["norm2"]), p["w_13"])                     # [T, 2F]: gate | up
-    x = bt.add(x, F.linear(swiglu(u), p["w_2"]))
-    logits = F.linear(rms(x, p["norm_f"]), p["w_vocab"])            # [T, V]
-    return F.cross_entropy(logits, p["targets"])
+    o = F.scaled_dot_product_attention(q, k, v, is_causal=True)     # [B, H, S, hd]
+    o = o.transpose(1, 2).reshape(T, D)
+    x, h = add_rms(F.linear(o, p["w_o"], p["b_o"]), x, p["norm2"])
+    u = F.linear(h, p["w_13"])                                      # [T, 2F]: gate | up
+    x, h = add_rms(F.linear(swiglu(u), p["w_2"]), x, p["norm_f"])
+    if use_baracuda:
+        return F.linear_cross_entropy(h, p["w_vocab"], p["targets"])
+    return F.cross_entropy(F.linear(h, p["w_vocab"]), p["targets"])
 
 
 def make_params(torch, S, B, D, heads, device, dtype, seed=0):
@@ -63,7 +71,6 @@ def make_params(torch, S, B, D, heads, device, dtype, seed=0):
         "w_vocab": rnd(V, D, scale=D ** -0.5),
         "targets": torch.randint(0, V, (B * S,), generator=g).to(device),
     }
-    p["mask"] = torch.triu(torch.full((S, S), float("-inf")), diagonal=1).to(device=device, dtype=dtype)
     return p, rnd(B * S, D)
 
 

@@ -40,7 +40,7 @@ from .._lib.geometry import cdiv, next_power_of_2
 _FORCE, forced = overrides("""Force ``chunk`` / ``tile`` / ``rows`` / ``programs`` (tests: several chunks and tiles under the interpreter), ``balance=False`` (uniform chunks).""")
 
 
-def choose(n: int, v: int, itemsize: int):
+def choose(n: int, v: int, itemsize: int, h: int | None = None):
     """(chunk, TILE, ROWS, warps, programs).  chunk: a fifth of the tokens, in whole 256-row GEMM tiles (at least
     one tile), never over 1 GiB of logits.  (It used to grow to 256 MiB of logits on small vocabularies, for fewer
     dW passes: the HF Llama 4L/2048 step measured 0.27 GB of peak memory in that chunk, above Liger's, for ~1.5 %
@@ -49,9 +49,18 @@ def choose(n: int, v: int, itemsize: int):
     0.39 GB chunk (1536 tokens) = 24% of eager's 6.3 GB; a quarter of the tokens measured 26%).  Fewer, larger chunks make
     larger GEMMs and fewer read-modify-write passes over dW (each chunk's dW += dl^T x re-reads dW): on the
     H100 41.6 / 39.9 / 39.3 ms at N/8, N/4, N/2 tokens per chunk (torch.compile 38.8).  TILE/ROWS as
-    loss.choose."""
+    loss.choose.
+
+    With the hidden size ``h`` the chunk's logits also stay within max(x, dW / 4) bytes (x: the hidden states, dW:
+    the weight's gradient): where the vocabulary is small next to the tokens (the HF Llama 4L/2048 step: 8192 tokens,
+    V = 32000, H = 2048) a fifth of the tokens is 1536 rows = 98 MB of logits at the step's peak, 50 MB above
+    Liger's peak; 512 rows (33.6 MB, x's size) put it under.  dW / 4 keeps the extra dW read-modify-write passes
+    (one per chunk) cheap where dW is large (the 8B stack: 1.05 GB dW, its fifth of 4096 tokens unchanged)."""
     row = max(v * itemsize, 1)
     fifth = max(256, n // 5 // 256 * 256)    # whole 256-row GEMM tiles (1664 rows measured 8% slower than 2048)
+    if h is not None:
+        cap = max(n * h * itemsize, v * h * itemsize // 4) // row
+        fifth = min(fifth, max(256, cap // 256 * 256))
     chunk = _FORCE.get("chunk", max(1, min(n, fifth, (1 << 30) // row)))
     tile = _FORCE.get("tile", min(next_power_of_2(max(v, 1)), 8192 if v >= 65536 else 4096))
     rows = _FORCE.get("rows", max(1, min(2048 // tile, next_power_of_2(max(chunk, 1)))))
@@ -206,7 +215,7 @@ def _layout(desc):
     v = desc.inputs[1].shape[0]
     s = desc.inputs[0].dtype.itemsize
     f64 = desc.inputs[0].dtype.itemsize == 8
-    rows = max((c for _, c in chunks(n, choose(n, v, s)[0])), default=0)
+    rows = max((c for _, c in chunks(n, choose(n, v, s, desc.inputs[0].shape[1])[0])), default=0)
     # row losses, kept flags, bad-target flag, kept count (+ the coop kernel's partials and row counters)
     words = 2 * n + 2 + (4 + _long.workspace_words(rows, v, loss=True) if _coop(desc) else 0)
     head = (words * (8 if f64 else 4) + 255) // 256 * 256
@@ -227,7 +236,7 @@ def _bind(desc, pref=None):
     mean = a["reduction"] == "mean"
     ignore = a["ignore_index"]
     head, _, f64 = _layout(desc)
-    chunk, tile, rows, warps, progs = choose(n, v, desc.inputs[0].dtype.itemsize)
+    chunk, tile, rows, warps, progs = choose(n, v, desc.inputs[0].dtype.itemsize, h)
     ct = torch.float64 if f64 else torch.float32
     params: dict = {}   # device -> [eps, softcap, z, 1, V] in the compute dtype (Python floats would be typed f32)
     coop = _coop(desc)
@@ -304,8 +313,8 @@ def _run(desc, inputs, outputs, ws):
 
 
 def _route(desc, pref):
-    n, v = desc.inputs[0].shape[0], desc.inputs[1].shape[0]
-    chunk, tile, rows, _, progs = choose(n, v, desc.inputs[0].dtype.itemsize)
+    (n, h), v = desc.inputs[0].shape, desc.inputs[1].shape[0]
+    chunk, tile, rows, _, progs = choose(n, v, desc.inputs[0].dtype.itemsize, h)
     ce = f"coop{_long.CHUNK}x{_long.splits(v)}" if _coop(desc) else f"tile{tile}x{rows}"
     return f"torch.mm+triton:linear_cross_entropy:chunk{chunk}-{ce}"
 
