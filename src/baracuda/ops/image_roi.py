@@ -207,7 +207,7 @@ def _errors(op):
         extra = (((4, 3, 2, 2), "i64"),) if op == "roi_pool_backward" else ()
         yield ErrorCase((x, ((4, 4), f)) + extra, a, InvalidProblemError, rf"{op}: argument 'rois': expected a \(K, 5\)",
                         "rois-shape")
-        yield ErrorCase((x, ((4, 5), "f64")) + extra, a, DTypeMismatchError, rf"{op}: argument 'rois': expected f32",
+        yield ErrorCase((x, ((4, 5), "f64")) + extra, a, DTypeMismatchError, rf"{op}: argument 'rois': expected dtype f32",
                         "rois-dtype")
         yield ErrorCase((x, r) + extra, dict(a, output_size=(0, 2)), InvalidProblemError,
                         rf"{op}: argument 'output_size'", "output-size")

@@ -65,7 +65,9 @@ def _iou_mask_kernel(boxes, order, idxs, mask, K, NB, s_bk, s_bc, s_i, thr_hi, t
             cj = tl.load(idxs + oj * s_i, mask=jok, other=-1)
             sup = sup & (ci[:, None] == cj[None, :])
         bits = tl.where(sup, tl.full((64, 64), 1, tl.int64) << (lanes % 64).to(tl.int64)[None, :], 0)
-        tl.store(mask + i.to(tl.int64) * NB + cb, tl.reduce_or(bits, 1), mask=iok)
+        # distinct bits: their sum is their OR (a subset sum of distinct powers of two never overflows int64's
+        # two's complement, bit 63 included)
+        tl.store(mask + i.to(tl.int64) * NB + cb, tl.sum(bits, 1), mask=iok)
 
 
 @triton.jit
@@ -81,7 +83,7 @@ def _nms_reduce_kernel(mask, order, keep, count, remv, K, NB, CH: tl.constexpr, 
         rok = rows < K
         diag = tl.load(mask + rows.to(tl.int64) * NB + b, mask=rok, other=0)
         w = tl.load(remv + b)
-        for t in loop(0, 64):
+        for t in loop(0, tl.minimum(K - b * 64, 64)):     # (the last block's boxes only)
             alive = ((w >> t) & 1) == 0
             w = w | tl.where(alive, tl.sum(tl.where(lanes == t, diag, 0)), 0)
         kept = (((w >> lanes.to(tl.int64)) & 1) == 0) & rok

@@ -23,7 +23,7 @@ from .._lib.interp import INTERPRETING, loop
 from .._lib.register import register_triton
 from .._lib.scalars import join_f64, split_f64
 
-FLT_MAX = 3.4028234663852886e38
+FLT_MAX = tl.constexpr(3.4028234663852886e38)
 
 
 @triton.jit
