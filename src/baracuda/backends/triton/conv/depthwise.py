@@ -29,7 +29,7 @@ from .._lib.geometry import cdiv
 from .._lib.interp import loop
 from .implicit_gemm import CORR, _gather_pos, _split3, _split4, _sum_splits_kernel, _window_pos, partial_dtype
 
-__all__ = ["is_depthwise", "DwConfig", "dw_choose", "dw_launch", "dw_workspace", "forced"]
+__all__ = ["is_depthwise", "DwConfig", "dw_choose", "dw_configs", "dw_launch", "dw_workspace", "forced"]
 
 _FORCE, forced = overrides("Force the depthwise tiles / weight-gradient split in tests: forced(bp=16, bc=2, split=3).")
 
@@ -144,22 +144,35 @@ def dw_choose(wgrad: bool, geom, channels_last: bool) -> DwConfig:
     return DwConfig(_FORCE.get("bp", bp), _FORCE.get("bc", bc), warps, _FORCE.get("split", split) if wgrad else 1)
 
 
-def dw_workspace(geom, cfg: DwConfig, wdtype: torch.dtype) -> int:
-    """Bytes of the weight gradient's split partials (0 without a split)."""
-    return partial_dtype(wdtype).itemsize * cfg.split * geom.groups * math.prod(geom.kernel) if cfg.split > 1 else 0
+def dw_configs(wgrad: bool, geom) -> tuple[DwConfig, DwConfig]:
+    """(NCHW tile, channels-last tile) of a pass: ``dw_launch`` picks by the strides of the operand it reads (the
+    descriptor does not carry strides: a channels_last descriptor may come with NCHW inputs, and the reverse)."""
+    return dw_choose(wgrad, geom, False), dw_choose(wgrad, geom, True)
+
+
+def dw_workspace(geom, cfgs, wdtype: torch.dtype) -> int:
+    """Bytes of the weight gradient's split partials (0 without a split), for the larger split of ``cfgs``."""
+    split = max(c.split for c in cfgs)
+    return partial_dtype(wdtype).itemsize * split * geom.groups * math.prod(geom.kernel) if split > 1 else 0
+
+
+def _pick(cfgs, t) -> DwConfig:
+    return cfgs[t.shape[1] > 1 and t.stride(1) == 1]
 
 
 _ACC = {torch.float64: tl.float64}
 
 
-def dw_launch(mode, geom, img, resp, wt, cfg: DwConfig, bias=None, parts=None, wgrad=False) -> None:
+def dw_launch(mode, geom, img, resp, wt, cfgs, bias=None, parts=None, wgrad=False) -> None:
     """One depthwise pass on 5-d views: ``mode`` CORR writes resp, SCATTER writes img (``wgrad``: wt, through
-    ``parts`` when cfg.split > 1)."""
+    ``parts`` when the chosen tile splits).  ``cfgs``: ``dw_configs``' pair, chosen by the channel stride of the
+    operand read through the window (the image for the weight gradient)."""
     c = geom.groups
     acc = _ACC.get(img.dtype, tl.float32)
     if wgrad:
         if wt.numel() == 0:
             return
+        cfg = _pick(cfgs, img)
         target = parts[: wt.numel()].view(wt.shape) if cfg.split > 1 else wt
         p = geom.n * math.prod(geom.resp)
         p_split = cdiv(cdiv(p, cfg.split), cfg.bp) * cfg.bp
@@ -174,6 +187,7 @@ def dw_launch(mode, geom, img, resp, wt, cfg: DwConfig, bias=None, parts=None, w
                                                             *wt.stride(), I64=False, BLOCK=block)
         return
     src, dst, q, out_sp = (img, resp, geom.image, geom.resp) if mode == CORR else (resp, img, geom.resp, geom.image)
+    cfg = _pick(cfgs, src)
     positions = geom.n * math.prod(out_sp)
     if positions == 0 or c == 0:
         return

@@ -18,7 +18,7 @@ from ...._core.dtypes import FLOAT_TYPES, DType
 from ...._core.sku import MathPrecision, PrecisionGuarantee
 from ....ops.conv import geometry_of
 from .._lib.register import register_triton
-from .depthwise import dw_choose, dw_launch, dw_workspace, is_depthwise
+from .depthwise import dw_configs, dw_launch, dw_workspace, is_depthwise
 from .implicit_gemm import CORR, MODE_NAMES, SCATTER, WCORR, as5, choose, launch, partial_dtype
 
 
@@ -52,17 +52,15 @@ def _passes(desc):
     return geom, out
 
 
-def _dw_configs(desc, geom, passes):
-    """The depthwise route's tile per pass: channels-last where the pass reads channel-contiguous operands (the
-    image of the forward input / weight gradient, the response of the data gradient) -- the descriptor says which:
-    channels_last is set when torch would return channels-last, i.e. for a channels-last input."""
-    return [dw_choose(mode == WCORR, geom, geom.channels_last) for mode, _ in passes]
+def _dw_configs(geom, passes):
+    """The depthwise route's (NCHW, channels-last) tile pair per pass (picked at run time by the operands' strides)."""
+    return [dw_configs(mode == WCORR, geom) for mode, _ in passes]
 
 
 def _workspace(desc) -> int:
     geom, passes = _passes(desc)
     if is_depthwise(geom):
-        return max([dw_workspace(geom, c, desc.dtype.torch) for c in _dw_configs(desc, geom, passes)] + [0])
+        return max([dw_workspace(geom, c, desc.dtype.torch) for c in _dw_configs(geom, passes)] + [0])
     for mode, what in passes:
         if mode == WCORR:
             cfg = choose(WCORR, geom, desc.dtype.torch, False)
@@ -76,7 +74,7 @@ def _bind(desc, pref=None):
     prec = "tf32" if _tf32(desc, pref) else "ieee"
     depthwise = is_depthwise(geom)
     if depthwise:
-        cfgs = _dw_configs(desc, geom, passes)
+        cfgs = _dw_configs(geom, passes)
     else:
         cfgs = [choose(mode, geom, desc.dtype.torch, prec == "tf32") for mode, _ in passes]
 
@@ -106,10 +104,11 @@ def _bind(desc, pref=None):
                 else:
                     img, resp = (g5, x5) if geom.transposed else (x5, g5)
                     parts = None
-                    if cfg.split > 1:
+                    split = max(c.split for c in cfg) if depthwise else cfg.split   # (depthwise: a tile pair)
+                    if split > 1:
                         pdt = partial_dtype(w.dtype)
                         parts = ws.view(pdt) if ws is not None else \
-                            torch.empty(cfg.split * w.numel(), dtype=pdt, device=w.device)
+                            torch.empty(split * w.numel(), dtype=pdt, device=w.device)
                     go(mode, img, resp, as5(t), cfg, parts=parts)
         for t, o in zip(targets, outputs):
             if t is not o:
@@ -134,7 +133,8 @@ def _precision(desc, pref=None) -> PrecisionGuarantee:
 def _route(desc, pref):
     geom, passes = _passes(desc)
     if is_depthwise(geom):
-        cfgs = _dw_configs(desc, geom, passes)
+        # the tile of the descriptor's layout (channels_last: torch returns channels-last for channels-last inputs)
+        cfgs = [pair[geom.channels_last] for pair in _dw_configs(geom, passes)]
         return f"triton:conv-depthwise-direct[{geom.nd}d," + ",".join(
             f"{what}={MODE_NAMES[mode]}[{c.bp}x{c.bc},w{c.warps}" + (f",split{c.split}" if c.split > 1 else "") + "]"
             for (mode, what), c in zip(passes, cfgs)) + "]"
