@@ -129,7 +129,8 @@ def _channel_block(c: int, channels_last: bool) -> int:
 
 
 def dw_choose(wgrad: bool, geom, channels_last: bool) -> DwConfig:
-    """Tiles of one pass: [BP, BC] = 2048 elements on the GPU (16 f32 accumulators per thread at 4 warps); the
+    """Tiles of one pass: [BP, BC] = 2048 elements channels-last on the GPU (16 f32 accumulators per thread at 4
+    warps: 62-94 registers on sm_90 for the bench's bf16 shapes), 512 x 1 NCHW (225-255 registers at 2048); the
     weight gradient splits its positions over enough slots for two waves, each >= 16 tiles long."""
     c = geom.groups
     bc = _channel_block(c, channels_last)
@@ -137,7 +138,8 @@ def dw_choose(wgrad: bool, geom, channels_last: bool) -> DwConfig:
     if triton_interpreting():   # few, wide programs (the interpreter pays per operation, hardly per element)
         bp, warps, split = _p2(positions, 16, max(1024 // bc, 16)), 1, 1
     else:
-        bp, warps, split = _p2(positions, 16, 2048 // bc), 4, 1
+        # NCHW (bc = 1): 512 positions; each carries its own int64 (n, d, h, w) split (2048 spilled on sm_90)
+        bp, warps, split = _p2(positions, 16, 2048 // bc if channels_last else 512), 4, 1
         if wgrad:
             programs = math.prod(geom.kernel) * cdiv(c, bc)
             split = max(1, min(cdiv(2 * num_sms(), programs), positions // (16 * bp), 65535))
