@@ -148,8 +148,8 @@ def _route(desc, pref):
 
 def _supports(desc):
     geom, passes = _passes(desc)
-    if is_depthwise(geom):
-        return None       # (grid axis 1: channel blocks of C <= 2^31; axis 2: the weight gradient's split <= 65535)
+    if is_depthwise(geom):   # (grid axis 1: channel blocks, one channel each for NCHW operands)
+        return f"{geom.groups} channels (grid axis 1 holds at most 65535)" if geom.groups > 65535 else None
     if geom.groups > 65535:
         return f"{geom.groups} groups (grid axis 1 holds at most 65535)"
     for mode, _ in passes:

@@ -152,6 +152,11 @@ def _run(desc, inputs, outputs, ws):
         keep.copy_(keep_t)
 
 
+def _supports(desc):
+    k = desc.inputs[0].shape[0]
+    return f"{k} boxes (the mask grid's axis 1 holds 65535 blocks of 64)" if cdiv(k, _WORD) > 65535 else None
+
+
 for _op in ("nms", "batched_nms"):
-    register_triton(_op, _run, workspace=_workspace, route=f"triton:{_op}:iou-bitmask+sweep",
+    register_triton(_op, _run, workspace=_workspace, supports=_supports, route=f"triton:{_op}:iou-bitmask+sweep",
                     dtypes=frozenset((DType.f32, DType.f64, DType.f16, DType.bf16)))

@@ -258,6 +258,12 @@ def _run_pool(desc, inputs, outputs, ws):
         outputs[0].copy_(dx)
 
 
+def _supports(desc):
+    (_, c, _, _), _, (ph, pw) = roi_geometry(desc)
+    return f"{c * ph * pw} outputs per roi (grid axis 1 holds 65535 blocks of 256)" if c * ph * pw > 65535 * 256 \
+        else None
+
+
 def _atomic_precision(desc, pref=None) -> PrecisionGuarantee:
     """Atomic adds in f32 (f64 for f64): the order of overlapping rois' terms varies from run to run."""
     f64 = desc.dtype == DType.f64
@@ -265,7 +271,9 @@ def _atomic_precision(desc, pref=None) -> PrecisionGuarantee:
                               False, False)
 
 
-register_triton("roi_align", _run_align, route="triton:roi_align:bilinear-bins")
-register_triton("roi_align_backward", _run_align, precision=_atomic_precision, route="triton:roi_align_backward:atomic")
-register_triton("roi_pool", _run_pool, route="triton:roi_pool:max-bins")
-register_triton("roi_pool_backward", _run_pool, precision=_atomic_precision, route="triton:roi_pool_backward:atomic")
+register_triton("roi_align", _run_align, supports=_supports, route="triton:roi_align:bilinear-bins")
+register_triton("roi_align_backward", _run_align, supports=_supports, precision=_atomic_precision,
+                route="triton:roi_align_backward:atomic")
+register_triton("roi_pool", _run_pool, supports=_supports, route="triton:roi_pool:max-bins")
+register_triton("roi_pool_backward", _run_pool, supports=_supports, precision=_atomic_precision,
+                route="triton:roi_pool_backward:atomic")
