@@ -473,6 +473,10 @@ _WORKLOADS = tuple(
     Workload(f"convolution-depthwise-{c}x{h}^2-k{k}s{s}-bf16-nhwc", ((_B, c, h, h), (c, 1, k, k)), DType.bf16,
              {"stride": (s,), "padding": (k // 2,), "groups": c, "channels_last": True}, backward=True)
     for c, h, k, s in ((144, 56, 3, 1), (384, 14, 3, 1), (96, 112, 3, 2), (96, 56, 7, 1), (384, 14, 7, 1))) + (
+    Workload("convolution-depthwise-32x384x28^2-k7s1-bf16-nhwc", ((32, 384, 28, 28), (384, 1, 7, 7)), DType.bf16,
+             {"stride": (1,), "padding": (3,), "groups": 384, "channels_last": True}, backward=True),
+    Workload("convolution-depthwise-64x144x56^2-k3s1-bf16-nchw", ((_B, 144, 56, 56), (144, 1, 3, 3)), DType.bf16,
+             {"stride": (1,), "padding": (1,), "groups": 144}, backward=True),
     Workload("convolution-vit_b16-patch-embed-224->14^2x768-bf16", ((_B, 3, 224, 224), (768, 3, 16, 16), (768,)),
              DType.bf16, {"stride": (16,)}, backward=True),
 )

@@ -1,5 +1,6 @@
-"""The Triton plans of ``convolution`` and ``convolution_backward``: which implicit-GEMM pass (implicit_gemm.py)
-computes what, on which operands.
+"""The Triton plans of ``convolution`` and ``convolution_backward``: which pass computes what, on which operands.
+Two routes, chosen by the descriptor: depthwise problems with channel multiplier 1 (``is_depthwise``) run the direct
+kernels of depthwise.py, every other problem the implicit-GEMM passes of implicit_gemm.py (the same modes):
 
     convolution              forward: CORR(image=x -> response=y);  transposed: SCATTER(response=x -> image=y)
     convolution_backward dx  forward: SCATTER(response=g -> image=dx); transposed: CORR(image=g -> response=dx)
@@ -17,6 +18,7 @@ from ...._core.dtypes import FLOAT_TYPES, DType
 from ...._core.sku import MathPrecision, PrecisionGuarantee
 from ....ops.conv import geometry_of
 from .._lib.register import register_triton
+from .depthwise import dw_configs, dw_launch, dw_workspace, is_depthwise
 from .implicit_gemm import CORR, MODE_NAMES, SCATTER, WCORR, as5, choose, launch, partial_dtype
 
 
@@ -50,8 +52,15 @@ def _passes(desc):
     return geom, out
 
 
+def _dw_configs(geom, passes):
+    """The depthwise route's (NCHW, channels-last) tile pair per pass (picked at run time by the operands' strides)."""
+    return [dw_configs(mode == WCORR, geom) for mode, _ in passes]
+
+
 def _workspace(desc) -> int:
     geom, passes = _passes(desc)
+    if is_depthwise(geom):
+        return max([dw_workspace(geom, c, desc.dtype.torch) for c in _dw_configs(geom, passes)] + [0])
     for mode, what in passes:
         if mode == WCORR:
             cfg = choose(WCORR, geom, desc.dtype.torch, False)
@@ -63,7 +72,17 @@ def _workspace(desc) -> int:
 def _bind(desc, pref=None):
     geom, passes = _passes(desc)
     prec = "tf32" if _tf32(desc, pref) else "ieee"
-    cfgs = [choose(mode, geom, desc.dtype.torch, prec == "tf32") for mode, _ in passes]
+    depthwise = is_depthwise(geom)
+    if depthwise:
+        cfgs = _dw_configs(geom, passes)
+    else:
+        cfgs = [choose(mode, geom, desc.dtype.torch, prec == "tf32") for mode, _ in passes]
+
+    def go(mode, img, resp, wt, cfg, bias=None, parts=None):
+        if depthwise:
+            dw_launch(mode, geom, img, resp, wt, cfg, bias=bias, parts=parts, wgrad=mode == WCORR)
+        else:
+            launch(mode, geom, img, resp, wt, cfg, prec, bias=bias, parts=parts)
 
     def run(desc_, inputs, outputs, ws):
         targets = [_writable(o) for o in outputs]
@@ -73,7 +92,7 @@ def _bind(desc, pref=None):
             y = as5(_logical(targets[0], geom))
             x5, w5 = as5(x), as5(w)
             img, resp = (y, x5) if geom.transposed else (x5, y)
-            launch(passes[0][0], geom, img, resp, w5, cfgs[0], prec, bias=bias)
+            go(passes[0][0], img, resp, w5, cfgs[0], bias=bias)
         else:
             g, x, w = inputs
             g5, x5, w5 = as5(_logical(g, geom)), as5(x), as5(w)
@@ -81,15 +100,16 @@ def _bind(desc, pref=None):
                 if what == "dx":
                     dx = as5(t)
                     img, resp = (g5, dx) if geom.transposed else (dx, g5)
-                    launch(mode, geom, img, resp, w5, cfg, prec)
+                    go(mode, img, resp, w5, cfg)
                 else:
                     img, resp = (g5, x5) if geom.transposed else (x5, g5)
                     parts = None
-                    if cfg.split > 1:
+                    split = max(c.split for c in cfg) if depthwise else cfg.split   # (depthwise: a tile pair)
+                    if split > 1:
                         pdt = partial_dtype(w.dtype)
                         parts = ws.view(pdt) if ws is not None else \
-                            torch.empty(cfg.split * w.numel(), dtype=pdt, device=w.device)
-                    launch(mode, geom, img, resp, as5(t), cfg, prec, parts=parts)
+                            torch.empty(split * w.numel(), dtype=pdt, device=w.device)
+                    go(mode, img, resp, as5(t), cfg, parts=parts)
         for t, o in zip(targets, outputs):
             if t is not o:
                 o.copy_(t)
@@ -112,6 +132,12 @@ def _precision(desc, pref=None) -> PrecisionGuarantee:
 
 def _route(desc, pref):
     geom, passes = _passes(desc)
+    if is_depthwise(geom):
+        # the tile of the descriptor's layout (channels_last: torch returns channels-last for channels-last inputs)
+        cfgs = [pair[geom.channels_last] for pair in _dw_configs(geom, passes)]
+        return f"triton:conv-depthwise-direct[{geom.nd}d," + ",".join(
+            f"{what}={MODE_NAMES[mode]}[{c.bp}x{c.bc},w{c.warps}" + (f",split{c.split}" if c.split > 1 else "") + "]"
+            for (mode, what), c in zip(passes, cfgs)) + "]"
     parts = []
     for mode, what in passes:
         c = choose(mode, geom, desc.dtype.torch, _tf32(desc, pref))
@@ -122,6 +148,8 @@ def _route(desc, pref):
 
 def _supports(desc):
     geom, passes = _passes(desc)
+    if is_depthwise(geom):   # (grid axis 1: channel blocks, one channel each for NCHW operands)
+        return f"{geom.groups} channels (grid axis 1 holds at most 65535)" if geom.groups > 65535 else None
     if geom.groups > 65535:
         return f"{geom.groups} groups (grid axis 1 holds at most 65535)"
     for mode, _ in passes:
@@ -133,7 +161,8 @@ def _supports(desc):
 
 
 def _priority(desc, dev) -> float:
-    # a library backend (cuDNN) registers its own priority; on the CPU the interpreter is a correctness tool only
+    # a library backend (cuDNN) registers its own priority (20: it stays first where it serves); on the CPU the
+    # interpreter is a correctness tool only.  The depthwise route is not measured yet: the same rank
     return 10.0 if dev.type == "cuda" else -200.0
 
 
