@@ -1,0 +1,50 @@
+"""NumPy float64 / complex128 bodies of the FFT family (the oracle): every transform is ``fft_nd`` (ops/fft.py)
+computed with ``numpy.fft`` (pocketfft) unnormalized, then scaled, weighted and resized once."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...ops.fft import FORMS, FftParams, in_sizes, params, scale_factor
+from . import register_reference
+
+
+def resize(x: np.ndarray, dims, sizes) -> np.ndarray:
+    """``x`` zero-padded at the end or cut to ``sizes`` along ``dims`` (torch's n / s)."""
+    idx = [slice(None)] * x.ndim
+    pad = [(0, 0)] * x.ndim
+    for d, n in zip(dims, sizes):
+        idx[d] = slice(0, min(n, x.shape[d]))
+        pad[d] = (0, max(0, n - x.shape[d]))
+    return np.pad(x[tuple(idx)], pad)
+
+
+def fft_nd(p: FftParams, x: np.ndarray) -> np.ndarray:
+    x = resize(x, p.dim, in_sizes(p.kind, p.s))
+    if x.size == 0:   # an empty batch (the transform sizes are positive): numpy.fft refuses no points
+        shape = list(x.shape)
+        for d, n in zip(p.dim, p.out):
+            shape[d] = n
+        return np.zeros(shape, np.float64 if p.kind == "c2r" else np.complex128)
+    if p.kind == "c2c":
+        # numpy's unnormalized inverse: norm="forward" puts the 1/n on the forward transform
+        y = np.fft.fftn(x, axes=p.dim) if p.forward else np.fft.ifftn(x, axes=p.dim, norm="forward")
+    elif p.kind == "r2c":
+        y = np.fft.rfftn(np.real(x), axes=p.dim)
+        y = y if p.forward else np.conj(y)
+        if p.doubled:
+            n, ax = p.s[-1], p.dim[-1]
+            w = np.ones(y.shape[ax])
+            w[1:n - n // 2] = 2.0
+            y = y * w.reshape((-1,) + (1,) * (y.ndim - 1 - ax))
+    else:
+        x = x.astype(np.complex128)
+        y = np.fft.irfftn(np.conj(x) if p.forward else x, s=p.s, axes=p.dim, norm="forward")
+    return resize(y * scale_factor(p), p.dim, p.out)
+
+
+def _body(desc, x):
+    return fft_nd(params(desc), x)
+
+
+for _name in (*FORMS, "fft_nd"):
+    register_reference(_name, _body)
