@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops.fft import FORMS, FftParams, in_sizes, params, scale_factor
+from ...ops.fft_shift import freq_terms, shift_amounts
 from . import register_reference
 
 
@@ -48,3 +49,21 @@ def _body(desc, x):
 
 for _name in (*FORMS, "fft_nd"):
     register_reference(_name, _body)
+
+
+# -- shifts and sample frequencies ---------------------------------------------------------------------------------
+def _shift(desc, x):
+    shifts, dims = shift_amounts(desc)
+    return np.roll(x, shifts, dims) if dims else x.copy()
+
+
+def _freq(desc):
+    n, wrap, scale = freq_terms(desc)
+    k = np.arange(n, dtype=np.float64)
+    return np.where(k >= wrap, k - desc.attr("n"), k) * scale
+
+
+register_reference("fftshift", _shift)
+register_reference("ifftshift", _shift)
+register_reference("fftfreq", _freq)
+register_reference("rfftfreq", _freq)
