@@ -6,6 +6,7 @@ import numpy as np
 
 from ...ops.fft import FORMS, FftParams, in_sizes, params, scale_factor
 from ...ops.fft_shift import freq_terms, shift_amounts
+from ...ops.fft_stft import stft_layout
 from . import register_reference
 
 
@@ -67,3 +68,29 @@ register_reference("fftshift", _shift)
 register_reference("ifftshift", _shift)
 register_reference("fftfreq", _freq)
 register_reference("rfftfreq", _freq)
+
+
+# -- stft -------------------------------------------------------------------------------------------------------------
+_NP_PAD = {"reflect": "reflect", "constant": "constant", "replicate": "edge", "circular": "wrap"}
+
+
+def stft_frames(lay, x: np.ndarray, mode: str) -> np.ndarray:
+    """The (B, n_fft, T) frames of the centre-padded signal."""
+    x = x.reshape(lay.batch, lay.length)
+    if lay.pad:
+        x = np.pad(x, ((0, 0), (lay.pad, lay.pad)), mode=_NP_PAD[mode])
+    idx = np.arange(lay.n_fft)[:, None] + lay.hop * np.arange(lay.frames)[None, :]
+    return x[:, idx]
+
+
+def _stft(desc, x, window=None):
+    lay = stft_layout(desc)
+    frames = stft_frames(lay, x, desc.attr("pad_mode"))
+    if window is not None:
+        w = np.zeros(lay.n_fft)
+        w[lay.left:lay.left + lay.win] = window
+        frames = frames * w[:, None]
+    return fft_nd(lay.fft, frames).reshape(desc.outputs[0].shape)
+
+
+register_reference("stft", _stft)
