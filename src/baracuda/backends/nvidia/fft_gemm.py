@@ -23,7 +23,7 @@ from ..._core.sku import Backend, MathPrecision, PrecisionGuarantee
 from ...ops.fft import FORMS, params
 from .fft_layout import make_run
 
-__all__ = ["execute", "dft_last", "largest_prime_factor"]
+__all__ = ["execute", "dft_last", "largest_prime_factor", "refusal"]
 
 DIRECT_MAX = 128       # one GEMM up to this length (K = n: the GEMM's cost per point grows with n)
 PRIME_MAX = 4096       # the largest prime a dense DFT matrix serves (64 MiB of complex128)
@@ -115,7 +115,11 @@ def execute(kind: str, buf, k: int, forward: bool, s, owned: bool):
 
 
 def _supports(desc):
-    p = params(desc)
+    return refusal(params(desc))
+
+
+def refusal(p):
+    """Why the GEMM path does not take the transform ``p`` (FftParams), or None."""
     worst = max(largest_prime_factor(n) for n in p.s)
     if worst > PRIME_MAX:
         return (f"a transform length has the prime factor {worst} > {PRIME_MAX}: the GEMM path would need a dense "
