@@ -6,7 +6,8 @@ import numpy as np
 
 from ...ops.fft import FORMS, FftParams, in_sizes, params, scale_factor
 from ...ops.fft_shift import freq_terms, shift_amounts
-from ...ops.fft_stft import stft_layout
+from ..._core.errors import InvalidProblemError
+from ...ops.fft_stft import istft_layout, stft_layout
 from . import register_reference
 
 
@@ -94,3 +95,37 @@ def _stft(desc, x, window=None):
 
 
 register_reference("stft", _stft)
+
+
+# -- istft ------------------------------------------------------------------------------------------------------------
+def overlap_add(frames: np.ndarray, hop: int, length: int) -> np.ndarray:
+    """(B, n_fft, T) frames summed into (B, length) at offsets t * hop."""
+    b, n, t = frames.shape
+    out = np.zeros((b, length), frames.dtype)
+    for k in range(t):
+        out[:, k * hop:k * hop + n] += frames[:, :, k]
+    return out
+
+
+def istft_envelope(lay, window) -> np.ndarray:
+    """The overlap-added squared window over the covered output samples; NOLA checked as torch (min |.| >= 1e-11)."""
+    w = np.zeros(lay.n_fft)
+    w[lay.left:lay.left + lay.win] = 1.0 if window is None else window
+    env = overlap_add(np.broadcast_to((w * w)[None, :, None], (1, lay.n_fft, lay.frames)), lay.hop, lay.expected)
+    env = env[0, lay.start:lay.start + lay.valid]
+    if env.size and np.abs(env).min() < 1e-11:
+        raise InvalidProblemError("istft", "window", "a window whose overlap-added square is nonzero on the output "
+                                  "(the NOLA condition; torch: 'window overlap add min')", f"{np.abs(env).min():g}")
+    return w, env
+
+
+def _istft(desc, x, window=None):
+    lay = istft_layout(desc)
+    w, env = istft_envelope(lay, window)
+    frames = fft_nd(lay.fft, x.reshape(lay.batch, lay.bins, lay.frames)) * w[:, None]
+    y = overlap_add(frames, lay.hop, lay.expected)[:, lay.start:lay.start + lay.valid] / env
+    y = np.pad(y, ((0, 0), (0, lay.end - lay.start - lay.valid)))
+    return y.reshape(desc.outputs[0].shape)
+
+
+register_reference("istft", _istft)
