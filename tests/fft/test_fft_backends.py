@@ -175,3 +175,18 @@ def test_cufft_module_imports_without_nvmath_and_says_why():
     assert rows["cufft"][2] == "refused" and "cuFFT needs a CUDA device" in rows["cufft"][3]
     assert rows["cublas"][2] == "refused" and rows["reference"][2] == "chosen"
     assert cufft._route(bc.Descriptor.make("fftn", ((2, 2, 2, 2, 2), "c64")), None).endswith("C2C x2 plans")
+
+
+@pytest.mark.parametrize("op", ["stft", "istft"])
+def test_stft_istft_gpu_glue_on_the_gemm_executor(op):
+    """The GPU stft / istft runs (torch glue + fft_layout + the GEMM executor), on CPU tensors, vs the reference."""
+    from baracuda._core.registry import implementations
+    from baracuda.testing import draw_samples, reference_f64
+
+    impl = next(i for i in implementations(op) if i.backend == bc.Backend.CUBLAS)
+    for s in draw_samples(bc.get_spec(op)):
+        desc = bc.Descriptor.like(op, *s.inputs, **s.attrs)
+        want = reference_f64(desc, list(s.inputs))[0]
+        out = torch.empty(desc.outputs[0].shape, dtype=desc.outputs[0].dtype.torch)
+        impl.run(desc, [torch.from_numpy(np.asarray(x)) for x in s.inputs], [out], None)
+        assert_close(out.numpy(), want, 1e-11, 1e-11, f"{op}[{s.name}]")

@@ -362,7 +362,7 @@ def _istft_samples(rng):
     yield Sample((cplx(spec((2, 4, 4), 6, 3)), 0.5 + rng.random(6)), {"n_fft": 6, "hop_length": 3, "normalized": True,
                                                                      "length": 12}, name="window-length")
     yield Sample((cplx(spec((5, 5), 5, 2, onesided=False)), 0.5 + rng.random(4)),
-                 {"n_fft": 5, "hop_length": 2, "win_length": 4, "center": False, "onesided": False},
+                 {"n_fft": 5, "hop_length": 2, "win_length": 4, "center": False, "onesided": False, "length": 10},
                  name="two-sided-short-window")
     yield Sample((cplx(spec((3, 4), 4, 2)),), {"n_fft": 4, "hop_length": 2, "length": 9}, name="length-beyond")
 
