@@ -10,7 +10,8 @@ other axes moved last through a contiguous copy per group).
 
 Plans: one ``nvmath.fft.FFT`` per (fft type, shape, strides, dtype, axes, in place, last-axis parity, device),
 created and ``plan()``-ed on first use, kept in a bounded LRU (64 plans), reused with ``reset_operand(t, stream=)``
-and ``execute(direction=, stream=)`` on torch's current stream.  C2C runs in place on a buffer of ours
+and ``execute(direction=, stream=)`` on torch's current stream, then ``release_operand()`` (a cached plan keeps no
+tensor alive).  C2C runs in place on a buffer of ours
 (``FFTOptions(inplace=True)``) and out of place on the caller's tensor; R2C / C2R run out of place
 (``result_layout='natural'``: a contiguous result; nvmath copies a C2R operand to an auxiliary buffer first, since
 cuFFT overwrites C2R inputs).  The workspace is nvmath's: the plan turns cuFFT's auto-allocation off and allocates
@@ -74,7 +75,9 @@ def _run_plan(fft_type: str, t, k: int, inplace: bool, direction, parity: str = 
     s = _stream()
     if not fresh:
         f.reset_operand(t, stream=s)
-    return f.execute(direction=direction, stream=s)
+    res = f.execute(direction=direction, stream=s)
+    f.release_operand()     # (a cached plan must not keep the caller's tensor alive; the next call resets it)
+    return res
 
 
 def _c2c_groups(t, axes: tuple, forward: bool, owned: bool):
