@@ -4,7 +4,8 @@ table (device time per kernel, launches) and the host total per repetition, as J
     python bench/kernel_profile.py OUT.json [--case ce_fwd,ce_fwbw,demo]
 
 Cases: ce_fwd / ce_fwbw (F.cross_entropy 64 x 4096 f32, the host bench's row: no grad / forward + backward),
-demo (``baracuda demo``'s block forward + backward, f32, 2 x 256 tokens, dim 512), each through baracuda and eager.
+demo (``baracuda demo``'s block forward + backward, f32, 2 x 256 tokens, dim 512), each through baracuda and eager;
+resnet18 (torchvision ResNet-18 train step, batch 32, bf16 channels-last) under ``bt.mode()`` and eager.
 """
 from __future__ import annotations
 
@@ -31,7 +32,26 @@ def _cases():
         def run():
             f(xg, t).backward()
         return run
+    def resnet():
+        import torchvision
+
+        torch.manual_seed(0)
+        m = torchvision.models.resnet18(num_classes=1000).cuda().to(torch.bfloat16)
+        m = m.to(memory_format=torch.channels_last).train()
+        xi = torch.randn(32, 3, 224, 224, device="cuda", dtype=torch.bfloat16).to(memory_format=torch.channels_last)
+        yi = torch.randint(0, 1000, (32,), device="cuda")
+
+        def step():
+            m.zero_grad(set_to_none=True)
+            F.cross_entropy(m(xi), yi).backward()
+
+        def mode_step():
+            with bt.mode():
+                step()
+        return {"baracuda": mode_step, "eager": step}
+
     return {
+        "resnet18": resnet,
         "ce_fwd": {"baracuda": lambda: BF.cross_entropy(x, t), "eager": lambda: F.cross_entropy(x, t)},
         "ce_fwbw": {"baracuda": fwbw(BF.cross_entropy), "eager": fwbw(F.cross_entropy)},
         "demo": {"baracuda": lambda: demo(True), "eager": lambda: demo(False)},
@@ -71,7 +91,8 @@ def main(argv=None) -> int:
     res = {"device": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d"),
            "command": "python bench/kernel_profile.py " + " ".join(argv or sys.argv[1:]), "cases": {}}
     for name in args.case.split(","):
-        res["cases"][name] = {who: profile_case(fn) for who, fn in cases[name].items()}
+        case = cases[name]() if callable(cases[name]) else cases[name]
+        res["cases"][name] = {who: profile_case(fn, reps=5 if name == "resnet18" else 20) for who, fn in case.items()}
         for who, r in res["cases"][name].items():
             print(f"== {name} {who}: wall {r['wall_us_per_rep']} us, device {r['device_us_per_rep']} us, "
                   f"{r['launches_per_rep']:.0f} launches")
