@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..._core.dtypes import DType
+from ..._core.errors import UnsupportedError
 from ..._core.registry import Impl, register
 from ..._core.sku import Backend, MathPrecision, PrecisionGuarantee
 from ...ops.conv import geometry_of
@@ -198,6 +199,31 @@ def supports(desc) -> str | None:
 
 
 # -- the bound runs -------------------------------------------------------------------------------------------
+_WRITES = {"fprop": _R, "dgrad": _I, "wgrad": _W}     # the operand each product writes
+
+
+def _entry(desc, pref, kind, strides, dev) -> tuple:
+    """(graph key, copy?) of a call's strides: its own graph where cuDNN builds one, else the canonical graph with
+    the operands copied to and from the canonical layout (cuDNN refuses some strides the canonical graph's layout
+    does not have, e.g. a weight slice whose size-1 dim carries a stride: 'wDesc.getNumElementsWithStride() !=
+    wDesc.getNumElementsWithoutStride()'; the problem itself was accepted at selection)."""
+    k = _key(desc, pref, kind, strides)
+    try:
+        _CACHE.get(k, dev, desc.op)
+        return k, False
+    except UnsupportedError:
+        return _key(desc, pref, kind, _canonical(desc, kind)), True
+
+
+def _restrided(t, strides, fill: bool):
+    import torch
+
+    out = torch.empty_strided(t.shape, strides, dtype=t.dtype, device=t.device)
+    if fill:
+        out.copy_(t)
+    return out
+
+
 def _bind(desc, pref=None):
     geom = geometry_of(desc)
     nd2 = _nd2(geom)
@@ -208,13 +234,19 @@ def _bind(desc, pref=None):
 
     def run_one(kind, image, resp, weight, bias, dev):
         strides = (image.stride(), resp.stride(), weight.stride())
-        k = keys.get((kind, strides))     # (dgrad and wgrad of contiguous operands have the same strides)
-        if k is None:
-            k = keys[(kind, strides)] = _key(desc, pref, kind, strides)
+        entry = keys.get((kind, strides))     # (dgrad and wgrad of contiguous operands have the same strides)
+        if entry is None:
+            entry = keys[(kind, strides)] = _entry(desc, pref, kind, strides, dev)
+        k, copy = entry
         t = {_I: image, _R: resp, _W: weight}
+        if copy:    # strides cuDNN refused: the operands in the canonical layout, the written one copied back
+            out_uid, given = _WRITES[kind], t[_WRITES[kind]]
+            t = {u: _restrided(v, st, u != out_uid) for (u, v), st in zip(t.items(), k.strides)}
         if bias is not None:
             t[_B] = bias
         execute(_CACHE.get(k, dev, desc.op), t, None, dev, weight)
+        if copy:
+            given.copy_(t[out_uid])
 
     if desc.op == "convolution":
         (kind, _), = prods
