@@ -235,7 +235,7 @@ def qr_backward(gq, gr, q, r, has_q, has_r):
         u, v = r[..., :, :m], r[..., :, m:]
         gv = gr[..., :, m:]
         gy = q @ gv
-        gq2 = gq + a_y(q, v) @ _mh(gv) if has_q else a_y(q, v) @ _mh(gv)
+        gq2 = (gq if has_q else 0) + (q @ v) @ _mh(gv)     # Y = Q V: Q's cotangent through Y
         gx = qr_backward(gq2, gr[..., :, :m], q, u, True, has_r)
         return np.concatenate([gx, gy], axis=-1)
     mm = (r @ _mh(gr) if has_r else 0) - (_mh(gq) @ q if has_q else 0)
@@ -243,11 +243,6 @@ def qr_backward(gq, gr, q, r, has_q, has_r):
     mm = low + _mh(low) + _embed(np.real(_diag(mm)))   # M copied from its lower triangle, a Hermitian matrix
     ga = q @ mm + (gq if has_q else 0)
     return _mh(np.linalg.solve(r, _mh(ga)))            # gA = (gQ + Q copyltu(M)) R^{-H}
-
-
-def a_y(q, v):
-    """Y = Q V (the columns of A past the first m, from its factors)."""
-    return q @ v
 
 
 def _svd_bw(d, u, s, vh, gu, gs, gvh):
