@@ -31,7 +31,7 @@ from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedE
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from .linalg_common import LINALG_DTYPES, batch_of, broadcast_batch, matrix, same_dtype, square
 
-__all__ = ["real_of", "complex_of", "linalg_operands"]
+__all__ = ["real_of", "complex_of", "linalg_operands", "linalg_tol", "linalg_grad_tol", "no_out", "torch_result", "ts"]
 
 _REAL = {DType.f32: DType.f32, DType.f64: DType.f64, DType.c64: DType.f32, DType.c128: DType.f64}
 _CPLX = {DType.f32: DType.c64, DType.f64: DType.c128, DType.c64: DType.c64, DType.c128: DType.c128}
@@ -55,7 +55,7 @@ def linalg_operands(op: str, inputs, names, dtypes=LINALG_DTYPES):
     return inputs
 
 
-def _ts(shape, dt):
+def ts(shape, dt):
     return TensorSpec(tuple(shape), dt)
 
 
@@ -70,7 +70,7 @@ def _check_qr(inputs, attrs):
     mode = attrs["mode"]
     q = (0,) if mode == "r" else b + (m, m if mode == "complete" else k)
     r = b + (m if mode == "complete" else k, n)
-    return attrs, (_ts(q, dt), _ts(r, dt))
+    return attrs, (ts(q, dt), ts(r, dt))
 
 
 def _check_hh(inputs, attrs):
@@ -81,7 +81,7 @@ def _check_hh(inputs, attrs):
     if len(tau.shape) < 1 or tau.shape[-1] > n or n > m:
         raise InvalidProblemError(op, "tau", f"(*batch, k) with k <= n <= m (A is {m} x {n})", f"shape {tau.shape}")
     b = broadcast_batch(op, ("A", "tau"), a, tau, core=(2, 1))
-    return attrs, (_ts(b + (m, n), a.dtype),)
+    return attrs, (ts(b + (m, n), a.dtype),)
 
 
 def _check_svd(op):
@@ -89,11 +89,11 @@ def _check_svd(op):
         (a,) = linalg_operands(op, inputs, ("A",))
         m, n = matrix(op, "A", a)
         b, k, dt = batch_of(a), min(m, n), a.dtype
-        s = _ts(b + (k,), real_of(dt))
+        s = ts(b + (k,), real_of(dt))
         if op == "svdvals":
             return attrs, (s,)
         full = attrs["full_matrices"]
-        return attrs, (_ts(b + ((m, m) if full else (m, k)), dt), s, _ts(b + ((n, n) if full else (k, n)), dt))
+        return attrs, (ts(b + ((m, m) if full else (m, k)), dt), s, ts(b + ((n, n) if full else (k, n)), dt))
     return check
 
 
@@ -102,8 +102,8 @@ def _check_eig(op):
         (a,) = linalg_operands(op, inputs, ("A",))
         n = square(op, "A", a)
         b, dt = batch_of(a), a.dtype
-        vals = _ts(b + (n,), real_of(dt) if op.startswith("eig") and "h" in op else complex_of(dt))
-        vecs = _ts(b + (n, n), dt if op == "eigh" else complex_of(dt))
+        vals = ts(b + (n,), real_of(dt) if op.startswith("eig") and "h" in op else complex_of(dt))
+        vecs = ts(b + (n, n), dt if op == "eigh" else complex_of(dt))
         return attrs, ((vals, vecs) if op in ("eigh", "eig") else (vals,))
     return check
 
@@ -124,7 +124,7 @@ def _check_svd_bw(inputs, attrs):
     ku, kv = (m, n) if attrs["full_matrices"] else (k, k)
     wants = [(b + (m, ku), dt), (b + (k,), real_of(dt)), (b + (kv, n), dt)]
     _check_like(op, names, inputs, wants + wants)
-    return attrs, (_ts(b + (m, n), dt),)
+    return attrs, (ts(b + (m, n), dt),)
 
 
 def _check_eig_bw(op):
@@ -136,7 +136,7 @@ def _check_eig_bw(op):
         b, dt = batch_of(v), v.dtype
         lam = (b + (n,), dt if op == "eig_backward" else real_of(dt))
         _check_like(op, names, inputs, [(v.shape, dt), lam] * 2)
-        return attrs, (_ts(b + (n, n), real_of(dt) if attrs.get("real") else dt),)
+        return attrs, (ts(b + (n, n), real_of(dt) if attrs.get("real") else dt),)
     return check
 
 
@@ -149,7 +149,7 @@ def _check_qr_bw(inputs, attrs):
     if q.shape[-1] != min(m, n) or r.shape[-2] != min(m, n):
         raise InvalidProblemError(op, "Q", "reduced factors Q (m, k), R (k, n)", f"{q.shape}, {r.shape}")
     _check_like(op, names, inputs, [(q.shape, dt), (r.shape, dt)] * 2)
-    return attrs, (_ts(b + (m, n), dt),)
+    return attrs, (ts(b + (m, n), dt),)
 
 
 # -- backward rules --------------------------------------------------------------------------------------------
@@ -268,12 +268,12 @@ def _peer_qr(a, mode="reduced"):
 
 
 # -- drop-ins --------------------------------------------------------------------------------------------------
-def _no_out(op, out):
+def no_out(op, out):
     if out is not None:
         raise UnsupportedError(op, "out= is not supported (the op returns new tensors)")
 
 
-def _result(kind):
+def torch_result(kind):
     def result(out):
         import torch
 
@@ -285,14 +285,14 @@ _SVD_DRIVERS = (None, "gesvd", "gesvdj", "gesvda")
 
 
 def _dropin_svd(A, full_matrices=True, *, driver=None, out=None):
-    _no_out("svd", out)
+    no_out("svd", out)
     if driver not in _SVD_DRIVERS:    # a CUDA algorithm hint in torch; every backend returns the same gauged SVD
         raise InvalidProblemError("svd", "driver", "None, 'gesvd', 'gesvdj' or 'gesvda'", repr(driver))
     return (A,), {"full_matrices": bool(full_matrices)}
 
 
 def _dropin_svdvals(A, *, driver=None, out=None):
-    _no_out("svdvals", out)
+    no_out("svdvals", out)
     if driver not in _SVD_DRIVERS:
         raise InvalidProblemError("svdvals", "driver", "None, 'gesvd', 'gesvdj' or 'gesvda'", repr(driver))
     return (A,), {}
@@ -300,25 +300,25 @@ def _dropin_svdvals(A, *, driver=None, out=None):
 
 def _dropin_uplo(op):
     def dropin(A, UPLO="L", *, out=None):
-        _no_out(op, out)
+        no_out(op, out)
         return (A,), {"UPLO": UPLO}
     return dropin
 
 
 def _dropin_eig(op):
     def dropin(A, *, out=None):
-        _no_out(op, out)
+        no_out(op, out)
         return (A,), {}
     return dropin
 
 
 def _dropin_qr(A, mode="reduced", *, out=None):
-    _no_out("qr", out)
+    no_out("qr", out)
     return (A,), {"mode": mode}
 
 
 def _dropin_hh(input, tau, *, out=None):
-    _no_out("householder_product", out)
+    no_out("householder_product", out)
     return (input, tau), {}
 
 
@@ -404,13 +404,13 @@ def _bw_errors(op, n_in):
     return errors
 
 
-def _tol(dt):
+def linalg_tol(dt):
     # LAPACK in float64 vs cuSOLVER in the dtype: backward-stable algorithms on n <= 6 well-conditioned samples
     # (condition numbers < 1e3 for the random samples): the factors agree to ~n * cond * eps of the dtype
     return {DType.f64: (1e-9, 1e-9), DType.c128: (1e-9, 1e-9)}.get(dt, (1e-3, 1e-4))
 
 
-def _grad_tol(dt):
+def linalg_grad_tol(dt):
     # divided by singular-value / eigenvalue gaps (>= ~0.1 in the samples): an extra factor 10-100 of rounding
     return {DType.f64: (1e-8, 1e-8), DType.c128: (1e-8, 1e-8)}.get(dt, (5e-3, 5e-3))
 
@@ -442,8 +442,8 @@ def _reg(**kw):
     kw.setdefault("family", "linalg")
     kw.setdefault("dtypes", LINALG_DTYPES)
     kw.setdefault("category", "linalg")
-    kw.setdefault("tol", _tol)
-    kw.setdefault("grad_tol", _grad_tol)
+    kw.setdefault("tol", linalg_tol)
+    kw.setdefault("grad_tol", linalg_grad_tol)
     SPECS[kw["name"]] = register_spec(OpSpec(**kw))
 
 
@@ -451,7 +451,7 @@ _UPLO = Attr("UPLO", "str", "L", choices=("L", "U"))
 _FULL = Attr("full_matrices", "bool", True)
 
 _reg(name="qr", arg_names=("A",), check=_check_qr, attrs=(Attr("mode", "str", "reduced", choices=QR_MODES),),
-     torch_peer=_peer_qr, torch_name="torch.linalg.qr", dropin=_dropin_qr, dropin_result=_result("linalg_qr"),
+     torch_peer=_peer_qr, torch_name="torch.linalg.qr", dropin=_dropin_qr, dropin_result=torch_result("linalg_qr"),
      grad=_g_qr, saves=("outputs",), differentiable=(0,),
      samples=_mat_samples(_RECT, ({"mode": "reduced"}, {"mode": "complete"}, {"mode": "r"})),
      errors=_errors("qr", True), workloads=_workloads("qr"), cost=_cost(4 / 3),
@@ -462,7 +462,7 @@ _reg(name="householder_product", arg_names=("A", "tau"), check=_check_hh, torch_
      dropin=_dropin_hh, samples=_hh_samples, errors=_errors("householder_product", True), cost=_cost(2),
      doc="The first n columns of H_1 ... H_k (LAPACK orgqr / ungqr); no backward yet.")
 _reg(name="svd", arg_names=("A",), check=_check_svd("svd"), attrs=(_FULL,), torch_peer=_peer_svd,
-     torch_name="torch.linalg.svd", dropin=_dropin_svd, dropin_result=_result("linalg_svd"), grad=_g_svd,
+     torch_name="torch.linalg.svd", dropin=_dropin_svd, dropin_result=torch_result("linalg_svd"), grad=_g_svd,
      saves=("outputs",), differentiable=(0,), samples=_svd_samples, errors=_errors("svd", True),
      workloads=_workloads("svd"), cost=_cost(12),
      doc="A = U diag(S) Vh, S descending, in baracuda's gauge (module doc).")
@@ -472,7 +472,7 @@ _reg(name="svdvals", arg_names=("A",), check=_check_svd("svdvals"),
      samples=_mat_samples(_RECT), errors=_errors("svdvals", True), cost=_cost(4),
      doc="The singular values, descending (real).")
 _reg(name="eigh", arg_names=("A",), check=_check_eig("eigh"), attrs=(_UPLO,), torch_peer=_peer_eigh,
-     torch_name="torch.linalg.eigh", dropin=_dropin_uplo("eigh"), dropin_result=_result("linalg_eigh"),
+     torch_name="torch.linalg.eigh", dropin=_dropin_uplo("eigh"), dropin_result=torch_result("linalg_eigh"),
      grad=_eig_rule("eigh", "eigh_backward"), saves=("outputs",), differentiable=(0,), grad_is_derivative=False,
      samples=_mat_samples(_SQ, ({"UPLO": "L"}, {"UPLO": "U"})), errors=_errors("eigh", False),
      workloads=_workloads("eigh"), cost=_cost(9),
@@ -485,7 +485,7 @@ _reg(name="eigvalsh", arg_names=("A",), check=_check_eig("eigvalsh"), attrs=(_UP
      differentiable=(0,), grad_is_derivative=False, samples=_mat_samples(_SQ, ({"UPLO": "L"}, {"UPLO": "U"})),
      errors=_errors("eigvalsh", False), cost=_cost(4), doc="Eigenvalues of a Hermitian matrix, ascending.")
 _reg(name="eig", arg_names=("A",), check=_check_eig("eig"), torch_peer=_peer_eig, torch_name="torch.linalg.eig",
-     dropin=_dropin_eig("eig"), dropin_result=_result("linalg_eig"), grad=_eig_rule("eig", "eig_backward"),
+     dropin=_dropin_eig("eig"), dropin_result=torch_result("linalg_eig"), grad=_eig_rule("eig", "eig_backward"),
      saves=("outputs",), differentiable=(0,), samples=_mat_samples(_SQ), errors=_errors("eig", False),
      cost=_cost(25), doc="Eigenvalues and unit eigenvectors (complex) of a general matrix (geev).")
 _reg(name="eigvals", arg_names=("A",), check=_check_eig("eigvals"),
