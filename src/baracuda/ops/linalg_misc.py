@@ -178,7 +178,7 @@ def _check_bw(op, names, outs, against):
         xs = linalg_operands(op, inputs, names)
         if n_in == 2:
             same_dtype(op, xs[0], B=xs[1])
-        _, fouts = _FORWARD_CHECKS[forward](tuple(xs[:n_in]), dict(attrs))
+        attrs, fouts = _FORWARD_CHECKS[forward](tuple(xs[:n_in]), dict(attrs))
         for name, t, j in zip(names[n_in:], xs[n_in:], against):
             want = fouts[j]
             if tuple(t.shape) != tuple(want.shape) or t.dtype != want.dtype:

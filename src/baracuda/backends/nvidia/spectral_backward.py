@@ -23,7 +23,8 @@ from ..._core.sku import Backend, MathPrecision, PrecisionGuarantee
 from ...ops.linalg_common import LINALG_DTYPES
 from .cublas import MathMode
 
-__all__ = ["tri_inv", "svd_backward", "eig_backward", "qr_backward", "qr_solver"]
+__all__ = ["tri_inv", "svd_backward", "eig_backward", "qr_backward", "qr_solver", "bind_guarded", "default_run",
+           "gemm_precision"]
 
 
 def _mh(x):
@@ -207,14 +208,14 @@ def _cusolver_qr(a):
     return qr_factors(a, "reduced")
 
 
-def _precision(desc, pref=None) -> PrecisionGuarantee:
+def gemm_precision(desc, pref=None) -> PrecisionGuarantee:
     f64 = desc.dtype in (DType.f64, DType.c128)
     tf32 = not f64 and pref is not None and pref.allow_reduced_precision
     math = MathPrecision.F64 if f64 else (MathPrecision.TF32 if tf32 else MathPrecision.F32)
     return PrecisionGuarantee(math, DType.f64 if f64 else DType.f32, bit_stable=False, deterministic=True)
 
 
-def _bind(run):
+def bind_guarded(run):
     """The bound run under torch's cuBLAS TF32 flag of the preference (f32 / c64 GEMMs: true f32 unless allowed)."""
     def bind(desc, pref=None):
         allow = bool(pref is not None and pref.allow_reduced_precision)
@@ -227,7 +228,7 @@ def _bind(run):
     return bind
 
 
-def _default(bind):
+def default_run(bind):
     """Impl.run for callers that bypass Plan (no preference): the strict precision."""
     def run(desc, inputs, outputs, ws=None):
         bind(desc, None)(desc, inputs, outputs, ws)
@@ -248,6 +249,6 @@ for _op, _run, _backend in (("svd_backward", run_svd_bw, Backend.CUBLAS), ("eigh
                             ("qr_backward", run_qr_bw, Backend.CUBLAS),
                             ("eig_backward", eig_run(False, _cusolver_qr), Backend.CUSOLVER)):
     _dts = (DType.c64, DType.c128) if _op == "eig_backward" else LINALG_DTYPES
-    register(Impl(op=_op, backend=_backend, run=_default(_bind(_run)), bind=_bind(_run), precision=_precision,
+    register(Impl(op=_op, backend=_backend, run=default_run(bind_guarded(_run)), bind=bind_guarded(_run), precision=gemm_precision,
                   dtypes=frozenset(_dts), devices=frozenset({"cuda"}), priority=20.0, route=_route,
                   array_api="torch"))

@@ -230,8 +230,17 @@ def _matrix_exp_bw(d, a, g):
 
 
 # -- matrix_power ----------------------------------------------------------------------------------------------
+def _inv(op, a):
+    try:
+        return np.linalg.inv(a)
+    except np.linalg.LinAlgError:
+        from ...ops.linalg_common import LinAlgError
+        raise LinAlgError(op, "the input is not invertible (singular)") from None
+
+
 def _matrix_power(d, a):
-    return np.linalg.matrix_power(a, d.attr("n"))
+    k = d.attr("n")
+    return np.linalg.matrix_power(_inv("matrix_power", a) if k < 0 else a, abs(k))
 
 
 def power_grad(b, g, k):
@@ -247,7 +256,7 @@ def _matrix_power_bw(d, a, g):
     k = d.attr("n")
     if k >= 0:
         return power_grad(a, g, k)
-    inv = np.linalg.inv(a)
+    inv = _inv("matrix_power_backward", a)
     return -_mh(inv) @ power_grad(inv, g, -k) @ _mh(inv)
 
 
