@@ -38,12 +38,13 @@ from .._core.spec import Attr, ErrorCase, OpSpec, Sample, Workload, register_spe
 from .linalg_common import LINALG_DTYPES, batch_of, broadcast_batch, matrix, same_dtype, square
 from .linalg_spectral import linalg_grad_tol, linalg_operands, linalg_tol, no_out, real_of, torch_result, ts
 
-__all__ = ["NORM_ORDS", "COND_PS"]
+__all__ = ["NORM_ORDS", "COND_PS", "INT_DTYPES"]
 
 INF = math.inf
 NORM_ORDS = ("fro", "nuc", INF, -INF, 1.0, -1.0, 2.0, -2.0)
 COND_PS = (None,) + NORM_ORDS
 LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
+INT_DTYPES = (DType.i64, DType.i32, DType.i16, DType.i8, DType.u8)    # cross and vander take integers, as torch
 
 
 def _ord_attr(name, default, allowed):
@@ -114,18 +115,18 @@ def _check_square_same(op):
 
 def _check_vander(inputs, attrs):
     op = "vander"
-    (x,) = linalg_operands(op, inputs, ("x",))
-    if len(x.shape) < 1:
-        raise InvalidProblemError(op, "x", "a tensor of at least 1 dim (*, n)", f"shape {x.shape}")
-    n = attrs["N"] if attrs["N"] is not None else x.shape[-1]
-    if n < 1 and x.shape[-1] > 0:
-        raise InvalidProblemError(op, "N", "N >= 1", repr(n))
-    return dict(attrs, N=n), (ts(x.shape + (n,), x.dtype),)
+    (x,) = linalg_operands(op, inputs, ("x",), LINALG_DTYPES + INT_DTYPES)
+    shape = tuple(x.shape) or (1,)          # a 0-d x is one point (torch's)
+    n = attrs["N"] if attrs["N"] is not None else shape[-1]
+    if n <= 1:
+        raise InvalidProblemError(op, "N", "N > 1 (torch's bound; N defaults to x.shape[-1])", repr(n))
+    # (integers: int64, torch's cumprod promotion)
+    return dict(attrs, N=n), (ts(shape + (n,), DType.i64 if x.dtype in INT_DTYPES else x.dtype),)
 
 
 def _check_pair(op):
     def check(inputs, attrs):
-        x, y = linalg_operands(op, inputs, ("x", "y"))
+        x, y = linalg_operands(op, inputs, ("x", "y"), LINALG_DTYPES + INT_DTYPES if op == "cross" else LINALG_DTYPES)
         same_dtype(op, x, y=y)
         if op == "cross" and len(x.shape) != len(y.shape):   # torch.linalg.cross broadcasts equal ranks only
             raise InvalidProblemError(op, "y", f"{len(x.shape)} dims (as many as x)", f"shape {y.shape}")
@@ -236,8 +237,13 @@ def _g_vecdot(ctx, d, grads, s):
 
 # -- drop-ins --------------------------------------------------------------------------------------------------
 def _number(op, name, v):
+    """A tolerance: a Python number, or a one-element tensor (read to the host); a tensor of per-matrix values is
+    refused (the tolerance is an attribute)."""
+    if getattr(v, "numel", None) is not None and v.numel() == 1 and not v.dtype.is_complex:
+        return float(v.item())
     if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-        raise UnsupportedError(op, f"argument '{name}' as a {type(v).__name__} (a Python number or None is supported)")
+        raise UnsupportedError(op, f"argument '{name}' as a {type(v).__name__} of shape {tuple(getattr(v, 'shape', ()))} "
+                                   "(a Python number, a one-element tensor or None is supported)")
     return None if v is None else float(v)
 
 
@@ -363,6 +369,7 @@ def _sq_samples(attrs_list):
 
 def _vander_samples(rng):
     yield Sample((rng.standard_normal((4,)),), {}, name="4")
+    yield Sample((np.asarray(rng.standard_normal()),), {"N": 3}, name="0-d", grad=False)
     yield Sample((rng.standard_normal((2, 3)),), {"N": 5}, name="N5")
 
 
@@ -404,12 +411,13 @@ def _bw_samples(forward, n_extra):
 
 
 # -- errors, workloads, cost -----------------------------------------------------------------------------------
-def _errors(op, shape=(3, 3), arity=1):
+def _errors(op, shape=(3, 3), arity=1, ints=True):
     def errors():
         f = ((shape, "f32"),) * arity
         req = {"n": 2} if op == "matrix_power" else {}
         yield ErrorCase(((shape, "f16"),) * arity, req, UnsupportedError, rf"{op}: argument '\w+' has dtype f16", "half")
-        yield ErrorCase(((shape, "i32"),) * arity, req, UnsupportedError, rf"{op}: argument '\w+' has dtype i32", "int")
+        if ints:
+            yield ErrorCase(((shape, "i32"),) * arity, req, UnsupportedError, rf"{op}: argument '\w+' has dtype i32", "int")
         if op == "matrix_norm":
             yield ErrorCase(f, {"ord": 3}, InvalidProblemError, r"matrix_norm: argument 'ord'", "ord")
             yield ErrorCase(f, {"dim": (0, 0)}, InvalidProblemError, r"matrix_norm: argument 'dim'", "dims")
@@ -513,16 +521,17 @@ _reg(name="matrix_power", arg_names=("A",), check=_check_square_same("matrix_pow
      samples=_sq_samples((((3, 3), {"n": 3}), ((2, 3, 3), {"n": -2}), ((3, 3), {"n": 0}), ((2, 2), {"n": 1}))),
      errors=_errors("matrix_power"), workloads=_workloads("matrix_power", {"n": 5}), cost=_cost(6),
      doc="A^n by binary powering; n < 0 through inv(A); n = 0 the identity.")
-_reg(name="vander", arg_names=("x",), check=_check_vander, attrs=(Attr("N", "int", None, optional=True),),
+_reg(name="vander", arg_names=("x",), check=_check_vander, dtypes=LINALG_DTYPES + INT_DTYPES, attrs=(Attr("N", "int", None, optional=True),),
      torch_name="torch.linalg.vander", torch_peer=_peer("vander"), dropin=_dropin_vander,
      grad=_fused_rule("vander_backward", False), saves=("inputs",), differentiable=(0,), samples=_vander_samples,
-     errors=_errors("vander", (3,)), cost=lambda d: (d.inputs[0].nbytes + d.outputs[0].nbytes, d.outputs[0].numel),
+     errors=_errors("vander", (3,), ints=False), cost=lambda d: (d.inputs[0].nbytes + d.outputs[0].nbytes, d.outputs[0].numel),
      doc="The Vandermonde matrix x^0 ... x^(N-1) (increasing powers, torch.linalg's).")
 for _op in ("cross", "vecdot"):
     _reg(name=_op, arg_names=("x", "y"), check=_check_pair(_op), attrs=(Attr("dim", "int", -1),),
+         dtypes=LINALG_DTYPES + INT_DTYPES if _op == "cross" else LINALG_DTYPES,
          torch_name=f"torch.linalg.{_op}", torch_peer=_peer(_op), dropin=_dropin_pair(_op),
          grad=_g_cross if _op == "cross" else _g_vecdot, differentiable=(0, 1), samples=_pair_samples(_op),
-         errors=_errors(_op, (2, 3), 2), category="elementwise" if _op == "cross" else "reduction",
+         errors=_errors(_op, (2, 3), 2, ints=_op != "cross"), category="elementwise" if _op == "cross" else "reduction",
          cost=lambda d: (sum(t.nbytes for t in d.inputs) + d.outputs[0].nbytes, 2 * d.outputs[0].numel),
          doc="The 3-vector cross product along dim." if _op == "cross" else "sum(conj(x) * y) along dim.")
 _reg(name="lstsq", arg_names=("A", "B"), check=_check_lstsq,

@@ -26,6 +26,7 @@ import math
 from ..._core.registry import Impl, register
 from ..._core.sku import Backend
 from ...ops.linalg_common import LINALG_DTYPES, LinAlgError
+from ...ops.linalg_misc import INT_DTYPES
 from .spectral_backward import bind_guarded, default_run, gemm_precision, tri_inv
 
 __all__ = ["FACTORS", "RUNS", "expm", "inv"]
@@ -329,6 +330,7 @@ def _run_vander(desc, inputs, outputs, ws=None):
     import torch
 
     x, n = inputs[0], desc.attr("N")
+    x = x.reshape(tuple(x.shape) or (1,))        # a 0-d x is one point (torch's)
     out = outputs[0]
     if out.numel():
         out[..., 0] = 1
@@ -339,7 +341,8 @@ def _run_vander(desc, inputs, outputs, ws=None):
 def _run_vander_bw(desc, inputs, outputs, ws=None):
     import torch
 
-    x, g = inputs
+    x0, g = inputs
+    x = x0.reshape(tuple(x0.shape) or (1,))
     n = desc.attr("N")
     if n < 2 or x.numel() == 0:
         outputs[0].zero_()
@@ -348,7 +351,7 @@ def _run_vander_bw(desc, inputs, outputs, ws=None):
     pw = torch.ones(x.shape + (1,), dtype=x.dtype, device=x.device)
     if n > 2:
         pw = torch.cat([pw, torch.cumprod(x[..., :, None].expand(x.shape + (n - 2,)), -1)], -1)
-    outputs[0].copy_((g[..., 1:] * (j * pw).conj()).sum(-1))
+    outputs[0].copy_((g[..., 1:] * (j * pw).conj()).sum(-1).reshape(x0.shape))
 
 
 def _run_cross(desc, inputs, outputs, ws=None):
@@ -475,7 +478,8 @@ for _op, _run in RUNS.items():
     for _backend in (Backend.CUBLAS,) if _op in _ELEMENTWISE or _op.startswith("matrix_exp") else (Backend.CUBLAS,
                                                                                                    Backend.CUSOLVER):
         register(Impl(op=_op, backend=_backend, run=default_run(bind_guarded(_run)), bind=bind_guarded(_run),
-                      precision=gemm_precision, dtypes=frozenset(LINALG_DTYPES), devices=frozenset({"cuda"}),
+                      precision=gemm_precision, devices=frozenset({"cuda"}),
+                      dtypes=frozenset(LINALG_DTYPES + (INT_DTYPES if _op in ("cross", "vander") else ())),
                       supports=_cublas_supports if _backend == Backend.CUBLAS else None,
                       priority=20.0 if _backend == Backend.CUBLAS else 19.0, route=_route, array_api="torch",
                       capturable=_op in _ELEMENTWISE))

@@ -262,12 +262,16 @@ def _matrix_power_bw(d, a, g):
 
 # -- vander / cross / vecdot -----------------------------------------------------------------------------------
 def _vander(d, x):
-    return x[..., :, None] ** np.arange(d.attr("N"))
+    x = np.reshape(x, np.shape(x) or (1,))          # a 0-d x is one point (torch's)
+    if x.dtype.kind in "iu":
+        x = x.astype(np.int64)                        # torch's cumprod promotion
+    return x[..., :, None] ** np.arange(d.attr("N")).astype(x.dtype)
 
 
 def _vander_bw(d, x, g):
     j = np.arange(1, d.attr("N"))
-    return (g[..., 1:] * np.conj(j * x[..., :, None] ** (j - 1))).sum(-1)
+    x1 = np.reshape(x, np.shape(x) or (1,))
+    return (g[..., 1:] * np.conj(j * x1[..., :, None] ** (j - 1))).sum(-1).reshape(np.shape(x))
 
 
 def _cross(d, x, y):
