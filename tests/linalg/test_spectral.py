@@ -121,3 +121,16 @@ def test_errors_name_op_argument_and_what_was_given():
         bt.linalg.eigh(torch.randn(3, 3), UPLO="X")
     with pytest.raises(bc.UnsupportedError, match=r"svd: argument 'A' has dtype f16"):
         bt.linalg.svd(torch.randn(3, 3).half())
+
+
+def test_legacy_torch_svd_returns_v_and_torch_qr_takes_some():
+    a = RNG.standard_normal((2, 5, 3))
+    for some in (True, False):
+        u, s, v = bt.svd(_t(a), some=some)
+        k = 3
+        torch.testing.assert_close(u[..., :k] @ torch.diag_embed(s) @ v[..., :k].mH, _t(a))
+        assert type(bt.svd(_t(a))) is torch.return_types.svd and v.shape[-2:] == ((3, 3))
+        q, r = bt.qr(_t(a), some=some)
+        tq, tr = torch.linalg.qr(_t(a), mode="reduced" if some else "complete")
+        torch.testing.assert_close(q, tq)
+        torch.testing.assert_close(r, tr)

@@ -510,7 +510,7 @@ _reg(name="matrix_rank", arg_names=("A",), check=_check_pinv("matrix_rank"), att
      samples=_tol_samples("matrix_rank"), errors=_errors("matrix_rank"), cost=_cost(4),
      doc="The number of singular values (|eigenvalues|) above the cutoff (int64).")
 _reg(name="matrix_exp", arg_names=("A",), check=_check_square_same("matrix_exp"), torch_name="torch.linalg.matrix_exp",
-     torch_aliases=("torch.matrix_exp",), torch_peer=_peer("matrix_exp"), dropin=_dropin_matrix_exp,
+     torch_peer=_peer("matrix_exp"), dropin=_dropin_matrix_exp,
      grad=_fused_rule("matrix_exp_backward", False), saves=("inputs",), differentiable=(0,),
      samples=_sq_samples((((3, 3), {}), ((2, 4, 4), {}), ((1, 1), {}))), errors=_errors("matrix_exp"),
      workloads=_workloads("matrix_exp"), cost=_cost(20), doc="exp(A) by scaling and squaring.")

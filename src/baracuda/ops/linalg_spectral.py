@@ -458,7 +458,7 @@ _reg(name="qr", arg_names=("A",), check=_check_qr, attrs=(Attr("mode", "str", "r
      doc="Householder QR (geqrf + orgqr / ungqr): Q (m, k) R (k, n) reduced, Q (m, m) R (m, n) complete, "
          "R alone (Q empty) for mode='r'; R's diagonal has LAPACK's signs (torch's).")
 _reg(name="householder_product", arg_names=("A", "tau"), check=_check_hh, torch_name="torch.linalg.householder_product",
-     torch_aliases=("torch.orgqr",), torch_peer=lambda a, tau: __import__("torch").linalg.householder_product(a, tau),
+     torch_peer=lambda a, tau: __import__("torch").linalg.householder_product(a, tau),
      dropin=_dropin_hh, samples=_hh_samples, errors=_errors("householder_product", True), cost=_cost(2),
      doc="The first n columns of H_1 ... H_k (LAPACK orgqr / ungqr); no backward yet.")
 _reg(name="svd", arg_names=("A",), check=_check_svd("svd"), attrs=(_FULL,), torch_peer=_peer_svd,
