@@ -140,4 +140,4 @@ def test_errors_name_op_argument_and_what_was_given():
     with pytest.raises(bc.InvalidProblemError, match=r"cross: argument 'x'"):
         bt.linalg.cross(torch.randn(2, 4), torch.randn(2, 4))
     with pytest.raises(bc.UnsupportedError, match=r"pinv: argument 'atol'"):
-        bt.linalg.pinv(torch.randn(3, 3), atol=torch.tensor(0.1))
+        bt.linalg.pinv(torch.randn(2, 3, 3), atol=torch.tensor([0.1, 0.2]))   # (per-matrix tolerances)
