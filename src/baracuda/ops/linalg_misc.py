@@ -453,7 +453,8 @@ def _workloads(op, attrs=None, backward=True):
                          backward=True),)
     if op not in shapes:
         return ()
-    return tuple(Workload(f"{op}-{list(shapes[op])}-{dt}", (shapes[op],), dt, attrs or {}, backward=backward)
+    dims = ",".join(map(str, shapes.get(op, ())))
+    return tuple(Workload(f"{op}-[{dims}]-{dt}", (shapes[op],), dt, attrs or {}, backward=backward)
                  for dt in (DType.f32, DType.f64)) + (
         (Workload(f"{op}-[4096,32,32]-f32", ((4096, 32, 32),), DType.f32, attrs or {}, backward=backward),)
         if op in ("matrix_exp", "matrix_power") else ())
