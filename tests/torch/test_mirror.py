@@ -346,6 +346,12 @@ def _twin_cases():
           for ns in ("", "nn.functional.")],
         *[(f"{ns}conv_transpose{n}d", (R(1, 2, *(3,) * n), R(2, 3, *(2,) * n)), {"stride": 2}) for n in (1, 2, 3)
           for ns in ("", "nn.functional.")],
+        # linear algebra (the singular vectors' signs are baracuda's gauge: svd compares the values alone)
+        ("svd", (R(4, 3),), {"compute_uv": False}), ("qr", (R(4, 3),), {}), ("qr", (R(3, 4), False), {}),
+        ("linalg.norm", (R(3, 4),), {}), ("linalg.norm", (R(3, 4), "nuc"), {}), ("linalg.norm", (R(2, 3, 4), 3, 2), {}),
+        ("linalg.norm", (R(2, 3, 4), 2, (0, 2), True), {}), ("cross", (R(4, 3), R(4, 3)), {}),
+        ("cross", (R(3, 2), R(3, 2), 0), {}), ("pinverse", (R(4, 3),), {}), ("pinverse", (R(3, 4), 0.3), {}),
+        ("matrix_exp", (R(3, 3),), {}), ("orgqr", tuple(torch.geqrf(R(4, 3))), {}),
         ("max_pool1d", (R(2, 3, 6), 2), {}), ("max_pool2d", (R(2, 3, 6, 5), 3, 2, 1), {}),
         ("max_pool3d", (R(1, 2, 4, 4, 3), 2), {}), ("max_pool1d_with_indices", (R(2, 3, 6), 3, 2, 1), {}),
         ("adaptive_max_pool1d", (R(2, 3, 7), 3), {}),
@@ -429,7 +435,6 @@ def _twin_candidates():
 
 # torch functions that share a name with a drop-in but are not the same function
 NOT_TWINS = {
-    "linalg.norm": "matrix norms over two dims (ord='fro', 'nuc', 2, inf, ...); torch.norm's is a p-norm",
     "embedding_bag": "ATen's four-output form (output, offset2bag, bag_size, max_indices), not F.embedding_bag's",
 }
 
@@ -452,7 +457,8 @@ def _aten_overloads(key: str):
         if not args or "Tensor" not in str(args[0].type) or any("Dimname" in str(a.type) for a in args) or \
                 not any("Tensor" in str(r.type) for r in s.returns):   # (TorchScript's list overloads: bool)
             continue
-        if any(a.name == "out" for a in args):
+        # (an out= overload; torch.qr / torch.svd name their outputs: Q, R / U, S, V, written in place)
+        if any(a.name == "out" or a.kwarg_only and a.alias_info is not None and a.alias_info.is_write for a in args):
             has_out = True
             continue
         name = {"self": "input"}

@@ -31,6 +31,7 @@ from .._core.spec import get_spec
 from ..ops.activation import rrelu_bounds
 from ..ops.conv import CONV_TWINS
 from ..ops.elementwise import scalar_operand
+from . import _linalg_twins
 from ._call import call
 from ._namespaces import _make
 
@@ -71,6 +72,11 @@ def _only_input_out(op: str):                                 # torch.relu (F.re
         _no_out(op, out)
         return (input,), {}
     return translate
+
+
+def _orgqr(input, input2, *, out=None):                     # torch.orgqr -> linalg.householder_product
+    _no_out("householder_product", out)
+    return (input, input2), {}
 
 
 def _concatenate(tensors, axis=0, *, out=None):
@@ -222,6 +228,8 @@ TWINS = {
        for n in (2, 3)},
     "max_pool1d_with_indices": (_F + "max_pool1d", _torch_max_pool(1, indices=True)),
     "adaptive_max_pool1d": (_F + "adaptive_max_pool1d", _torch_adaptive_max_pool1d),
+    # linear algebra (torch.svd / qr / cross / pinverse / linalg.norm: _linalg_twins.py)
+    "matrix_exp": ("linalg.matrix_exp", _only_input), "orgqr": ("linalg.householder_product", _orgqr),
 }
 
 
@@ -317,7 +325,7 @@ def _torch_object(key: str):
     return obj
 
 
-OWNED = frozenset(TWINS) | {"round", "special.round", _F + "rrelu", "rrelu"}
+OWNED = frozenset(TWINS) | {"round", "special.round", _F + "rrelu", "rrelu"} | _linalg_twins.OWNED
 
 
 def publish(put, published: dict) -> None:
@@ -336,6 +344,7 @@ def publish(put, published: dict) -> None:
         published[key] = op
     _publish_round(put, published)
     _publish_rrelu(put, published)
+    _linalg_twins.publish(put, published)
 
 
 __all__ = ["TWINS", "OWNED", "publish"]

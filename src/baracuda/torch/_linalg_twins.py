@@ -1,0 +1,89 @@
+"""torch's linear-algebra functions with other signatures or results than the linalg drop-ins they run
+(``_aliases.publish`` calls ``publish`` here):
+
+  torch.svd(input, some=True, compute_uv=True)   linalg.svd(full_matrices=not some), returning V (= Vh^H, a view) in
+      torch.return_types.svd; compute_uv=False: linalg.svdvals with zero-filled U (m, m) and V (n, n), as torch
+  torch.qr(input, some=True)                      linalg.qr(mode='reduced' if some else 'complete'), return_types.qr
+  torch.linalg.norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None)   vector_norm or matrix_norm by
+      torch's rule: dim a 2-tuple, or dim=None with ord given and a 2-d A -> matrix_norm (ord 'fro' when None);
+      otherwise vector_norm (ord 2 when None; dim=None with ord=None flattens any A)
+  torch.cross(input, other, dim=None, *, out=None)   linalg.cross; dim=None: the first dim of size 3 of the
+      broadcast shape (torch's deprecated default)
+  torch.pinverse(input, rcond=1e-15)              linalg.pinv(rtol=rcond)
+"""
+from __future__ import annotations
+
+import torch
+
+from .._core.errors import InvalidProblemError, UnsupportedError
+from .._core.spec import get_spec
+from ._namespaces import _make
+
+__all__ = ["OWNED", "publish"]
+
+OWNED = frozenset({"svd", "qr", "linalg.norm", "cross", "pinverse"})
+
+
+def _no_out(op, out):
+    if out is not None:
+        raise UnsupportedError(op, "argument 'out' (the drop-in returns new tensors)")
+
+
+def publish(put, published: dict) -> None:
+    """Set the twins on the mirror (``put(key, fn)``) and record them in ``published``."""
+    linalg_svd, svdvals, linalg_qr, vector_norm, matrix_norm, linalg_cross, linalg_pinv = (
+        _make(get_spec(op), "torch.linalg." + op)
+        for op in ("svd", "svdvals", "qr", "vector_norm", "matrix_norm", "cross", "pinv"))
+
+    def svd(input, some=True, compute_uv=True, *, out=None):
+        """baracuda drop-in for ``torch.svd`` (op ``svd`` / ``svdvals``): V, not Vh; baracuda's gauge."""
+        _no_out("svd", out)
+        if not compute_uv:
+            m, n = input.shape[-2:]
+            s = svdvals(input)
+            zeros = lambda k: torch.zeros(input.shape[:-2] + (k, k), dtype=input.dtype, device=input.device)  # noqa: E731
+            return torch.return_types.svd((zeros(m), s, zeros(n)))
+        u, s, vh = linalg_svd(input, full_matrices=not some)
+        return torch.return_types.svd((u, s, vh.mH))
+
+    def qr(input, some=True, *, out=None):
+        """baracuda drop-in for ``torch.qr`` (op ``qr``): some=False is mode='complete'."""
+        _no_out("qr", out)
+        q, r = linalg_qr(input, mode="reduced" if some else "complete")
+        return torch.return_types.qr((q, r))
+
+    def norm(input, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
+        """baracuda drop-in for ``torch.linalg.norm``: ops ``vector_norm`` / ``matrix_norm`` by torch's rule."""
+        _no_out("norm", out)
+        A = input
+        if isinstance(dim, int):
+            dim = (dim,)
+        if dim is not None and len(dim) == 2 or dim is None and ord is not None and A.dim() == 2:
+            if dtype is not None:
+                A = A.to(dtype)
+            return matrix_norm(A, "fro" if ord is None else ord, (-2, -1) if dim is None else tuple(dim), keepdim)
+        if dim is None and ord is not None and A.dim() != 1:
+            raise InvalidProblemError("norm", "A", "a 1-d or 2-d input when ord is given and dim is None", f"shape {tuple(A.shape)}")
+        if isinstance(ord, str):
+            raise InvalidProblemError("norm", "ord", "a number for a vector norm", repr(ord))
+        return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+
+    def cross(input, other, dim=None, *, out=None):
+        """baracuda drop-in for ``torch.cross`` (op ``cross``): dim=None is the first dim of size 3."""
+        _no_out("cross", out)
+        if dim is None:
+            shape = torch.broadcast_shapes(input.shape, other.shape)
+            dim = next((i for i, s in enumerate(shape) if s == 3), None)
+            if dim is None:
+                raise InvalidProblemError("cross", "dim", "a dim of size 3 (none given and none found)", f"shape {tuple(shape)}")
+        return linalg_cross(input, other, dim=dim)
+
+    def pinverse(input, rcond=1e-15):
+        """baracuda drop-in for ``torch.pinverse`` (op ``pinv``, rtol=rcond)."""
+        return linalg_pinv(input, rtol=rcond)
+
+    norm.__name__ = norm.__qualname__ = "norm"
+    for key, fn, op in (("svd", svd, "svd"), ("qr", qr, "qr"), ("linalg.norm", norm, "matrix_norm"),
+                        ("cross", cross, "cross"), ("pinverse", pinverse, "pinv")):
+        put(key, fn)
+        published[key] = op
