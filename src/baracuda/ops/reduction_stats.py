@@ -5,7 +5,8 @@ var(x, dims, correction=1, keepdim)   sum((x - mean)^2) / max(0, N - correction)
 std(...)                              sqrt(var)
 var_mean / std_mean                   (var|std, mean): two outputs, a plain tuple like torch
 vector_norm(x, ord=2, dims, keepdim, dtype)  torch.linalg.vector_norm: ord in R u {inf, -inf}; 0 counts nonzeros
-norm(x, ord, dims, keepdim, dtype)    torch.norm's numeric/'fro' forms (the same kernels; 'nuc' is refused)
+norm(x, ord, dims, keepdim, dtype)    torch.norm's numeric/'fro' forms (the same kernels; the drop-in runs 'nuc' as
+    linalg's matrix_norm, torch/_composed.py)
 logsumexp(x, dims, keepdim)           max + log(sum(exp(x - max))); a row of -inf gives -inf, one +inf gives +inf
 trace(x)                              sum of the main diagonal of a 2-D matrix
 
@@ -314,6 +315,8 @@ def _dropin_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=No
 def _dropin_norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     if out is not None:
         raise UnsupportedError("norm", "argument 'out' is not supported by the drop-in (outputs are allocated)")
+    if p == "nuc":
+        return None     # the nuclear norm: linalg's matrix_norm (torch/_composed.py)
     dims = None if dim is None else (dim if isinstance(dim, int) else tuple(dim))
     return (input,), {"ord": p if isinstance(p, str) else (2.0 if p is None else float(p)), "dims": dims,
                       "keepdim": keepdim, "dtype": dtype}

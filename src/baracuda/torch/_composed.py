@@ -13,6 +13,7 @@ unchanged.
 - ``linear_cross_entropy`` beyond the fused op (a K-dim ``linear_weight`` (C, d_1..d_K, H), class probabilities,
   reduction='none', class weights): torch's reference, ``linear`` then ``cross_entropy`` on the logits reshaped
   to (N, C, d_1..d_K) (the dims after the class dim act as cross_entropy's spatial dims).
+- ``norm`` with ``p='nuc'``: ``matrix_norm(ord='nuc')`` over the given dims (all of a 2-D input's when None).
 - ``scaled_dot_product_attention`` with a float ``attn_mask`` that requires a gradient (a learned bias: torch's
   math path differentiates it, the fused kernels do not): the materialized scores q k^T * scale + mask, softmax
   (a fully -inf row gives 0, torch's safe softmax), torch's dropout, times v; GQA repeats the kv heads.
@@ -124,6 +125,14 @@ def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, sca
 
 
 # op -> its composition, called with the arguments of the op's drop-in adapter (the op's torch signature)
-COMPOSITIONS.update(instance_norm=_instance_norm, linear_cross_entropy=_linear_cross_entropy, sdpa=_sdpa)
+def _norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+    """torch.norm(p='nuc'): linalg's matrix_norm over ``dim`` (all of a 2-D input's dims when None; torch's own
+    rule, whose error for another rank is matrix_norm's)."""
+    _matrix_norm = _make(get_spec("matrix_norm"), "torch.linalg.matrix_norm")
+    dims = tuple(range(input.dim())) if dim is None else tuple(dim)
+    return _matrix_norm(input, "nuc", dims, keepdim, dtype=dtype)
+
+
+COMPOSITIONS.update(norm=_norm, instance_norm=_instance_norm, linear_cross_entropy=_linear_cross_entropy, sdpa=_sdpa)
 
 __all__: list[str] = []
