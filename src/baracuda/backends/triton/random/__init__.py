@@ -5,3 +5,4 @@ from . import stream  # noqa: F401
 from . import sampling  # noqa: F401
 from . import top_k_top_p  # noqa: F401
 from . import penalties  # noqa: F401
+from . import speculative  # noqa: F401

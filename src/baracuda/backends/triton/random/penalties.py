@@ -39,7 +39,7 @@ from ..indexing.kernels import decode_index_flag, flag_bad_index
 
 __all__ = ["HISTORY_CAP"]
 HISTORY_CAP = 8192
-_NO_KEY = 0x7FFFFFFFFFFFFFFF     # sorts after every real key
+_NO_KEY = tl.constexpr(0x7FFFFFFFFFFFFFFF)     # sorts after every real key
 
 
 @triton.jit
