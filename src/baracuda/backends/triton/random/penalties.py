@@ -6,7 +6,7 @@ V = 128256 it moves 4 B V bytes of zeroing + 4 B V of counts on top of the logit
 traffic of the copy, bf16: 3x), whatever the history length.  Here the traffic is the copy (one read and one write
 of the logits, at copy bandwidth) plus, per row, the history (L ids) and two scalars per distinct token.
 
-The row program: the history's ids as int64 keys ``id * 2 + (position >= prompt_len)`` (out-of-history lanes and
+The row program: the history's ids as int32 keys ``id * 2 + (position >= prompt_len)`` (out-of-history lanes and
 bad ids: the largest key) sorted in registers (``tl.sort``, a bitonic network), so each distinct token is one run,
 its prompt occurrences first.  A run's last lane (its successor differs: ``tl.gather``) holds the token; the
 run's output count is the inclusive count of output keys there minus the exclusive count at the run's first lane
@@ -14,8 +14,9 @@ run's output count is the inclusive count of output keys there minus the exclusi
 repetition / frequency / presence formula in f32 (f64 for f64 logits) and stores it over the copy: each token is
 written by one lane of one program, after the copy kernel (stream order), so nothing races.
 
-Histories up to ``HISTORY_CAP`` = 8192 ids (randperm's in-register sort: 16 warps, no spill on sm_90); longer
-ones are refused with the reason (a multi-block sort of the history is what remains).
+Histories up to ``HISTORY_CAP`` = 8192 ids (int32 keys, 16 warps: no spill on sm_90; int64 keys spilled 48 B
+there) and vocabularies below 2^30 (the keys' range); longer histories are refused with the reason (a multi-block
+sort of the history is what remains).
 
 Value checks: ids outside [0, V) within seq_lens set the indexing family's flag word (``flag_bad_index``, word 0)
 and are skipped (never dereferenced); a row with bad lengths stores row + 1 in word 1 and is clamped
@@ -39,7 +40,7 @@ from ..indexing.kernels import decode_index_flag, flag_bad_index
 
 __all__ = ["HISTORY_CAP"]
 HISTORY_CAP = 8192
-_NO_KEY = tl.constexpr(0x7FFFFFFFFFFFFFFF)     # sorts after every real key
+_NO_KEY = tl.constexpr(0x7FFFFFFF)     # sorts after every real key (int32 keys: V < 2^30)
 
 
 @triton.jit
@@ -57,12 +58,12 @@ def _penalty_kernel(x_ptr, y_ptr, ids_ptr, pl_ptr, sl_ptr, r_ptr, f_ptr, q_ptr, 
     tl.store(flag_ptr + 1, b + 1, mask=(p < 0) | (p > s) | (s > L))
     s = tl.minimum(tl.maximum(s, 0), L)
     p = tl.minimum(tl.maximum(p, 0), s)
-    i = tl.arange(0, BL).to(tl.int64)
+    i = tl.arange(0, BL)
     inh = i < s
     t = tl.load(ids_ptr + b * si0 + i * si1, mask=inh, other=0).to(tl.int64)
     ok = (t >= 0) & (t < V)
     flag_bad_index(flag_ptr, t, inh & ~ok)
-    key = tl.where(inh & ok, t * 2 + (i >= p).to(tl.int64), _NO_KEY)
+    key = tl.where(inh & ok, t.to(tl.int32) * 2 + (i >= p).to(tl.int32), _NO_KEY)
     key = tl.sort(key, 0)
     tok = key >> 1
     out = key & 1
@@ -73,7 +74,7 @@ def _penalty_kernel(x_ptr, y_ptr, ids_ptr, pl_ptr, sl_ptr, r_ptr, f_ptr, q_ptr, 
     start = tl.associative_scan(tl.where(first, i, 0), 0, _max)
     c = tl.cumsum(out, 0)
     cnt = c - tl.gather(c - out, start, 0)
-    tc = tl.where(last, tok, 0)
+    tc = tl.where(last, tok, 0).to(tl.int64)
     lg = tl.load(x_ptr + b * sx0 + tc * sx1, mask=last, other=0.0).to(CT)
     r = tl.load(r_ptr + b * sr).to(CT)
     f = tl.load(f_ptr + b * sf).to(CT)
@@ -103,7 +104,7 @@ def _bind(desc, pref=None):
         pens = inputs[4:]
         _penalty_kernel[(B,)](x, y, ids, pl, sl, *pens, flag, V, L, x.stride(0), x.stride(1), ids.stride(0),
                               ids.stride(1), pl.stride(0), sl.stride(0), *map(_stride0, pens), F64=f64, BL=bl,
-                              num_warps=16 if bl >= 4096 else 4)
+                              num_warps=min(max(bl // 256, 4), 16))
         flagged(flag[0:1], pref, lambda v: token_error(decode_index_flag(v), V))
         flagged(flag[1:2], pref, lambda v: length_error(int(v) - 1, L))
     return run
@@ -111,6 +112,8 @@ def _bind(desc, pref=None):
 
 def _supports(desc):
     L = desc.inputs[1].shape[1]
+    if desc.inputs[0].shape[1] >= 2 ** 30:
+        return f"a vocabulary of {desc.inputs[0].shape[1]} >= 2**30 (the sorted keys are int32: id * 2 + is_output)"
     if L > HISTORY_CAP:
         return (f"a history of {L} > {HISTORY_CAP} ids: one program sorts a row's history in registers (a multi-block "
                 "sort of the history is what remains)")
