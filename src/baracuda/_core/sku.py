@@ -16,6 +16,7 @@ class Backend(enum.Enum):
     CUDNN = "cudnn"           # NVIDIA cuDNN graphs through the nvidia-cudnn-frontend Python package (module cudnn)
     CUFFT = "cufft"           # NVIDIA cuFFT through nvmath-python (nvmath.fft)
     CUSOLVER = "cusolver"     # NVIDIA cuSOLVER (dense) through nvmath-python's bindings (nvmath.bindings.cusolverDn)
+    CURAND = "curand"         # NVIDIA cuRAND (host API) through nvmath-python's bindings (nvmath.bindings.curand)
 
     def __str__(self) -> str:
         return self.value

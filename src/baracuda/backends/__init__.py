@@ -78,12 +78,18 @@ def cudnn_import_error() -> str | None:
     return None
 
 
+# nvmath-python's parts: (the library behind the bindings, the pip wheel that brings it)
+_NVMATH_LIBS = {"fft": ("libcufft", "nvidia-cufft"), "cusolverDn": ("libcusolver", "nvidia-cusolver"),
+                "curand": ("libcurand", "nvidia-curand")}
+
+
 @functools.lru_cache(maxsize=None)
 def nvmath_import_error(part: str) -> str | None:
-    """Why nvmath-python's ``part`` (``"fft"``: the cuFFT host API; ``"cusolverDn"``: the dense cuSOLVER bindings)
-    cannot be used in this process, or None.  Asked at plan time only: torch first (its CUDA wheels bring libcufft /
-    libcusolver, which nvmath's loader finds), then the package (pip nvmath-python, in baracuda's 'gpu' extra), then
-    the library behind it (the bindings import without it and fail at their first call)."""
+    """Why nvmath-python's ``part`` (``"fft"``: the cuFFT host API; ``"cusolverDn"``: the dense cuSOLVER bindings;
+    ``"curand"``: the cuRAND host-API bindings) cannot be used in this process, or None.  Asked at plan time only:
+    torch first (its CUDA wheels bring libcufft / libcusolver / libcurand, which nvmath's loader finds), then the
+    package (pip nvmath-python, in baracuda's 'gpu' extra), then the library behind it (the bindings import without
+    it and fail at their first call: ``get_version()``)."""
     try:
         import torch  # noqa: F401
     except Exception as e:
@@ -92,6 +98,8 @@ def nvmath_import_error(part: str) -> str | None:
         if part == "fft":
             import nvmath.fft  # noqa: F401
             from nvmath.bindings import cufft as lib
+        elif part == "curand":
+            from nvmath.bindings import curand as lib
         else:
             from nvmath.bindings import cusolver as lib
             from nvmath.bindings import cusolverDn  # noqa: F401
@@ -101,9 +109,9 @@ def nvmath_import_error(part: str) -> str | None:
     try:
         lib.get_version()
     except Exception as e:  # nvmath's loader found no library
-        name = "libcufft" if part == "fft" else "libcusolver"
+        name, wheel = _NVMATH_LIBS[part]
         return (f"{name} could not be loaded by nvmath-python ({type(e).__name__}: {e}); torch's CUDA wheels bring it "
-                f"(nvidia-cufft / nvidia-cusolver), or install nvmath-python[cu12] / [cu13]")
+                f"({wheel}), or install nvmath-python[cu12] / [cu13]")
     return None
 
 
@@ -113,6 +121,7 @@ register_backend(Backend.CUBLAS, _nvidia_library("cuBLAS"))
 register_backend(Backend.CUDNN, _nvidia_library("cuDNN", cudnn_import_error))
 register_backend(Backend.CUFFT, _nvidia_library("cuFFT", lambda: nvmath_import_error("fft")))
 register_backend(Backend.CUSOLVER, _nvidia_library("cuSOLVER", lambda: nvmath_import_error("cusolverDn")))
+register_backend(Backend.CURAND, _nvidia_library("cuRAND", lambda: nvmath_import_error("curand")))
 
 from . import reference  # noqa: E402,F401
 from . import nvidia  # noqa: E402,F401

@@ -102,6 +102,9 @@ def consumed(desc) -> int:
         return 0 if not draws(desc.attr("training"), desc.attr("p")) else x.numel // max(mask_inner(op, x.shape), 1)
     if op == "randperm":
         return desc.attr("n")
+    if op.startswith("speculative_sampling"):     # (ops/random_speculative.py: 2K + 1 elements per row)
+        B, K = desc.inputs[0].shape
+        return B * (2 * K + 1)
     if op == "multinomial":
         x = desc.inputs[0]
         rows = x.numel // max(x.shape[-1], 1) if x.shape else 1
