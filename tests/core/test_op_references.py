@@ -42,6 +42,9 @@ class RecordingCtx:
     def reshape(self, x, shape):
         return TensorSpec(tuple(shape), x.dtype)
 
+    def expand(self, x, shape):
+        return TensorSpec(tuple(shape), x.dtype)
+
     def reduce_to(self, g, shape):
         if tuple(g.shape) != tuple(shape):
             self.used.add("sum")
