@@ -3,6 +3,7 @@
 gradient, the drop-in signatures, and an offline sm_90 compile (registers, spills, vector loads)."""
 from __future__ import annotations
 
+import math
 import textwrap
 
 import pytest
@@ -542,3 +543,26 @@ def test_split_two_stage_new_modes(split, shape, dims):
     _same(mn, torch.aminmax(xi, dim=d).min)
     _same(mx, torch.aminmax(xi, dim=d).max)
     _same(_run("sum", xi, Backend.TRITON, dims=dims), torch.sum(xi, **kw))
+
+
+@pytest.mark.skipif(Backend.TRITON not in backends_for("mean_backward", DEVICE), reason="no Triton on this device")
+@pytest.mark.parametrize("shape, dims, dt", [((6, 40), (1,), torch.float32), ((33, 5), (0,), torch.bfloat16),
+                                             ((3, 7, 9), (1,), torch.float64), ((4, 5), (0, 1), torch.float32)])
+def test_broadcast_store_kernel(shape, dims, dt):
+    """mean's gradient and broadcast_to through the tiled broadcast store (one kept / broadcast block: trailing,
+    leading, middle, everything), against torch's expand / count."""
+    g = torch.randn([s for i, s in enumerate(shape) if i not in dims], dtype=dt, device=TDEV)
+    desc = bc.Descriptor.like("mean_backward", g, shape=shape, dims=dims, keepdim=False)
+    plan = forced_plan(desc, DEVICE, Backend.TRITON)
+    assert "expand" in plan.sku.route, plan.sku.route
+    kd = [1 if i in dims else s for i, s in enumerate(shape)]
+    ct = torch.float64 if dt == torch.float64 else torch.float32     # the op divides in its compute dtype
+    want = (g.to(ct).reshape(kd).expand(shape) / math.prod(shape[a] for a in dims)).to(dt)
+    # one rounding of a bf16 output apart at most (the interpreter's f32 -> bf16 conversion need not be torch's
+    # round-to-nearest-even); f32 / f64: the same division in the same dtype, exact
+    rtol = 2 ** -7 if dt == torch.bfloat16 else 0
+    torch.testing.assert_close(plan.run(g), want, rtol=rtol, atol=0)
+    b = bc.Descriptor.like("broadcast_to", g.reshape(kd), shape=shape, dtype=torch.float64)
+    bplan = forced_plan(b, DEVICE, Backend.TRITON)
+    assert "expand" in bplan.sku.route
+    torch.testing.assert_close(bplan.run(g.reshape(kd)), g.reshape(kd).double().expand(shape), rtol=0, atol=0)

@@ -54,6 +54,7 @@ from .._lib.strided import span as _span
 from ..elementwise import bound_broadcast, launch
 from .._lib.launch import bind_kernel, meta
 from .._lib.geometry import cdiv, next_power_of_2
+from .expand import expand_pattern, launch_expand
 from .reduce_kernels import _col_kernel, _row_kernel
 
 _SUM, _MAX, _ARG, _PROD, _NANSUM, _COUNT, _MINMAX = 0, 1, 2, 3, 4, 5, 6
@@ -423,6 +424,17 @@ def _bind_broadcast(desc, pref=None):
         in_shape = keepdim_shape(shape, dims)
     else:
         body, p0, general, in_shape = _identity, 0.0, _run_broadcast, desc.inputs[0].shape
+    pattern = expand_pattern(desc.outputs[0].shape, in_shape)
+    if pattern is not None:     # one broadcast block: tiles of stores (expand.py)
+        count = p0 if desc.op == "mean_backward" else None
+
+        def run_expand(desc_, inputs, outputs, ws):
+            g, out = inputs[0], outputs[0]
+            if g.is_contiguous() and out.is_contiguous():
+                launch_expand(pattern, g, out, count)
+                return
+            general(desc_, inputs, outputs, ws)
+        return run_expand
     bound = bound_broadcast(body, [in_shape], desc.outputs[0].shape, p0, compute=compute)
     if bound is None:
         return general
@@ -436,8 +448,18 @@ def _bind_broadcast(desc, pref=None):
     return run
 
 
-register_triton("mean_backward", _run_mean_bw, route="triton:ew_template(div_count)", bind=_bind_broadcast)
-register_triton("broadcast_to", _run_broadcast, route="triton:ew_template(identity)", bind=_bind_broadcast)
+def _route_broadcast(desc, pref=None):
+    if desc.op == "mean_backward":
+        in_shape, body = keepdim_shape(desc.attr("shape"), desc.attr("dims")), "div_count"
+    else:
+        in_shape, body = desc.inputs[0].shape, "identity"
+    if expand_pattern(desc.outputs[0].shape, in_shape) is not None:
+        return f"triton:expand({body})"
+    return f"triton:ew_template({body})"
+
+
+register_triton("mean_backward", _run_mean_bw, route=_route_broadcast, bind=_bind_broadcast)
+register_triton("broadcast_to", _run_broadcast, route=_route_broadcast, bind=_bind_broadcast)
 
 
 # -- reduce_to: the mode's reduction kernels over the axes that broadcasting added (a copy when there are none) --
