@@ -139,8 +139,10 @@ def _blocks(outer, R, inner, itemsize, arg=False, stage2=False):
         n_prog = outer * cdiv(inner, bi)
     S, chunk = 1, max(R, 1)
     # row splits: 2x the programs (8 per SM at <= 32 regs x 256 threads, 128 KB in flight per SM); their
-    # partials are S values per row, free.  Column splits write S x inner partials: stay at ~4 per SM.
-    target = _TARGET_PROGRAMS * (2 if inner == 1 else 1)
+    # partials are S values per row, free.  Column splits write S x inner partials: stay at ~4 per SM, except for
+    # a narrow inner axis (ACC2D: [1M, 16] over dim 0 writes S x 16 partials), which fills the SMs as rows do
+    # (at ~4 programs per SM it read at 1.85 TB/s, 0.80x torch.compile)
+    target = _TARGET_PROGRAMS * (2 if inner == 1 or (not arg and _narrow(min(_np2(inner), 1024), itemsize)) else 1)
     if not stage2 and n_prog < target and R >= 2 * _MIN_CHUNK and \
             outer * R * inner * itemsize >= _SPLIT_MIN_BYTES:   # stage 2 is one pass over the partials
         S = min(cdiv(target, n_prog), cdiv(R, _MIN_CHUNK))
