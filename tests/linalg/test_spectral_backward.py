@@ -1,5 +1,5 @@
-"""The GPU backward ops of the spectral decompositions and householder_product (backends/nvidia/spectral_backward.py: torch arithmetic,
-registered for CUDA) run here on CPU torch tensors through their implementations' run functions, against the NumPy
+"""The GPU backward ops of the spectral decompositions and householder_product (backends/nvidia/spectral_backward.py:
+torch arithmetic, registered for CUDA) run here on CPU torch tensors through their implementations' run functions, against the NumPy
 reference (the float64 oracle) on real and complex factors, every combination of present cotangents and the wide /
 tall / square shapes.  eig_backward's cuSOLVER QR of V^H is torch's CPU QR here (the composition's only library
 call; the qr op's own GPU tests cover geqrf + orgqr)."""

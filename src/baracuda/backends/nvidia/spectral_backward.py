@@ -1,5 +1,6 @@
 """The backward ops of the spectral decompositions (svd_backward, eigh_backward, eig_backward, qr_backward,
-householder_product_backward) on the GPU, as torch tensor arithmetic: products through cuBLAS (torch.matmul), the rest elementwise; no torch.linalg.
+householder_product_backward) on the GPU, as torch tensor arithmetic: products through cuBLAS (torch.matmul), the
+rest elementwise; no torch.linalg.
 
 The formulas are the reference's (backends/reference/linalg_spectral.py: torch's FunctionsManual.cpp after the
 pullback through baracuda's gauge), written once here for torch tensors of any device, so tests run them on CPU
@@ -23,11 +24,12 @@ from __future__ import annotations
 from ..._core.dtypes import DType
 from ..._core.registry import Impl, register
 from ..._core.sku import Backend, MathPrecision, PrecisionGuarantee
+from ...ops.broadcast import reduce_dims
 from ...ops.linalg_common import LINALG_DTYPES
 from .cublas import MathMode
 
-__all__ = ["tri_inv", "svd_backward", "eig_backward", "qr_backward", "householder_backward", "qr_solver", "bind_guarded", "default_run",
-           "gemm_precision"]
+__all__ = ["tri_inv", "svd_backward", "eig_backward", "qr_backward", "householder_backward", "qr_solver", "bind_guarded",
+           "default_run", "gemm_precision"]
 
 
 def _mh(x):
@@ -183,13 +185,6 @@ def qr_backward(gq, gr, q, r, has_q, has_r):
     return ga @ _mh(tri_inv(r))
 
 
-def _sum_to(x, shape):
-    """``x`` summed over the leading / size-1 dims that broadcasting added to ``shape``."""
-    lead = x.dim() - len(shape)
-    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and x.shape[lead + i] != 1)
-    return x.sum(dim=dims).reshape(shape) if dims else x
-
-
 def householder_backward(g, a, tau):
     """(gA, gtau) of Q = H_1 ... H_k E (E: the first n columns of I) from gQ = ``g``, through the compact WY form
     H_1 ... H_k = I - V T V^H: V (m, k) the reflectors (unit diagonal, A's strictly lower part), and
@@ -224,6 +219,12 @@ def householder_backward(g, a, tau):
     ga = torch.zeros(batch + (m, n), dtype=a.dtype, device=a.device)
     ga[..., :, :k] = gv.tril(-1)
     return _sum_to(ga, a.shape), _sum_to(gt, tau.shape)
+
+
+def _sum_to(x, shape):
+    """``x`` summed over the dims broadcasting added to ``shape`` (the forward's broadcast batch)."""
+    dims = reduce_dims(tuple(x.shape), tuple(shape))
+    return x.sum(dim=dims).reshape(shape) if dims else x
 
 
 # -- the ops' runs (torch tensors of any device; registered for CUDA) ------------------------------------------

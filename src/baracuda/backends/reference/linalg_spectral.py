@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ops.broadcast import reduce_dims
 from . import register_reference
 
 __all__ = ["gauge_columns", "pivots", "svd_gauged", "eigh_gauged", "eig_gauged", "householder_q",
@@ -133,10 +134,9 @@ def householder_q(a, tau):
 
 
 def sum_to(x, shape):
-    """``x`` summed over the leading / size-1 dims that broadcasting added to ``shape``."""
-    lead = x.ndim - len(shape)
-    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and x.shape[lead + i] != 1)
-    return np.sum(x, axis=dims).reshape(shape) if dims else x
+    """``x`` summed over the dims broadcasting added to ``shape`` (the forward's broadcast batch)."""
+    dims = reduce_dims(tuple(x.shape), tuple(shape))
+    return x.sum(axis=dims).reshape(shape) if dims else x
 
 
 def householder_backward(g, a, tau):
