@@ -1,5 +1,5 @@
-"""The GPU backward ops of the spectral decompositions (backends/nvidia/spectral_backward.py: torch arithmetic,
-registered for CUDA) run here on CPU torch tensors through their implementations' run functions, against the NumPy
+"""The GPU backward ops of the spectral decompositions and householder_product (backends/nvidia/spectral_backward.py:
+torch arithmetic, registered for CUDA) run here on CPU torch tensors through their implementations' run functions, against the NumPy
 reference (the float64 oracle) on real and complex factors, every combination of present cotangents and the wide /
 tall / square shapes.  eig_backward's cuSOLVER QR of V^H is torch's CPU QR here (the composition's only library
 call; the qr op's own GPU tests cover geqrf + orgqr)."""
@@ -32,14 +32,14 @@ def _check(op, arrays, attrs, run=None):
     arrays = [np.ascontiguousarray(a) for a in arrays]
     specs = tuple(TensorSpec(a.shape, DType.c128 if np.iscomplexobj(a) else DType.f64) for a in arrays)
     desc = Descriptor(op, specs, tuple(sorted(attrs.items())))
-    o = desc.outputs[0]
-    out = torch.empty(o.shape, dtype=torch.complex128 if o.dtype.is_complex else torch.float64)
+    outs = [torch.empty(o.shape, dtype=torch.complex128 if o.dtype.is_complex else torch.float64)
+            for o in desc.outputs]
     if run is None:
         run = next(i for i in implementations(op) if i.backend != Backend.REFERENCE).run
-    run(desc, [torch.tensor(a) for a in arrays], [out], None)
-    want = reference_f64(desc, arrays)[0]
+    run(desc, [torch.tensor(a) for a in arrays], outs, None)
     # float64 on both sides, n <= 5 with singular-value / eigenvalue gaps ~0.1: ~1e-13 relative observed
-    np.testing.assert_allclose(out.numpy(), want, rtol=1e-9, atol=1e-9)
+    for out, want in zip(outs, reference_f64(desc, arrays), strict=True):
+        np.testing.assert_allclose(out.numpy(), want, rtol=1e-9, atol=1e-9)
 
 
 @pytest.mark.parametrize("n", [1, 3, 5, 8])
@@ -95,9 +95,27 @@ def test_qr_backward_matches_the_reference(shape, cplx, has):
     _check("qr_backward", [q, r, _mat(q.shape, cplx), _mat(r.shape, cplx)], {"has_q": has[0], "has_r": has[1]})
 
 
+@pytest.mark.parametrize("cplx", [False, True])
+@pytest.mark.parametrize("a_shape,tau_shape", [((2, 5, 3), (2, 3)), ((4, 4), (2,)), ((1, 4, 3), (2, 3)),
+                                               ((3, 2), (0,))])
+def test_householder_product_backward_matches_the_reference(a_shape, tau_shape, cplx):
+    # the WY form's products vs the reference's sweep over the reflectors; random tau (not unit reflectors), k < n,
+    # A's batch broadcast against tau's (summed back), no reflectors at all
+    a, tau = _mat(a_shape, cplx), _mat(tau_shape, cplx)
+    g = _mat(np.broadcast_shapes(a_shape[:-2], tau_shape[:-1]) + a_shape[-2:], cplx)
+    _check("householder_product_backward", [g, a, tau], {})
+
+
+@pytest.mark.parametrize("cplx", [False, True])
+def test_householder_product_backward_of_geqrf_reflectors_matches_the_reference(cplx):
+    a, tau = torch.geqrf(torch.tensor(_mat((2, 5, 4), cplx)))    # unitary reflectors, orgqr's real use
+    _check("householder_product_backward", [_mat((2, 5, 4), cplx), a.numpy(), tau.numpy()], {})
+
+
 def test_the_gpu_backward_ops_are_registered_for_cuda_with_their_composition():
     for op, backend in (("svd_backward", Backend.CUBLAS), ("eigh_backward", Backend.CUBLAS),
-                        ("qr_backward", Backend.CUBLAS), ("eig_backward", Backend.CUSOLVER)):
+                        ("qr_backward", Backend.CUBLAS), ("eig_backward", Backend.CUSOLVER),
+                        ("householder_product_backward", Backend.CUBLAS)):
         impl = next(i for i in implementations(op) if i.backend == backend)
         assert impl.devices == frozenset({"cuda"})
         assert "cublas" in impl.route_of(_desc(op), None)
@@ -110,4 +128,6 @@ def _desc(op):
         return Descriptor.make(op, v, lam, v, v, lam, v)
     if op == "qr_backward":
         return Descriptor.make(op, v, v, v, v)
+    if op == "householder_product_backward":
+        return Descriptor.make(op, v, v, ((2, 3), "c64"))
     return Descriptor.make(op, v, lam, v, lam)

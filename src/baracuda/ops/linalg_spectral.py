@@ -19,13 +19,14 @@ svd_backward(U, S, Vh, gU, gS, gVh, full_matrices, has_u, has_vh) -> gA     (ful
 eigh_backward(V, L, gV, gL, has_v) -> gA     (torch's: not projected onto the UPLO triangle the forward reads)
 eig_backward(V, L, gV, gL, has_v, real) -> gA     (real: A was real, the gradient is the real part)
 qr_backward(Q, R, gQ, gR, has_q, has_r) -> gA     (reduced mode; complete mode when m <= n; torch's errors otherwise)
-householder_product has no backward yet (torch's orgqr_backward): its gradient raises a clear error.
+householder_product_backward(grad, A, tau) -> (gA, gtau)     (gA: the strictly lower part of A's first k columns
+    (the reflectors' v) only, zero elsewhere, as torch; broadcast batch dims summed back to A's / tau's shape)
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .._core.derive import declare_rule_ops
+from .._core.derive import backward_spec, declare_rule_ops
 from .._core.dtypes import DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
@@ -211,7 +212,9 @@ def _g_qr(ctx, d, grads, s):
 
 
 def _g_hh(ctx, d, grads, s):
-    raise UnsupportedError("householder_product", "its backward (torch's orgqr_backward) is not implemented")
+    if grads[0] is None:
+        return (None, None)
+    return tuple(ctx.op("householder_product_backward", grads[0], s["A"], s["tau"]))
 
 
 # -- torch peers (the gauge applied in torch, differentiably) --------------------------------------------------
@@ -258,6 +261,13 @@ def _peer_eig(a):
 
     w, v = torch.linalg.eig(a)
     return w, _tgauge(v)[0]
+
+
+def _peer_hh_bw(g, a, tau):
+    import torch
+
+    a, tau = a.detach().requires_grad_(True), tau.detach().requires_grad_(True)
+    return torch.autograd.grad(torch.linalg.householder_product(a, tau), (a, tau), g)
 
 
 def _peer_qr(a, mode="reduced"):
@@ -459,8 +469,15 @@ _reg(name="qr", arg_names=("A",), check=_check_qr, attrs=(Attr("mode", "str", "r
          "R alone (Q empty) for mode='r'; R's diagonal has LAPACK's signs (torch's).")
 _reg(name="householder_product", arg_names=("A", "tau"), check=_check_hh, torch_name="torch.linalg.householder_product",
      torch_peer=lambda a, tau: __import__("torch").linalg.householder_product(a, tau),
-     dropin=_dropin_hh, samples=_hh_samples, errors=_errors("householder_product", True), cost=_cost(2),
-     doc="The first n columns of H_1 ... H_k (LAPACK orgqr / ungqr); no backward yet.")
+     dropin=_dropin_hh, grad=_g_hh, saves=("inputs",), differentiable=(0, 1), samples=_hh_samples,
+     errors=_errors("householder_product", True), cost=_cost(2),
+     doc="The first n columns of H_1 ... H_k (LAPACK orgqr / ungqr); H_i = I - tau_i v_i v_i^H, v_i = (0, .., 1, "
+         "A[i+1:, i]).")
+SPECS["householder_product_backward"] = register_spec(backward_spec(
+    SPECS["householder_product"], torch_peer=_peer_hh_bw, tol=linalg_grad_tol, cost=_cost(6),
+    doc="(gA, gtau) of Q = H_1 ... H_k E from grad = gQ (torch's orgqr gradient): gA is nonzero only strictly below "
+        "the diagonal of A's first k columns (the reflectors' v; the diagonal is the implicit 1); batch dims that "
+        "the forward broadcast are summed back to A's / tau's shape."))
 _reg(name="svd", arg_names=("A",), check=_check_svd("svd"), attrs=(_FULL,), torch_peer=_peer_svd,
      torch_name="torch.linalg.svd", dropin=_dropin_svd, dropin_result=torch_result("linalg_svd"), grad=_g_svd,
      saves=("outputs",), differentiable=(0,), samples=_svd_samples, errors=_errors("svd", True),
@@ -511,5 +528,5 @@ _reg(name="qr_backward", arg_names=("Q", "R", "gQ", "gR"), check=_check_qr_bw,
      torch_name="torch autograd rule of linalg.qr (linalg_qr_backward)", samples=_bw_samples("qr_backward"),
      errors=_bw_errors("qr_backward", 4), cost=_cost(4), doc="torch's linalg_qr_backward (m >= n and wide).")
 
-declare_rule_ops(__name__, "eig", "eig_backward", "eigh", "eigh_backward", "qr_backward", "svd", "svd_backward",
-                 "zeros")
+declare_rule_ops(__name__, "eig", "eig_backward", "eigh", "eigh_backward", "householder_product_backward",
+                 "qr_backward", "svd", "svd_backward", "zeros")

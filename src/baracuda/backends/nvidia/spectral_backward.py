@@ -1,12 +1,16 @@
-"""The backward ops of the spectral decompositions (svd_backward, eigh_backward, eig_backward, qr_backward) on the
-GPU, as torch tensor arithmetic: products through cuBLAS (torch.matmul), the rest elementwise; no torch.linalg.
+"""The backward ops of the spectral decompositions (svd_backward, eigh_backward, eig_backward, qr_backward,
+householder_product_backward) on the GPU, as torch tensor arithmetic: products through cuBLAS (torch.matmul), the
+rest elementwise; no torch.linalg.
 
 The formulas are the reference's (backends/reference/linalg_spectral.py: torch's FunctionsManual.cpp after the
 pullback through baracuda's gauge), written once here for torch tensors of any device, so tests run them on CPU
 tensors against the NumPy reference.  The two solves the formulas contain are restructured:
   qr_backward   gA = (gQ + Q copyltu(M)) R^{-H}: R is triangular, its inverse by ``tri_inv`` (blocked products)
   eig_backward  gA = V^{-H} X: V^H = Q R by cuSOLVER's geqrf + orgqr (cusolver_spectral.qr_factors), then
-                V^{-H} X = R^{-1} (Q^H X) -- so eig_backward is a cuSOLVER plan; the other three are cuBLAS plans.
+                V^{-H} X = R^{-1} (Q^H X) -- so eig_backward is a cuSOLVER plan; the others are cuBLAS plans.
+householder_product_backward is not the reference's sequential sweep over the k reflectors but the compact WY
+form differentiated in one pass of batched products (``householder_backward``), its one inverse that of a unit
+upper triangular k x k matrix by ``tri_inv``.
 
 ``tri_inv`` inverts a batch of triangular matrices by recursive doubling: the inverse of [[A, B], [0, D]] is
 [[A^-1, -A^-1 B D^-1], [0, D^-1]]; starting from the 1 x 1 diagonal blocks (1 / r_ii), each level joins all pairs
@@ -20,11 +24,12 @@ from __future__ import annotations
 from ..._core.dtypes import DType
 from ..._core.registry import Impl, register
 from ..._core.sku import Backend, MathPrecision, PrecisionGuarantee
+from ...ops.broadcast import reduce_dims
 from ...ops.linalg_common import LINALG_DTYPES
 from .cublas import MathMode
 
-__all__ = ["tri_inv", "svd_backward", "eig_backward", "qr_backward", "qr_solver", "bind_guarded", "default_run",
-           "gemm_precision"]
+__all__ = ["tri_inv", "svd_backward", "eig_backward", "qr_backward", "householder_backward", "qr_solver", "bind_guarded",
+           "default_run", "gemm_precision"]
 
 
 def _mh(x):
@@ -180,6 +185,48 @@ def qr_backward(gq, gr, q, r, has_q, has_r):
     return ga @ _mh(tri_inv(r))
 
 
+def householder_backward(g, a, tau):
+    """(gA, gtau) of Q = H_1 ... H_k E (E: the first n columns of I) from gQ = ``g``, through the compact WY form
+    H_1 ... H_k = I - V T V^H: V (m, k) the reflectors (unit diagonal, A's strictly lower part), and
+    T = M^{-1} D with D = diag(tau), M = I + D striu(V^H V) unit upper triangular (T^{-1} = D^{-1} + striu(V^H V),
+    Joffrain et al. 2006, written without dividing by tau so tau_i = 0 is fine).  So Q = E - V Z, Z = M^{-1} D W,
+    W = V^H E, and the chain rule back through Z, M, D, W, N = striu(V^H V) (conjugate-Wirtinger cotangents):
+        gV = -g Z^H,  gZ = -V^H g,  gY = M^{-H} gZ (Y = D W),  gM = -gY Z^H,
+        gtau = rowsum(gY conj(W)) + rowsum(gM conj(N)),  gW = conj(D) gY,  gN = conj(D) gM,
+        gV[:n] += gW^H,  gV += V (P + P^H) with P = striu(gN);
+    gA = the strictly lower part of gV (A's first k columns).  Broadcast batch dims are summed back."""
+    import torch
+
+    m, n = a.shape[-2:]
+    k = tau.shape[-1]
+    batch = torch.broadcast_shapes(a.shape[:-2], tau.shape[:-1], g.shape[:-2])
+    ab, tb = a.expand(batch + (m, n)), tau.expand(batch + (k,))
+    eye = torch.eye(m, k, dtype=a.dtype, device=a.device)
+    v = ab[..., :, :k].tril(-1) + eye
+    nn = (_mh(v) @ v).triu(1)
+    mm = tb[..., :, None] * nn + torch.eye(k, dtype=a.dtype, device=a.device)
+    minv = tri_inv(mm)
+    w = _mh(v[..., :n, :])
+    z = minv @ (tb[..., :, None] * w)
+    gv = -(g @ _mh(z))
+    gy = _mh(minv) @ -(_mh(v) @ g)
+    gm = -(gy @ _mh(z))
+    gt = (gy * w.conj()).sum(-1) + (gm * nn.conj()).sum(-1)
+    tc = tb.conj()[..., :, None]
+    gv[..., :n, :] += _mh(tc * gy)
+    p = (tc * gm).triu(1)
+    gv = gv + v @ (p + _mh(p))
+    ga = torch.zeros(batch + (m, n), dtype=a.dtype, device=a.device)
+    ga[..., :, :k] = gv.tril(-1)
+    return _sum_to(ga, a.shape), _sum_to(gt, tau.shape)
+
+
+def _sum_to(x, shape):
+    """``x`` summed over the dims broadcasting added to ``shape`` (the forward's broadcast batch)."""
+    dims = reduce_dims(tuple(x.shape), tuple(shape))
+    return x.sum(dim=dims).reshape(shape) if dims else x
+
+
 # -- the ops' runs (torch tensors of any device; registered for CUDA) ------------------------------------------
 def run_svd_bw(desc, inputs, outputs, ws=None):
     u, s, vh, gu, gs, gvh = inputs
@@ -200,6 +247,13 @@ def eig_run(hermitian, qr=None):
 def run_qr_bw(desc, inputs, outputs, ws=None):
     q, r, gq, gr = inputs
     outputs[0].copy_(qr_backward(gq, gr, q, r, desc.attr("has_q"), desc.attr("has_r")))
+
+
+def run_hh_bw(desc, inputs, outputs, ws=None):
+    g, a, tau = inputs
+    ga, gt = householder_backward(g, a, tau)
+    outputs[0].copy_(ga)
+    outputs[1].copy_(gt)
 
 
 def _cusolver_qr(a):
@@ -238,7 +292,7 @@ def default_run(bind):
 def _route(desc, pref=None) -> str:
     op = desc.op
     gemm = "torch.matmul->cublas"
-    if op == "qr_backward":
+    if op in ("qr_backward", "householder_product_backward"):
         return f"{gemm}+tri_inv(doubling, {gemm})"
     if op == "eig_backward":
         return f"{gemm}+cusolver:geqrf+orgqr(V^H)+tri_inv(doubling, {gemm})"
@@ -247,6 +301,7 @@ def _route(desc, pref=None) -> str:
 
 for _op, _run, _backend in (("svd_backward", run_svd_bw, Backend.CUBLAS), ("eigh_backward", eig_run(True), Backend.CUBLAS),
                             ("qr_backward", run_qr_bw, Backend.CUBLAS),
+                            ("householder_product_backward", run_hh_bw, Backend.CUBLAS),
                             ("eig_backward", eig_run(False, _cusolver_qr), Backend.CUSOLVER)):
     _dts = (DType.c64, DType.c128) if _op == "eig_backward" else LINALG_DTYPES
     register(Impl(op=_op, backend=_backend, run=default_run(bind_guarded(_run)), bind=bind_guarded(_run), precision=gemm_precision,

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ops.broadcast import reduce_dims
 from . import register_reference
 
-__all__ = ["gauge_columns", "pivots", "svd_gauged", "eigh_gauged", "eig_gauged", "householder_q"]
+__all__ = ["gauge_columns", "pivots", "svd_gauged", "eigh_gauged", "eig_gauged", "householder_q",
+           "householder_backward", "sum_to"]
 
 
 def _mh(x):
@@ -101,22 +103,71 @@ def _qr(d, a):
     return q, r
 
 
+def _hh_operands(a, tau):
+    """A and tau broadcast to their common batch (the forward's broadcast_batch), and that batch."""
+    batch = np.broadcast_shapes(a.shape[:-2], tau.shape[:-1])
+    return np.broadcast_to(a, batch + a.shape[-2:]), np.broadcast_to(tau, batch + tau.shape[-1:]), batch
+
+
+def _reflector(a, i, dtype):
+    """v_i = (0, .., 0, 1, a[i+1:, i]) (the implicit unit diagonal), batched."""
+    v = np.zeros(a.shape[:-2] + a.shape[-2:-1], dtype)
+    v[..., i] = 1
+    v[..., i + 1:] = a[..., i + 1:, i]
+    return v
+
+
+def _apply_reflector(v, t, x):
+    """(I - t v v^H) x for a batch of vectors v, scalars t and matrices x."""
+    return x - t[..., None, None] * v[..., :, None] * np.einsum("...m,...mn->...n", np.conj(v), x)[..., None, :]
+
+
 def householder_q(a, tau):
     """Q = H_1 ... H_k, H_i = I - tau_i v_i v_i^H, v_i = (0.., 1, a[i+1:, i]) (LAPACK's orgqr / ungqr), first n
     columns of the m x m product."""
     m, n = a.shape[-2:]
-    k = tau.shape[-1]
-    batch = np.broadcast_shapes(a.shape[:-2], tau.shape[:-1])
-    a = np.broadcast_to(a, batch + (m, n))
-    tau = np.broadcast_to(tau, batch + (k,))
+    a, tau, batch = _hh_operands(a, tau)
     q = np.broadcast_to(np.eye(m, n, dtype=np.result_type(a, tau)), batch + (m, n)).copy()
-    for i in reversed(range(k)):
-        v = np.zeros(batch + (m,), q.dtype)
-        v[..., i] = 1
-        v[..., i + 1:] = a[..., i + 1:, i]
-        w = np.einsum("...m,...mn->...n", np.conj(v), q)
-        q = q - tau[..., i, None, None] * v[..., :, None] * w[..., None, :]
+    for i in reversed(range(tau.shape[-1])):
+        q = _apply_reflector(_reflector(a, i, q.dtype), tau[..., i], q)
     return q
+
+
+def sum_to(x, shape):
+    """``x`` summed over the dims broadcasting added to ``shape`` (the forward's broadcast batch)."""
+    dims = reduce_dims(tuple(x.shape), tuple(shape))
+    return x.sum(axis=dims).reshape(shape) if dims else x
+
+
+def householder_backward(g, a, tau):
+    """(gA, gtau) of Q = L_i H_i R_i (L_i = H_1 .. H_{i-1}, R_i = H_{i+1} .. H_k E) from gQ = g.  H_i's cotangent
+    is G_i = L_i^H g R_i^H, so with H_i = I - tau v v^H (conjugate-Wirtinger: dL = Re <g, dQ>):
+        gtau_i = -v^H G_i v,     gv_i = -(conj(tau_i) G_i v + tau_i G_i^H v),
+    G_i v = P_i (R_i^H v), G_i^H v = R_i (P_i^H v) with P_i = L_i^H g.  A forward sweep stores the P_i
+    (P_{i+1} = H_i^H P_i), a reverse sweep runs R_{i-1} = H_i R_i from R_k = E; gA[i+1:, i] = gv_i[i+1:] (the
+    diagonal is the implicit 1, the upper part is not read: zero, as torch)."""
+    m, n = a.shape[-2:]
+    a0, t0 = a, tau
+    a, tau, batch = _hh_operands(a, tau)
+    dt = np.result_type(a, tau, g)
+    g = np.broadcast_to(g, batch + (m, n)).astype(dt)
+    k = tau.shape[-1]
+    vs = [_reflector(a, i, dt) for i in range(k)]
+    ps = [g]
+    for i in range(k - 1):
+        ps.append(_apply_reflector(vs[i], np.conj(tau[..., i]), ps[-1]))
+    ga, gt = np.zeros(batch + (m, n), dt), np.zeros(batch + (k,), dt)
+    r = np.broadcast_to(np.eye(m, n, dtype=dt), batch + (m, n)).copy()
+    for i in reversed(range(k)):
+        v, t, p = vs[i], tau[..., i], ps[i]
+        x = np.einsum("...mn,...m->...n", np.conj(r), v)          # R_i^H v
+        y = np.einsum("...mn,...m->...n", np.conj(p), v)          # P_i^H v
+        gt[..., i] = -np.einsum("...n,...n->...", np.conj(y), x)
+        gv = -(np.conj(t)[..., None] * np.einsum("...mn,...n->...m", p, x) +
+               t[..., None] * np.einsum("...mn,...n->...m", r, y))
+        ga[..., i + 1:, i] = gv[..., i + 1:]
+        r = _apply_reflector(v, t, r)
+    return sum_to(ga, a0.shape), sum_to(gt, t0.shape)
 
 
 def _svd(d, a):
@@ -259,6 +310,13 @@ def _eig_bw(hermitian):
     return run
 
 
+def _hh_bw(d, g, a, tau):
+    ga, gt = householder_backward(g, a, tau)
+    if not d.outputs[0].dtype.is_complex:
+        ga, gt = np.real(ga), np.real(gt)
+    return ga, gt
+
+
 def _qr_bw(d, q, r, gq, gr):
     return qr_backward(gq, gr, q, r, d.attr("has_q"), d.attr("has_r"))
 
@@ -275,3 +333,4 @@ register_reference("svd_backward", _svd_bw)
 register_reference("eigh_backward", _eig_bw(True))
 register_reference("eig_backward", _eig_bw(False))
 register_reference("qr_backward", _qr_bw)
+register_reference("householder_product_backward", _hh_bw)
