@@ -316,8 +316,14 @@ class Plan:
         elif ws is not None:
             workspace = ws()
         if out is None:
-            outs = alloc_outs(inputs)
-            self._run(self.desc, inputs, outs, workspace)
+            produce = getattr(self._run, "produce", None)
+            if produce is not None and ws is None:
+                # the implementation returns fresh contiguous outputs itself (a library that allocates its result:
+                # cuFFT's out-of-place transforms, torch's GEMM entry points): no output buffer to copy into
+                outs = produce(inputs)
+            else:
+                outs = alloc_outs(inputs)
+                self._run(self.desc, inputs, outs, workspace)
             return outs[0] if len(outs) == 1 else tuple(outs)
         outs = [out] if type(out) is tensor_t else list(out) if isinstance(out, (tuple, list)) else None
         if outs is None or len(outs) != len(allocs):

@@ -34,9 +34,9 @@ import numpy as np
 from .._core.derive import declare_rule_ops
 from .._core.dtypes import DType
 from .._core.errors import InvalidProblemError, UnsupportedError
-from .._core.spec import Attr, ErrorCase, OpSpec, Sample, Workload, register_spec
+from .._core.spec import Attr, ErrorCase, OpSpec, Sample, Workload
 from .linalg_common import LINALG_DTYPES, batch_of, broadcast_batch, matrix, same_dtype, square
-from .linalg_spectral import linalg_grad_tol, linalg_operands, linalg_tol, no_out, real_of, torch_result, ts
+from .linalg_spectral import linalg_operands, no_out, real_of, register_linalg, ts
 
 __all__ = ["NORM_ORDS", "COND_PS", "INT_DTYPES"]
 
@@ -465,12 +465,7 @@ _FORWARD_CHECKS: dict = {}
 
 
 def _reg(**kw):
-    kw.setdefault("family", "linalg")
-    kw.setdefault("dtypes", LINALG_DTYPES)
-    kw.setdefault("category", "linalg")
-    kw.setdefault("tol", linalg_tol)
-    kw.setdefault("grad_tol", linalg_grad_tol)
-    _SPECS[kw["name"]] = register_spec(OpSpec(**kw))
+    register_linalg(_SPECS, **kw)
     _FORWARD_CHECKS[kw["name"]] = kw["check"]
 
 

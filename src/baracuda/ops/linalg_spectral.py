@@ -32,7 +32,7 @@ from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedE
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from .linalg_common import LINALG_DTYPES, batch_of, broadcast_batch, matrix, same_dtype, square
 
-__all__ = ["real_of", "complex_of", "linalg_operands", "linalg_tol", "linalg_grad_tol", "no_out", "torch_result", "ts"]
+__all__ = ["register_linalg", "real_of", "complex_of", "linalg_operands", "linalg_tol", "linalg_grad_tol", "no_out", "torch_result", "ts"]
 
 _REAL = {DType.f32: DType.f32, DType.f64: DType.f64, DType.c64: DType.f32, DType.c128: DType.f64}
 _CPLX = {DType.f32: DType.c64, DType.f64: DType.c128, DType.c64: DType.c64, DType.c128: DType.c128}
@@ -448,13 +448,19 @@ def _workloads(op):
 SPECS: dict[str, OpSpec] = {}
 
 
-def _reg(**kw):
+def register_linalg(specs: dict, **kw):
+    """Register one linalg spec into ``specs`` with the family's defaults (dtypes, tolerances, no attributes)."""
     kw.setdefault("family", "linalg")
     kw.setdefault("dtypes", LINALG_DTYPES)
     kw.setdefault("category", "linalg")
     kw.setdefault("tol", linalg_tol)
     kw.setdefault("grad_tol", linalg_grad_tol)
-    SPECS[kw["name"]] = register_spec(OpSpec(**kw))
+    kw.setdefault("attrs", ())
+    specs[kw["name"]] = register_spec(OpSpec(**kw))
+
+
+def _reg(**kw):
+    register_linalg(SPECS, **kw)
 
 
 _UPLO = Attr("UPLO", "str", "L", choices=("L", "U"))

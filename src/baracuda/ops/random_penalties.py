@@ -142,7 +142,7 @@ def _bench_inputs(desc, device, gen):
     ins = [torch.randn((B, V), **g).mul(3).to(desc.inputs[0].dtype.torch),
            torch.randint(0, V, (B, L), **g).to(desc.inputs[1].dtype.torch),
            torch.full((B,), L // 2, dtype=desc.inputs[2].dtype.torch), torch.full((B,), L, dtype=desc.inputs[3].dtype.torch)]
-    ins += [torch.rand((B,), **g).add(0.5).to(t.dtype.torch) for t in desc.inputs[4:]]
+    ins += [torch.rand((B,), **g).mul(0.6).add(0.7).to(t.dtype.torch) for t in desc.inputs[4:]]   # (the samples: 0.6-2)
     return [t.to(device) for t in ins]
 
 
