@@ -142,7 +142,9 @@ def _bench_inputs(desc, device, gen):
     ins = [torch.randn((B, V), **g).mul(3).to(desc.inputs[0].dtype.torch),
            torch.randint(0, V, (B, L), **g).to(desc.inputs[1].dtype.torch),
            torch.full((B,), L // 2, dtype=desc.inputs[2].dtype.torch), torch.full((B,), L, dtype=desc.inputs[3].dtype.torch)]
-    ins += [torch.rand((B,), **g).mul(0.6).add(0.7).to(t.dtype.torch) for t in desc.inputs[4:]]   # (the samples: 0.6-2)
+    # repetition in [0.7, 1.3], frequency / presence in [0, 0.9] (inside the samples' ranges)
+    ins += [torch.rand((B,), **g).mul(0.6 if j == 0 else 0.9).add(0.7 if j == 0 else 0.0).to(t.dtype.torch)
+            for j, t in enumerate(desc.inputs[4:])]
     return [t.to(device) for t in ins]
 
 
