@@ -123,7 +123,7 @@ def _bench_inputs(desc, device, gen):
     import torch
 
     k = desc.inputs[0].shape[0]
-    rng = np.random.default_rng(int(torch.randint(0, 2 ** 31, (1,), generator=gen)))
+    rng = np.random.default_rng(int(torch.randint(0, 2 ** 31, (1,), generator=gen, device=gen.device)))
     boxes, _ = random_boxes(rng, k, size=9.0, dup=False)     # (inside the samples' value range: tests/core/test_bench)
     boxes, scores = boxes + 0.05, rng.permutation(k) / max(k, 1) * 0.9 + 0.05
     ins = [boxes, scores] + ([rng.integers(0, 80, k)] if len(desc.inputs) == 3 else [])

@@ -322,7 +322,7 @@ def _bench_inputs(desc, device, gen):
     import torch
 
     (n, c, h, w), k, _ = roi_geometry(desc)
-    rng = np.random.default_rng(int(torch.randint(0, 2 ** 31, (1,), generator=gen)))
+    rng = np.random.default_rng(int(torch.randint(0, 2 ** 31, (1,), generator=gen, device=gen.device)))
     scale = desc.attr("spatial_scale")
     ins = []
     for i, t in enumerate(desc.inputs):
