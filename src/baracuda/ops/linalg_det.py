@@ -12,6 +12,7 @@ here the backward raises LinAlgError (from inv): see linalg_grad.py.
 from __future__ import annotations
 
 from .._core.dtypes import DType
+from .elementwise import real_of
 from .._core.spec import TensorSpec, Workload
 from .linalg_common import batch_of, square
 from .linalg_factor import check_dtype, linalg_spec, operand_errors, positive_definite, well_conditioned
@@ -26,7 +27,7 @@ def _check(op):
         square(op, "A", a)
         b = batch_of(a)
         if op == "slogdet":
-            return attrs, (TensorSpec(b, a.dtype), TensorSpec(b, a.dtype.real if a.dtype.is_complex else a.dtype))
+            return attrs, (TensorSpec(b, a.dtype), TensorSpec(b, real_of(a.dtype)))
         return attrs, (TensorSpec(b, a.dtype),)
     return check
 

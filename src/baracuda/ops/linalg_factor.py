@@ -7,7 +7,8 @@ cholesky(A, upper=False) -> L           A's lower triangle is read (upper=True: 
                                         the other triangle of the result is zero.  Not positive-definite: LinAlgError.
 cholesky_ex(A, upper=False) -> (L, info)  info (int32, batch-shaped): 0, or k (1-based) where the leading minor of
                                         order k is not positive-definite (LAPACK potrf's convention); never raises.
-cholesky_inverse(L, upper=False) -> (L L^H)^-1  (upper: (U^H U)^-1); torch.cholesky_inverse.
+cholesky_inverse(L, upper=False) -> (L L^H)^-1  (upper: (U^H U)^-1); torch.cholesky_inverse; a complex L's diagonal
+                                        is read as its real part (a factor's diagonal is real).
 lu_factor(A, pivot=True) -> (LU, pivots)  A = P L U, (m, n) any shape, k = min(m, n) int32 pivots, 1-based LAPACK
                                         row interchanges; a zero pivot: LinAlgError (lu_factor_ex: info = its index).
 lu(A, pivot=True) -> (P, L, U)          never raises; P is (m, m), L (m, k) unit lower, U (k, n).
@@ -230,14 +231,19 @@ def _chol_factor(rng, shape):
 
 
 def _peer_chol_inv(L, upper=False):
+    """torch on the factor the op reads: a complex factor's diagonal's real part (a Cholesky factor's diagonal is real;
+    torch's LAPACK potri mixes the complex diagonal in and the real part in (zlauum): an artifact, not a definition)."""
     import torch
 
+    if L.is_complex():
+        L = L - 1j * torch.diag_embed(L.diagonal(dim1=-2, dim2=-1).imag)
     return torch.cholesky_inverse(L, upper=upper)
 
 
 linalg_spec("cholesky_inverse", ("L",), _check_chol_inv, attrs=(_UPPER,), torch_name="torch.cholesky_inverse",
             torch_peer=_peer_chol_inv, dropin=lambda L, upper=False, *, out=None: ((L,), {"upper": upper}),
             grad=G.g_cholesky_inverse, differentiable=(0,), saves=("L", "out"),
+            grad_is_derivative=False,   # torch's gradient fills both triangles (the op reads one)
             samples=_square_samples(_chol_factor, ({"upper": False}, {"upper": True})),
             errors=operand_errors("cholesky_inverse"), workloads=_workloads("cholesky_inverse"),
             cost=_cost_cube(1.0), doc="The inverse of L L^H (upper: U^H U) from its Cholesky factor.")

@@ -115,11 +115,22 @@ def g_cholesky_solve(ctx, d, grads, s):
     return m.reduce(gb, d.inputs[0].shape), m.reduce(gl, d.inputs[1].shape)
 
 
+def _real_diagonal(ctx, x):
+    """x with its diagonal's imaginary part dropped (a complex Cholesky factor as cholesky_inverse reads it)."""
+    im = ctx.op("imag", x)
+    im = ctx.op("add", ctx.op("tril", im, diagonal=-1), ctx.op("triu", im, diagonal=1))
+    return ctx.op("complex", ctx.op("real", x), im)
+
+
 def g_cholesky_inverse(ctx, d, grads, s):
+    """The op reads a complex factor's diagonal as its real part: the rule uses that factor, and the imaginary part
+    of the diagonal gets no gradient."""
     m = _M(ctx, d)
     r = s["out"]
+    L = _real_diagonal(ctx, s["L"]) if m.cplx else s["L"]
     c = m.mm(r, m.mm(m.add(grads[0], m.h(grads[0])), r))
-    return (_chol_term(m, s["L"], c, d.attr("upper")),)
+    gl = _chol_term(m, L, c, d.attr("upper"))
+    return (_real_diagonal(ctx, gl) if m.cplx else gl,)
 
 
 # -- LU ---------------------------------------------------------------------------------------------------------------

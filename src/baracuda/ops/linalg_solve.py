@@ -112,9 +112,13 @@ def _check_solve(op, ex):
         a, b = inputs
         same_dtype(op, a, B=b)
         matrix(op, "A", a)
-        batch, _, xs = solve_shapes(op, a, b, attrs["left"], vector=is_vector_rhs(a, b))
+        vec = is_vector_rhs(a, b)
+        if vec and not attrs["left"]:   # torch reads the vector as a column: (n, 1) cannot be X A = B's right side
+            raise InvalidProblemError(op, "B", "a matrix right-hand side (*, k, n) for left=False (a vector B is a "
+                                               "column, as torch.linalg.solve reads it)", tuple(b.shape))
+        _, _, xs = solve_shapes(op, a, b, attrs["left"], vector=vec)
         outs = (TensorSpec(xs, a.dtype),)
-        return attrs, outs + ((TensorSpec(batch, DType.i32),) if ex else ())
+        return attrs, outs + ((_info(a),) if ex else ())
     return check
 
 
@@ -227,6 +231,7 @@ linalg_spec("cholesky_solve", ("B", "L"), _check_cholsolve, attrs=(Attr("upper",
             torch_name="torch.cholesky_solve", torch_peer=_peer_cholsolve,
             dropin=lambda B, L, upper=False, *, out=None: ((B, L), {"upper": upper}),
             grad=G.g_cholesky_solve, differentiable=(0, 1), saves=("L", "out"),
+            grad_is_derivative=False,   # torch's gradient of L fills both triangles (the op reads one)
             samples=_rhs_samples(_chol_factor, ({"upper": False}, {"upper": True}), a_first=False),
             errors=_solve_errors("cholesky_solve", ("L", "B"), a_first=False),
             workloads=_wl("cholesky_solve", ((65536, 32, 1), (65536, 32, 32)), ((4096, 4096), (4096, 4096))),

@@ -255,6 +255,7 @@ def _chol(ex):
 
 def _chol_inv(d, L):
     L = np.triu(L) if d.attr("upper") else np.tril(L)
+    L = L - 1j * np.imag(np.diagonal(L, axis1=-2, axis2=-1))[..., None] * np.eye(L.shape[-1]) if np.iscomplexobj(L) else L
     a = adj(L) @ L if d.attr("upper") else L @ adj(L)
     return np.linalg.inv(a)
 
