@@ -29,7 +29,7 @@ from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, 
 from .linalg_common import LINALG_DTYPES, batch_of, matrix, square
 from . import linalg_grad as G
 
-__all__ = ["linalg_spec", "well_conditioned", "positive_definite", "linalg_tol", "operand_errors", "check_dtype"]
+__all__ = ["check_info", "info_message", "linalg_spec", "well_conditioned", "positive_definite", "linalg_tol", "operand_errors", "check_dtype"]
 
 _UPPER = Attr("upper", "bool", False)
 _PIVOT = Attr("pivot", "bool", True)
@@ -180,6 +180,17 @@ def _raise_info(op, kind):
             raise LinAlgError(op, info_message(kind, int(info[info != 0].reshape(-1)[0])))
         return outs
     return finish
+
+
+def check_info(op: str, kind: str, info, pref) -> None:
+    """A GPU plan of a plain form: a non-zero info (int32 device tensor) becomes torch's LinAlgError, at once or
+    deferred as ``pref.check_values`` says (_core/checks.py; torch synchronizes here, the deferred default does not)."""
+    if info.numel() == 0:
+        return
+    from .._core.checks import flagged
+    from .linalg_common import LinAlgError
+
+    flagged(info.amax().reshape(1), pref, lambda v: LinAlgError(op, info_message(kind, int(v))))
 
 
 def info_message(kind: str, k: int) -> str:
