@@ -72,7 +72,7 @@ def _bind_chol(desc, pref):
         a, out = inputs[0], outputs[0]
         av, sa = _mat(a, batch, n, n, up)      # upper: A^T's lower triangle is A's upper
         lv, sl = _mat(out, batch, n, n, up)    # ... and U = L^T is stored through the same transpose
-        info = outputs[1] if ex else torch.empty(batch, dtype=torch.int32, device=a.device)
+        info = outputs[1] if ex else torch.zeros(batch, dtype=torch.int32, device=a.device)
         if av.shape[0]:
             _chol_kernel[(av.shape[0],)](av, lv, info, n, *sa, *sl, HAS_INFO=True, N=N, num_warps=warps)
         if not ex:
@@ -107,7 +107,7 @@ def _bind_lu(desc, pref):
         unpack = op == "lu"
         lu = torch.empty_like(av) if unpack else outputs[0].reshape(av.shape)
         piv = torch.empty((nb, n), dtype=torch.int32, device=x.device) if unpack else outputs[1].reshape(nb, n)
-        info = outputs[2].reshape(-1) if op == "lu_factor_ex" else torch.empty(nb, dtype=torch.int32, device=x.device)
+        info = outputs[2].reshape(-1) if op == "lu_factor_ex" else torch.zeros(nb, dtype=torch.int32, device=x.device)
         if nb:
             _lu_kernel[(nb,)](av, lu, piv, info, lu, n, *sa, *lu.stride(), piv.stride(0), PIVOT=pivot, OUT=0,
                               HAS_INFO=True, N=N, num_warps=warps)
