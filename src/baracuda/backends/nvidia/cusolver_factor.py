@@ -11,6 +11,8 @@ them has been executed here (no GPU on the machine they were written on): see th
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ..._core.dtypes import DType
@@ -38,7 +40,9 @@ def register_cusolver(op, bind, route, supports=None, dtypes=LINALG_DTYPES, note
 
 
 def flat(t, core):
-    return t.reshape((-1,) + tuple(core))
+    """(B, *core) view of t (B = the batch's size, also for empty matrices)."""
+    core = tuple(core)
+    return t.reshape((math.prod(t.shape[:t.dim() - len(core)]),) + core)
 
 
 def colmajor(t):

@@ -7,6 +7,8 @@ library call or a batched call per matrix group), below it beyond (the registrat
 """
 from __future__ import annotations
 
+import math
+
 import torch
 import triton
 
@@ -33,7 +35,7 @@ def _tile(n: int) -> tuple[int, int]:
 
 def _flat(t, batch, core):
     """``t`` broadcast to batch + core, viewed as (B, *core)."""
-    return t.broadcast_to(tuple(batch) + tuple(core)).reshape((-1,) + tuple(core))
+    return t.broadcast_to(tuple(batch) + tuple(core)).reshape((math.prod(batch),) + tuple(core))
 
 
 def _small(desc, square=True):
@@ -213,6 +215,8 @@ def _bind_inv(desc, pref):
         xv, sx = _mat(outputs[0], batch, n, n)
         nb = av.shape[0]
         info = (outputs[1].reshape(-1) if op == "inv_ex" else torch.zeros(nb, dtype=torch.int32, device=av.device))
+        if n == 0:
+            info.zero_()   # (no launch for empty matrices: their info is 0)
         _launch_solve(av, sa, av, 0, av, (0, 0, 0), xv, sx, info, n, n, nb, **cx)
         if op == "inv":
             check_info(op, "inv", info, pref)

@@ -3,6 +3,8 @@ interchanges applied in order to a register vector), then P, L and U written til
 (P[i, j] = 1 where row i of A is row j of L U: perm[j] == i)."""
 from __future__ import annotations
 
+import math
+
 import torch
 import triton
 import triton.language as tl
@@ -58,5 +60,7 @@ def unpack_into(lu, piv, P, L, U):
 def run_lu_unpack(desc, inputs, outputs, ws):
     lu, piv = inputs
     m, n = lu.shape[-2:]
-    flat = [lu.reshape((-1, m, n)), piv.reshape(-1, min(m, n)).contiguous()] + [o.reshape((-1,) + o.shape[-2:]) for o in outputs]
+    nb = math.prod(lu.shape[:-2])
+    flat = [lu.reshape((nb, m, n)), piv.reshape(nb, min(m, n)).contiguous()] + [o.reshape((nb,) + o.shape[-2:])
+                                                                                 for o in outputs]
     unpack_into(*flat)
