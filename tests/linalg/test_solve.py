@@ -126,3 +126,13 @@ def test_dropins_match_torch_and_return_torch_types():
     y = a.clone().requires_grad_()
     torch.linalg.det(y).sum().backward()
     torch.testing.assert_close(x.grad, y.grad)
+
+
+def test_vector_rhs_gradient_matches_torch():
+    a = torch.from_numpy(_pd(3, 8, (2,))).requires_grad_()
+    b = torch.randn(2, 3, dtype=torch.float64, requires_grad=True)
+    g = torch.randn(2, 3, dtype=torch.float64)
+    got = torch.autograd.grad(bt.linalg.solve(a, b), (a, b), g)
+    want = torch.autograd.grad(torch.linalg.solve(a, b), (a, b), g)
+    for x, y in zip(got, want):
+        torch.testing.assert_close(x, y)
