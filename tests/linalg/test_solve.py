@@ -136,3 +136,19 @@ def test_vector_rhs_gradient_matches_torch():
     want = torch.autograd.grad(torch.linalg.solve(a, b), (a, b), g)
     for x, y in zip(got, want):
         torch.testing.assert_close(x, y)
+
+
+@pytest.mark.parametrize("herm", [False, True])
+def test_ldl_solve_with_two_by_two_blocks(herm):
+    """ldl_solve on a real Bunch-Kaufman factor with 2x2 blocks solves the factored matrix (reference and torch)."""
+    rng = np.random.default_rng(9)
+    b = rng.standard_normal((5, 5)) + (1j * rng.standard_normal((5, 5)) if herm else 0)
+    a = b + (b.conj().T if herm else b.T)
+    a[0, 0] = 1e-3
+    ld, piv, _ = ldl_factor_np(a, herm)
+    assert (piv < 0).any()
+    rhs = rng.standard_normal((5, 2)).astype(a.dtype)
+    x = bc.Plan.select(bc.Descriptor.like("ldl_solve", ld, piv, rhs, hermitian=herm), CPU).run(ld, piv, rhs)
+    assert np.allclose(a @ x, rhs, atol=1e-10)
+    t = torch.linalg.ldl_solve(torch.from_numpy(ld), torch.from_numpy(piv), torch.from_numpy(rhs), hermitian=herm)
+    assert np.allclose(x, t.numpy(), atol=1e-10)

@@ -350,13 +350,19 @@ def _check_unpack(inputs, attrs):
     return attrs, (TensorSpec(b + (m, m), lu.dtype), TensorSpec(b + (m, k), lu.dtype), TensorSpec(b + (k, n), lu.dtype))
 
 
+def _pivots(rng, batch, m, k=None):
+    """Valid 1-based LAPACK pivots of k = m rows (or k of m): row i swapped with a row in [i, m) (lu_unpack's,
+    lu_solve's, and ldl_solve's with 1x1 blocks only: its 2x2 blocks are tested in tests/linalg on real factors)."""
+    k = m if k is None else k
+    return np.stack([rng.integers(i + 1, m + 1, size=batch) for i in range(k)], -1).astype(np.int32)
+
+
 def _unpack_samples(rng):
-    """(LU, pivots) of random problems: LU entries N(0, 1), pivots valid row indices (each p_i in [i, m])."""
+    """(LU, pivots) of random problems: LU entries N(0, 1), valid pivots."""
     for shape in ((3, 3), (2, 4, 4), (5, 3), (2, 3, 5)):
         m, n = shape[-2:]
-        k = min(m, n)
-        piv = np.stack([rng.integers(i + 1, m + 1, size=shape[:-2]) for i in range(k)], -1).astype(np.int32)
-        yield Sample((rng.standard_normal(shape), piv), {}, name=f"{shape}", grad=m == n)
+        yield Sample((rng.standard_normal(shape), _pivots(rng, shape[:-2], m, min(m, n))), {}, name=f"{shape}",
+                     grad=m == n)
 
 
 def _dropin_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):

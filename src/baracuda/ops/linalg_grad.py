@@ -23,7 +23,7 @@ from __future__ import annotations
 from .._core.derive import declare_rule_ops
 from .._core.errors import UnsupportedError
 
-__all__ = ["g_cholesky", "g_cholesky_solve", "g_cholesky_inverse", "g_lu", "g_lu_factor", "g_lu_unpack",
+__all__ = ["is_vector_rhs", "g_cholesky", "g_cholesky_solve", "g_cholesky_inverse", "g_lu", "g_lu_factor", "g_lu_unpack",
            "g_lu_solve", "g_solve", "g_solve_triangular", "g_inv", "g_det"]
 
 
@@ -83,6 +83,11 @@ class _M:
         """A vector right-hand side (or its gradient) as a one-column (left) / one-row matrix."""
         s = tuple(self.ctx.spec_of(v).shape)
         return self.ctx.reshape(v, s + (1,) if left else s[:-1] + (1, s[-1]))
+
+
+def is_vector_rhs(a, b) -> bool:
+    """torch.linalg.solve's rule: B is a (batch of) vector(s) when 1-D or when its shape is A's minus the last dim."""
+    return len(b.shape) == 1 or (len(b.shape) == len(a.shape) - 1 and tuple(b.shape) == tuple(a.shape[:-1]))
 
 
 # -- cholesky family ---------------------------------------------------------------------------------------------------
@@ -200,8 +205,6 @@ def g_lu_solve(ctx, d, grads, s):
 
 # -- solve, solve_triangular, inv ------------------------------------------------------------------------------------
 def g_solve(ctx, d, grads, s):
-    from .linalg_solve import is_vector_rhs
-
     m = _M(ctx, d)
     left = d.attr("left")
     a, b = d.inputs

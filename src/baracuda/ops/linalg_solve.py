@@ -20,18 +20,14 @@ from .._core.dtypes import DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, Sample, TensorSpec, Workload
 from .linalg_common import batch_of, broadcast_batch, matrix, same_dtype, square
-from .linalg_factor import (_chol_factor, _cost_cube, _info, _ldl_samples, _raise_info, check_dtype, linalg_spec,
+from .linalg_factor import (_chol_factor, _cost_cube, _info, _pivots, _raise_info, check_dtype, linalg_spec,
                             operand_errors, well_conditioned)
 from . import linalg_grad as G
+from .linalg_grad import is_vector_rhs
 
 __all__ = ["solve_shapes", "is_vector_rhs"]
 
 _LEFT = Attr("left", "bool", True)
-
-
-def is_vector_rhs(a, b) -> bool:
-    """torch.linalg.solve's rule: B is a (batch of) vector(s) when 1-D or when its shape is A's minus the last dim."""
-    return len(b.shape) == 1 or (len(b.shape) == len(a.shape) - 1 and tuple(b.shape) == tuple(a.shape[:-1]))
 
 
 def solve_shapes(op, a, b, left, names=("A", "B"), vector=False):
@@ -262,14 +258,11 @@ def _check_factor_solve(op, attr_left):
 
 
 def _lu_solve_samples(rng):
-    """(LU, pivots, B) from the reference's own factorization of well-conditioned matrices (valid pivots)."""
-    from ..backends.reference.linalg_factor import lu_factor_np
-
+    """(LU, pivots, B): a well-conditioned packed LU (unit L below, U with a dominant diagonal) and valid pivots."""
     for (sa, sb, attrs) in (((3, 3), (3, 2), {}), ((2, 4, 4), (2, 3, 4), {"left": False}),
                             ((1, 3, 3), (2, 3, 2), {"adjoint": True}), ((3, 3), (2, 3), {"left": False, "adjoint": True})):
-        lu, piv, _ = lu_factor_np(well_conditioned(rng, sa), True)
-        yield Sample((lu, piv.astype(np.int32), rng.standard_normal(sb)), attrs, name=f"{sa}x{sb}-{attrs}",
-                     grad=sa != (2, 4, 4))
+        yield Sample((well_conditioned(rng, sa), _pivots(rng, sa[:-2], sa[-1]), rng.standard_normal(sb)), attrs,
+                     name=f"{sa}x{sb}-{attrs}", grad=sa != (2, 4, 4))
 
 
 def _peer_lu_solve(lu, piv, b, left=True, adjoint=False):
@@ -300,13 +293,10 @@ linalg_spec("lu_solve", ("LU", "pivots", "B"), _check_factor_solve("lu_solve", T
 
 
 def _ldl_solve_samples(rng):
-    from ..backends.reference.linalg_factor import ldl_factor_np
-
-    for s, (a,) in zip(range(3), (x.inputs for x in _ldl_samples(rng))):
-        herm = s == 1
-        ld, piv, _ = ldl_factor_np(a, herm)
-        yield Sample((ld, piv.astype(np.int32), rng.standard_normal(a.shape[:-1] + (2,))), {"hermitian": herm},
-                     name=f"{a.shape}-h{herm}", grad=False)
+    """(LD, pivots, B) with 1x1 blocks: a dominant diagonal D, random unit-lower L, valid interchanges."""
+    for shape, herm in (((4, 4), False), ((2, 3, 3), True)):
+        yield Sample((well_conditioned(rng, shape), _pivots(rng, shape[:-2], shape[-1]),
+                      rng.standard_normal(shape[:-1] + (2,))), {"hermitian": herm}, name=f"{shape}-h{herm}", grad=False)
 
 
 def _peer_ldl_solve(ld, piv, b, hermitian=False):
