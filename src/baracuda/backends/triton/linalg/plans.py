@@ -1,0 +1,236 @@
+"""Triton plans of the linalg solve family for batches of small matrices (n <= 64, f32 / f64): the host side of
+small.py's kernels, and lu_unpack (any size).
+
+Batch dims broadcast by views (``broadcast_to`` then a flat batch: a copy only where the batch strides do not flatten);
+transposed reads are swapped strides.  Priority: above cuSOLVER for n <= 64 (one program per matrix against one
+library call or a batched call per matrix group), below it beyond (the registration refuses n > 64).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+
+from ...._core.dtypes import DType
+from ....ops.linalg_factor import check_info
+from ....ops.linalg_solve import is_vector_rhs
+from .._lib.geometry import cdiv
+from .._lib.register import register_triton
+from .small import _chol_kernel, _lu_kernel, _solve_kernel
+from .unpack import run_lu_unpack, unpack_into
+
+MAX_N = 64
+_REAL = frozenset({DType.f32, DType.f64})
+_NOTE = "complex matrices: the cuSOLVER backend (the register kernels are real)"
+
+
+def _tile(n: int) -> tuple[int, int]:
+    """(N, num_warps): the register tile and the warps per program.  One warp holds a 16x16 tile in 8 registers
+    per thread; 32x32 in 2 warps (16 per thread); 64x64 in 8 warps.  Fewer warps keep the per-step reductions in
+    warp shuffles: to be swept on the H100 (bench rows 65536x32x32)."""
+    N = max(2, triton.next_power_of_2(max(n, 1)))
+    return N, (1 if N <= 16 else 2 if N <= 32 else 8)
+
+
+def _flat(t, batch, core):
+    """``t`` broadcast to batch + core, viewed as (B, *core)."""
+    return t.broadcast_to(tuple(batch) + tuple(core)).reshape((math.prod(batch),) + tuple(core))
+
+
+def _small(desc, square=True):
+    a = desc.inputs[1] if desc.op == "cholesky_solve" else desc.inputs[0]
+    m, n = a.shape[-2:]
+    if square and m != n:
+        return f"square matrices only (given {m}x{n}): cuSOLVER takes rectangular ones"
+    if max(m, n) > MAX_N:
+        return f"n = {max(m, n)} > {MAX_N}: the register kernels hold the whole matrix; cuSOLVER above"
+    return None
+
+
+def _prio(desc, dev):
+    return 20.0 if dev.type == "cuda" else -200.0
+
+
+def _register(op, bind, route, supports=_small):
+    register_triton(op, bind=bind, route=route, supports=supports, dtypes=_REAL, dtypes_note=_NOTE, priority=_prio)
+
+
+def _mat(t, batch, n_rows, n_cols, transpose=False):
+    v = _flat(t, batch, (n_rows, n_cols))
+    s = v.stride()
+    return v, (s[0], s[2], s[1]) if transpose else tuple(s)
+
+
+# -- cholesky --------------------------------------------------------------------------------------------------------
+def _bind_chol(desc, pref):
+    ex = desc.op == "cholesky_ex"
+    up = desc.attr("upper")
+    n = desc.inputs[0].shape[-1]
+    batch = desc.inputs[0].shape[:-2]
+    N, warps = _tile(n)
+
+    def run(d, inputs, outputs, ws):
+        a, out = inputs[0], outputs[0]
+        av, sa = _mat(a, batch, n, n, up)      # upper: A^T's lower triangle is A's upper
+        lv, sl = _mat(out, batch, n, n, up)    # ... and U = L^T is stored through the same transpose
+        info = outputs[1] if ex else torch.zeros(batch, dtype=torch.int32, device=a.device)
+        if av.shape[0]:
+            _chol_kernel[(av.shape[0],)](av, lv, info, n, *sa, *sl, HAS_INFO=True, N=N, num_warps=warps)
+        if not ex:
+            check_info(d.op, "chol", info, pref)
+    return run
+
+
+# -- LU and determinants ---------------------------------------------------------------------------------------------
+_DET_OUT = {"det": 1, "slogdet": 2, "logdet": 3}
+
+
+def _bind_lu(desc, pref):
+    a = desc.inputs[0]
+    n = a.shape[-1]
+    batch = a.shape[:-2]
+    N, warps = _tile(n)
+    op = desc.op
+    mode = _DET_OUT.get(op, 0)
+    pivot = desc.attr("pivot") if mode == 0 else True
+
+    def run(d, inputs, outputs, ws):
+        x = inputs[0]
+        av, sa = _mat(x, batch, n, n)
+        nb = av.shape[0]
+        if mode:
+            o1 = outputs[0].reshape(-1)
+            o2 = outputs[1].reshape(-1) if op == "slogdet" else o1
+            if nb:
+                _lu_kernel[(nb,)](av, o1, o1, o1, o2, n, *sa, 1, 0, 0, 0, PIVOT=True, OUT=mode, HAS_INFO=False,
+                                  N=N, num_warps=warps)
+            return
+        unpack = op == "lu"
+        lu = torch.empty_like(av) if unpack else outputs[0].reshape(av.shape)
+        piv = torch.empty((nb, n), dtype=torch.int32, device=x.device) if unpack else outputs[1].reshape(nb, n)
+        info = outputs[2].reshape(-1) if op == "lu_factor_ex" else torch.zeros(nb, dtype=torch.int32, device=x.device)
+        if nb:
+            _lu_kernel[(nb,)](av, lu, piv, info, lu, n, *sa, *lu.stride(), piv.stride(0), PIVOT=pivot, OUT=0,
+                              HAS_INFO=True, N=N, num_warps=warps)
+        if unpack:
+            unpack_into(lu, piv, *(o.reshape((nb,) + o.shape[-2:]) for o in outputs))
+        elif op == "lu_factor":
+            check_info(op, "lu", info, pref)
+    return run
+
+
+# -- solves ------------------------------------------------------------------------------------------------------------
+def _rhs_view(t, batch, n, left, vector):
+    """A right-hand side (or solution) as (B, n, k) with the strides of op's left form (right: the transpose)."""
+    if vector:
+        t = t.unsqueeze(-1)
+    rows, cols = t.shape[-2:]
+    if left:
+        return _mat(t, batch, rows, cols) + (cols,)
+    return _mat(t, batch, rows, cols, True) + (rows,)
+
+
+def _launch_solve(a, sa, piv, sp, b, sb, x, sx, info, n, k, nb, **cx):
+    N, warps = _tile(n)
+    bk = min(max(2, triton.next_power_of_2(max(k, 1))), N, 32 if N >= 64 else 64)
+    if nb and k:
+        _solve_kernel[(nb, cdiv(k, bk))](a, piv, b, x, info, n, k, *sa, sp, *sb, *sx, N=N, BK=bk,
+                                         num_warps=warps, **cx)
+
+
+_CX = dict(LOWER=True, UNIT=False, ADJ=False, EYE=False, HAS_INFO=False)
+
+
+def _bind_solve(desc, pref):
+    """solve / solve_ex (FACT 0), solve_triangular (2), cholesky_solve (1), lu_solve (3)."""
+    op = desc.op
+    if op == "cholesky_solve":
+        bspec, aspec = desc.inputs
+    elif op == "lu_solve":
+        aspec, _, bspec = desc.inputs
+    else:
+        aspec, bspec = desc.inputs
+    n = aspec.shape[-1]
+    left = desc.attr("left") if op != "cholesky_solve" else True
+    vector = op in ("solve", "solve_ex") and is_vector_rhs(aspec, bspec)
+    xs = desc.outputs[0]
+    batch = xs.shape[:-1] if vector else xs.shape[:-2]
+    cx = dict(_CX)
+    trans_a = not left
+    if op in ("solve", "solve_ex"):
+        cx.update(FACT=0, HAS_INFO=True)
+    elif op == "solve_triangular":
+        cx.update(FACT=2, LOWER=desc.attr("upper") != left, UNIT=desc.attr("unitriangular"))
+    elif op == "cholesky_solve":
+        cx.update(FACT=1)
+        trans_a = desc.attr("upper")   # U^H U = (U^T)(U^T)^T: the lower factor U^T (real)
+    else:
+        cx.update(FACT=3, ADJ=desc.attr("adjoint") != (not left))   # X A = B is A^T X^T = B^T: the packed LU
+        trans_a = False                                              # is read as it is, the kernel transposes
+
+    def run(d, inputs, outputs, ws):
+        if op == "cholesky_solve":
+            b, a = inputs
+        elif op == "lu_solve":
+            a, piv, b = inputs
+        else:
+            a, b = inputs
+        av, sa = _mat(a, batch, n, n, trans_a)
+        bv, sb, k = _rhs_view(b, batch, n, left, vector)
+        xv, sx, _ = _rhs_view(outputs[0], batch, n, left, vector)
+        pv = _flat(piv, batch, (n,)).contiguous() if op == "lu_solve" else av   # (the kernel reads rows of n)
+        sp = n if op == "lu_solve" else 0
+        nb = av.shape[0]
+        info = torch.zeros(nb, dtype=torch.int32, device=a.device) if cx["HAS_INFO"] else av
+        _launch_solve(av, sa, pv, sp, bv, sb, xv, sx, info, n, k, nb, **cx)
+        if cx["HAS_INFO"]:
+            info = _info_of_a(info, batch, aspec.shape[:-2])
+            if op == "solve_ex":
+                outputs[1].copy_(info)
+            else:
+                check_info(op, "solve", info, pref)
+    return run
+
+
+def _info_of_a(info, batch, a_batch):
+    """solve's info is on A's batch: the entry of each A (every broadcast copy of it holds the same) as a view."""
+    full = info.reshape(batch)
+    lead = len(batch) - len(a_batch)
+    idx = (0,) * lead + tuple(slice(0, 1) if s == 1 else slice(None) for s in a_batch)
+    return full[idx].reshape(a_batch)
+
+
+def _bind_inv(desc, pref):
+    """inv / inv_ex (FACT 0 on the identity), cholesky_inverse (FACT 1 on the identity)."""
+    op = desc.op
+    a = desc.inputs[0]
+    n = a.shape[-1]
+    batch = a.shape[:-2]
+    chol = op == "cholesky_inverse"
+    cx = dict(_CX, EYE=True, FACT=1 if chol else 0, HAS_INFO=not chol)
+
+    def run(d, inputs, outputs, ws):
+        av, sa = _mat(inputs[0], batch, n, n, chol and desc.attr("upper"))
+        xv, sx = _mat(outputs[0], batch, n, n)
+        nb = av.shape[0]
+        info = (outputs[1].reshape(-1) if op == "inv_ex" else torch.zeros(nb, dtype=torch.int32, device=av.device))
+        if n == 0:
+            info.zero_()   # (no launch for empty matrices: their info is 0)
+        _launch_solve(av, sa, av, 0, av, (0, 0, 0), xv, sx, info, n, n, nb, **cx)
+        if op == "inv":
+            check_info(op, "inv", info, pref)
+    return run
+
+
+for _op in ("cholesky", "cholesky_ex"):
+    _register(_op, _bind_chol, "triton:chol_small")
+for _op in ("lu_factor", "lu_factor_ex", "det", "slogdet", "logdet"):
+    _register(_op, _bind_lu, "triton:lu_small")
+_register("lu", _bind_lu, "triton:lu_small+unpack")
+for _op in ("solve", "solve_ex", "solve_triangular", "cholesky_solve", "lu_solve"):
+    _register(_op, _bind_solve, f"triton:solve_small({_op})")
+for _op in ("inv", "inv_ex", "cholesky_inverse"):
+    _register(_op, _bind_inv, f"triton:solve_small({_op}, identity)")
+register_triton("lu_unpack", run_lu_unpack, route="triton:lu_unpack", dtypes=_REAL, dtypes_note=_NOTE,
+                priority=_prio)

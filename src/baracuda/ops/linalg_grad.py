@@ -1,0 +1,261 @@
+"""Backward rules of the factorization / solve / determinant ops (linalg_factor.py, linalg_solve.py, linalg_det.py):
+torch's formulas (FunctionsManual.cpp), composed of baracuda ops through ``ctx``.
+
+The matrix products, transposes and triangle masks compose ``matmul`` / ``transpose`` / ``tril`` / ``triu`` /
+``reduce_to``, which are defined for real dtypes; a complex operand goes through its real and imaginary parts
+(``_M``: four real products per complex product).  Conventions: A^H is the conjugate transpose; complex gradients
+are torch's (conjugate Wirtinger).
+
+cholesky          gA = L^-H Phi(L^H gL) L^-1, Phi(X) = (tril(X) + tril(X, -1)^H) / 2: Hermitian, both triangles (torch),
+                  so it is not the derivative with respect to the independent entries of the triangle the op reads
+                  (grad_is_derivative=False: tests/linalg checks it with Hermitian finite differences)
+cholesky_solve    gB = cholesky_solve(gX, L); gL = -(C L) (upper: -(L C)), C = gB X^H + X gB^H
+cholesky_inverse  gL = -(C L) (upper: -(L C)), C = R (g + g^H) R
+lu / lu_factor    (square) gA = P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H; rectangular: UnsupportedError
+lu_solve          gB = lu_solve(gX, adjoint flipped); gA as solve's, then gLU = tril(P^T gA U^H, -1) + triu(L^H P^T gA)
+solve / _triangular  gB = solve(A^H, gX); gA = -gB X^H (left) / -X^H gB (right), masked to the triangle
+inv               gA = -R^H g R^H
+det / slogdet / logdet   c A^-H with c = g conj(det) / g_logabs + i Im(conj(sign) g_sign) / g; A^-1 from ``inv``
+                  (a singular A raises LinAlgError there: torch's SVD-based singular case is not implemented)
+"""
+from __future__ import annotations
+
+from .._core.derive import declare_rule_ops
+from .._core.errors import UnsupportedError
+
+__all__ = ["is_vector_rhs", "g_cholesky", "g_cholesky_solve", "g_cholesky_inverse", "g_lu", "g_lu_factor", "g_lu_unpack",
+           "g_lu_solve", "g_solve", "g_solve_triangular", "g_inv", "g_det"]
+
+
+class _M:
+    """Matrix helpers of one rule: real ops on real operands, on the real and imaginary parts of complex ones."""
+
+    def __init__(self, ctx, d):
+        self.ctx, self.cplx = ctx, d.dtype.is_complex
+
+    def _parts(self, fn, *xs):
+        c = self.ctx
+        if not self.cplx:
+            return fn(*xs)
+        return c.op("complex", fn(*[c.op("real", x) for x in xs]), fn(*[c.op("imag", x) for x in xs]))
+
+    def mm(self, a, b):
+        c = self.ctx
+        if not self.cplx:
+            return c.op("matmul", a, b)
+        ar, ai, br, bi = c.op("real", a), c.op("imag", a), c.op("real", b), c.op("imag", b)
+        re = c.op("sub", c.op("matmul", ar, br), c.op("matmul", ai, bi))
+        return c.op("complex", re, c.op("add", c.op("matmul", ar, bi), c.op("matmul", ai, br)))
+
+    def t(self, x):
+        n = len(self.ctx.spec_of(x).shape)
+        return self._parts(lambda y: self.ctx.op("transpose", y, dim0=n - 2, dim1=n - 1), x)
+
+    def h(self, x):
+        """x^H."""
+        x = self.t(x)
+        return self.ctx.op("conj", x) if self.cplx else x
+
+    def tril(self, x, k=0):
+        return self._parts(lambda y: self.ctx.op("tril", y, diagonal=k), x)
+
+    def triu(self, x, k=0):
+        return self._parts(lambda y: self.ctx.op("triu", y, diagonal=k), x)
+
+    def reduce(self, g, shape):
+        if tuple(self.ctx.spec_of(g).shape) == tuple(shape):
+            return g
+        return self._parts(lambda y: self.ctx.reduce_to(y, shape), g)
+
+    def add(self, a, b):
+        return self.ctx.op("add", a, b)
+
+    def neg(self, a):
+        return self.ctx.op("neg", a)
+
+    def half(self, a):
+        return self.ctx.op("mul_scalar", a, scalar=0.5)
+
+    def trsm(self, a, b, upper, left=True, unit=False):
+        return self.ctx.op("solve_triangular", a, b, upper=upper, left=left, unitriangular=unit)
+
+    def as_matrix(self, v, left):
+        """A vector right-hand side (or its gradient) as a one-column (left) / one-row matrix."""
+        s = tuple(self.ctx.spec_of(v).shape)
+        return self.ctx.reshape(v, s + (1,) if left else s[:-1] + (1, s[-1]))
+
+
+def is_vector_rhs(a, b) -> bool:
+    """torch.linalg.solve's rule: B is a (batch of) vector(s) when 1-D or when its shape is A's minus the last dim."""
+    return len(b.shape) == 1 or (len(b.shape) == len(a.shape) - 1 and tuple(b.shape) == tuple(a.shape[:-1]))
+
+
+# -- cholesky family ---------------------------------------------------------------------------------------------------
+def g_cholesky(ctx, d, grads, s):
+    m = _M(ctx, d)
+    g = grads[0]
+    if g is None:
+        return (None,)
+    up = d.attr("upper")
+    L = s["out0"] if "out0" in s else s["out"]
+    if up:
+        L, g = m.h(L), m.h(g)
+    ga = m.tril(m.mm(m.h(L), g))
+    ga = m.half(m.add(ga, m.h(m.tril(ga, -1))))
+    ga = m.trsm(m.h(L), ga, upper=True)
+    return (m.trsm(L, ga, upper=False, left=False),)
+
+
+def _chol_term(m, L, c, upper):
+    return m.neg(m.mm(L, c) if upper else m.mm(c, L))
+
+
+def g_cholesky_solve(ctx, d, grads, s):
+    m = _M(ctx, d)
+    up = d.attr("upper")
+    gb = ctx.op("cholesky_solve", grads[0], s["L"], upper=up)
+    c = m.mm(gb, m.h(s["out"]))
+    c = m.add(c, m.h(c))
+    gl = _chol_term(m, s["L"], c, up)
+    return m.reduce(gb, d.inputs[0].shape), m.reduce(gl, d.inputs[1].shape)
+
+
+def _real_diagonal(ctx, x):
+    """x with its diagonal's imaginary part dropped (a complex Cholesky factor as cholesky_inverse reads it)."""
+    im = ctx.op("imag", x)
+    im = ctx.op("add", ctx.op("tril", im, diagonal=-1), ctx.op("triu", im, diagonal=1))
+    return ctx.op("complex", ctx.op("real", x), im)
+
+
+def g_cholesky_inverse(ctx, d, grads, s):
+    """The op reads a complex factor's diagonal as its real part: the rule uses that factor, and the imaginary part
+    of the diagonal gets no gradient."""
+    m = _M(ctx, d)
+    r = s["out"]
+    L = _real_diagonal(ctx, s["L"]) if m.cplx else s["L"]
+    c = m.mm(r, m.mm(m.add(grads[0], m.h(grads[0])), r))
+    gl = _chol_term(m, L, c, d.attr("upper"))
+    return (_real_diagonal(ctx, gl) if m.cplx else gl,)
+
+
+# -- LU ---------------------------------------------------------------------------------------------------------------
+def _square_only(d, what):
+    m, n = d.inputs[0].shape[-2:]
+    if m != n:
+        raise UnsupportedError(d.op, f"the gradient of {what} is implemented for square matrices only (given "
+                                     f"{m}x{n}; torch's wide / tall formulas are not)")
+
+
+def _lu_grad(m, P, L, U, gl, gu):
+    """gA = P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H of A = P L U (gl / gu None: zero)."""
+    parts = [m.tril(m.mm(m.h(L), gl), -1) if gl is not None else None,
+             m.triu(m.mm(gu, m.h(U))) if gu is not None else None]
+    parts = [p for p in parts if p is not None]
+    gr = parts[0] if len(parts) == 1 else m.add(*parts)
+    ga = m.trsm(m.h(L), gr, upper=True, unit=True)
+    ga = m.trsm(m.h(U), ga, upper=False, left=False)
+    return m.mm(P, ga)
+
+
+def g_lu(ctx, d, grads, s):
+    _square_only(d, "lu")
+    m = _M(ctx, d)
+    if grads[1] is None and grads[2] is None:
+        return (None,)
+    return (_lu_grad(m, s["out0"], s["out1"], s["out2"], grads[1], grads[2]),)
+
+
+def g_lu_factor(ctx, d, grads, s):
+    """gLU carries gL below the diagonal and gU on and above it; the tril / triu of _lu_grad pick each."""
+    _square_only(d, d.op)
+    m = _M(ctx, d)
+    P, L, U = ctx.op("lu_unpack", s["out0"], s["out1"])
+    return (_lu_grad(m, P, L, U, grads[0], grads[0]),)
+
+
+def g_lu_unpack(ctx, d, grads, s):
+    _square_only(d, "lu_unpack")
+    m = _M(ctx, d)
+    parts = [p for p in (m.tril(grads[1], -1) if grads[1] is not None else None,
+                         m.triu(grads[2]) if grads[2] is not None else None) if p is not None]
+    if not parts:
+        return None, None
+    return (parts[0] if len(parts) == 1 else m.add(*parts)), None
+
+
+def _solve_ga(m, gb, x, left, adjoint):
+    """The gradient of A in op(A) X = B / X op(A) = B given gB (the solve of gX with the adjoint flipped)."""
+    if left:
+        return m.neg(m.mm(x, m.h(gb)) if adjoint else m.mm(gb, m.h(x)))
+    return m.neg(m.mm(m.h(gb), x) if adjoint else m.mm(m.h(x), gb))
+
+
+def g_lu_solve(ctx, d, grads, s):
+    m = _M(ctx, d)
+    left, adj = d.attr("left"), d.attr("adjoint")
+    lu, piv = s["LU"], s["pivots"]
+    gb = ctx.op("lu_solve", lu, piv, grads[0], left=left, adjoint=not adj)
+    ga = _solve_ga(m, gb, s["out"], left, adj)
+    ga = m.reduce(ga, d.inputs[0].shape)
+    P, L, U = ctx.op("lu_unpack", lu, piv)
+    pga = m.mm(m.t(P), ga)   # (P is real: P^T = P^H)
+    glu = m.add(m.tril(m.mm(pga, m.h(U)), -1), m.triu(m.mm(m.h(L), pga)))
+    return glu, None, m.reduce(gb, d.inputs[2].shape)
+
+
+# -- solve, solve_triangular, inv ------------------------------------------------------------------------------------
+def g_solve(ctx, d, grads, s):
+    m = _M(ctx, d)
+    left = d.attr("left")
+    a, b = d.inputs
+    x = s["out0"] if "out0" in s else s["out"]
+    gb = ctx.op("solve", m.h(s["A"]), grads[0], left=left)
+    if is_vector_rhs(a, b):
+        gbm, xm = m.as_matrix(gb, left), m.as_matrix(x, left)
+    else:
+        gbm, xm = gb, x
+    ga = _solve_ga(m, gbm, xm, left, False)
+    return m.reduce(ga, a.shape), m.reduce(gb, b.shape)
+
+
+def g_solve_triangular(ctx, d, grads, s):
+    m = _M(ctx, d)
+    up, left, unit = d.attr("upper"), d.attr("left"), d.attr("unitriangular")
+    gb = m.trsm(m.h(s["A"]), grads[0], upper=not up, left=left, unit=unit)
+    ga = _solve_ga(m, gb, s["out"], left, False)
+    k = 1 if unit else 0
+    ga = m.triu(ga, k) if up else m.tril(ga, -k)
+    return m.reduce(ga, d.inputs[0].shape), m.reduce(gb, d.inputs[1].shape)
+
+
+def g_inv(ctx, d, grads, s):
+    m = _M(ctx, d)
+    rh = m.h(s["out0"] if "out0" in s else s["out"])
+    return (m.neg(m.mm(rh, m.mm(grads[0], rh))),)
+
+
+def g_det(ctx, d, grads, s):
+    m = _M(ctx, d)
+    c = ctx.op
+    if d.op == "slogdet":
+        g_sign, g_abs = grads
+        if g_abs is None and (g_sign is None or not m.cplx):
+            return (None,)
+        coef = g_abs
+        if m.cplx and g_sign is not None:
+            im = c("imag", c("mul", c("conj", s["out0"]), g_sign))
+            coef = c("complex", g_abs if g_abs is not None else c("mul_scalar", im, scalar=0.0), im)
+        elif m.cplx:
+            coef = c("complex", g_abs, c("mul_scalar", g_abs, scalar=0.0))
+    elif d.op == "det":
+        coef = c("mul", grads[0], c("conj", s["out"]) if m.cplx else s["out"])
+    else:
+        coef = grads[0]
+    shape = tuple(ctx.spec_of(coef).shape)
+    inv_h = m.h(c("inv", s["A"]))
+    return (c("mul", ctx.reshape(coef, shape + (1, 1)), inv_h),)
+
+
+declare_rule_ops(__name__, "complex", "real", "imag", "matmul", "sub", "add", "transpose", "conj", "tril", "triu",
+                 "neg", "mul_scalar", "mul", "solve_triangular", "cholesky_solve", "lu_unpack", "lu_solve", "solve",
+                 "inv")

@@ -1,0 +1,154 @@
+"""Semantics of the linalg solve family the generic tests cannot express: torch's Hermitian cholesky gradient against
+Hermitian finite differences, LinAlgError / info for singular and non-positive-definite inputs (reference and the
+Triton kernels under the interpreter), the Bunch-Kaufman factor's reconstruction and LAPACK pivot parity, LU without
+pivoting, and the drop-ins' return types."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import baracuda as bc
+import baracuda.torch as bt
+from baracuda._core.device import as_device
+from baracuda._core.sku import Backend
+from baracuda.backends.reference.linalg_factor import ldl_factor_np, ldl_reconstruct
+from baracuda.ops.linalg_common import LinAlgError
+from baracuda.testing import forced_plan
+
+CPU = as_device("cpu")
+BACKENDS = [Backend.REFERENCE, Backend.TRITON]
+
+
+def _plan(op, backend, *arrays, **attrs):
+    p = forced_plan(bc.Descriptor.like(op, *arrays, **attrs), CPU, backend)
+    assert not isinstance(p, str), p
+    return p
+
+
+def _pd(n, seed=0, batch=()):
+    rng = np.random.default_rng(seed)
+    b = rng.standard_normal(batch + (n, n))
+    return b @ np.swapaxes(b, -1, -2) + n * np.eye(n)
+
+
+def test_cholesky_gradient_is_the_hermitian_derivative():
+    """L(A) = <G, chol(A)> for symmetric perturbations A + t (E + E^T): torch's (symmetric) gradient gives
+    <gA, E + E^T>, which central differences of the forward reproduce."""
+    a = _pd(4, 1)
+    rng = np.random.default_rng(2)
+    g = rng.standard_normal((4, 4))
+    d = bc.Descriptor.like("cholesky", a)
+    L = bc.Plan.select(d, CPU).run(a)
+    (ga,) = bc.BackwardPlan.select(d, CPU).run(g, out=L)
+    assert np.allclose(ga, ga.T, atol=1e-12)
+    for _ in range(3):
+        e = rng.standard_normal((4, 4))
+        e = e + e.T
+        h = 1e-6
+        fd = (np.sum(g * np.linalg.cholesky(a + h * e)) - np.sum(g * np.linalg.cholesky(a - h * e))) / (2 * h)
+        assert abs(fd - np.sum(ga * e)) < 1e-6 * max(1.0, abs(fd))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_not_positive_definite_raises_and_ex_reports_the_minor(backend):
+    a = _pd(4, 3, (2,)).astype(np.float32)
+    a[1, 2, 2] = -50.0                        # the leading minor of order 3 of batch element 1 fails
+    t = torch.from_numpy(a)
+    arr = t if backend == Backend.TRITON else a
+    with pytest.raises(LinAlgError, match="cholesky: .*leading minor of order 3"):
+        _plan("cholesky", backend, a).run(arr)
+    _, info = _plan("cholesky_ex", backend, a).run(arr)
+    assert np.asarray(info).tolist() == [0, 3]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_singular_matrix_info_and_errors(backend):
+    a = np.random.default_rng(4).standard_normal((2, 3, 3))
+    a[0, :, 2] = a[0, :, 0] + a[0, :, 1]      # rank 2: LU's third pivot is zero (to rounding: exact here)
+    a[0] = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])
+    arr = torch.from_numpy(a) if backend == Backend.TRITON else a
+    for op in ("inv", "lu_factor"):
+        with pytest.raises(LinAlgError, match=f"{op}: "):
+            _plan(op, backend, a).run(arr)
+    b = np.ones((2, 3, 1))
+    with pytest.raises(LinAlgError, match="solve: "):
+        _plan("solve", backend, a, b).run(arr, torch.from_numpy(b) if backend == Backend.TRITON else b)
+    for op in ("inv_ex", "lu_factor_ex"):
+        info = _plan(op, backend, a).run(arr)[-1]
+        assert np.asarray(info).tolist() == [3, 0], op
+    det = _plan("det", backend, a).run(arr)
+    assert abs(float(det[0])) < 1e-12
+
+
+@pytest.mark.parametrize("herm", [False, True])
+def test_ldl_matches_lapack_pivots_and_reconstructs(herm):
+    """Pivots equal LAPACK's (torch's CPU ldl_factor runs sytrf) and L D L^T rebuilds A (complex: L D L^H)."""
+    rng = np.random.default_rng(5)
+    b = rng.standard_normal((3, 6, 6)) + (1j * rng.standard_normal((3, 6, 6)) if herm else 0)
+    a = b + (np.conj(np.swapaxes(b, -1, -2)) if herm else np.swapaxes(b, -1, -2))
+    a[0, 0, 0] = 1e-3                          # a small first pivot: a 2x2 block
+    ld, piv, info = ldl_factor_np(a, herm)
+    tld, tpiv = torch.linalg.ldl_factor(torch.from_numpy(a), hermitian=herm)
+    assert np.array_equal(piv, tpiv.numpy()) and (piv < 0).any()
+    assert np.allclose(np.tril(ld), np.tril(tld.numpy()), atol=1e-10)
+    want = np.tril(a) + np.conj(np.swapaxes(np.tril(a, -1), -1, -2)) if herm else a
+    assert np.allclose(ldl_reconstruct(ld, piv, herm), want, atol=1e-10)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_lu_without_pivoting(backend):
+    """pivot=False (torch computes it on CUDA only): pivots 1..n, L U = A."""
+    a = _pd(4, 6).astype(np.float64)
+    arr = torch.from_numpy(a) if backend == Backend.TRITON else a
+    lu, piv = _plan("lu_factor", backend, a, pivot=False).run(arr)
+    lu = np.asarray(lu)
+    assert np.asarray(piv).tolist() == [1, 2, 3, 4]
+    L = np.tril(lu, -1) + np.eye(4)
+    assert np.allclose(L @ np.triu(lu), a, atol=1e-12)
+
+
+def test_dropins_match_torch_and_return_torch_types():
+    a = torch.from_numpy(_pd(3, 7, (2,)))
+    b = torch.randn(2, 3, 2, dtype=torch.float64)
+    assert type(bt.linalg.cholesky_ex(a)).__name__ == "linalg_cholesky_ex"
+    p, lo, up = bt.linalg.lu(a)
+    torch.testing.assert_close(p @ lo @ up, a)
+    lu, piv = bt.linalg.lu_factor(a)
+    torch.testing.assert_close(bt.linalg.lu_solve(lu, piv, b), torch.linalg.solve(a, b))
+    torch.testing.assert_close(bt.linalg.solve(a, b[..., 0]), torch.linalg.solve(a, b[..., 0]))
+    sign, logabs = bt.linalg.slogdet(a)
+    torch.testing.assert_close(logabs, torch.linalg.slogdet(a).logabsdet)
+    with pytest.raises(RuntimeError, match="not positive-definite"):
+        bt.linalg.cholesky_ex(-a, check_errors=True)
+    x = a.clone().requires_grad_()
+    bt.linalg.det(x).sum().backward()
+    y = a.clone().requires_grad_()
+    torch.linalg.det(y).sum().backward()
+    torch.testing.assert_close(x.grad, y.grad)
+
+
+def test_vector_rhs_gradient_matches_torch():
+    a = torch.from_numpy(_pd(3, 8, (2,))).requires_grad_()
+    b = torch.randn(2, 3, dtype=torch.float64, requires_grad=True)
+    g = torch.randn(2, 3, dtype=torch.float64)
+    got = torch.autograd.grad(bt.linalg.solve(a, b), (a, b), g)
+    want = torch.autograd.grad(torch.linalg.solve(a, b), (a, b), g)
+    for x, y in zip(got, want):
+        torch.testing.assert_close(x, y)
+
+
+@pytest.mark.parametrize("herm", [False, True])
+def test_ldl_solve_with_two_by_two_blocks(herm):
+    """ldl_solve on a real Bunch-Kaufman factor with 2x2 blocks solves the factored matrix (reference and torch)."""
+    rng = np.random.default_rng(9)
+    b = rng.standard_normal((5, 5)) + (1j * rng.standard_normal((5, 5)) if herm else 0)
+    a = b + (b.conj().T if herm else b.T)
+    a[0, 0] = 1e-3
+    ld, piv, _ = ldl_factor_np(a, herm)
+    assert (piv < 0).any()
+    rhs = rng.standard_normal((5, 2)).astype(a.dtype)
+    x = bc.Plan.select(bc.Descriptor.like("ldl_solve", ld, piv, rhs, hermitian=herm), CPU).run(ld, piv, rhs)
+    assert np.allclose(a @ x, rhs, atol=1e-10)
+    t = torch.linalg.ldl_solve(torch.from_numpy(ld), torch.from_numpy(piv), torch.from_numpy(rhs), hermitian=herm)
+    assert np.allclose(x, t.numpy(), atol=1e-10)
