@@ -14,7 +14,6 @@ inv(A) / inv_ex(A) -> inverse (, info).
 """
 from __future__ import annotations
 
-import numpy as np
 
 from .._core.dtypes import DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
