@@ -121,9 +121,25 @@ def test_forward(spec, backend, dt):
             outs = out if isinstance(out, tuple) else (out,)
             for j, (o, r) in enumerate(zip(outs, ref)):
                 assert tuple(o.shape) == desc.outputs[j].shape
+                if backend == Backend.CURAND:   # cuRAND's stream: the distribution's support, not the reference's values
+                    _check_random_support(spec.name, desc, o)
+                    continue
                 _check_out(spec, o, r, rtol, atol, f"{spec.name}[{sample.name}] {backend} {dt} {layout} out{j}")
         ran += 1
     assert ran or not _samples(spec, dt), f"{spec.name}: {backend} refused every sample for {dt}"
+
+
+def _check_random_support(name, desc, out):
+    """A generator whose stream is not the reference's (cuRAND): every value inside the distribution's support."""
+    v = np.asarray(out.double().cpu() if hasattr(out, "cpu") else out, dtype=np.float64)
+    a = desc.attr_dict
+    assert np.isfinite(v).all(), f"{name}: non-finite values"
+    if name in ("uniform", "randint"):
+        assert ((v >= a["low"]) & (v <= a["high"])).all(), f"{name}: values outside [{a['low']}, {a['high']}]"
+    elif name == "exponential":
+        assert (v >= 0).all(), f"{name}: negative values"
+    elif name == "bernoulli":
+        assert np.isin(v, (0.0, 1.0)).all(), f"{name}: values other than 0 and 1"
 
 
 def _torch_peer_tol(dt, rtol, atol):

@@ -254,7 +254,7 @@ def _bind(desc, pref=None):
         def run(d, inputs, outputs, ws):
             x, w = _view(inputs[0], nd2), _view(inputs[1], nd2)
             y = _view(outputs[0], nd2, cl)
-            bias = inputs[2] if len(inputs) == 3 else None
+            bias = inputs[2].contiguous() if len(inputs) == 3 else None   # (cuDNN reads it as a packed [1, C, 1..])
             image, resp = (y, x) if tr else (x, y)
             run_one(kind, image, resp, w, bias, x.get_device())
         return run

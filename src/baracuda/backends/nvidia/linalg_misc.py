@@ -474,9 +474,21 @@ def _cublas_supports(desc):
 
 _ELEMENTWISE = ("vander", "vander_backward", "cross", "vecdot")   # no factorization, no host read: capturable
 
+# ops some of whose descriptors need no factorization (the cuBLAS plan); the others always factor (pinv, rank, cond,
+# lstsq: cuSOLVER only, so no backend is registered that refuses every problem of its op)
+_SOMETIMES_PLAIN = ("matrix_norm", "matrix_power")
+
+
+def _backends_of(op: str) -> tuple:
+    if op in _ELEMENTWISE or op.startswith("matrix_exp"):
+        return (Backend.CUBLAS,)
+    if op.replace("_backward", "") in _SOMETIMES_PLAIN:
+        return (Backend.CUBLAS, Backend.CUSOLVER)
+    return (Backend.CUSOLVER,)
+
+
 for _op, _run in RUNS.items():
-    for _backend in (Backend.CUBLAS,) if _op in _ELEMENTWISE or _op.startswith("matrix_exp") else (Backend.CUBLAS,
-                                                                                                   Backend.CUSOLVER):
+    for _backend in _backends_of(_op):
         register(Impl(op=_op, backend=_backend, run=default_run(bind_guarded(_run)), bind=bind_guarded(_run),
                       precision=gemm_precision, devices=frozenset({"cuda"}),
                       dtypes=frozenset(LINALG_DTYPES + (INT_DTYPES if _op in ("cross", "vander") else ())),
