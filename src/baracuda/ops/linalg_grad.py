@@ -11,7 +11,9 @@ cholesky          gA = L^-H Phi(L^H gL) L^-1, Phi(X) = (tril(X) + tril(X, -1)^H)
                   (grad_is_derivative=False: tests/linalg checks it with Hermitian finite differences)
 cholesky_solve    gB = cholesky_solve(gX, L); gL = -(C L) (upper: -(L C)), C = gB X^H + X gB^H
 cholesky_inverse  gL = -(C L) (upper: -(L C)), C = R (g + g^H) R
-lu / lu_factor    (square) gA = P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H; rectangular: UnsupportedError
+lu / lu_factor    torch's linalg_lu_backward: (square, wide) gA = P L^-H [pad(tril(L^H gL - triu(gU) U^H, -1) U1^-H)
+                  + triu(gU)], (tall) its transposed analogue with L1, L2 (see _lu_grad); lu_factor's gLU is split
+                  into gL (first k columns) and gU (first k rows); lu_unpack: tril(gL, -1) + triu(gU), zero-padded
 lu_solve          gB = lu_solve(gX, adjoint flipped); gA as solve's, then gLU = tril(P^T gA U^H, -1) + triu(L^H P^T gA)
 solve / _triangular  gB = solve(A^H, gX); gA = -gB X^H (left) / -X^H gB (right), masked to the triangle
 inv               gA = -R^H g R^H
@@ -21,7 +23,6 @@ det / slogdet / logdet   c A^-H with c = g conj(det) / g_logabs + i Im(conj(sign
 from __future__ import annotations
 
 from .._core.derive import declare_rule_ops
-from .._core.errors import UnsupportedError
 
 __all__ = ["is_vector_rhs", "g_cholesky", "g_cholesky_solve", "g_cholesky_inverse", "g_lu", "g_lu_factor", "g_lu_unpack",
            "g_lu_solve", "g_solve", "g_solve_triangular", "g_inv", "g_det"]
@@ -69,6 +70,13 @@ class _M:
 
     def add(self, a, b):
         return self.ctx.op("add", a, b)
+
+    def pad(self, x, rows=0, cols=0):
+        """x with ``rows`` zero rows appended below / ``cols`` zero columns on the right (negative: that many
+        dropped)."""
+        if not rows and not cols:
+            return x
+        return self._parts(lambda y: self.ctx.op("pad", y, pad=(0, cols, 0, rows)), x)
 
     def neg(self, a):
         return self.ctx.op("neg", a)
@@ -139,26 +147,40 @@ def g_cholesky_inverse(ctx, d, grads, s):
 
 
 # -- LU ---------------------------------------------------------------------------------------------------------------
-def _square_only(d, what):
-    m, n = d.inputs[0].shape[-2:]
-    if m != n:
-        raise UnsupportedError(d.op, f"the gradient of {what} is implemented for square matrices only (given "
-                                     f"{m}x{n}; torch's wide / tall formulas are not)")
-
-
 def _lu_grad(m, P, L, U, gl, gu):
-    """gA = P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H of A = P L U (gl / gu None: zero)."""
-    parts = [m.tril(m.mm(m.h(L), gl), -1) if gl is not None else None,
-             m.triu(m.mm(gu, m.h(U))) if gu is not None else None]
-    parts = [p for p in parts if p is not None]
-    gr = parts[0] if len(parts) == 1 else m.add(*parts)
-    ga = m.trsm(m.h(L), gr, upper=True, unit=True)
-    ga = m.trsm(m.h(U), ga, upper=False, left=False)
+    """torch's linalg_lu_backward for A = P L U, L (r, k) unit lower, U (k, c), k = min(r, c) (gl / gu None: zero).
+
+    r <= c (square or wide, U = [U1 U2]):  gA = P L^-H [pad(tril(L^H gL - triu(gU) U^H, -1) U1^-H) + triu(gU)]
+    r > c (tall, L = [L1; L2]):            gA = P [pad(L1^-H triu(gU U^H - L^H tril(gL, -1))) + tril(gL, -1)] U^-H
+    pad fills the missing columns (wide) / rows (tall) with zeros: U2's gradient (wide) / L2's (tall) enters through
+    the triu(gU) / tril(gL, -1) term alone.  (The square case is either form.)"""
+    r, k = m.ctx.spec_of(L).shape[-2:]
+    c = m.ctx.spec_of(U).shape[-1]
+    if r <= c:
+        terms = [m.mm(m.h(L), gl) if gl is not None else None,
+                 m.neg(m.mm(m.triu(gu), m.h(U))) if gu is not None else None]
+        x = m.trsm(m.h(m.pad(U, cols=k - c)), m.tril(_sum(m, terms), -1), upper=False, left=False)
+        x = _sum(m, [m.pad(x, cols=c - k), m.triu(gu) if gu is not None else None])
+        ga = m.trsm(m.h(L), x, upper=True, unit=True)
+    else:
+        gl = m.tril(gl, -1) if gl is not None else None
+        terms = [m.mm(gu, m.h(U)) if gu is not None else None,
+                 m.neg(m.mm(m.h(L), gl)) if gl is not None else None]
+        x = m.trsm(m.h(m.pad(L, rows=k - r)), m.triu(_sum(m, terms)), upper=True, unit=True)
+        x = _sum(m, [m.pad(x, rows=r - k), gl])
+        ga = m.trsm(m.h(U), x, upper=False, left=False)
     return m.mm(P, ga)
 
 
+def _sum(m, terms):
+    terms = [t for t in terms if t is not None]
+    out = terms[0]
+    for t in terms[1:]:
+        out = m.add(out, t)
+    return out
+
+
 def g_lu(ctx, d, grads, s):
-    _square_only(d, "lu")
     m = _M(ctx, d)
     if grads[1] is None and grads[2] is None:
         return (None,)
@@ -166,21 +188,25 @@ def g_lu(ctx, d, grads, s):
 
 
 def g_lu_factor(ctx, d, grads, s):
-    """gLU carries gL below the diagonal and gU on and above it; the tril / triu of _lu_grad pick each."""
-    _square_only(d, d.op)
+    """gLU (r, c) carries gL (its first k columns) below the diagonal and gU (its first k rows) on and above it (torch's
+    lu_factor_ex_backward)."""
     m = _M(ctx, d)
+    r, c = d.inputs[0].shape[-2:]
+    k = min(r, c)
     P, L, U = ctx.op("lu_unpack", s["out0"], s["out1"])
-    return (_lu_grad(m, P, L, U, grads[0], grads[0]),)
+    g = grads[0]
+    return (_lu_grad(m, P, L, U, m.pad(g, cols=k - c), m.pad(g, rows=k - r)),)
 
 
 def g_lu_unpack(ctx, d, grads, s):
-    _square_only(d, "lu_unpack")
+    """gLU = tril(gL, -1) + triu(gU), each zero-padded to LU's (r, c) (torch's lu_unpack_backward)."""
     m = _M(ctx, d)
-    parts = [p for p in (m.tril(grads[1], -1) if grads[1] is not None else None,
-                         m.triu(grads[2]) if grads[2] is not None else None) if p is not None]
-    if not parts:
+    r, c = d.inputs[0].shape[-2:]
+    k = min(r, c)
+    if grads[1] is None and grads[2] is None:
         return None, None
-    return (parts[0] if len(parts) == 1 else m.add(*parts)), None
+    return _sum(m, [m.pad(m.tril(grads[1], -1), cols=c - k) if grads[1] is not None else None,
+                    m.pad(m.triu(grads[2]), rows=r - k) if grads[2] is not None else None]), None
 
 
 def _solve_ga(m, gb, x, left, adjoint):
@@ -257,5 +283,5 @@ def g_det(ctx, d, grads, s):
 
 
 declare_rule_ops(__name__, "complex", "real", "imag", "matmul", "sub", "add", "transpose", "conj", "tril", "triu",
-                 "neg", "mul_scalar", "mul", "solve_triangular", "cholesky_solve", "lu_unpack", "lu_solve", "solve",
-                 "inv")
+                 "neg", "mul_scalar", "mul", "pad", "solve_triangular", "cholesky_solve", "lu_unpack", "lu_solve",
+                 "solve", "inv")
