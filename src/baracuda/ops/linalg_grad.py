@@ -40,13 +40,33 @@ class _M:
             return fn(*xs)
         return c.op("complex", fn(*[c.op("real", x) for x in xs]), fn(*[c.op("imag", x) for x in xs]))
 
-    def mm(self, a, b):
+    def mm(self, a, b, ha=False, hb=False):
+        """a @ b, a^H (ha) / b^H (hb) taken by matmul's transpose flags (no transposed copy); complex: the parts'
+        four real products, the conjugation a sign."""
         c = self.ctx
         if not self.cplx:
-            return c.op("matmul", a, b)
+            return c.op("matmul", a, b, trans_a=ha, trans_b=hb)
         ar, ai, br, bi = c.op("real", a), c.op("imag", a), c.op("real", b), c.op("imag", b)
-        re = c.op("sub", c.op("matmul", ar, br), c.op("matmul", ai, bi))
-        return c.op("complex", re, c.op("add", c.op("matmul", ar, bi), c.op("matmul", ai, br)))
+
+        def p(x, y):
+            return c.op("matmul", x, y, trans_a=ha, trans_b=hb)
+        # (ar + i sa ai)(br + i sb bi), sa = -1 for a^H: re = ar br - sa sb ai bi, im = sb ar bi + sa ai br
+        rr, ii, ri, ir = p(ar, br), p(ai, bi), p(ar, bi), p(ai, br)
+        re = c.op("add", rr, ii) if ha != hb else c.op("sub", rr, ii)
+        if ha and hb:
+            im = c.op("neg", c.op("add", ri, ir))
+        elif ha:
+            im = c.op("sub", ri, ir)
+        elif hb:
+            im = c.op("sub", ir, ri)
+        else:
+            im = c.op("add", ri, ir)
+        return c.op("complex", re, im)
+
+    def perm(self, P, x, t=False):
+        """P x (t: P^T x = P^H x) for a permutation matrix P: real, so two real products for a complex x."""
+        pr = self.ctx.op("real", P) if self.cplx else P
+        return self._parts(lambda y: self.ctx.op("matmul", pr, y, trans_a=t), x)
 
     def t(self, x):
         n = len(self.ctx.spec_of(x).shape)
@@ -108,7 +128,7 @@ def g_cholesky(ctx, d, grads, s):
     L = s["out0"] if "out0" in s else s["out"]
     if up:
         L, g = m.h(L), m.h(g)
-    ga = m.tril(m.mm(m.h(L), g))
+    ga = m.tril(m.mm(L, g, ha=True))
     ga = m.half(m.add(ga, m.h(m.tril(ga, -1))))
     ga = m.trsm(m.h(L), ga, upper=True)
     return (m.trsm(L, ga, upper=False, left=False),)
@@ -122,7 +142,7 @@ def g_cholesky_solve(ctx, d, grads, s):
     m = _M(ctx, d)
     up = d.attr("upper")
     gb = ctx.op("cholesky_solve", grads[0], s["L"], upper=up)
-    c = m.mm(gb, m.h(s["out"]))
+    c = m.mm(gb, s["out"], hb=True)
     c = m.add(c, m.h(c))
     gl = _chol_term(m, s["L"], c, up)
     return m.reduce(gb, d.inputs[0].shape), m.reduce(gl, d.inputs[1].shape)
@@ -157,27 +177,27 @@ def _lu_grad(m, P, L, U, gl, gu):
     r, k = m.ctx.spec_of(L).shape[-2:]
     c = m.ctx.spec_of(U).shape[-1]
     if r <= c:
-        terms = [m.mm(m.h(L), gl) if gl is not None else None,
-                 m.neg(m.mm(m.triu(gu), m.h(U))) if gu is not None else None]
-        x = m.trsm(m.h(m.pad(U, cols=k - c)), m.tril(_sum(m, terms), -1), upper=False, left=False)
-        x = _sum(m, [m.pad(x, cols=c - k), m.triu(gu) if gu is not None else None])
-        ga = m.trsm(m.h(L), x, upper=True, unit=True)
+        gu = m.triu(gu) if gu is not None else None
+        x = m.tril(_diff(m, m.mm(L, gl, ha=True) if gl is not None else None,
+                         m.mm(gu, U, hb=True) if gu is not None else None), -1)
+        x = m.trsm(m.h(m.pad(U, cols=k - c)), x, upper=False, left=False)
+        ga = m.trsm(m.h(L), _diff(m, m.pad(x, cols=c - k), gu, sign=1), upper=True, unit=True)
     else:
         gl = m.tril(gl, -1) if gl is not None else None
-        terms = [m.mm(gu, m.h(U)) if gu is not None else None,
-                 m.neg(m.mm(m.h(L), gl)) if gl is not None else None]
-        x = m.trsm(m.h(m.pad(L, rows=k - r)), m.triu(_sum(m, terms)), upper=True, unit=True)
-        x = _sum(m, [m.pad(x, rows=r - k), gl])
-        ga = m.trsm(m.h(U), x, upper=False, left=False)
-    return m.mm(P, ga)
+        x = m.triu(_diff(m, m.mm(gu, U, hb=True) if gu is not None else None,
+                         m.mm(L, gl, ha=True) if gl is not None else None))
+        x = m.trsm(m.h(m.pad(L, rows=k - r)), x, upper=True, unit=True)
+        ga = m.trsm(m.h(U), _diff(m, m.pad(x, rows=r - k), gl, sign=1), upper=False, left=False)
+    return m.perm(P, ga)
 
 
-def _sum(m, terms):
-    terms = [t for t in terms if t is not None]
-    out = terms[0]
-    for t in terms[1:]:
-        out = m.add(out, t)
-    return out
+def _diff(m, a, b, sign=-1):
+    """a + sign * b, either None (zero; not both)."""
+    if b is None:
+        return a
+    if a is None:
+        return b if sign > 0 else m.neg(b)
+    return m.add(a, b) if sign > 0 else m.ctx.op("sub", a, b)
 
 
 def g_lu(ctx, d, grads, s):
@@ -205,15 +225,15 @@ def g_lu_unpack(ctx, d, grads, s):
     k = min(r, c)
     if grads[1] is None and grads[2] is None:
         return None, None
-    return _sum(m, [m.pad(m.tril(grads[1], -1), cols=c - k) if grads[1] is not None else None,
-                    m.pad(m.triu(grads[2]), rows=r - k) if grads[2] is not None else None]), None
+    return _diff(m, m.pad(m.tril(grads[1], -1), cols=c - k) if grads[1] is not None else None,
+                 m.pad(m.triu(grads[2]), rows=r - k) if grads[2] is not None else None, sign=1), None
 
 
 def _solve_ga(m, gb, x, left, adjoint):
     """The gradient of A in op(A) X = B / X op(A) = B given gB (the solve of gX with the adjoint flipped)."""
     if left:
-        return m.neg(m.mm(x, m.h(gb)) if adjoint else m.mm(gb, m.h(x)))
-    return m.neg(m.mm(m.h(gb), x) if adjoint else m.mm(m.h(x), gb))
+        return m.neg(m.mm(x, gb, hb=True) if adjoint else m.mm(gb, x, hb=True))
+    return m.neg(m.mm(gb, x, ha=True) if adjoint else m.mm(x, gb, ha=True))
 
 
 def g_lu_solve(ctx, d, grads, s):
@@ -224,8 +244,8 @@ def g_lu_solve(ctx, d, grads, s):
     ga = _solve_ga(m, gb, s["out"], left, adj)
     ga = m.reduce(ga, d.inputs[0].shape)
     P, L, U = ctx.op("lu_unpack", lu, piv)
-    pga = m.mm(m.t(P), ga)   # (P is real: P^T = P^H)
-    glu = m.add(m.tril(m.mm(pga, m.h(U)), -1), m.triu(m.mm(m.h(L), pga)))
+    pga = m.perm(P, ga, t=True)
+    glu = m.add(m.tril(m.mm(pga, U, hb=True), -1), m.triu(m.mm(L, pga, ha=True)))
     return glu, None, m.reduce(gb, d.inputs[2].shape)
 
 
@@ -256,8 +276,8 @@ def g_solve_triangular(ctx, d, grads, s):
 
 def g_inv(ctx, d, grads, s):
     m = _M(ctx, d)
-    rh = m.h(s["out0"] if "out0" in s else s["out"])
-    return (m.neg(m.mm(rh, m.mm(grads[0], rh))),)
+    r = s["out0"] if "out0" in s else s["out"]
+    return (m.neg(m.mm(r, m.mm(grads[0], r, hb=True), ha=True)),)
 
 
 def g_det(ctx, d, grads, s):
