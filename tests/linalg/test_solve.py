@@ -1,7 +1,7 @@
 """Semantics of the linalg solve family the generic tests cannot express: torch's Hermitian cholesky gradient against
 Hermitian finite differences, LinAlgError / info for singular and non-positive-definite inputs (reference and the
 Triton kernels under the interpreter), the Bunch-Kaufman factor's reconstruction and LAPACK pivot parity, LU without
-pivoting, and the drop-ins' return types."""
+pivoting, and the drop-ins' return types; the wide / tall LU gradients (finite differences, torch autograd)."""
 from __future__ import annotations
 
 import numpy as np
@@ -154,3 +154,25 @@ def test_ldl_solve_with_two_by_two_blocks(herm):
     assert np.allclose(a @ x, rhs, atol=1e-10)
     t = torch.linalg.ldl_solve(torch.from_numpy(ld), torch.from_numpy(piv), torch.from_numpy(rhs), hermitian=herm)
     assert np.allclose(x, t.numpy(), atol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+@pytest.mark.parametrize("shape", [(3, 5), (2, 4, 3)], ids=["wide", "tall-batched"])
+def test_rectangular_lu_gradients(shape, dtype):
+    """torch's wide / tall LU gradients (lu, lu_factor_ex, lu_unpack w.r.t. LU_data): gradcheck's finite differences
+    (complex: both Wirtinger parts) on the reference, and torch's autograd on the same cotangents."""
+    gen = torch.Generator().manual_seed(11)
+    a = torch.randn(shape, dtype=dtype, generator=gen)
+    piv = torch.linalg.lu_factor(a).pivots
+    fns = {"lu": (lambda x: bt.linalg.lu(x)[1:], lambda x: torch.linalg.lu(x)[1:]),
+           "lu_factor_ex": (lambda x: bt.linalg.lu_factor_ex(x)[0], lambda x: torch.linalg.lu_factor_ex(x)[0]),
+           "lu_unpack": (lambda x: bt.lu_unpack(x, piv)[1:], lambda x: torch.lu_unpack(x, piv)[1:])}
+    with bc.preference(bc.PlanPreference(prefer=["reference"])):
+        for name, (ours, theirs) in fns.items():
+            x = (torch.linalg.lu_factor(a).LU if name == "lu_unpack" else a).requires_grad_()
+            assert torch.autograd.gradcheck(ours, (x,), eps=1e-6, atol=1e-7, rtol=1e-6), name
+            got, want = ours(x), theirs(x)
+            got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
+            cot = [torch.randn(w.shape, dtype=dtype, generator=gen) for w in want]
+            torch.testing.assert_close(torch.autograd.grad(got, x, cot)[0], torch.autograd.grad(want, x, cot)[0],
+                                       rtol=1e-10, atol=1e-10, msg=name)

@@ -309,9 +309,9 @@ def _dropin_lu(op, ex):
 def _lu_samples(rng):
     for shape in ((3, 3), (2, 4, 4)):
         yield Sample((well_conditioned(rng, shape),), {}, name=f"{shape}")
-    # a rectangular pair (tall, wide): no gradient (square only, see linalg_grad.g_lu)
-    yield Sample((rng.standard_normal((2, 5, 3)),), {}, name="tall", grad=False)
-    yield Sample((rng.standard_normal((3, 5)),), {}, name="wide", grad=False)
+    # a rectangular pair (tall, wide): torch's two rectangular gradient formulas (linalg_grad._lu_grad)
+    yield Sample((rng.standard_normal((2, 5, 3)),), {}, name="tall")
+    yield Sample((rng.standard_normal((3, 5)),), {}, name="wide")
     yield Sample((rng.standard_normal((0, 3, 3)),), {}, name="empty-batch", grad=False)
 
 
@@ -361,8 +361,7 @@ def _unpack_samples(rng):
     """(LU, pivots) of random problems: LU entries N(0, 1), valid pivots."""
     for shape in ((3, 3), (2, 4, 4), (5, 3), (2, 3, 5)):
         m, n = shape[-2:]
-        yield Sample((rng.standard_normal(shape), _pivots(rng, shape[:-2], m, min(m, n))), {}, name=f"{shape}",
-                     grad=m == n)
+        yield Sample((rng.standard_normal(shape), _pivots(rng, shape[:-2], m, min(m, n))), {}, name=f"{shape}")
 
 
 def _dropin_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):

@@ -11,7 +11,9 @@ cholesky          gA = L^-H Phi(L^H gL) L^-1, Phi(X) = (tril(X) + tril(X, -1)^H)
                   (grad_is_derivative=False: tests/linalg checks it with Hermitian finite differences)
 cholesky_solve    gB = cholesky_solve(gX, L); gL = -(C L) (upper: -(L C)), C = gB X^H + X gB^H
 cholesky_inverse  gL = -(C L) (upper: -(L C)), C = R (g + g^H) R
-lu / lu_factor    (square) gA = P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H; rectangular: UnsupportedError
+lu / lu_factor    torch's linalg_lu_backward: (square, wide) gA = P L^-H [pad(tril(L^H gL - triu(gU) U^H, -1) U1^-H)
+                  + triu(gU)], (tall) its transposed analogue with L1, L2 (see _lu_grad); lu_factor's gLU is split
+                  into gL (first k columns) and gU (first k rows); lu_unpack: tril(gL, -1) + triu(gU), zero-padded
 lu_solve          gB = lu_solve(gX, adjoint flipped); gA as solve's, then gLU = tril(P^T gA U^H, -1) + triu(L^H P^T gA)
 solve / _triangular  gB = solve(A^H, gX); gA = -gB X^H (left) / -X^H gB (right), masked to the triangle
 inv               gA = -R^H g R^H
@@ -21,7 +23,6 @@ det / slogdet / logdet   c A^-H with c = g conj(det) / g_logabs + i Im(conj(sign
 from __future__ import annotations
 
 from .._core.derive import declare_rule_ops
-from .._core.errors import UnsupportedError
 
 __all__ = ["is_vector_rhs", "g_cholesky", "g_cholesky_solve", "g_cholesky_inverse", "g_lu", "g_lu_factor", "g_lu_unpack",
            "g_lu_solve", "g_solve", "g_solve_triangular", "g_inv", "g_det"]
@@ -39,13 +40,33 @@ class _M:
             return fn(*xs)
         return c.op("complex", fn(*[c.op("real", x) for x in xs]), fn(*[c.op("imag", x) for x in xs]))
 
-    def mm(self, a, b):
+    def mm(self, a, b, ha=False, hb=False):
+        """a @ b, a^H (ha) / b^H (hb) taken by matmul's transpose flags (no transposed copy); complex: the parts'
+        four real products, the conjugation a sign."""
         c = self.ctx
         if not self.cplx:
-            return c.op("matmul", a, b)
+            return c.op("matmul", a, b, trans_a=ha, trans_b=hb)
         ar, ai, br, bi = c.op("real", a), c.op("imag", a), c.op("real", b), c.op("imag", b)
-        re = c.op("sub", c.op("matmul", ar, br), c.op("matmul", ai, bi))
-        return c.op("complex", re, c.op("add", c.op("matmul", ar, bi), c.op("matmul", ai, br)))
+
+        def p(x, y):
+            return c.op("matmul", x, y, trans_a=ha, trans_b=hb)
+        # (ar + i sa ai)(br + i sb bi), sa = -1 for a^H: re = ar br - sa sb ai bi, im = sb ar bi + sa ai br
+        rr, ii, ri, ir = p(ar, br), p(ai, bi), p(ar, bi), p(ai, br)
+        re = c.op("add", rr, ii) if ha != hb else c.op("sub", rr, ii)
+        if ha and hb:
+            im = c.op("neg", c.op("add", ri, ir))
+        elif ha:
+            im = c.op("sub", ri, ir)
+        elif hb:
+            im = c.op("sub", ir, ri)
+        else:
+            im = c.op("add", ri, ir)
+        return c.op("complex", re, im)
+
+    def perm(self, P, x, t=False):
+        """P x (t: P^T x = P^H x) for a permutation matrix P: real, so two real products for a complex x."""
+        pr = self.ctx.op("real", P) if self.cplx else P
+        return self._parts(lambda y: self.ctx.op("matmul", pr, y, trans_a=t), x)
 
     def t(self, x):
         n = len(self.ctx.spec_of(x).shape)
@@ -69,6 +90,13 @@ class _M:
 
     def add(self, a, b):
         return self.ctx.op("add", a, b)
+
+    def pad(self, x, rows=0, cols=0):
+        """x with ``rows`` zero rows appended below / ``cols`` zero columns on the right (negative: that many
+        dropped)."""
+        if not rows and not cols:
+            return x
+        return self._parts(lambda y: self.ctx.op("pad", y, pad=(0, cols, 0, rows)), x)
 
     def neg(self, a):
         return self.ctx.op("neg", a)
@@ -100,7 +128,7 @@ def g_cholesky(ctx, d, grads, s):
     L = s["out0"] if "out0" in s else s["out"]
     if up:
         L, g = m.h(L), m.h(g)
-    ga = m.tril(m.mm(m.h(L), g))
+    ga = m.tril(m.mm(L, g, ha=True))
     ga = m.half(m.add(ga, m.h(m.tril(ga, -1))))
     ga = m.trsm(m.h(L), ga, upper=True)
     return (m.trsm(L, ga, upper=False, left=False),)
@@ -114,7 +142,7 @@ def g_cholesky_solve(ctx, d, grads, s):
     m = _M(ctx, d)
     up = d.attr("upper")
     gb = ctx.op("cholesky_solve", grads[0], s["L"], upper=up)
-    c = m.mm(gb, m.h(s["out"]))
+    c = m.mm(gb, s["out"], hb=True)
     c = m.add(c, m.h(c))
     gl = _chol_term(m, s["L"], c, up)
     return m.reduce(gb, d.inputs[0].shape), m.reduce(gl, d.inputs[1].shape)
@@ -139,26 +167,40 @@ def g_cholesky_inverse(ctx, d, grads, s):
 
 
 # -- LU ---------------------------------------------------------------------------------------------------------------
-def _square_only(d, what):
-    m, n = d.inputs[0].shape[-2:]
-    if m != n:
-        raise UnsupportedError(d.op, f"the gradient of {what} is implemented for square matrices only (given "
-                                     f"{m}x{n}; torch's wide / tall formulas are not)")
-
-
 def _lu_grad(m, P, L, U, gl, gu):
-    """gA = P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H of A = P L U (gl / gu None: zero)."""
-    parts = [m.tril(m.mm(m.h(L), gl), -1) if gl is not None else None,
-             m.triu(m.mm(gu, m.h(U))) if gu is not None else None]
-    parts = [p for p in parts if p is not None]
-    gr = parts[0] if len(parts) == 1 else m.add(*parts)
-    ga = m.trsm(m.h(L), gr, upper=True, unit=True)
-    ga = m.trsm(m.h(U), ga, upper=False, left=False)
-    return m.mm(P, ga)
+    """torch's linalg_lu_backward for A = P L U, L (r, k) unit lower, U (k, c), k = min(r, c) (gl / gu None: zero).
+
+    r <= c (square or wide, U = [U1 U2]):  gA = P L^-H [pad(tril(L^H gL - triu(gU) U^H, -1) U1^-H) + triu(gU)]
+    r > c (tall, L = [L1; L2]):            gA = P [pad(L1^-H triu(gU U^H - L^H tril(gL, -1))) + tril(gL, -1)] U^-H
+    pad fills the missing columns (wide) / rows (tall) with zeros: U2's gradient (wide) / L2's (tall) enters through
+    the triu(gU) / tril(gL, -1) term alone.  (The square case is either form.)"""
+    r, k = m.ctx.spec_of(L).shape[-2:]
+    c = m.ctx.spec_of(U).shape[-1]
+    if r <= c:
+        gu = m.triu(gu) if gu is not None else None
+        x = m.tril(_diff(m, m.mm(L, gl, ha=True) if gl is not None else None,
+                         m.mm(gu, U, hb=True) if gu is not None else None), -1)
+        x = m.trsm(m.h(m.pad(U, cols=k - c)), x, upper=False, left=False)
+        ga = m.trsm(m.h(L), _diff(m, m.pad(x, cols=c - k), gu, sign=1), upper=True, unit=True)
+    else:
+        gl = m.tril(gl, -1) if gl is not None else None
+        x = m.triu(_diff(m, m.mm(gu, U, hb=True) if gu is not None else None,
+                         m.mm(L, gl, ha=True) if gl is not None else None))
+        x = m.trsm(m.h(m.pad(L, rows=k - r)), x, upper=True, unit=True)
+        ga = m.trsm(m.h(U), _diff(m, m.pad(x, rows=r - k), gl, sign=1), upper=False, left=False)
+    return m.perm(P, ga)
+
+
+def _diff(m, a, b, sign=-1):
+    """a + sign * b, either None (zero; not both)."""
+    if b is None:
+        return a
+    if a is None:
+        return b if sign > 0 else m.neg(b)
+    return m.add(a, b) if sign > 0 else m.ctx.op("sub", a, b)
 
 
 def g_lu(ctx, d, grads, s):
-    _square_only(d, "lu")
     m = _M(ctx, d)
     if grads[1] is None and grads[2] is None:
         return (None,)
@@ -166,28 +208,32 @@ def g_lu(ctx, d, grads, s):
 
 
 def g_lu_factor(ctx, d, grads, s):
-    """gLU carries gL below the diagonal and gU on and above it; the tril / triu of _lu_grad pick each."""
-    _square_only(d, d.op)
+    """gLU (r, c) carries gL (its first k columns) below the diagonal and gU (its first k rows) on and above it (torch's
+    lu_factor_ex_backward)."""
     m = _M(ctx, d)
+    r, c = d.inputs[0].shape[-2:]
+    k = min(r, c)
     P, L, U = ctx.op("lu_unpack", s["out0"], s["out1"])
-    return (_lu_grad(m, P, L, U, grads[0], grads[0]),)
+    g = grads[0]
+    return (_lu_grad(m, P, L, U, m.pad(g, cols=k - c), m.pad(g, rows=k - r)),)
 
 
 def g_lu_unpack(ctx, d, grads, s):
-    _square_only(d, "lu_unpack")
+    """gLU = tril(gL, -1) + triu(gU), each zero-padded to LU's (r, c) (torch's lu_unpack_backward)."""
     m = _M(ctx, d)
-    parts = [p for p in (m.tril(grads[1], -1) if grads[1] is not None else None,
-                         m.triu(grads[2]) if grads[2] is not None else None) if p is not None]
-    if not parts:
+    r, c = d.inputs[0].shape[-2:]
+    k = min(r, c)
+    if grads[1] is None and grads[2] is None:
         return None, None
-    return (parts[0] if len(parts) == 1 else m.add(*parts)), None
+    return _diff(m, m.pad(m.tril(grads[1], -1), cols=c - k) if grads[1] is not None else None,
+                 m.pad(m.triu(grads[2]), rows=r - k) if grads[2] is not None else None, sign=1), None
 
 
 def _solve_ga(m, gb, x, left, adjoint):
     """The gradient of A in op(A) X = B / X op(A) = B given gB (the solve of gX with the adjoint flipped)."""
     if left:
-        return m.neg(m.mm(x, m.h(gb)) if adjoint else m.mm(gb, m.h(x)))
-    return m.neg(m.mm(m.h(gb), x) if adjoint else m.mm(m.h(x), gb))
+        return m.neg(m.mm(x, gb, hb=True) if adjoint else m.mm(gb, x, hb=True))
+    return m.neg(m.mm(gb, x, ha=True) if adjoint else m.mm(x, gb, ha=True))
 
 
 def g_lu_solve(ctx, d, grads, s):
@@ -198,8 +244,8 @@ def g_lu_solve(ctx, d, grads, s):
     ga = _solve_ga(m, gb, s["out"], left, adj)
     ga = m.reduce(ga, d.inputs[0].shape)
     P, L, U = ctx.op("lu_unpack", lu, piv)
-    pga = m.mm(m.t(P), ga)   # (P is real: P^T = P^H)
-    glu = m.add(m.tril(m.mm(pga, m.h(U)), -1), m.triu(m.mm(m.h(L), pga)))
+    pga = m.perm(P, ga, t=True)
+    glu = m.add(m.tril(m.mm(pga, U, hb=True), -1), m.triu(m.mm(L, pga, ha=True)))
     return glu, None, m.reduce(gb, d.inputs[2].shape)
 
 
@@ -230,8 +276,8 @@ def g_solve_triangular(ctx, d, grads, s):
 
 def g_inv(ctx, d, grads, s):
     m = _M(ctx, d)
-    rh = m.h(s["out0"] if "out0" in s else s["out"])
-    return (m.neg(m.mm(rh, m.mm(grads[0], rh))),)
+    r = s["out0"] if "out0" in s else s["out"]
+    return (m.neg(m.mm(r, m.mm(grads[0], r, hb=True), ha=True)),)
 
 
 def g_det(ctx, d, grads, s):
@@ -257,5 +303,5 @@ def g_det(ctx, d, grads, s):
 
 
 declare_rule_ops(__name__, "complex", "real", "imag", "matmul", "sub", "add", "transpose", "conj", "tril", "triu",
-                 "neg", "mul_scalar", "mul", "solve_triangular", "cholesky_solve", "lu_unpack", "lu_solve", "solve",
-                 "inv")
+                 "neg", "mul_scalar", "mul", "pad", "solve_triangular", "cholesky_solve", "lu_unpack", "lu_solve",
+                 "solve", "inv")
