@@ -192,7 +192,8 @@ def _check_bw(op, names, outs, against):
 # -- backward rules --------------------------------------------------------------------------------------------
 def _fused_rule(bw, with_out):
     def rule(ctx, d, grads, s):
-        if grads[0] is None:
+        dt = d.inputs[0].dtype
+        if grads[0] is None or not (dt.is_floating or dt.is_complex):   # integer inputs (vander): no gradient
             return (None,) * len(d.inputs)
         saved = [s[n] for n in d.spec.arg_names] + ([s["out"]] if with_out else [])
         res = ctx.op(bw, *saved, grads[0], **d.attr_dict)
@@ -213,6 +214,8 @@ def _g_lstsq(ctx, d, grads, s):
 
 def _g_cross(ctx, d, grads, s):
     (g,) = grads
+    if g is None or not (d.inputs[0].dtype.is_floating or d.inputs[0].dtype.is_complex):   # integer cross: none
+        return (None, None)
     x, y = s["x"], s["y"]
     cplx = d.inputs[0].dtype.is_complex
     conj = (lambda t: ctx.op("conj", t)) if cplx else (lambda t: t)
