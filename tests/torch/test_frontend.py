@@ -83,6 +83,11 @@ def _ours(dotted: str):
 PUBLISHED = sorted(bt.PUBLISHED.items())
 
 
+# drop-ins whose vector outputs follow baracuda's one gauge, not LAPACK's (docs/parity.md): values checked on the
+# first output (eigen / singular values), the vectors by their own family tests
+_GAUGED = {"linalg.eig", "linalg.eigh", "linalg.svd", "svd"}
+
+
 @pytest.mark.parametrize("name,op", PUBLISHED, ids=[n for n, _ in PUBLISHED])
 def test_dropin_same_call_same_result(name, op):
     """Calling baracuda.torch.X exactly as torch.X (positional tensors, default arguments) gives torch's result."""
@@ -111,8 +116,10 @@ def test_dropin_same_call_same_result(name, op):
         got = _ours("torch." + name)(*xs)
         want = want if isinstance(want, (tuple, list)) else (want,)
         got = got if isinstance(got, (tuple, list)) else (got,)
-        for g, w in zip(got, want):
+        for j, (g, w) in enumerate(zip(got, want)):
             assert g.dtype == w.dtype and g.shape == w.shape
+            if j and name in _GAUGED:           # eigen / singular vectors: another sign / phase (docs/parity.md)
+                continue
             if not spec.values_unspecified:     # (empty_like: uninitialized)
                 torch.testing.assert_close(g, w, rtol=1e-6, atol=1e-7, equal_nan=True)
         tried += 1
