@@ -232,5 +232,4 @@ for _op in ("solve", "solve_ex", "solve_triangular", "cholesky_solve", "lu_solve
     _register(_op, _bind_solve, f"triton:solve_small({_op})")
 for _op in ("inv", "inv_ex", "cholesky_inverse"):
     _register(_op, _bind_inv, f"triton:solve_small({_op}, identity)")
-register_triton("lu_unpack", run_lu_unpack, route="triton:lu_unpack", dtypes=_REAL, dtypes_note=_NOTE,
-                priority=_prio)
+register_triton("lu_unpack", run_lu_unpack, route="triton:lu_unpack", priority=_prio)   # (complex: two planes)

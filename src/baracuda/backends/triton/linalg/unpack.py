@@ -1,6 +1,8 @@
 """lu_unpack on the GPU, any size: the permutation of each matrix from its pivots (one program per matrix, the
 interchanges applied in order to a register vector), then P, L and U written tile by tile from LU and the permutation
-(P[i, j] = 1 where row i of A is row j of L U: perm[j] == i)."""
+(P[i, j] = 1 where row i of A is row j of L U: perm[j] == i).  Complex matrices run the same kernel on their real
+and imaginary planes (strided real views), the unit entries (P's ones, L's diagonal) written on the real plane
+only."""
 from __future__ import annotations
 
 import math
@@ -30,14 +32,15 @@ def _perm_kernel(piv_ptr, perm_ptr, m, k, spb, M: tl.constexpr):
 
 @triton.jit
 def _unpack_kernel(lu_ptr, perm_ptr, p_ptr, l_ptr, u_ptr, m, n, k, M: tl.constexpr,
-                   sab, sar, sac, spb, spr, spc, slb, slr, slc, sub, sur, suc, BI: tl.constexpr, BJ: tl.constexpr):
+                   sab, sar, sac, spb, spr, spc, slb, slr, slc, sub, sur, suc, ONE: tl.constexpr, BI: tl.constexpr,
+                   BJ: tl.constexpr):
     b = tl.program_id(0).to(tl.int64)
     i = (tl.program_id(1) * BI + tl.arange(0, BI))[:, None]
     j = (tl.program_id(2) * BJ + tl.arange(0, BJ))[None, :]
     lu = tl.load(lu_ptr + b * sab + i * sar + j * sac, mask=(i < m) & (j < n), other=0.0)
     perm = tl.load(perm_ptr + b * M + j, mask=j < m, other=-1)
-    tl.store(p_ptr + b * spb + i * spr + j * spc, tl.where(perm == i, 1.0, 0.0).to(lu.dtype), mask=(i < m) & (j < m))
-    low = tl.where(j < i, lu, tl.where(j == i, 1.0, 0.0).to(lu.dtype))
+    tl.store(p_ptr + b * spb + i * spr + j * spc, tl.where(perm == i, ONE, 0.0).to(lu.dtype), mask=(i < m) & (j < m))
+    low = tl.where(j < i, lu, tl.where(j == i, ONE, 0.0).to(lu.dtype))
     tl.store(l_ptr + b * slb + i * slr + j * slc, low, mask=(i < m) & (j < k))
     tl.store(u_ptr + b * sub + i * sur + j * suc, tl.where(j >= i, lu, 0.0), mask=(i < k) & (j < n))
 
@@ -53,8 +56,13 @@ def unpack_into(lu, piv, P, L, U):
     _perm_kernel[(nb,)](piv, perm, m, k, piv.stride(0),  # (rows of unit stride)
                          M=M, num_warps=4 if M <= 1024 else 8)
     grid = (nb, cdiv(m, _BI), cdiv(max(m, n), _BJ))
-    _unpack_kernel[grid](lu, perm, P, L, U, m, n, k, M, *lu.stride(), *P.stride(), *L.stride(), *U.stride(),
-                         BI=_BI, BJ=_BJ, num_warps=4)
+    planes = [(lu, P, L, U, 1.0)]
+    if lu.is_complex():     # (real plane with the unit entries, imaginary plane with zeros there)
+        parts = [torch.view_as_real(t) for t in (lu, P, L, U)]
+        planes = [tuple(t[..., c] for t in parts) + (1.0 if c == 0 else 0.0,) for c in (0, 1)]
+    for a, p_, l_, u_, one in planes:
+        _unpack_kernel[grid](a, perm, p_, l_, u_, m, n, k, M, *a.stride(), *p_.stride(), *l_.stride(), *u_.stride(),
+                             ONE=one, BI=_BI, BJ=_BJ, num_warps=4)
 
 
 def run_lu_unpack(desc, inputs, outputs, ws):
