@@ -63,9 +63,8 @@ def _dropin(A, *, out=None):
     return (A,), {}
 
 
-for _op, _tn, _al in (("det", "torch.linalg.det", ("torch.det",)), ("slogdet", "torch.linalg.slogdet",
-                                                                      ("torch.slogdet",)),
-                      ("logdet", "torch.logdet", ())):
+for _op, _tn, _al in (("det", "torch.linalg.det", ()), ("slogdet", "torch.linalg.slogdet", ()),
+                      ("logdet", "torch.logdet", ())):   # (torch.det / torch.slogdet: twins, torch/_linalg_twins.py)
     linalg_spec(_op, ("A",), _check(_op), attrs=(), torch_name=_tn, torch_aliases=_al, torch_peer=_peer(_op),
                 dropin=_dropin,
                 dropin_result=(lambda o: __import__("torch").return_types.linalg_slogdet(o)) if _op == "slogdet" else None,

@@ -351,7 +351,7 @@ def _inv_samples(rng):
 for _ex in (False, True):
     _n = "inv_ex" if _ex else "inv"
     linalg_spec(_n, ("A",), _check_inv(_n, _ex), attrs=(), torch_name=f"torch.linalg.{_n}",
-                torch_aliases=() if _ex else ("torch.inverse",), torch_peer=_peer_inv(_ex), dropin=_dropin_inv(_n, _ex),
+                torch_peer=_peer_inv(_ex), dropin=_dropin_inv(_n, _ex),   # (torch.inverse: a twin, torch/_linalg_twins.py)
                 dropin_result=(lambda o: __import__("torch").return_types.linalg_inv_ex(o)) if _ex else None,
                 grad=G.g_inv, differentiable=(0,), saves=("out0",) if _ex else ("out",),
                 samples=_inv_samples, errors=operand_errors(_n),

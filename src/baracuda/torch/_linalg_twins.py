@@ -10,6 +10,10 @@
   torch.cross(input, other, dim=None, *, out=None)   linalg.cross; dim=None: the first dim of size 3 of the
       broadcast shape (torch's deprecated default)
   torch.pinverse(input, rcond=1e-15)              linalg.pinv(rtol=rcond)
+  torch.det / torch.slogdet / torch.inverse(input)  linalg.det / slogdet / inv (torch's names: ``input``, not ``A``)
+  torch.cholesky(input, upper=False)              linalg.cholesky(upper=upper)
+  torch.lu(A, pivot=True, get_infos=False)        linalg.lu_factor_ex: (LU, pivots) or (LU, pivots, infos)
+  torch.lu_solve(input, LU_data, LU_pivots)       linalg.lu_solve(LU_data, LU_pivots, input)
 """
 from __future__ import annotations
 
@@ -21,7 +25,8 @@ from ._namespaces import _make
 
 __all__ = ["OWNED", "publish"]
 
-OWNED = frozenset({"svd", "qr", "linalg.norm", "cross", "pinverse"})
+OWNED = frozenset({"svd", "qr", "linalg.norm", "cross", "pinverse", "det", "slogdet", "inverse", "cholesky", "lu",
+                   "lu_solve"})
 
 
 def _no_out(op, out):
@@ -82,8 +87,53 @@ def publish(put, published: dict) -> None:
         """baracuda drop-in for ``torch.pinverse`` (op ``pinv``, rtol=rcond)."""
         return linalg_pinv(input, rtol=rcond)
 
+    linalg_det, linalg_slogdet, linalg_inv, linalg_cholesky, lu_factor_ex, linalg_lu_solve = (
+        _make(get_spec(op), "torch.linalg." + op)
+        for op in ("det", "slogdet", "inv", "cholesky", "lu_factor_ex", "lu_solve"))
+
+    def det(input):
+        """baracuda drop-in for ``torch.det`` (op ``det``)."""
+        return linalg_det(input)
+
+    def slogdet(input, *, out=None):
+        """baracuda drop-in for ``torch.slogdet`` (op ``slogdet``)."""
+        _no_out("slogdet", out)
+        sign, logabsdet = linalg_slogdet(input)
+        return torch.return_types.slogdet((sign, logabsdet))
+
+    def inverse(input, *, out=None):
+        """baracuda drop-in for ``torch.inverse`` (op ``inv``)."""
+        _no_out("inverse", out)
+        return linalg_inv(input)
+
+    def cholesky(input, upper=False, *, out=None):
+        """baracuda drop-in for ``torch.cholesky`` (op ``cholesky``)."""
+        _no_out("cholesky", out)
+        return linalg_cholesky(input, upper=upper)
+
+    def lu(*args, **kwargs):
+        """baracuda drop-in for ``torch.lu(A, pivot=True, get_infos=False, out=None)`` (op ``lu_factor_ex``):
+        (LU, pivots[, infos]); torch's own signature is (*args, **kwargs) (its boolean dispatch), so is this."""
+        names = ("A", "pivot", "get_infos", "out")
+        if len(args) > len(names) or any(k not in names for k in kwargs):
+            raise TypeError(f"lu() takes (A, pivot=True, get_infos=False, out=None), got {len(args)} positional "
+                            f"arguments and {sorted(kwargs)}")
+        a = dict(zip(names, args), **kwargs)
+        _no_out("lu", a.get("out"))
+        get_infos = a.get("get_infos", False)
+        LU, piv, info = lu_factor_ex(a["A"], pivot=a.get("pivot", True))
+        return torch.return_types._lu_with_info((LU, piv, info)) if get_infos else (LU, piv)
+
+    def lu_solve(input, LU_data, LU_pivots, *, out=None):
+        """baracuda drop-in for ``torch.lu_solve`` (op ``lu_solve``): the right-hand side first."""
+        _no_out("lu_solve", out)
+        return linalg_lu_solve(LU_data, LU_pivots, input)
+
     norm.__name__ = norm.__qualname__ = "norm"
     for key, fn, op in (("svd", svd, "svd"), ("qr", qr, "qr"), ("linalg.norm", norm, "matrix_norm"),
-                        ("cross", cross, "cross"), ("pinverse", pinverse, "pinv")):
+                        ("cross", cross, "cross"), ("pinverse", pinverse, "pinv"), ("det", det, "det"),
+                        ("slogdet", slogdet, "slogdet"), ("inverse", inverse, "inv"),
+                        ("cholesky", cholesky, "cholesky"), ("lu", lu, "lu_factor_ex"),
+                        ("lu_solve", lu_solve, "lu_solve")):
         put(key, fn)
         published[key] = op
