@@ -15,7 +15,7 @@ import threading
 
 from ..._core.dtypes import DType
 
-__all__ = ["dn", "handle", "prefix", "routine", "fill_mode", "workspace", "UPPER", "LOWER"]
+__all__ = ["dn", "handle", "stream_handle", "prefix", "routine", "fill_mode", "workspace", "UPPER", "LOWER"]
 
 # cublasFillMode_t (cuSOLVER takes cuBLAS's enums): which triangle of a column-major matrix is read / written
 LOWER, UPPER = 0, 1
@@ -47,9 +47,10 @@ def fill_mode(row_major_lower: bool) -> int:
     return UPPER if row_major_lower else LOWER
 
 
-def handle(device_index: int | None = None) -> int:
-    """This thread's cuSOLVER handle on ``device_index`` (the current device when None), bound to torch's current
-    stream there (``cusolverDnSetStream`` only when the stream changed)."""
+def stream_handle(lib, device_index: int | None = None) -> int:
+    """This thread's handle of ``lib`` (a binding module with ``create`` / ``set_stream``: nvmath's cusolverDn,
+    cublas) on ``device_index`` (the current device when None), bound to torch's current stream there (set only
+    when the stream changed)."""
     import torch
 
     if device_index is None:
@@ -57,15 +58,20 @@ def handle(device_index: int | None = None) -> int:
     hs = getattr(_TLS, "handles", None)
     if hs is None:
         hs = _TLS.handles = {}
-    entry = hs.get(device_index)
+    entry = hs.get((lib.__name__, device_index))
     if entry is None:
         with torch.cuda.device(device_index):
-            entry = hs[device_index] = [dn().create(), None]
+            entry = hs[(lib.__name__, device_index)] = [lib.create(), None]
     stream = torch.cuda.current_stream(device_index).cuda_stream
     if entry[1] != stream:
-        dn().set_stream(entry[0], stream)
+        lib.set_stream(entry[0], stream)
         entry[1] = stream
     return entry[0]
+
+
+def handle(device_index: int | None = None) -> int:
+    """This thread's cuSOLVER handle on ``device_index``, bound to torch's current stream."""
+    return stream_handle(dn(), device_index)
 
 
 def workspace(nbytes: int, device):

@@ -11,18 +11,15 @@ None of these calls has been executed here (no GPU on the machine they were writ
 """
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import torch
 
 from ...ops.linalg_factor import check_info
 from ...ops.linalg_solve import is_vector_rhs
 from .cusolver_factor import colmajor, flat, lu_all, register_cusolver
-from .cusolver_lib import LOWER, UPPER, fill_mode, handle, prefix, routine
+from .cusolver_lib import LOWER, UPPER, fill_mode, handle, prefix, routine, stream_handle
 
 _OP_N, _OP_T, _OP_C = 0, 1, 2    # cublasOperation_t
-_TLS = threading.local()
 
 
 # -- one library call each ---------------------------------------------------------------------------------------
@@ -56,19 +53,8 @@ def _cublas():
 
 
 def _cublas_handle(device_index):
-    """This thread's cuBLAS handle on the device, bound to torch's current stream (as cusolver_lib.handle)."""
-    hs = getattr(_TLS, "handles", None)
-    if hs is None:
-        hs = _TLS.handles = {}
-    entry = hs.get(device_index)
-    if entry is None:
-        with torch.cuda.device(device_index):
-            entry = hs[device_index] = [_cublas().create(), None]
-    stream = torch.cuda.current_stream(device_index).cuda_stream
-    if entry[1] != stream:
-        _cublas().set_stream(entry[0], stream)
-        entry[1] = stream
-    return entry[0]
+    """This thread's cuBLAS handle on the device, bound to torch's current stream."""
+    return stream_handle(_cublas(), device_index)
 
 
 def _trsm(dt, a, x, side, uplo, diag, m, n):
