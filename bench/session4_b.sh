@@ -3,12 +3,7 @@
 # the patched Llama and 8B stack against Liger, where the small-shape cross-entropy and the demo block spend their
 # time (bench/kernel_profile.py), the host bench, and the reduction / gelu rows of item 4 against torch.compile.
 #   bash bench/session4_b.sh OUTDIR
-set -u
-cd "$(dirname "$0")/.."
-out=${1:?output directory}; mkdir -p "$out"
-python -m pip install --no-deps -q .whl/*.whl 2>&1 | tail -1
-export PYTHONPATH="$PWD/src"; unset TRITON_INTERPRET
-f() { grep -v "leaked\|nanobind\|See https\|skipped rem\|^ - \|^\[" "$@"; }
+source "$(dirname "$0")/device_env.sh" "$@"
 wl='first-\[1048576,16\]-bf16|last-\[16384,4096\]-bf16|64M-bf16'
 # compile caches for the item-4 rows, warmed in the background while the models run
 (timeout 200 python -m baracuda.cli bench --op sum,mean,amax,gelu --workload "$wl" --max-seconds 20 --rep-seconds 0.01 \

@@ -3,12 +3,7 @@
 # torch), issue #16's Llama step and memory after the chunk / RoPE / GatedMLP changes (no background load this
 # time), and where ResNet-18 under bt.mode(), the demo block and small cross-entropy spend their time.
 #   bash bench/session4_c.sh OUTDIR
-set -u
-cd "$(dirname "$0")/.."
-out=${1:?output directory}; mkdir -p "$out"
-python -m pip install --no-deps -q .whl/*.whl 2>&1 | tail -1
-export PYTHONPATH="$PWD/src"; unset TRITON_INTERPRET
-f() { grep -v "leaked\|nanobind\|See https\|skipped rem\|^ - \|^\[" "$@"; }
+source "$(dirname "$0")/device_env.sh" "$@"
 timeout 170 python -m pytest -q -p no:warnings -n 12 --maxfail=40 tests/fft tests/image/test_roi.py tests/conv/test_depthwise.py \
   tests/generic -k "fft or stft or roi or nms or convolution" > "$out/gpu_tests.txt" 2>&1
 grep -E "passed|failed|^FAILED|^ERROR" "$out/gpu_tests.txt" | head -30 | cut -c1-250

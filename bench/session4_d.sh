@@ -3,12 +3,7 @@
 # their tests (every backend against the float64 reference), then bench rows against torch eager; the reduction rows
 # changed this session (mean's gradient, narrow column reductions) with their torch.compile peers.
 #   bash bench/session4_d.sh OUTDIR
-set -u
-cd "$(dirname "$0")/.."
-out=${1:?output directory}; mkdir -p "$out"
-python -m pip install --no-deps -q .whl/*.whl 2>&1 | tail -1
-export PYTHONPATH="$PWD/src"; unset TRITON_INTERPRET
-f() { grep -v "leaked\|nanobind\|See https\|skipped rem\|^ - \|^\[" "$@"; }
+source "$(dirname "$0")/device_env.sh" "$@"
 timeout 230 python -m pytest -q -p no:warnings -n 14 --maxfail=80 tests/fft tests/linalg tests/random tests/image/test_roi.py \
   tests/conv tests/reduction tests/generic \
   -k "fft or stft or freq or shift or linalg or cholesky or lu or solve or inv or det or ldl or qr or svd or eig or householder or orgqr or norm or cond or pinv or rank or matrix or vander or cross or vecdot or lstsq or penalt or specul or curand or uniform or normal or roi or nms or convolution or depthwise or mean_backward or broadcast or reduction" \

@@ -2,11 +2,7 @@
 # Session 4's first device call: the call path after the last session's changes (host bench, bt.mode step), the
 # Llama memory peak with baracuda's own frames attributed, and a probe of nvmath-python (cuFFT / cuSOLVER) on the box.
 #   bash bench/session4_probe.sh OUTDIR
-set -u
-cd "$(dirname "$0")/.."
-out=${1:?output directory}; mkdir -p "$out"
-python -m pip install --no-deps -q .whl/*.whl 2>&1 | tail -1
-export PYTHONPATH="$PWD/src"; unset TRITON_INTERPRET
+source "$(dirname "$0")/device_env.sh" "$@"
 python - <<'PY' > "$out/nvmath_probe.txt" 2>&1
 import torch, nvmath, nvmath.fft
 from nvmath.bindings import cusolverDn, cusolver, cufft
