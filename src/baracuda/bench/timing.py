@@ -62,16 +62,19 @@ def _counts(est_s: float, budget_s: float, max_reps: int) -> tuple[int, int]:
     return n_warm, n_rep
 
 
-def time_cuda(fns: Sequence[Callable], budget_s: float = 0.25, max_reps: int = 1000) -> Timing:
+def time_cuda(fns: Sequence[Callable], budget_s: float = 0.25, max_reps: int = 1000, graph: bool = True) -> Timing:
     """GPU time (ms) of one call, rotating through ``fns`` (one per input set).
 
     Per-call events measure the host too whenever the host is slower than the kernel (a 30 us kernel
     behind 40 us of Python launch work reads as 40 us: the GPU ran dry).  So the calls are captured into a
     CUDA graph and the graph's replays are timed (METHOD.md: "for many small launches, capture a graph and
     time its replays"); the same method for baracuda and for the PyTorch peers.  Anything that cannot be
-    captured (a host synchronization inside, say) falls back to per-call events, and ``how`` says which.
+    captured (a host synchronization inside, say) falls back to per-call events, and ``how`` says which;
+    ``graph=False`` skips the capture (calls whose library aborts under capture rather than raising).
     """
     t = _time_events(fns, budget_s, max_reps)
+    if not graph:           # (the caller knows the calls must not be captured)
+        return t
     try:
         return _time_graph(fns, t.ms, budget_s)
     except Exception:  # noqa: BLE001  (not capturable: keep the event timing)
