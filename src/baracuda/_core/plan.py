@@ -292,14 +292,17 @@ class Plan:
             fmt = self.desc.spec.out_format_of
             if fmt is not None:
                 alloc_outs = _format_following(alloc_outs, fmt, self._out_specs, self._out_tdt, self._torch_dev)
-            fast = self._fast = (torch.Tensor, sigs, didx, allocs, alloc_outs, ws)
+            # an implementation that returns fresh contiguous outputs itself (a library that allocates its result:
+            # cuFFT's out-of-place transforms, torch's GEMM entry points) is called for them: no buffer to copy into
+            produce = getattr(self._run, "produce", None) if ws is None else None
+            fast = self._fast = (torch.Tensor, sigs, didx, allocs, alloc_outs, ws, produce)
         return fast
 
     def _fast_path(self, inputs, out=None, workspace=None):
         """Plain torch tensors matching the plan exactly (inputs, and ``out`` / ``workspace`` where given): the
         checks are a few attribute compares per operand (host overhead is what small ops pay); anything else
         returns None and takes the general path, which names what is wrong."""
-        tensor_t, sigs, didx, allocs, alloc_outs, ws = self._fast_parts()
+        tensor_t, sigs, didx, allocs, alloc_outs, ws, produce = self._fast_parts()
         if len(inputs) != len(sigs):
             return None
         # (get_device() is -1 for a CPU and a meta tensor alike: a CPU plan, the Triton interpreter's, asks is_meta)
@@ -316,10 +319,7 @@ class Plan:
         elif ws is not None:
             workspace = ws()
         if out is None:
-            produce = getattr(self._run, "produce", None)
-            if produce is not None and ws is None:
-                # the implementation returns fresh contiguous outputs itself (a library that allocates its result:
-                # cuFFT's out-of-place transforms, torch's GEMM entry points): no output buffer to copy into
+            if produce is not None:
                 outs = produce(inputs)
             else:
                 outs = alloc_outs(inputs)
@@ -350,10 +350,9 @@ class Plan:
             return checked
         import torch
 
-        _, _, _, allocs, alloc_outs, ws = self._fast_parts()
+        _, _, _, allocs, alloc_outs, ws, produce = self._fast_parts()
         run, desc, checks, empty_like = self._run, self.desc, _checks, torch.empty_like
-        produce = getattr(run, "produce", None)
-        if produce is not None and ws is None:
+        if produce is not None:
             # the implementation returns fresh contiguous outputs itself (torch's functional GEMM entry points)
             def go(xs):
                 if checks.PENDING:

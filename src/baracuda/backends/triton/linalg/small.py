@@ -25,22 +25,14 @@ from .._lib.interp import loop
 
 @triton.jit
 def _col(A, cols, k):
-    return tl.sum(tl.where(cols == k, A, 0.0), axis=1)
+    return tl.sum(tl.where(cols == k, A, 0), axis=1)
 
 
 @triton.jit
 def _row(A, rows, k):
-    return tl.sum(tl.where(rows == k, A, 0.0), axis=0)
-
-
-@triton.jit
-def _at(v, r, k):
-    return tl.sum(tl.where(r == k, v, 0.0), axis=0)
-
-
-@triton.jit
-def _at_int(v, r, k):
-    return tl.sum(tl.where(r == k, v, 0), axis=0)
+    """Row k of a [M, N] tile (``rows`` its [M, 1] indices), or element k of a vector (``rows`` its indices): any
+    dtype (the 0 takes A's)."""
+    return tl.sum(tl.where(rows == k, A, 0), axis=0)
 
 
 @triton.jit
@@ -58,9 +50,9 @@ def _lu_step(A, r, rows, cols, k, n, PIVOT: tl.constexpr):
         p = tl.argmax(tl.where((r >= k) & (r < n), tl.abs(c), -1.0), axis=0).to(tl.int32)
     else:
         p = k
-    pv = _at(c, r, p)
+    pv = _row(c, r, p)
     A = _swap_rows(A, rows, k, p)
-    ck = _at(c, r, k)
+    ck = _row(c, r, k)
     c = tl.where(r == p, ck, tl.where(r == k, pv, c))        # column k after the swap
     l = tl.where(r > k, c / tl.where(pv == 0, 1.0, pv), 0.0)  # (a zero pivot is not divided by: LAPACK)
     uk = _row(A, rows, k)
@@ -80,7 +72,7 @@ def _trsv(A, B, r, rows, n, LOWER: tl.constexpr, UNIT: tl.constexpr):
         a = _col(A, r[None, :], k)
         x = _row(B, rows, k)
         if not UNIT:
-            x = x / _at(a, r, k)
+            x = x / _row(a, r, k)
         if LOWER:
             below = r > k
         else:
@@ -105,7 +97,7 @@ def _chol_kernel(a_ptr, l_ptr, info_ptr, n, sab, sar, sac, slb, slr, slc,
     info = tl.zeros([], tl.int32)
     for k in loop(0, n):
         c = _col(A, cols, k)
-        akk = _at(c, r, k)
+        akk = _row(c, r, k)
         ok = akk > 0
         info = tl.where(ok | (info != 0), info, k + 1)
         d = tl.sqrt(tl.where(ok, akk, 1.0))
@@ -199,10 +191,10 @@ def _solve_kernel(a_ptr, piv_ptr, b_ptr, x_ptr, info_ptr, n, k_cols,
             B = _trsv(At, B, r, rows, n, False, True)
             for i in loop(0, n):
                 k = n - 1 - i
-                B = _swap_rows(B, rows, k, _at_int(piv, r, k))
+                B = _swap_rows(B, rows, k, _row(piv, r, k))
         else:
             for k in loop(0, n):
-                B = _swap_rows(B, rows, k, _at_int(piv, r, k))
+                B = _swap_rows(B, rows, k, _row(piv, r, k))
             B = _trsv(A, B, r, rows, n, True, True)
             B = _trsv(A, B, r, rows, n, False, False)
     tl.store(x_ptr + b * sxb + rows * sxr + kc * sxc, B, mask=bmask)
