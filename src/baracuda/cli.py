@@ -47,6 +47,11 @@ def cmd_info(args) -> int:
         p = torch.cuda.get_device_properties(dev.index)
         print(f"  compute capability {p.major}.{p.minor}, {p.multi_processor_count} SMs, "
               f"{p.total_memory / 2**30:.1f} GiB, CUDA {torch.version.cuda}")
+    from baracuda.backends import library_versions
+
+    print("NVIDIA libraries:")
+    for name, version in library_versions().items():
+        print(f"  {name:9s} {version}")
     n_ops = {}
     for spec in bc.all_specs():
         for impl in implementations(spec.name):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import types
@@ -33,6 +34,11 @@ def test_info(capsys):
     if not cuda_available():  # every GPU-only backend says why it cannot run on the CPU
         line = next(ln for ln in out.splitlines() if ln.strip().startswith("cublas"))
         assert "unavailable:" in line and "CUDA" in line
+    # each NVIDIA library with its version, or why it cannot be loaded
+    libs = out.split("NVIDIA libraries:\n")[1].split("\nops:")[0].splitlines()
+    assert [ln.split()[0] for ln in libs] == ["cuBLAS", "cuBLASLt", "cuFFT", "cuSOLVER", "cuRAND", "cuDNN"]
+    for ln in libs:
+        assert re.fullmatch(r"\s+\S+\s+(\d+\.\d+\.\d+.*|not available: .+)", ln), ln
 
 
 def test_ops_text(capsys):

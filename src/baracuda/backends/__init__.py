@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import importlib
 
 from .._core.device import Device, cuda_available, triton_interpreting
 from .._core.options import PlanPreference
@@ -77,6 +78,34 @@ def cudnn_import_error() -> str | None:
         return f"libcudnn {version} is older than {CUDNN_MIN_VERSION} (cuDNN 9), the first with these SDPA graphs"
     return None
 
+
+
+def library_versions() -> dict[str, str]:
+    """The NVIDIA libraries this process can load, each as 'major.minor.patch' -- or, where one cannot be loaded,
+    the reason (``baracuda info`` prints both).  cuBLAS / cuBLASLt / cuFFT / cuSOLVER / cuRAND are asked through
+    nvmath-python's bindings (``get_property``: the library's own version, not the toolkit's); cuDNN through its
+    frontend (``backend_version``: 90100 for 9.1.0)."""
+    out: dict[str, str] = {}
+    for name, module in (("cuBLAS", "cublas"), ("cuBLASLt", "cublasLt"), ("cuFFT", "cufft"),
+                         ("cuSOLVER", "cusolver"), ("cuRAND", "curand")):
+        try:
+            lib = importlib.import_module(f"nvmath.bindings.{module}")
+        except Exception as e:  # noqa: BLE001  (reported, not raised)
+            out[name] = f"not available: nvmath-python is not importable ({type(e).__name__})"
+            continue
+        try:
+            out[name] = ".".join(str(int(lib.get_property(k))) for k in (0, 1, 2))   # MAJOR, MINOR, PATCH_LEVEL
+        except Exception as e:  # noqa: BLE001  (nvmath's loader found no library)
+            out[name] = f"not available: {type(e).__name__}: {str(e)[:120]}"
+    why = cudnn_import_error()
+    if why is None:
+        import cudnn
+
+        v = int(cudnn.backend_version())
+        out["cuDNN"] = f"{v // 10000}.{v // 100 % 100}.{v % 100} (frontend {getattr(cudnn, '__version__', '?')})"
+    else:
+        out["cuDNN"] = f"not available: {why}"
+    return out
 
 # nvmath-python's parts: (the library behind the bindings, the pip wheel that brings it)
 _NVMATH_LIBS = {"fft": ("libcufft", "nvidia-cufft"), "cusolverDn": ("libcusolver", "nvidia-cusolver"),
