@@ -194,6 +194,70 @@ def test_in_place_rules_and_autograd():
             torch.zeros(3, 1, **F64).add_(torch.ones(3, 4, **F64))
 
 
+def _aten_counts(fn):
+    """aten op -> calls made while ``fn()`` runs (the kernels a step launches, torch's own included)."""
+    import collections
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    counts = collections.Counter()
+
+    class Count(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            counts[str(func)] += 1
+            return func(*args, **(kwargs or {}))
+    with Count():
+        fn()
+    return counts
+
+
+def test_in_place_writes_copy_only_what_the_backward_saves():
+    """An in-place call computes out of place and writes the result over its operand; the operand is copied only
+    where the call saves it for backward (mul_ here), not for += / relu_ (a residual block's), and the backward
+    passes the gradient straight to the result (no zeros for the overwritten value, no CopySlices)."""
+    w = torch.randn(2, 3, 4, 4, **F64, requires_grad=True)
+    r = torch.randn(2, 3, 4, 4, **F64, requires_grad=True)
+    s = torch.randn(4, **F64, requires_grad=True)
+
+    def step(through_view):
+        h = w * 1.5
+        h += r                      # saves nothing
+        h.relu_()                   # saves its output
+        k = h * 2.0
+        k.mul_(s)                   # saves both operands: k's old value is copied
+        if through_view:
+            k[0, 1] += s            # in place on a view (torch's copy_ and its base's CopySlices)
+        return (k * k).sum()
+
+    for through_view in (False, True):
+        results = []
+        for use_mode in (True, False):
+            for t in (w, r, s):
+                t.grad = None
+            with bt.mode() if use_mode else contextlib.nullcontext():
+                loss = step(through_view)
+                counts = _aten_counts(loss.backward)
+            results.append(([t.grad.clone() for t in (w, r, s)], counts))
+        (got, counts), (want, _) = results
+        for g, e in zip(got, want):
+            torch.testing.assert_close(g, e, rtol=1e-12, atol=1e-12)
+        if not through_view:   # the backward: baracuda's plans and the engine's sums, no copies / clones / fills
+            assert not [k for k in counts if k.split(".")[1] in ("copy_", "clone", "zeros_like", "new_zeros")], counts
+    with bt.mode():
+        h = w * 1.5
+        fw = _aten_counts(lambda: (h.add_(r), h.relu_()))
+    assert fw["aten.clone.default"] == 0 and fw["aten.copy_.default"] == 2, fw
+
+
+def test_batch_norm_output_is_not_a_view():
+    """y = F.batch_norm(...) is the op's own tensor: a later y += residual must not turn into a write through a
+    view (whose backward rebuilds the base: a zero fill, a copy and a clone per step)."""
+    x = torch.randn(2, 3, 4, 4, **F64)
+    with bt.mode():
+        y = F.batch_norm(x, torch.zeros(3, **F64), torch.ones(3, **F64), training=True)
+    assert y._base is None and y.shape == x.shape
+
+
 def test_inplace_flag_of_functional_activations():
     """F.relu(x, inplace=True) (torchvision's ResNet, by keyword or position) is relu_: baracuda computes it and
     writes x, with the in-place autograd rules -- it fell through to torch as an unsupported argument before."""

@@ -229,7 +229,7 @@ def _gated(name, act_peer, *attrs, attr_samples=({},)):
 
 
 add_ew_ops([
-    _act("relu", bw_peer=_peer_relu_bw, dtypes=NUM, jax="jax.nn.relu",
+    _act("relu", bw="out", bw_peer=_peer_relu_bw, dtypes=NUM, jax="jax.nn.relu",
          aliases=("torch.relu",), samples=ew_samples("wide", avoid=(0.0,))),
     _act("gelu", _APPROX,
          bw_peer=_aten("gelu_backward"), jax="jax.nn.gelu",

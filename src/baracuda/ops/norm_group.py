@@ -370,7 +370,10 @@ def _dropin_bn(input, running_mean, running_var, weight=None, bias=None, trainin
             with torch.no_grad():
                 running_mean.copy_(out[3])
                 running_var.copy_(out[4])
-        return out[0].reshape(shape)
+        # the op's own output, not a view of it (reshape to the same shape is a view): code that then writes into
+        # y in place (ResNet's residual ``+=``) would make the backward rebuild the view's base (CopySlices:
+        # a full-size zero fill, a copy and a clone per write)
+        return out[0] if out[0].shape == shape else out[0].reshape(shape)
     return ins, {"training": bool(training), "momentum": momentum, "eps": eps}, finish
 
 
