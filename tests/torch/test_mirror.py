@@ -316,7 +316,7 @@ def _twin_cases():
         ("rms_norm", (R(2, 3, 4), (4,), R(4), 1e-6), {}), ("rms_norm", (R(2, 3, 4), [3, 4]), {}),
         ("celu", (x,), {}), ("celu", (x, 0.7), {}), ("hardshrink", (x, 0.3), {}), ("hardshrink", (x,), {}),
         ("threshold", (x, 0.1, 2.0), {}), ("rrelu", (x,), {}), ("rrelu", (x, 0.1, 0.3, False), {}),
-        ("nn.functional.rrelu", (x, 0.1, 0.3), {}),   # (training=True: tests/elementwise/test_extra.py, seeded)
+        ("nn.functional.rrelu", (x, 0.1, 0.3), {}),   # (training=True: tests/elementwise/test_numeric.py, seeded)
         ("binary_cross_entropy_with_logits", (x, torch.rand(3, 5, generator=GEN, dtype=torch.float64).to(DEVICE)), {}),
         ("binary_cross_entropy_with_logits", (x, _p(3, 5), R(5).abs(), R(5).abs(), 1), {}),
         ("binary_cross_entropy_with_logits", (x, _p(3, 5), None, None, 2), {}),

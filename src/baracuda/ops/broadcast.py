@@ -14,7 +14,7 @@ from .._core.errors import InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from .._core.derive import declare_rule_ops
 from .reduction import sum_tol
-from .reduction_more import _prod_tol
+from .reduction_prod_nan_logic_minmax import _prod_tol
 
 __all__ = ["broadcast_target", "reduce_dims", "reduce_to_parts"]
 

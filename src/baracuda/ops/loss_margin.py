@@ -30,7 +30,7 @@ from .._core.derive import backward_spec
 from .._core.derive import declare_rule_ops
 from ._common import float_operands
 from .loss import INDEX_DTYPES, legacy_reduction
-from .loss_extra import REDUCTIONS, aux_ok, float_operand, param_attrs, register_makers
+from .loss_pointwise import REDUCTIONS, aux_ok, float_operand, param_attrs, register_makers
 
 __all__ = ["ROW_LOSSES", "RowDef"]
 

@@ -1,6 +1,7 @@
 """Reductions: sum, mean, amax, amin (any set of axes), argmax, argmin (one axis or all), and the fused
 backward of amax/amin (``amax_backward``).  The rest of the family (prod, nansum, nanmean, any, all,
-count_nonzero, aminmax, max/min with indices) is in ``reduction_more.py``, on the same shape/dtype rules.
+count_nonzero, aminmax, max/min with indices) is in ``reduction_prod_nan_logic_minmax.py``, on the same
+shape/dtype rules.
 
 Attribute names are fixed by the core: ``ctx.reduce_to`` calls ``sum`` with ``dims=``/``keepdim=``, so
 sum/mean/amax/amin take ``dims`` (None, an int or a tuple of ints; None or () = every axis, as torch),
@@ -491,7 +492,7 @@ _SAMPLES = {"sum": _sum_samples, "mean": _sum_samples, "ext": _ext_samples, "arg
 
 
 def register_reductions(defs, workloads: Callable) -> None:
-    """One OpSpec per RedDef (this module's ops and those of ``reduction_more``)."""
+    """One OpSpec per RedDef (this module's ops and those of ``reduction_prod_nan_logic_minmax``)."""
     for r in defs:
         REDUCTIONS[r.name] = r
         SPECS[r.name] = register_spec(OpSpec(

@@ -14,7 +14,7 @@ Triton's CUDA backend (its bundled ptxas and cuobjdump included) runs offline, s
   be real JITFunctions).  A compiler assertion aborts the process; isolated, it fails one test instead of
   killing pytest.
 
-Typical test (tests/softmax_extra/test_softmax_extra_sm90.py)::
+Typical test (tests/softmax_gumbel_sparsemax/test_gumbel_sparsemax_sm90.py)::
 
     r = run_isolated(SCRIPT)          # SCRIPT uses offline_launches() and prints "ok" at the end
     assert r.returncode == 0 and r.stdout.rstrip().endswith("ok"), failure_report(r)

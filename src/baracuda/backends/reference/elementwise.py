@@ -418,7 +418,7 @@ BODIES = {
 }
 
 
-# -- second table (ops/ew_extra.py, prelu/rrelu) --------------------------------------------------------
+# -- second table (ops/ew_numeric.py, prelu/rrelu) ------------------------------------------------------
 _INT_OF = {2: np.int16, 4: np.int32, 8: np.int64}
 
 

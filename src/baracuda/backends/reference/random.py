@@ -1,8 +1,9 @@
 """NumPy bodies of the random family (ops/random.py), and the one NumPy Philox-4x32-10 of the library.
 
 Philox-4x32-10 (Salmon et al. 2011, the generator of Triton's ``tl.philox`` / ``tl.randint`` / ``tl.rand``) is
-written here once, bit for bit: the Gumbel noise of gumbel_softmax (reference/softmax_extra.py), the dropout of
-the attention kernels (``tl_rand``, reference/attention_sdpa.py) and every op of the random family draw from it.
+written here once, bit for bit: the Gumbel noise of gumbel_softmax (reference/softmax_gumbel_sparsemax.py), the
+dropout of the attention kernels (``tl_rand``, reference/attention_sdpa.py) and every op of the random family draw
+from it.
 
 The random family's stream (``stream_words``): element ``e`` (= offset + the element's row-major index) is word
 ``e & 3`` of Philox(key = seed (lo, hi), counter = (e >> 2) lo, hi, 0, 0): one Philox evaluation gives four

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops import reduction_more  # noqa: F401  (registers its RedDefs into REDUCTIONS)
+from ...ops import reduction_prod_nan_logic_minmax  # noqa: F401  (registers its RedDefs into REDUCTIONS)
 from ...ops.broadcast import reduce_to_parts
 from ...ops.reduction import REDUCTIONS, keepdim_shape
 from . import register_reference

@@ -1,4 +1,4 @@
-"""Scalar bodies of the second elementwise table (``ops/ew_extra.py``) and of prelu/rrelu, for the same template
+"""Scalar bodies of the second elementwise table (``ops/ew_numeric.py``) and of prelu/rrelu, for the same template
 (``elementwise._ew_kernel``) and signature as ``_ew_bodies``: ``(operands..., p0, p1, p2) -> value``.
 
 All of them stay memory-bound on an H100 except gcd/lcm: Euclid's loop runs until every lane of the block is

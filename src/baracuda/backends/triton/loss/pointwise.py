@@ -4,7 +4,7 @@ Forward: each program reduces BLOCK elements of f(x - y) to one partial in the w
 reduction='none'); a one-program fold sums the partials in a fixed order (deterministic, no atomics).  Bytes:
 2 reads per element (+ 1 write for 'none'), the floor: bf16 16384x4096 = 268 MB, ~0.09 ms at 3 TB/s.
 Backward: one pass, grad_in = f'(x - y) * scale.  Inputs are flattened (a non-contiguous one is copied first).
-_pw_fold (the partial sums' fixed-order fold) and _flat are shared with loss_extra, loss_margin and loss_ctc.
+_pw_fold (the partial sums' fixed-order fold) and _flat are shared with loss_pointwise, loss_margin and loss_ctc.
 """
 from __future__ import annotations
 

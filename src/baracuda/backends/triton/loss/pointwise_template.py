@@ -1,4 +1,4 @@
-"""Triton kernels of the extra pointwise losses (ops/loss_extra.py): one template forward and one template
+"""Triton kernels of the pointwise losses (ops/loss_pointwise.py): one template forward and one template
 backward, specialised per op by the constexpr KIND (the op's scalar body in ``_body``) and FLAGS.
 
 Forward: each program reads BLOCK elements of every operand once, computes f and either stores it
@@ -27,7 +27,7 @@ import triton.language as tl
 from ...._core.dtypes import DType
 from ...._core.checks import flagged
 from ...._core.errors import InvalidProblemError
-from ....ops.loss_extra import PW_EXTRA, aux_of, var_shape
+from ....ops.loss_pointwise import PW_EXTRA, aux_of, var_shape
 from .._lib.register import register_triton
 from .._lib.math import exp, log, log1p
 from .ce_kernels import _RED, _ws_view

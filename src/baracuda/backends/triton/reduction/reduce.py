@@ -47,7 +47,7 @@ import triton.language as tl
 from ...._core.dtypes import DType
 from ...._core.spec import Descriptor
 from ....ops.broadcast import reduce_to_parts
-from ....ops import reduction_more  # noqa: F401  (registers its RedDefs into REDUCTIONS)
+from ....ops import reduction_prod_nan_logic_minmax  # noqa: F401  (registers its RedDefs into REDUCTIONS)
 from ....ops.reduction import REDUCTIONS, keepdim_shape
 from .._lib.register import register_triton
 from .._lib.strided import span as _span

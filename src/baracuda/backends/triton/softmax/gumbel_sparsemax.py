@@ -99,8 +99,8 @@ def _gumbel_chunk(g_ptr, x_ptr, a, lanes, lm, r0, R, sa, sl, sr, ga, gl, gr, ya,
 # The launcher specialises an int argument equal to 1 to a constant; with R == 1, ``ri = 1; while ri * BR < R``
 # folds to a loop that never runs, the axis analysis never visits its body, and the coalesce pass indexes
 # the empty contiguity vector of the body's pointers.  A zero-trip scf.for with constant bounds is folded
-# away before that pass.  tests/softmax_extra/test_softmax_extra_sm90.py compiles every kernel for sm_90
-# over the configurations choose() picks, R == 1 included.
+# away before that pass.  tests/softmax_gumbel_sparsemax/test_gumbel_sparsemax_sm90.py compiles every kernel for
+# sm_90 over the configurations choose() picks, R == 1 included.
 @triton.jit
 def _gumbel_fold(g_ptr, x_ptr, a, lanes, lm, r0, R, sa, sl, sr, ga, gl, gr, ya, yl, yr, seed, tau, m, s, t, best,
                  bidx, BW: tl.constexpr, HARD: tl.constexpr, F64: tl.constexpr, CT: tl.constexpr,
@@ -307,7 +307,7 @@ def choose(outer: int, r: int, inner: int, f64: bool):
     Longer rows stream in CAP / 2 chunks with 16 warps: 16 elements per thread per chunk (32 B of bf16 in
     flight per load).  Full-CAP chunks hit the 128-register ceiling of 16 warps and spilled on sm_90 (Philox
     and f64 kernels: 40-112 B/thread); half-CAP chunks need 32-120 registers and no stack, so 2-3 programs
-    share an SM and keep at least as many bytes in flight (offline sm_90 compile, tests/softmax_extra).
+    share an SM and keep at least as many bytes in flight (offline sm_90 compile, tests/softmax_gumbel_sparsemax).
     Inner lanes: up to 64 contiguous lanes x 4096 // BL rows per chunk."""
     if inner == 1:
         cap = 8192 if f64 else 16384

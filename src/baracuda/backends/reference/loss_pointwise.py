@@ -1,4 +1,4 @@
-"""NumPy float64 bodies of the extra pointwise losses (ops/loss_extra.py) and the row-wise margin losses
+"""NumPy float64 bodies of the pointwise losses (ops/loss_pointwise.py) and the row-wise margin losses
 (ops/loss_margin.py): the oracle for the Triton kernels.  Bad values (BCE input outside [0, 1], negative
 gaussian var, class indices out of range) raise InvalidProblemError here, on the host."""
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._core.errors import InvalidProblemError
-from ...ops.loss_extra import PW_EXTRA, aux_of, var_shape
+from ...ops.loss_pointwise import PW_EXTRA, aux_of, var_shape
 from ...ops.loss_margin import ROW_LOSSES
 from . import register_reference
 

@@ -1,4 +1,4 @@
-"""Softmax-family extras (issue 4): gumbel_softmax and sparsemax.
+"""gumbel_softmax and sparsemax, the softmax family's noisy and sparse variants (issue 4).
 
 gumbel_softmax(x, tau, hard, dim, seed)  y = softmax((x + G) / tau) along dim, G = -log(-log(U)) Gumbel noise.
     U comes from a counter-based generator (Philox-4x32-10, the one tl.randint uses): the uint32 drawn for
@@ -98,7 +98,7 @@ def _sparsemax_samples(rng):
 
 
 def _sparsemax_bw_samples(rng):
-    from ..backends.reference.softmax_extra import sparsemax_f64
+    from ..backends.reference.softmax_gumbel_sparsemax import sparsemax_f64
 
     for shape, dim in _SHAPES:
         y = sparsemax_f64(rng.standard_normal(shape) * 2, dim % len(shape))

@@ -474,8 +474,8 @@ for _base, _d in PW_EXTRA.items():
         doc=f"{_base}: one fused Triton kernel (elementwise loss + per-program partials + a one-program fold).",
     ))
     # every gradient full-shape (the rule reduces a broadcast var); the edge-case samples (grad=False) are left
-    # out: their gradients overflow f16 (e.g. 1/1e-12), tests/loss_extra has them.  No workloads of their own (the
-    # bench times the backward through the forward's backward=True rows; register_makers' domains are the
+    # out: their gradients overflow f16 (e.g. 1/1e-12), tests/loss_pointwise has them.  No workloads of their own
+    # (the bench times the backward through the forward's backward=True rows; register_makers' domains are the
     # forward samples', wider than these filtered ones)
     _SPECS[_bw] = register_spec(backward_spec(
         _SPECS[_base], grad_what="the loss's", cost=_cost, sample_filter=lambda s: s.grad, workloads=(),

@@ -1,4 +1,4 @@
-"""Semantics of the second elementwise table (ops/ew_extra.py) and prelu/rrelu against torch, beyond the generic
+"""Semantics of the second elementwise table (ops/ew_numeric.py) and prelu/rrelu against torch, beyond the generic
 suite: special values, bit-exact ulp steps, integer gcd/lcm corner cases, isclose's per-dtype rounding, bound
 dtypes of clamp_min/clamp_max, the drop-ins, and the prelu/lerp gradients.  Reference and Triton (where it runs)."""
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""Extra pointwise and margin losses: what the generic suite can't express.  Edge values against torch (BCE's
-log clamp at 0 and 1, huge logits, zero KL targets, clamped gaussian var, Stirling's term on both sides of 1),
-every broadcast form of weight / pos_weight / var (including the expand fallback), row kernels walking several
-tiles and row blocks (forced small tiles), class-index errors (never an out-of-bounds read), deterministic folds
-and the drop-in adapters with autograd.  Forward and backward vs torch.autograd in float64 on the same rounded
-inputs."""
+"""Pointwise and margin losses (ops/loss_pointwise.py, ops/loss_margin.py): what the generic suite can't express.
+Edge values against torch (BCE's log clamp at 0 and 1, huge logits, zero KL targets, clamped gaussian var,
+Stirling's term on both sides of 1), every broadcast form of weight / pos_weight / var (including the expand
+fallback), row kernels walking several tiles and row blocks (forced small tiles), class-index errors (never an
+out-of-bounds read), deterministic folds and the drop-in adapters with autograd.  Forward and backward vs
+torch.autograd in float64 on the same rounded inputs."""
 from __future__ import annotations
 
 import pytest

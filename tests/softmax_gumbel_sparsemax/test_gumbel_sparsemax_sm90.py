@@ -77,6 +77,6 @@ def test_triton_kernels_registered_for_cuda():
 
 
 @pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
-def test_softmax_extra_kernels_compile_for_sm90():
+def test_gumbel_sparsemax_kernels_compile_for_sm90():
     r = run_isolated(_SCRIPT, timeout=900)
     assert r.returncode == 0 and r.stdout.rstrip().endswith("ok"), failure_report(r)

@@ -1,6 +1,6 @@
-"""More reductions on the rules of ``reduction.py``: prod, nansum, nanmean, any, all, count_nonzero, aminmax,
-and max/min (``dim=None``: the value; ``dim=k``: (values, indices), torch.return_types.max/min), with their
-fused backward ops ``prod_backward``, ``nansum_backward`` and ``value_select_backward``.
+"""The rest of the reductions, on the rules of ``reduction.py``: prod, nansum, nanmean, any, all, count_nonzero,
+aminmax, and max/min (``dim=None``: the value; ``dim=k``: (values, indices), torch.return_types.max/min), with
+their fused backward ops ``prod_backward``, ``nansum_backward`` and ``value_select_backward``.
 
 Semantics (torch's):
   * prod: empty = 1; ints/bool -> int64 (wrapping); ``dtype=`` converts first.  Gradient: the product of
