@@ -375,3 +375,50 @@ def test_batch_norm_empty_input_and_eps_checks():
         return
     y = bt.nn.functional.batch_norm(x, torch.zeros(3), torch.ones(3), training=False, eps=0.0)
     torch.testing.assert_close(y, want)
+
+
+@pytest.mark.parametrize("backend", [Backend.REFERENCE, Backend.TRITON])
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_of_channels_last_input_is_channels_last_with_torchs_values(backend, training):
+    """Channels-last activations run as the [N * H * W, C] matrix they are (the Triton kernels walk it with the
+    channels contiguous, several tiles and partial programs forced); y and dx come back channels-last, as torch's,
+    with torch's values, gradients and running statistics."""
+    g = _gen()
+    x = (torch.randn(3, 5, 4, 3, generator=g, dtype=torch.float64) * 2 + 1).to(memory_format=torch.channels_last)
+    w, b = torch.randn(5, generator=g, dtype=torch.float64), torch.randn(5, generator=g, dtype=torch.float64)
+    gy = torch.randn(3, 5, 4, 3, generator=g, dtype=torch.float64).to(memory_format=torch.channels_last)
+    rm, rv = torch.randn(5, generator=g, dtype=torch.float64), torch.rand(5, generator=g, dtype=torch.float64) + 0.5
+    got, want = [], []
+    for ns, out in ((bt, got), (torch, want)):
+        xs, ws, bs = (t.clone().requires_grad_() for t in (x, w, b))
+        rms, rvs = rm.clone(), rv.clone()
+        if ns is bt:
+            xs, ws, bs, rms, rvs = (_dev(t.detach()).requires_grad_(t.requires_grad) for t in (xs, ws, bs, rms, rvs))
+            with bt.preference(bc.PlanPreference(prefer=(backend,))), _tm().forced(splits=3, bs=4):
+                y = ns.nn.functional.batch_norm(xs, rms, rvs, ws, bs, training, 0.3, 1e-5)
+                (y * _dev(gy)).sum().backward()
+        else:
+            y = ns.nn.functional.batch_norm(xs, rms, rvs, ws, bs, training, 0.3, 1e-5)
+            (y * gy).sum().backward()
+        out += [y, xs.grad, ws.grad, bs.grad, rms, rvs]
+    assert got[0].is_contiguous(memory_format=torch.channels_last) and got[0]._base is None
+    assert got[1].is_contiguous(memory_format=torch.channels_last)
+    for a, e, what in zip(got, want, ("y", "dx", "dweight", "dbias", "running_mean", "running_var")):
+        torch.testing.assert_close(a.detach().cpu(), e.detach(), rtol=1e-9, atol=1e-9, msg=lambda m: f"{what}: {m}")
+
+
+@pytest.mark.parametrize("n,c", [(37, 5), (300, 70)])
+def test_batch_norm_of_a_matrix_walks_its_channels_contiguous(n, c):
+    """[N, C] (BatchNorm1d; channels-last activations flattened): the row-tiled walk, tiles and partial programs
+    forced to several per channel, against torch in float64."""
+    g = _gen()
+    x = torch.randn(n, c, generator=g, dtype=torch.float64) * 3 + 2
+    gy = torch.randn(n, c, generator=g, dtype=torch.float64)
+    xs, xt = _dev(x.clone()).requires_grad_(), x.clone().requires_grad_()
+    with bt.preference(TRITON), _tm().forced(splits=4, bs=8):
+        y = bt.nn.functional.batch_norm(xs, None, None, training=True)
+        (y * _dev(gy)).sum().backward()
+    want = F.batch_norm(xt, None, None, training=True)
+    (want * gy).sum().backward()
+    torch.testing.assert_close(y.detach().cpu(), want.detach(), rtol=1e-9, atol=1e-9)
+    torch.testing.assert_close(xs.grad.cpu(), xt.grad, rtol=1e-9, atol=1e-9)

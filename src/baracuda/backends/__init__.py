@@ -10,6 +10,26 @@ from .._core.registry import register_backend
 from .._core.sku import Backend
 
 
+
+def with_produce(run, desc, channels_last, like: int = 0):
+    """``run`` plus ``run.produce``, which Plan.run without ``out=`` (a drop-in call) uses to allocate the outputs:
+    those of 4-d / 5-d shape channels-last where ``channels_last(xs)`` says so (torch's layout rule of the op: a
+    pooling of a channels-last input, a channels-last convolution's gradients), the rest contiguous, all on input
+    ``like``'s device.  The Plan API's given or default (contiguous) outputs are written as they are."""
+    import torch
+
+    specs = [(tuple(t.shape), t.dtype.torch) for t in desc.outputs]
+    formats = {4: torch.channels_last, 5: torch.channels_last_3d}
+
+    def produce(xs):
+        cl, dev = channels_last(xs), xs[like].device
+        outs = [torch.empty(shp, dtype=dt, device=dev, memory_format=formats.get(len(shp), torch.contiguous_format)
+                            if cl else torch.contiguous_format) for shp, dt in specs]
+        run(desc, xs, outs, None)
+        return outs
+    run.produce = produce
+    return run
+
 def _reference_available(device: Device, pref: PlanPreference) -> str | None:
     if device.type == "cuda" and Backend.REFERENCE not in pref.prefer:
         return "runs on the host (NumPy); on a CUDA device it is used only when preferred explicitly"

@@ -81,3 +81,26 @@ def write_out(fn_name: str, result, out, exact_dtype: bool = False, stacklevel: 
     with torch.no_grad():
         out.copy_(result)
     return out
+
+
+class Layout:
+    """How a call's operands were viewed for its plan when the caller's are laid out otherwise (channels-last
+    activations, for a plan of contiguous operands): ``out(o)`` takes a plan output of ``rank`` dims back to the
+    caller's view, ``grad(g)`` takes the caller's gradient of it (``grad_rank`` dims) to the plan's shape (outputs
+    of another rank, per-channel statistics, pass as they are).  ``finish(outs)``: the drop-in's own finisher, or None.  The outputs
+    handed back are tensors of their own, not views of the plan's (code that writes into one in place must not
+    meet view semantics: a CopySlices of the base in its backward)."""
+
+    __slots__ = ("out", "grad", "rank", "grad_rank", "finish")
+
+    def __init__(self, out, grad, rank: int, grad_rank: int | None = None, finish=None):
+        self.out, self.grad, self.rank, self.finish = out, grad, rank, finish
+        self.grad_rank = rank if grad_rank is None else grad_rank   # (the caller's rank of a transformed output)
+
+    def outs(self, outs, detach: bool = True) -> list:
+        r = self.rank
+        return [(self.out(o).detach() if detach else self.out(o)) if o.dim() == r else o for o in outs]
+
+    def grads(self, grads) -> tuple:
+        r = self.grad_rank
+        return tuple([self.grad(g) if g is not None and g.dim() == r else g for g in grads])

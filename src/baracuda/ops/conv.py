@@ -284,6 +284,13 @@ def _dropin_convolution(input, weight, bias, stride, padding, dilation, transpos
         if cl:
             out = out.movedim(-1, 1)
         return out.squeeze(0) if unbatched else out
+    if cl and not unbatched:
+        # the (N, *spatial, C) result handed back as (N, C, *spatial), a tensor of its own (not a view: a later
+        # in-place write into it would otherwise make its backward rebuild the view's base)
+        from ._common import Layout
+
+        nd = x.dim()
+        return ins, attrs, Layout(lambda o: o.movedim(-1, 1), lambda g: g.movedim(1, -1), nd)
     return ins, attrs, finish if (cl or unbatched) else None
 
 

@@ -362,19 +362,39 @@ def _dropin_bn(input, running_mean, running_var, weight=None, bias=None, trainin
             running_mean, running_var = input.new_zeros(input.shape[1]), input.new_ones(input.shape[1])
         training = False
     has_run = running_mean is not None
-    ins = ((input,) + affine_operands(input, weight, bias, need_bias=has_run)
-           + ((running_mean, running_var) if has_run else ()))
+    attrs = {"training": bool(training), "momentum": momentum, "eps": eps}
+    affine = affine_operands(input, weight, bias, need_bias=has_run) + ((running_mean, running_var) if has_run else ())
 
-    def finish(out):
+    def copy_stats(out):
         if training and has_run:
             with torch.no_grad():
                 running_mean.copy_(out[3])
                 running_var.copy_(out[4])
+
+    def finish(out):
+        copy_stats(out)
         # the op's own output, not a view of it (reshape to the same shape is a view): code that then writes into
         # y in place (ResNet's residual ``+=``) would make the backward rebuild the view's base (CopySlices:
         # a full-size zero fill, a copy and a clone per write)
         return out[0] if out[0].shape == shape else out[0].reshape(shape)
-    return ins, {"training": bool(training), "momentum": momentum, "eps": eps}, finish
+    if input.dim() in (4, 5) and _channels_last(input):
+        # channels-last activations: the plan's problem is the [N * spatial, C] matrix they already are (the
+        # statistics of each channel over every other dim, as for (N, C, *)); y comes back channels-last, as torch's
+        # (an NCHW result would make the next convolution convert it back)
+        from ._common import Layout
+
+        c, nhwc = input.shape[1], input.movedim(1, -1)
+        lay = Layout(lambda o: o.reshape(nhwc.shape).movedim(-1, 1), lambda g: g.movedim(1, -1).reshape(-1, c), 2,
+                     input.dim(), finish=lambda out: (copy_stats(out), out[0])[1])
+        return (nhwc.reshape(-1, c),) + affine, attrs, lay
+    return (input,) + affine, attrs, finish
+
+
+def _channels_last(t) -> bool:
+    import torch
+
+    fmt = torch.channels_last if t.dim() == 4 else torch.channels_last_3d
+    return t.is_contiguous(memory_format=fmt) and not t.is_contiguous()
 
 
 def _dropin_lrn(input, size, alpha=1e-4, beta=0.75, k=1.0):

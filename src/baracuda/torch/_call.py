@@ -34,6 +34,7 @@ from .._core.options import current_preference
 from .._core.plan import BackwardPlan, Plan
 from .._core.spec import Descriptor, TensorSpec, get_spec, saved_names
 from .._core.tensors import given
+from ..ops._common import Layout
 from ._schema import encode_attrs, plain_attr, sig_string
 
 __all__ = ["call", "bound", "Bound", "Operand", "CACHE_SIZE", "cache_info", "EAGER_FAST_PATH"]
@@ -132,7 +133,7 @@ class Call:
 class Bound(Call):
     """Everything one call key needs: descriptor, plan, launcher, saved-tensor recipe, backward plan (lazily)."""
 
-    __slots__ = ("plan", "go", "pref", "_bw", "_bw_masked", "_grad_ok")
+    __slots__ = ("plan", "go", "pref", "_bw", "_bw_masked", "_grad_ok", "layout_free")
 
     def __init__(self, name: str, attrs: dict, sig: tuple, pref, device: int = -1):
         if len(sig) > 1:
@@ -145,6 +146,7 @@ class Bound(Call):
         device = Device("cuda", index) if index >= 0 else Device("cpu")
         plan = Plan.select(desc, device, pref)
         self.plan, self.pref, self._bw, self._bw_masked, self._grad_ok = plan, pref, None, None, set()
+        self.layout_free = name in layout_free_ops()
         # operands on one device (checked above): the key vouches for shapes, dtypes and device, so the launcher
         # checks nothing
         self.go = plan.launcher()
@@ -329,35 +331,41 @@ def cache_clear() -> None:
 
 # -- eager autograd ----------------------------------------------------------------------------------------------
 class _Eager(torch.autograd.Function):
+    """One bound call under eager autograd.  ``lay``: None, or the :class:`Layout` in which ``xs`` (views of the
+    caller's operands) were given to the plan: the outputs go back through it, and the gradients arriving for
+    them are taken to the plan's shapes."""
+
     @staticmethod
-    def forward(ctx, b, *xs):
+    def forward(ctx, b, lay, *xs):
         outs = b.forward(xs)
-        ctx.bc = b
+        ctx.bc, ctx.lay = b, lay
         # an output nobody used gets None, not a zero tensor: backward rules skip its term (e.g. linear_act's
         # saved pre-activation: no zero-fill and no extra add)
         ctx.set_materialize_grads(False)
         ctx.save_for_backward(*b.saved(xs, outs))
-        return tuple(outs)
+        return tuple(outs) if lay is None else tuple(lay.outs(outs))
 
     @staticmethod
     def backward(ctx, *grads):
         b = ctx.bc
+        if ctx.lay is not None:
+            grads = ctx.lay.grads(grads)
         # the kernel directly unless a graph of the backward is being built (create_graph, a dispatch mode)
         direct = not _grad_enabled() and not _dispatch_depth()
         if not direct or RECORDERS or not b.diff:
-            return (None, *b.input_grads(grads, ctx.saved_tensors, direct, ctx.needs_input_grad[1:]))
+            return (None, None, *b.input_grads(grads, ctx.saved_tensors, direct, ctx.needs_input_grad[2:]))
         for g in grads:         # (the common case, input_grads' direct path inlined: the backward's host cost)
             if g is not None:
                 break
         else:
-            return (None,) * (b.n_in + 1)
-        bw = b.backward_plan(ctx.needs_input_grad[1:])
+            return (None,) * (b.n_in + 2)
+        bw = b.backward_plan(ctx.needs_input_grad[2:])
         STATE.depth += 1
         try:
             res = bw.replay_tape(grads, ctx.saved_tensors)
         finally:
             STATE.depth -= 1
-        return (None, *[r if k else None for r, k in zip(res, b.gets_grad)])
+        return (None, None, *[r if k else None for r, k in zip(res, b.gets_grad)])
 
 
 # Function.apply without its Python prologue (functorch's dead-wrapper unwrapping: call() takes this path only when no
@@ -433,15 +441,92 @@ def call(name: str, xs, attrs: dict, device: int = -1):
         if moved is not None:
             return call(name, moved, attrs, device)
         raise b.error.with_traceback(None)
+    if b.layout_free:
+        for x in xs:
+            if not x.is_contiguous():   # (channels-last activations: the result keeps their memory order)
+                perm = _dense_order(xs)
+                if perm is not None:
+                    return _permuted(name, xs, attrs, perm)
+                break
     if b.float_out and _grad_enabled():
         for x in xs:
             if x.requires_grad:
                 if STATE.grad_check:
                     b.check_grad(xs)
-                outs = _eager_apply(b, *xs)
+                outs = _eager_apply(b, None, *xs)
                 return outs[0] if len(outs) == 1 else outs
     if RECORDERS or _function_mode_on():
         outs = b.forward(xs)        # marks baracuda's own torch calls for an active bt.mode(); records
     else:
         outs = _owned(b.go(xs), xs)
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+# -- memory order of pointwise results ----------------------------------------------------------------------------
+_LAYOUT_FREE: set = set()
+
+
+def layout_free_ops() -> set:
+    """The ops whose result at a position depends only on the operands at that position (elementwise rows of
+    broadcast shape, no axis attribute, no operand aligned to a named dim): they may run on their operands in any
+    dim order, so a call on channels-last (or otherwise permuted) operands runs on the permuted views and returns
+    its result in the operands' memory order, as torch's TensorIterator does."""
+    if not _LAYOUT_FREE:
+        from ..ops.elementwise import EW_OPS
+
+        _LAYOUT_FREE.update(n for n, e in EW_OPS.items() if e.shape == "broadcast" and e.align is None
+                            and not e.internal and not any(a.kind == "axis" for a in e.attrs))
+    return _LAYOUT_FREE
+
+
+def _dense_order(xs) -> tuple | None:
+    """The dim order (outermost first) in which every operand of the result's full shape is contiguous, when that is
+    not the identity and such an operand is not contiguous (channels-last activations): else None.  Operands of
+    lower rank or with broadcast dims follow any order; operands of the full shape in different orders (one
+    channels-last, one not) get None (the result is then contiguous, as before)."""
+    r = max(x.dim() for x in xs)
+    lead = None
+    for x in xs:
+        if x.dim() == r and not x.is_contiguous():
+            lead = x
+            break
+    if lead is None or r < 2:
+        return None
+    st = lead.stride()
+    perm = tuple(sorted(range(r), key=lambda d: -st[d]))
+    shape = lead.shape
+    if perm == tuple(range(r)) or torch.broadcast_shapes(*[x.shape for x in xs]) != shape:
+        return None
+    for x in xs:
+        if x.dim() == r and x.shape == shape and not x.permute(perm).is_contiguous():
+            return None
+    return perm
+
+
+def permutation(perm: tuple) -> Layout:
+    """The Layout of operands given in ``perm``'s dim order (``x.permute(perm)``)."""
+    inv = tuple(sorted(range(len(perm)), key=perm.__getitem__))
+    return Layout(lambda o: o.permute(inv), lambda g: g.permute(perm), len(perm))
+
+
+def _permuted(name: str, xs, attrs: dict, perm: tuple):
+    """``call`` of a layout-free op on operands contiguous in ``perm``'s order: the plan of the permuted views."""
+    r = len(perm)
+    xps = [x.permute(perm) if x.dim() == r else x.reshape((1,) * (r - x.dim()) + tuple(x.shape)).permute(perm)
+           for x in xs]
+    return laid_out(name, xps, attrs, permutation(perm))
+
+
+def laid_out(name: str, xs, attrs: dict, lay: Layout):
+    """``call`` of op ``name`` on ``xs``, views of the caller's operands in ``lay`` (see ``ops._common.Layout``)."""
+    if not _eager_ok(xs):       # a tracer or transform: the custom op on the views, the outputs viewed back
+        outs = _through_custom_op(name, xs, attrs)
+        return lay.outs([outs] if isinstance(outs, torch.Tensor) else list(outs), detach=False)
+    b = bound(name, attrs, xs)
+    if b.float_out and _grad_enabled() and any(x.requires_grad for x in xs):
+        if STATE.grad_check:
+            b.check_grad(xs)
+        outs = _eager_apply(b, lay, *xs)
+    else:
+        outs = lay.outs(b.forward(xs) if RECORDERS or _function_mode_on() else _owned(b.go(xs), xs))
     return outs[0] if len(outs) == 1 else tuple(outs)

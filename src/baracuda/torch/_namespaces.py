@@ -10,7 +10,8 @@ import types
 
 from .._core.spec import all_specs
 from ._fused import run_if_fused
-from ._call import call
+from ..ops._common import Layout
+from ._call import call, laid_out
 
 # op -> the composition of other drop-ins that runs the forms of its torch function the op does not take (the
 # op's adapter returns None for them); called with the adapter's arguments.  Filled by _composed.py on import.
@@ -42,6 +43,11 @@ def _make(spec, torch_name, translate=None):
             out = run_if_fused(spec, res[0], res[1])
             if out is not None:
                 return out
+        fin = res[2] if len(res) > 2 else None
+        if type(fin) is Layout:     # operands viewed in the plan's layout (batch_norm of channels-last input)
+            out = laid_out(name, res[0], res[1], fin)
+            out = out if fin.finish is None else fin.finish(out)
+            return out if result is None else result(out)
         # a creation op's adapter also names the device (no operand carries it): (operands, attrs, finisher, device)
         out = call(name, res[0], res[1]) if len(res) < 4 else call(name, res[0], res[1], res[3])
         if len(res) > 2 and res[2] is not None:   # the adapter's finisher (batch_norm: copy the new running stats

@@ -33,6 +33,7 @@ from ..._core.errors import UnsupportedError
 from ..._core.registry import Impl, register
 from ..._core.sku import Backend, MathPrecision, PrecisionGuarantee
 from ...ops.conv import geometry_of
+from .. import with_produce
 from .cudnn_graph import GraphCache, execute
 from .cudnn_graph import compute_capability as _cc
 from .cudnn_graph import current_device as _current_device
@@ -270,7 +271,10 @@ def _bind(desc, pref=None):
                 run_one(kind, o, g, w, None, x.get_device())
             else:                           # dx of a transposed convolution: the response side, from the image g
                 run_one(kind, g, o, w, None, x.get_device())
-    return run
+    # a drop-in call's gradients of a channels-last convolution come channels-last, as torch's: cuDNN writes NHWC
+    # natively, the layer below reads them in place, and a channels-last weight's gradient needs no copy into the
+    # weight's layout in autograd's accumulation (an NCHW one did, per weight per step)
+    return with_produce(run, desc, lambda xs: True) if cl else run
 
 
 def _run_default(desc, inputs, outputs, ws):

@@ -17,6 +17,7 @@ import torch
 from ...._core.dtypes import FLOAT_TYPES, DType
 from ...._core.sku import MathPrecision, PrecisionGuarantee
 from ....ops.conv import geometry_of
+from ... import with_produce
 from .._lib.register import register_triton
 from .depthwise import dw_configs, dw_launch, dw_workspace, is_depthwise
 from .implicit_gemm import CORR, MODE_NAMES, SCATTER, WCORR, as5, choose, launch, partial_dtype
@@ -113,7 +114,8 @@ def _bind(desc, pref=None):
         for t, o in zip(targets, outputs):
             if t is not o:
                 o.copy_(t)
-    return run
+    # a drop-in call's gradients of a channels-last convolution come channels-last, as torch's (cudnn_conv.py)
+    return with_produce(run, desc, lambda xs: True) if desc.op != "convolution" and geom.channels_last else run
 
 
 def _run_default(desc, inputs, outputs, ws):

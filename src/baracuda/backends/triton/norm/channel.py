@@ -336,7 +336,7 @@ def _bn_finalize(ws_ptr, rm_ptr, rv_ptr, mean_ptr, rstd_ptr, nrm_ptr, nrv_ptr, C
 
 
 @fast_kernel
-def _bn_apply(x_ptr, w_ptr, b_ptr, y_ptr, st_ptr, C, S, NQ, QPP, nsb, sN, sC, sS, HAS_W: tl.constexpr,
+def _bn_apply(x_ptr, w_ptr, b_ptr, y_ptr, st_ptr, C, S, NQ, QPP, nsb, sN, sC, sS, soN, soC, soS, HAS_W: tl.constexpr,
               HAS_B: tl.constexpr, F64: tl.constexpr, BC: tl.constexpr, BS: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     cc = tl.program_id(0) * BC + tl.arange(0, BC)
@@ -353,7 +353,7 @@ def _bn_apply(x_ptr, w_ptr, b_ptr, y_ptr, st_ptr, C, S, NQ, QPP, nsb, sN, sC, sS
     while q < end:
         off, mask, n, ss = _bn_tile(q, nsb, cc, cm, S, sN, sC, sS, BS)
         x = tl.load(x_ptr + off, mask=mask, other=0.0).to(CT)
-        yo = n.to(tl.int64) * C * S + cc[:, None] * S + ss[None, :]
+        yo = n.to(tl.int64) * soN + cc[:, None] * soC + ss[None, :].to(tl.int64) * soS
         tl.store(y_ptr + yo, (x * sc[:, None] + sh[:, None]).to(y_ptr.dtype.element_ty), mask=mask)
         q += 1
 
@@ -406,7 +406,7 @@ def _bn_bw_fold(ws_ptr, dw_ptr, db_ptr, C, P, WANT_W: tl.constexpr, WANT_B: tl.c
 
 @fast_kernel
 def _bn_bw_dx(g_ptr, x_ptr, mean_ptr, rstd_ptr, w_ptr, c0_ptr, c1_ptr, dx_ptr, st_ptr, C, S, NQ, QPP, nsb, sgN,
-              sgC, sgS, sN, sC, sS, M, TRAIN: tl.constexpr, HAS_W: tl.constexpr, EXTRA: tl.constexpr,
+              sgC, sgS, sN, sC, sS, soN, soC, soS, M, TRAIN: tl.constexpr, HAS_W: tl.constexpr, EXTRA: tl.constexpr,
               F64: tl.constexpr, BC: tl.constexpr, BS: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     cc = tl.program_id(0) * BC + tl.arange(0, BC)
@@ -436,18 +436,28 @@ def _bn_bw_dx(g_ptr, x_ptr, mean_ptr, rstd_ptr, w_ptr, c0_ptr, c1_ptr, dx_ptr, s
             dx = k[:, None] * g
         if EXTRA:
             dx = dx + e0[:, None] + e1[:, None] * xh
-        yo = n.to(tl.int64) * C * S + cc[:, None] * S + ss[None, :]
+        yo = n.to(tl.int64) * soN + cc[:, None] * soC + ss[None, :].to(tl.int64) * soS
         tl.store(dx_ptr + yo, dx.to(dx_ptr.dtype.element_ty), mask=mask)
         q += 1
 
 
 def _bn_geom(desc):
+    """(n, c, s, ...) of the [n, c, s] view the kernels walk, and ``rows``: an [N, C] input (BatchNorm1d, or
+    channels-last activations flattened to [N * spatial, C] by the drop-in) is walked as [1, C, N] with the
+    channels contiguous, in [BC channels, BS rows] tiles whose rows are whole 128-256 B segments (as [N, C, 1] each
+    tile would be one row of BC elements, a program's loop ~N / splits steps deep)."""
     shape = desc.inputs[0].shape
     n, c = shape[0], shape[1]
     s = math.prod(shape[2:])
     f64 = desc.inputs[0].dtype == DType.f64
-    bs = _spatial_block(s, 1024)
-    bc = max(1, min(next_power_of_2(max(c, 1)), 2048 // bs, 1024 if f64 else 2048))
+    rows = s == 1 and n > 1
+    if rows:
+        n, s = 1, n
+        bc = max(1, min(next_power_of_2(max(c, 1)), 32 if f64 else 64))
+        bs = _FORCE.get("bs", max(1, min(next_power_of_2(s), (1024 if f64 else 2048) // bc)))
+    else:
+        bs = _spatial_block(s, 1024)
+        bc = max(1, min(next_power_of_2(max(c, 1)), 2048 // bs, 1024 if f64 else 2048))
     ncb = cdiv(c, bc) if c else 0
     nsb = cdiv(s, bs) if s else 0
     nq = n * nsb
@@ -456,16 +466,17 @@ def _bn_geom(desc):
     qpp = cdiv(nq, splits) if nq else 0
     splits = cdiv(nq, qpp) if nq else 1
     warps = 4 if bc * bs <= 1024 else 8
-    return n, c, s, f64, bc, bs, ncb, nsb, nq, splits, qpp, warps
+    return n, c, s, f64, bc, bs, ncb, nsb, nq, splits, qpp, warps, rows
 
 
-def _x3(t, n, c, s):
-    v = t.reshape(n, c, s)
+def _x3(t, n, c, s, rows=False):
+    """``t`` as the [n, c, s] view the kernels walk, and its strides (``rows``: an [s, c] matrix, transposed)."""
+    v = t.reshape(s, c).t().unsqueeze(0) if rows else t.reshape(n, c, s)
     return v, v.stride(0), v.stride(1), v.stride(2)
 
 
 def _ws_bn(desc):
-    n, c, s, f64, bc, bs, ncb, nsb, nq, splits, qpp, warps = _bn_geom(desc)
+    n, c, s, f64, bc, bs, ncb, nsb, nq, splits, qpp, warps, rows = _bn_geom(desc)
     per = 8 if f64 else 4
     if desc.op == "batch_norm":
         return (3 * splits + 2) * c * per
@@ -473,7 +484,7 @@ def _ws_bn(desc):
 
 
 def _bind_bn(desc, pref=None):
-    n, c, s, f64, bc, bs, ncb, nsb, nq, splits, qpp, warps = _bn_geom(desc)
+    n, c, s, f64, bc, bs, ncb, nsb, nq, splits, qpp, warps, rows = _bn_geom(desc)
     ct = _ct(desc)
     ins = len(desc.inputs)
     naff = min(ins - 1, 2)
@@ -484,7 +495,7 @@ def _bind_bn(desc, pref=None):
     m = n * s
 
     def run(desc_, inputs, outputs, ws):
-        x, sN, sC, sS = _x3(inputs[0], n, c, s)
+        x, sN, sC, sS = _x3(inputs[0], n, c, s, rows)
         w = inputs[1].contiguous() if naff > 0 else x
         b = inputs[2].contiguous() if naff > 1 else x
         rm, rv = (inputs[3].contiguous(), inputs[4].contiguous()) if run_stats else (x, x)
@@ -498,13 +509,14 @@ def _bind_bn(desc, pref=None):
             _bn_finalize[(cdiv(c, bcf),)](wsv, rm, rv, mean, rstd, nrm, nrv, c, splits, m, *_split(eps), *_split(mom),
                                                  TRAIN=train, RUN=run_stats and train, F64=f64, BC=bcf, num_warps=4)
         if nq:
-            _bn_apply[(ncb, splits)](x, w, b, y, wsv[3 * splits * c:], c, s, nq, qpp, nsb, sN, sC, sS,
+            _, *so = _x3(y, n, c, s, rows)
+            _bn_apply[(ncb, splits)](x, w, b, y, wsv[3 * splits * c:], c, s, nq, qpp, nsb, sN, sC, sS, *so,
                                      HAS_W=naff > 0, HAS_B=naff > 1, F64=f64, BC=bc, BS=bs, num_warps=warps)
     return run
 
 
 def _bind_bn_bw(desc, pref=None):
-    n, c, s, f64, bc, bs, ncb, nsb, nq, splits, qpp, warps = _bn_geom(desc)
+    n, c, s, f64, bc, bs, ncb, nsb, nq, splits, qpp, warps, rows = _bn_geom(desc)
     ct = _ct(desc)
     extra = desc.attr("extra")
     has_w = len(desc.inputs) - 2 * extra == 5
@@ -513,8 +525,8 @@ def _bind_bn_bw(desc, pref=None):
     bcf = min(256, next_power_of_2(max(c, 1)))
 
     def run(desc_, inputs, outputs, ws):
-        g, sgN, sgC, sgS = _x3(inputs[0], n, c, s)
-        x, sN, sC, sS = _x3(inputs[1], n, c, s)
+        g, sgN, sgC, sgS = _x3(inputs[0], n, c, s, rows)
+        x, sN, sC, sS = _x3(inputs[1], n, c, s, rows)
         mean, rstd = inputs[2].contiguous(), inputs[3].contiguous()
         w = inputs[4].contiguous() if has_w else x
         c0, c1 = (inputs[-2].contiguous(), inputs[-1].contiguous()) if extra else (x, x)
@@ -533,8 +545,9 @@ def _bind_bn_bw(desc, pref=None):
                 for o in outputs[1:]:
                     o.zero_()
         if nq:
+            _, *so = _x3(dx, n, c, s, rows)
             _bn_bw_dx[(ncb, splits)](g, x, mean, rstd, w, c0, c1, dx, wsv[2 * splits * c:], c, s, nq, qpp, nsb, sgN,
-                                     sgC, sgS, sN, sC, sS, max(n * s, 1), TRAIN=train, HAS_W=has_w, EXTRA=extra,
+                                     sgC, sgS, sN, sC, sS, *so, max(n * s, 1), TRAIN=train, HAS_W=has_w, EXTRA=extra,
                                      F64=f64, BC=bc, BS=bs, num_warps=warps)
     return run
 

@@ -17,6 +17,7 @@ import torch
 from ...._core.dtypes import FLOAT_TYPES, DType
 from ....ops.pool import (POOL_BACKWARD_OPS, UNPOOL_OPS, WINDOW_POOL_OPS, frac_sample_index, pool_memory_format,
                          window_of)
+from ... import with_produce
 from .._lib.geometry import cdiv, next_power_of_2
 from .._lib.register import register_triton
 from .._lib.scalars import split_f64
@@ -71,17 +72,7 @@ def _tiles(taps: int):
 
 def _with_produce(run, desc, like: int = 0):
     """``run`` plus ``run.produce``: the drop-in's outputs allocated in input ``like``'s memory format."""
-    outs = [(t.shape, t.dtype.torch) for t in desc.outputs]
-
-    def produce(xs):
-        mf = pool_memory_format(xs[like])
-        dev = xs[like].device
-        res = [torch.empty(shp, dtype=dt, device=dev, memory_format=mf if len(shp) in (4, 5) else
-                           torch.contiguous_format) for shp, dt in outs]
-        run(desc, xs, res, None)
-        return res
-    run.produce = produce
-    return run
+    return with_produce(run, desc, lambda xs: pool_memory_format(xs[like]) != torch.contiguous_format, like)
 
 
 def _bind_fw(desc, pref=None):
