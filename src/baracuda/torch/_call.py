@@ -521,7 +521,8 @@ def laid_out(name: str, xs, attrs: dict, lay: Layout):
     """``call`` of op ``name`` on ``xs``, views of the caller's operands in ``lay`` (see ``ops._common.Layout``)."""
     if not _eager_ok(xs):       # a tracer or transform: the custom op on the views, the outputs viewed back
         outs = _through_custom_op(name, xs, attrs)
-        return lay.outs([outs] if isinstance(outs, torch.Tensor) else list(outs), detach=False)
+        outs = lay.outs([outs] if isinstance(outs, torch.Tensor) else list(outs), detach=False)
+        return outs[0] if len(outs) == 1 else tuple(outs)
     b = bound(name, attrs, xs)
     if b.float_out and _grad_enabled() and any(x.requires_grad for x in xs):
         if STATE.grad_check:
