@@ -133,7 +133,7 @@ class Call:
 class Bound(Call):
     """Everything one call key needs: descriptor, plan, launcher, saved-tensor recipe, backward plan (lazily)."""
 
-    __slots__ = ("plan", "go", "pref", "_bw", "_bw_masked", "_grad_ok", "layout_free")
+    __slots__ = ("plan", "go", "pref", "_bw", "_bw_masked", "_grad_ok", "layout_free", "orders")
 
     def __init__(self, name: str, attrs: dict, sig: tuple, pref, device: int = -1):
         if len(sig) > 1:
@@ -146,7 +146,8 @@ class Bound(Call):
         device = Device("cuda", index) if index >= 0 else Device("cpu")
         plan = Plan.select(desc, device, pref)
         self.plan, self.pref, self._bw, self._bw_masked, self._grad_ok = plan, pref, None, None, set()
-        self.layout_free = name in layout_free_ops()
+        # a pointwise op: the operands' dim order per their strides -> (the permuted call's bound call, Layout)
+        self.layout_free, self.orders = name in layout_free_ops(), None
         # operands on one device (checked above): the key vouches for shapes, dtypes and device, so the launcher
         # checks nothing
         self.go = plan.launcher()
@@ -444,9 +445,9 @@ def call(name: str, xs, attrs: dict, device: int = -1):
     if b.layout_free:
         for x in xs:
             if not x.is_contiguous():   # (channels-last activations: the result keeps their memory order)
-                perm = _dense_order(xs)
-                if perm is not None:
-                    return _permuted(name, xs, attrs, perm)
+                order = _order_of(b, name, xs, attrs)
+                if order is not None:
+                    return _permuted(order, xs)
                 break
     if b.float_out and _grad_enabled():
         for x in xs:
@@ -509,12 +510,40 @@ def permutation(perm: tuple) -> Layout:
     return Layout(lambda o: o.permute(inv), lambda g: g.permute(perm), len(perm))
 
 
-def _permuted(name: str, xs, attrs: dict, perm: tuple):
-    """``call`` of a layout-free op on operands contiguous in ``perm``'s order: the plan of the permuted views."""
+_ORDERS_PER_CALL = 8     # (strides seen per bound call: channels-last, and a few transposed forms at most)
+
+
+def _order_of(b: Bound, name: str, xs, attrs: dict):
+    """(perm, its Layout, the bound call of the permuted operands, rank) for a layout-free call ``b`` on ``xs``, or
+    None when the operands share no dense order; remembered per bound call by the operands' strides (the decision
+    and the permuted binding cost ~30 us of host time; a hit, one dict lookup)."""
+    key = tuple([x.stride() for x in xs])
+    orders = b.orders
+    if orders is None:
+        orders = b.orders = {}
+    elif key in orders:
+        return orders[key]
+    perm = _dense_order(xs)
+    order = None
+    if perm is not None:
+        r = len(perm)
+        order = (perm, permutation(perm), bound(name, attrs, _permute_all(xs, perm)), r)
+    if len(orders) < _ORDERS_PER_CALL:
+        orders[key] = order
+    return order
+
+
+def _permute_all(xs, perm):
     r = len(perm)
-    xps = [x.permute(perm) if x.dim() == r else x.reshape((1,) * (r - x.dim()) + tuple(x.shape)).permute(perm)
-           for x in xs]
-    return laid_out(name, xps, attrs, permutation(perm))
+    return [x.permute(perm) if x.dim() == r else x.reshape((1,) * (r - x.dim()) + tuple(x.shape)).permute(perm)
+            for x in xs]
+
+
+def _permuted(order, xs):
+    """A layout-free call on operands contiguous in ``perm``'s order: the plan of the permuted views."""
+    perm, lay, b, r = order
+    xps = _permute_all(xs, perm)
+    return _run_laid_out(b, xps, lay)
 
 
 def laid_out(name: str, xs, attrs: dict, lay: Layout):
@@ -523,11 +552,16 @@ def laid_out(name: str, xs, attrs: dict, lay: Layout):
         outs = _through_custom_op(name, xs, attrs)
         outs = lay.outs([outs] if isinstance(outs, torch.Tensor) else list(outs), detach=False)
         return outs[0] if len(outs) == 1 else tuple(outs)
-    b = bound(name, attrs, xs)
-    if b.float_out and _grad_enabled() and any(x.requires_grad for x in xs):
-        if STATE.grad_check:
-            b.check_grad(xs)
-        outs = _eager_apply(b, lay, *xs)
-    else:
-        outs = lay.outs(b.forward(xs) if RECORDERS or _function_mode_on() else _owned(b.go(xs), xs))
+    return _run_laid_out(bound(name, attrs, xs), xs, lay)
+
+
+def _run_laid_out(b: Bound, xs, lay: Layout):
+    if b.float_out and _grad_enabled():
+        for x in xs:
+            if x.requires_grad:
+                if STATE.grad_check:
+                    b.check_grad(xs)
+                outs = _eager_apply(b, lay, *xs)
+                return outs[0] if len(outs) == 1 else outs
+    outs = lay.outs(b.forward(xs) if RECORDERS or _function_mode_on() else _owned(b.go(xs), xs))
     return outs[0] if len(outs) == 1 else tuple(outs)
