@@ -83,3 +83,18 @@ def test_draws_follow_the_renormalized_kept_distribution():
     want = np.where(kept, p, 0) / np.where(kept, p, 0).sum()
     np.testing.assert_allclose(np.bincount(y, minlength=6) / B, want, atol=0.012)
     assert not np.isin(y, np.flatnonzero(~kept)).any()
+
+
+def test_the_bench_peer_draws_only_tokens_the_filter_keeps():
+    """top_k_top_p_sampling's bench peer (torch's sort-based filter + multinomial, timed beside the op, never
+    compared value for value) keeps the op's token set: every draw is a token at or above the reference's threshold."""
+    from baracuda.ops.random_sampling import _bench_peer
+
+    rng = np.random.default_rng(11)
+    probs = rng.random((6, 40)) ** 3
+    k, tp, mp = np.array([0, 3, 10, 40, 7, 1]), np.array([0.9, 1.0, 0.3, 0.7, 0.0, 0.5]), np.array([0, 0.2, 0, 0.1, 0, 0])
+    ts = [keep_threshold(probs[i], int(k[i]), float(tp[i]), float(mp[i])) for i in range(6)]
+    for seed in range(20):
+        tok = _bench_peer(torch.tensor(probs), torch.tensor(k), torch.tensor(tp), torch.tensor(mp), seed=seed).numpy()
+        for i in range(6):
+            assert probs[i, tok[i]] >= ts[i], (seed, i)

@@ -272,6 +272,9 @@ class OpSpec:
     # the output's values are unspecified (empty / empty_like: uninitialized memory, torch.empty's contract): only
     # shapes, dtypes and devices are compared by the tests
     values_unspecified: bool = False
+    # a torch function doing the same work whose values cannot match the op's (another random stream: torch's
+    # sort-based top-p sampling, its dropout): the bench times it as the peer, the tests do not compare with it
+    bench_peer: Callable | None = None
 
     def __post_init__(self):
         if self.category is None:

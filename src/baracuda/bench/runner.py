@@ -306,7 +306,8 @@ def bench_workload(ctx: _Ctx, spec: OpSpec, wl: Workload) -> None:
 
     sets = [make_inputs(desc, ctx.tdev, seed=k) for k in range(_n_sets(ctx, desc))]
     attrs_n = desc.attr_dict
-    peer = spec.torch_peer
+    peer = spec.torch_peer or spec.bench_peer
+    comparable = spec.torch_peer is not None     # (a bench peer's values are another stream's: no rel_err)
     timings: dict[str, float] = {}
     ref_out = None
     peers = {}
@@ -341,7 +342,7 @@ def bench_workload(ctx: _Ctx, spec: OpSpec, wl: Workload) -> None:
         if err:
             _row(ctx, base, name, nbytes, flops, status=f"error: {err}")
             continue
-        if name == "torch":
+        if name == "torch" and comparable:
             ref_out = out
         t, err = _attempt(ctx, lambda: ctx.time([lambda xs=xs: fn(*xs) for xs in sets]))
         if err:
@@ -349,7 +350,7 @@ def bench_workload(ctx: _Ctx, spec: OpSpec, wl: Workload) -> None:
             continue
         timings[name] = t.ms
         _row(ctx, base, name, nbytes, flops, t, sku=name, kernel=name, compile_s=compile_s,
-             rel_err=_rel_err(out, ref_out) if name != "torch" else None)
+             rel_err=_rel_err(out, ref_out) if name != "torch" and ref_out is not None else None)
 
     plans = {}
     for b in _backends(spec, ctx.device):

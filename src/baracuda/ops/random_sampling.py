@@ -71,8 +71,27 @@ def _errors():
     yield ErrorCase(good[:2] + (((4,), "i32"), good[3]), {"seed": 1}, DTypeMismatchError, r"argument 'top_p'", "pi")
 
 
+def _bench_peer(probs, top_k, top_p, min_p, *, seed, offset=0):
+    """What a torch user writes for the same filter (the bench's peer, not compared: torch.multinomial draws another
+    stream): sort each row, keep the top-k ranks, the top-p prefix (mass before the token < top_p * total) and
+    min-p, zero the rest, draw with torch.multinomial, map back through the sort's indices."""
+    import torch
+
+    p, idx = probs.clamp_min(0).sort(dim=-1, descending=True)
+    v = p.shape[-1]
+    k = torch.where((top_k <= 0) | (top_k >= v), v, top_k)
+    keep = torch.arange(v, device=p.device)[None, :] < k[:, None]
+    before = p.cumsum(-1) - p
+    keep &= before < top_p.to(p.dtype)[:, None] * p.sum(-1, keepdim=True)
+    keep &= p >= min_p.to(p.dtype)[:, None] * p[:, :1]
+    keep[:, 0] = True
+    gen = torch.Generator(device=p.device).manual_seed(seed + offset)
+    pick = torch.multinomial(p.masked_fill(~keep, 0), 1, generator=gen)
+    return idx.gather(-1, pick).squeeze(-1)
+
+
 register_spec(OpSpec(
-    name="top_k_top_p_sampling", family="random", arg_names=_NAMES + ("state",),
+    name="top_k_top_p_sampling", family="random", arg_names=_NAMES + ("state",), bench_peer=_bench_peer,
     check=stream_check("top_k_top_p_sampling", 4, _check), dtypes=FLOAT_TYPES,
     attrs=(_SEED, _OFFSET), samples=_samples, errors=_errors, tol=_tol,
     workloads=(Workload("top_k_top_p_sampling-64x128256-f32", ((64, 128256), ((64,), DType.i64), (64,), (64,)),
