@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Session 5's first device call: issue #19 on the GPU -- `baracuda info` (the NVIDIA libraries' versions), the GPU
+# Issue #19 on the GPU in one device call: `baracuda info` (the NVIDIA libraries' versions), the GPU
 # tests of the FFT / linalg / #17 sampling families (one line per failure), then the issue's speed table (fft,
 # rfft2, the batched 65536 x 32 x 32 and the 4096^2 factorizations / solves / inverses, forward and backward)
 # against torch eager. torch.compile is not a separate peer here: inductor has no lowering for these ops and calls
 # the same aten kernels (cuFFT / cuSOLVER / MAGMA) as eager.
-#   bash bench/session5_a.sh OUTDIR
+#   bash bench/issue19_table.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
 python -m baracuda.cli info > "$out/info.txt" 2>&1; f "$out/info.txt" | head -30
 timeout 200 python -m pytest -q -p no:warnings -n 14 --tb=line -rf tests/fft tests/linalg tests/random \
