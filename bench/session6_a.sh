@@ -6,7 +6,7 @@
 #   bash bench/session6_a.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
 python -m baracuda.cli info > "$out/info.txt" 2>&1; f "$out/info.txt" | sed -n 1,20p
-timeout 170 python -m pytest -q -p no:warnings -n 14 --tb=line -rf tests/torch/test_layout.py tests/torch/test_mode.py \
+timeout 170 python -m pytest -q -p no:warnings -n 14 --tb=line -rf tests/torch/test_memory_order.py tests/torch/test_mode.py \
   tests/norm_group tests/conv tests/pool tests/models tests/generic -k "not generic or convolution or batch_norm or relu" \
   > "$out/gpu_tests_session5.txt" 2>&1
 grep -E "passed|failed" "$out/gpu_tests_session5.txt" | tail -1
