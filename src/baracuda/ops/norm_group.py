@@ -367,9 +367,8 @@ def _dropin_bn(input, running_mean, running_var, weight=None, bias=None, trainin
 
     def copy_stats(out):
         if training and has_run:
-            with torch.no_grad():
-                running_mean.copy_(out[3])
-                running_var.copy_(out[4])
+            with torch.no_grad():   # (one multi-tensor copy launch for both buffers, not two)
+                torch._foreach_copy_([running_mean, running_var], [out[3], out[4]])
 
     def finish(out):
         copy_stats(out)
