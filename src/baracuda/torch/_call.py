@@ -361,9 +361,10 @@ class _Eager(torch.autograd.Function):
         else:
             return (None,) * (b.n_in + 2)
         bw = b.backward_plan(ctx.needs_input_grad[2:])
-        STATE.depth += 1
+        saved = ctx.saved_tensors   # (before the depth mark: unpacking may recompute the forward -- activation
+        STATE.depth += 1            # checkpointing -- whose calls bt.mode() must route as it did the first time)
         try:
-            res = bw.replay_tape(grads, ctx.saved_tensors)
+            res = bw.replay_tape(grads, saved)
         finally:
             STATE.depth -= 1
         return (None, None, *[r if k else None for r, k in zip(res, b.gets_grad)])

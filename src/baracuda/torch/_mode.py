@@ -360,6 +360,11 @@ def _arg_tensors(args, kwargs):
 
 
 _TORCH_FUNCTION_DISABLED = torch._C._disabled_torch_function_impl
+# the calls that run a backward: the mode stays on inside them (see mode.__torch_function__)
+_BACKWARD_ENTRIES = frozenset({torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad})
+# the call without this mode's handler but with the mode on for what it calls (torch >= 2.12; older torch: the
+# backward runs without the mode, as before)
+_SKIP_ONE_HOP = getattr(torch._C, "_skip_one_hop_torch_function", None)
 _PLAIN_TYPES = (torch.Tensor,)
 
 
@@ -440,6 +445,19 @@ class mode(TorchFunctionMode):
         if route is not None and route.accept is not None and not route.accept(args, kwargs):
             route = None
         if route is None:
+            if func in _BACKWARD_ENTRIES and _SKIP_ONE_HOP is not None:
+                # a mode is off inside its own handler: the backward would run without it, so an activation
+                # checkpoint's recomputation (and any hook) would take torch's path, not the one the forward took
+                # (torch.utils.checkpoint then refuses: another count of saved tensors).  What autograd's own
+                # prologue calls is routed too (the implicit upstream's ones_like), not classified (attribute reads)
+                if self.coverage:
+                    self.native[_display_name(func)] += 1
+                cov, self.coverage = self.coverage, False
+                try:
+                    with self:
+                        return _SKIP_ONE_HOP(func, types, args, kwargs)
+                finally:
+                    self.coverage = cov
             if not self.coverage:
                 return func(*args, **kwargs)
             res = func(*args, **kwargs)
