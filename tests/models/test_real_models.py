@@ -205,3 +205,33 @@ def _check_report(m):
     refused = {n: m.reasons[n] for n in m.fell_through if m.reasons[n] != "no baracuda drop-in"
                and not m.reasons[n].startswith("no baracuda drop-in for this in-place")}
     assert not refused, f"routed calls handed back to torch: {refused}\n{m.summary()}"
+
+
+def _strides(t):
+    """The strides that matter (a size-1 dim's stride is arbitrary)."""
+    return tuple(st for st, n in zip(t.stride(), t.shape) if n > 1)
+
+
+def test_channels_last_cnn_under_mode_matches_eager_with_its_layout():
+    """transformers' ResNet made channels-last (weights and images), a training step under the mode: loss, logits,
+    every gradient and the running statistics as eager's, the gradients in eager's memory order."""
+    torch.manual_seed(0)
+    model, make_inputs = resnet()
+    model = model.float().train().to(memory_format=torch.channels_last)
+    inputs = make_inputs(torch.Generator().manual_seed(1))
+    inputs["pixel_values"] = inputs["pixel_values"].to(memory_format=torch.channels_last)
+    ours = copy.deepcopy(model)
+    want_loss, want_logits, want_grads = _step(model, inputs, True)
+    with bt.mode(coverage=True) as m:
+        loss, logits, grads = _step(ours, inputs, True)
+    scale = want_logits.abs().max().item()
+    _close(logits, want_logits, scale, "logits")
+    _close(loss, want_loss, scale, "loss")
+    gscale = max(g.abs().max().item() for g in want_grads.values() if g is not None)
+    for n, g in want_grads.items():
+        _close(grads[n], g, gscale, f"gradient of {n}")
+        assert _strides(grads[n]) == _strides(g), (n, grads[n].stride(), g.stride())
+    for (n, b), (_, ob) in zip(model.named_buffers(), ours.named_buffers()):
+        if b.is_floating_point():
+            _close(ob, b, b.abs().max().item(), f"buffer {n}")
+    _check_report(m)
