@@ -50,6 +50,22 @@ class _State(threading.local):
 STATE = _State()
 
 
+class own_calls:
+    """``with own_calls():`` the torch calls inside are baracuda's own (bt.mode() passes them to torch unrouted):
+    for the bodies of baracuda's autograd Functions' backward, which bt.mode() runs under it.  Unpack
+    ``ctx.saved_tensors`` before entering: unpacking may recompute an activation-checkpointed forward, whose calls
+    must be routed as they were the first time."""
+
+    __slots__ = ()
+
+    def __enter__(self):
+        STATE.depth += 1
+
+    def __exit__(self, *exc):
+        STATE.depth -= 1
+        return False
+
+
 # -- recording (the demo and debugging; off the hot path unless a recorder is active) -----------------------
 RECORDERS: list = []
 
@@ -361,12 +377,9 @@ class _Eager(torch.autograd.Function):
         else:
             return (None,) * (b.n_in + 2)
         bw = b.backward_plan(ctx.needs_input_grad[2:])
-        saved = ctx.saved_tensors   # (before the depth mark: unpacking may recompute the forward -- activation
-        STATE.depth += 1            # checkpointing -- whose calls bt.mode() must route as it did the first time)
-        try:
+        saved = ctx.saved_tensors   # (before own_calls: see its docstring)
+        with own_calls():
             res = bw.replay_tape(grads, saved)
-        finally:
-            STATE.depth -= 1
         return (None, None, *[r if k else None for r, k in zip(res, b.gets_grad)])
 
 

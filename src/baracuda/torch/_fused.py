@@ -27,7 +27,7 @@ import torch
 
 from .._core.errors import InvalidProblemError, UnsupportedError
 from .._core.spec import get_spec
-from ._call import STATE, Operand, bound
+from ._call import STATE, Operand, bound, own_calls
 
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)   # tensor subclasses with their own __torch_function__ take the custom op
@@ -134,22 +134,24 @@ class _FusedGrad(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g):
-        grads, ctx.bc_grads = ctx.bc_grads, None
-        g = g.contiguous()
-        h = ctx.bc_h
-        rerun = grads is None
-        if rerun:
-            # a second backward through a retained graph: the first one handed the buffers out (one may be a
-            # .grad by now), so the fused op runs again on the saved inputs for fresh ones (for this upstream,
-            # where the op takes one: nothing to scale then)
-            outs = _run(ctx.bc_plan, *(() if h is None else (g,)), *ctx.saved_tensors)
-            grads = list(outs[len(outs) - len(ctx.bc_diff):])
-        if not (rerun and h is not None):
-            for t in grads:
-                _scale_in_place(t, g, h)
-        if h is not None:
-            _next_guess(ctx.bc_plan, g, h)
-        full = [None] * len(ctx.saved_tensors)
+        saved = ctx.saved_tensors       # (before own_calls: see its docstring)
+        with own_calls():
+            grads, ctx.bc_grads = ctx.bc_grads, None
+            g = g.contiguous()
+            h = ctx.bc_h
+            rerun = grads is None
+            if rerun:
+                # a second backward through a retained graph: the first one handed the buffers out (one may be a
+                # .grad by now), so the fused op runs again on the saved inputs for fresh ones (for this upstream,
+                # where the op takes one: nothing to scale then)
+                outs = _run(ctx.bc_plan, *(() if h is None else (g,)), *saved)
+                grads = list(outs[len(outs) - len(ctx.bc_diff):])
+            if not (rerun and h is not None):
+                for t in grads:
+                    _scale_in_place(t, g, h)
+            if h is not None:
+                _next_guess(ctx.bc_plan, g, h)
+        full = [None] * len(saved)
         for i, t in zip(ctx.bc_diff, grads):
             full[i] = t
         return (None, None, None, *full)

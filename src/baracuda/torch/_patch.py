@@ -54,7 +54,7 @@ from torch import nn
 
 from .._core.spec import get_spec
 from ..ops.loss_ce import LCE_DEFAULTS
-from ._call import call
+from ._call import call, own_calls
 from ._fused import _inside, _plan_of, _run, run_if_fused
 
 
@@ -310,11 +310,12 @@ class _GatedAct(torch.autograd.Function):
                                "activations, so a second backward through the same graph (retain_graph=True) "
                                "cannot run; call bt.unpatch(model) for such training")
         ctx.used = True
-        gate, up = ctx.saved_tensors
-        g = g.contiguous()
-        fw, bw = ctx.plans
-        _run_into(bw, up, g, gate, up)
-        _run_into(fw, gate, gate, g)
+        gate, up = ctx.saved_tensors     # (before own_calls: see its docstring)
+        with own_calls():
+            g = g.contiguous()
+            fw, bw = ctx.plans
+            _run_into(bw, up, g, gate, up)
+            _run_into(fw, gate, gate, g)
         return up, gate, None
 
 
