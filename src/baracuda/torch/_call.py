@@ -463,18 +463,7 @@ def call(name: str, xs, attrs: dict, device: int = -1):
                 if order is not None:
                     return _permuted(order, xs)
                 break
-    if b.float_out and _grad_enabled():
-        for x in xs:
-            if x.requires_grad:
-                if STATE.grad_check:
-                    b.check_grad(xs)
-                outs = _eager_apply(b, None, *xs)
-                return outs[0] if len(outs) == 1 else outs
-    if RECORDERS or _function_mode_on():
-        outs = b.forward(xs)        # marks baracuda's own torch calls for an active bt.mode(); records
-    else:
-        outs = _owned(b.go(xs), xs)
-    return outs[0] if len(outs) == 1 else tuple(outs)
+    return _run_bound(b, xs, None)
 
 
 # -- memory order of pointwise results ----------------------------------------------------------------------------
@@ -557,7 +546,7 @@ def _permuted(order, xs):
     """A layout-free call on operands contiguous in ``perm``'s order: the plan of the permuted views."""
     perm, lay, b, r = order
     xps = _permute_all(xs, perm)
-    return _run_laid_out(b, xps, lay)
+    return _run_bound(b, xps, lay)
 
 
 def laid_out(name: str, xs, attrs: dict, lay: Layout):
@@ -566,10 +555,12 @@ def laid_out(name: str, xs, attrs: dict, lay: Layout):
         outs = _through_custom_op(name, xs, attrs)
         outs = lay.outs([outs] if isinstance(outs, torch.Tensor) else list(outs), detach=False)
         return outs[0] if len(outs) == 1 else tuple(outs)
-    return _run_laid_out(bound(name, attrs, xs), xs, lay)
+    return _run_bound(bound(name, attrs, xs), xs, lay)
 
 
-def _run_laid_out(b: Bound, xs, lay: Layout):
+def _run_bound(b: Bound, xs, lay: Layout | None):
+    """The bound call on ``xs`` (tensors matching its key): under eager autograd where an input requires grad, else
+    the launcher; ``lay``: None, or the Layout the outputs go back through."""
     if b.float_out and _grad_enabled():
         for x in xs:
             if x.requires_grad:
@@ -577,5 +568,10 @@ def _run_laid_out(b: Bound, xs, lay: Layout):
                     b.check_grad(xs)
                 outs = _eager_apply(b, lay, *xs)
                 return outs[0] if len(outs) == 1 else outs
-    outs = lay.outs(b.forward(xs) if RECORDERS or _function_mode_on() else _owned(b.go(xs), xs))
+    if RECORDERS or _function_mode_on():
+        outs = b.forward(xs)        # marks baracuda's own torch calls for an active bt.mode(); records
+    else:
+        outs = _owned(b.go(xs), xs)
+    if lay is not None:
+        outs = lay.outs(outs)
     return outs[0] if len(outs) == 1 else tuple(outs)
