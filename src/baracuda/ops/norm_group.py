@@ -555,6 +555,10 @@ _WL = {
                    Workload("batch_norm-[64,256,56,56]-eval-bf16", (_IMG, (256,), (256,), (256,), (256,)), DType.bf16,
                             {"training": False, "momentum": 0.1, "eps": 1e-5}),
                    Workload("batch_norm-[16384,1024]-train-f32", ((16384, 1024), (1024,), (1024,)), DType.f32,
+                            {"training": True, "momentum": 0.1, "eps": 1e-5}, backward=True),
+                   # a channels-last [64, 256, 56, 56] activation as the drop-in runs it: the [N * H * W, C] matrix
+                   Workload("batch_norm-[64x56x56,256]-channels-last-train-bf16",
+                            ((64 * 56 * 56, 256), (256,), (256,), (256,), (256,)), DType.bf16,
                             {"training": True, "momentum": 0.1, "eps": 1e-5}, backward=True)),
     "local_response_norm": (Workload("local_response_norm-[64,96,55,55]s5-f32", ((64, 96, 55, 55),), DType.f32,
                                      {"size": 5, "alpha": 1e-4, "beta": 0.75, "k": 2.0}, backward=True),),
