@@ -83,13 +83,31 @@ def write_out(fn_name: str, result, out, exact_dtype: bool = False, stacklevel: 
     return out
 
 
+def case_samples(cases, base):
+    """A spec's ``samples(rng)`` from a family's ``cases(rng, base)`` rows of (operands, attrs, name, grad)."""
+    from .._core.spec import Sample
+
+    def samples(rng):
+        for ops, attrs, name, grad in cases(rng, base):
+            yield Sample(tuple(ops), attrs, name=name, grad=grad)
+    return samples
+
+
+def suggest_channels_last(t) -> bool:
+    """torch's suggest_memory_format: a 4-d / 5-d tensor laid out channels-last (and not also contiguous)."""
+    import torch
+
+    fmt = {4: torch.channels_last, 5: torch.channels_last_3d}.get(t.dim())
+    return fmt is not None and t.is_contiguous(memory_format=fmt) and not t.is_contiguous()
+
+
 class Layout:
     """How a call's operands were viewed for its plan when the caller's are laid out otherwise (channels-last
     activations, for a plan of contiguous operands): ``out(o)`` takes a plan output of ``rank`` dims back to the
     caller's view, ``grad(g)`` takes the caller's gradient of it (``grad_rank`` dims) to the plan's shape (outputs
-    of another rank, per-channel statistics, pass as they are).  ``finish(outs)``: the drop-in's own finisher, or None.  The outputs
-    handed back are tensors of their own, not views of the plan's (code that writes into one in place must not
-    meet view semantics: a CopySlices of the base in its backward)."""
+    of another rank, per-channel statistics, pass as they are).  ``finish(outs)``: the drop-in's own finisher, or
+    None.  The outputs handed back are tensors of their own, not views of the plan's (code that writes into one in
+    place must not meet view semantics: a CopySlices of the base in its backward)."""
 
     __slots__ = ("out", "grad", "rank", "grad_rank", "finish")
 

@@ -35,10 +35,10 @@ from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.derive import backward_spec, declare_rule_ops
 from .._core.errors import ArgumentTypeError, DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from ._common import check_nonneg
+from ._common import Layout, check_nonneg, suggest_channels_last
 from .reduction import INT_TYPES
 
-__all__ = ["ConvGeom", "conv_geometry", "CONV_TWINS", "spatial_tuple", "suggest_channels_last", "SPATIAL"]
+__all__ = ["ConvGeom", "conv_geometry", "CONV_TWINS", "spatial_tuple", "SPATIAL"]
 
 SPATIAL = 3          # the kernels see 3 spatial dims: a 1-d or 2-d problem has leading size-1 dims
 _OP = "convolution"
@@ -258,14 +258,6 @@ def _norm_mask(op, v, inputs, attrs):
 
 
 # -- drop-ins --------------------------------------------------------------------------------------------------
-def suggest_channels_last(t) -> bool:
-    """torch's suggest_memory_format: a 4-d / 5-d tensor laid out channels-last (and not also contiguous)."""
-    import torch
-
-    fmt = {4: torch.channels_last, 5: torch.channels_last_3d}.get(t.dim())
-    return fmt is not None and t.is_contiguous(memory_format=fmt) and not t.is_contiguous()
-
-
 def _dropin_convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     """torch.convolution's signature; an unbatched input (one dim less than the weight) gets a batch of one."""
     import torch
@@ -287,10 +279,7 @@ def _dropin_convolution(input, weight, bias, stride, padding, dilation, transpos
     if cl and not unbatched:
         # the (N, *spatial, C) result handed back as (N, C, *spatial), a tensor of its own (not a view: a later
         # in-place write into it would otherwise make its backward rebuild the view's base)
-        from ._common import Layout
-
-        nd = x.dim()
-        return ins, attrs, Layout(lambda o: o.movedim(-1, 1), lambda g: g.movedim(1, -1), nd)
+        return ins, attrs, Layout(lambda o: o.movedim(-1, 1), lambda g: g.movedim(1, -1), x.dim())
     return ins, attrs, finish if (cl or unbatched) else None
 
 

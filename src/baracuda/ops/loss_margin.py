@@ -25,10 +25,10 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError
-from .._core.spec import ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
+from .._core.spec import ErrorCase, OpSpec, TensorSpec, Workload, register_spec
 from .._core.derive import backward_spec
 from .._core.derive import declare_rule_ops
-from ._common import float_operands
+from ._common import case_samples, float_operands
 from .loss import INDEX_DTYPES, legacy_reduction
 from .loss_pointwise import REDUCTIONS, aux_ok, float_operand, param_attrs, register_makers
 
@@ -263,13 +263,6 @@ def _cases(rng, base):
     return out
 
 
-def _samples(base):
-    def samples(rng):
-        for ops, attrs, name, grad in _cases(rng, base):
-            yield Sample(tuple(ops), attrs, name=name, grad=grad)
-    return samples
-
-
 def _errors(base):
     d = ROW_LOSSES[base]
 
@@ -351,7 +344,7 @@ for _base, _d in ROW_LOSSES.items():
     _SPECS[_base] = register_spec(OpSpec(
         name=_base, family="loss", arg_names=_d.args, check=_check(_base), dtypes=FLOAT_TYPES, attrs=_decl,
         torch_peer=_peer(_base), torch_name=f"torch.nn.functional.{_base}", dropin=_DROPINS[_base],
-        grad=_grad_rule(_base), saves=("inputs",), differentiable=_d.diff, samples=_samples(_base),
+        grad=_grad_rule(_base), saves=("inputs",), differentiable=_d.diff, samples=case_samples(_cases, _base),
         errors=_errors(_base), tol=_tol, cost=_cost, category="loss", workloads=_workloads(_base),
         doc=f"{_base}: one fused Triton row kernel (per-row loss + per-program partials + a one-program fold).",
     ))

@@ -33,10 +33,10 @@ import numpy as np
 
 from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
-from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec, set_bench_inputs
+from .._core.spec import Attr, ErrorCase, OpSpec, TensorSpec, Workload, register_spec, set_bench_inputs
 from .._core.derive import backward_spec
 from .._core.derive import declare_rule_ops
-from ._common import float_operands
+from ._common import case_samples, float_operands
 from .loss import legacy_reduction, reduction_attr
 
 __all__ = ["PW_EXTRA", "PwDef", "param_attrs", "aux_ok", "float_operand", "real", "REDUCTIONS", "register_makers"]
@@ -361,13 +361,6 @@ def _cases(rng, base):
     return out
 
 
-def _samples(base):
-    def samples(rng):
-        for ops, attrs, name, grad in _cases(rng, base):
-            yield Sample(tuple(ops), attrs, name=name, grad=grad)
-    return samples
-
-
 def _errors(base):
     d = PW_EXTRA[base]
     nm = len(d.main)
@@ -469,7 +462,7 @@ for _base, _d in PW_EXTRA.items():
     _SPECS[_base] = register_spec(OpSpec(
         name=_base, family="loss", arg_names=_names, check=_check(_base), dtypes=FLOAT_TYPES, attrs=_decl,
         torch_peer=_peer(_base), torch_name=f"torch.nn.functional.{_base}", dropin=_DROPINS[_base],
-        grad=_grad_rule(_base), saves=("inputs",), differentiable=_d.diff, samples=_samples(_base),
+        grad=_grad_rule(_base), saves=("inputs",), differentiable=_d.diff, samples=case_samples(_cases, _base),
         errors=_errors(_base), tol=_tol, cost=_cost, category="loss", workloads=_workloads(_base),
         doc=f"{_base}: one fused Triton kernel (elementwise loss + per-program partials + a one-program fold).",
     ))

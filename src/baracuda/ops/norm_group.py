@@ -34,7 +34,7 @@ from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from .._core.derive import declare_rule_ops
-from ._common import check_nonneg, float_operands
+from ._common import Layout, check_nonneg, float_operands, suggest_channels_last
 
 __all__ = ["GROUP_NORM_OPS", "affine_operands"]
 
@@ -376,24 +376,19 @@ def _dropin_bn(input, running_mean, running_var, weight=None, bias=None, trainin
         # y in place (ResNet's residual ``+=``) would make the backward rebuild the view's base (CopySlices:
         # a full-size zero fill, a copy and a clone per write)
         return out[0] if out[0].shape == shape else out[0].reshape(shape)
-    if input.dim() in (4, 5) and _channels_last(input):
+    if suggest_channels_last(input):
         # channels-last activations: the plan's problem is the [N * spatial, C] matrix they already are (the
         # statistics of each channel over every other dim, as for (N, C, *)); y comes back channels-last, as torch's
         # (an NCHW result would make the next convolution convert it back)
-        from ._common import Layout
-
         c, nhwc = input.shape[1], input.movedim(1, -1)
+
+        def finish_laid_out(out):      # (y already came back through the layout)
+            copy_stats(out)
+            return out[0]
         lay = Layout(lambda o: o.reshape(nhwc.shape).movedim(-1, 1), lambda g: g.movedim(1, -1).reshape(-1, c), 2,
-                     input.dim(), finish=lambda out: (copy_stats(out), out[0])[1])
+                     input.dim(), finish=finish_laid_out)
         return (nhwc.reshape(-1, c),) + affine, attrs, lay
     return (input,) + affine, attrs, finish
-
-
-def _channels_last(t) -> bool:
-    import torch
-
-    fmt = torch.channels_last if t.dim() == 4 else torch.channels_last_3d
-    return t.is_contiguous(memory_format=fmt) and not t.is_contiguous()
 
 
 def _dropin_lrn(input, size, alpha=1e-4, beta=0.75, k=1.0):

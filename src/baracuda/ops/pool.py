@@ -32,7 +32,7 @@ from .._core.spec import REQUIRED as REQ, Attr, ErrorCase, OpSpec, Sample, Tenso
 from ._common import check_nonneg
 
 __all__ = ["WINDOW_POOL_OPS", "UNPOOL_OPS", "POOL_BACKWARD_OPS", "MAX_POOL_TYPES", "nd_ints", "pool_out_size", "split_batch", "check_pool_input", "window_table",
-           "pool_memory_format", "same_shape", "Window", "window_of", "frac_sample_index", "POOL_SPECS"]
+           "same_shape", "Window", "window_of", "frac_sample_index", "POOL_SPECS"]
 
 # torch's CUDA max_pool dispatches every real type; avg / adaptive / fractional floats only
 # the family's op names, for the backends' registrations: every windowed pooling forward (one body each backend),
@@ -190,18 +190,6 @@ def frac_sample_index(nd: int, j: int) -> int:
     """Which of a plane's fractional samples drives spatial dim j: torch's 2-d kernels take sample 0 for the width
     and 1 for the height, its 3-d kernels 0, 1, 2 for time, height, width."""
     return nd - 1 - j if nd == 2 else j
-
-
-def pool_memory_format(x):
-    """torch's rule for a pooling output's memory format: channels-last (3-d) for an input whose strides are
-    channels-last and not also contiguous, else contiguous."""
-    import torch
-
-    if x.dim() == 4 and not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last):
-        return torch.channels_last
-    if x.dim() == 5 and not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last_3d):
-        return torch.channels_last_3d
-    return torch.contiguous_format
 
 
 # -- max_pool / avg_pool ---------------------------------------------------------------------------------

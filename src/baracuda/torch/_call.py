@@ -517,7 +517,7 @@ _ORDERS_PER_CALL = 8     # (strides seen per bound call: channels-last, and a fe
 
 
 def _order_of(b: Bound, name: str, xs, attrs: dict):
-    """(perm, its Layout, the bound call of the permuted operands, rank) for a layout-free call ``b`` on ``xs``, or
+    """(perm, its Layout, the bound call of the permuted operands) for a layout-free call ``b`` on ``xs``, or
     None when the operands share no dense order; remembered per bound call by the operands' strides (the decision
     and the permuted binding cost ~30 us of host time; a hit, one dict lookup)."""
     key = tuple([x.stride() for x in xs])
@@ -527,10 +527,7 @@ def _order_of(b: Bound, name: str, xs, attrs: dict):
     elif key in orders:
         return orders[key]
     perm = _dense_order(xs)
-    order = None
-    if perm is not None:
-        r = len(perm)
-        order = (perm, permutation(perm), bound(name, attrs, _permute_all(xs, perm)), r)
+    order = None if perm is None else (perm, permutation(perm), bound(name, attrs, _permute_all(xs, perm)))
     if len(orders) < _ORDERS_PER_CALL:
         orders[key] = order
     return order
@@ -544,9 +541,8 @@ def _permute_all(xs, perm):
 
 def _permuted(order, xs):
     """A layout-free call on operands contiguous in ``perm``'s order: the plan of the permuted views."""
-    perm, lay, b, r = order
-    xps = _permute_all(xs, perm)
-    return _run_bound(b, xps, lay)
+    perm, lay, b = order
+    return _run_bound(b, _permute_all(xs, perm), lay)
 
 
 def laid_out(name: str, xs, attrs: dict, lay: Layout):

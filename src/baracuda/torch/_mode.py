@@ -197,34 +197,30 @@ def _saving_copies_of(target, fn, args, kwargs):
     ``relu_`` (which save nothing of ``x``, or their output) copy nothing, where cloning the operand up front cost a
     full read + write per call (ResNet's residual adds and in-place ReLUs: 16 of the 108 copies per step of a small
     transformers ResNet under the mode, tests/torch/test_mode.py).  Where other saved-tensor hooks are active
-    (activation checkpointing, offloading), they stay in charge and the operand is copied up front instead."""
-    hooks = None
-    try:
-        hooks = torch._C._autograd._top_saved_tensors_default_hooks(False)
-    except (AttributeError, TypeError):   # (a torch without the query: the up-front copy)
-        hooks = True
-    if hooks is None:
+    (activation checkpointing, offloading) or hooks are disabled in the region, the operand is copied up front."""
+    if _own_hooks_possible():
         held = target.untyped_storage().data_ptr()
 
         def pack(t):
             return t.clone() if t.untyped_storage().data_ptr() == held else t
 
-        try:
-            ctx = torch.autograd.graph.saved_tensors_hooks(pack, _unpacked)
-            ctx.__enter__()
-        except RuntimeError:   # saved-tensor hooks disabled in this region (disable_saved_tensors_hooks)
-            pass
-        else:
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                ctx.__exit__(None, None, None)
+        with torch.autograd.graph.saved_tensors_hooks(pack, _unpacked):
+            return fn(*args, **kwargs)
     src = target.clone()
     return fn(*tuple(src if a is target else a for a in args), **{k: src if v is target else v for k, v in kwargs.items()})
 
 
 def _unpacked(t):
     return t
+
+
+def _own_hooks_possible() -> bool:
+    """No other saved-tensor hooks are active and hooks are not disabled here (a torch without these queries: no)."""
+    a = torch._C._autograd
+    try:
+        return a._top_saved_tensors_default_hooks(False) is None and a._saved_tensors_hooks_is_enabled()
+    except (AttributeError, TypeError):
+        return False
 
 
 class _Overwrite(torch.autograd.Function):

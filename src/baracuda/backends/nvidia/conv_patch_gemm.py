@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 
+from ...ops._common import suggest_channels_last
 from ...ops.conv import geometry_of
 from .cublas import register_cublas, torch_run
 
@@ -82,13 +83,6 @@ def _weight_matrix(w, nd, cl):
     return w.permute(perm).reshape(w.shape[0], -1)
 
 
-def _channels_last(t) -> bool:
-    import torch
-
-    fmt = {4: torch.channels_last, 5: torch.channels_last_3d}.get(t.dim())
-    return fmt is not None and t.is_contiguous(memory_format=fmt) and not t.is_contiguous()
-
-
 def _bind(desc, pref=None):
     import torch
 
@@ -101,7 +95,7 @@ def _bind(desc, pref=None):
         def call(inputs, outputs):
             x, w = inputs[0], inputs[1]
             bias = inputs[2] if len(inputs) == 3 else None
-            cl = _channels_last(x)
+            cl = suggest_channels_last(x)
             xm, wm = _patch_matrix(x, nd, kernel, cl), _weight_matrix(w, nd, cl)
             y = outputs[0]
             if cl_out:     # y's storage (N, *spatial, C_out) is the [N*P, C_out] product
@@ -128,7 +122,7 @@ def _bind(desc, pref=None):
 
     def call(inputs, outputs):
         gy, x, w = inputs
-        cl = _channels_last(x)
+        cl = suggest_channels_last(x)
         # the upstream as [N*P, C_out] rows (channels_last storage) or [N, C_out, P]
         outs = list(outputs)
         wm = _weight_matrix(w, nd, cl)
@@ -150,10 +144,7 @@ def _bind(desc, pref=None):
             dw = outs.pop(0)
             xm = _patch_matrix(x, nd, kernel, cl)
             dwm = torch.mm(g2.t(), xm)                  # [C_out, K] in the rows' order
-            if _weight_view_ok(dw, nd, cl):
-                _weight_matrix(dw, nd, cl).copy_(dwm)
-            else:
-                dw.copy_(_unweight(dwm, dw.shape, nd, cl))
+            dw.copy_(_unweight(dwm, dw.shape, nd, cl))     # (one copy into the buffer, whatever its layout)
 
     def produce(inputs):
         fmt = {4: torch.channels_last, 5: torch.channels_last_3d}
@@ -163,12 +154,6 @@ def _bind(desc, pref=None):
         call(inputs, outs)
         return outs
     return torch_run(call, produce, desc, pref)
-
-
-def _weight_view_ok(dw, nd, cl) -> bool:
-    """The gradient buffer can be viewed as the [C_out, K] matrix in that row order (its storage is that order)."""
-    perm = [0] + list(range(2, 2 + nd)) + [1] if cl else list(range(2 + nd))
-    return dw.permute(perm).is_contiguous()
 
 
 def _unweight(m, shape, nd, cl):

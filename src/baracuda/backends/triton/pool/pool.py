@@ -1,7 +1,7 @@
 """Registration and launch of the pooling kernels (kernels.py): every pooling op, its backward, max_unpool.
 
 No operand is copied: every kernel takes the strides of every tensor.  A drop-in call's outputs are allocated in
-the input's memory format (``produce``: torch's rule, ops/pool.py: pool_memory_format), so a channels-last
+the input's memory format (``produce``: torch's rule, ops/_common.py: suggest_channels_last), so a channels-last
 network stays channels-last; the Plan API's given or default (contiguous) outputs are written as they are.
 Traffic: the forward reads each input element once per window holding it (3x3 s2: ~2.25 reads, L1/L2 hits
 beyond the first) and writes y (+ int64 indices for max); the backward reads grad (+ indices) per candidate window
@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
 
 from ...._core.dtypes import FLOAT_TYPES, DType
-from ....ops.pool import (POOL_BACKWARD_OPS, UNPOOL_OPS, WINDOW_POOL_OPS, frac_sample_index, pool_memory_format,
+from ....ops._common import suggest_channels_last
+from ....ops.pool import (POOL_BACKWARD_OPS, UNPOOL_OPS, WINDOW_POOL_OPS, frac_sample_index,
                          window_of)
 from ... import with_produce
 from .._lib.geometry import cdiv, next_power_of_2
@@ -72,7 +72,7 @@ def _tiles(taps: int):
 
 def _with_produce(run, desc, like: int = 0):
     """``run`` plus ``run.produce``: the drop-in's outputs allocated in input ``like``'s memory format."""
-    return with_produce(run, desc, lambda xs: pool_memory_format(xs[like]) != torch.contiguous_format, like)
+    return with_produce(run, desc, lambda xs: suggest_channels_last(xs[like]), like)
 
 
 def _bind_fw(desc, pref=None):
