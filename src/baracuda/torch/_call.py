@@ -51,19 +51,27 @@ STATE = _State()
 
 
 class own_calls:
-    """``with own_calls():`` the torch calls inside are baracuda's own (bt.mode() passes them to torch unrouted):
-    for the bodies of baracuda's autograd Functions' backward, which bt.mode() runs under it.  Unpack
+    """``with own_calls():`` the torch calls inside are baracuda's own: for the bodies of baracuda's autograd
+    Functions' backward, which bt.mode() runs under it.  They skip torch-function dispatch altogether (a mode's
+    handler per torch call -- the launchers' ``empty`` / ``data_ptr`` / ``reshape`` -- cost ~20 us of host time per
+    backward node) and are marked as baracuda's own for any handler that still sees them.  Unpack
     ``ctx.saved_tensors`` before entering: unpacking may recompute an activation-checkpointed forward, whose calls
     must be routed as they were the first time."""
 
-    __slots__ = ()
+    __slots__ = ("_off",)
 
     def __enter__(self):
         STATE.depth += 1
+        self._off = _no_torch_function()
+        self._off.__enter__()
 
     def __exit__(self, *exc):
+        self._off.__exit__(*exc)
         STATE.depth -= 1
         return False
+
+
+_no_torch_function = torch._C.DisableTorchFunction
 
 
 # -- recording (the demo and debugging; off the hot path unless a recorder is active) -----------------------
