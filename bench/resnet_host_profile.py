@@ -37,6 +37,18 @@ def main(argv=None) -> int:
         torch.nn.functional.cross_entropy(m(x), y).backward()
 
     out = io.StringIO()
+    for _ in range(3):
+        step()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(args.steps):
+        step()
+    torch.cuda.synchronize()
+    print(f"eager step: {(time.perf_counter() - t0) / args.steps * 1e3:.1f} ms", file=out)
+    t0 = time.perf_counter()
+    step()
+    print(f"eager: one step queued in {(time.perf_counter() - t0) * 1e3:.1f} ms (host)", file=out)
+    torch.cuda.synchronize()
     with bt.mode() as mode:
         for _ in range(3):
             step()
@@ -46,6 +58,19 @@ def main(argv=None) -> int:
             step()
         torch.cuda.synchronize()
         print(f"mode step: {(time.perf_counter() - t0) / args.steps * 1e3:.1f} ms", file=out)
+        # host time to queue a step (no sync at its end) vs the step: equal means the host is the bottleneck
+        t0 = time.perf_counter()
+        step()
+        t_issue = time.perf_counter() - t0
+        torch.cuda.synchronize()
+        print(f"mode: one step queued in {t_issue * 1e3:.1f} ms (host)", file=out)
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            step()
+            torch.cuda.synchronize()
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=40, max_name_column_width=70),
+              file=out)
         pr = cProfile.Profile()
         pr.enable()
         for _ in range(args.steps):

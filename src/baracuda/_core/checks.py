@@ -132,6 +132,17 @@ def check_errors() -> None:
             raise err
 
 
+def discard() -> None:
+    """Wait for the queued checks and drop them without raising (a caller that already failed, such as a benchmark
+    row that errored, so its checks do not surface in the next, unrelated call)."""
+    try:
+        while PENDING:
+            PENDING[0][0].synchronize()
+            _settle(PENDING.popleft())
+    except RuntimeError:    # a device already in error: forget the rest
+        PENDING.clear()
+
+
 @atexit.register
 def _at_exit():
     from .errors import BaracudaError

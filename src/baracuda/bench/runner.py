@@ -203,9 +203,14 @@ def _row(ctx: _Ctx, base: dict, impl: str, nbytes: int, flops: int, timing=None,
 
 def _attempt(ctx: _Ctx, fn):
     """Run fn(); on an exception return its one-line text (and remember fatal CUDA errors)."""
+    from .._core import checks
+
     try:
-        return fn(), None
+        out = fn()
+        checks.check_errors()   # this row's deferred value checks raise here, not in a later row's call
+        return out, None
     except Exception as e:  # noqa: BLE001  (every failure becomes a row with its reason)
+        checks.discard()
         msg = f"{type(e).__name__}: {e}".splitlines()[0][:300]
         if any(k in msg for k in _FATAL):
             ctx.fatal = msg

@@ -362,6 +362,8 @@ _CASES = [
     ((1, 2, 6, 5), (3, 2, 3, 3), True, {"stride": (2,), "dilation": (1, 2), "padding": "valid",
                                           "channels_last": True}),
     ((0, 2, 4, 4), (3, 2, 3, 3), True, {"padding": (1,)}),
+    # a patch embedding (kernel == stride, no padding; a channels-last input): what the cuBLAS patch GEMM takes
+    ((2, 3, 6, 4), (5, 3, 2, 2), True, {"stride": (2,), "channels_last": True}),
 ]
 
 

@@ -25,7 +25,8 @@ import numpy as np
 
 from .._core.dtypes import DType
 from .._core.errors import InvalidProblemError, UnsupportedError
-from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, get_spec, register_spec
+from .._core.spec import (Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, get_spec, register_spec,
+                          set_bench_inputs)
 from .linalg_common import LINALG_DTYPES, batch_of, matrix, square
 from . import linalg_grad as G
 
@@ -225,6 +226,24 @@ for _ex in (False, True):
                 grad_is_derivative=False,   # torch's gradient is Hermitian (both triangles), see linalg_grad.py
                 samples=_chol_samples, errors=_chol_errors(_n), workloads=_workloads(_n), cost=_cost_cube(1 / 3),
                 doc="Cholesky factor of Hermitian positive-definite matrices (torch.linalg semantics).")
+
+
+def bench_spd(desc, device, gen):
+    """Benchmark operands of the ops that need a Hermitian positive-definite matrix (the first input): B B^H / n + I,
+    well conditioned for any n (the sample-derived normal matrices are not positive-definite: every row would fail)."""
+    import torch
+
+    a = desc.inputs[0]
+    dt = a.dtype.torch
+    b = torch.randn(a.shape, device=device, generator=gen, dtype=dt)
+    n = a.shape[-1]
+    spd = b @ b.mH / n + torch.eye(n, device=device, dtype=dt)
+    rest = [torch.randn(t.shape, device=device, generator=gen, dtype=t.dtype.torch) for t in desc.inputs[1:]]
+    return [spd, *rest]
+
+
+for _n in ("cholesky", "cholesky_ex"):
+    set_bench_inputs(_n, bench_spd)
 
 
 # -- cholesky_inverse ------------------------------------------------------------------------------------------------

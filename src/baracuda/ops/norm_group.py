@@ -28,6 +28,7 @@ outputs); the gradient of y goes through one fused backward op per family.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 from .._core.dtypes import FLOAT_TYPES, DType
@@ -341,6 +342,19 @@ def _dropin_in(input, running_mean=None, running_var=None, weight=None, bias=Non
     return (input,) + affine_operands(input, weight, bias), {"eps": eps}
 
 
+@functools.cache
+def _torch_takes_zero_eps_in_eval() -> bool:
+    """torch 2.13 takes eps = 0 in evaluation; earlier versions refuse it: the drop-in agrees with the torch it runs
+    beside (asked once, on a 1x1 CPU tensor)."""
+    import torch
+
+    try:
+        torch.nn.functional.batch_norm(torch.ones(1, 1), torch.zeros(1), torch.ones(1), training=False, eps=0.0)
+    except (ValueError, RuntimeError):
+        return False
+    return True
+
+
 def _dropin_bn(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
     """Returns a third element: the finisher that copies the new running statistics into the caller's buffers
     (torch updates them in place) and returns y."""
@@ -348,8 +362,10 @@ def _dropin_bn(input, running_mean, running_var, weight=None, bias=None, trainin
 
     if (running_mean is None) != (running_var is None):
         raise InvalidProblemError("batch_norm", "running_var", "both running statistics or neither", "only one")
-    if eps < 0 or (training and eps == 0):   # torch.nn.functional's own check (the op takes any eps)
-        raise InvalidProblemError("batch_norm", "eps", "a positive eps when training, non-negative otherwise", eps)
+    if eps < 0 or (eps == 0 and (training or not _torch_takes_zero_eps_in_eval())):
+        # torch.nn.functional's own check (the op takes any eps); eps = 0 in evaluation depends on torch's version
+        raise InvalidProblemError("batch_norm", "eps", "a positive eps" + (
+            " when training, non-negative otherwise" if _torch_takes_zero_eps_in_eval() else ""), eps)
     if momentum is None:
         raise UnsupportedError("batch_norm", "momentum=None (cumulative moving average) is not supported")
     shape = input.shape

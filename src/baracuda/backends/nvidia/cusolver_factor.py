@@ -1,13 +1,13 @@
 """cuSOLVER factorizations through nvmath's bindings (cusolver_lib): cholesky (+_ex) with potrf / potrfBatched,
-lu_factor (+_ex) / lu with getrf, ldl_factor (+_ex) with sytrf, det / slogdet / logdet from getrf.
+lu_factor (+_ex) / lu with getrf (cuBLAS getrfBatched for batches of square matrices up to BATCHED_MAX_N), ldl_factor (+_ex) with sytrf, det / slogdet / logdet from getrf.
 
 Layout: cuSOLVER is column-major.  A Hermitian operand is passed as it lies (its row-major lower triangle is the
 column-major upper triangle of A^T = conj(A), whose factor U = L^T reads back row-major as L: fill_mode(True)).  A
 general operand (getrf, sytrf's lower-triangle pivoting order) is copied to column-major first (``_colmajor``) and the
 factor copied back.  Every operand the library overwrites is a copy (the output buffer where it can be).
 
-Each library call is one small function (``_potrf``, ``_getrf``, ...) so a wrong argument is easy to find.  None of
-them has been executed here (no GPU on the machine they were written on): see the report of issue 19.
+Each library call is one small function (``potrf``, ``getrf``, ...) so a wrong argument is easy to find; the GPU
+tests of tests/linalg run each of them against the float64 reference.
 """
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from ..._core.registry import Impl, register
 from ..._core.sku import Backend, MathPrecision, PrecisionGuarantee
 from ...ops.linalg_common import LINALG_DTYPES
 from ...ops.linalg_factor import check_info
-from .cusolver_lib import LOWER, fill_mode, handle, routine, workspace
+from .cusolver_lib import (BATCHED_MAX_N, LOWER, cublas_handle, cublas_routine, fill_mode, handle, pointers, routine,
+                           workspace)
 
 __all__ = ["colmajor", "getrf", "potrf", "register_cusolver", "flat", "lu_all"]
 
@@ -46,14 +47,10 @@ def flat(t, core):
 
 
 def colmajor(t):
-    """A copy of (B, m, n) row-major matrices laid out column-major: (B, n, m) contiguous (its [b] is A[b]^T)."""
-    return t.transpose(-1, -2).contiguous()
-
-
-def _ptrs(t):
-    """A device int64 array of the matrices' addresses (the batched APIs' pointer arrays)."""
-    step = t.stride(0) * t.element_size()
-    return t.data_ptr() + step * torch.arange(t.shape[0], dtype=torch.int64, device=t.device)
+    """A copy of (B, m, n) row-major matrices laid out column-major: (B, n, m) contiguous (its [b] is A[b]^T).
+    A lazily conjugated view is materialized: ``contiguous()`` of one already dense in that order keeps torch's conj
+    bit, and a library reading ``data_ptr()`` would see the unconjugated values."""
+    return t.transpose(-1, -2).contiguous().resolve_conj()
 
 
 # -- one library call each ---------------------------------------------------------------------------------------
@@ -61,7 +58,7 @@ def potrf(dt, a, n, uplo, info):
     """In place on each (n, n) matrix of ``a`` (B, n, n) contiguous; info (B,) int32."""
     h = handle(a.device.index)
     if a.shape[0] > 1:
-        ptrs = _ptrs(a)
+        ptrs = pointers(a)
         routine("potrf_batched", dt)(h, uplo, n, ptrs.data_ptr(), n, info.data_ptr(), a.shape[0])
         return
     lwork = routine("potrf_buffer_size", dt)(h, uplo, n, a.data_ptr(), n)
@@ -71,6 +68,11 @@ def potrf(dt, a, n, uplo, info):
 
 def getrf(dt, a, m, n, piv, info):
     """In place on each column-major (m, n) matrix of ``a`` (B, n, m) contiguous; piv (B, min(m, n)), info (B,)."""
+    if m == n and a.shape[0] > 1 and n <= BATCHED_MAX_N:   # a batch of small square matrices: one cuBLAS launch
+        ptrs = pointers(a)
+        cublas_routine("getrf_batched", dt)(cublas_handle(a.device.index), n, ptrs.data_ptr(), n, piv.data_ptr(),
+                                            info.data_ptr(), a.shape[0])
+        return
     h = handle(a.device.index)
     lwork = routine("getrf_buffer_size", dt)(h, m, n, a.data_ptr(), m)
     ws = workspace(lwork * a.element_size(), a.device)

@@ -15,13 +15,17 @@ import threading
 
 from ..._core.dtypes import DType
 
-__all__ = ["dn", "handle", "stream_handle", "prefix", "routine", "fill_mode", "workspace", "UPPER", "LOWER"]
+__all__ = ["dn", "handle", "stream_handle", "prefix", "routine", "fill_mode", "workspace", "UPPER", "LOWER", "cublas",
+           "cublas_handle", "cublas_routine", "pointers", "BATCHED_MAX_N"]
 
 # cublasFillMode_t (cuSOLVER takes cuBLAS's enums): which triangle of a column-major matrix is read / written
 LOWER, UPPER = 0, 1
 # the letter of the routine family per dtype (cusolverDnSpotrf, cusolverDnDpotrf, cusolverDnCpotrf, cusolverDnZpotrf)
 _PREFIX = {DType.f32: "s", DType.f64: "d", DType.c64: "c", DType.c128: "z"}
 _TLS = threading.local()
+# cuBLAS's batched LU family (getrfBatched / getrsBatched / trsmBatched) runs every matrix of a batch in one launch;
+# above this order one cuSOLVER call per matrix (a blocked factorization) is the faster of the two
+BATCHED_MAX_N = 128
 
 
 def dn():
@@ -67,6 +71,32 @@ def stream_handle(lib, device_index: int | None = None) -> int:
         lib.set_stream(entry[0], stream)
         entry[1] = stream
     return entry[0]
+
+
+def cublas():
+    """The ``nvmath.bindings.cublas`` module (the batched small-matrix routines cuSOLVER's dense API lacks)."""
+    from nvmath.bindings import cublas as mod
+
+    return mod
+
+
+def cublas_handle(device_index: int | None = None) -> int:
+    """This thread's cuBLAS handle on ``device_index``, bound to torch's current stream."""
+    return stream_handle(cublas(), device_index)
+
+
+def cublas_routine(name: str, dtype: DType):
+    """cuBLAS's ``<letter><name>`` of ``dtype`` (``cublas_routine("getrf_batched", DType.f32)`` -> sgetrfBatched)."""
+    return getattr(cublas(), prefix(dtype) + name)
+
+
+def pointers(t):
+    """A device int64 array of the addresses of ``t``'s matrices (``t``: (B, ...), one matrix per leading index):
+    the pointer arrays of the batched APIs.  Keep it alive until the call's launch is queued."""
+    import torch
+
+    step = t.stride(0) * t.element_size()
+    return t.data_ptr() + step * torch.arange(t.shape[0], dtype=torch.int64, device=t.device)
 
 
 def handle(device_index: int | None = None) -> int:

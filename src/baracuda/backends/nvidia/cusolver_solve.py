@@ -7,7 +7,8 @@ right-side solve X A = B is A^T X^T = B^T (trans = T).  potrs reads the factor a
 column-major upper factor of conj(A), so it solves conj(A) conj(X) = conj(B) (conjugations free for real dtypes).
 trsm: row-major A X = B is X^T A^T = B^T column-major (side = right, the triangle flipped).
 
-None of these calls has been executed here (no GPU on the machine they were written on): see the report of issue 19.
+A batch of small matrices (order up to cusolver_lib.BATCHED_MAX_N) takes cuBLAS's batched routines, one launch for
+the batch: getrsBatched, and trsmBatched (twice, for potrs with several right-hand sides: L Y = B, then L^H X = Y).
 """
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ import torch
 from ...ops.linalg_factor import check_info
 from ...ops.linalg_solve import is_vector_rhs
 from .cusolver_factor import colmajor, flat, lu_all, register_cusolver
-from .cusolver_lib import LOWER, UPPER, fill_mode, handle, prefix, routine, stream_handle
+from .cusolver_lib import (BATCHED_MAX_N, LOWER, UPPER, cublas_handle, cublas_routine, fill_mode, handle, pointers,
+                           routine)
 
 _OP_N, _OP_T, _OP_C = 0, 1, 2    # cublasOperation_t
 
@@ -25,6 +27,16 @@ _OP_N, _OP_T, _OP_C = 0, 1, 2    # cublasOperation_t
 # -- one library call each ---------------------------------------------------------------------------------------
 def _getrs(dt, lu_c, piv, b_c, n, nrhs, trans, info):
     """op(A) X = B in place on column-major B (B, nrhs, n) from column-major LU (B, n, n) and pivots (B, n)."""
+    if b_c.shape[0] > 1 and n <= BATCHED_MAX_N:
+        lu_c = lu_c.contiguous()
+        pa, pb = pointers(lu_c), pointers(b_c)
+        host_info = np.zeros(1, dtype=np.int32)     # (getrsBatched reports argument errors only, on the host)
+        cublas_routine("getrs_batched", dt)(cublas_handle(lu_c.device.index), trans, n, nrhs, pa.data_ptr(), n,
+                                            piv.contiguous().data_ptr(), pb.data_ptr(), n, host_info.ctypes.data,
+                                            b_c.shape[0])
+        if host_info[0] != 0:
+            raise RuntimeError(f"cublas getrsBatched: invalid argument {-int(host_info[0])}")
+        return
     h = handle(lu_c.device.index)
     for i in range(b_c.shape[0]):
         routine("getrs", dt)(h, trans, n, nrhs, lu_c[i].data_ptr(), n, piv[i].data_ptr(), b_c[i].data_ptr(), n,
@@ -42,27 +54,40 @@ def _potrs(dt, l_, b_c, n, nrhs, uplo, info):
             routine("potrs_batched", dt)(h, uplo, n, 1, pa.data_ptr(), n, pb.data_ptr(), n, info.data_ptr(),
                                          l_.shape[0])
             return
+        if n <= BATCHED_MAX_N:  # several: two batched triangular solves with the factor's triangle
+            first, second = (_OP_N, _OP_C) if uplo == LOWER else (_OP_C, _OP_N)
+            for op in (first, second):
+                _trsm_batched(dt, l_, b_c, _LEFT, uplo, op, _NON_UNIT, n, nrhs)
+            return
     for i in range(l_.shape[0]):
         routine("potrs", dt)(h, uplo, n, nrhs, l_[i].data_ptr(), n, b_c[i].data_ptr(), n, info[i].data_ptr())
 
 
-def _cublas():
-    from nvmath.bindings import cublas
-
-    return cublas
+_LEFT, _NON_UNIT = 0, 0        # cublasSideMode_t, cublasDiagType_t
 
 
-def _cublas_handle(device_index):
-    """This thread's cuBLAS handle on the device, bound to torch's current stream."""
-    return stream_handle(_cublas(), device_index)
+def _one(dt):
+    """alpha = 1 in ``dt`` (host pointer mode: keep the array alive across the call)."""
+    return np.ones(1, dtype=np.complex128 if dt.is_complex else np.float64).astype(dt.numpy)
+
+
+def _trsm_batched(dt, a, x, side, uplo, trans, diag, m, n):
+    """cuBLAS ?trsmBatched in place on the column-major (m, n) matrices of x (B, n, m), A (B, k, k) column-major."""
+    a = a.contiguous()
+    one, pa, px = _one(dt), pointers(a), pointers(x)
+    cublas_routine("trsm_batched", dt)(cublas_handle(a.device.index), side, uplo, trans, diag, m, n, one.ctypes.data,
+                                       pa.data_ptr(), a.shape[-1], px.data_ptr(), m, x.shape[0])
 
 
 def _trsm(dt, a, x, side, uplo, diag, m, n):
     """cuBLAS ?trsm (alpha = 1, host pointer mode) in place on column-major x (B, n, m) with A (B, k, k)."""
-    h = _cublas_handle(a.device.index)
-    one = np.ones(1, dtype=np.complex128 if dt.is_complex else np.float64).astype(dt.numpy)
-    fn = getattr(_cublas(), prefix(dt) + "trsm")
     k = a.shape[-1]
+    if x.shape[0] > 1 and k <= BATCHED_MAX_N:
+        _trsm_batched(dt, a, x, side, uplo, _OP_N, diag, m, n)
+        return
+    h = cublas_handle(a.device.index)
+    one = _one(dt)
+    fn = cublas_routine("trsm", dt)
     for i in range(x.shape[0]):
         fn(h, side, uplo, _OP_N, diag, m, n, one.ctypes.data, a[i].data_ptr(), k, x[i].data_ptr(), m)
 
@@ -200,7 +225,7 @@ def _bind_trsm(desc, pref):
         x = flat(outputs[0], bv.shape[-2:])
         x.copy_(bv)                       # row-major X (rows, cols) is column-major X^T (cols, rows)
         rows, cols = x.shape[-2:]
-        a_c = av.contiguous()             # row-major A is column-major A^T: the triangle flips
+        a_c = av.contiguous().resolve_conj()    # row-major A is column-major A^T: the triangle flips
         side = 1 if left else 0           # left: X^T A^T = B^T (cuBLAS side right); right: A^T X^T = B^T (left)
         uplo = LOWER if up else UPPER
         if x.shape[0] and rows and cols:
@@ -213,8 +238,5 @@ for _op in ("solve", "solve_ex", "lu_solve"):
 for _op in ("inv", "inv_ex"):
     register_cusolver(_op, _bind_inv, "cusolver:getrf+getrs(identity)")
 register_cusolver("cholesky_inverse", _bind_inv, "cusolver:potrs(identity)")
-register_cusolver("cholesky_solve", _bind_chol_solve, "cusolver:potrs",
-                  # the complex potrs path (the conjugated factor) gave wrong results on the H100 (2026-11-27)
-                  supports=lambda d: ("complex cholesky_solve: wrong on the H100 run (known issue, #19)"
-                                      if d.dtype.is_complex else None))
+register_cusolver("cholesky_solve", _bind_chol_solve, "cusolver:potrs")
 register_cusolver("solve_triangular", _bind_trsm, "cublas:trsm")

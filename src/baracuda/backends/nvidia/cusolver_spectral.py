@@ -40,8 +40,9 @@ def _dt(t) -> DType:
 
 
 def _colmajor(a):
-    """A fresh (..., n, m) row-major tensor holding (..., m, n) ``a`` column-major (lda = m)."""
-    return a.transpose(-1, -2).contiguous()
+    """A fresh (..., n, m) row-major tensor holding (..., m, n) ``a`` column-major (lda = m); a lazily conjugated
+    view materialized (see cusolver_factor.colmajor: the libraries read ``data_ptr()``)."""
+    return a.transpose(-1, -2).contiguous().resolve_conj()
 
 
 def _info(dev, count=1):
@@ -141,7 +142,7 @@ def householder_product(a, tau):
     k = tau.shape[-1]
     batch = torch.broadcast_shapes(a.shape[:-2], tau.shape[:-1])
     cm = _flat(_colmajor(a.expand(batch + (m, n))))
-    tf = _flat(tau.expand(batch + (k,)).contiguous(), 1)
+    tf = _flat(tau.expand(batch + (k,)).contiguous().resolve_conj(), 1)
     dt, h, info = _dt(a), lib.handle(a.get_device()), _info(a.device)
     for i in range(cm.shape[0]):
         if k:
@@ -214,7 +215,7 @@ def svd_factors(a, with_uv=True):
             info = _info(a.device)
             for i in range(bsz):
                 if m >= n:   # column-major A: U (m, k), VT (k, k) column-major
-                    buf = af[i].transpose(-1, -2).contiguous()
+                    buf = af[i].transpose(-1, -2).contiguous().resolve_conj()
                     ub = torch.empty((k, m), dtype=a.dtype, device=a.device)
                     vtb = torch.empty((n, k), dtype=a.dtype, device=a.device)
                     _xgesvd(h, dt, m, n, buf, s[i], ub, vtb, info)

@@ -299,11 +299,6 @@ def _route(desc, pref=None) -> str:
     return gemm + "+torch elementwise"
 
 
-# paths the H100 run (2026-11-27, session 4) found wrong against the float64 reference: refused (a clear error on
-# the GPU instead of a wrong gradient) until fixed
-_KNOWN_WRONG = {"eig_backward": lambda d: ("eig's gradient on the GPU differed from the reference on the H100 "
-                                           "(known issue, #19); the CPU reference computes it")}
-
 for _op, _run, _backend in (("svd_backward", run_svd_bw, Backend.CUBLAS), ("eigh_backward", eig_run(True), Backend.CUBLAS),
                             ("qr_backward", run_qr_bw, Backend.CUBLAS),
                             ("householder_product_backward", run_hh_bw, Backend.CUBLAS),
@@ -311,4 +306,4 @@ for _op, _run, _backend in (("svd_backward", run_svd_bw, Backend.CUBLAS), ("eigh
     _dts = (DType.c64, DType.c128) if _op == "eig_backward" else LINALG_DTYPES
     register(Impl(op=_op, backend=_backend, run=default_run(bind_guarded(_run)), bind=bind_guarded(_run), precision=gemm_precision,
                   dtypes=frozenset(_dts), devices=frozenset({"cuda"}), priority=20.0, route=_route,
-                  array_api="torch", supports=_KNOWN_WRONG.get(_op)))
+                  array_api="torch"))

@@ -52,8 +52,17 @@ def _prio(desc, dev):
     return 20.0 if dev.type == "cuda" else -200.0
 
 
-def _register(op, bind, route, supports=_small):
-    register_triton(op, bind=bind, route=route, supports=supports, dtypes=_REAL, dtypes_note=_NOTE, priority=_prio)
+def _prio_pivoted(desc, dev):
+    """The partial-pivoting kernels (LU and what is built on it) rank below cuSOLVER / cuBLAS on the GPU: on the H100
+    (2026-11-27, bench/results/2026-11-27-h100/session7) a batch of 65536 32x32 f32 matrices took 3.04 ms through
+    lu_small against 1.43 ms through cuBLAS getrfBatched (torch 0.86), solve 4.09 against 1.91 (torch 1.70).  The
+    Cholesky kernel (1.09 ms; torch 2.07, potrfBatched 2.54) and the inverse (6.60 ms; getrf + getrs 9.09, torch
+    5.48) keep _prio."""
+    return 5.0 if dev.type == "cuda" else -200.0
+
+
+def _register(op, bind, route, supports=_small, priority=_prio):
+    register_triton(op, bind=bind, route=route, supports=supports, dtypes=_REAL, dtypes_note=_NOTE, priority=priority)
 
 
 def _mat(t, batch, n_rows, n_cols, transpose=False):
@@ -226,10 +235,11 @@ def _bind_inv(desc, pref):
 for _op in ("cholesky", "cholesky_ex"):
     _register(_op, _bind_chol, "triton:chol_small")
 for _op in ("lu_factor", "lu_factor_ex", "det", "slogdet", "logdet"):
-    _register(_op, _bind_lu, "triton:lu_small")
-_register("lu", _bind_lu, "triton:lu_small+unpack")
+    _register(_op, _bind_lu, "triton:lu_small", priority=_prio_pivoted)
+_register("lu", _bind_lu, "triton:lu_small+unpack", priority=_prio_pivoted)
 for _op in ("solve", "solve_ex", "solve_triangular", "cholesky_solve", "lu_solve"):
-    _register(_op, _bind_solve, f"triton:solve_small({_op})")
+    _register(_op, _bind_solve, f"triton:solve_small({_op})",
+              priority=_prio_pivoted if _op in ("solve", "solve_ex") else _prio)
 for _op in ("inv", "inv_ex", "cholesky_inverse"):
     _register(_op, _bind_inv, f"triton:solve_small({_op}, identity)")
 register_triton("lu_unpack", run_lu_unpack, route="triton:lu_unpack", priority=_prio)   # (complex: two planes)
