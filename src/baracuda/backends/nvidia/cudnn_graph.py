@@ -10,11 +10,8 @@ directory, where the frontend's serialization supports the engine.  A graph cuDN
 
 Execution passes the buffers in uid order with the frontend's ordered form (``tensor_uids=``: metadata cached by value
 inside the frontend, no per-call variant-pack dictionaries), falling back to the mapping form on a frontend without it.
-After a graph's first execute, a graph on a cuDNN backend plan is launched directly: the operands' addresses in
-ascending uid order handed to the plan's launch (what the frontend's execute does after its Python-side binding),
-~60 us of host time less per call; ``BARACUDA_CUDNN_RAW_EXECUTE=0`` keeps the frontend's execute.
 cuDNN forbids sharing a handle across threads: one handle per (thread, device), bound to torch's current stream
-(set only when the stream changed).
+before each execute (the frontend skips cudnnSetStream when the stream did not change).
 """
 from __future__ import annotations
 
@@ -23,8 +20,6 @@ import os
 import threading
 from collections import OrderedDict
 from typing import Callable
-
-import numpy as np
 
 from ..._core.errors import UnsupportedError
 
@@ -36,11 +31,10 @@ PLAN_DIR_ENV = "BARACUDA_CUDNN_PLAN_DIR"
 
 
 class Built:
-    __slots__ = ("graph", "workspace", "raw")
+    __slots__ = ("graph", "workspace")
 
     def __init__(self, graph, workspace: int):
         self.graph, self.workspace = graph, int(workspace)
-        self.raw = None     # (launch, operand uids ascending, plan index) once known; False: not available
 
 
 class GraphCache:
@@ -147,17 +141,12 @@ def handle(device_index: int):
 
 
 def stream_handle(device_index: int):
-    """The handle of ``device_index`` bound to torch's current stream there (set only when the stream changed)."""
+    """The handle of ``device_index`` bound to torch's current stream there."""
+    import cudnn
     import torch
 
     h = handle(device_index)
-    stream = torch.cuda.current_stream(device_index).cuda_stream
-    bound = _TLS.__dict__.setdefault("streams", {})
-    if bound.get(device_index) != stream:
-        import cudnn
-
-        cudnn.set_stream(h, stream)
-        bound[device_index] = stream
+    cudnn.set_stream(h, torch.cuda.current_stream(device_index).cuda_stream)
     return h
 
 
@@ -179,28 +168,6 @@ def current_device() -> int:
 _ORDERED = [True]
 
 
-def _raw_launch(g, tensors: dict):
-    """(launch, uids, plan index) of a built graph that runs on a cuDNN backend plan, for ``execute``'s direct path;
-    False where the frontend does not expose it (a Python engine, another frontend version, operands it binds
-    itself).  Reads frontend internals, so any surprise means False: the public execute stays the path."""
-    if not _RAW[0]:
-        return False
-    try:
-        if not g._is_built or g.selected_engine is not None or g._lowered_graph is None:
-            return False
-        uids = tuple(g._variant_pack_uids() or ())
-        if not uids or set(uids) != set(tensors) or g._data_bindings:
-            return False
-        cfg = g._materialize_backend_plan(g._plan_index) if g._plans else None
-        index = -1 if cfg is None or cfg.cpp_index is None else int(cfg.cpp_index)
-        return g._lowered_graph._execute_with_raw_ptrs, uids, index
-    except Exception:   # noqa: BLE001  (a frontend without these internals)
-        return False
-
-
-_RAW = [os.environ.get("BARACUDA_CUDNN_RAW_EXECUTE", "1") != "0"]
-
-
 def execute(b: Built, tensors: dict, ws, device_index: int, like) -> None:
     """Run built graph ``b`` on ``tensors`` ({uid: tensor}) on torch's current stream; ``ws``: a workspace of at least
     ``b.workspace`` bytes or None (then one is allocated like ``like``'s device)."""
@@ -209,21 +176,11 @@ def execute(b: Built, tensors: dict, ws, device_index: int, like) -> None:
     if b.workspace and (ws is None or ws.numel() < b.workspace):   # strides other than the planned ones
         ws = torch.empty(b.workspace, dtype=torch.uint8, device=like.device)
     ws, h = ws if b.workspace else None, stream_handle(device_index)
-    raw = b.raw
-    if raw:
-        # the backend plan's own launch: the operands' addresses in ascending uid order (what the frontend's execute
-        # hands the backend after its Python-side binding; ~10 us of host time instead of ~60 per call on the H100)
-        launch, uids, index = raw
-        ptrs = np.fromiter([tensors[u].data_ptr() for u in uids], dtype=np.uint64, count=len(uids))
-        launch(ptrs.ctypes.data, len(uids), ws.data_ptr() if ws is not None else 0, h.backend_handle, index)
-        return
     if _ORDERED[0]:
         # the frontend's ordered form (buffers + their uids; its metadata cached by value): no per-call variant-pack
         # dictionaries in Python (~0.1 ms of host time per call with the mapping form)
         try:
             b.graph.execute(tuple(tensors.values()), ws, handle=h, tensor_uids=tuple(tensors))
-            if raw is None:
-                b.raw = _raw_launch(b.graph, tensors)
             return
         except (TypeError, ValueError):     # a frontend without it: the mapping form from now on
             _ORDERED[0] = False

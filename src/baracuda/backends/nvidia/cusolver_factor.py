@@ -47,10 +47,12 @@ def flat(t, core):
 
 
 def colmajor(t):
-    """A copy of (B, m, n) row-major matrices laid out column-major: (B, n, m) contiguous (its [b] is A[b]^T).
-    A lazily conjugated view is materialized: ``contiguous()`` of one already dense in that order keeps torch's conj
-    bit, and a library reading ``data_ptr()`` would see the unconjugated values."""
-    return t.transpose(-1, -2).contiguous().resolve_conj()
+    """A fresh copy of (B, m, n) row-major matrices laid out column-major: (B, n, m) contiguous (its [b] is A[b]^T).
+    Always a copy, never ``contiguous()``: the libraries overwrite it, and a (B, n, 1) right-hand side (or any operand
+    already dense in that order) would come back as the caller's own tensor -- the solves overwrote their inputs on
+    the H100 (2026-11-27) -- and with torch's lazy-conjugation bit kept (a library reading ``data_ptr()`` would see
+    the unconjugated values)."""
+    return t.transpose(-1, -2).clone(memory_format=torch.contiguous_format).resolve_conj()
 
 
 # -- one library call each ---------------------------------------------------------------------------------------

@@ -40,9 +40,11 @@ def _dt(t) -> DType:
 
 
 def _colmajor(a):
-    """A fresh (..., n, m) row-major tensor holding (..., m, n) ``a`` column-major (lda = m); a lazily conjugated
-    view materialized (see cusolver_factor.colmajor: the libraries read ``data_ptr()``)."""
-    return a.transpose(-1, -2).contiguous().resolve_conj()
+    """A fresh (..., n, m) row-major tensor holding (..., m, n) ``a`` column-major (lda = m): always a copy, a lazily
+    conjugated view materialized (see cusolver_factor.colmajor: the libraries overwrite it and read ``data_ptr()``)."""
+    import torch
+
+    return a.transpose(-1, -2).clone(memory_format=torch.contiguous_format).resolve_conj()
 
 
 def _info(dev, count=1):
@@ -215,7 +217,7 @@ def svd_factors(a, with_uv=True):
             info = _info(a.device)
             for i in range(bsz):
                 if m >= n:   # column-major A: U (m, k), VT (k, k) column-major
-                    buf = af[i].transpose(-1, -2).contiguous().resolve_conj()
+                    buf = _colmajor(af[i])
                     ub = torch.empty((k, m), dtype=a.dtype, device=a.device)
                     vtb = torch.empty((n, k), dtype=a.dtype, device=a.device)
                     _xgesvd(h, dt, m, n, buf, s[i], ub, vtb, info)
