@@ -44,21 +44,20 @@ def _getrs(dt, lu_c, piv, b_c, n, nrhs, trans, info):
 
 
 def _potrs(dt, l_, b_c, n, nrhs, uplo, info):
-    """(U^H U) X = B in place on column-major B (B, nrhs, n), the factor as potrf left it (B, n, n)."""
+    """(U^H U) X = B in place on column-major B (B, nrhs, n), the factor as potrf left it (B, n, n).  Two triangular
+    solves with the factor's triangle where potrs does not fit: a complex factor (torch, like LAPACK's potrs, uses
+    its diagonal as stored, imaginary parts included; cuSOLVER's potrs read it otherwise on the H100 -- wrong
+    results, 2026-11-27) and a batch of small matrices with several right-hand sides (potrsBatched takes one)."""
+    if dt.is_complex or (l_.shape[0] > 1 and nrhs > 1 and n <= BATCHED_MAX_N):
+        first, second = (_OP_N, _OP_C) if uplo == LOWER else (_OP_C, _OP_N)
+        for op in (first, second):
+            _trsm_batched(dt, l_, b_c, _LEFT, uplo, op, _NON_UNIT, n, nrhs)
+        return
     h = handle(l_.device.index)
-    if l_.shape[0] > 1:
-        step_a, step_b = l_.stride(0) * l_.element_size(), b_c.stride(0) * b_c.element_size()
-        idx = torch.arange(l_.shape[0], dtype=torch.int64, device=l_.device)
-        pa, pb = l_.data_ptr() + step_a * idx, b_c.data_ptr() + step_b * idx
-        if nrhs == 1:   # potrsBatched takes one right-hand side
-            routine("potrs_batched", dt)(h, uplo, n, 1, pa.data_ptr(), n, pb.data_ptr(), n, info.data_ptr(),
-                                         l_.shape[0])
-            return
-        if n <= BATCHED_MAX_N:  # several: two batched triangular solves with the factor's triangle
-            first, second = (_OP_N, _OP_C) if uplo == LOWER else (_OP_C, _OP_N)
-            for op in (first, second):
-                _trsm_batched(dt, l_, b_c, _LEFT, uplo, op, _NON_UNIT, n, nrhs)
-            return
+    if l_.shape[0] > 1 and nrhs == 1:   # potrsBatched takes one right-hand side
+        pa, pb = pointers(l_), pointers(b_c)
+        routine("potrs_batched", dt)(h, uplo, n, 1, pa.data_ptr(), n, pb.data_ptr(), n, info.data_ptr(), l_.shape[0])
+        return
     for i in range(l_.shape[0]):
         routine("potrs", dt)(h, uplo, n, nrhs, l_[i].data_ptr(), n, b_c[i].data_ptr(), n, info[i].data_ptr())
 
