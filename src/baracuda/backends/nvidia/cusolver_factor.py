@@ -2,10 +2,10 @@
 lu_factor (+_ex) / lu with getrf (cuBLAS getrfBatched for batches of square matrices up to BATCHED_MAX_N),
 ldl_factor (+_ex) with sytrf, det / slogdet / logdet from getrf.
 
-Layout: cuSOLVER is column-major.  A Hermitian operand is passed as it lies: its row-major memory is the column-major
-A^T = conj(A), factored with the lower fill mode (2.7x faster than the upper one at 4096^2 on the H100), which leaves
-conj(L) column-major, i.e. L^H row-major in the upper triangle (cholesky's upper=True result; L one conjugate
-transpose away).  A general operand (getrf, sytrf's lower-triangle pivoting order) is copied to column-major first
+Layout: cuSOLVER is column-major.  Cholesky runs potrf's lower fill mode (2.7x faster than the upper one at 4096^2
+on the H100) on the triangle torch reads: upper=True on A's row-major memory as it lies (its column-major lower
+triangle is A's upper one; the factor lands as U row-major), upper=False on A's column-major copy (L column-major,
+one transposed copy back).  A general operand (getrf, sytrf's lower-triangle pivoting order) is copied to column-major first
 (``colmajor``) and the factor copied back.  Every operand the library overwrites is a copy (the output buffer where
 it can be).
 
@@ -104,19 +104,23 @@ def _bind_chol(desc, pref):
 
     def run(d, inputs, outputs, ws):
         # cuSOLVER's lower fill mode: 1.68 ms against 4.48 for the upper one at 4096^2 f32 on the H100 (torch 2.06;
-        # bench/potrf_probe.py).  A's row-major memory is the column-major conj(A) (Hermitian); its lower factor is
-        # conj(L), which leaves L^H row-major in the upper triangle: upper=True's result in place, L = its conjugate
-        # transpose (one copy) otherwise.
+        # bench/potrf_probe.py).  It reads the column-major lower triangle, and torch reads the triangle ``upper``
+        # names (the other may hold anything).  upper=True: A's row-major memory as it lies, whose column-major lower
+        # triangle is A's upper one transposed; its factor conj(U)^T... read row-major is U, in place.  upper=False:
+        # the column-major copy of A (its lower triangle is A's), factored to L column-major: L^T row-major, L one
+        # transposed copy away.
         out = outputs[0]
-        buf = out if up else inputs[0].clone(memory_format=torch.contiguous_format).resolve_conj()
         if up:
             out.copy_(inputs[0])
+            buf = out
+        else:
+            buf = colmajor(flat(inputs[0], (n, n)))
         a = flat(buf, (n, n))    # (contiguous)
         info = flat(outputs[1], ()) if ex else torch.zeros(a.shape[0], dtype=torch.int32, device=out.device)
         if a.shape[0] and n:
             potrf(dt, a, n, LOWER, info)
         if not up:
-            out.copy_(buf.mH)
+            flat(out, (n, n)).copy_(buf.mT)
         (out.triu_ if up else out.tril_)()
         if not ex:
             check_info(d.op, "chol", info, pref)
