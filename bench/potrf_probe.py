@@ -2,26 +2,15 @@
 with the upper (baracuda's route: the row-major lower factor is the column-major upper one) and the lower fill mode,
 the buffer-size query and the workspace allocation timed apart, against torch.linalg.cholesky.  CUDA events, median
 of 7 after 2 warm-ups.   python bench/potrf_probe.py"""
-import statistics
-
 import torch
 
 from baracuda._core.dtypes import as_dtype
+from baracuda.bench.timing import median_ms
 from baracuda.backends.nvidia.cusolver_lib import LOWER, UPPER, handle, routine, workspace
 
 
-def timed(fn, reps=7):
-    for _ in range(2):
-        fn()
-    ts = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        torch.cuda.synchronize()
-        ts.append(s.elapsed_time(e))
-    return statistics.median(ts)
+def timed(fn):
+    return median_ms(fn, reps=7, warmup=2)
 
 
 for dt_t in (torch.float32, torch.float64):

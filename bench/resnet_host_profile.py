@@ -37,19 +37,10 @@ def main(argv=None) -> int:
         torch.nn.functional.cross_entropy(m(x), y).backward()
 
     out = io.StringIO()
-    for _ in range(3):
-        step()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(args.steps):
-        step()
-    torch.cuda.synchronize()
-    print(f"eager step: {(time.perf_counter() - t0) / args.steps * 1e3:.1f} ms", file=out)
-    t0 = time.perf_counter()
-    step()
-    print(f"eager: one step queued in {(time.perf_counter() - t0) * 1e3:.1f} ms (host)", file=out)
-    torch.cuda.synchronize()
-    with bt.mode() as mode:
+
+    def step_times(label):
+        """The step's time (3 warm-ups, then ``--steps`` in a row) and the host time to queue one step (no sync at
+        its end): equal means the host is the bottleneck."""
         for _ in range(3):
             step()
         torch.cuda.synchronize()
@@ -57,13 +48,15 @@ def main(argv=None) -> int:
         for _ in range(args.steps):
             step()
         torch.cuda.synchronize()
-        print(f"mode step: {(time.perf_counter() - t0) / args.steps * 1e3:.1f} ms", file=out)
-        # host time to queue a step (no sync at its end) vs the step: equal means the host is the bottleneck
+        print(f"{label} step: {(time.perf_counter() - t0) / args.steps * 1e3:.1f} ms", file=out)
         t0 = time.perf_counter()
         step()
-        t_issue = time.perf_counter() - t0
+        print(f"{label}: one step queued in {(time.perf_counter() - t0) * 1e3:.1f} ms (host)", file=out)
         torch.cuda.synchronize()
-        print(f"mode: one step queued in {t_issue * 1e3:.1f} ms (host)", file=out)
+
+    step_times("eager")
+    with bt.mode() as mode:
+        step_times("mode")
         from torch.profiler import ProfilerActivity, profile
 
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
