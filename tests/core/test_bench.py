@@ -207,3 +207,15 @@ def test_host_bench_machinery_on_cpu(monkeypatch):
                 assert all(x.grad is not None for x in xg)
     assert "fwd" in host._line({"op": "add", "size": "16", "row": "fwd", "target": 1.5, "baracuda_us": 2.0,
                                 "torch_us": 1.0, "ratio": 2.0})
+
+
+def test_complex_workloads_get_backward_rows(tmp_path):
+    """A complex operand or result takes a (complex) upstream gradient: the FFT rows of issue #19 had no backward row
+    (c2c) or timed an empty graph (rfft2's complex result got no upstream) before."""
+    out = tmp_path / "fft.json"
+    assert main(["bench", "--quick", "--cpu-smoke", "--no-compile", "--op", "fft,rfft2", "--json", str(out)]) == 0
+    rows = [r for r in json.loads(out.read_text())["rows"] if r["direction"] == "bw" and r["status"] == "ok"]
+    for op in ("fft", "rfft2"):
+        mine = [r for r in rows if r["op"] == op and r["impl"] == "reference"]
+        assert mine and {r["workload"] for r in mine} == {w.name for w in bc.get_spec(op).workloads}
+        assert all(r["rel_err"] is not None and r["rel_err"] < 1e-5 for r in mine), mine

@@ -384,15 +384,20 @@ def bench_workload(ctx: _Ctx, spec: OpSpec, wl: Workload) -> None:
              vs_compile=timings["torch.compile"] / t.ms if "torch.compile" in timings else None)
     ctx.sync()
 
-    has_diff = any(i < len(desc.inputs) and desc.inputs[i].dtype.is_floating for i in spec.differentiable)
+    has_diff = any(i < len(desc.inputs) and _has_grad(desc.inputs[i].dtype) for i in spec.differentiable)
     if wl.backward and opts.backward and spec.is_differentiable and has_diff and ctx.fatal is None:
         _bench_backward(ctx, spec, desc, dict(base, direction="bw"), sets, peers, plans, over_budget, wl)
+
+
+def _has_grad(dt) -> bool:
+    """Whether a tensor of ``dt`` takes a gradient: floating and complex (an FFT's operands and results)."""
+    return dt.is_floating or dt.is_complex
 
 
 def _bench_backward(ctx, spec, desc, base, sets, peers, plans, over_budget, wl):
     import torch
 
-    diff = [i for i in spec.differentiable if i < len(desc.inputs) and desc.inputs[i].dtype.is_floating]
+    diff = [i for i in spec.differentiable if i < len(desc.inputs) and _has_grad(desc.inputs[i].dtype)]
     gen = torch.Generator(device=ctx.tdev)
     gen.manual_seed(123)
     # an upstream gradient for each output the drop-in returns (what a model differentiates): an extra output that
@@ -404,8 +409,13 @@ def _bench_backward(ctx, spec, desc, base, sets, peers, plans, over_budget, wl):
             n_out = len(_as_tuple(spec.dropin_result(tuple(range(n_out)))))
         except Exception:  # noqa: BLE001  (a result wrapper that needs real tensors: every output then)
             n_out = len(desc.outputs)
-    grads = [[torch.randn(t.shape, device=ctx.tdev, generator=gen, dtype=torch.float32).to(t.dtype.torch)
-              if t.dtype.is_floating and j < n_out else None for j, t in enumerate(desc.outputs)] for _ in sets]
+    def upstream(t):
+        if t.dtype.is_complex:
+            return torch.randn(t.shape, device=ctx.tdev, generator=gen, dtype=t.dtype.torch)
+        return torch.randn(t.shape, device=ctx.tdev, generator=gen, dtype=torch.float32).to(t.dtype.torch)
+
+    grads = [[upstream(t) if _has_grad(t.dtype) and j < n_out else None for j, t in enumerate(desc.outputs)]
+             for _ in sets]
     nbytes, flops = backward_cost(desc)
     timings: dict[str, float] = {}
     ref = None
