@@ -21,9 +21,11 @@ from ... import with_produce
 from .._lib.geometry import cdiv, next_power_of_2
 from .._lib.register import register_triton
 from .._lib.scalars import split_f64
-from .kernels import pool_bw, pool_fw, unpool
+from .kernels import pool_bw, pool_fw, pool_fw_taps, unpool
 
 _BLOCK = 256
+_UNROLL = 27          # taps up to which a sliding window's forward is unrolled (3x3x3; 3x3 = 9, 7x7 = 49 loops)
+_TAPS_BLOCK = 512
 _MODE = {"sliding": 0, "adaptive": 1, "fractional": 2}
 _I32 = 2 ** 31 - 1
 
@@ -93,6 +95,8 @@ def _bind_fw(desc, pref=None):
     ui = [(frac_sample_index(nd, j)) for j in range(nd)]
     low = float("-inf") if floating else int(np.iinfo(x_spec.dtype.numpy).min)
     block, tb = _tiles(math.prod(loops))
+    # a sliding window of up to _UNROLL taps: the tap-unrolled kernel (KD / KH / KW compile-time)
+    taps = w.kind == "sliding" and math.prod(k) <= _UNROLL
 
     def run(desc_, inputs, outputs, ws):
         x = inputs[0]
@@ -103,6 +107,13 @@ def _bind_fw(desc, pref=None):
         _, jst = _dims(ix, nd)
         total = y.numel()
         if total == 0:
+            return
+        if taps:
+            pool_fw_taps[(cdiv(total, _TAPS_BLOCK),)](
+                x, y, ix, total, ys_[1], *sp, *out, *xst, *yst, *jst, *s, *p, *d, div or 1, p_hi, p_lo,
+                KD=k[0], KH=k[1], KW=k[2], OP=OP, CL=_cl(ys_, yst), COUNT_PAD=a.get("count_include_pad", True),
+                HAS_DIV=div is not None, FLOAT=floating, F64=f64, I64=_i64(x, y, ix), LOW=low, BLOCK=_TAPS_BLOCK,
+                num_warps=4)
             return
         if w.kind == "fractional":
             u = inputs[1]
