@@ -1,4 +1,5 @@
-"""The pooling kernels: one N-d forward kernel (every pooling op), one gather-form backward kernel, max_unpool.
+"""The pooling kernels: one N-d forward kernel (every pooling op), a tap-unrolled forward for sliding windows of a
+compile-time size (pool_fw_taps: what a 3x3 / 3x3x3 window runs), one gather-form backward kernel, max_unpool.
 
 Every tensor is seen as (N, C, D, H, W) with its own strides (missing spatial dims: size 1, stride 0; an unbatched
 input: N = 1), so 1-d, 2-d and 3-d pooling, NCHW and channels-last (NHWC / NDHWC) inputs, and any strided view run
