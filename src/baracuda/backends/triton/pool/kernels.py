@@ -1,5 +1,6 @@
 """The pooling kernels: one N-d forward kernel (every pooling op), a tap-unrolled forward for sliding windows of a
-compile-time size (pool_fw_taps: what a 3x3 / 3x3x3 window runs), one gather-form backward kernel, max_unpool.
+compile-time size (pool_fw_taps: what a 3x3 / 3x3x3 window runs), one gather-form backward kernel (and its
+tap-unrolled form, pool_bw_taps, for a compile-time count of candidate outputs), max_unpool.
 
 Every tensor is seen as (N, C, D, H, W) with its own strides (missing spatial dims: size 1, stride 0; an unbatched
 input: N = 1), so 1-d, 2-d and 3-d pooling, NCHW and channels-last (NHWC / NDHWC) inputs, and any strided view run
@@ -301,6 +302,48 @@ def pool_bw(g_ptr, i_ptr, dx_ptr, total, C, D, H, W, OD, OH, OW,
             acc += tl.sum(tl.where(valid, g, 0.0), 1)
         else:
             acc += tl.sum(tl.where(valid, g / f.to(CT), 0.0), 1)
+    if OP == 1 and HAS_DIV:
+        acc = acc / divisor
+    xo = n.to(tl.int64) * xn + c.to(tl.int64) * xc + di * xd + hi * xh + wi * xw
+    tl.store(dx_ptr + xo, acc.to(dx_ptr.dtype.element_ty), mask=mask)
+
+
+@fast_kernel
+def pool_bw_taps(g_ptr, i_ptr, dx_ptr, total, C, D, H, W, OD, OH, OW,
+                 gn, gc, gd, gh, gw, jn, jc, jd, jh, jw, xn, xc, xd, xh, xw,
+                 kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, divisor,
+                 KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, MODE: tl.constexpr, OP: tl.constexpr,
+                 CL: tl.constexpr, COUNT_PAD: tl.constexpr, HAS_DIV: tl.constexpr, F64: tl.constexpr,
+                 I64: tl.constexpr, BLOCK: tl.constexpr):
+    """pool_bw with a compile-time count of candidate outputs per dim (KD x KH x KW, unrolled): one [BLOCK] vector of
+    dx, one load of grad (and index) per candidate and lane -- no [BLOCK, TB] tiles or per-candidate divisions."""
+    CT: tl.constexpr = tl.float64 if F64 else tl.float32
+    IT: tl.constexpr = tl.int64 if I64 else tl.int32
+    offs = tl.program_id(0).to(IT) * BLOCK + tl.arange(0, BLOCK).to(IT)
+    mask = offs < total
+    n, c, di, hi, wi = _unravel(offs, C, D, H, W, CL)
+    d0, h0, w0 = _firsts(di, hi, wi, D, H, W, OD, OH, OW, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, MODE)
+    me = (di * H + hi) * W + wi
+    gb = g_ptr + n.to(tl.int64) * gn + c.to(tl.int64) * gc
+    jb = i_ptr + n.to(tl.int64) * jn + c.to(tl.int64) * jc
+    acc = tl.zeros([BLOCK], CT)
+    for a in tl.static_range(KD):
+        od = d0 + a
+        for b in tl.static_range(KH):
+            oh = h0 + b
+            for e in tl.static_range(KW):
+                ow = w0 + e
+                valid, f = _covers3(di, hi, wi, od, oh, ow, D, H, W, OD, OH, OW, kd, kh, kw, sd, sh, sw, pd, ph, pw,
+                                    dd, dh, dw, MODE, COUNT_PAD)
+                valid = valid & mask
+                g = tl.load(gb + od * gd + oh * gh + ow * gw, mask=valid, other=0.0).to(CT)
+                if OP == 0:
+                    j = tl.load(jb + od * jd + oh * jh + ow * jw, mask=valid, other=-1)
+                    acc += tl.where(valid & (j == me), g, 0.0)
+                elif HAS_DIV:
+                    acc += tl.where(valid, g, 0.0)
+                else:
+                    acc += tl.where(valid, g / f.to(CT), 0.0)
     if OP == 1 and HAS_DIV:
         acc = acc / divisor
     xo = n.to(tl.int64) * xn + c.to(tl.int64) * xc + di * xd + hi * xh + wi * xw

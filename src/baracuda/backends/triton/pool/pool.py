@@ -21,7 +21,7 @@ from ... import with_produce
 from .._lib.geometry import cdiv, next_power_of_2
 from .._lib.register import register_triton
 from .._lib.scalars import split_f64
-from .kernels import pool_bw, pool_fw, pool_fw_taps, unpool
+from .kernels import pool_bw, pool_bw_taps, pool_fw, pool_fw_taps, unpool
 
 _BLOCK = 256
 _UNROLL = 27          # taps up to which a sliding window's forward is unrolled (3x3x3; 3x3 = 9, 7x7 = 49 loops)
@@ -146,6 +146,7 @@ def _bind_bw(desc, pref=None):
     else:
         cand = tuple(min(((kk - 1) * dd) // ss + 1, O) for kk, ss, dd, O in zip(k, s, d, out))
     block, tb = _tiles(math.prod(cand))
+    taps = w.kind in ("sliding", "adaptive") and math.prod(cand) <= _UNROLL
 
     def run(desc_, inputs, outputs, ws):
         g = inputs[0]      # (inputs[1], x, gives the shapes only: they are in the descriptor)
@@ -157,6 +158,13 @@ def _bind_bw(desc, pref=None):
         xs_, xst = _dims(dx, nd)
         _, gst = _dims(g, nd)
         _, jst = _dims(ix, nd)
+        if taps:
+            pool_bw_taps[(cdiv(total, _TAPS_BLOCK),)](
+                g, ix, dx, total, xs_[1], *sp, *out, *gst, *jst, *xst, *k, *s, *p, *d, div or 1,
+                KD=cand[0], KH=cand[1], KW=cand[2], MODE=_MODE[w.kind], OP=0 if is_max else 1, CL=_cl(xs_, xst),
+                COUNT_PAD=a.get("count_include_pad", True), HAS_DIV=div is not None, F64=f64, I64=_i64(g, dx, ix),
+                BLOCK=_TAPS_BLOCK, num_warps=4)
+            return
         pool_bw[(cdiv(total, block),)](
             g, ix, dx, total, xs_[1], *sp, *out, *gst, *jst, *xst, *k, *s, *p, *d, *cand, div or 1,
             MODE=_MODE[w.kind], OP=0 if is_max else 1, CL=_cl(xs_, xst), COUNT_PAD=a.get("count_include_pad", True),
