@@ -12,6 +12,8 @@ the batch: getrsBatched, and trsmBatched (twice, for potrs with several right-ha
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
@@ -237,5 +239,16 @@ for _op in ("solve", "solve_ex", "lu_solve"):
 for _op in ("inv", "inv_ex"):
     register_cusolver(_op, _bind_inv, "cusolver:getrf+getrs(identity)")
 register_cusolver("cholesky_inverse", _bind_inv, "cusolver:potrs(identity)")
-register_cusolver("cholesky_solve", _bind_chol_solve, "cusolver:potrs")
+def _route_chol_solve(desc, pref=None) -> str:
+    """What _potrs runs for cholesky_solve(B, L): two cuBLAS triangular solves for a complex factor or a batch of
+    small matrices with several right-hand sides, else potrs (potrsBatched for a batch of one right-hand side)."""
+    b, l_ = desc.inputs
+    n, nrhs = l_.shape[-1], b.shape[-1]
+    batched = math.prod(desc.outputs[0].shape[:-2]) > 1
+    if desc.dtype.is_complex or (batched and nrhs > 1 and n <= BATCHED_MAX_N):
+        return "cublas:trsm" + ("Batched" if batched else "") + " x2"
+    return "cusolver:potrs" + ("Batched" if batched and nrhs == 1 else "")
+
+
+register_cusolver("cholesky_solve", _bind_chol_solve, _route_chol_solve)
 register_cusolver("solve_triangular", _bind_trsm, "cublas:trsm")
