@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Session 7's fourth device call: the complex cholesky_solve / cholesky_inverse tests after the two-trsm path, and
+# Session 6's fourth device call: the complex cholesky_solve / cholesky_inverse tests after the two-trsm path, and
 # the potrf probe (upper vs lower fill mode at 4096^2 against torch).
-#   bash bench/session7_d.sh OUTDIR
+#   bash bench/session6_f.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
 timeout 120 python -m pytest -p no:warnings -n 14 --tb=line -rf tests/linalg tests/generic \
   -k "cholesky_solve or cholesky_inverse or potrs" > "$out/gpu_tests_chol.txt" 2>&1

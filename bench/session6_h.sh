@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Session 7's closing device call: the linear-algebra GPU tests after the upper=False Cholesky fix, and the Cholesky
-# rows of issue #19 again.   bash bench/session7_f.sh OUTDIR
+# Session 6's closing device call: the linear-algebra GPU tests after the upper=False Cholesky fix, and the Cholesky
+# rows of issue #19 again.   bash bench/session6_h.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
 timeout 220 python -m pytest -p no:warnings -n 14 --tb=line -rf tests/linalg tests/generic \
   -k "linalg or cholesky or lu or solve or inv or det or ldl or triangular or eig or svd or qr or householder" \

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Session 7's third device call: the linear-algebra GPU tests after the operand-copy fix (colmajor always copies:
+# Session 6's third device call: the linear-algebra GPU tests after the operand-copy fix (colmajor always copies:
 # the solves had overwritten (B, n, 1) right-hand sides), one line per test; the determinism probe again; then
 # issue #19's Cholesky / eigh / solve rows with SPD inputs and the batched cuBLAS paths, forward and backward.
-#   bash bench/session7_c.sh OUTDIR
+#   bash bench/session6_e.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
 timeout 200 python -m pytest -p no:warnings -n 14 --tb=line -rf -v tests/linalg tests/generic \
   -k "linalg or cholesky or lu or solve or inv or det or ldl or triangular or eig or svd or qr or householder" \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 7: the pooling GPU tests and rows after the tap-unrolled forward kernel.   bash bench/session7_i.sh OUTDIR
+# Session 6: the pooling GPU tests and rows after the tap-unrolled forward kernel.   bash bench/session6_k.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
 timeout 150 python -m pytest -p no:warnings -n 14 --tb=line -rf tests/pool tests/generic tests/torch -k "pool" \
   > "$out/gpu_tests_pool.txt" 2>&1

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Session 7's second device call: the GPU tests after the conj-bit fix of the cuSOLVER operand copies (eig_backward and
+# Session 6's second device call: the GPU tests after the conj-bit fix of the cuSOLVER operand copies (eig_backward and
 # complex cholesky_solve no longer refused) and the cuDNN direct launch (tests/conv, tests/attention), the
 # determinism probe of the cuSOLVER solves, then ResNet-18 / -50 under bt.mode() and the ResNet-18 host profile.
-#   bash bench/session7_b.sh OUTDIR
+#   bash bench/session6_d.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
 timeout 230 python -m pytest -q -p no:warnings -n 14 --tb=line -rf -v tests/linalg tests/conv tests/attention tests/generic \
   -k "linalg or cholesky or lu or solve or inv or det or ldl or triangular or eig or svd or qr or householder or convolution or attention or sdpa" \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Session 7: the spectral backward GPU tests after the pullback change, and eigh 4096^2's backward row.
-#   bash bench/session7_g.sh OUTDIR
+# Session 6: the spectral backward GPU tests after the pullback change, and eigh 4096^2's backward row.
+#   bash bench/session6_i.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
 timeout 150 python -m pytest -p no:warnings -n 14 --tb=line -rf tests/linalg tests/generic -k "eig or svd or qr" \
   > "$out/gpu_tests_spectral.txt" 2>&1

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Session 7's first device call: the GPU tests of the linear-algebra families after the batched cuBLAS paths
+# Session 6's first device call: the GPU tests of the linear-algebra families after the batched cuBLAS paths
 # (getrfBatched / getrsBatched / trsmBatched), one line per test (-v: a timeout still shows which failed); the
 # ResNet-18 host profile under bt.mode() (queue time, torch.profiler CPU table, cProfile); the batched 65536 x 32 x 32
 # rows of issue #19 (Triton and cuSOLVER / cuBLAS against torch).
-#   bash bench/session7_a.sh OUTDIR
+#   bash bench/session6_c.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
 timeout 240 python -m pytest -q -p no:warnings -n 14 --tb=line -rf -v tests/linalg tests/generic \
   -k "linalg or cholesky or lu or solve or inv or det or ldl or triangular" > "$out/gpu_tests_linalg.txt" 2>&1
