@@ -24,7 +24,7 @@ from .._lib.scalars import split_f64
 from .kernels import pool_bw, pool_bw_taps, pool_fw, pool_fw_taps, unpool
 
 _BLOCK = 256
-_UNROLL = 64          # taps up to which a window is unrolled (3x3 = 9, 3x3x3 = 27, a 7x7 -> 1 global average = 49)
+_UNROLL = 27          # taps up to which a sliding window's forward is unrolled (3x3x3; 3x3 = 9, 7x7 = 49 loops)
 _TAPS_BLOCK = 512
 _MODE = {"sliding": 0, "adaptive": 1, "fractional": 2}
 _I32 = 2 ** 31 - 1
@@ -95,8 +95,8 @@ def _bind_fw(desc, pref=None):
     ui = [(frac_sample_index(nd, j)) for j in range(nd)]
     low = float("-inf") if floating else int(np.iinfo(x_spec.dtype.numpy).min)
     block, tb = _tiles(math.prod(loops))
-    # a sliding or adaptive window of up to _UNROLL taps: the tap-unrolled kernel (KD / KH / KW compile-time)
-    taps = w.kind in ("sliding", "adaptive") and math.prod(loops) <= _UNROLL
+    # a sliding window of up to _UNROLL taps: the tap-unrolled kernel (KD / KH / KW compile-time)
+    taps = w.kind == "sliding" and math.prod(k) <= _UNROLL
 
     def run(desc_, inputs, outputs, ws):
         x = inputs[0]
@@ -111,8 +111,7 @@ def _bind_fw(desc, pref=None):
         if taps:
             pool_fw_taps[(cdiv(total, _TAPS_BLOCK),)](
                 x, y, ix, total, ys_[1], *sp, *out, *xst, *yst, *jst, *s, *p, *d, div or 1, p_hi, p_lo,
-                KD=loops[0], KH=loops[1], KW=loops[2], MODE=_MODE[w.kind], OP=OP, CL=_cl(ys_, yst),
-                COUNT_PAD=a.get("count_include_pad", True),
+                KD=k[0], KH=k[1], KW=k[2], OP=OP, CL=_cl(ys_, yst), COUNT_PAD=a.get("count_include_pad", True),
                 HAS_DIV=div is not None, FLOAT=floating, F64=f64, I64=_i64(x, y, ix), LOW=low, BLOCK=_TAPS_BLOCK,
                 num_warps=4)
             return
