@@ -84,6 +84,52 @@ def _div(start, taps, L, k, p, MODE: tl.constexpr, COUNT_PAD: tl.constexpr):
         return tl.minimum(start + k, L) - tl.maximum(start, 0)
 
 
+@triton.jit
+def _fw_store(y_ptr, i_ptr, m, arg, acc, mask, n, c, od, oh, ow, yn, yc, yd, yh, yw, jn, jc, jd, jh, jw,
+              d0, td, h0, th, w0, tw, D, H, W, kd, kh, kw, pd, ph, pw, divisor, p, MODE: tl.constexpr,
+              OP: tl.constexpr, COUNT_PAD: tl.constexpr, HAS_DIV: tl.constexpr, CT: tl.constexpr,
+              BLOCK: tl.constexpr):
+    """Both forward kernels' results: max's value and flat index, or the sum over torch's divisor (lp: to the 1/p)."""
+    yo = n.to(tl.int64) * yn + c.to(tl.int64) * yc + od * yd + oh * yh + ow * yw
+    if OP == 0:
+        tl.store(y_ptr + yo, m.to(y_ptr.dtype.element_ty), mask=mask)
+        jo = n.to(tl.int64) * jn + c.to(tl.int64) * jc + od * jd + oh * jh + ow * jw
+        tl.store(i_ptr + jo, arg.to(tl.int64), mask=mask)
+    else:
+        if HAS_DIV:
+            div = tl.full([BLOCK], divisor, tl.int32).to(CT)
+        else:
+            div = _divs(d0, td, h0, th, w0, tw, D, H, W, kd, kh, kw, pd, ph, pw, MODE, COUNT_PAD).to(CT)
+        r = acc / div
+        if OP == 2:
+            r = _pow(r * (kd * kh * kw), 1.0 / p)
+        tl.store(y_ptr + yo, r.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _bw_term(gb, jb, od, oh, ow, gd, gh, gw, jd, jh, jw, me, valid, f, OP: tl.constexpr, HAS_DIV: tl.constexpr,
+             CT: tl.constexpr):
+    """Both backward kernels' contribution of candidate outputs (od, oh, ow) to their input element: max's gradient
+    where its index names the element, else the gradient over its divisor (a divisor_override divides at the end)."""
+    g = tl.load(gb + od * gd + oh * gh + ow * gw, mask=valid, other=0.0).to(CT)
+    if OP == 0:
+        j = tl.load(jb + od * jd + oh * jh + ow * jw, mask=valid, other=-1)
+        return tl.where(valid & (j == me), g, 0.0)
+    elif HAS_DIV:
+        return tl.where(valid, g, 0.0)
+    else:
+        return tl.where(valid, g / f.to(CT), 0.0)
+
+
+@triton.jit
+def _bw_store(dx_ptr, acc, mask, n, c, di, hi, wi, xn, xc, xd, xh, xw, divisor, OP: tl.constexpr,
+              HAS_DIV: tl.constexpr):
+    if OP == 1 and HAS_DIV:
+        acc = acc / divisor
+    xo = n.to(tl.int64) * xn + c.to(tl.int64) * xc + di * xd + hi * xh + wi * xw
+    tl.store(dx_ptr + xo, acc.to(dx_ptr.dtype.element_ty), mask=mask)
+
+
 @fast_kernel
 def pool_fw(x_ptr, u_ptr, y_ptr, i_ptr, total, C, D, H, W, OD, OH, OW,
             xn, xc, xd, xh, xw, yn, yc, yd, yh, yw, jn, jc, jd, jh, jw, un, uc, u0, u1, u2,
@@ -111,6 +157,7 @@ def pool_fw(x_ptr, u_ptr, y_ptr, i_ptr, total, C, D, H, W, OD, OH, OW,
     m = tl.zeros([BLOCK], VT)
     arg = tl.full([BLOCK], -1, IT)          # flat index of the winner; -1: nothing seen yet
     acc = tl.zeros([BLOCK], CT)
+    p = 1.0
     if OP == 2:
         p = join_f64(p_hi, p_lo, F64)
     khw = KH * KW
@@ -152,20 +199,9 @@ def pool_fw(x_ptr, u_ptr, y_ptr, i_ptr, total, C, D, H, W, OD, OH, OW,
             acc += tl.sum(tl.where(valid, v, 0.0), 1)
         else:
             acc += tl.sum(tl.where(valid, _pow(v, p), 0.0), 1)
-    yo = n.to(tl.int64) * yn + c.to(tl.int64) * yc + od * yd + oh * yh + ow * yw
-    if OP == 0:
-        tl.store(y_ptr + yo, m.to(y_ptr.dtype.element_ty), mask=mask)
-        jo = n.to(tl.int64) * jn + c.to(tl.int64) * jc + od * jd + oh * jh + ow * jw
-        tl.store(i_ptr + jo, arg.to(tl.int64), mask=mask)
-    else:
-        if HAS_DIV:
-            div = tl.full([BLOCK], divisor, tl.int32).to(CT)
-        else:
-            div = _divs(d0, td, h0, th, w0, tw, D, H, W, kd, kh, kw, pd, ph, pw, MODE, COUNT_PAD).to(CT)
-        r = acc / div
-        if OP == 2:
-            r = _pow(r * (kd * kh * kw), 1.0 / p)
-        tl.store(y_ptr + yo, r.to(y_ptr.dtype.element_ty), mask=mask)
+    _fw_store(y_ptr, i_ptr, m, arg, acc, mask, n, c, od, oh, ow, yn, yc, yd, yh, yw, jn, jc, jd, jh, jw,
+              d0, td, h0, th, w0, tw, D, H, W, kd, kh, kw, pd, ph, pw, divisor, p, MODE, OP, COUNT_PAD, HAS_DIV, CT,
+              BLOCK)
 
 
 @fast_kernel
@@ -192,6 +228,7 @@ def pool_fw_taps(x_ptr, y_ptr, i_ptr, total, C, D, H, W, OD, OH, OW,
     m = tl.zeros([BLOCK], VT)
     arg = tl.full([BLOCK], -1, IT)
     acc = tl.zeros([BLOCK], CT)
+    p = 1.0
     if OP == 2:
         p = join_f64(p_hi, p_lo, F64)
     for a in tl.static_range(KD):
@@ -213,20 +250,9 @@ def pool_fw_taps(x_ptr, y_ptr, i_ptr, total, C, D, H, W, OD, OH, OW,
                     acc += tl.where(valid, v.to(CT), 0.0)
                 else:
                     acc += tl.where(valid, _pow(v.to(CT), p), 0.0)
-    yo = n.to(tl.int64) * yn + c.to(tl.int64) * yc + od * yd + oh * yh + ow * yw
-    if OP == 0:
-        tl.store(y_ptr + yo, m.to(y_ptr.dtype.element_ty), mask=mask)
-        jo = n.to(tl.int64) * jn + c.to(tl.int64) * jc + od * jd + oh * jh + ow * jw
-        tl.store(i_ptr + jo, arg.to(tl.int64), mask=mask)
-    else:
-        if HAS_DIV:
-            div = tl.full([BLOCK], divisor, tl.int32).to(CT)
-        else:
-            div = _divs(d0, KD, h0, KH, w0, KW, D, H, W, KD, KH, KW, pd, ph, pw, 0, COUNT_PAD).to(CT)
-        r = acc / div
-        if OP == 2:
-            r = _pow(r * (KD * KH * KW), 1.0 / p)
-        tl.store(y_ptr + yo, r.to(y_ptr.dtype.element_ty), mask=mask)
+    _fw_store(y_ptr, i_ptr, m, arg, acc, mask, n, c, od, oh, ow, yn, yc, yd, yh, yw, jn, jc, jd, jh, jw,
+              d0, KD, h0, KH, w0, KW, D, H, W, KD, KH, KW, pd, ph, pw, divisor, p, 0, OP, COUNT_PAD, HAS_DIV, CT,
+              BLOCK)
 
 
 @triton.jit
@@ -294,18 +320,8 @@ def pool_bw(g_ptr, i_ptr, dx_ptr, total, C, D, H, W, OD, OH, OW,
         valid, f = _covers3(di[:, None], hi[:, None], wi[:, None], od, oh, ow, D, H, W, OD, OH, OW, kd, kh, kw,
                             sd, sh, sw, pd, ph, pw, dd, dh, dw, MODE, COUNT_PAD)
         valid = valid & mask[:, None] & (t < KD * khw)[None, :]
-        g = tl.load(gb + od * gd + oh * gh + ow * gw, mask=valid, other=0.0).to(CT)
-        if OP == 0:
-            j = tl.load(jb + od * jd + oh * jh + ow * jw, mask=valid, other=-1)
-            acc += tl.sum(tl.where(valid & (j == me), g, 0.0), 1)
-        elif HAS_DIV:
-            acc += tl.sum(tl.where(valid, g, 0.0), 1)
-        else:
-            acc += tl.sum(tl.where(valid, g / f.to(CT), 0.0), 1)
-    if OP == 1 and HAS_DIV:
-        acc = acc / divisor
-    xo = n.to(tl.int64) * xn + c.to(tl.int64) * xc + di * xd + hi * xh + wi * xw
-    tl.store(dx_ptr + xo, acc.to(dx_ptr.dtype.element_ty), mask=mask)
+        acc += tl.sum(_bw_term(gb, jb, od, oh, ow, gd, gh, gw, jd, jh, jw, me, valid, f, OP, HAS_DIV, CT), 1)
+    _bw_store(dx_ptr, acc, mask, n, c, di, hi, wi, xn, xc, xd, xh, xw, divisor, OP, HAS_DIV)
 
 
 @fast_kernel
@@ -336,18 +352,8 @@ def pool_bw_taps(g_ptr, i_ptr, dx_ptr, total, C, D, H, W, OD, OH, OW,
                 valid, f = _covers3(di, hi, wi, od, oh, ow, D, H, W, OD, OH, OW, kd, kh, kw, sd, sh, sw, pd, ph, pw,
                                     dd, dh, dw, MODE, COUNT_PAD)
                 valid = valid & mask
-                g = tl.load(gb + od * gd + oh * gh + ow * gw, mask=valid, other=0.0).to(CT)
-                if OP == 0:
-                    j = tl.load(jb + od * jd + oh * jh + ow * jw, mask=valid, other=-1)
-                    acc += tl.where(valid & (j == me), g, 0.0)
-                elif HAS_DIV:
-                    acc += tl.where(valid, g, 0.0)
-                else:
-                    acc += tl.where(valid, g / f.to(CT), 0.0)
-    if OP == 1 and HAS_DIV:
-        acc = acc / divisor
-    xo = n.to(tl.int64) * xn + c.to(tl.int64) * xc + di * xd + hi * xh + wi * xw
-    tl.store(dx_ptr + xo, acc.to(dx_ptr.dtype.element_ty), mask=mask)
+                acc += _bw_term(gb, jb, od, oh, ow, gd, gh, gw, jd, jh, jw, me, valid, f, OP, HAS_DIV, CT)
+    _bw_store(dx_ptr, acc, mask, n, c, di, hi, wi, xn, xc, xd, xh, xw, divisor, OP, HAS_DIV)
 
 
 @fast_kernel
