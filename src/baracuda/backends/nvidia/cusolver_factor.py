@@ -5,9 +5,9 @@ ldl_factor (+_ex) with sytrf, det / slogdet / logdet from getrf.
 Layout: cuSOLVER is column-major.  Cholesky runs potrf's lower fill mode (2.7x faster than the upper one at 4096^2
 on the H100) on the triangle torch reads: upper=True on A's row-major memory as it lies (its column-major lower
 triangle is A's upper one; the factor lands as U row-major), upper=False on A's column-major copy (L column-major,
-one transposed copy back).  A general operand (getrf, sytrf's lower-triangle pivoting order) is copied to column-major first
-(``colmajor``) and the factor copied back.  Every operand the library overwrites is a copy (the output buffer where
-it can be).
+one transposed copy back).  A general operand (getrf, sytrf's lower-triangle pivoting order) is copied to
+column-major first (``colmajor``) and the factor copied back.  Every operand the library overwrites is a copy (the
+output buffer where it can be).
 
 Each library call is one small function (``potrf``, ``getrf``, ...) so a wrong argument is easy to find; the GPU
 tests of tests/linalg run each of them against the float64 reference.
@@ -23,7 +23,7 @@ from ..._core.registry import Impl, register
 from ..._core.sku import Backend, MathPrecision, PrecisionGuarantee
 from ...ops.linalg_common import LINALG_DTYPES
 from ...ops.linalg_factor import check_info
-from .cusolver_lib import (BATCHED_MAX_N, LOWER, cublas_handle, cublas_routine, handle, pointers, routine,
+from .cusolver_lib import (BATCHED_MAX_N, LOWER, colmajor, cublas_handle, cublas_routine, handle, pointers, routine,
                            workspace)
 
 __all__ = ["colmajor", "getrf", "potrf", "register_cusolver", "flat", "lu_all"]
@@ -47,15 +47,6 @@ def flat(t, core):
     """(B, *core) view of t (B = the batch's size, also for empty matrices)."""
     core = tuple(core)
     return t.reshape((math.prod(t.shape[:t.dim() - len(core)]),) + core)
-
-
-def colmajor(t):
-    """A fresh copy of (B, m, n) row-major matrices laid out column-major: (B, n, m) contiguous (its [b] is A[b]^T).
-    Always a copy, never ``contiguous()``: the libraries overwrite it, and a (B, n, 1) right-hand side (or any operand
-    already dense in that order) would come back as the caller's own tensor -- the solves overwrote their inputs on
-    the H100 (2026-11-27) -- and with torch's lazy-conjugation bit kept (a library reading ``data_ptr()`` would see
-    the unconjugated values)."""
-    return t.transpose(-1, -2).clone(memory_format=torch.contiguous_format).resolve_conj()
 
 
 # -- one library call each ---------------------------------------------------------------------------------------

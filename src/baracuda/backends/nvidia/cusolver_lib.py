@@ -16,7 +16,7 @@ import threading
 from ..._core.dtypes import DType
 
 __all__ = ["dn", "handle", "stream_handle", "prefix", "routine", "fill_mode", "workspace", "UPPER", "LOWER", "cublas",
-           "cublas_handle", "cublas_routine", "pointers", "BATCHED_MAX_N"]
+           "cublas_handle", "cublas_routine", "pointers", "colmajor", "BATCHED_MAX_N"]
 
 # cublasFillMode_t (cuSOLVER takes cuBLAS's enums): which triangle of a column-major matrix is read / written
 LOWER, UPPER = 0, 1
@@ -97,6 +97,17 @@ def pointers(t):
 
     step = t.stride(0) * t.element_size()
     return t.data_ptr() + step * torch.arange(t.shape[0], dtype=torch.int64, device=t.device)
+
+
+def colmajor(t):
+    """A fresh copy of (B, m, n) row-major matrices laid out column-major: (B, n, m) contiguous (its [b] is A[b]^T).
+    Always a copy, never ``contiguous()``: the libraries overwrite it, and a (B, n, 1) right-hand side (or any operand
+    already dense in that order) would come back as the caller's own tensor -- the solves overwrote their inputs on
+    the H100 (2026-11-27) -- and with torch's lazy-conjugation bit kept (a library reading ``data_ptr()`` would see
+    the unconjugated values)."""
+    import torch
+
+    return t.transpose(-1, -2).clone(memory_format=torch.contiguous_format).resolve_conj()
 
 
 def handle(device_index: int | None = None) -> int:

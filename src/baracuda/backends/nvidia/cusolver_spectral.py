@@ -1,7 +1,7 @@
 """cuSOLVER (through nvmath-python's ``cusolverDn`` bindings) for the spectral ops of ops/linalg_spectral.py.
 
 Layout.  cuSOLVER is column-major: the memory of a row-major (m, n) torch matrix is cuSOLVER's (n, m) matrix A^T.
-Each routine below says which matrix it hands over: a column-major copy of A (``_colmajor``: ``A.mT.contiguous()``,
+Each routine below says which matrix it hands over: a column-major copy of A (``lib.colmajor``: a fresh ``A.mT`` copy,
 whose row-major (n, m) view is column-major A), or A^T itself (the row-major memory, no transpose) where the
 factorization of A^T gives A's (SVD of a wide matrix: A^T = conj(V) S U^T; Hermitian eigh: A^T = conj(A)).
 Every routine overwrites its matrix, so each gets a fresh copy.
@@ -37,14 +37,6 @@ def _dt(t) -> DType:
     from ..._core.dtypes import as_dtype
 
     return as_dtype(t.dtype)
-
-
-def _colmajor(a):
-    """A fresh (..., n, m) row-major tensor holding (..., m, n) ``a`` column-major (lda = m): always a copy, a lazily
-    conjugated view materialized (see cusolver_factor.colmajor: the libraries overwrite it and read ``data_ptr()``)."""
-    import torch
-
-    return a.transpose(-1, -2).clone(memory_format=torch.contiguous_format).resolve_conj()
 
 
 def _info(dev, count=1):
@@ -113,7 +105,7 @@ def qr_factors(a, mode):
     k = min(m, n)
     dt, h = _dt(a), lib.handle(a.get_device())
     batch = a.shape[:-2]
-    cm = _flat(_colmajor(a))                                  # (B, n, m): column-major A per matrix
+    cm = _flat(lib.colmajor(a))                                  # (B, n, m): column-major A per matrix
     bsz = cm.shape[0]
     tau = torch.empty((bsz, max(k, 1)), dtype=a.dtype, device=a.device)
     info = _info(a.device)
@@ -143,7 +135,7 @@ def householder_product(a, tau):
     m, n = a.shape[-2:]
     k = tau.shape[-1]
     batch = torch.broadcast_shapes(a.shape[:-2], tau.shape[:-1])
-    cm = _flat(_colmajor(a.expand(batch + (m, n))))
+    cm = _flat(lib.colmajor(a.expand(batch + (m, n))))
     tf = _flat(tau.expand(batch + (k,)).contiguous().resolve_conj(), 1)
     dt, h, info = _dt(a), lib.handle(a.get_device()), _info(a.device)
     for i in range(cm.shape[0]):
@@ -205,7 +197,7 @@ def svd_factors(a, with_uv=True):
     vh = torch.empty((bsz, k, n), dtype=a.dtype, device=a.device)
     if bsz and k:
         if max(m, n) <= SMALL and bsz > 1:
-            buf = _colmajor(af)                                          # column-major A
+            buf = lib.colmajor(af)                                          # column-major A
             info = _info(a.device, bsz)
             ub = torch.empty((bsz, m, m), dtype=a.dtype, device=a.device)
             vb = torch.empty((bsz, n, n), dtype=a.dtype, device=a.device)
@@ -217,7 +209,7 @@ def svd_factors(a, with_uv=True):
             info = _info(a.device)
             for i in range(bsz):
                 if m >= n:   # column-major A: U (m, k), VT (k, k) column-major
-                    buf = _colmajor(af[i])
+                    buf = lib.colmajor(af[i])
                     ub = torch.empty((k, m), dtype=a.dtype, device=a.device)
                     vtb = torch.empty((n, k), dtype=a.dtype, device=a.device)
                     _xgesvd(h, dt, m, n, buf, s[i], ub, vtb, info)
@@ -316,7 +308,7 @@ def eig_factors(a, with_v=True):
     n = a.shape[-1]
     ct = {torch.float32: torch.complex64, torch.float64: torch.complex128}.get(a.dtype, a.dtype)
     batch = a.shape[:-2]
-    buf = _colmajor(_flat(a).to(ct))
+    buf = lib.colmajor(_flat(a).to(ct))
     dt, h, info = _dt(buf), lib.handle(a.get_device()), _info(a.device)
     bsz = buf.shape[0]
     w = torch.empty((bsz, n), dtype=ct, device=a.device)
