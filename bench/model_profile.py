@@ -3,7 +3,8 @@
 
     python bench/model_profile.py OUT.json [--model llama] [--variant eager,mode,patch] [--steps 3] [--top 40]
 
-Per variant: the step's total CUDA time, the kernel count per step, and the top kernels (CUDA time per step, calls
+Per variant: the step's wall time (no profiler), the GPU's busy time under the profiler (the union of kernel
+intervals: wall minus busy is time the GPU waited on the host), the step's total CUDA time, the kernel count per step, and the top kernels (CUDA time per step, calls
 per step), plus the mode's routing report (what fell through to torch and why) for the ``mode`` variant.  Used to
 explain a variant's gap to eager with its profile (issue #16: "each row below target is explained with its
 profile").
@@ -26,19 +27,32 @@ def _profile(step, steps: int, top: int) -> dict:
     for _ in range(3):
         step()
     torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    torch.cuda.synchronize()
+    wall = (time.perf_counter() - t0) / steps * 1e3
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         for _ in range(steps):
             step()
         torch.cuda.synchronize()
     kern = {}
+    spans = []
     for ev in prof.events():
         if ev.device_type == torch.autograd.DeviceType.CUDA:
+            spans.append((ev.time_range.start, ev.time_range.end))
             k = kern.setdefault(ev.name, [0.0, 0])
             k[0] += ev.device_time_total if hasattr(ev, "device_time_total") else ev.cuda_time_total
             k[1] += 1
     total = sum(v[0] for v in kern.values())
     rows = sorted(kern.items(), key=lambda kv: -kv[1][0])[:top]
-    return {"cuda_ms_per_step": total / steps / 1e3, "kernels_per_step": sum(v[1] for v in kern.values()) / steps,
+    busy, end = 0.0, float("-inf")   # the union of the kernels' intervals: the GPU's busy time (overlaps once)
+    for a, b in sorted(spans):
+        if b > end:
+            busy += b - max(a, end)
+            end = b
+    return {"wall_ms_per_step": round(wall, 3), "gpu_busy_ms_per_step": round(busy / steps / 1e3, 3),
+            "cuda_ms_per_step": total / steps / 1e3, "kernels_per_step": sum(v[1] for v in kern.values()) / steps,
             "top": [{"kernel": n[:160], "ms_per_step": round(t / steps / 1e3, 4), "calls_per_step": c / steps}
                     for n, (t, c) in rows]}
 
