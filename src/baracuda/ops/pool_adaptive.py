@@ -85,6 +85,8 @@ def _samples(nd):
     def samples(rng):
         shape, out = _SHAPES[nd]
         yield Sample((rng.standard_normal(shape),), {"output_size": out}, name="overlap")
+        # a CNN's global-average head: the GPU backends run it as the mean over the spatial dims
+        yield Sample((rng.standard_normal(shape),), {"output_size": 1}, name="global")
         if nd == 2:
             yield Sample((rng.standard_normal((3, 4, 5)),), {"output_size": (7, 1)}, name="unbatched-up-down")
             yield Sample((rng.standard_normal((0, 2, 4, 4)),), {"output_size": 2}, name="empty-batch")

@@ -208,21 +208,28 @@ def pool_fw(x_ptr, u_ptr, y_ptr, i_ptr, total, C, D, H, W, OD, OH, OW,
 def pool_fw_taps(x_ptr, y_ptr, i_ptr, total, C, D, H, W, OD, OH, OW,
                  xn, xc, xd, xh, xw, yn, yc, yd, yh, yw, jn, jc, jd, jh, jw,
                  sd, sh, sw, pd, ph, pw, dd, dh, dw, divisor, p_hi, p_lo,
-                 KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, OP: tl.constexpr, CL: tl.constexpr,
-                 COUNT_PAD: tl.constexpr, HAS_DIV: tl.constexpr, FLOAT: tl.constexpr, F64: tl.constexpr,
-                 I64: tl.constexpr, LOW: tl.constexpr, BLOCK: tl.constexpr):
-    """pool_fw for sliding windows of a compile-time size (KD x KH x KW taps, unrolled): one [BLOCK] vector of
-    outputs, one load per tap and lane, the running result merged tap by tap with pool_fw's rules (a NaN replaces
-    anything and the last NaN's index wins, else the first maximum) -- no [BLOCK, TB] tiles, no per-tap index
-    division, no cross-lane reductions."""
+                 KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, MODE: tl.constexpr, OP: tl.constexpr,
+                 CL: tl.constexpr, COUNT_PAD: tl.constexpr, HAS_DIV: tl.constexpr, FLOAT: tl.constexpr,
+                 F64: tl.constexpr, I64: tl.constexpr, LOW: tl.constexpr, BLOCK: tl.constexpr):
+    """pool_fw for sliding windows of a compile-time size, or adaptive windows of a compile-time largest size
+    (KD x KH x KW taps, unrolled; MODE as pool_fw's, 0 or 1): one [BLOCK] vector of outputs, one load per tap and
+    lane, the running result merged tap by tap with pool_fw's rules (a NaN replaces anything and the last NaN's index
+    wins, else the first maximum) -- no [BLOCK, TB] tiles, no per-tap index division, no cross-lane reductions."""
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     IT: tl.constexpr = tl.int64 if I64 else tl.int32
     offs = tl.program_id(0).to(IT) * BLOCK + tl.arange(0, BLOCK).to(IT)
     mask = offs < total
     n, c, od, oh, ow = _unravel(offs, C, OD, OH, OW, CL)
-    d0 = od * sd - pd
-    h0 = oh * sh - ph
-    w0 = ow * sw - pw
+    if MODE == 0:
+        d0 = od * sd - pd
+        h0 = oh * sh - ph
+        w0 = ow * sw - pw
+        td = KD
+        th = KH
+        tw = KW
+    else:           # adaptive: each output's own window, at most KD x KH x KW taps
+        d0, td, h0, th, w0, tw = _wins(od, oh, ow, D, H, W, OD, OH, OW, KD, KH, KW, sd, sh, sw, pd, ph, pw,
+                                       0.0, 0.0, 0.0, MODE, CT)
     xb = x_ptr + n.to(tl.int64) * xn + c.to(tl.int64) * xc
     VT: tl.constexpr = CT if FLOAT else x_ptr.dtype.element_ty
     m = tl.zeros([BLOCK], VT)
@@ -234,12 +241,18 @@ def pool_fw_taps(x_ptr, y_ptr, i_ptr, total, C, D, H, W, OD, OH, OW,
     for a in tl.static_range(KD):
         di = d0 + a * dd
         vd = mask & (di >= 0) & (di < D)
+        if MODE == 1:
+            vd = vd & (a < td)
         for b in tl.static_range(KH):
             hi = h0 + b * dh
             vh = vd & (hi >= 0) & (hi < H)
+            if MODE == 1:
+                vh = vh & (b < th)
             for e in tl.static_range(KW):
                 wi = w0 + e * dw
                 valid = vh & (wi >= 0) & (wi < W)
+                if MODE == 1:
+                    valid = valid & (e < tw)
                 v = tl.load(xb + di * xd + hi * xh + wi * xw, mask=valid, other=0).to(VT)
                 if OP == 0:
                     isn = v != v
@@ -251,7 +264,7 @@ def pool_fw_taps(x_ptr, y_ptr, i_ptr, total, C, D, H, W, OD, OH, OW,
                 else:
                     acc += tl.where(valid, _pow(v.to(CT), p), 0.0)
     _fw_store(y_ptr, i_ptr, m, arg, acc, mask, n, c, od, oh, ow, yn, yc, yd, yh, yw, jn, jc, jd, jh, jw,
-              d0, KD, h0, KH, w0, KW, D, H, W, KD, KH, KW, pd, ph, pw, divisor, p, 0, OP, COUNT_PAD, HAS_DIV, CT,
+              d0, td, h0, th, w0, tw, D, H, W, KD, KH, KW, pd, ph, pw, divisor, p, MODE, OP, COUNT_PAD, HAS_DIV, CT,
               BLOCK)
 
 

@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from ...._core.dtypes import FLOAT_TYPES, DType
+from ...._core.spec import Descriptor
 from ....ops._common import suggest_channels_last
 from ....ops.pool import (POOL_BACKWARD_OPS, UNPOOL_OPS, WINDOW_POOL_OPS, frac_sample_index,
                          window_of)
@@ -21,10 +22,12 @@ from ... import with_produce
 from .._lib.geometry import cdiv, next_power_of_2
 from .._lib.register import register_triton
 from .._lib.scalars import split_f64
+from ..reduction import reduce as _reduce
 from .kernels import pool_bw, pool_bw_taps, pool_fw, pool_fw_taps, unpool
 
 _BLOCK = 256
-_UNROLL = 27          # taps up to which a sliding window's forward is unrolled (3x3x3; 3x3 = 9, 7x7 = 49 loops)
+_UNROLL = 64          # taps up to which a forward window is unrolled (3x3 = 9, 3x3x3 = 27, a 7x7 -> 1 global average = 49)
+_UNROLL_BW = 27       # candidate outputs up to which the backward is unrolled (measured to 3x3x3: session 6, run 14)
 _TAPS_BLOCK = 512
 _MODE = {"sliding": 0, "adaptive": 1, "fractional": 2}
 _I32 = 2 ** 31 - 1
@@ -77,7 +80,50 @@ def _with_produce(run, desc, like: int = 0):
     return with_produce(run, desc, lambda xs: suggest_channels_last(xs[like]), like)
 
 
+def _global_mean(desc):
+    """An adaptive average pooling to 1 x ... x 1 (a CNN's global-average head), or its backward, as the reduction
+    family's descriptor of the same computation: ``mean`` over the spatial dims (keepdim), whose bound kernel reads
+    each element once with full-width loads (the pooling kernels gather one window per lane: 0.42x torch on
+    ResNet-50's [64, 2048, 7, 7] head, session 6), or ``mean_backward``'s broadcast.  None for any other pooling."""
+    if desc.op == "avg_pool_backward":
+        w, g, x = window_of(desc), desc.inputs[0], desc.inputs[1]
+        if w.kind != "adaptive" or any(v != 1 for v in g.shape[-w.nd:]) or not math.prod(x.shape):
+            return None
+        dims = tuple(range(len(x.shape) - w.nd, len(x.shape)))
+        return Descriptor.make("mean_backward", g, shape=x.shape, dims=dims, keepdim=True, dtype=x.dtype)
+    if not desc.op.startswith("adaptive_avg_pool"):
+        return None
+    x, nd = desc.inputs[0], window_of(desc).nd
+    if any(v != 1 for v in desc.outputs[0].shape[-nd:]) or not math.prod(x.shape):
+        return None
+    return Descriptor.make("mean", x, dims=tuple(range(len(x.shape) - nd, len(x.shape))), keepdim=True)
+
+
+def _bind_global_mean(desc, mdesc):
+    run = (_reduce._bind if mdesc.op == "mean" else _reduce._bind_broadcast)(mdesc)
+
+    def global_mean(desc_, inputs, outputs, ws):
+        run(mdesc, inputs[:1], outputs[:1], ws)
+    return _with_produce(global_mean, desc, like=0 if mdesc.op == "mean" else 1)
+
+
+def _workspace(desc):
+    m = _global_mean(desc)
+    return _reduce._workspace(m) if m is not None and m.op == "mean" else 0
+
+
+def _route(desc, pref):
+    m = _global_mean(desc)
+    if m is None:
+        return f"triton:{desc.op}"
+    inner = _reduce._route(m, pref) if m.op == "mean" else "triton:expand(div_count)"
+    return f"triton:{desc.op}(global mean: {inner.removeprefix('triton:')})"
+
+
 def _bind_fw(desc, pref=None):
+    m = _global_mean(desc)
+    if m is not None:
+        return _bind_global_mean(desc, m)
     w = window_of(desc)
     nd = w.nd
     op = desc.op
@@ -95,8 +141,8 @@ def _bind_fw(desc, pref=None):
     ui = [(frac_sample_index(nd, j)) for j in range(nd)]
     low = float("-inf") if floating else int(np.iinfo(x_spec.dtype.numpy).min)
     block, tb = _tiles(math.prod(loops))
-    # a sliding window of up to _UNROLL taps: the tap-unrolled kernel (KD / KH / KW compile-time)
-    taps = w.kind == "sliding" and math.prod(k) <= _UNROLL
+    # a sliding or adaptive window of up to _UNROLL taps: the tap-unrolled kernel (KD / KH / KW compile-time)
+    taps = w.kind in ("sliding", "adaptive") and math.prod(loops) <= _UNROLL
 
     def run(desc_, inputs, outputs, ws):
         x = inputs[0]
@@ -111,7 +157,8 @@ def _bind_fw(desc, pref=None):
         if taps:
             pool_fw_taps[(cdiv(total, _TAPS_BLOCK),)](
                 x, y, ix, total, ys_[1], *sp, *out, *xst, *yst, *jst, *s, *p, *d, div or 1, p_hi, p_lo,
-                KD=k[0], KH=k[1], KW=k[2], OP=OP, CL=_cl(ys_, yst), COUNT_PAD=a.get("count_include_pad", True),
+                KD=loops[0], KH=loops[1], KW=loops[2], MODE=_MODE[w.kind], OP=OP, CL=_cl(ys_, yst),
+                COUNT_PAD=a.get("count_include_pad", True),
                 HAS_DIV=div is not None, FLOAT=floating, F64=f64, I64=_i64(x, y, ix), LOW=low, BLOCK=_TAPS_BLOCK,
                 num_warps=4)
             return
@@ -132,6 +179,9 @@ def _bind_fw(desc, pref=None):
 
 
 def _bind_bw(desc, pref=None):
+    m = _global_mean(desc)
+    if m is not None:
+        return _bind_global_mean(desc, m)
     w = window_of(desc)
     nd = w.nd
     a = desc.attr_dict
@@ -146,7 +196,7 @@ def _bind_bw(desc, pref=None):
     else:
         cand = tuple(min(((kk - 1) * dd) // ss + 1, O) for kk, ss, dd, O in zip(k, s, d, out))
     block, tb = _tiles(math.prod(cand))
-    taps = w.kind in ("sliding", "adaptive") and math.prod(cand) <= _UNROLL
+    taps = w.kind in ("sliding", "adaptive") and math.prod(cand) <= _UNROLL_BW
 
     def run(desc_, inputs, outputs, ws):
         g = inputs[0]      # (inputs[1], x, gives the shapes only: they are in the descriptor)
@@ -193,11 +243,11 @@ def _bind_unpool(desc, pref=None):
 
 def _reg(op, bind):
     if op.startswith("avg_pool"):       # (int64 average pooling: the reference backend's, as torch's CPU)
-        register_triton(op, bind=bind, route=f"triton:{op}", dtypes=frozenset(FLOAT_TYPES),
+        register_triton(op, bind=bind, route=_route, workspace=_workspace, dtypes=frozenset(FLOAT_TYPES),
                         dtypes_note="integer average pooling runs on the reference backend (torch's CUDA kernels "
                                     "refuse it too)")
     else:
-        register_triton(op, bind=bind, route=f"triton:{op}")
+        register_triton(op, bind=bind, route=_route, workspace=_workspace)
 
 
 for _op in WINDOW_POOL_OPS:

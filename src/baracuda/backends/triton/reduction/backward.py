@@ -26,6 +26,7 @@ from .._lib.launch import fast_kernel
 from .._lib.geometry import cdiv
 
 _EXT, _PROD, _NANSUM, _SELECT = 0, 1, 2, 3
+_FORCE: dict = {}   # tuning sweeps only (bench/reduce_sweep.py): "tile" -> (BLOCK_R, BLOCK_I), "warps" -> int
 
 
 @triton.jit
@@ -134,11 +135,12 @@ def _bw_launch(mode, g, x, o, dx, shape, dims, nan=False, mean=False):
     views, (target,), (g, o), (outer, R, inner), xst, sd, sg, (br, bi), i64, finish = bw_layout(
         shape, dims, xs, (dx,), (g, o), single=single_tile(dx.dtype.itemsize))
     xv, (sxo, sxr, sxi) = (views[0], xst[0]) if xs else (g, (0, 0, 0))
+    br, bi = _FORCE.get("tile", (br, bi))
     n_iblk = cdiv(inner, bi)
     acc = tl.float64 if dx.dtype == torch.float64 else tl.float32
     _bw_kernel[(outer * n_iblk,)](g, xv, o if o is not None else g, target, inner, R, sxo, sxr, sxi, *sd, *sg, n_iblk,
                                   MODE=mode, NAN=nan, MEAN=mean, ACC=acc, I64=i64, ONE=br >= R, BLOCK_R=br,
-                                  BLOCK_I=bi, num_warps=tile_warps(br, bi))
+                                  BLOCK_I=bi, num_warps=_FORCE.get("warps", tile_warps(br, bi)))
     finish()
 
 

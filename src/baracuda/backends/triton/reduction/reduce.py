@@ -71,6 +71,7 @@ _THREAD_BYTES = 64              # row kernel: 4 x 16 B vector loads per thread p
 _ARG_THREAD_BYTES = 32          # ARG row kernel: 2 x 16 B loads per thread (8 KB tiles on 8 warps)
 _COL_WARPS = 4                  # column kernel: 128 threads x 16 B cover BLOCK_I = 1024 bf16 / 512 f32
 _STAGE2_COLS = 32               # stage 2 of a column split: 32 partial columns (128 B f32 rows) per program
+_FORCE: dict = {}               # tuning sweeps only (bench/reduce_sweep.py): "target", "tile" overrides
 
 
 # -- geometry (from the descriptor's shape only) --------------------------------------------------------
@@ -122,7 +123,7 @@ def _blocks(outer, R, inner, itemsize, arg=False, stage2=False):
     are smaller: the lane state is a (value, index) pair per element, 2 regs each.  Rows: 8 KB, [1, 4096]
     bf16 on 8 warps = 16 pairs per thread next to 2 x 16 B loads (64 regs on sm_90).  Columns (4 warps):
     4 KB, [2, 1024] bf16 = 16 pairs per thread ([4, 1024] took 108 regs: 2 programs per SM)."""
-    tile = _TILE[itemsize] // ((2 if inner == 1 else 4) if arg else 1)
+    tile = _FORCE.get("tile", _TILE[itemsize]) // ((2 if inner == 1 else 4) if arg else 1)
     if inner == 1:
         bn = min(_np2(R), tile)
         bm = max(1, min(tile // bn, _np2(outer)))
@@ -142,7 +143,7 @@ def _blocks(outer, R, inner, itemsize, arg=False, stage2=False):
     # partials are S values per row, free.  Column splits write S x inner partials: stay at ~4 per SM, except for
     # a narrow inner axis (ACC2D: [1M, 16] over dim 0 writes S x 16 partials), which fills the SMs as rows do
     # (at ~4 programs per SM it read at 1.85 TB/s, 0.80x torch.compile)
-    target = _TARGET_PROGRAMS * (2 if inner == 1 or (not arg and _narrow(min(_np2(inner), 1024), itemsize)) else 1)
+    target = _FORCE.get("target", _TARGET_PROGRAMS) * (2 if inner == 1 or (not arg and _narrow(min(_np2(inner), 1024), itemsize)) else 1)
     if not stage2 and n_prog < target and R >= 2 * _MIN_CHUNK and \
             outer * R * inner * itemsize >= _SPLIT_MIN_BYTES:   # stage 2 is one pass over the partials
         S = min(cdiv(target, n_prog), cdiv(R, _MIN_CHUNK))
