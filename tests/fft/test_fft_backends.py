@@ -20,7 +20,7 @@ from baracuda.testing import assert_close
 torch = pytest.importorskip("torch")
 
 # (op, input shape, dtype, attrs): every kind, pad / cut, each norm, > 3 axes, a prime above the direct GEMM size,
-# a four-step length, the weighted r2c and the out= resize of fft_nd
+# a four-step length, the weighted r2c, the halved c2r and the out= resize of fft_nd
 CASES = [
     ("fft", (3, 131), "c128", {"norm": "ortho"}),
     ("ifft", (2, 256), "c64", {"n": 250}),
@@ -34,6 +34,9 @@ CASES = [
     ("rfftn", (2, 3, 2, 4, 3), "f64", {"norm": "ortho"}),
     ("fft_nd", (2, 7), "f64", {"kind": "r2c", "dim": (1,), "s": (6,), "doubled": True, "out": (5,)}),
     ("fft_nd", (2, 4, 3), "c128", {"kind": "c2c", "dim": (2, 0), "s": (3, 3), "out": (4, 2), "scale": "sqrt_n"}),
+    # the halved c2r (rfft's gradient): even and odd lengths, a padded half spectrum, two axes, the Hermitian form
+    ("fft_nd", (3, 4), "c128", {"kind": "c2r", "dim": (0, 1), "s": (3, 6), "halved": True, "out": (2, 7)}),
+    ("fft_nd", (2, 3, 2), "c64", {"kind": "c2r", "dim": (2,), "s": (5,), "halved": True, "forward": True}),
 ]
 
 

@@ -1,6 +1,6 @@
 """FFT family (issue 19): one N-d transform op, ``fft_nd``, and torch.fft's 18 transforms as specs over it.
 
-``fft_nd(x; kind, dim, s, out, scale, forward, doubled)`` is the only transform any backend computes:
+``fft_nd(x; kind, dim, s, out, scale, forward, doubled, halved)`` is the only transform any backend computes:
 
 * ``kind``: ``c2c`` (complex -> complex; a real input is read as complex), ``r2c`` (real -> the one-sided half
   spectrum, last axis of ``dim`` s//2 + 1 long) or ``c2r`` (a one-sided half spectrum -> real; the imaginary parts
@@ -14,9 +14,13 @@
 * ``forward``: the sign of the exponent (True: e^{-2 pi i k t / n}).  r2c with forward=False is conj(r2c(x))
   (ihfft); c2r with forward=True is c2r(conj(x)) (hfft), torch's definitions of the Hermitian forms.
 * ``doubled`` (r2c only): the bins 1 .. n - n//2 - 1 of the last axis times 2 -- the bins that stand for a twin
-  too.  ``W r2c`` is the adjoint of c2r (torch's "Hermitian-weighting" gradient of irfft, fft_c2r_backward), so the
-  gradient rules close over this one op: c2c <-> c2c with the sign flipped, r2c -> real(c2c of the zero-padded
-  gradient), c2r -> doubled r2c, doubled r2c -> c2r; ``scale`` stays (the adjoint of s * D is s * D^H).
+  too.  ``W r2c`` is the adjoint of c2r (torch's "Hermitian-weighting" gradient of irfft, fft_c2r_backward).
+* ``halved`` (c2r only): those bins of the input times 1/2 before the transform.  ``c2r H`` is the adjoint of plain r2c:
+  Re(IDFT of the zero-padded half spectrum) counts bin 0 and bin n/2 once and every other bin's real part, which
+  c2r's Hermitian extension counts twice.  (torch's gradient of rfft is that c2c of the padded gradient, then the
+  real part: a full-size complex buffer, transform and read; c2r reads and writes the half spectrum.)
+  So the gradient rules close over this one op: c2c <-> c2c with the sign flipped, r2c -> halved c2r, halved c2r ->
+  r2c, c2r -> doubled r2c, doubled r2c -> c2r; ``scale`` stays (the adjoint of s * D is s * D^H).
 
 The named forms (fft, ifft, rfft, irfft, hfft, ihfft and their 2-d / n-d forms) are rows of ``FORMS``; ``params(desc)``
 maps any of them to fft_nd's attributes, which every backend runs (backends/reference/fft.py,
@@ -62,6 +66,7 @@ class FftParams:
     scale: str                   # none | sqrt_n | n
     forward: bool
     doubled: bool = False
+    halved: bool = False
 
 
 def in_sizes(kind: str, s) -> tuple:
@@ -145,7 +150,7 @@ def params(desc) -> FftParams:
     """fft_nd's attributes of any FFT descriptor (a named form's or fft_nd's own)."""
     if desc.op == "fft_nd":
         a = desc.attr_dict
-        return FftParams(a["kind"], a["dim"], a["s"], a["out"], a["scale"], a["forward"], a["doubled"])
+        return FftParams(a["kind"], a["dim"], a["s"], a["out"], a["scale"], a["forward"], a["doubled"], a["halved"])
     return _resolve(desc.op, FORMS[desc.op], desc.inputs[0], desc.attr_dict)
 
 
@@ -186,6 +191,8 @@ def _check_core(inputs, attrs):
         raise InvalidProblemError(op, "s", "positive sizes", s)
     if attrs["doubled"] and kind != "r2c":
         raise InvalidProblemError(op, "doubled", "False unless kind='r2c'", True)
+    if attrs["halved"] and kind != "c2r":
+        raise InvalidProblemError(op, "halved", "False unless kind='c2r'", True)
     nat = natural_out(kind, s)
     out = nat if attrs["out"] is None else attrs["out"]
     if len(out) != len(dims):
@@ -194,7 +201,7 @@ def _check_core(inputs, attrs):
         # (the adjoint would have to cut the padding off before zero-padding to n; no rule asks for it)
         raise InvalidProblemError(op, "out", f"a last size <= {nat[-1]} for a plain r2c", out)
     attrs = dict(attrs, out=tuple(out))
-    p = FftParams(kind, dims, s, tuple(out), attrs["scale"], attrs["forward"], attrs["doubled"])
+    p = FftParams(kind, dims, s, tuple(out), attrs["scale"], attrs["forward"], attrs["doubled"], attrs["halved"])
     return attrs, (_out_spec(x, p),)
 
 
@@ -203,12 +210,12 @@ def fft_grad(ctx, p: FftParams, x: TensorSpec, g):
     """The gradient of input ``x`` of the transform ``p`` for the output gradient ``g`` (torch's convention)."""
     back = tuple(x.shape[d] for d in p.dim)
     common = dict(dim=p.dim, s=p.s, out=back, scale=p.scale, forward=not p.forward)
-    if p.kind == "c2c" or (p.kind == "r2c" and not p.doubled):
+    if p.kind == "c2c":
         gx = ctx.op("fft_nd", g, kind="c2c", **common)
     elif p.kind == "r2c":
-        gx = ctx.op("fft_nd", g, kind="c2r", **common)
+        gx = ctx.op("fft_nd", g, kind="c2r", halved=not p.doubled, **common)
     else:
-        gx = ctx.op("fft_nd", g, kind="r2c", doubled=True, **common)
+        gx = ctx.op("fft_nd", g, kind="r2c", doubled=not p.halved, **common)
     if not x.dtype.is_complex and ctx.spec_of(gx).dtype.is_complex:
         gx = ctx.op("real", gx)
     return gx
@@ -248,11 +255,11 @@ def _resize(x, dims, sizes):
     return x
 
 
-def _core_peer(x, kind, dim, s, out, scale, forward, doubled=False):
+def _core_peer(x, kind, dim, s, out, scale, forward, doubled=False, halved=False):
     """fft_nd in torch: the unnormalized transforms of torch.fft, the scale, the weighting, the output resize."""
     import torch
 
-    p = FftParams(kind, tuple(dim), tuple(s), tuple(out), scale, forward, doubled)
+    p = FftParams(kind, tuple(dim), tuple(s), tuple(out), scale, forward, doubled, halved)
     x = _resize(x, p.dim, in_sizes(kind, p.s))
     if kind == "c2c":
         y = (torch.fft.fftn if forward else torch.fft.ifftn)(x, dim=p.dim, norm="backward" if forward else "forward")
@@ -265,6 +272,11 @@ def _core_peer(x, kind, dim, s, out, scale, forward, doubled=False):
             w[1:n - n // 2] = 2
             y = y * w.reshape([-1] + [1] * (y.dim() - 1 - p.dim[-1]))
     else:
+        if halved:
+            n = p.s[-1]
+            w = torch.ones(x.shape[p.dim[-1]], dtype=x.real.dtype)
+            w[1:n - n // 2] = 0.5
+            x = x * w.reshape([-1] + [1] * (x.dim() - 1 - p.dim[-1]))
         y = torch.fft.irfftn(x.conj() if forward else x, s=p.s, dim=p.dim, norm="forward")
     return _resize(y * scale_factor(p), p.dim, p.out)
 
@@ -327,6 +339,10 @@ def _core_samples(rng):
                  name="r2c-doubled")
     yield Sample((x((3, 4)),), {"kind": "c2r", "dim": (0, 1), "s": (3, 5), "forward": True, "out": (2, 5)},
                  name="c2r-hermitian")
+    yield Sample((x((3, 4)),), {"kind": "c2r", "dim": (0, 1), "s": (3, 6), "halved": True, "out": (2, 7)},
+                 name="c2r-halved-even")
+    yield Sample((x((2, 3, 3)),), {"kind": "c2r", "dim": (2,), "s": (5,), "halved": True, "forward": True},
+                 name="c2r-halved-odd")
 
 
 def _named_errors(name):
@@ -359,6 +375,8 @@ def _core_errors():
     yield ErrorCase((f,), {"kind": "c2c", "dim": (0, 1), "s": (3,)}, InvalidProblemError, r"argument 's'", "s-len")
     yield ErrorCase((f,), {"kind": "c2r", "dim": (1,), "s": (4,), "doubled": True}, InvalidProblemError,
                     r"argument 'doubled'", "doubled")
+    yield ErrorCase((((3, 4), "f32"),), {"kind": "r2c", "dim": (1,), "s": (4,), "halved": True}, InvalidProblemError,
+                    r"argument 'halved'", "halved")
     yield ErrorCase((((3, 4), "f32"),), {"kind": "r2c", "dim": (1,), "s": (4,), "out": (5,)}, InvalidProblemError,
                     r"argument 'out': expected a last size <= 3", "out")
     yield ErrorCase((f,), {"kind": "x2y", "dim": (1,), "s": (4,)}, InvalidProblemError, r"argument 'kind'", "kind")
@@ -403,10 +421,11 @@ register_spec(OpSpec(
     attrs=(Attr("kind", "str", "c2c", choices=("c2c", "r2c", "c2r")), Attr("dim", "axes", ordered=True),
            Attr("s", "shape"), Attr("out", "shape", None, optional=True),
            Attr("scale", "str", "none", choices=("none", "sqrt_n", "n")), Attr("forward", "bool", True),
-           Attr("doubled", "bool", False)),
+           Attr("doubled", "bool", False), Attr("halved", "bool", False)),
     torch_peer=_core_peer, grad=_grad, saves=(), differentiable=(0,), samples=_core_samples, errors=_core_errors,
     tol=_tol, cost=fft_cost, category="fft",
-    doc="The one N-d FFT every torch.fft transform runs (ops/fft.py: kind, dim, s, out, scale, forward, doubled)."))
+    doc="The one N-d FFT every torch.fft transform runs (ops/fft.py: kind, dim, s, out, scale, forward, doubled, "
+        "halved)."))
 
 del _name, _form
 

@@ -7,8 +7,8 @@ An executor computes the unnormalized transform of a contiguous tensor over its 
 (c2r always +, r2c always -).  Everything else is done here, in at most one pass before and one after:
 
 * before: the transform axes moved last in ``dim``'s order, the input zero-padded / cut to the signal sizes,
-  promoted to complex for c2c and conjugated for hfft's c2r -- one copy into a contiguous buffer (none when the input
-  already is that buffer: ``direct``);
+  promoted to complex for c2c, conjugated for hfft's c2r and its halved bins weighted for a halved c2r -- one copy
+  into a contiguous buffer (none when the input already is that buffer: ``direct``);
 * after: ``scale`` (1, 1/sqrt(n), 1/n), ihfft's conjugate and the output's resize and layout in one elementwise
   pass into the output (``torch.mul(..., out=view)``), then the doubled bins of a weighted r2c (a slice's mul_).
   nvmath.fft has no normalization option; a cuFFT store callback could fuse the scale (nvmath's epilog needs
@@ -46,11 +46,18 @@ def _prepare(p: FftParams, x):
         dt = torch.complex64 if dt == torch.float32 else torch.complex128
     if p.kind == "c2r" and p.forward:
         xin = xin.conj()
-    if tuple(xin.shape[-k:]) == sizes and xin.is_contiguous() and xin.dtype == dt and not xin.is_conj():
+    if (tuple(xin.shape[-k:]) == sizes and xin.is_contiguous() and xin.dtype == dt and not xin.is_conj()
+            and not p.halved):
         return xin, False       # (the caller's tensor: the executor must not write it)
     buf = (torch.zeros if tuple(xin.shape[-k:]) != sizes else torch.empty)(batch + sizes, dtype=dt, device=x.device)
     idx = (Ellipsis,) + _common(xin.shape[-k:], sizes)
-    buf[idx].copy_(xin[idx])
+    if p.halved:    # the copy weights the halved bins (a [bins] weight row broadcast over the rest)
+        n = p.s[-1]
+        w = torch.ones(sizes[-1], dtype=x.real.dtype if x.is_complex() else x.dtype, device=x.device)
+        w[1:n - n // 2] = 0.5
+        torch.mul(xin[idx], w[: idx[-1].stop], out=buf[idx])
+    else:
+        buf[idx].copy_(xin[idx])
     return buf, True
 
 
@@ -98,7 +105,8 @@ def direct(p: FftParams, x, execute):
     k, r = len(p.dim), x.dim()
     if (p.dim != tuple(range(r - k, r)) or not x.is_contiguous() or x.is_conj() or x.numel() == 0
             or tuple(x.shape[-k:]) != in_sizes(p.kind, p.s) or tuple(p.out) != natural_out(p.kind, p.s)
-            or (p.kind == "c2r" and (p.forward or not x.dtype.is_complex)) or (p.kind == "c2c" and not x.is_complex())):
+            or (p.kind == "c2r" and (p.forward or p.halved or not x.dtype.is_complex))
+            or (p.kind == "c2c" and not x.is_complex())):
         return None
     res = execute(p.kind, x, k, p.forward, p.s, False)
     f = scale_factor(p)

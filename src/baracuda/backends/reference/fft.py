@@ -41,6 +41,11 @@ def fft_nd(p: FftParams, x: np.ndarray) -> np.ndarray:
             y = y * w.reshape((-1,) + (1,) * (y.ndim - 1 - ax))
     else:
         x = x.astype(np.complex128)
+        if p.halved:
+            n, ax = p.s[-1], p.dim[-1]
+            w = np.ones(x.shape[ax])
+            w[1:n - n // 2] = 0.5
+            x = x * w.reshape((-1,) + (1,) * (x.ndim - 1 - ax))
         y = np.fft.irfftn(np.conj(x) if p.forward else x, s=p.s, axes=p.dim, norm="forward")
     return resize(y * scale_factor(p), p.dim, p.out)
 
