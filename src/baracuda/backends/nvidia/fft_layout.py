@@ -56,9 +56,28 @@ def _prepare(p: FftParams, x):
         w = torch.ones(sizes[-1], dtype=x.real.dtype if x.is_complex() else x.dtype, device=x.device)
         w[1:n - n // 2] = 0.5
         torch.mul(xin[idx], w[: idx[-1].stop], out=buf[idx])
+        _hermitian_edges(buf, k, n)
     else:
         buf[idx].copy_(xin[idx])
     return buf, True
+
+
+def _hermitian_edges(buf, k: int, n: int) -> None:
+    """The last axis' bins 0 and n/2 (n even) of ``buf`` made Hermitian along the other k - 1 transform axes:
+    c = (c + conj(c at -index)) / 2.  fft_nd's c2r ignores those bins' imaginary parts after the leading axes'
+    transform (numpy's irfftn: C2C on the leading axes, then C2R on the last), which a halved c2r (rfft's gradient:
+    Re(IDFT of the padded half spectrum)) needs exactly; cuFFT's multi-axis C2R assumes Hermitian input and gives
+    another answer for these bins otherwise (session 7: rfft2's gradient 6e-2 off torch's on the H100).  On
+    Hermitian bins the two agree, and the symmetrized bins are what the decomposed transform reads."""
+    import torch
+
+    lead = tuple(range(buf.dim() - k, buf.dim() - 1))
+    for j in (0, n // 2) if n % 2 == 0 else (0,):
+        if j >= buf.shape[-1]:
+            continue
+        col = buf[..., j]
+        rev = torch.roll(torch.flip(col, lead), 1, lead) if lead else col
+        col.copy_((col + rev.conj()) * 0.5)
 
 
 def _finish(p: FftParams, res, out) -> None:
