@@ -37,6 +37,7 @@ CASES = [
     # the halved c2r (rfft's gradient): even and odd lengths, a padded half spectrum, two axes, the Hermitian form
     ("fft_nd", (3, 4), "c128", {"kind": "c2r", "dim": (0, 1), "s": (3, 6), "halved": True, "out": (2, 7)}),
     ("fft_nd", (2, 3, 2), "c64", {"kind": "c2r", "dim": (2,), "s": (5,), "halved": True, "forward": True}),
+    ("fft_nd", (3, 4, 2, 3), "c128", {"kind": "c2r", "dim": (1, 0, 3), "s": (4, 3, 4), "halved": True}),
 ]
 
 

@@ -76,7 +76,7 @@ def _hermitian_edges(buf, k: int, n: int) -> None:
         if j >= buf.shape[-1]:
             continue
         col = buf[..., j]
-        rev = torch.roll(torch.flip(col, lead), 1, lead) if lead else col
+        rev = torch.roll(torch.flip(col, lead), (1,) * len(lead), lead) if lead else col
         col.copy_((col + rev.conj()) * 0.5)
 
 
