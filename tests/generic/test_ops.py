@@ -92,6 +92,13 @@ def _gout(rng, t):
     return rng.standard_normal(t.shape) if t.dtype.is_floating else None
 
 
+def _gouts(rng, desc):
+    """Random gradients of every output but the trailing ones the spec saves for its backward only
+    (``OpSpec.saved_outputs``: solve's LU and pivots)."""
+    keep = len(desc.outputs) - desc.spec.saved_outputs
+    return [_gout(rng, t) if i < keep else None for i, t in enumerate(desc.outputs)]
+
+
 def _grad_dtypes(spec):
     """f64 (the f64 check as before), and complex128 where the op takes complex inputs."""
     return [d for d in (bc.DType.f64, bc.DType.c128) if d in spec.dtypes] or [bc.DType.f64]
@@ -256,7 +263,7 @@ def test_grad_finite_differences(spec, dt):
     for sample in _grad_samples(spec, dt):
         desc, arrays = _desc(spec, sample, dt)
         bw = bc.BackwardPlan.select(desc, "cpu")
-        gouts = [_gout(rng, t) for t in desc.outputs]
+        gouts = _gouts(rng, desc)
         outs = reference_f64(desc, arrays)
         saved = _saved(bw, desc, arrays, outs)
         got = bw.run(*gouts, **saved)
@@ -289,7 +296,7 @@ def test_grad_vs_torch_autograd(spec, dt):
     for sample in _grad_samples(spec, dt):
         desc, arrays = _desc(spec, sample, dt)
         bw = bc.BackwardPlan.select(desc, "cpu")
-        gouts = [_gout(rng, t) for t in desc.outputs]
+        gouts = _gouts(rng, desc)
         # (a differentiable input gets a gradient where it is floating: cross_entropy's probability targets, not
         # its class indices)
         wants = [i in spec.differentiable and np.asarray(a).dtype.kind in "fc" for i, a in enumerate(arrays)]
@@ -331,7 +338,7 @@ def test_backward_backend(spec, backend, dt):
         exact = dt.is_floating or dt.is_complex
         gouts = [None if g is None else cast(cast(g, (dt if t.dtype.is_complex else real_of(dt)) if exact
                                                   else t.dtype), t.dtype)
-                 for g, t in zip([_gout(rng, t) for t in desc.outputs], desc.outputs)]
+                 for g, t in zip(_gouts(rng, desc), desc.outputs)]
         fwd = bc.Plan.select(desc, DEVICE, bc.PlanPreference(prefer=(backend,)))
         # torch tensors on the test device (as the drop-ins' autograd runs it): every gradient comes back as one,
         # also those a rule makes with a zero-operand op (cat's skipped empty input)

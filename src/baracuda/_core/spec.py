@@ -231,6 +231,9 @@ class OpSpec:
     # the descriptor returning those (reduce_to keeps x only for its max/min/prod modes)
     saves: tuple[str, ...] | Callable = ("inputs",)
     differentiable: tuple[int, ...] = ()  # indices of inputs that receive gradients
+    # trailing outputs that carry no gradient: factors the op hands its backward (solve's LU and pivots), which the
+    # drop-ins do not return; the generic tests give them no upstream gradient (their values are still checked)
+    saved_outputs: int = 0
     # False where the backward follows torch's convention rather than the derivative (ctc_loss adds
     # exp(log_probs) * scale: the gradient of the logits under a log_softmax): finite differences of the forward
     # cannot check it, torch.autograd does

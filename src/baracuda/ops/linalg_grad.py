@@ -15,7 +15,9 @@ lu / lu_factor    torch's linalg_lu_backward: (square, wide) gA = P L^-H [pad(tr
                   + triu(gU)], (tall) its transposed analogue with L1, L2 (see _lu_grad); lu_factor's gLU is split
                   into gL (first k columns) and gU (first k rows); lu_unpack: tril(gL, -1) + triu(gU), zero-padded
 lu_solve          gB = lu_solve(gX, adjoint flipped); gA as solve's, then gLU = tril(P^T gA U^H, -1) + triu(L^H P^T gA)
-solve / _triangular  gB = solve(A^H, gX); gA = -gB X^H (left) / -X^H gB (right), masked to the triangle
+solve             gB = lu_solve(LU, pivots, gX, adjoint=True) on the forward's own LU outputs; gA = -gB X^H (left) /
+                  -X^H gB (right)
+solve_triangular  gB = solve_triangular(A^H, gX); gA as solve's, masked to the triangle
 inv               gA = -R^H g R^H
 det / slogdet / logdet   c A^-H with c = g conj(det) / g_logabs + i Im(conj(sign) g_sign) / g; A^-1 from ``inv``
                   (a singular A raises LinAlgError there: torch's SVD-based singular case is not implemented)
@@ -251,15 +253,19 @@ def g_lu_solve(ctx, d, grads, s):
 
 # -- solve, solve_triangular, inv ------------------------------------------------------------------------------------
 def g_solve(ctx, d, grads, s):
+    """A^H G = dX (left; G A^H = dX right) through the forward's own LU (its outputs LU and pivots: lu_solve with
+    adjoint=True), then dA = -G X^H (left; -X^H G right).  The LU / pivots / info outputs carry no gradient: they
+    are the backward's saved factors (the drop-ins never return them), and a gradient given for them is not read."""
     m = _M(ctx, d)
     left = d.attr("left")
     a, b = d.inputs
-    x = s["out0"] if "out0" in s else s["out"]
-    gb = ctx.op("solve", m.h(s["A"]), grads[0], left=left)
-    if is_vector_rhs(a, b):
-        gbm, xm = m.as_matrix(gb, left), m.as_matrix(x, left)
-    else:
-        gbm, xm = gb, x
+    k = 2 if d.op == "solve_ex" else 1
+    x, lu, piv = s["out0"], s[f"out{k}"], s[f"out{k + 1}"]
+    vec = is_vector_rhs(a, b)
+    g = m.as_matrix(grads[0], left) if vec else grads[0]
+    gbm = ctx.op("lu_solve", lu, piv, g, left=left, adjoint=True)
+    xm = m.as_matrix(x, left) if vec else x
+    gb = ctx.reshape(gbm, tuple(ctx.spec_of(grads[0]).shape)) if vec else gbm
     ga = _solve_ga(m, gbm, xm, left, False)
     return m.reduce(ga, a.shape), m.reduce(gb, b.shape)
 
@@ -304,4 +310,4 @@ def g_det(ctx, d, grads, s):
 
 declare_rule_ops(__name__, "complex", "real", "imag", "matmul", "sub", "add", "transpose", "conj", "tril", "triu",
                  "neg", "mul_scalar", "mul", "pad", "solve_triangular", "cholesky_solve", "lu_unpack", "lu_solve",
-                 "solve", "inv")
+                 "inv")

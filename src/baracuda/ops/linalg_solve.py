@@ -5,6 +5,10 @@ operands' pivots share their factor's batch.
 solve(A, B, left=True) -> X              A X = B (left=False: X A = B); B is a batch of vectors when B.ndim == 1 or
                                          B.shape == A.shape[:-1] (torch's rule), the result then too.  A singular:
                                          LinAlgError; solve_ex returns (X, info) instead, info = LU's first zero pivot.
+                                         The op's outputs also carry the LU factors and pivots of A (broadcast to X's
+                                         batch: lu_factor's), which the drop-ins do not return and the backward
+                                         reads: A^H G = dX is lu_solve(adjoint=True) on them, as torch saves its LU
+                                         (factoring A again cost 2.5x the backward of a 4096^2 solve, session 6).
 solve_triangular(A, B, upper, left=True, unitriangular=False)   reads only A's ``upper`` / lower triangle (and not its
                                          diagonal when unitriangular); no singularity check (torch: inf / nan).
 cholesky_solve(B, L, upper=False)        (L L^H) X = B; torch.cholesky_solve's operand order.
@@ -111,16 +115,30 @@ def _check_solve(op, ex):
             raise InvalidProblemError(op, "B", "a matrix right-hand side (*, k, n) for left=False (a vector B is a "
                                                "column, as torch.linalg.solve reads it)", tuple(b.shape))
         _, _, xs = solve_shapes(op, a, b, attrs["left"], vector=vec)
-        outs = (TensorSpec(xs, a.dtype),)
-        return attrs, outs + ((_info(a),) if ex else ())
+        n = a.shape[-1]
+        batch = xs[:-1] if vec else xs[:-2]
+        outs = (TensorSpec(xs, a.dtype),) + ((_info(a),) if ex else ())
+        return attrs, outs + (TensorSpec(batch + (n, n), a.dtype), TensorSpec(batch + (n,), DType.i32))
     return check
+
+
+def solve_factors(a, x_shape, vector):
+    """solve's LU and pivots outputs as torch computes them: lu_factor of A broadcast to X's batch."""
+    import torch
+
+    n = a.shape[-1]
+    batch = tuple(x_shape[:-1] if vector else x_shape[:-2])
+    lu, piv, _ = torch.linalg.lu_factor_ex(a.broadcast_to(batch + (n, n)))
+    return lu, piv
 
 
 def _peer_solve(ex):
     def peer(a, b, left=True):
         import torch
 
-        return tuple(torch.linalg.solve_ex(a, b, left=left)) if ex else torch.linalg.solve(a, b, left=left)
+        x, info = torch.linalg.solve_ex(a, b, left=left)
+        factors = solve_factors(a, x.shape, is_vector_rhs(a, b))
+        return ((x, info) if ex else (x,)) + factors
     return peer
 
 
@@ -128,10 +146,13 @@ def _dropin_solve(op, ex):
     def dropin(A, B, *, left=True, check_errors=False, out=None):
         if out is not None:
             raise UnsupportedError(op, "out= is not supported by the drop-in")
-        return (A, B), {"left": left}, (_raise_info(op, "solve") if check_errors else None)
+        raise_info = _raise_info(op, "solve") if check_errors else None
+        return (A, B), {"left": left}, (lambda o: raise_info(o[:2]) if raise_info else o[:2])
 
     def plain(A, B, *, left=True, out=None):
-        return dropin(A, B, left=left, out=out)[:2]
+        if out is not None:
+            raise UnsupportedError(op, "out= is not supported by the drop-in")
+        return (A, B), {"left": left}, (lambda o: o[0])
     return dropin if ex else plain
 
 
@@ -140,7 +161,8 @@ for _ex in (False, True):
     linalg_spec(_n, ("A", "B"), _check_solve(_n, _ex), attrs=(_LEFT,), torch_name=f"torch.linalg.{_n}",
                 torch_peer=_peer_solve(_ex), dropin=_dropin_solve(_n, _ex),
                 dropin_result=(lambda o: __import__("torch").return_types.linalg_solve_ex(o)) if _ex else None,
-                grad=G.g_solve, differentiable=(0, 1), saves=("A", "out0") if _ex else ("A", "out"),
+                grad=G.g_solve, differentiable=(0, 1), saves=("out0", "out2", "out3") if _ex else ("out0", "out1", "out2"),
+                saved_outputs=2,
                 samples=_rhs_samples(well_conditioned, ({"left": True}, {"left": False}), vectors=True),
                 errors=_solve_errors(_n),
                 workloads=_wl(_n, ((65536, 32, 32), (65536, 32, 1)), ((4096, 4096), (4096, 4096)), backward=not _ex),

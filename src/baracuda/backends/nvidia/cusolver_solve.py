@@ -125,6 +125,9 @@ def _bind_solve(desc, pref):
         else:
             lu, piv, finfo = lu_all(av, n, n)
             lu_c = lu.transpose(-1, -2)   # (lu_all's column-major buffer)
+            # solve's LU / pivots outputs (row-major, as lu_factor's): what its backward's lu_solve reads
+            flat(outputs[-2], (n, n)).copy_(lu)
+            flat(outputs[-1], (n,)).copy_(piv)
         # left: op(A) X = B, B column-major (nrhs = cols); right: X A = B <=> A^T X^T = B^T, B^T column-major is B
         if left:
             b_c = colmajor(bv)

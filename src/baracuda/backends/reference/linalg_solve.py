@@ -44,11 +44,13 @@ def _solve(ex):
         vec = is_vector_rhs(d.inputs[0], d.inputs[1])
         x = _unrhs(_solve_bcast(a, _rhs(a, b, left, vec), left), left, vec)
         info = lu_factor_np(a)[2]
-        info = np.broadcast_to(info, d.outputs[-1].shape if ex else info.shape)
+        info = np.broadcast_to(info, d.outputs[1].shape if ex else info.shape)
+        # the LU factors and pivots the backward reads: lu_factor of A broadcast to X's batch
+        lu, piv, _ = lu_factor_np(np.broadcast_to(a, d.outputs[-2].shape))
         if not ex:
             raise_info(d.op, "solve", info)
-            return x
-        return x, info
+            return x, lu, piv
+        return x, info, lu, piv
     return body
 
 

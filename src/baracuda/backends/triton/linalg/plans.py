@@ -185,14 +185,36 @@ def _bind_solve(desc, pref):
             a, piv, b = inputs
         else:
             a, b = inputs
-        av, sa = _mat(a, batch, n, n, trans_a)
         bv, sb, k = _rhs_view(b, batch, n, left, vector)
         xv, sx, _ = _rhs_view(outputs[0], batch, n, left, vector)
-        pv = _flat(piv, batch, (n,)).contiguous() if op == "lu_solve" else av   # (the kernel reads rows of n)
-        sp = n if op == "lu_solve" else 0
-        nb = av.shape[0]
-        info = torch.zeros(nb, dtype=torch.int32, device=a.device) if cx["HAS_INFO"] else av
-        _launch_solve(av, sa, pv, sp, bv, sb, xv, sx, info, n, k, nb, **cx)
+        if op in ("solve", "solve_ex"):
+            # the LU factors and pivots are outputs too (the backward's lu_solve reads them): factor into them,
+            # then solve from them as lu_solve does (X A = B is A^T X^T = B^T: the packed LU read transposed)
+            lu_o, piv_o = outputs[-2], outputs[-1]
+            nbat = math.prod(batch)
+            lu = lu_o.view((nbat, n, n)) if lu_o.is_contiguous() else torch.empty(
+                (nbat, n, n), dtype=lu_o.dtype, device=lu_o.device)
+            piv = piv_o.view((nbat, n)) if piv_o.is_contiguous() else torch.empty(
+                (nbat, n), dtype=piv_o.dtype, device=piv_o.device)
+            av, sa = _mat(a, batch, n, n)
+            nb = av.shape[0]
+            info = torch.zeros(nb, dtype=torch.int32, device=a.device)
+            if nb:
+                N, warps = _tile(n)
+                _lu_kernel[(nb,)](av, lu, piv, info, lu, n, *sa, *lu.stride(), piv.stride(0), PIVOT=True, OUT=0,
+                                  HAS_INFO=True, N=N, num_warps=warps)
+            _launch_solve(lu, tuple(lu.stride()), piv, n, bv, sb, xv, sx, info, n, k, nb,
+                          **dict(cx, FACT=3, HAS_INFO=False, ADJ=not left))
+            for o, t in ((lu_o, lu), (piv_o, piv)):
+                if not o.is_contiguous():
+                    o.copy_(t.view(o.shape))
+        else:
+            av, sa = _mat(a, batch, n, n, trans_a)
+            pv = _flat(piv, batch, (n,)).contiguous() if op == "lu_solve" else av   # (the kernel reads rows of n)
+            sp = n if op == "lu_solve" else 0
+            nb = av.shape[0]
+            info = torch.zeros(nb, dtype=torch.int32, device=a.device) if cx["HAS_INFO"] else av
+            _launch_solve(av, sa, pv, sp, bv, sb, xv, sx, info, n, k, nb, **cx)
         if cx["HAS_INFO"]:
             info = _info_of_a(info, batch, aspec.shape[:-2])
             if op == "solve_ex":
