@@ -3,20 +3,9 @@ so a timing is the framework's own Python cost per call (GPU-free; compare torch
 kernels cost about a CUDA launch).  python bench/host_proxy.py [--profile]"""
 import cProfile, pstats, statistics, sys, time
 import torch
-from baracuda._core import plan as P
+from _host import stub_kernels
 
-_orig_init = P.Plan.__init__
-
-
-def _init(self, *a, **k):
-    _orig_init(self, *a, **k)
-    if not self._skip:
-        self._np = False
-        self._fast = None
-        self._run = lambda desc, xs, outs, ws: None
-
-
-P.Plan.__init__ = _init
+stub_kernels()
 import baracuda.torch as bt  # noqa: E402
 from baracuda.bench import models as M  # noqa: E402
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import dataclasses
 import io
 import json
 import pstats
@@ -107,12 +106,10 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     import baracuda.torch as bt
 
-    spec = M.MODELS[args.model]
     if not args.full:
-        small = {"hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4, "vocab_size": 1024}
-        if spec.kwargs.get("num_key_value_heads") is not None:
-            small["num_key_value_heads"] = min(spec.kwargs["num_key_value_heads"], 4)
-        M.MODELS[args.model] = dataclasses.replace(spec, kwargs={**spec.kwargs, **small}, seq=64, batch=1)
+        from _host import host_bound
+
+        host_bound(M, args.model)
     model, ids, spec, cfg = M.build(args.model, tiny=False, layers=args.layers, device="cuda", dtype=torch.bfloat16)
     res = {"device": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d"), "config": cfg,
            "command": "python bench/mode_host_profile.py " + " ".join(argv or sys.argv[1:])}

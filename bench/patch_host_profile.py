@@ -12,27 +12,12 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import dataclasses
 import io
 import pstats
 import sys
 import time
 
 import torch
-
-
-def _stub_kernels():
-    from baracuda._core import plan as P
-
-    orig = P.Plan.__init__
-
-    def init(self, *a, **k):
-        orig(self, *a, **k)
-        if not self._skip:
-            self._np = False
-            self._fast = None
-            self._run = lambda desc, xs, outs, ws: None
-    P.Plan.__init__ = init
 
 
 def main(argv=None) -> int:
@@ -44,17 +29,15 @@ def main(argv=None) -> int:
     ap.add_argument("--proxy", action="store_true")
     ap.add_argument("--steps", type=int, default=20)
     args = ap.parse_args(argv)
+    from _host import host_bound, stub_kernels
+
     if args.proxy:
-        _stub_kernels()
+        stub_kernels()
     import baracuda.torch as bt
     from baracuda.bench import models as M
 
-    spec = M.MODELS[args.model]
     if not args.full:
-        small = {"hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4, "vocab_size": 1024}
-        if spec.kwargs.get("num_key_value_heads") is not None:
-            small["num_key_value_heads"] = min(spec.kwargs["num_key_value_heads"], 4)
-        M.MODELS[args.model] = dataclasses.replace(spec, kwargs={**spec.kwargs, **small}, seq=64, batch=1)
+        host_bound(M, args.model)
     dt = torch.bfloat16 if args.device == "cuda" else torch.float32
     model, ids, spec, cfg = M.build(args.model, tiny=False, layers=None, device=args.device, dtype=dt)
     sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
