@@ -387,21 +387,36 @@ def _route(desc, pref):
 
 
 def _bind(desc, pref=None):
-    """run() with the launch of a contiguous input bound once (geometry, tile, constexprs: the common call pays
-    the pointers and the launch); permuted, split or strided calls take ``_run``."""
+    """run() with the launches of a contiguous input bound once (geometry, tile, constexprs: the common call pays
+    the pointers and the launch), a split reduction's two stages too (its unbound path cost ~150 us of host a call
+    on the H100 host, session 7 run B: bias gradients, narrow first-dim sums); permuted or strided calls take
+    ``_run``."""
     x = desc.inputs[0]
     dims = _dims_of(desc)
     outer, R, inner, perm = geometry(x.shape, dims)
     (k, vo, io), = _passes(desc)
-    kind, b0, b1, _, S, chunk = _blocks(outer, R, inner, x.dtype.itemsize, _small(k))
-    if perm is not None or S != 1 or outer * inner == 0:
+    is_arg = _small(k)
+    kind, b0, b1, _, S, chunk = _blocks(outer, R, inner, x.dtype.itemsize, is_arg)
+    if perm is not None or outer * inner == 0:
         return _run
     xm, geom, strides = _canon(meta(x.shape), dims, x.shape)
-    i64 = max(_span(xm), outer * inner) >= 2 ** 31 - 65536
-    kernel, grid, tail, kw = _launch_parts(kind, b0, b1, geom, strides, 1, chunk, R, k.mode, k.neg, k.neg, False,
-                                           vo is not None, io is not None, k.post, _acc_dtype(desc, k),
-                                           _pre_dtype(desc), i64, x.dtype.itemsize)
-    fast = bind_kernel(kernel, grid, tail, **kw)
+    acc = _acc_dtype(desc, k)
+    i64 = max(_span(xm), outer * S * inner) >= 2 ** 31 - 65536
+    if S == 1:
+        p1 = _launch_parts(kind, b0, b1, geom, strides, 1, chunk, R, k.mode, k.neg, k.neg, False, vo is not None,
+                           io is not None, k.post, acc, _pre_dtype(desc), i64, x.dtype.itemsize)
+        stages = [bind_kernel(*p1[:3], **p1[3])]
+    else:   # as _run's two stages: (outer, S, inner) partials in the workspace, then their fold in split order
+        p1 = _launch_parts(kind, b0, b1, geom, strides, S, chunk, R, k.mode, k.neg, False, False, True, k.second,
+                           _P_NONE, acc, _pre_dtype(desc), i64, x.dtype.itemsize)
+        k2, c0, c1, _, _, _ = _blocks(outer, S, inner, acc.itemsize, is_arg, stage2=True)
+        st2 = (S, 1, 0) if inner == 1 else (S * inner, inner, 1)
+        p2 = _launch_parts(k2, c0, c1, (outer, S, inner), st2, 1, S, R, k.mode2, False, k.neg, k.second,
+                           vo is not None, io is not None, k.post, acc, None, False, acc.itemsize)
+        stages = [bind_kernel(*p[:3], **p[3]) for p in (p1, p2)]
+        n = outer * S * inner
+        off = (n * acc.itemsize + 15) // 16 * 16
+        sec = acc if k.mode == _MINMAX else DType.i64
 
     def run(desc_, inputs, outputs, ws):
         xt = inputs[0]
@@ -409,7 +424,14 @@ def _bind(desc, pref=None):
         ti = outputs[io] if io is not None else None
         if xt.is_contiguous() and (tv is None or tv.is_contiguous()) and (ti is None or ti.is_contiguous()):
             tv_ = tv if tv is not None else ti
-            fast(xt, xt, tv_, ti if ti is not None else tv_)
+            ti_ = ti if ti is not None else tv_
+            if S == 1:
+                stages[0](xt, xt, tv_, ti_)
+            else:
+                vals = ws[: n * acc.itemsize].view(acc.torch)
+                idx = ws[off: off + n * sec.itemsize].view(sec.torch) if k.second else vals
+                stages[0](xt, xt, vals, idx)
+                stages[1](vals, idx, tv_, ti_)
             return
         _run(desc_, inputs, outputs, ws)
     return run
