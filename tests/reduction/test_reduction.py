@@ -559,8 +559,10 @@ def test_broadcast_store_kernel(shape, dims, dt):
     ct = torch.float64 if dt == torch.float64 else torch.float32     # the op divides in its compute dtype
     want = (g.to(ct).reshape(kd).expand(shape) / math.prod(shape[a] for a in dims)).to(dt)
     # one rounding of a bf16 output apart at most (the interpreter's f32 -> bf16 conversion need not be torch's
-    # round-to-nearest-even); f32 / f64: the same division in the same dtype, exact
-    rtol = 2 ** -7 if dt == torch.bfloat16 else 0
+    # round-to-nearest-even); f32: the same division in the same dtype, exact; f64 on a GPU: one ulp (Triton's f64
+    # division is not correctly rounded there -- 49 of 189 quotients by 7 one ulp off torch's on the H100, session 7
+    # run G -- and tl.math.div_rn takes f32 only; the interpreter divides exactly)
+    rtol = 2 ** -7 if dt == torch.bfloat16 else 2 ** -52 if dt == torch.float64 and DEVICE.type == "cuda" else 0
     torch.testing.assert_close(plan.run(g), want, rtol=rtol, atol=0)
     b = bc.Descriptor.like("broadcast_to", g.reshape(kd), shape=shape, dtype=torch.float64)
     bplan = forced_plan(b, DEVICE, Backend.TRITON)
