@@ -176,3 +176,24 @@ def test_rectangular_lu_gradients(shape, dtype):
             cot = [torch.randn(w.shape, dtype=dtype, generator=gen) for w in want]
             torch.testing.assert_close(torch.autograd.grad(got, x, cot)[0], torch.autograd.grad(want, x, cot)[0],
                                        rtol=1e-10, atol=1e-10, msg=name)
+
+
+@pytest.mark.parametrize("op", ["solve", "solve_ex"])
+def test_solve_backward_reuses_the_forward_lu(op):
+    """solve's backward solves with the forward's own LU / pivots outputs (lu_solve, adjoint) and factors nothing
+    again; the drop-ins still return X (, info) only."""
+    a = torch.from_numpy(_pd(4, 3, (2,))).requires_grad_()
+    b = torch.randn(2, 4, 3, dtype=torch.float64, requires_grad=True)
+    desc = bc.Descriptor.like(op, a.detach(), b.detach())
+    assert len(desc.outputs) == (4 if op == "solve_ex" else 3) and desc.spec.saved_outputs == 2
+    ops = [s.op for s in bc.BackwardPlan.select(desc, CPU).skus]
+    assert "lu_solve" in ops and not {"solve", "solve_ex", "lu_factor", "lu_factor_ex"} & set(ops), ops
+    res = getattr(bt.linalg, op)(a, b)
+    x = res[0] if op == "solve_ex" else res
+    assert isinstance(x, torch.Tensor) and x.shape == (2, 4, 3)
+    g = torch.randn_like(x)
+    got = torch.autograd.grad(x, (a, b), g)
+    xt = getattr(torch.linalg, op)(a, b)
+    want = torch.autograd.grad(xt[0] if op == "solve_ex" else xt, (a, b), g)
+    for u, v in zip(got, want):
+        torch.testing.assert_close(u, v)

@@ -131,3 +131,29 @@ def test_nn_modules_route_under_mode():
     for m, g in zip(mods, got):
         torch.testing.assert_close(g, m(x), rtol=1e-12, atol=1e-12)
     assert np.isfinite(got[0].numpy()).all()
+
+
+@TRITON
+@pytest.mark.parametrize("nd", [1, 2, 3])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_global_average_head_is_the_spatial_mean(nd, channels_last):
+    """Adaptive average pooling to 1 x ... x 1 (a CNN's head) runs as the reduction family's mean over the spatial
+    dims and its backward as mean_backward's broadcast (the route says so); values and gradient as torch's, in
+    NCHW and channels-last (2-d / 3-d) alike."""
+    g = torch.Generator().manual_seed(nd)
+    x = torch.randn((2, 5) + (4, 3, 2)[:nd], generator=g, dtype=torch.float64)
+    if channels_last and nd > 1:
+        x = x.to(memory_format=torch.channels_last if nd == 2 else torch.channels_last_3d)
+    op = f"adaptive_avg_pool{nd}d"
+    desc = bc.Descriptor.like(op, x, output_size=(1,) * nd)
+    plan = bc.Plan.select(desc, "cpu", bc.PlanPreference(prefer=("triton",)))
+    assert "global mean" in plan.sku.route, plan.sku.route
+    want = getattr(F, op)(x, 1)
+    torch.testing.assert_close(plan.run(x), want, rtol=1e-12, atol=1e-12)
+    up = torch.randn(want.shape, generator=g, dtype=torch.float64)
+    bdesc = bc.Descriptor.like("avg_pool_backward", up, x, nd=nd, window="adaptive")
+    bplan = bc.Plan.select(bdesc, "cpu", bc.PlanPreference(prefer=("triton",)))
+    assert "global mean" in bplan.sku.route, bplan.sku.route
+    xr = x.clone().requires_grad_()
+    getattr(F, op)(xr, 1).backward(up)
+    torch.testing.assert_close(bplan.run(up, x), xr.grad, rtol=1e-12, atol=1e-12)
