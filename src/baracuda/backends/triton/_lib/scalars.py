@@ -2,15 +2,30 @@
 takes it as an (f32 hi, f32 lo) pair: ``split_f64`` on the host, ``join_f64`` in the kernel (~48 bits)."""
 from __future__ import annotations
 
-import torch
+import functools
+import math
+import struct
+
 import triton
 import triton.language as tl
 
 
 def split_f64(v: float):
-    """A Python float as (f32 hi, f32 lo): Triton passes floats as f32; join_f64 rebuilds ~48 bits for f64 kernels."""
-    hi = float(torch.tensor(v, dtype=torch.float32, device="cpu"))   # (not the default device: no sync)
-    return hi, float(v - hi)
+    """A Python float as (f32 hi, f32 lo): Triton passes floats as f32; join_f64 rebuilds ~48 bits for f64 kernels.
+    hi is v rounded to nearest f32 (IEEE, as torch's conversion; overflow -> inf); cached per value: kernels pass
+    their eps / momentum / scale this way on every call (a torch scalar per call cost the host ~5 us each)."""
+    v = float(v)
+    return _split(v, math.copysign(1.0, v))   # (-0.0 == 0.0 for the cache: the sign is part of the key)
+
+
+@functools.lru_cache(maxsize=4096)
+def _split(v: float, sign: float):
+    try:
+        hi = struct.unpack("f", struct.pack("f", v))[0]
+    except OverflowError:     # beyond f32's range: torch's conversion gives inf
+        hi = math.copysign(math.inf, v)
+    lo = v - hi
+    return hi, (0.0 if math.isinf(hi) or math.isnan(lo) else float(lo))
 
 
 @triton.jit
