@@ -28,3 +28,26 @@ def host_bound(models, name: str) -> None:
     if spec.kwargs.get("num_key_value_heads") is not None:
         small["num_key_value_heads"] = min(spec.kwargs["num_key_value_heads"], 4)
     models.MODELS[name] = dataclasses.replace(spec, kwargs={**spec.kwargs, **small}, seq=64, batch=1)
+
+
+def per_call(fn, n: int, warm: int = 5, rounds: int = 3, sync=None) -> float:
+    """Seconds per call of ``fn``: ``warm`` calls, then the best of ``rounds`` rounds of ``n`` calls in a row, each
+    round ending with ``sync`` (default: torch.cuda.synchronize), so a round's time is the host's queueing time when
+    the GPU keeps up."""
+    import time
+
+    if sync is None:
+        import torch
+
+        sync = torch.cuda.synchronize
+    for _ in range(warm):
+        fn()
+    sync()
+    best = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        sync()
+        best.append((time.perf_counter() - t0) / n)
+    return min(best)

@@ -21,33 +21,16 @@ import torch
 
 from baracuda.bench import models as M
 
+sys.path.insert(0, __import__("os").path.dirname(__file__))
+from _host import host_bound, per_call  # noqa: E402
+
 
 def _wall_ms(step, n=20, warm=5):
-    for _ in range(warm):
-        step()
-    torch.cuda.synchronize()
-    best = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            step()
-        torch.cuda.synchronize()
-        best.append((time.perf_counter() - t0) / n * 1e3)
-    return min(best)
+    return per_call(step, n, warm, 3) * 1e3
 
 
 def _us(fn, n=400):
-    for _ in range(20):
-        fn()
-    torch.cuda.synchronize()
-    best = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        torch.cuda.synchronize()
-        best.append((time.perf_counter() - t0) / n * 1e6)
-    return round(min(best), 2)
+    return round(per_call(fn, n, 20, 5) * 1e6, 2)
 
 
 def op_rows() -> list:
@@ -107,8 +90,6 @@ def main(argv=None) -> int:
     import baracuda.torch as bt
 
     if not args.full:
-        from _host import host_bound
-
         host_bound(M, args.model)
     model, ids, spec, cfg = M.build(args.model, tiny=False, layers=args.layers, device="cuda", dtype=torch.bfloat16)
     res = {"device": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d"), "config": cfg,

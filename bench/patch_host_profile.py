@@ -15,7 +15,6 @@ import cProfile
 import io
 import pstats
 import sys
-import time
 
 import torch
 
@@ -29,7 +28,7 @@ def main(argv=None) -> int:
     ap.add_argument("--proxy", action="store_true")
     ap.add_argument("--steps", type=int, default=20)
     args = ap.parse_args(argv)
-    from _host import host_bound, stub_kernels
+    from _host import host_bound, per_call, stub_kernels
 
     if args.proxy:
         stub_kernels()
@@ -47,17 +46,7 @@ def main(argv=None) -> int:
         model(input_ids=ids, labels=ids).loss.backward()
 
     def wall():
-        for _ in range(3):
-            step()
-        sync()
-        best = []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            for _ in range(args.steps):
-                step()
-            sync()
-            best.append((time.perf_counter() - t0) / args.steps * 1e3)
-        return min(best)
+        return per_call(step, args.steps, 3, 3, sync) * 1e3
 
     out = io.StringIO()
     print(f"{args.model} {cfg} on {args.device}{' (kernels stubbed)' if args.proxy else ''}", file=out)

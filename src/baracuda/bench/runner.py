@@ -402,13 +402,14 @@ def _bench_backward(ctx, spec, desc, base, sets, peers, plans, over_budget, wl):
     gen.manual_seed(123)
     # an upstream gradient for each output the drop-in returns (what a model differentiates): an extra output that
     # torch's function does not return (cross_entropy's saved lse, ``dropin_result``) gets none, here and for the
-    # peers, whose extra outputs (the spec's peer returns them for the tests' comparison) are left out the same way
-    n_out = len(desc.outputs)
+    # peers, whose extra outputs (the spec's peer returns them for the tests' comparison) are left out the same way;
+    # nor do the outputs an op saves for its backward only (OpSpec.saved_outputs: solve's LU and pivots)
+    n_out = len(desc.outputs) - spec.saved_outputs
     if spec.dropin_result is not None and n_out > 1:
         try:
             n_out = len(_as_tuple(spec.dropin_result(tuple(range(n_out)))))
         except Exception:  # noqa: BLE001  (a result wrapper that needs real tensors: every output then)
-            n_out = len(desc.outputs)
+            n_out = len(desc.outputs) - spec.saved_outputs
     def upstream(t):
         if t.dtype.is_complex:
             return torch.randn(t.shape, device=ctx.tdev, generator=gen, dtype=t.dtype.torch)

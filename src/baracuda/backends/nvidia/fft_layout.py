@@ -20,6 +20,8 @@ executor's (cuFFT through nvmath, or GEMMs).
 """
 from __future__ import annotations
 
+import functools
+
 from ...ops.fft import FftParams, in_sizes, natural_out, params, scale_factor
 
 __all__ = ["transform", "direct", "make_run"]
@@ -53,13 +55,23 @@ def _prepare(p: FftParams, x):
     idx = (Ellipsis,) + _common(xin.shape[-k:], sizes)
     if p.halved:    # the copy weights the halved bins (a [bins] weight row broadcast over the rest)
         n = p.s[-1]
-        w = torch.ones(sizes[-1], dtype=x.real.dtype if x.is_complex() else x.dtype, device=x.device)
-        w[1:n - n // 2] = 0.5
+        w = _halving(sizes[-1], n, x.real.dtype if x.is_complex() else x.dtype, x.device)
         torch.mul(xin[idx], w[: idx[-1].stop], out=buf[idx])
         _hermitian_edges(buf, k, n)
     else:
         buf[idx].copy_(xin[idx])
     return buf, True
+
+
+@functools.lru_cache(maxsize=64)
+def _halving(bins: int, n: int, dtype, device):
+    """The halved c2r's bin weights: 1/2 on bins 1 .. n - n//2 - 1, 1 elsewhere (a [bins] row, built once per size,
+    dtype and device; only read)."""
+    import torch
+
+    w = torch.ones(bins, dtype=dtype, device=device)
+    w[1:n - n // 2] = 0.5
+    return w
 
 
 def _hermitian_edges(buf, k: int, n: int) -> None:

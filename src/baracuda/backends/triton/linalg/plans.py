@@ -95,6 +95,15 @@ def _bind_chol(desc, pref):
 _DET_OUT = {"det": 1, "slogdet": 2, "logdet": 3}
 
 
+def _lu_into(av, sa, lu, piv, info, n, tile, pivot=True):
+    """The packed LU of the (B, n, n) matrices ``av`` (strides ``sa``) into ``lu`` / ``piv`` (1-based) / ``info``;
+    ``tile``: the bind's ``_tile(n)``."""
+    N, warps = tile
+    if av.shape[0]:
+        _lu_kernel[(av.shape[0],)](av, lu, piv, info, lu, n, *sa, *lu.stride(), piv.stride(0), PIVOT=pivot, OUT=0,
+                                   HAS_INFO=True, N=N, num_warps=warps)
+
+
 def _bind_lu(desc, pref):
     a = desc.inputs[0]
     n = a.shape[-1]
@@ -119,9 +128,7 @@ def _bind_lu(desc, pref):
         lu = torch.empty_like(av) if unpack else outputs[0].reshape(av.shape)
         piv = torch.empty((nb, n), dtype=torch.int32, device=x.device) if unpack else outputs[1].reshape(nb, n)
         info = outputs[2].reshape(-1) if op == "lu_factor_ex" else torch.zeros(nb, dtype=torch.int32, device=x.device)
-        if nb:
-            _lu_kernel[(nb,)](av, lu, piv, info, lu, n, *sa, *lu.stride(), piv.stride(0), PIVOT=pivot, OUT=0,
-                              HAS_INFO=True, N=N, num_warps=warps)
+        _lu_into(av, sa, lu, piv, info, n, (N, warps), pivot)
         if unpack:
             unpack_into(lu, piv, *(o.reshape((nb,) + o.shape[-2:]) for o in outputs))
         elif op == "lu_factor":
@@ -167,6 +174,7 @@ def _bind_solve(desc, pref):
     batch = xs.shape[:-1] if vector else xs.shape[:-2]
     cx = dict(_CX)
     trans_a = not left
+    tile = _tile(n)
     if op in ("solve", "solve_ex"):
         cx.update(FACT=0, HAS_INFO=True)
     elif op == "solve_triangular":
@@ -199,10 +207,7 @@ def _bind_solve(desc, pref):
             av, sa = _mat(a, batch, n, n)
             nb = av.shape[0]
             info = torch.zeros(nb, dtype=torch.int32, device=a.device)
-            if nb:
-                N, warps = _tile(n)
-                _lu_kernel[(nb,)](av, lu, piv, info, lu, n, *sa, *lu.stride(), piv.stride(0), PIVOT=True, OUT=0,
-                                  HAS_INFO=True, N=N, num_warps=warps)
+            _lu_into(av, sa, lu, piv, info, n, tile)
             _launch_solve(lu, tuple(lu.stride()), piv, n, bv, sb, xv, sx, info, n, k, nb,
                           **dict(cx, FACT=3, HAS_INFO=False, ADJ=not left))
             for o, t in ((lu_o, lu), (piv_o, piv)):

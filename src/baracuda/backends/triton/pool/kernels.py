@@ -307,6 +307,22 @@ def _covers3(di, hi, wi, od, oh, ow, D, H, W, OD, OH, OW, kd, kh, kw, sd, sh, sw
     return vd & vh & vw, fd * fh * fw
 
 
+@triton.jit
+def _bw_lanes(g_ptr, i_ptr, total, C, D, H, W, OD, OH, OW, gn, gc, jn, jc, kd, kh, kw, sd, sh, sw, pd, ph, pw,
+              dd, dh, dw, MODE: tl.constexpr, CL: tl.constexpr, IT: tl.constexpr, BLOCK: tl.constexpr):
+    """Both backward kernels' lanes: the program's [BLOCK] input elements (mask, n, c, di, hi, wi), each one's first
+    candidate output per dim, its flat in-plane index (what max's saved index names) and its plane's grad / index
+    bases."""
+    offs = tl.program_id(0).to(IT) * BLOCK + tl.arange(0, BLOCK).to(IT)
+    mask = offs < total
+    n, c, di, hi, wi = _unravel(offs, C, D, H, W, CL)
+    d0, h0, w0 = _firsts(di, hi, wi, D, H, W, OD, OH, OW, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, MODE)
+    me = (di * H + hi) * W + wi
+    gb = g_ptr + n.to(tl.int64) * gn + c.to(tl.int64) * gc
+    jb = i_ptr + n.to(tl.int64) * jn + c.to(tl.int64) * jc
+    return mask, n, c, di, hi, wi, d0, h0, w0, me, gb, jb
+
+
 @fast_kernel
 def pool_bw(g_ptr, i_ptr, dx_ptr, total, C, D, H, W, OD, OH, OW,
             gn, gc, gd, gh, gw, jn, jc, jd, jh, jw, xn, xc, xd, xh, xw,
@@ -316,13 +332,10 @@ def pool_bw(g_ptr, i_ptr, dx_ptr, total, C, D, H, W, OD, OH, OW,
     """Lanes over dx; KD x KH x KW candidate outputs per element, vectorized [BLOCK, TB] in chunks of TB."""
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     IT: tl.constexpr = tl.int64 if I64 else tl.int32
-    offs = tl.program_id(0).to(IT) * BLOCK + tl.arange(0, BLOCK).to(IT)
-    mask = offs < total
-    n, c, di, hi, wi = _unravel(offs, C, D, H, W, CL)
-    d0, h0, w0 = _firsts(di, hi, wi, D, H, W, OD, OH, OW, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, MODE)
-    me = ((di * H + hi) * W + wi)[:, None]
-    gb = (g_ptr + n.to(tl.int64) * gn + c.to(tl.int64) * gc)[:, None]
-    jb = (i_ptr + n.to(tl.int64) * jn + c.to(tl.int64) * jc)[:, None]
+    mask, n, c, di, hi, wi, d0, h0, w0, me, gb, jb = _bw_lanes(
+        g_ptr, i_ptr, total, C, D, H, W, OD, OH, OW, gn, gc, jn, jc, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw,
+        MODE, CL, IT, BLOCK)
+    me, gb, jb = me[:, None], gb[:, None], jb[:, None]
     acc = tl.zeros([BLOCK], CT)
     khw = KH * KW
     for t0 in loop(0, KD * khw, TB):
@@ -348,13 +361,9 @@ def pool_bw_taps(g_ptr, i_ptr, dx_ptr, total, C, D, H, W, OD, OH, OW,
     dx, one load of grad (and index) per candidate and lane -- no [BLOCK, TB] tiles or per-candidate divisions."""
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     IT: tl.constexpr = tl.int64 if I64 else tl.int32
-    offs = tl.program_id(0).to(IT) * BLOCK + tl.arange(0, BLOCK).to(IT)
-    mask = offs < total
-    n, c, di, hi, wi = _unravel(offs, C, D, H, W, CL)
-    d0, h0, w0 = _firsts(di, hi, wi, D, H, W, OD, OH, OW, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, MODE)
-    me = (di * H + hi) * W + wi
-    gb = g_ptr + n.to(tl.int64) * gn + c.to(tl.int64) * gc
-    jb = i_ptr + n.to(tl.int64) * jn + c.to(tl.int64) * jc
+    mask, n, c, di, hi, wi, d0, h0, w0, me, gb, jb = _bw_lanes(
+        g_ptr, i_ptr, total, C, D, H, W, OD, OH, OW, gn, gc, jn, jc, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw,
+        MODE, CL, IT, BLOCK)
     acc = tl.zeros([BLOCK], CT)
     for a in tl.static_range(KD):
         od = d0 + a

@@ -116,7 +116,7 @@ def _route(desc, pref):
     m = _global_mean(desc)
     if m is None:
         return f"triton:{desc.op}"
-    inner = _reduce._route(m, pref) if m.op == "mean" else "triton:expand(div_count)"
+    inner = (_reduce._route if m.op == "mean" else _reduce._route_broadcast)(m, pref)
     return f"triton:{desc.op}(global mean: {inner.removeprefix('triton:')})"
 
 
