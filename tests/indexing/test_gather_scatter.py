@@ -359,3 +359,50 @@ def test_gather_of_whole_rows_expanded_index(dt):
     assert not got[2].any() and torch.equal(got[[0, 1, 3, 4, 5]], x.gather(0, i)[[0, 1, 3, 4, 5]])
     with pytest.raises(bc.InvalidProblemError, match="got index 9"):
         _plan(d, bc.Backend.TRITON, check_values="sync").run(x, bad.expand(6, 40))
+
+
+_ROW_FORMS = [("scatter_add", {}), ("scatter", {}), ("scatter_reduce", {"reduce": "sum", "include_self": True}),
+              ("scatter_reduce", {"reduce": "mean", "include_self": True}),
+              ("scatter_reduce", {"reduce": "prod", "include_self": False}),
+              ("scatter_reduce", {"reduce": "amax", "include_self": True}),
+              ("scatter_reduce", {"reduce": "amin", "include_self": False})]
+
+
+@pytest.mark.skipif(bc.Backend.TRITON not in BACKENDS, reason="no Triton backend here")
+@pytest.mark.parametrize("dt", ["bf16", "f32", "i32", "bool"])
+@pytest.mark.parametrize("op,attrs", _ROW_FORMS, ids=lambda v: v if isinstance(v, str) else "-".join(map(str, v.values())))
+@pytest.mark.parametrize("dim", [0, 1])
+def test_scatter_of_whole_rows_runs_the_segment_fold(op, attrs, dt, dim):
+    """A row index (one index per position along dim, broadcast over the other dims: gather's backward) runs the
+    sorted-segment fold: the same values as the reference for every mode (duplicates, untouched rows, a source
+    larger than the index, a broadcast-zero input), bit-identical run to run, and a bad row index raises."""
+    from baracuda.testing import assert_close, cast, reference_f64
+
+    if dt == "bool" and ("mean" in attrs.values() or op == "scatter_reduce" and attrs["reduce"] == "prod"):
+        pytest.skip("torch has no bool mean / prod")
+    rng = _rng()
+    shape, n_idx = ((7, 5), 12) if dim == 0 else ((5, 7), 12)
+    scale, shift = (0.3, 1.0) if attrs.get("reduce") == "prod" else (3.0, 0.0)
+    x = cast(rng.standard_normal(shape) * scale + shift, bc.as_dtype(dt))
+    ishape = (n_idx, 5) if dim == 0 else (5, n_idx)
+    sshape = (n_idx + 2, 6) if dim == 0 else (6, n_idx + 3)
+    src = cast(rng.standard_normal(sshape) * scale + shift, bc.as_dtype(dt))
+    rows = rng.integers(0, 4, n_idx)          # duplicates; rows 4..6 untouched
+    col = rows[:, None] if dim == 0 else rows[None, :]
+    idx = np.broadcast_to(col, ishape)
+    desc = bc.Descriptor.like(op, x, idx.copy(), src, dim=dim, **attrs)
+    want = reference_f64(desc, [x, idx.copy(), src])[0]
+    it = _t(np.ascontiguousarray(col)).expand(ishape)      # stride 0 off dim
+    p = _plan(desc, bc.Backend.TRITON, check_values="sync")
+    got = p.run(_t(x), it, _t(src))
+    assert torch.equal(got, p.run(_t(x), it, _t(src)))
+    tol = {"bf16": 1.6e-2}.get(dt, 1e-6 if dt == "f32" else 0.0)
+    assert_close(got.float().cpu() if got.dtype == torch.bfloat16 else got.cpu(), want, tol, tol, f"{op} {attrs}")
+    zero = torch.zeros((), dtype=got.dtype, device=DT).expand(shape)
+    z_want = reference_f64(desc, [np.zeros(shape, x.dtype), idx.copy(), src])[0]
+    zg = p.run(zero, it, _t(src))
+    assert_close(zg.float().cpu() if zg.dtype == torch.bfloat16 else zg.cpu(), z_want, tol, tol, "broadcast zero")
+    bad = _t(np.ascontiguousarray(col)).clone()
+    bad.view(-1)[3] = shape[dim]
+    with pytest.raises(bc.InvalidProblemError, match=f"got index {shape[dim]}"):
+        p.run(_t(x), bad.expand(ishape), _t(src))

@@ -42,7 +42,7 @@ from ._common import broadcast_shapes, check_nonneg, norm_axis
 from .layout import LAYOUT_TYPES
 
 __all__ = ["VALUE_TYPES", "INDEX_TYPES", "oob_error", "no_out", "check_index", "check_index_shape", "index_spec",
-           "index_bench_inputs", "tad_shapes"]
+           "index_bench_inputs", "tad_shapes", "zeros_view"]
 
 VALUE_TYPES = LAYOUT_TYPES               # every dtype torch's CUDA gather/scatter take (complex aside)
 INDEX_TYPES = (DType.i64, DType.i32)
@@ -128,8 +128,10 @@ def _float_only(rule):
     return grad
 
 
-def _zeros(ctx, shape, dt):
-    return ctx.op("full", shape=tuple(shape), value=0.0, dtype=dt)
+def zeros_view(ctx, shape, dt):
+    """Zeros of ``shape`` as a broadcast view of one element (stride 0): a backward's scatter / put / index_add
+    into them reads no zeros from memory and writes its output once (the plans take operands of any strides)."""
+    return ctx.expand(ctx.op("full", shape=(), value=0.0, dtype=dt), tuple(shape))
 
 
 def _rng_index(rng, shape, n, wrap=False, dtype=np.int64):
@@ -160,7 +162,7 @@ def _check_gather(inputs, attrs):
 
 def _g_gather(ctx, d, grads, s):
     x = d.inputs[0]
-    return ctx.op("scatter_add", _zeros(ctx, x.shape, x.dtype), s["index"], grads[0], dim=d.attr("dim")), None
+    return ctx.op("scatter_add", zeros_view(ctx, x.shape, x.dtype), s["index"], grads[0], dim=d.attr("dim")), None
 
 
 def _gather_samples(rng):
@@ -224,7 +226,7 @@ def _check_take(inputs, attrs):
 
 def _g_take(ctx, d, grads, s):
     x = d.inputs[0]
-    return ctx.op("put", _zeros(ctx, x.shape, x.dtype), s["index"], grads[0], accumulate=True), None
+    return ctx.op("put", zeros_view(ctx, x.shape, x.dtype), s["index"], grads[0], accumulate=True), None
 
 
 def _take_samples(rng):
@@ -291,16 +293,16 @@ def _g_tad(ctx, d, grads, s):
     x, idx = d.inputs
     dim, g = d.attr("dim"), grads[0]
     if dim is None:
-        return ctx.op("put", _zeros(ctx, x.shape, x.dtype), s["indices"], g, accumulate=True), None
+        return ctx.op("put", zeros_view(ctx, x.shape, x.dtype), s["indices"], g, accumulate=True), None
     bx, bj = tad_shapes("take_along_dim", TensorSpec(x.shape or (1,), x.dtype), TensorSpec(idx.shape or (1,),
                                                                                         idx.dtype), dim)
     if math.prod(bj) == 0:     # nothing gathered: no gradient reaches the input
-        return _zeros(ctx, x.shape, x.dtype), None
+        return zeros_view(ctx, x.shape, x.dtype), None
     idx_w = ctx.op("remainder", s["indices"], ctx.op("full", shape=(), value=bx[dim], dtype=DType.i64))
     ishape = ctx.shape(idx_w) or (1,)
     if tuple(ishape) != tuple(bj):
         idx_w = ctx.op("repeat", ctx.reshape(idx_w, ishape), repeats=tuple(b // a for a, b in zip(ishape, bj)))
-    gi = ctx.op("scatter_add", _zeros(ctx, bx, x.dtype), idx_w, ctx.reshape(g, bj), dim=dim)
+    gi = ctx.op("scatter_add", zeros_view(ctx, bx, x.dtype), idx_w, ctx.reshape(g, bj), dim=dim)
     return ctx.reduce_to(gi, x.shape) if tuple(bx) != tuple(x.shape) else ctx.reshape(gi, x.shape), None
 
 

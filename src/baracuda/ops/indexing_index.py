@@ -33,6 +33,7 @@ from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, default_tol, register_spec, set_bench_inputs
 from ._common import check_nonneg, no_out
+from .indexing import zeros_view
 
 __all__ = ["INDEX_OPS", "VALUE_TYPES", "INDEX_TYPES", "index_error", "dim_geometry"]
 
@@ -144,16 +145,12 @@ def fill_value_grad(ctx, g, filled):
 
 
 # -- backward rules ----------------------------------------------------------------------------------
-def _zeros(ctx, t):
-    return ctx.op("full", shape=t.shape, value=0.0, dtype=t.dtype)
-
-
 def _g_select(ctx, d, grads, s):
     g = grads[0]
     if g is None or not d.inputs[0].dtype.is_floating:
         return (None, None)
     x = d.inputs[0]
-    z = _zeros(ctx, x)
+    z = zeros_view(ctx, x.shape, x.dtype)
     return (ctx.op("index_add", z, s["index"], ctx.reshape(g, _src_shape(d)), dim=d.attr("dim")), None)
 
 
@@ -567,7 +564,7 @@ def _g_put(ctx, d, grads, s):
     idx = [s[f"indices[{j}]"] for j in range(n - 2)]
     gx = None
     if ctx.needs[0]:
-        gx = g if d.attr("accumulate") else ctx.op("index_put", g, _zeros(ctx, d.inputs[1]), *idx, accumulate=False)
+        gx = g if d.attr("accumulate") else ctx.op("index_put", g, zeros_view(ctx, d.inputs[1].shape, d.inputs[1].dtype), *idx, accumulate=False)
     gv = ctx.reduce_to(ctx.op("advanced_index", g, *idx), d.inputs[1].shape) if ctx.needs[1] else None
     return (gx, gv) + (None,) * (n - 2)
 
@@ -578,7 +575,7 @@ def _g_adv(ctx, d, grads, s):
     if g is None or not d.inputs[0].dtype.is_floating:
         return (None,) * n
     idx = [s[f"indices[{j}]"] for j in range(n - 1)]
-    return (ctx.op("index_put", _zeros(ctx, d.inputs[0]), g, *idx, accumulate=True),) + (None,) * (n - 1)
+    return (ctx.op("index_put", zeros_view(ctx, d.inputs[0].shape, d.inputs[0].dtype), g, *idx, accumulate=True),) + (None,) * (n - 1)
 
 
 def _peer_put(x, values, *indices, accumulate=False):

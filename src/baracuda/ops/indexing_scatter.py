@@ -31,7 +31,7 @@ from .._core.dtypes import DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import REQUIRED, Attr, ErrorCase, Sample, TensorSpec, Workload, default_tol, set_bench_inputs
 from ._common import check_nonneg, norm_axis
-from .indexing import (_index_errors, _rng_index, _values, _zeros, check_index, check_index_shape, index_bench_inputs,
+from .indexing import (_index_errors, _rng_index, _values, zeros_view, check_index, check_index_shape, index_bench_inputs,
                        index_spec, no_out)
 
 __all__ = ["REDUCES", "LEGACY_REDUCE", "scatter_mode"]
@@ -147,7 +147,7 @@ def reduce_grads(ctx, x, idx, src, g, out, dim, reduce, include_self):
         mxr = ctx.op("scatter_reduce", masked_x, idx, src, dim=dim, reduce="prod", include_self=include_self)
         gs = ctx.op("div", ctx.op("mul", g, mxr), masked_x)
         src_zero = ctx.op("eq", src, zero)
-        nz = ctx.op("scatter_add", _zeros(ctx, xs, dt), idx, ctx.op("to_dtype", src_zero, dtype=dt), dim=dim)
+        nz = ctx.op("scatter_add", zeros_view(ctx, xs, dt), idx, ctx.op("to_dtype", src_zero, dtype=dt), dim=dim)
         single = ctx.op("logical_and", src_zero, ctx.op("eq", gat(nz), one))
         masked_src = ctx.op("where", single, one, src)
         msr = ctx.op("scatter_reduce", x, idx, masked_src, dim=dim, reduce="prod", include_self=include_self)

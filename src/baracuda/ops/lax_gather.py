@@ -60,7 +60,7 @@ from .._core.dtypes import DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import REQUIRED, Attr, ErrorCase, Sample, TensorSpec, Workload, default_tol, set_bench_inputs
 from ._common import check_nonneg
-from .indexing import INDEX_TYPES, _values, index_bench_inputs, index_spec
+from .indexing import INDEX_TYPES, _values, index_bench_inputs, index_spec, zeros_view
 
 __all__ = ["IndexMap", "MODES", "COMBINERS", "index_map_of", "fill_of"]
 
@@ -233,17 +233,13 @@ def index_map_of(desc) -> IndexMap:
 
 
 # -- backward --------------------------------------------------------------------------------------------------
-def _zeros(ctx, shape, dt):
-    return ctx.op("full", shape=tuple(shape), value=0.0, dtype=dt)
-
-
 def _flags(a):
     return {"mode": a["mode"], "indices_are_sorted": a["indices_are_sorted"], "unique_indices": a["unique_indices"]}
 
 
 def _g_gather(ctx, d, grads, s):
     a, x = d.attr_dict, d.inputs[0]
-    g = ctx.op("lax_scatter", _zeros(ctx, x.shape, x.dtype), s["start_indices"], grads[0],
+    g = ctx.op("lax_scatter", zeros_view(ctx, x.shape, x.dtype), s["start_indices"], grads[0],
                update_window_dims=a["offset_dims"], inserted_window_dims=a["collapsed_slice_dims"],
                scatter_dims_to_operand_dims=a["start_index_map"], operand_batching_dims=a["operand_batching_dims"],
                scatter_indices_batching_dims=a["start_indices_batching_dims"], combiner="add", **_flags(a))
@@ -271,7 +267,7 @@ def _g_scatter(ctx, d, grads, s):
     if comb == "add":
         return g, None, _gather_of(ctx, d, g, idx)
     if comb == "replace":
-        return _scatter_like(ctx, d, g, idx, _zeros(ctx, u.shape, u.dtype), "replace"), None, _gather_of(ctx, d, g, idx)
+        return _scatter_like(ctx, d, g, idx, zeros_view(ctx, u.shape, u.dtype), "replace"), None, _gather_of(ctx, d, g, idx)
     if comb in ("min", "max"):
         dt = d.inputs[0].dtype
         out, x, upd = s["out"], s["operand"], s["updates"]

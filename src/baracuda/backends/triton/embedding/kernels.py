@@ -18,6 +18,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from .._lib.atomics import red_add
 from .._lib.interp import f64_arg, loop
 
 # _seg_reduce modes
@@ -180,7 +181,7 @@ def _scatter_add(src_ptr, ids_ptr, srow_ptr, wt_ptr, out_ptr, N, S, D, ss, sd, p
     x = tl.load(src_ptr + r[:, None] * ss + dd[None, :] * sd, mask=m, other=0).to(CT)
     if HAS_WT:
         x = x * tl.load(wt_ptr + t, mask=ok, other=0).to(CT)[:, None]
-    tl.atomic_add(out_ptr + tl.where(ok, ids, 0)[:, None] * D + dd[None, :], x, mask=m)
+    red_add(out_ptr + tl.where(ok, ids, 0)[:, None] * D + dd[None, :], x, mask=m)
 
 
 @triton.jit
@@ -309,7 +310,7 @@ def _bag_max_bw(g_ptr, maxi_ptr, out_ptr, V, D, pad, CT: tl.constexpr, BD: tl.co
     r = tl.load(maxi_ptr + b * D + dd, mask=dm, other=-1)
     ok = dm & (r >= 0) & (r < V) & (r != pad)
     g = tl.load(g_ptr + b * D + dd, mask=ok, other=0).to(CT)
-    tl.atomic_add(out_ptr + tl.where(ok, r, 0) * D + dd, g, mask=ok)
+    red_add(out_ptr + tl.where(ok, r, 0) * D + dd, g, mask=ok)
 
 
 @triton.jit

@@ -23,6 +23,7 @@ import triton.language as tl
 
 from ...._core.dtypes import DType
 from ...._core.sku import MathPrecision, PrecisionGuarantee
+from .._lib.atomics import red_add
 from .._lib.geometry import cdiv, next_power_of_2
 from .._lib.interp import INTERPRETING, loop
 from .._lib.launch import fast_kernel
@@ -200,7 +201,7 @@ def _gs_kernel(x_ptr, grid_ptr, y_ptr, go_ptr, dx_ptr, dg_ptr, NP, P, C, D, H, W
                     w = wz * wy * wx
                     if BACKWARD:
                         doff = n * dxn + iz * dxd + iy * dxh + ix * dxw
-                        tl.atomic_add(dx_ptr + doff[:, None] + cc[None, :] * dxc,
+                        red_add(dx_ptr + doff[:, None] + cc[None, :] * dxc,
                                       (w[:, None] * go).to(dx_ptr.dtype.element_ty), mask=ok)
                         gv = tl.sum(go * v, 1)
                         ax += dwx * wy * wz * gv * mx

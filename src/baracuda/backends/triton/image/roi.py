@@ -18,6 +18,7 @@ import triton.language as tl
 from ...._core.dtypes import DType
 from ...._core.sku import MathPrecision, PrecisionGuarantee
 from ....ops.image_roi import roi_geometry
+from .._lib.atomics import red_add
 from .._lib.geometry import cdiv, next_power_of_2
 from .._lib.interp import INTERPRETING, loop
 from .._lib.register import register_triton
@@ -107,10 +108,10 @@ def _roi_align_kernel(x, rois, out, N, C, H, W, PH, PW, TOTAL,
             p_hl = base + yhi * s_xh + xlo * s_xw
             p_hh = base + yhi * s_xh + xhi * s_xw
             if BACKWARD:
-                tl.atomic_add(p_ll, g * wyl * wxl, mask=m)
-                tl.atomic_add(p_lh, g * wyl * wxh, mask=m)
-                tl.atomic_add(p_hl, g * wyh * wxl, mask=m)
-                tl.atomic_add(p_hh, g * wyh * wxh, mask=m)
+                red_add(p_ll, g * wyl * wxl, mask=m)
+                red_add(p_lh, g * wyl * wxh, mask=m)
+                red_add(p_hl, g * wyh * wxl, mask=m)
+                red_add(p_hh, g * wyh * wxh, mask=m)
             else:
                 v = wyl * wxl * tl.load(p_ll, mask=m, other=0.0).to(ACC) + \
                     wyl * wxh * tl.load(p_lh, mask=m, other=0.0).to(ACC) + \
@@ -190,7 +191,7 @@ def _roi_pool_bw_kernel(g, rois, arg, dx, N, C, H, W, PH, PW, TOTAL,
     m = tl.where(in_batch, e < TOTAL, False) & (a >= 0) & (a < H * W)
     a = tl.where(m, a, 0)
     v = tl.load(g + k * s_gk + c64 * s_gc + ph * s_gh + pw * s_gw, mask=m, other=0.0).to(ACC)
-    tl.atomic_add(dx + n * s_dn + c64 * s_dc + (a // W) * s_dh + (a % W) * s_dw, v, mask=m)
+    red_add(dx + n * s_dn + c64 * s_dc + (a // W) * s_dh + (a % W) * s_dw, v, mask=m)
 
 
 # -- launch --------------------------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ import triton
 import triton.language as tl
 
 from ...._core.checks import flagged
+from .._lib.atomics import red_add
 from .._lib.geometry import cdiv, next_power_of_2
 from .._lib.interp import loop
 from .._lib.launch import fast_kernel
@@ -56,11 +57,13 @@ def decode_index_flag(v) -> int:
     return v - 1 if v > 0 else v
 
 
-def raise_index_flag(op: str, arg: str, flag, size: int, wrap: bool, what: str, pref) -> None:
-    """Raise (now or deferred) the named out-of-range error if a kernel set ``flag`` (see the module doc)."""
+def raise_index_flag(op: str, arg: str, flag, size: int, wrap: bool, what: str, pref, decode=None) -> None:
+    """Raise (now or deferred) the named out-of-range error if a kernel set ``flag`` (see the module doc;
+    ``decode``: the flag's encoding when another family's kernel set it)."""
     from ....ops.indexing import oob_error
 
-    flagged(flag, pref, lambda v: oob_error(op, arg, decode_index_flag(v), size, wrap, what))
+    decode = decode or decode_index_flag
+    flagged(flag, pref, lambda v: oob_error(op, arg, decode(v), size, wrap, what))
 
 
 @triton.jit
@@ -155,12 +158,12 @@ def _index_map(val_ptr, idx_ptr, tgt_ptr, flag_ptr, cnt_ptr, n_rows, L, n_cb, si
         tl.store(tgt_ptr + to, tl.load(val_ptr + vo, mask=ok), mask=ok)
     elif MODE == 2:
         v = tl.load(val_ptr + vo, mask=ok, other=0).to(tgt_ptr.dtype.element_ty)
-        tl.atomic_add(tgt_ptr + to, v, mask=ok)
+        red_add(tgt_ptr + to, v, mask=ok)
     elif MODE == 3:
         v = tl.load(val_ptr + tl.zeros_like(vo))   # the identity: a 1-element tensor
         tl.store(tgt_ptr + to, v, mask=ok)
     elif MODE == 4:
-        tl.atomic_add(cnt_ptr + to, tl.full(to.shape, 1, tl.int32), mask=ok)
+        red_add(cnt_ptr + to, tl.full(to.shape, 1, tl.int32), mask=ok)
     else:
         # MODE 5 / 6 / 7: product / max / min by compare-and-swap on the accumulator (tgt_ptr its bits, cnt_ptr typed)
         v = tl.load(val_ptr + vo, mask=ok, other=0).to(cnt_ptr.dtype.element_ty)

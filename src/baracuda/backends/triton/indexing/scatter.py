@@ -16,6 +16,14 @@ values, which one depending on scheduling (deterministic=False as well, as torch
 program owns a set of index columns and walks dim in order with plain loads / stores; bit-stable, the last
 duplicate wins; parallel over the columns only, so a flat put or a scatter along a long dim with few columns is
 slow there).
+
+A row index -- one index per position along ``dim``, broadcast (stride 0) over every other dim and covering the
+output there, as ``idx[:, None].expand(-1, D)`` and gather's backward pass it -- is index_add / index_reduce /
+index_copy in disguise: it runs their sorted-segment kernel (``indexing_index/rows.py``), which folds each output
+row's sources in index order in the accumulator and writes every output row once.  No atomics (deterministic, the
+last duplicate wins for an assignment, as the sequential kernel), no accumulator workspace, and an input that is a
+broadcast zero (a backward's) is never read from memory.  Integer means stay on the atomic path (torch sums them in
+the narrow dtype, which wraps; the fold sums in int64).
 """
 from __future__ import annotations
 
@@ -25,6 +33,8 @@ from ...._core.dtypes import DType
 from ...._core.sku import MathPrecision, PrecisionGuarantee
 from ....ops.indexing_scatter import scatter_mode
 from .._lib.register import register_triton
+from ....ops.indexing_index import dim_geometry
+from ..indexing_index.rows import apply_rows, decode_flag
 from .gather import _supports, flag_of
 from .kernels import (ADD, AMAX, AMIN, ASSIGN, COUNT, MARK, PROD, int_view, launch_index_map, launch_scatter_seq,
                       raise_index_flag)
@@ -87,6 +97,21 @@ def _precision(desc, pref=None):
     return PrecisionGuarantee(math_, acc, bit_stable=exact, deterministic=exact)
 
 
+_SEGMENTS = {None: "seg:copy", "sum": "seg:add", "mean": "seg:mean", "prod": "seg:prod", "amax": "seg:amax",
+             "amin": "seg:amin"}
+
+
+def row_index(iv, dim, shape):
+    """The 1-D index along ``dim`` (a view) when ``iv`` holds one index per position along dim -- stride 0 or
+    extent 1 along every other dim, whose extents are ``shape``'s -- else None."""
+    if iv.dim() != len(shape) or iv.numel() == 0:
+        return None
+    for e, (n, st) in enumerate(zip(iv.shape, iv.stride())):
+        if e != dim and (n != shape[e] or (st != 0 and n != 1)):
+            return None
+    return iv.as_strided((iv.shape[dim],), (iv.stride(dim),))
+
+
 def _views(desc, x, idx, src, res):
     """(input, index, src, result) views in the scatter's own geometry, dim, size, wrap, what."""
     if desc.op == "put":
@@ -106,6 +131,7 @@ def _bind(desc, pref=None):
     acc_t = acc_dtype(desc.dtype)
     is_float = desc.dtype.is_floating
     seq = _sequential(desc, pref)
+    rows_ok = desc.op != "put" and (reduce != "mean" or is_float)
     consts: dict = {}    # (what, device) -> the 1-element value / identity tensor, made once per plan and device
 
     def const(what, v, dt, device):
@@ -126,6 +152,15 @@ def _bind(desc, pref=None):
             sst = (0,) * iv.dim()
         else:
             sst = sv.stride()
+        ri = row_index(iv, dim, rv.shape) if rows_ok else None
+        if ri is not None:      # index_add / index_reduce / index_copy in disguise (module doc)
+            src_rows = sv.reshape(()).expand(iv.shape) if src is None else sv[tuple(slice(0, n) for n in iv.shape)]
+            apply_rows(_SEGMENTS[reduce], rv, xv, ri, src_rows, rv.reshape(-1)[:1], flag, dim_geometry(rv.shape, dim),
+                       ri.numel(), False, False, include_self)
+            if res is not out:
+                out.copy_(res)
+            raise_index_flag(desc.op, "index", flag, size, wrap, what, pref, decode=decode_flag)
+            return
         geo = dict(dim=dim, size=size, wrap=wrap, shape=iv.shape, idx_strides=iv.stride(), val_strides=sst)
         if reduce is None:
             rv.copy_(xv)

@@ -27,6 +27,7 @@ from ...._core.checks import flagged
 from ...._core.dtypes import DType
 from ...._core.sku import MathPrecision, PrecisionGuarantee
 from ....ops.indexing_index import INDEX_DEFS, dim_geometry, index_error
+from .._lib.atomics import red_add
 from .._lib.geometry import cdiv, next_power_of_2
 from .._lib.launch import fast_kernel
 from .._lib.register import register_triton, simt_precision
@@ -43,7 +44,7 @@ def flag_bad(flag_ptr, v, bad):
     key = tl.where(bad, 2 * tl.abs(v) + (v < 0).to(tl.int64) + 1, 0)
     mx = tl.max(key, axis=0)
     if mx > 0:
-        tl.atomic_max(flag_ptr, mx)
+        tl.atomic_max(flag_ptr, mx, sem="relaxed")
 
 
 def decode_flag(v) -> int:
@@ -88,7 +89,7 @@ def _rows_kernel(out_ptr, x_ptr, idx_ptr, src_ptr, val_ptr, flag_ptr, rows, K, N
         v = tl.load(src_ptr + (o * sso + k * ssk)[:, None] + c2 * ssi, mask=m, other=0)
         if ALPHA:
             v = (v.to(ACC) * tl.load(val_ptr).to(ACC)).to(out_ptr.dtype.element_ty)
-        tl.atomic_add(out_ptr + (o * soo + i * son)[:, None] + c2 * soi, v, mask=m)
+        red_add(out_ptr + (o * soo + i * son)[:, None] + c2 * soi, v, mask=m)
 
 
 @fast_kernel

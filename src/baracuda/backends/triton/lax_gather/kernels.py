@@ -27,6 +27,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from .._lib.atomics import red_add
 from .._lib.geometry import cdiv, next_power_of_2
 from .._lib.launch import fast_kernel
 from .._lib.strided import padded, span, strided_offset, tile_rows_cols
@@ -99,7 +100,7 @@ def _lax_map(val_ptr, idx_ptr, opd_ptr, fill_ptr, typed_ptr, n_rows, L, n_cb, IK
         tl.store(opd_ptr + oo, tl.load(val_ptr + vo, mask=ok), mask=ok)
     elif MODE == 2:
         v = tl.load(val_ptr + vo, mask=ok, other=0).to(opd_ptr.dtype.element_ty)
-        tl.atomic_add(opd_ptr + oo, v, mask=ok)
+        red_add(opd_ptr + oo, v, mask=ok)
     else:
         # MODE 3 / 4 / 5: product / min / max by compare-and-swap on the result's bits (indexing's cas_combine)
         v = tl.load(val_ptr + vo, mask=ok, other=0).to(typed_ptr.dtype.element_ty)

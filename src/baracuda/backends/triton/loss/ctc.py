@@ -29,6 +29,7 @@ from ...._core.dtypes import DType
 from ...._core.errors import UnsupportedError
 from ...._core.sku import MathPrecision, PrecisionGuarantee
 from ....ops.loss_ctc import ctc_geometry, validate_ctc
+from .._lib.atomics import red_add
 from .._lib.register import register_triton
 from .._lib.math import exp_acc as _ex
 from .._lib.math import log_acc as _lg
@@ -81,14 +82,14 @@ def _beta_step(lp_ptr, row_prev, row_cur, arow, g_ptr, b, t, s, ns, valid, lab, 
     e = _ex(a + b - x + nll, F64) * sc
     e = tl.where(valid, e, 0.0)
     e = tl.where(sc == 0.0, 0.0, e)   # zeroed sequences (zero_infinity, T_n = 0): no NaN from inf - inf
-    tl.atomic_add(g_ptr + t64 * N * C + lab, -e, mask=valid)
+    red_add(g_ptr + t64 * N * C + lab, -e, mask=valid)
     # torch's convention adds exp(lp[t, n, c]) * scale over every class (module doc of ops/loss_ctc.py), in
     # chunks of the state block; 0 for a zeroed sequence (sc == 0, whatever lp holds)
     for c0 in loop(0, C, BLOCK_S):
         cc = c0 + s
         mc = cc < C
         xc = tl.load(lp_ptr + t64 * slt + cc.to(tl.int64) * slc, mask=mc, other=0.0).to(b.dtype)
-        tl.atomic_add(g_ptr + t64 * N * C + cc, tl.where(sc == 0.0, 0.0, _ex(xc, F64) * sc), mask=mc)
+        red_add(g_ptr + t64 * N * C + cc, tl.where(sc == 0.0, 0.0, _ex(xc, F64) * sc), mask=mc)
     return b
 
 

@@ -24,6 +24,7 @@ from ...._core.checks import flagged
 from ...._core.dtypes import DType
 from ...._core.sku import MathPrecision, PrecisionGuarantee
 from ....ops.histogram import bincount_error, outer_range
+from .._lib.atomics import red_add
 from .._lib.geometry import cdiv
 from .._lib.launch import fast_kernel
 from .._lib.register import register_triton
@@ -94,11 +95,11 @@ def accumulate(acc_ptr, w_ptr, p, b, ok, WEIGHTED: tl.constexpr, ACC_F64: tl.con
     if WEIGHTED:
         w = tl.load(w_ptr + p, mask=ok, other=0)
         if ACC_F64:
-            tl.atomic_add(acc_ptr + b, w.to(tl.float64), mask=ok)
+            red_add(acc_ptr + b, w.to(tl.float64), mask=ok)
         else:
-            tl.atomic_add(acc_ptr + b, w.to(tl.float32), mask=ok)
+            red_add(acc_ptr + b, w.to(tl.float32), mask=ok)
     else:
-        tl.atomic_add(acc_ptr + b, tl.full(b.shape, 1, tl.int32), mask=ok)
+        red_add(acc_ptr + b, tl.full(b.shape, 1, tl.int32), mask=ok)
 
 
 @fast_kernel

@@ -24,6 +24,7 @@ import torch
 import triton
 import triton.language as tl
 
+from .._lib.atomics import red_add
 from .._lib.geometry import cdiv, next_power_of_2
 from .._lib.launch import fast_kernel
 from .._lib.register import register_triton
@@ -72,7 +73,7 @@ def _emit_kernel(vals_ptr, inv_ptr, counts_ptr, x_ptr, new_ptr, off_ptr, n, ROWS
     new = tl.load(new_ptr + p, mask=pm, other=0).to(tl.int64)
     run = tl.load(off_ptr + tl.program_id(0)) + tl.cumsum(new, axis=0) - 1
     tl.store(inv_ptr + p, run, mask=pm)
-    tl.atomic_add(counts_ptr + run, tl.full([BLOCK], 1, tl.int64), mask=pm)
+    red_add(counts_ptr + run, tl.full([BLOCK], 1, tl.int64), mask=pm)
     first = pm & (new != 0)
     if ROWS:                  # the slice index of each run's first slice
         tl.store(vals_ptr + run, p, mask=first)
@@ -109,7 +110,7 @@ def _unique_small_kernel(vals_ptr, inv_ptr, counts_ptr, num_ptr, sorted_ptr, x_p
     new = m & ((o == 0) | (s != prev))
     run = tl.cumsum(new.to(tl.int64), axis=0) - 1
     tl.store(vals_ptr + run, s, mask=new)
-    tl.atomic_add(counts_ptr + run, tl.full([BLOCK], 1, tl.int64), mask=m)
+    red_add(counts_ptr + run, tl.full([BLOCK], 1, tl.int64), mask=m)
     num = tl.sum(new.to(tl.int64), axis=0)
     tl.store(num_ptr, num)
     tl.debug_barrier()

@@ -18,6 +18,7 @@ from ...._core.dtypes import DType
 from ...._core.sku import MathPrecision, PrecisionGuarantee
 from ....ops.sort import row_geometry
 from ....ops.sort_stats import INTERPOLATIONS, quantile_qs
+from .._lib.atomics import red_add
 from .._lib.geometry import cdiv, next_power_of_2
 from .._lib.interp import loop
 from .._lib.launch import fast_kernel
@@ -98,8 +99,8 @@ def _pick_kernel(sv_ptr, si_ptr, q_ptr, out_ptr, oi_ptr, g_ptr, dx_ptr, R, n, K,
             g = tl.load(g_ptr + j * R + rows, mask=rm, other=0)
             ia = tl.load(si_ptr + base + below, mask=rm, other=0)
             ib = tl.load(si_ptr + base + above, mask=rm, other=0)
-            tl.atomic_add(dx_ptr + base + ia, g * (1.0 - w), mask=rm)
-            tl.atomic_add(dx_ptr + base + ib, g * w, mask=rm & (w != 0))
+            red_add(dx_ptr + base + ia, g * (1.0 - w), mask=rm)
+            red_add(dx_ptr + base + ib, g * w, mask=rm & (w != 0))
         else:
             a = tl.load(sv_ptr + base + below, mask=rm, other=0)
             b = tl.load(sv_ptr + base + above, mask=rm, other=0)
