@@ -108,6 +108,29 @@ def test_topk_nan_largest_ties_lowest_index(backend, dt):
                 _same(v, tv[:, :k])
 
 
+@pytest.mark.parametrize("backend", TRITON, ids=str)
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16, torch.float16, torch.int32, torch.int16, torch.int8,
+                                torch.uint8], ids=str)
+def test_topk_radix_select_is_the_stable_sorts_prefix(backend, dt):
+    """The radix select (chunks of 8 positions: a row of 45 is six chunks, one partial) keeps the first k entries of
+    torch's stable sort: NaN largest, ties at the k-th key by lowest position, every 8-bit digit pass of the dtype."""
+    from baracuda.backends.triton.sort.rows import uses_select
+
+    g = torch.Generator().manual_seed(6)
+    x = _data(dt, (3, 45), g)
+    if dt.is_floating_point:      # wide values too (every digit of the key matters), and ties
+        x[1] = (torch.randn(45, generator=g) * 1e3).to(dt)
+        x[1, 5:9] = x[1, 30]
+    with forced(select=True, select_chunk=8):
+        assert uses_select(45, 7, bc.as_dtype(dt))
+        for k in (1, 3, 7, 16, 45):
+            for largest in (True, False):
+                v, i = _run("topk", x, backend=backend, k=k, largest=largest)
+                tv, ti = torch.sort(x, descending=largest, stable=True)
+                _same(i, ti[:, :k])
+                _same(v, tv[:, :k])
+
+
 def test_topk_values_match_torch_topk():
     """Without ties the indices are unique: they equal torch.topk's (which picks any tied position)."""
     g = torch.Generator().manual_seed(5)

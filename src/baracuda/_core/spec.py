@@ -275,8 +275,10 @@ class OpSpec:
     # the output's values are unspecified (empty / empty_like: uninitialized memory, torch.empty's contract): only
     # shapes, dtypes and devices are compared by the tests
     values_unspecified: bool = False
-    # a torch function doing the same work whose values cannot match the op's (another random stream: torch's
-    # sort-based top-p sampling, its dropout): the bench times it as the peer, the tests do not compare with it
+    # the torch function a user calls for the same work when the bench should time it instead of torch_peer: one
+    # whose values cannot match the op's (another random stream: torch's sort-based top-p sampling), or one faster
+    # than torch_peer with another tie rule (torch.topk beside the stable sort's prefix).  The tests never compare
+    # with it; the bench times it as the peer and, when torch_peer is set, takes the reference values from that
     bench_peer: Callable | None = None
 
     def __post_init__(self):

@@ -311,8 +311,8 @@ def bench_workload(ctx: _Ctx, spec: OpSpec, wl: Workload) -> None:
 
     sets = [make_inputs(desc, ctx.tdev, seed=k) for k in range(_n_sets(ctx, desc))]
     attrs_n = desc.attr_dict
-    peer = spec.torch_peer or spec.bench_peer
-    comparable = spec.torch_peer is not None     # (a bench peer's values are another stream's: no rel_err)
+    peer = spec.bench_peer or spec.torch_peer    # (the function a user calls: OpSpec.bench_peer)
+    comparable = spec.torch_peer is not None     # (rel_err against torch_peer's values only)
     timings: dict[str, float] = {}
     ref_out = None
     peers = {}
@@ -348,7 +348,7 @@ def bench_workload(ctx: _Ctx, spec: OpSpec, wl: Workload) -> None:
             _row(ctx, base, name, nbytes, flops, status=f"error: {err}")
             continue
         if name == "torch" and comparable:
-            ref_out = out
+            ref_out = out if peer is spec.torch_peer else spec.torch_peer(*sets[0], **attrs_n)
         t, err = _attempt(ctx, lambda: ctx.time([lambda xs=xs: fn(*xs) for xs in sets]))
         if err:
             _row(ctx, base, name, nbytes, flops, status=f"error: {err}")

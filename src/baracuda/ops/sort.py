@@ -164,6 +164,13 @@ def _peer_topk(x, k, dim=-1, largest=True, sorted=True):
     return v.narrow(dim, 0, k), i.narrow(dim, 0, k)
 
 
+def _bench_topk(x, k, dim=-1, largest=True, sorted=True):
+    """torch.topk itself, the bench's peer (the tests compare with _peer_topk: torch.topk may pick any tied position)."""
+    import torch
+
+    return torch.topk(x, k, dim=dim, largest=largest, sorted=sorted)
+
+
 def _peer_sort_bw(g, idx, dim, size):
     import torch
 
@@ -334,6 +341,7 @@ for _op, _attrs, _check, _peer, _dropin, _res, _dt, _doc in [
         tol=lambda dt: (0.0, 0.0),            # data movement: exact
         grad_tol=lambda dt: (0.0, 0.0), workloads=_workloads(_op), cost=_cost, category="sort", doc=_doc,
         jax_name={"sort": "jax.lax.sort", "topk": "jax.lax.top_k"}.get(_op),
+        bench_peer=_bench_topk if _op == "topk" else None,
     ))
 
 SPECS["sort_backward"] = register_spec(OpSpec(

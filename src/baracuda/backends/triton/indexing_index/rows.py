@@ -8,8 +8,10 @@ Two kernels:
   The output of FILL / ADD starts as a copy of the input.
 * ``_seg_kernel`` (deterministic; every index_reduce mode, index_copy, integer index_add and index_add under
   PlanPreference(require_deterministic=True)): the indices are normalized (out-of-range -> -1) and sorted stably
-  with their positions; each program owns [BR, BC] destination rows x columns, finds its rows' runs in the sorted
-  indices by a vectorized binary search and folds the source rows of a run in index order (f32 for half types,
+  with their positions, and every destination row's run [starts[n], starts[n + 1]) found once by a vectorized
+  binary search (``_bounds_kernel``: N + 1 lanes in parallel, not per tile: a per-tile search is two chains of
+  log2 K dependent loads in every program, latency that left the fold at a third of HBM bandwidth); each program
+  owns [BR, BC] destination rows x columns and folds the source rows of each run in index order (f32 for half types,
   f64 for f64, int64 for integers): no atomics, the same bits every run; index_copy takes the run's last row (the
   CPU's "last wins").  The sort is torch.sort (stable) until baracuda's own sort lands.
 
@@ -122,16 +124,26 @@ def _lower_bound(keys_ptr, K, target, steps):
 
 
 @fast_kernel
-def _seg_kernel(out_ptr, x_ptr, keys_ptr, perm_ptr, src_ptr, val_ptr, rows, N, K, inner, n_cb, steps,
+def _bounds_kernel(keys_ptr, starts_ptr, K, N, steps, BLOCK: tl.constexpr):
+    """starts[n] = the first position of the sorted keys >= n, for n in [0, N] (row n's run ends at starts[n + 1];
+    the -1 keys of out-of-range indices sort before every row)."""
+    n = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
+    tl.store(starts_ptr + n, _lower_bound(keys_ptr, K, n, steps), mask=n <= N)
+
+
+@fast_kernel
+def _seg_kernel(out_ptr, x_ptr, starts_ptr, perm_ptr, src_ptr, val_ptr, rows, N, inner, n_cb,
                 sxo, sxn, sxi, sso, ssk, ssi, soo, son, soi,
                 MODE: tl.constexpr, SELF: tl.constexpr, ALPHA: tl.constexpr, ACC: tl.constexpr,
                 INT: tl.constexpr, BOOL: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr):
     r, c, rm, cm = _tile(tl.program_id(0), rows, inner, n_cb, BR, BC)
     o = r // N
     n = r - o * N
-    lo = _lower_bound(keys_ptr, K, n, steps)
-    hi = _lower_bound(keys_ptr, K, n + 1, steps)
-    cnt = tl.where(rm, hi - lo, 0)
+    # (starts[n] and starts[n + 1] as one [BR, 2] tile: two [BR] loads of them trip Triton 3.6's layout pass)
+    two = tl.arange(0, 2)[None, :]
+    b = tl.load(starts_ptr + n[:, None] + two, mask=rm[:, None], other=0)
+    lo = tl.sum(tl.where(two == 0, b, 0), 1)
+    cnt = tl.sum(tl.where(two == 0, -b, b), 1)
     m2 = rm[:, None] & cm[None, :]
     c2 = c[None, :]
     xv = tl.load(x_ptr + (o * sxo + n * sxn)[:, None] + c2 * sxi, mask=m2, other=0)
@@ -302,14 +314,16 @@ def _run_seg(o3, so, x3, sx, src3, ss, idx, sidx, flag, val, acc, outer, n, k, i
     keys, perm = torch.sort(keys[:k], stable=True)
     if not k:
         keys, perm = torch.full((1,), -1, dtype=torch.int64, device=x3.device), torch.zeros(1, dtype=torch.int64, device=x3.device)
+    starts = torch.empty(n + 1, dtype=torch.int64, device=x3.device)
+    _bounds_kernel[(cdiv(n + 1, 1024),)](keys, starts, k, n, max(1, (k + 1).bit_length()), BLOCK=1024, num_warps=4)
     rows = outer * n
     br, bc = _tiles(inner, rows, 8 if acc in (tl.float64, tl.int64) else 4)
     n_cb = cdiv(inner, bc)
     is_bool = o3.dtype == torch.bool
     if is_bool:   # (bools move as bytes)
         o3, x3, src3, val = bits(o3), bits(x3), bits(src3), bits(val)
-    _seg_kernel[(cdiv(rows, br) * n_cb,)](o3, x3, keys, perm, src3, val, rows, n, k, inner, n_cb,
-                                          max(1, (k + 1).bit_length()), *sx, *ss, *so, MODE=mode, SELF=incl,
+    _seg_kernel[(cdiv(rows, br) * n_cb,)](o3, x3, starts, perm, src3, val, rows, n, inner, n_cb,
+                                          *sx, *ss, *so, MODE=mode, SELF=incl,
                                           ALPHA=alpha, ACC=acc, INT=acc == tl.int64, BOOL=is_bool, BR=br, BC=bc, num_warps=4)
 
 

@@ -14,7 +14,16 @@ Rows are contiguous [R, n] (the host moves the sort axis last).  Three sort path
   writes the outputs (values gathered from x, int64 indices) directly.  Chosen over a radix sort for
   its simplicity under the interpreter; 1 x 2^24 f32: 11 passes of 12 B read + 12 B written per element
   (the probes of a pass hit L2 for the runs' upper levels); not measured (no GPU in this session).
-* topk with k <= KMAX (4096): ``_topk_kernel``, one program per row walks the row in chunks of C =
+* topk of keys of <= 32 bits with k <= 1024 on rows of >= 4 next_pow2(k) positions: ``_select_kernel``, a radix
+  select, one program per row.  BITS / 8 passes over the row (chunks of CH positions; the row stays in L1 / L2)
+  build a 256-bin histogram (tl.histogram) of one 8-bit digit of the order keys, high digit first, among the keys
+  that share the digits found so far: the bin holding the k-th smallest key, and how many keys sort before it,
+  give that key T digit by digit and the number r of its ties that belong in.  One more pass stores the
+  positions of the keys below T and of the first r ties (by position: torch's stable order) into the index
+  output, compacted by a running count and a prefix sum; they are read back, sorted in registers as packed
+  (key, position) pairs and written as the outputs.  A bf16 row of 32768: three reads of the row and a sort of k
+  keys, where the chunked path below sorts every chunk of the row.
+* other topk with k <= KMAX (4096): ``_topk_kernel``, one program per row walks the row in chunks of C =
   max(next_pow2(k), 1024) positions, sorts each chunk descending and keeps the C best of (best, chunk) by
   an elementwise min of the ascending best and the descending chunk (a bitonic sequence holding the C
   smallest keys of the union), re-sorted by one merge stage.  Larger k runs the full sort and keeps k.
@@ -142,3 +151,49 @@ def _topk_kernel(x_ptr, v_ptr, i_ptr, R, n, K, NCH, sxr, svr, sir, C: tl.constex
     dest = tl.arange(0, C)[None, :]
     r2 = rows[:, None]
     _emit(x_ptr, v_ptr, i_ptr, r2, pos, dest, (r2 < R) & (dest < K), sxr, svr, sir, True, True)
+
+
+@fast_kernel
+def _select_kernel(x_ptr, v_ptr, i_ptr, R, n, K, NCH, sxr, svr, sir, LO, CH: tl.constexpr, KP: tl.constexpr,
+                   LKP: tl.constexpr, KIND: tl.constexpr, BITS: tl.constexpr, DESC: tl.constexpr):
+    """The K (<= KP) first entries of each row's sort by a radix select (module doc), one program per row; LO: the
+    smallest order key, so that key - LO is an unsigned BITS-bit number."""
+    row = tl.program_id(0).to(tl.int64)
+    bins = tl.arange(0, 256)
+    prefix = tl.full((), 0, tl.int64)       # the digits of the K-th key found so far
+    kr = tl.full((), 0, tl.int32) + K       # how many of the keys sharing them belong in
+    for p in tl.static_range(BITS // 8):
+        shift = BITS - 8 * (p + 1)
+        h = tl.zeros([256], tl.int32)
+        for c in loop(0, NCH):
+            cols = c * CH + tl.arange(0, CH)
+            m = cols < n
+            u = to_key(tl.load(x_ptr + row * sxr + cols, mask=m, other=0), KIND, BITS, DESC) - LO
+            if p > 0:
+                m = m & ((u >> (shift + 8)) == prefix)
+            h += tl.histogram(((u >> shift) & 255).to(tl.int32), 256, mask=m)
+        d = tl.sum((tl.cumsum(h, 0) < kr).to(tl.int32), 0)      # the bin of the kr-th key
+        kr -= tl.sum(tl.where(bins < d, h, 0), 0)
+        prefix = prefix * 256 + d
+    filled = tl.full((), 0, tl.int32)
+    ties = tl.full((), 0, tl.int32)
+    for c in loop(0, NCH):
+        cols = c * CH + tl.arange(0, CH)
+        m = cols < n
+        u = to_key(tl.load(x_ptr + row * sxr + cols, mask=m, other=0), KIND, BITS, DESC) - LO
+        eq = m & (u == prefix)
+        take = (m & (u < prefix)) | (eq & (ties + tl.cumsum(eq.to(tl.int32), 0) <= kr))
+        slot = filled + tl.cumsum(take.to(tl.int32), 0) - 1
+        tl.store(i_ptr + row * sir + slot, cols.to(tl.int64), mask=take)
+        filled += tl.sum(take.to(tl.int32), 0)
+        ties += tl.sum(eq.to(tl.int32), 0)
+    tl.debug_barrier()
+    rows = row + tl.arange(0, 1).to(tl.int64)
+    j = tl.arange(0, KP)[None, :]
+    jm = j < K
+    pos = tl.load(i_ptr + rows[:, None] * sir + j, mask=jm, other=0).to(tl.int32)
+    k = to_key(tl.load(x_ptr + rows[:, None] * sxr + pos, mask=jm, other=0), KIND, BITS, DESC)
+    k = tl.where(jm, (k << 32) | pos.to(tl.int64), I64_MAX)
+    k, pos = sort_tile(k, pos, LKP, LKP, 0, False)
+    tl.debug_barrier()
+    _emit(x_ptr, v_ptr, i_ptr, rows[:, None], _positions(k, pos, False), j, jm, sxr, svr, sir, True, True)

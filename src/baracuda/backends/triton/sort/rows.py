@@ -20,10 +20,14 @@ from .._lib.config import overrides
 from .._lib.geometry import cdiv, next_power_of_2
 from .._lib.launch import fast_kernel
 from .._lib.register import register_triton
-from .kernels import _merge_kernel, _rows_kernel, _topk_kernel
+from .kernels import _merge_kernel, _rows_kernel, _select_kernel, _topk_kernel
 
 _FORCE, forced = overrides("""Force ``nmax`` (the register-sort limit), ``kmax`` / ``chunk`` (topk), ``tile`` (short
-rows' minimum tile) in :func:`row_config` (tests run the long-row and chunked paths at small sizes).""")
+rows' minimum tile) in :func:`row_config`, ``select`` (True / False: topk's radix select where its keys allow it,
+or never) and ``select_chunk`` / ``select_warps`` (its positions per chunk, warps per program); tests run every
+path at small sizes.""")
+
+_SELECT_KMAX = 1024
 
 _WS_ALIGN = 256
 
@@ -131,11 +135,26 @@ def topk_rows(x2, v, i, k: int, largest: bool, ws) -> None:
         return
     dt = as_dtype(x2.dtype)
     c = row_config(R, n, dt)
-    C = max(next_power_of_2(k), min(next_power_of_2(n), _FORCE.get("chunk", 1024)))
     xb, vb = _bits_view(x2), _bits_view(v)
+    if uses_select(n, k, dt):
+        kp = next_power_of_2(k)
+        ch = _FORCE.get("select_chunk", 2048)
+        lo = -(1 << c.bits) if (c.kind == 2 and largest) else 0 if c.kind == 2 else -(1 << (c.bits - 1))
+        _select_kernel[(R,)](xb, vb, i, R, n, k, cdiv(n, ch), xb.stride(0), vb.stride(0), i.stride(0), lo, CH=ch,
+                             KP=kp, LKP=kp.bit_length() - 1, KIND=c.kind, BITS=c.bits, DESC=largest,
+                             num_warps=_FORCE.get("select_warps", 4))
+        return
+    C = max(next_power_of_2(k), min(next_power_of_2(n), _FORCE.get("chunk", 1024)))
     _topk_kernel[(R,)](xb, vb, i, R, n, k, cdiv(n, C), xb.stride(0), vb.stride(0), i.stride(0), C=C,
                        LC=C.bit_length() - 1, KIND=c.kind, BITS=c.bits, DESC=largest, PAIR=c.pair,
                        num_warps=8 if C >= 1024 else 4)   # (C = 1024 at 4 warps: 8 B of stack on sm_90)
+
+
+def uses_select(n: int, k: int, dt: DType) -> bool:
+    """topk's radix select (kernels.py): keys of <= 32 bits, k <= 1024, and a row of at least 4 next_pow2(k)
+    positions (a shorter row sorts whole at about the cost of sorting the k candidates)."""
+    ok = dt.itemsize <= 4 and 0 < k <= _SELECT_KMAX
+    return ok and _FORCE.get("select", n >= max(4 * next_power_of_2(k), 2048))
 
 
 def moved(t, dim):
@@ -235,6 +254,8 @@ def _route(desc, pref=None):
     R, n = row_geometry(x.shape, _dim(desc))
     c = row_config(R, n, x.dtype)
     key = "pairs" if c.pair else "packed"
+    if desc.op == "topk" and uses_select(n, desc.attr("k"), x.dtype):
+        return f"triton:topk:radix-select-{x.dtype.itemsize}x8bit"
     if desc.op == "topk" and desc.attr("k") <= _FORCE.get("kmax", 4096):
         return f"triton:topk:chunked-bitonic-{key}"
     path = f"registers{c.br}x{c.n_pow}" if c.short else f"block{c.n_pow}+merge"
