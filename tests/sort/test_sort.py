@@ -1,5 +1,5 @@
 """Sort-family checks the generic suite does not make: torch's order (stable ties, NaN largest, -0.0 == +0.0,
-descending stability) on every dtype, the long-row path (block sort + merge passes) and the chunked topk
+descending stability) on every dtype, the long-row path (block sort + merge passes), the chunked topk and the radix-select topk
 forced at small sizes, topk's large-k path, sort_backward's out-of-range index error, gradients through
 the saved indices against torch.autograd, and the drop-ins."""
 from __future__ import annotations
@@ -93,37 +93,28 @@ def test_long_row_merge_path_many_passes(backend):
         _same(_run("sort", xd, backend=backend)[1], torch.sort(xd, stable=True)[1])
 
 
+# topk's paths at small sizes: the chunked bitonic walk (chunks of 8, and k above kmax=4 through the full sort), and
+# the radix select (chunks of 8 positions: a row of 45 is six chunks, one partial; keys of <= 32 bits)
+TOPK_PATHS = {"chunked": dict(chunk=8, kmax=4, nmax=16, tile=8, select=False),
+              "select": dict(select=True, select_chunk=8)}
+
+
 @pytest.mark.parametrize("backend", BACKENDS, ids=str)
-@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16, torch.float64, torch.int32, torch.uint8], ids=str)
-def test_topk_nan_largest_ties_lowest_index(backend, dt):
+@pytest.mark.parametrize("path", list(TOPK_PATHS))
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16, torch.float16, torch.float64, torch.int32, torch.int16,
+                                torch.int8, torch.uint8], ids=str)
+def test_topk_nan_largest_ties_lowest_index(backend, path, dt):
+    """topk keeps the first k entries of torch's stable sort on every path: NaN largest, ties at the k-th key by
+    lowest position, every 8-bit digit pass of the select."""
+    if backend != Backend.TRITON and path != "chunked":
+        pytest.skip("the forced path is Triton's")
     g = torch.Generator().manual_seed(4)
-    x = _data(dt, (3, 45), g)
-    # chunks of 8 positions (6 chunks per row), and k above kmax=4 through the full sort
-    with forced(chunk=8, kmax=4, nmax=16, tile=8):
-        for k in (1, 3, 4, 7, 45):
-            for largest in (True, False):
-                v, i = _run("topk", x, backend=backend, k=k, largest=largest)
-                tv, ti = torch.sort(x, descending=largest, stable=True)
-                _same(i, ti[:, :k])
-                _same(v, tv[:, :k])
-
-
-@pytest.mark.parametrize("backend", TRITON, ids=str)
-@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16, torch.float16, torch.int32, torch.int16, torch.int8,
-                                torch.uint8], ids=str)
-def test_topk_radix_select_is_the_stable_sorts_prefix(backend, dt):
-    """The radix select (chunks of 8 positions: a row of 45 is six chunks, one partial) keeps the first k entries of
-    torch's stable sort: NaN largest, ties at the k-th key by lowest position, every 8-bit digit pass of the dtype."""
-    from baracuda.backends.triton.sort.rows import uses_select
-
-    g = torch.Generator().manual_seed(6)
     x = _data(dt, (3, 45), g)
     if dt.is_floating_point:      # wide values too (every digit of the key matters), and ties
         x[1] = (torch.randn(45, generator=g) * 1e3).to(dt)
         x[1, 5:9] = x[1, 30]
-    with forced(select=True, select_chunk=8):
-        assert uses_select(45, 7, bc.as_dtype(dt))
-        for k in (1, 3, 7, 16, 45):
+    with forced(**TOPK_PATHS[path]):
+        for k in (1, 3, 4, 7, 16, 45):
             for largest in (True, False):
                 v, i = _run("topk", x, backend=backend, k=k, largest=largest)
                 tv, ti = torch.sort(x, descending=largest, stable=True)
