@@ -86,6 +86,7 @@ class _Recorder(_Ctx):
 
     def __init__(self):
         self.trace = True
+        self.tape = None        # (views -- ctx.reshape / ctx.expand -- are recorded by no tape here)
         self.calls: set[tuple[str, DType]] = set()
         self.descs: list[Descriptor] = []
 
