@@ -24,7 +24,7 @@ import time
 
 __all__ = ["run_host", "main", "demo_step", "per_call_us"]
 
-OPS = ("add", "exp", "softmax", "sum", "layer_norm", "rms_norm", "cross_entropy", "matmul")
+OPS = ("add", "mul_scalar", "exp", "softmax", "sum", "layer_norm", "rms_norm", "cross_entropy", "matmul")
 
 
 def _cases(torch, bt, size: str, dev):
@@ -43,6 +43,7 @@ def _cases(torch, bt, size: str, dev):
     M = 4 if small else 64
     return {
         "add": (torch.add, bt.add, lambda g: (rnd(n, grad=g), rnd(n, grad=g))),
+        "mul_scalar": (lambda x: torch.mul(x, 0.5), lambda x: bt.mul(x, 0.5), lambda g: (rnd(n, grad=g),)),
         "exp": (torch.exp, bt.exp, lambda g: (rnd(n, grad=g),)),
         "softmax": (lambda x: F.softmax(x, -1), lambda x: BF.softmax(x, -1), lambda g: (rnd(R, C, grad=g),)),
         "sum": (lambda x: torch.sum(x, -1), lambda x: bt.sum(x, -1), lambda g: (rnd(R, C, grad=g),)),

@@ -568,6 +568,12 @@ def dropin_ew(e_name: str, *arg_names: str, attr_names: tuple = (), unsupported:
                     break
             else:
                 return args, {}
+            if n_ops == 2:      # a tensor and a Python number (x * 0.5, 1 - p): the operand from one lookup
+                a, b = args
+                if type(b) in _NUMBERS and isinstance(a, torch.Tensor):
+                    return (a, _number_operand(b, a)), {}
+                if type(a) in _NUMBERS and isinstance(b, torch.Tensor):
+                    return (_number_operand(a, b), b), {}
         for u in unsupported:   # 'out=None' / 'inplace=False' are torch's defaults: accepted
             v = kwargs.get(u)
             if v is not None and v is not False:
@@ -602,6 +608,21 @@ def dropin_ew(e_name: str, *arg_names: str, attr_names: tuple = (), unsupported:
 
 
 _TORCH: list = [None]   # the torch module once a drop-in ran (ops/ import torch lazily: it is an optional dependency)
+_NUMBERS = (bool, int, float)
+_NUMBER_OPERANDS: dict = {}   # (value's type, value, sign, tensor dtype, tensor has dims, device) -> 0-d operand
+
+
+def _number_operand(value, t):
+    """``scalar_operand`` of a Python bool / int / float beside the one tensor ``t`` (the general path's result),
+    remembered per value and tensor kind: the drop-in's per-call cost of ``x * 0.5`` is then one dict lookup."""
+    key = (type(value), value, math.copysign(1.0, value) if type(value) is float else 0.0, t.dtype, t.dim() > 0,
+           t.device)
+    s = _NUMBER_OPERANDS.get(key)
+    if s is None:
+        s = scalar_operand(value, weak_scalar_dtype(value, (DType[_tname(t)],), t.dim() > 0).torch, t.device)
+        if value == value and len(_NUMBER_OPERANDS) < 4096:      # (NaN keys never hit: not kept)
+            _NUMBER_OPERANDS[key] = s
+    return s
 
 
 def _torch():

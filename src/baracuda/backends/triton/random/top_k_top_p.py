@@ -1,9 +1,10 @@
 """top_k_top_p_sampling without sorting (ops/random_sampling.py): one program per row.
 
 Pass 1: the row's sum and max.  Then the keep threshold t_kp = the largest f32 t with #{p >= t} >= k or
-mass{p >= t} >= top_p * sum, by bisection over t's bit pattern (non-negative floats order as their int32 bits):
-31 steps in [0, bits(max)], each one pass over the row counting and summing p >= t (the row, 128256 f32 = 501 KiB,
-stays in L2 across the passes).  The kept set {p >= t_kp} is the one the reference's sort gives (t_kp is
+mass{p >= t} >= top_p * sum, by a four-way search over t's bit pattern (non-negative floats order as their int32
+bits): each pass over the row counts and sums p >= t at three pivots splitting [lo, hi) in quarters, so 16 passes
+find the 31-bit pattern where a bisection took 31 (the row, 128256 f32 = 501 KiB, stays in L2 across the passes;
+one program per row is latency-bound: the passes, not the bytes, are the cost).  The kept set {p >= t_kp} is the one the reference's sort gives (t_kp is
 exactly a row value: the predicate only changes at row values).  t = min(max(t_kp, min_p * max), max).  Last
 pass: the first kept index whose running mass exceeds U * mass(kept), U the 24-bit uniform of stream element
 offset + row.
@@ -47,6 +48,27 @@ def _count_mass(xr, V, t, cols, CT: tl.constexpr, CH: tl.constexpr):
     return tl.sum(n, 0), tl.sum(s, 0)
 
 
+@triton.jit
+def _count_mass3(xr, V, t1, t2, t3, cols, CT: tl.constexpr, CH: tl.constexpr):
+    """(count, mass) of p >= t at three thresholds t1 <= t2 <= t3, in one pass over the row."""
+    n1 = tl.zeros([CH], dtype=tl.int32)
+    n2 = tl.zeros([CH], dtype=tl.int32)
+    n3 = tl.zeros([CH], dtype=tl.int32)
+    s1 = tl.zeros([CH], dtype=CT)
+    s2 = tl.zeros([CH], dtype=CT)
+    s3 = tl.zeros([CH], dtype=CT)
+    for k0 in loop(0, V, CH):
+        p = _weights(xr, k0, cols, V, CT)
+        g1, g2, g3 = p >= t1, p >= t2, p >= t3
+        n1 += g1.to(tl.int32)
+        n2 += g2.to(tl.int32)
+        n3 += g3.to(tl.int32)
+        s1 += tl.where(g1, p, 0.0)
+        s2 += tl.where(g2, p, 0.0)
+        s3 += tl.where(g3, p, 0.0)
+    return tl.sum(n1, 0), tl.sum(s1, 0), tl.sum(n2, 0), tl.sum(s2, 0), tl.sum(n3, 0), tl.sum(s3, 0)
+
+
 @fast_kernel
 def _sampling_kernel(x_ptr, k_ptr, p_ptr, m_ptr, y_ptr, st_ptr, V, seed0, offset0, F64: tl.constexpr,
                      HAS_STATE: tl.constexpr, CH: tl.constexpr):
@@ -69,16 +91,23 @@ def _sampling_kernel(x_ptr, k_ptr, p_ptr, m_ptr, y_ptr, st_ptr, V, seed0, offset
     top_p = tl.load(p_ptr + row).to(CT)
     min_p = tl.load(m_ptr + row).to(CT)
     target = top_p * total
-    # bisection over the bit pattern: pred(lo) holds (t = 0 keeps everything), pred(hi) is taken as false
+    # a four-way search over the bit pattern: pred(lo) holds (t = 0 keeps everything), pred(hi) is taken as false;
+    # pred is monotone, so lo moves to the highest pivot where it holds and hi to the lowest where it does not
     lo = tl.zeros([], dtype=IT)
     hi = pmax.to(IT, bitcast=True) + 1
-    for _ in loop(0, 64 if F64 else 32):
+    for _ in loop(0, 32 if F64 else 16):
         if hi - lo > 1:
-            mid = lo + (hi - lo) // 2
-            n, s = _count_mass(xr, V, mid.to(CT, bitcast=True), cols, CT, CH)
-            ok = (n >= k) | ((top_p < 1.0) & (s >= target))
-            lo = tl.where(ok, mid, lo)
-            hi = tl.where(ok, hi, mid)
+            m2 = lo + (hi - lo) // 2
+            m1 = lo + (m2 - lo) // 2
+            m3 = m2 + (hi - m2) // 2
+            n1, s1, n2, s2, n3, s3 = _count_mass3(xr, V, m1.to(CT, bitcast=True), m2.to(CT, bitcast=True),
+                                                  m3.to(CT, bitcast=True), cols, CT, CH)
+            ok1 = (n1 >= k) | ((top_p < 1.0) & (s1 >= target))
+            ok2 = (n2 >= k) | ((top_p < 1.0) & (s2 >= target))
+            ok3 = (n3 >= k) | ((top_p < 1.0) & (s3 >= target))
+            new_lo = tl.where(ok3, m3, tl.where(ok2, m2, tl.where(ok1, m1, lo)))
+            hi = tl.where(~ok1, m1, tl.where(~ok2, m2, tl.where(~ok3, m3, hi)))
+            lo = new_lo
     t = tl.minimum(tl.maximum(lo.to(CT, bitcast=True), min_p * pmax), pmax)
     _n, kept = _count_mass(xr, V, t, cols, CT, CH)
     own, _f, _s, _o = element_words(seed, offset + row)
