@@ -197,3 +197,28 @@ def test_solve_backward_reuses_the_forward_lu(op):
     want = torch.autograd.grad(xt[0] if op == "solve_ex" else xt, (a, b), g)
     for u, v in zip(got, want):
         torch.testing.assert_close(u, v)
+
+
+@pytest.mark.skipif(Backend.TRITON not in BACKENDS, reason="the Triton kernels run under the interpreter here")
+def test_pivots_on_ties_and_singular_steps_are_getf2s():
+    """Small-integer matrices (columns with tied |a| in several rows, some singular): the Triton kernels' lu_factor_ex
+    LU, pivots and info, det, inv_ex's info and values equal the reference's unblocked getf2 (LAPACK's pivot rule).
+    The kernels move no rows: they keep each row's position in the matrix getf2 would have swapped, so the first
+    largest |a| in that order must be the pivot.  (torch's CPU LAPACK is blocked: its rounding breaks some of these
+    ties otherwise, so it is not the oracle here.)"""
+    rng = np.random.default_rng(11)
+    a = rng.integers(-2, 3, (24, 6, 6)).astype(np.float64)
+    a[3, :, 2] = a[3, :, 1]                 # singular: two equal columns
+    a[5, 4] = 0.0                           # a zero row
+    a[7] = np.triu(a[7]) + 3 * np.eye(6)    # no pivoting needed
+    for op in ("lu_factor_ex", "det", "inv_ex"):
+        want = _plan(op, Backend.REFERENCE, a).run(a)
+        got = _plan(op, Backend.TRITON, a).run(a)
+        want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
+        ok = np.asarray(want[-1]) == 0 if op == "inv_ex" else np.ones(len(a), bool)   # (inv of a singular A: any)
+        for w, g in zip(want, got):
+            w, g = np.asarray(w), np.asarray(g)
+            if w.dtype.kind == "f":
+                np.testing.assert_allclose(g[ok], w[ok], rtol=1e-9, atol=1e-9, err_msg=op)
+            else:
+                np.testing.assert_array_equal(g, w, err_msg=op)

@@ -5,13 +5,21 @@ indexing in Triton): column k of A is ``sum(where(cols == k, A, 0), 1)``, a row 
 selects.  n steps of O(N^2) work each: for 65536 matrices of 32x32 that is ~32 x 1024 x 4 flops per matrix with every
 operand read once (4 KB per matrix) and written once, the reason a bespoke kernel beats a per-matrix library call.
 
+FACT=0 eliminates above the pivot too (Gauss-Jordan) and swaps no rows: each row remembers its position in the
+matrix LAPACK's getf2 would have swapped, so the pivot is the one getf2 picks (the largest |a| among the rows not yet
+pivoted, the first in that order on ties: the same pivots, zero-pivot step and info); X's row k is then row p_k of
+B over p_k's pivot.  Five masked passes over the tiles a column (column k, the pivot rows of A and B, the two
+rank-1 updates) where the LU step with its row swaps, B's swaps and the two triangular solves took about
+seventeen.
+
 Layouts are the caller's strides: a transposed operand (upper-triangle reads, right-side solves X A = B as
 A^T X^T = B^T) is the same kernel on swapped strides.  Real dtypes only (f32, f64): complex matrices go to cuSOLVER.
 
 _chol_kernel    cholesky of A's lower triangle -> L (+ info: the first order whose pivot is not > 0)
-_lu_kernel      LU with partial pivoting (the first largest |a|, LAPACK's choice) -> LU, 1-based int32 pivots, info;
+_lu_kernel      LU with partial pivoting (the first largest |a|, LAPACK's choice; no row moves, as FACT=0 below:
+                each row's final position is where it is stored) -> LU, 1-based int32 pivots, info;
                 OUT=1: the determinant, 2: (sign, log|det|), 3: logdet instead of the factors
-_solve_kernel   FACT=0: factor A (LU, pivoting) and solve;  1: A holds a Cholesky factor L: L L^T X = B;
+_solve_kernel   FACT=0: Gauss-Jordan on [A | B] with partial pivoting (solve in one elimination);  1: A holds a Cholesky factor L: L L^T X = B;
                 2: one triangular solve (LOWER, UNIT);  3: A holds LU (+ pivots): A X = B or A^T X = B (ADJ);
                 EYE: B is the identity (inv, cholesky_inverse); info of FACT=0 written by column block 0
 """
@@ -43,22 +51,13 @@ def _swap_rows(X, rows, k, p):
 
 
 @triton.jit
-def _lu_step(A, r, rows, cols, k, n, PIVOT: tl.constexpr):
-    """One column of getf2: (A after the step, the pivot row p, the pivot value)."""
-    c = _col(A, cols, k)
-    if PIVOT:
-        p = tl.argmax(tl.where((r >= k) & (r < n), tl.abs(c), -1.0), axis=0).to(tl.int32)
-    else:
-        p = k
-    pv = _row(c, r, p)
-    A = _swap_rows(A, rows, k, p)
-    ck = _row(c, r, k)
-    c = tl.where(r == p, ck, tl.where(r == k, pv, c))        # column k after the swap
-    l = tl.where(r > k, c / tl.where(pv == 0, 1.0, pv), 0.0)  # (a zero pivot is not divided by: LAPACK)
-    uk = _row(A, rows, k)
-    A = A - tl.where(cols > k, l[:, None] * uk[None, :], 0.0)
-    A = tl.where((cols == k) & (rows > k), l[:, None], A)
-    return A, p, pv
+def _getf2_pivot(c, done, at, r, N: tl.constexpr):
+    """(p, its position) of the row getf2 would pick for column ``c`` without the swaps: the largest |c| (NaN
+    largest) among the rows not ``done``, the first in the swapped order ``at`` on ties."""
+    a = tl.abs(c)
+    a = tl.where(done, -1.0, tl.where(a != a, float("inf"), a))
+    q = tl.min(tl.where(a == tl.max(a, axis=0), at, N), axis=0)
+    return tl.sum(tl.where(at == q, r, 0), axis=0), q
 
 
 @triton.jit
@@ -119,17 +118,31 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, o2_ptr, n, sab, sar, sac, slb, 
     A = tl.load(a_ptr + b * sab + rows * sar + cols * sac, mask=inside, other=0.0)
     piv = tl.zeros([N], tl.int32)
     info = tl.zeros([], tl.int32)
+    done = r >= n                 # (padding rows never pivot)
+    at = r                        # each row's position in getf2's swapped matrix (no row moves: module doc)
     for k in loop(0, n):
-        A, p, pv = _lu_step(A, r, rows, cols, k, n, PIVOT)
-        piv = tl.where(r == k, p + 1, piv)
+        c = _col(A, cols, k)
+        if PIVOT:
+            p, q = _getf2_pivot(c, done, at, r, N)
+        else:
+            p = tl.sum(tl.where(at == k, r, 0), axis=0)
+            q = k
+        pv = _row(c, r, p)
+        below = (~done) & (r != p)
+        l = tl.where(below, c / tl.where(pv == 0, 1.0, pv), 0.0)    # (a zero pivot is not divided by: LAPACK)
+        A = A - tl.where(cols > k, l[:, None] * _row(A, rows, p)[None, :], 0.0)
+        A = tl.where((cols == k) & below[:, None], l[:, None], A)
+        piv = tl.where(r == k, q + 1, piv)
         info = tl.where((pv == 0) & (info == 0), k + 1, info)
-    if OUT == 0:
-        tl.store(lu_ptr + b * slb + rows * slr + cols * slc, A, mask=inside)
+        at = tl.where(r == p, k, tl.where(at == k, q, at))
+        done = done | (r == p)
+    if OUT == 0:    # row i of the tile is row at[i] of the packed LU
+        tl.store(lu_ptr + b * slb + at[:, None] * slr + cols * slc, A, mask=inside)
         tl.store(piv_ptr + b * spb + r, piv, mask=r < n)
         if HAS_INFO:
             tl.store(info_ptr + b, info)
     else:
-        d = tl.where(r < n, tl.sum(tl.where(rows == cols, A, 0.0), axis=1), 1.0)
+        d = tl.where(r < n, tl.sum(tl.where(at[:, None] == cols, A, 0.0), axis=1), 1.0)
         flips = tl.sum(tl.where((r < n) & (piv != r + 1), 1, 0), axis=0)
         psign = tl.where(flips % 2 == 1, -1.0, 1.0)
         if OUT == 1:
@@ -166,14 +179,25 @@ def _solve_kernel(a_ptr, piv_ptr, b_ptr, x_ptr, info_ptr, n, k_cols,
         B = tl.where(bmask & (rows == kc), 1.0, 0.0).to(A.dtype)
     else:
         B = tl.load(b_ptr + b * sbb + rows * sbr + kc * sbc, mask=bmask, other=0.0)
-    if FACT == 0:
+    if FACT == 0:   # Gauss-Jordan without row swaps (module doc)
         info = tl.zeros([], tl.int32)
+        done = r >= n                 # (padding rows never pivot)
+        at = r                        # each row's position in getf2's swapped matrix
+        pos = tl.zeros([N], tl.int32)           # the column each row pivots
+        d = tl.full([N], 1.0, A.dtype)          # ... and its pivot
         for k in loop(0, n):
-            A, p, pv = _lu_step(A, r, rows, cols, k, n, True)
-            B = _swap_rows(B, rows, k, p)
+            c = _col(A, cols, k)
+            p, q = _getf2_pivot(c, done, at, r, N)
+            pv = _row(c, r, p)
             info = tl.where((pv == 0) & (info == 0), k + 1, info)
-        B = _trsv(A, B, r, rows, n, True, True)
-        B = _trsv(A, B, r, rows, n, False, False)
+            l = tl.where(r == p, 0.0, tl.where(pv == 0, 0.0, c / tl.where(pv == 0, 1.0, pv)))
+            A = A - tl.where(cols > k, l[:, None] * _row(A, rows, p)[None, :], 0.0)
+            B = B - l[:, None] * _row(B, rows, p)[None, :]
+            at = tl.where(r == p, k, tl.where(at == k, q, at))
+            done = done | (r == p)
+            pos = tl.where(r == p, k, pos)
+            d = tl.where(r == p, pv, d)
+        tl.store(x_ptr + b * sxb + pos[:, None] * sxr + kc * sxc, B / d[:, None], mask=bmask)
         if HAS_INFO:
             if cb == 0:
                 tl.store(info_ptr + b, info)
@@ -197,4 +221,5 @@ def _solve_kernel(a_ptr, piv_ptr, b_ptr, x_ptr, info_ptr, n, k_cols,
                 B = _swap_rows(B, rows, k, _row(piv, r, k))
             B = _trsv(A, B, r, rows, n, True, True)
             B = _trsv(A, B, r, rows, n, False, False)
-    tl.store(x_ptr + b * sxb + rows * sxr + kc * sxc, B, mask=bmask)
+    if FACT != 0:
+        tl.store(x_ptr + b * sxb + rows * sxr + kc * sxc, B, mask=bmask)
