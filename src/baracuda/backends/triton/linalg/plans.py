@@ -28,8 +28,9 @@ _NOTE = "complex matrices: the cuSOLVER backend (the register kernels are real)"
 def _tile(n: int) -> tuple[int, int]:
     """(N, num_warps): the register tile and the warps per program.  Up to 32x32, one warp (32 registers of the tile
     per thread at 32x32): every per-step reduction stays in warp shuffles, no barrier.  Swept on the H100 (session 8
-    run G, 65536 x 32x32 f32, 1 / 2 / 4 warps): lu_factor 2.27 / 3.02 / 6.12 ms, solve 3.14 / 4.35 / 13.5, inv
-    5.27 / 6.59 / 11.3, cholesky 1.02 / 1.07 / 1.25.  64x64 in 8 warps (not swept)."""
+    run H, 65536 x 32x32 f32, 1 / 2 / 4 warps): lu_factor 1.93 / 2.47 / 3.03 ms, solve 2.80 / 3.80 / 10.4, inv
+    1.72 / 2.32 / 4.63, cholesky 1.02 / 1.07 / 1.25 (run G, before the no-row-move kernels: 1 warp was best there
+    too).  64x64 in 8 warps (not swept)."""
     N = max(2, triton.next_power_of_2(max(n, 1)))
     return N, (1 if N <= 32 else 8)
 
