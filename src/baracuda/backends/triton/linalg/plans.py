@@ -57,9 +57,10 @@ def _prio(desc, dev):
 def _prio_pivoted(desc, dev):
     """The partial-pivoting kernels (LU and what is built on it) rank below cuSOLVER / cuBLAS on the GPU: on the H100
     (2026-11-27, bench/results/2026-11-27-h100/session6) a batch of 65536 32x32 f32 matrices took 3.04 ms through
-    lu_small against 1.43 ms through cuBLAS getrfBatched (torch 0.86), solve 4.09 against 1.91 (torch 1.70).  The
-    Cholesky kernel (1.09 ms; torch 2.07, potrfBatched 2.54) and the inverse (6.60 ms; getrf + getrs 9.09, torch
-    5.48) keep _prio."""
+    lu_small against 1.43 ms through cuBLAS getrfBatched (torch 0.86), solve 4.09 against 1.91 (torch 1.70); after
+    session 8's one-warp, no-row-move kernels lu_small takes 1.93 ms and solve 2.80 (session8/runH_*): still behind.
+    The Cholesky kernel (1.02 ms; torch 2.13, potrfBatched 2.54) and the inverse (Gauss-Jordan, 1.72 ms; getrf +
+    getrs 9.09, torch 5.56) keep _prio."""
     return 5.0 if dev.type == "cuda" else -200.0
 
 
