@@ -50,6 +50,21 @@ def test_histc_and_histogram_span_blocks(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_counts_span_local_histogram_programs(backend):
+    """40000 values: three programs of the local-histogram count kernel (16384 values each, the last partial), for
+    equal widths (histc), edges (histogram) and bincount (1000 bins: at the local kernel's bound; 1500: the atomic
+    kernel) against torch, whose counts are exact."""
+    g = torch.Generator().manual_seed(9)
+    x = torch.randn(40000, generator=g, dtype=torch.float64)
+    assert torch.equal(_run("histc", x, backend=backend, bins=100), torch.histc(x, bins=100))
+    e = torch.linspace(-2.0, 2.5, 300, dtype=torch.float64)
+    assert torch.equal(_run("histogram", x, e, backend=backend, bins=None)[0], torch.histogram(x, e).hist)
+    for length in (1000, 1500):
+        v = torch.randint(0, length, (40000,), generator=g)
+        assert torch.equal(_run("bincount", v, backend=backend, length=length), torch.bincount(v, minlength=length))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("bad", [-3, 5])
 def test_bincount_value_out_of_range_raises_and_writes_nothing_outside(backend, bad):
     x = torch.tensor([0, 2, bad, 1])
