@@ -382,18 +382,30 @@ def _run_histdd(desc, pref):
 
 
 
-def _precision(desc, pref=None):
+def _weighted(desc) -> bool:
     dd = len(desc.inputs[0].shape) and desc.op == "histogramdd"
-    weighted = (desc.op == "bincount" and len(desc.inputs) == 2) or (
+    return bool((desc.op == "bincount" and len(desc.inputs) == 2) or (
         dd and len(desc.inputs) == 2 + (desc.inputs[0].shape[-1] if desc.attr("bins") is None else 0)) or (
-        desc.op == "histogram" and len(desc.inputs) == (2 if desc.attr("bins") is not None else 3))
+        desc.op == "histogram" and len(desc.inputs) == (2 if desc.attr("bins") is not None else 3)))
+
+
+def _route(desc, pref=None):
+    """Local histograms for counts of up to _LOCAL_BINS bins, else an atomic per value."""
+    bins = desc.attr("length") if desc.op == "bincount" else desc.attr("bins")
+    if bins is None:    # histogram by an edges tensor
+        bins = desc.inputs[1].shape[0] - 1
+    local = not _weighted(desc) and bins <= _LOCAL_BINS
+    return f"triton:{desc.op}:" + ("local-histogram" if local else "atomic-bins")
+
+
+def _precision(desc, pref=None):
+    weighted = _weighted(desc)
     f64 = desc.outputs[0].dtype == DType.f64
     return PrecisionGuarantee(MathPrecision.F64 if f64 else MathPrecision.F32, DType.f64 if f64 else DType.f32,
                               bit_stable=not weighted, deterministic=not weighted)
 
 
 for _op in ("histc", "histogram", "bincount"):
-    register_triton(_op, bind=_run_hist, workspace=lambda d: 8, precision=_precision,
-                    route=f"triton:{_op}:atomic-bins")
+    register_triton(_op, bind=_run_hist, workspace=lambda d: 8, precision=_precision, route=_route)
 register_triton("histogramdd", bind=_run_histdd,
                 precision=_precision, route="triton:histogramdd:atomic-bins")
