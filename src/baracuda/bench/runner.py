@@ -348,7 +348,11 @@ def bench_workload(ctx: _Ctx, spec: OpSpec, wl: Workload) -> None:
             _row(ctx, base, name, nbytes, flops, status=f"error: {err}")
             continue
         if name == "torch" and comparable:
-            ref_out = out if peer is spec.torch_peer else spec.torch_peer(*sets[0], **attrs_n)
+            if peer is spec.torch_peer:
+                ref_out = out
+            else:       # (a bench peer: the reference values are torch_peer's, under the same math flags)
+                with _torch_math(bool(wl.pref.get("allow_reduced_precision"))):
+                    ref_out = spec.torch_peer(*sets[0], **attrs_n)
         t, err = _attempt(ctx, lambda: ctx.time([lambda xs=xs: fn(*xs) for xs in sets]))
         if err:
             _row(ctx, base, name, nbytes, flops, status=f"error: {err}")

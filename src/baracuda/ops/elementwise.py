@@ -609,20 +609,19 @@ def dropin_ew(e_name: str, *arg_names: str, attr_names: tuple = (), unsupported:
 
 _TORCH: list = [None]   # the torch module once a drop-in ran (ops/ import torch lazily: it is an optional dependency)
 _NUMBERS = (bool, int, float)
-_NUMBER_OPERANDS: dict = {}   # (value's type, value, sign, tensor dtype, tensor has dims, device) -> 0-d operand
 
 
 def _number_operand(value, t):
-    """``scalar_operand`` of a Python bool / int / float beside the one tensor ``t`` (the general path's result),
-    remembered per value and tensor kind: the drop-in's per-call cost of ``x * 0.5`` is then one dict lookup."""
-    key = (type(value), value, math.copysign(1.0, value) if type(value) is float else 0.0, t.dtype, t.dim() > 0,
-           t.device)
-    s = _NUMBER_OPERANDS.get(key)
-    if s is None:
-        s = scalar_operand(value, weak_scalar_dtype(value, (DType[_tname(t)],), t.dim() > 0).torch, t.device)
-        if value == value and len(_NUMBER_OPERANDS) < 4096:      # (NaN keys never hit: not kept)
-            _NUMBER_OPERANDS[key] = s
-    return s
+    """``scalar_operand`` of a Python bool / int / float beside the one tensor ``t``: what the general path makes,
+    with the weak-scalar dtype looked up per (value type, tensor dtype, tensor has dims) instead of worked out."""
+    return scalar_operand(value, _weak_torch_dtype(type(value), t.dtype, t.dim() > 0), t.device)
+
+
+@functools.lru_cache(maxsize=256)
+def _weak_torch_dtype(kind, tdtype, dims: bool):
+    from .._core.dtypes import as_dtype
+
+    return weak_scalar_dtype(kind(0), (as_dtype(tdtype),), dims).torch
 
 
 def _torch():

@@ -564,7 +564,9 @@ def _g_put(ctx, d, grads, s):
     idx = [s[f"indices[{j}]"] for j in range(n - 2)]
     gx = None
     if ctx.needs[0]:
-        gx = g if d.attr("accumulate") else ctx.op("index_put", g, zeros_view(ctx, d.inputs[1].shape, d.inputs[1].dtype), *idx, accumulate=False)
+        v = d.inputs[1]
+        gx = g if d.attr("accumulate") else ctx.op("index_put", g, zeros_view(ctx, v.shape, v.dtype), *idx,
+                                                    accumulate=False)
     gv = ctx.reduce_to(ctx.op("advanced_index", g, *idx), d.inputs[1].shape) if ctx.needs[1] else None
     return (gx, gv) + (None,) * (n - 2)
 
@@ -575,7 +577,8 @@ def _g_adv(ctx, d, grads, s):
     if g is None or not d.inputs[0].dtype.is_floating:
         return (None,) * n
     idx = [s[f"indices[{j}]"] for j in range(n - 1)]
-    return (ctx.op("index_put", zeros_view(ctx, d.inputs[0].shape, d.inputs[0].dtype), g, *idx, accumulate=True),) + (None,) * (n - 1)
+    x = d.inputs[0]
+    return (ctx.op("index_put", zeros_view(ctx, x.shape, x.dtype), g, *idx, accumulate=True),) + (None,) * (n - 1)
 
 
 def _peer_put(x, values, *indices, accumulate=False):

@@ -31,8 +31,8 @@ from .._core.dtypes import DType
 from .._core.errors import DTypeMismatchError, InvalidProblemError, UnsupportedError
 from .._core.spec import REQUIRED, Attr, ErrorCase, Sample, TensorSpec, Workload, default_tol, set_bench_inputs
 from ._common import check_nonneg, norm_axis
-from .indexing import (_index_errors, _rng_index, _values, zeros_view, check_index, check_index_shape, index_bench_inputs,
-                       index_spec, no_out)
+from .indexing import (_index_errors, _rng_index, _values, check_index, check_index_shape, index_bench_inputs,
+                       index_spec, no_out, zeros_view)
 
 __all__ = ["REDUCES", "LEGACY_REDUCE", "scatter_mode"]
 

@@ -57,12 +57,12 @@ def decode_index_flag(v) -> int:
     return v - 1 if v > 0 else v
 
 
-def raise_index_flag(op: str, arg: str, flag, size: int, wrap: bool, what: str, pref, decode=None) -> None:
+def raise_index_flag(op: str, arg: str, flag, size: int, wrap: bool, what: str, pref,
+                     decode=decode_index_flag) -> None:
     """Raise (now or deferred) the named out-of-range error if a kernel set ``flag`` (see the module doc;
     ``decode``: the flag's encoding when another family's kernel set it)."""
     from ....ops.indexing import oob_error
 
-    decode = decode or decode_index_flag
     flagged(flag, pref, lambda v: oob_error(op, arg, decode(v), size, wrap, what))
 
 

@@ -31,9 +31,9 @@ import torch
 
 from ...._core.dtypes import DType
 from ...._core.sku import MathPrecision, PrecisionGuarantee
+from ....ops.indexing_index import dim_geometry
 from ....ops.indexing_scatter import scatter_mode
 from .._lib.register import register_triton
-from ....ops.indexing_index import dim_geometry
 from ..indexing_index.rows import apply_rows, decode_flag
 from .gather import _supports, flag_of
 from .kernels import (ADD, AMAX, AMIN, ASSIGN, COUNT, MARK, PROD, int_view, launch_index_map, launch_scatter_seq,

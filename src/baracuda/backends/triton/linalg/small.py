@@ -19,7 +19,8 @@ _chol_kernel    cholesky of A's lower triangle -> L (+ info: the first order who
 _lu_kernel      LU with partial pivoting (the first largest |a|, LAPACK's choice; no row moves, as FACT=0 below:
                 each row's final position is where it is stored) -> LU, 1-based int32 pivots, info;
                 OUT=1: the determinant, 2: (sign, log|det|), 3: logdet instead of the factors
-_solve_kernel   FACT=0: Gauss-Jordan on [A | B] with partial pivoting (solve in one elimination);  1: A holds a Cholesky factor L: L L^T X = B;
+_solve_kernel   FACT=0: Gauss-Jordan on [A | B] with partial pivoting (solve in one elimination);
+                1: A holds a Cholesky factor L: L L^T X = B;
                 2: one triangular solve (LOWER, UNIT);  3: A holds LU (+ pivots): A X = B or A^T X = B (ADJ);
                 EYE: B is the identity (inv, cholesky_inverse); info of FACT=0 written by column block 0
 """
@@ -51,13 +52,25 @@ def _swap_rows(X, rows, k, p):
 
 
 @triton.jit
-def _getf2_pivot(c, done, at, r, N: tl.constexpr):
-    """(p, its position) of the row getf2 would pick for column ``c`` without the swaps: the largest |c| (NaN
-    largest) among the rows not ``done``, the first in the swapped order ``at`` on ties."""
-    a = tl.abs(c)
-    a = tl.where(done, -1.0, tl.where(a != a, float("inf"), a))
-    q = tl.min(tl.where(a == tl.max(a, axis=0), at, N), axis=0)
-    return tl.sum(tl.where(at == q, r, 0), axis=0), q
+def _pivot(A, done, at, r, cols, k, N: tl.constexpr, PIVOT: tl.constexpr):
+    """Column k and getf2's pivot for it without row swaps: (c, p, q, pv) -- the column, the pivot row, its position
+    q in getf2's swapped matrix (``at``), the pivot value.  PIVOT: the largest |c| (NaN largest) among the rows not
+    ``done``, the first in the swapped order on ties; else the row at position k."""
+    c = _col(A, cols, k)
+    if PIVOT:
+        a = tl.abs(c)
+        a = tl.where(done, -1.0, tl.where(a != a, float("inf"), a))
+        q = tl.min(tl.where(a == tl.max(a, axis=0), at, N), axis=0)
+    else:
+        q = k
+    p = tl.sum(tl.where(at == q, r, 0), axis=0)
+    return c, p, q, _row(c, r, p)
+
+
+@triton.jit
+def _retire(at, done, r, p, q, k):
+    """Pivot row p takes position k (the row there moves to p's old position q) and is done."""
+    return tl.where(r == p, k, tl.where(at == k, q, at)), done | (r == p)
 
 
 @triton.jit
@@ -121,21 +134,14 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, o2_ptr, n, sab, sar, sac, slb, 
     done = r >= n                 # (padding rows never pivot)
     at = r                        # each row's position in getf2's swapped matrix (no row moves: module doc)
     for k in loop(0, n):
-        c = _col(A, cols, k)
-        if PIVOT:
-            p, q = _getf2_pivot(c, done, at, r, N)
-        else:
-            p = tl.sum(tl.where(at == k, r, 0), axis=0)
-            q = k
-        pv = _row(c, r, p)
+        c, p, q, pv = _pivot(A, done, at, r, cols, k, N, PIVOT)
         below = (~done) & (r != p)
         l = tl.where(below, c / tl.where(pv == 0, 1.0, pv), 0.0)    # (a zero pivot is not divided by: LAPACK)
         A = A - tl.where(cols > k, l[:, None] * _row(A, rows, p)[None, :], 0.0)
         A = tl.where((cols == k) & below[:, None], l[:, None], A)
         piv = tl.where(r == k, q + 1, piv)
         info = tl.where((pv == 0) & (info == 0), k + 1, info)
-        at = tl.where(r == p, k, tl.where(at == k, q, at))
-        done = done | (r == p)
+        at, done = _retire(at, done, r, p, q, k)
     if OUT == 0:    # row i of the tile is row at[i] of the packed LU
         tl.store(lu_ptr + b * slb + at[:, None] * slr + cols * slc, A, mask=inside)
         tl.store(piv_ptr + b * spb + r, piv, mask=r < n)
@@ -186,17 +192,14 @@ def _solve_kernel(a_ptr, piv_ptr, b_ptr, x_ptr, info_ptr, n, k_cols,
         pos = tl.zeros([N], tl.int32)           # the column each row pivots
         d = tl.full([N], 1.0, A.dtype)          # ... and its pivot
         for k in loop(0, n):
-            c = _col(A, cols, k)
-            p, q = _getf2_pivot(c, done, at, r, N)
-            pv = _row(c, r, p)
+            c, p, q, pv = _pivot(A, done, at, r, cols, k, N, True)
             info = tl.where((pv == 0) & (info == 0), k + 1, info)
             l = tl.where(r == p, 0.0, tl.where(pv == 0, 0.0, c / tl.where(pv == 0, 1.0, pv)))
             A = A - tl.where(cols > k, l[:, None] * _row(A, rows, p)[None, :], 0.0)
             B = B - l[:, None] * _row(B, rows, p)[None, :]
-            at = tl.where(r == p, k, tl.where(at == k, q, at))
-            done = done | (r == p)
             pos = tl.where(r == p, k, pos)
             d = tl.where(r == p, pv, d)
+            at, done = _retire(at, done, r, p, q, k)
         tl.store(x_ptr + b * sxb + pos[:, None] * sxr + kc * sxc, B / d[:, None], mask=bmask)
         if HAS_INFO:
             if cb == 0:
