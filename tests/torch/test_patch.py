@@ -352,3 +352,39 @@ def test_rope_result_keeps_projection_memory_order():
     assert r.transpose(1, 2).is_contiguous() and _rel(r, ref) <= 1e-12
     qc = q.contiguous()                                     # a [B, H, S, D]-ordered q keeps its order too
     assert _patch._rope_like(qc, cos[..., :4], sin[..., :4]).is_contiguous()
+
+
+@pytest.mark.parametrize("fam", ["Llama", "gpt2"])
+def test_packed_scan_skipped_only_for_own_positions(fam, monkeypatch):
+    """With no position_ids the model's own (one arange per row) are never packed: HF's scan, whose ``.all()`` is a
+    host sync, is not run.  Positions the caller passes (packed here: two sequences in each row) are scanned as
+    before, and the patched model's outputs follow the block-diagonal mask the scan finds, as eager's do."""
+    mu = pytest.importorskip("transformers.masking_utils")
+    original = mu.find_packed_sequence_indices
+    calls = []
+
+    def spy(position_ids, *a, **k):
+        calls.append(position_ids)
+        return original(position_ids, *a, **k)
+    monkeypatch.setattr(mu, "find_packed_sequence_indices", spy)
+    plain = _gpt2_model(torch.float64) if fam == "gpt2" else _gated_model(fam, torch.float64)
+    patched = _gpt2_model(torch.float64) if fam == "gpt2" else _gated_model(fam, torch.float64)
+    ids, _ = _batch()
+    packed = torch.cat([torch.arange(5), torch.arange(S - 5)]).expand(B, S).clone()
+    kw = dict(input_ids=ids, use_cache=False)         # training: no cache, no mask (HF scans only then)
+    ref_own, ref_packed = plain(**kw).logits, plain(**kw, position_ids=packed).logits
+    assert len(calls) == 2 and torch.equal(calls[1], packed)
+    calls.clear()
+    report = bt.patch(patched)
+    assert any(k.endswith("packed_sequence_scan") for k in report.swapped), report
+    assert mu.find_packed_sequence_indices.__baracuda_original__ is spy
+    out_own = patched(**kw).logits
+    assert calls == []                                          # own positions: not scanned
+    out_packed = patched(**kw, position_ids=packed).logits
+    assert len(calls) == 1 and torch.equal(calls[0], packed)    # the caller's positions: scanned
+    # HF's norms round through f32 (see _f64_reference); ours stay f64
+    assert _rel(out_own, ref_own) <= 1e-6 and _rel(out_packed, ref_packed) <= 1e-6
+    assert not torch.allclose(ref_packed, ref_own)              # the packed mask changed the answer
+    bt.unpatch(patched)
+    assert mu.find_packed_sequence_indices is spy
+    assert "forward" not in patched.base_model.__dict__

@@ -321,7 +321,6 @@ class _GatedAct(torch.autograd.Function):
 
 # -- RoPE: the modeling module's apply_rotary_pos_emb, dispatched per patched attention instance -------------------
 _ROPE_ON = contextvars.ContextVar("baracuda_patch_rope", default=False)
-_ROPE_INSTALLED: dict = {}      # modeling module name -> [original function, number of patched models using it]
 
 
 def _rope_fits(q, k, cos, sin, unsqueeze_dim) -> bool:
@@ -353,19 +352,25 @@ def _rope_dispatcher(original):
     return apply_rotary_pos_emb
 
 
-def _install_rope(modname: str):
+_INSTALLED: dict = {}    # (module name, function name) -> [original function, number of patched models using it]
+
+
+def _install(modname: str, fname: str, dispatcher):
+    """Replace ``modname.fname`` by ``dispatcher(original)`` while any patched model uses it; returns the undo."""
     mod = sys.modules[modname]
-    if modname not in _ROPE_INSTALLED:
-        _ROPE_INSTALLED[modname] = [mod.apply_rotary_pos_emb, 0]
-        mod.apply_rotary_pos_emb = _rope_dispatcher(mod.apply_rotary_pos_emb)
-    _ROPE_INSTALLED[modname][1] += 1
+    key = (modname, fname)
+    if key not in _INSTALLED:
+        original = getattr(mod, fname)
+        _INSTALLED[key] = [original, 0]
+        setattr(mod, fname, dispatcher(original))
+    _INSTALLED[key][1] += 1
 
     def undo():
-        entry = _ROPE_INSTALLED[modname]
+        entry = _INSTALLED[key]
         entry[1] -= 1
         if entry[1] == 0:
-            mod.apply_rotary_pos_emb = entry[0]
-            del _ROPE_INSTALLED[modname]
+            setattr(mod, fname, entry[0])
+            del _INSTALLED[key]
     return undo
 
 
@@ -383,17 +388,49 @@ def _set_forward(module: nn.Module, forward):
     return undo
 
 
-def _rope_scoped_forward(attn: nn.Module):
-    inner = attn.forward
+def _scoped_forward(module: nn.Module, var: contextvars.ContextVar, when=None):
+    """``module``'s forward with ``var`` set to True during the call (when ``when(args, kwargs)`` says so)."""
+    inner = module.forward
 
     @functools.wraps(inner)
     def forward(*args, **kwargs):
-        token = _ROPE_ON.set(True)
+        if when is not None and not when(args, kwargs):
+            return inner(*args, **kwargs)
+        token = var.set(True)
         try:
             return inner(*args, **kwargs)
         finally:
-            _ROPE_ON.reset(token)
+            var.reset(token)
     return forward
+
+
+# -- HF's packed-sequence scan: skipped where the model makes its own position ids -----------------------------------
+# masking_utils.find_packed_sequence_indices(position_ids) looks for several sequences packed in one row (a position
+# that does not follow its predecessor) and ends in a Python ``if tensor.all()``: a host-device sync in every
+# training forward with no attention mask, which drains the GPU's queue (the Llama 4L/2048 step measured ~2.7 ms of
+# GPU idle after it on the H100, session 9 run B).  When the caller passes no position_ids the model builds them as
+# one arange per row (plus the cache length), which is never packed: the scan's answer is None without looking.
+_OWN_POSITIONS = contextvars.ContextVar("baracuda_patch_own_positions", default=False)
+
+
+def _packed_dispatcher(original):
+    @functools.wraps(original)
+    def find_packed_sequence_indices(position_ids, *args, **kwargs):
+        if _OWN_POSITIONS.get():
+            return None
+        return original(position_ids, *args, **kwargs)
+    find_packed_sequence_indices.__baracuda_original__ = original
+    return find_packed_sequence_indices
+
+
+def _no_position_ids(fn):
+    """``when`` for _scoped_forward: the call passes no position_ids (by keyword or position)."""
+    params = list(inspect.signature(fn).parameters)
+    at = params.index("position_ids") if "position_ids" in params else None
+
+    def when(args, kwargs):
+        return kwargs.get("position_ids") is None and (at is None or len(args) <= at or args[at] is None)
+    return when
 
 
 # -- the LM head + loss as linear_cross_entropy --------------------------------------------------------------------
@@ -539,9 +576,9 @@ class _Patcher:
             if modname not in self.rope_modules:
                 self.rope_modules.add(modname)
                 # a patched model dropped without unpatch releases its hold on the dispatcher when collected
-                fin = weakref.finalize(self.model, _install_rope(modname))
+                fin = weakref.finalize(self.model, _install(modname, "apply_rotary_pos_emb", _rope_dispatcher))
                 self.undo.append(fin)
-            self.undo.append(_set_forward(m, _rope_scoped_forward(m)))
+            self.undo.append(_set_forward(m, _scoped_forward(m, _ROPE_ON)))
             self.report.swapped[path + ".apply_rotary_pos_emb"] = "baracuda rope op (bhsd, half-split), this " \
                                                                   "module's calls only"
             impl = getattr(getattr(m, "config", None), "_attn_implementation", None)
@@ -556,6 +593,23 @@ class _Patcher:
                     self.left(path, "exact (erf) gelu: nothing to fuse at this module")
                 else:
                     self.swap(path, GeluTanh(m), "baracuda gelu (approximate='tanh')")
+
+    def packed_scan(self):
+        """Route HF's packed-sequence scan through _packed_dispatcher during the base model's calls that pass no
+        position_ids (the model's own arange)."""
+        base = getattr(self.model, "base_model", None)
+        mu = sys.modules.get("transformers.masking_utils")
+        if not isinstance(base, nn.Module) or not callable(getattr(mu, "find_packed_sequence_indices", None)):
+            return
+        if "position_ids" not in inspect.signature(base.forward).parameters:
+            return
+        fin = weakref.finalize(self.model, _install(mu.__name__, "find_packed_sequence_indices", _packed_dispatcher))
+        self.undo.append(fin)
+        self.undo.append(_set_forward(base, _scoped_forward(base, _OWN_POSITIONS, _no_position_ids(base.forward))))
+        path = next((n for n, m in self.model.named_modules() if m is base), "")
+        self.report.swapped[(path + "." if path else "") + "packed_sequence_scan"] = (
+            "HF's packed-sequence scan (a host-device sync per forward) skipped when no position_ids are passed: "
+            "the model's own are one arange per row, never packed")
 
     def run(self):
         model = self.model
@@ -573,6 +627,8 @@ class _Patcher:
                 self.left(path, kind)
         fam_ok = (_family(type(model).__name__, "ForCausalLM") in self.families
                   or (gpt2 and "gpt2" in self.families))
+        if self.report.swapped:
+            self.packed_scan()
         if _is_causal_lm(model) and fam_ok:
             if self.fused_loss:
                 self.undo.append(_set_forward(model, _lce_forward(model)))
