@@ -85,6 +85,25 @@ def test_masked_fill_broadcast_mask(backend, dt):
     assert torch.equal(_run("masked_fill", x, mask, backend=backend, value=v), x.masked_fill(mask, v))
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", ["mask_bcast_heads", "mask_bcast_row", "x_bcast", "x_strided_inner"])
+def test_masked_fill_long_rows(backend, case):
+    """Rows of >= 4096 contiguous elements take the Triton plan's row kernel (the outer index unravelled once per
+    program; each operand's row contiguous or broadcast); a row that is strided in x takes the flat kernel."""
+    g = torch.Generator().manual_seed(4)
+    L = 4100                                   # two row blocks, the second partial
+    x = torch.randn(2, 3, L, generator=g).to(torch.bfloat16)
+    mask = torch.rand(2, 1, L, generator=g) < 0.5
+    if case == "mask_bcast_row":               # one flag per row, broadcast along it (MI = 0)
+        mask = torch.rand(2, 3, 1, generator=g) < 0.5
+    elif case == "x_bcast":                    # x broadcast over the outer dims (outer stride 0)
+        x = torch.randn(1, 1, L, generator=g).to(torch.bfloat16).expand(2, 3, L)
+    elif case == "x_strided_inner":            # every other element of a wider row: no contiguous run
+        x = torch.randn(2, 3, 2 * L, generator=g).to(torch.bfloat16)[..., ::2]
+    got = _run("masked_fill", x, mask, backend=backend, value=-7.5)
+    assert torch.equal(got, x.masked_fill(mask, -7.5))
+
+
 def test_drop_ins_match_torch():
     g = torch.Generator().manual_seed(3)
     x = torch.randn(4, 6, generator=g)
