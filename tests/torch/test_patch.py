@@ -1,5 +1,6 @@
 """``bt.patch`` / ``bt.unpatch`` on tiny Hugging Face models (CPU): loss and every parameter gradient against eager,
 state_dict unchanged, unpatch restores eager bit for bit, idempotence, unknown models, the RoPE scope."""
+import inspect
 import sys
 
 import pytest
@@ -254,7 +255,10 @@ def test_residual_add_fused_into_norm(monkeypatch):
         hf_path = layer(h, position_embeddings=pe, past_key_values=None)
         fused = layer(h, position_embeddings=pe, cache=None)
         assert _rel(fused, hf_path) <= 1e-6
-        assert ran.count("add_rms_norm") == 1                # only the second call took the fused path
+        # transformers >= 5.2x names the argument cache (past_key_values: a deprecated spelling its decorator
+        # renames, run by HF's own forward: only the second call is fused); before, past_key_values is the name
+        deprecated = "past_key_values" not in inspect.signature(inspect.unwrap(type(layer).forward)).parameters
+        assert ran.count("add_rms_norm") == (1 if deprecated else 2), ran
         bt.unpatch(m)
         assert "forward" not in m.model.layers[0].__dict__
 

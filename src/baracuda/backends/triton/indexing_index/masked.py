@@ -47,7 +47,7 @@ def _fill_kernel(out_ptr, x_ptr, m_ptr, val_ptr, n, S1, S2, S3, S4, S5, x0, x1, 
     xo = strided_offset(p, S1, S2, S3, S4, S5, x0, x1, x2, x3, x4, x5)
     mo = strided_offset(p, S1, S2, S3, S4, S5, m0, m1, m2, m3, m4, m5)
     sel = tl.load(m_ptr + mo, mask=pm, other=0) != 0
-    v = tl.load(x_ptr + xo, mask=pm & ~sel, other=0)
+    v = tl.load(x_ptr + xo, mask=pm, other=0)      # (bounds mask only: see _fill_rows_kernel)
     f = tl.load(val_ptr)
     tl.store(out_ptr + p, tl.where(sel, f, v), mask=pm)
 
@@ -65,7 +65,9 @@ def _fill_rows_kernel(out_ptr, x_ptr, m_ptr, val_ptr, L, S1, S2, S3, S4, S5, x0,
     xo = strided_offset(o, S1, S2, S3, S4, S5, x0, x1, x2, x3, x4, x5)
     mo = strided_offset(o, S1, S2, S3, S4, S5, m0, m1, m2, m3, m4, m5)
     sel = tl.load(m_ptr + mo + i * MI, mask=im, other=0) != 0
-    v = tl.load(x_ptr + xo + i * XI, mask=im & ~sel, other=0)
+    # x under the bounds mask only: a data-dependent mask (~sel) has no constancy Triton can prove, so the load
+    # would split into scalar accesses instead of 16-byte vectors (the DRAM sectors are fetched either way)
+    v = tl.load(x_ptr + xo + i * XI, mask=im, other=0)
     f = tl.load(val_ptr)
     tl.store(out_ptr + o * L + i, tl.where(sel, f, v), mask=im)
 
@@ -127,7 +129,7 @@ def _emit_kernel(out_ptr, x_ptr, m_ptr, src_ptr, off_ptr, n, limit, ndim,
             tl.store(out_ptr + base + 5 - first, i5, mask=ok)
     else:                                # SCATTER: out[p] = mask ? source[rank] : x[p]
         xo = strided_offset(p, S1, S2, S3, S4, S5, x0, x1, x2, x3, x4, x5)
-        v = tl.load(x_ptr + xo, mask=pm & ~sel, other=0)
+        v = tl.load(x_ptr + xo, mask=pm, other=0)       # (bounds mask only: see _fill_rows_kernel)
         s = tl.load(src_ptr + tl.where(ok, rank, 0), mask=ok, other=0)
         tl.store(out_ptr + p, tl.where(sel, s, v), mask=pm)
 
