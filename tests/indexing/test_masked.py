@@ -102,6 +102,11 @@ def test_masked_fill_long_rows(backend, case):
         x = torch.randn(2, 3, 2 * L, generator=g).to(torch.bfloat16)[..., ::2]
     got = _run("masked_fill", x, mask, backend=backend, value=-7.5)
     assert torch.equal(got, x.masked_fill(mask, -7.5))
+    if backend == Backend.TRITON:       # several steps per program, the last one partial
+        from baracuda.backends.triton.indexing_index.masked import forced
+
+        with forced(block=1024, iters=3):
+            assert torch.equal(_run("masked_fill", x, mask, backend=backend, value=-7.5), x.masked_fill(mask, -7.5))
 
 
 def test_drop_ins_match_torch():

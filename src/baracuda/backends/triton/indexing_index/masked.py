@@ -24,6 +24,7 @@ import triton.language as tl
 from ...._core.checks import flagged
 from ....ops.indexing_masked import count_error
 from .._lib.geometry import cdiv
+from .._lib.config import overrides
 from .._lib.launch import fast_kernel
 from .._lib.register import register_triton
 from .._lib.strided import RANK, expanded_strides, padded, strided_offset, unravel
@@ -52,24 +53,37 @@ def _fill_kernel(out_ptr, x_ptr, m_ptr, val_ptr, n, S1, S2, S3, S4, S5, x0, x1, 
     tl.store(out_ptr + p, tl.where(sel, f, v), mask=pm)
 
 
+@triton.jit
+def _outer_offset(o, S1, S2, S3, S4, S5, t0, t1, t2, t3, t4, t5):
+    """strided_offset of an outer index below 2^31 (the grid's y, at most 65535 here): the unravel in int32 (an
+    int64 division is ~10x the instructions), the products in int64."""
+    i0, i1, i2, i3, i4, i5 = unravel(o, S1, S2, S3, S4, S5)
+    return (i0.to(tl.int64) * t0 + i1.to(tl.int64) * t1 + i2.to(tl.int64) * t2 + i3.to(tl.int64) * t3
+            + i4.to(tl.int64) * t4 + i5.to(tl.int64) * t5)
+
+
 @fast_kernel
 def _fill_rows_kernel(out_ptr, x_ptr, m_ptr, val_ptr, L, S1, S2, S3, S4, S5, x0, x1, x2, x3, x4, x5,
-                      m0, m1, m2, m3, m4, m5, XI: tl.constexpr, MI: tl.constexpr, BLOCK: tl.constexpr):
+                      m0, m1, m2, m3, m4, m5, XI: tl.constexpr, MI: tl.constexpr, ITERS: tl.constexpr,
+                      BLOCK: tl.constexpr):
     """masked_fill over [outer, L] where the last merged dim (L elements) is contiguous in the output and, per
     operand, contiguous (XI / MI = 1) or broadcast (0): the outer index is unravelled once per program (a scalar),
     the inner offsets are the plain lane index (no per-element division: the flat kernel's unravel of six dims
-    made [4, 32, 4096^2] bf16 compute-bound at 45 % of the copy roofline)."""
-    o = tl.program_id(1).to(tl.int64)
-    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
-    im = i < L
-    xo = strided_offset(o, S1, S2, S3, S4, S5, x0, x1, x2, x3, x4, x5)
-    mo = strided_offset(o, S1, S2, S3, S4, S5, m0, m1, m2, m3, m4, m5)
-    sel = tl.load(m_ptr + mo + i * MI, mask=im, other=0) != 0
-    # x under the bounds mask only: a data-dependent mask (~sel) has no constancy Triton can prove, so the load
-    # would split into scalar accesses instead of 16-byte vectors (the DRAM sectors are fetched either way)
-    v = tl.load(x_ptr + xo + i * XI, mask=im, other=0)
+    made [4, 32, 4096^2] bf16 compute-bound at 45 % of the copy roofline); ITERS blocks of BLOCK per program."""
+    o = tl.program_id(1)
+    xo = _outer_offset(o, S1, S2, S3, S4, S5, x0, x1, x2, x3, x4, x5)
+    mo = _outer_offset(o, S1, S2, S3, S4, S5, m0, m1, m2, m3, m4, m5)
+    oo = o.to(tl.int64) * L
     f = tl.load(val_ptr)
-    tl.store(out_ptr + o * L + i, tl.where(sel, f, v), mask=im)
+    base = tl.program_id(0).to(tl.int64) * (BLOCK * ITERS)
+    for it in tl.static_range(ITERS):
+        i = base + it * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
+        im = i < L
+        sel = tl.load(m_ptr + mo + i * MI, mask=im, other=0) != 0
+        # x under the bounds mask only: a data-dependent mask (~sel) has no constancy Triton can prove, so the
+        # load would split into scalar accesses instead of 16-byte vectors (the DRAM sectors are fetched anyway)
+        v = tl.load(x_ptr + xo + i * XI, mask=im, other=0)
+        tl.store(out_ptr + oo + i, tl.where(sel, f, v), mask=im)
 
 
 @fast_kernel
@@ -165,7 +179,10 @@ def _mask_view(t):
 
 
 _ROW_BLOCK = 4096
+_ROW_ITERS = 1
 _MAX_GRID_Y = 65535
+_FORCE, forced = overrides("""Force masked_fill's row kernel: ``block`` (elements per step), ``iters`` (steps per
+program), ``warps`` (bench/masked_fill_sweep.py).""")
 
 
 def _rows(n, dims, sx, sm):
@@ -192,9 +209,11 @@ def _masked_fill(desc, pref):
             rows = _rows(n, dims, sx, sm)
             if rows is not None:
                 L, outer, odims, osx, osm, xi, mi = rows
-                _fill_rows_kernel[(cdiv(L, _ROW_BLOCK), outer)](bits(res), bits(x), _mask_view(mask), bits(val), L,
-                                                                *odims, *osx, *osm, XI=xi, MI=mi,
-                                                                BLOCK=_ROW_BLOCK, num_warps=8)
+                blk, iters, warps = (_FORCE.get("block", _ROW_BLOCK), _FORCE.get("iters", _ROW_ITERS),
+                                     _FORCE.get("warps", 8))
+                _fill_rows_kernel[(cdiv(L, blk * iters), outer)](bits(res), bits(x), _mask_view(mask), bits(val), L,
+                                                                 *odims, *osx, *osm, XI=xi, MI=mi, ITERS=iters,
+                                                                 BLOCK=blk, num_warps=warps)
             else:
                 _fill_kernel[(cdiv(n, _BLOCK),)](bits(res), bits(x), _mask_view(mask), bits(val), n, *dims, *sx,
                                                  *sm, BLOCK=_BLOCK, num_warps=8)
