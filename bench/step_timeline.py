@@ -65,7 +65,8 @@ def analyse(trace_path: str) -> dict:
     gpu = {n: {"start_ms": (v[0] - first) / 1e3, "end_ms": (v[1] - first) / 1e3, "kernel_ms": v[2] / 1e3}
            for n, v in span.items()}
     host_end = {n: (b - first) / 1e3 for a, b, n in phases}
-    return {"wall_ms": wall / 1e3, "host_phase_ms": host, "host_phase_end_ms": host_end, "gpu_phase": gpu, "gpu_busy_ms": busy / 1e3, "idle_host_ms": {k: v / 1e3 for k, v in idle_host.items()},
+    return {"wall_ms": wall / 1e3, "host_phase_ms": host, "host_phase_end_ms": host_end, "gpu_phase": gpu,
+            "gpu_busy_ms": busy / 1e3, "idle_host_ms": {k: v / 1e3 for k, v in idle_host.items()},
             "idle_other_ms": idle_other / 1e3, "launches": dict(n_launch),
             "kernels_ms": {f"{n} (x{k_count[n]})": round(v / 1e3, 3) for n, v in k_total.most_common(40)},
             "idle_before_kernel_ms": {k: round(v / 1e3, 3) for k, v in by_kernel.most_common(25)}}
@@ -98,7 +99,8 @@ def unprofiled(step, n=10) -> dict:
         torch.cuda.synchronize()
         t0, e0 = MARKS[0][1], MARKS[0][2]
         rows.append({nm: ((t - t0) * 1e3, e0.elapsed_time(e)) for nm, t, e in MARKS[1:]})
-    return {nm: {"host_ms": statistics.median(r[nm][0] for r in rows), "gpu_ms": statistics.median(r[nm][1] for r in rows)}
+    return {nm: {"host_ms": statistics.median(r[nm][0] for r in rows),
+                 "gpu_ms": statistics.median(r[nm][1] for r in rows)}
             for nm in rows[0]}
 
 
@@ -134,7 +136,8 @@ def main(argv=None) -> int:
 
         params, x0 = demo.make_params(torch, 256, 2, 512, 4, "cuda", torch.float32)
         leaves = ["w_qkv", "w_o", "b_o", "w_13", "w_2", "w_vocab", "norm1", "norm2", "norm_f"]
-        p = {k: (v.detach().clone().requires_grad_(k in leaves) if torch.is_tensor(v) else v) for k, v in params.items()}
+        p = {k: (v.detach().clone().requires_grad_(k in leaves) if torch.is_tensor(v) else v)
+             for k, v in params.items()}
         x = x0.detach().clone().requires_grad_()
         for name, use in (("baracuda", True), ("torch", False)):
             def step():

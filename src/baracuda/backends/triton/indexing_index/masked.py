@@ -179,7 +179,7 @@ def _mask_view(t):
 
 
 _ROW_BLOCK = 4096
-_ROW_ITERS = 1
+_ROW_ITERS = 2           # (block, iters, warps) = (4096, 2, 8): the best of run I's sweep (session9/runI_*)
 _MAX_GRID_Y = 65535
 _FORCE, forced = overrides("""Force masked_fill's row kernel: ``block`` (elements per step), ``iters`` (steps per
 program), ``warps`` (bench/masked_fill_sweep.py).""")

@@ -25,7 +25,7 @@ from .._lib.binding import run_of as _run_of
 from .._lib.config import overrides
 from .._lib.geometry import cdiv
 from .._lib.launch import fast_kernel
-from .._lib.math import log, sinpi, sqrt
+from .._lib.math import cospi, log, sinpi, sqrt
 from .._lib.register import register_triton
 from .._lib.scalars import join_f64, split_f64
 
@@ -112,42 +112,6 @@ def block_words(seed, pid, offset, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _box_muller(first, second, odd, CT: tl.constexpr):
-    """z of an element of a Box-Muller pair: r cos(2 pi U2) for the first (odd False), r sin(2 pi U2) for the
-    second, r = sqrt(-2 log U1).  One sinpi per element: the angle is the integer k = top 24 bits of ``second``
-    (2 pi U2 = pi k 2^-23), and cos(pi t) = sin(pi (t + 1/2)) is taken as sinpi of k + 2^22 modulo 2^24 (one
-    period), an exact shift in integers, so neither value is rounded before sinpi (libdevice's sinpi / cospi are
-    both ~1 ulp: the result differs from cospi's by at most that)."""
-    r = sqrt(-2.0 * log(unit_open(first).to(CT)))
-    k = (second >> 8) + tl.where(odd, 0, 1 << 22).to(tl.uint32)
-    t = (k & 0xFFFFFF).to(CT) * 1.1920928955078125e-07       # (k mod 2^24) * 2^-23, exact
-    return r * sinpi(t)
-
-
-@triton.jit
-def block_normals(seed, pid, offset, BLOCK: tl.constexpr, CT: tl.constexpr):
-    """The Box-Muller values of the BLOCK elements offset + pid * BLOCK + i (offset a multiple of 4), computed on
-    the BLOCK / 4 Philox blocks before interleaving: each pair's log and sqrt once (the per-element path computes
-    them for both members of the pair): per element half a log, half a sqrt and one sinpi."""
-    Q: tl.constexpr = BLOCK // 4
-    c = (offset >> 2) + pid * Q + tl.arange(0, Q).to(tl.int64)
-    lo = (c & 0xFFFFFFFF).to(tl.uint32)
-    hi = (c >> 32).to(tl.uint32)
-    z = tl.zeros_like(lo)
-    w0, w1, w2, w3 = tl.philox(seed, lo, hi, z, z)
-    r01 = sqrt(-2.0 * log(unit_open(w0).to(CT)))
-    r23 = sqrt(-2.0 * log(unit_open(w2).to(CT)))
-    k1 = w1 >> 8
-    k3 = w3 >> 8
-    sc: tl.constexpr = 1.1920928955078125e-07                  # 2^-23
-    s1 = sinpi(k1.to(CT) * sc)
-    c1 = sinpi(((k1 + (1 << 22)) & 0xFFFFFF).to(CT) * sc)
-    s3 = sinpi(k3.to(CT) * sc)
-    c3 = sinpi(((k3 + (1 << 22)) & 0xFFFFFF).to(CT) * sc)
-    return _interleave(r01 * c1, r01 * s1, r23 * c3, r23 * s3, BLOCK)
-
-
-@triton.jit
 def _value(own, first, second, odd, x, a, b, c, pk, lo_i, rng_i, MODE: tl.constexpr, F64: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     if MODE == 0:       # uniform: a + (b - a) U
@@ -157,7 +121,9 @@ def _value(own, first, second, odd, x, a, b, c, pk, lo_i, rng_i, MODE: tl.conste
             u = unit(own)
         v = a + (b - a) * u
     elif MODE == 1:     # normal: a + b z, Box-Muller
-        v = a + b * _box_muller(first, second, odd, CT)
+        r = sqrt(-2.0 * log(unit_open(first).to(CT)))
+        t = 2.0 * unit(second).to(CT)
+        v = a + b * (r * tl.where(odd, sinpi(t), cospi(t)))
     elif MODE == 2:     # exponential: -log(U') / a
         v = -log(unit_open(own).to(CT)) / a
     elif MODE == 3:     # randint: lo + floor(u * range / 2^32), exact in uint64
@@ -179,36 +145,25 @@ def _stream_kernel(x_ptr, y_ptr, st_ptr, N, seed, offset, inner, ah, al, bh, bl,
     idx = pid * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
     m = idx < N
     key, off = stream_base(st_ptr, seed, offset, HAS_STATE)
-    CT: tl.constexpr = tl.float64 if F64 else tl.float32
-    a, b, c = join_f64(ah, al, F64), join_f64(bh, bl, F64), join_f64(ch, cl, F64)
-    if MODE == 1 and ALIGNED:   # normal, whole Philox blocks: each pair's log / sqrt once (block_normals)
-        if HAS_STATE:
+    if ALIGNED:
+        if HAS_STATE:       # the device offset decides (advance() keeps it a multiple of 4)
             if (off & 3) == 0:
-                zz = block_normals(key, pid, off, BLOCK, CT)
+                own, first, second, odd = block_words(key, pid, off, BLOCK)
             else:
                 own, first, second, odd = element_words(key, off + idx)
-                zz = _box_muller(first, second, odd, CT)
         else:
-            zz = block_normals(key, pid, off, BLOCK, CT)
-        v = a + b * zz
+            own, first, second, odd = block_words(key, pid, off, BLOCK)
     else:
-        if ALIGNED:
-            if HAS_STATE:       # the device offset decides (advance() keeps it a multiple of 4)
-                if (off & 3) == 0:
-                    own, first, second, odd = block_words(key, pid, off, BLOCK)
-                else:
-                    own, first, second, odd = element_words(key, off + idx)
-            else:
-                own, first, second, odd = block_words(key, pid, off, BLOCK)
-        else:
-            own, first, second, odd = element_words(key, off + idx // inner)
-        if HAS_X:
-            x = tl.load(x_ptr + idx, mask=m, other=0.0).to(CT)
-        else:
-            x = tl.zeros([BLOCK], dtype=CT)
-        v = _value(own, first, second, odd, x, a, b, c, pk, lo_i, rng_i, MODE, F64)
-        if MODE == 3:
-            v = int_out(v, y_ptr)
+        own, first, second, odd = element_words(key, off + idx // inner)
+    CT: tl.constexpr = tl.float64 if F64 else tl.float32
+    if HAS_X:
+        x = tl.load(x_ptr + idx, mask=m, other=0.0).to(CT)
+    else:
+        x = tl.zeros([BLOCK], dtype=CT)
+    a, b, c = join_f64(ah, al, F64), join_f64(bh, bl, F64), join_f64(ch, cl, F64)
+    v = _value(own, first, second, odd, x, a, b, c, pk, lo_i, rng_i, MODE, F64)
+    if MODE == 3:
+        v = int_out(v, y_ptr)
     tl.store(y_ptr + idx, v.to(y_ptr.dtype.element_ty), mask=m)
 
 
