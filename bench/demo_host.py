@@ -28,9 +28,7 @@ def main(argv=None) -> int:
 
     S, B, D, H = 16, 2, 64, 4
     params, x0 = demo.make_params(torch, S, B, D, H, args.device, torch.float32)
-    leaves = ["w_qkv", "w_o", "b_o", "w_13", "w_2", "w_vocab", "norm1", "norm2", "norm_f"]
-    p = {k: (v.detach().clone().requires_grad_(k in leaves) if torch.is_tensor(v) else v) for k, v in params.items()}
-    x = x0.detach().clone().requires_grad_()
+    p, x = demo.leaf_copies(params, x0)
     sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
 
     def step(use):

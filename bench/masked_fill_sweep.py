@@ -6,24 +6,15 @@ from __future__ import annotations
 
 import itertools
 import json
-import statistics
 import sys
 
 import torch
 
 
 def timed(fn, n=20):
-    for _ in range(3):
-        fn()
-    ts = []
-    for _ in range(n):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        ts.append(s.elapsed_time(e))
-    return statistics.median(ts)
+    from baracuda.bench.timing import median_ms
+
+    return median_ms(fn, reps=n, warmup=3)
 
 
 def main() -> int:

@@ -135,10 +135,7 @@ def main(argv=None) -> int:
         from baracuda import demo
 
         params, x0 = demo.make_params(torch, 256, 2, 512, 4, "cuda", torch.float32)
-        leaves = ["w_qkv", "w_o", "b_o", "w_13", "w_2", "w_vocab", "norm1", "norm2", "norm_f"]
-        p = {k: (v.detach().clone().requires_grad_(k in leaves) if torch.is_tensor(v) else v)
-             for k, v in params.items()}
-        x = x0.detach().clone().requires_grad_()
+        p, x = demo.leaf_copies(params, x0)
         for name, use in (("baracuda", True), ("torch", False)):
             def step():
                 with rf("forward"):

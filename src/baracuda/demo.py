@@ -74,6 +74,17 @@ def make_params(torch, S, B, D, heads, device, dtype, seed=0):
     return p, rnd(B * S, D)
 
 
+LEAVES = ("w_qkv", "w_o", "b_o", "w_13", "w_2", "w_vocab", "norm1", "norm2", "norm_f")   # what gets gradients
+
+
+def leaf_copies(params, x0):
+    """Fresh leaf copies of the block's parameters and input (each run's own gradients): (params, x)."""
+    import torch
+
+    p = {k: (v.detach().clone().requires_grad_(k in LEAVES) if torch.is_tensor(v) else v) for k, v in params.items()}
+    return p, x0.detach().clone().requires_grad_()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="baracuda demo", description=__doc__.split("\n")[0])
     ap.add_argument("--device", default=None, help="cpu or cuda (default: cuda if present)")
@@ -97,11 +108,9 @@ def main(argv=None) -> int:
     print(f"baracuda {bc.__version__} demo: Llama-style block, tokens={B}x{S}, dim={D}, heads={H}, "
           f"{args.dtype} on {bc.as_device(device)} ({bc.as_device(device).arch})")
     params, x0 = make_params(torch, S, B, D, H, device, dtype)
-    leaves = ["w_qkv", "w_o", "b_o", "w_13", "w_2", "w_vocab", "norm1", "norm2", "norm_f"]
 
     def run(use_baracuda, timed=False):
-        p = {k: (v.detach().clone().requires_grad_(k in leaves) if torch.is_tensor(v) else v) for k, v in params.items()}
-        x = x0.detach().clone().requires_grad_()
+        p, x = leaf_copies(params, x0)
         if device == "cuda":    # CUDA events around the step: the GPU's time, the host's launches included
             torch.cuda.synchronize()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -115,7 +124,7 @@ def main(argv=None) -> int:
             ms = start.elapsed_time(end)
         else:
             ms = (time.perf_counter() - t0) * 1e3
-        return loss.detach(), {"x": x.grad, **{k: p[k].grad for k in leaves}}, ms
+        return loss.detach(), {"x": x.grad, **{k: p[k].grad for k in LEAVES}}, ms
 
     with bt.record(check=True) as log:
         loss, grads, _ = run(True)
