@@ -466,7 +466,8 @@ class mode(TorchFunctionMode):
             else:
                 self._fall(name, why)
             return res
-        why = None if types == _PLAIN_TYPES else _not_routable(types)
+        # (torch passes no types for its C functions and methods on plain tensors: the common case, no call)
+        why = None if not types or types == _PLAIN_TYPES else _not_routable(types)
         if why is None:
             state = STATE
             prev, state.grad_check = state.grad_check, True   # (a refused gradient falls through to torch)
