@@ -214,17 +214,18 @@ def test_rope_scoped_to_patched_attention():
     assert mod.apply_rotary_pos_emb is hf_rope
 
 
-def test_dropped_patched_model_releases_rope():
+def test_dropped_patched_model_releases_its_dispatchers():
     import gc
 
+    mu = pytest.importorskip("transformers.masking_utils")
     m = _gated_model("Qwen2", torch.float32)
     mod = sys.modules[type(m).__module__]
-    hf_rope = mod.apply_rotary_pos_emb
+    hf_rope, hf_scan = mod.apply_rotary_pos_emb, mu.find_packed_sequence_indices
     bt.patch(m)
-    assert mod.apply_rotary_pos_emb is not hf_rope
+    assert mod.apply_rotary_pos_emb is not hf_rope and mu.find_packed_sequence_indices is not hf_scan
     del m
     gc.collect()
-    assert mod.apply_rotary_pos_emb is hf_rope
+    assert mod.apply_rotary_pos_emb is hf_rope and mu.find_packed_sequence_indices is hf_scan
 
 
 def test_residual_add_fused_into_norm(monkeypatch):
