@@ -75,6 +75,8 @@ _no_torch_function = torch._C.DisableTorchFunction
 
 
 # -- recording (the demo and debugging; off the hot path unless a recorder is active) -----------------------
+# A module-level stack, not a context variable: the backward of a CUDA graph runs on autograd's device threads,
+# which see neither the recording thread's context variables nor its thread-locals, and bt.record() logs it too.
 RECORDERS: list = []
 
 
