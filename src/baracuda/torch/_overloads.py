@@ -112,9 +112,11 @@ def _make(ov: Overload, torch_name: str, otherwise=None):
                                                                       default=None)])
 
     n_params = len(ov.params)
+    # the leading parameters without a default: a positional call gives at least these
+    n_required = next((k for k, p in enumerate(ov.params) if p in ov.defaults), n_params)
 
     def dropin(*args, **kwargs):
-        if not kwargs and len(args) <= n_params and all(p in ov.defaults for p in ov.params[len(args):]):
+        if not kwargs and n_required <= len(args) <= n_params:
             # positional arguments only (x.pow(2), torch.clamp(x, 0, 1)): what sig.bind would give, without its
             # ~5 us a call
             vals = dict(zip(ov.params, args))

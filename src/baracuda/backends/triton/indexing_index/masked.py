@@ -27,7 +27,7 @@ from .._lib.geometry import cdiv
 from .._lib.config import overrides
 from .._lib.launch import fast_kernel
 from .._lib.register import register_triton
-from .._lib.strided import RANK, expanded_strides, padded, strided_offset, unravel
+from .._lib.strided import RANK, expanded_strides, padded, strided_offset, strided_offset_i64, unravel
 from ..layout.move import bits, copy_into, fill, scalar
 
 _BLOCK = 1024
@@ -53,15 +53,6 @@ def _fill_kernel(out_ptr, x_ptr, m_ptr, val_ptr, n, S1, S2, S3, S4, S5, x0, x1, 
     tl.store(out_ptr + p, tl.where(sel, f, v), mask=pm)
 
 
-@triton.jit
-def _outer_offset(o, S1, S2, S3, S4, S5, t0, t1, t2, t3, t4, t5):
-    """strided_offset of an outer index below 2^31 (the grid's y, at most 65535 here): the unravel in int32 (an
-    int64 division is ~10x the instructions), the products in int64."""
-    i0, i1, i2, i3, i4, i5 = unravel(o, S1, S2, S3, S4, S5)
-    return (i0.to(tl.int64) * t0 + i1.to(tl.int64) * t1 + i2.to(tl.int64) * t2 + i3.to(tl.int64) * t3
-            + i4.to(tl.int64) * t4 + i5.to(tl.int64) * t5)
-
-
 @fast_kernel
 def _fill_rows_kernel(out_ptr, x_ptr, m_ptr, val_ptr, L, S1, S2, S3, S4, S5, x0, x1, x2, x3, x4, x5,
                       m0, m1, m2, m3, m4, m5, XI: tl.constexpr, MI: tl.constexpr, ITERS: tl.constexpr,
@@ -71,8 +62,8 @@ def _fill_rows_kernel(out_ptr, x_ptr, m_ptr, val_ptr, L, S1, S2, S3, S4, S5, x0,
     the inner offsets are the plain lane index (no per-element division: the flat kernel's unravel of six dims
     made [4, 32, 4096^2] bf16 compute-bound at 45 % of the copy roofline); ITERS blocks of BLOCK per program."""
     o = tl.program_id(1)
-    xo = _outer_offset(o, S1, S2, S3, S4, S5, x0, x1, x2, x3, x4, x5)
-    mo = _outer_offset(o, S1, S2, S3, S4, S5, m0, m1, m2, m3, m4, m5)
+    xo = strided_offset_i64(o, S1, S2, S3, S4, S5, x0, x1, x2, x3, x4, x5)     # (o: int32, unravelled once)
+    mo = strided_offset_i64(o, S1, S2, S3, S4, S5, m0, m1, m2, m3, m4, m5)
     oo = o.to(tl.int64) * L
     f = tl.load(val_ptr)
     base = tl.program_id(0).to(tl.int64) * (BLOCK * ITERS)
