@@ -249,6 +249,72 @@ def test_in_place_writes_copy_only_what_the_backward_saves():
     assert fw["aten.clone.default"] == 0 and fw["aten.copy_.default"] == 2, fw
 
 
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_in_place_pointwise_written_by_the_kernel(channels_last, monkeypatch):
+    """Where a GPU backend runs the op (Triton here), an in-place pointwise call (``+=``, ``relu_``, ``mul_``,
+    ``sigmoid_``) is written over its operand by the kernel itself: no result buffer copied back, no clone, for
+    contiguous and channels-last operands; values, gradients, the returned object, the version counter and torch's
+    saved-tensor check as in torch."""
+    from baracuda._core.sku import Backend
+    from baracuda.testing.checks import plan_or_skip
+
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    w = torch.randn(2, 3, 4, 5, **F64, requires_grad=True)
+    r = torch.randn(2, 3, 4, 5, **F64).contiguous(memory_format=fmt).requires_grad_()
+    plan_or_skip("relu", w.detach())
+    pref = bc.PlanPreference(prefer=(Backend.TRITON,))
+
+    def triton():
+        return bc.preference(pref)
+    from baracuda.torch import _call
+
+    writes = []
+    write_into = _call.Bound.write_into
+    monkeypatch.setattr(_call.Bound, "write_into", lambda b, xs, out: writes.append(out.shape) or write_into(b, xs, out))
+    copies = []
+    monkeypatch.setattr(_call, "_owned", lambda outs, xs: copies.append(len(outs)) or outs)
+
+    def step():
+        h = (w * 1.5).contiguous(memory_format=fmt)
+        del writes[:], copies[:]
+        outs = [h.add_(r), F.relu(h, inplace=True)]
+        counts = (len(writes), len(copies))
+        same = all(o is h for o in outs)
+        g = h * 2.0
+        g.mul_(3.0)
+        g.sigmoid_()        # saves its output: g itself, written in place
+        loss = (g * h).sum()
+        loss.backward()
+        return h.detach().clone(), counts, same
+
+    results = []
+    for use_mode in (True, False):
+        w.grad = r.grad = None
+        with triton(), (bt.mode() if use_mode else contextlib.nullcontext()):
+            results.append((*step(), w.grad.clone(), r.grad.clone()))
+    (h, counts, same, gw, gr), (h_e, _, same_e, gw_e, gr_e) = results
+    assert same and same_e
+    for a, b in ((h, h_e), (gw, gw_e), (gr, gr_e)):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+    assert h.is_contiguous(memory_format=fmt)
+    assert counts == (2, 0), counts     # two kernels wrote h; no result tensor was made (and copied back)
+    with triton(), bt.mode():
+        x = torch.randn(5, 6, **F64)
+        v = x._version
+        y = x.add_(1.0).exp_()
+        assert y is x and x._version >= v + 2           # (no grad: the version counter still moves)
+        a, b = torch.randn(4, **F64, requires_grad=True), torch.randn(4, **F64)
+        c = a * b                                        # saves b
+        b.add_(1.0)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            c.sum().backward()
+        z = torch.randn(6, **F64)
+        want = z.clone()
+        want[1:] += want[:-1].clone()
+        z[1:] += z[:-1].clone()                          # (a view written: fine without a gradient)
+        torch.testing.assert_close(z, want, rtol=0, atol=0)
+
+
 def test_batch_norm_output_is_not_a_view():
     """y = F.batch_norm(...) is the op's own tensor: a later y += residual must not turn into a write through a
     view (whose backward rebuilds the base: a zero fill, a copy and a clone per step)."""

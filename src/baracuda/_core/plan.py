@@ -383,6 +383,21 @@ class Plan:
         return go
 
 
+    def writer(self):
+        """``write(xs, outs)``: launch into the given outputs (torch tensors matching this plan, contiguous), for a
+        caller that writes an op's result over one of its operands (``bt.mode()``'s in-place forms of elementwise
+        ops); None for a plan that cannot: the NumPy reference backend, nothing to compute, a workspace."""
+        if self._fast is False or self._skip or self._np or self.workspace_size:
+            return None
+        run, desc, checks = self._run, self.desc, _checks
+
+        def write(xs, outs):
+            if checks.PENDING:
+                checks.poll()
+            run(desc, xs, outs, None)
+        return write
+
+
 def _format_following(alloc_outs, i, specs, tdts, dev):
     """``alloc_outs`` whose outputs of input ``i``'s rank take its channels-last memory format when it has one (and is
     not also contiguous: torch's suggest_memory_format)."""

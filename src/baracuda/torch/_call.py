@@ -159,7 +159,7 @@ class Call:
 class Bound(Call):
     """Everything one call key needs: descriptor, plan, launcher, saved-tensor recipe, backward plan (lazily)."""
 
-    __slots__ = ("plan", "go", "pref", "_bw", "_bw_masked", "_grad_ok", "layout_free", "orders")
+    __slots__ = ("plan", "go", "pref", "_bw", "_bw_masked", "_grad_ok", "layout_free", "orders", "_write")
 
     def __init__(self, name: str, attrs: dict, sig: tuple, pref, device: int = -1):
         if len(sig) > 1:
@@ -177,6 +177,7 @@ class Bound(Call):
         # operands on one device (checked above): the key vouches for shapes, dtypes and device, so the launcher
         # checks nothing
         self.go = plan.launcher()
+        self._write = 0     # (write_into's launcher, made on first use)
 
     # forward ------------------------------------------------------------------------------------------------
     def forward(self, xs) -> list:
@@ -187,6 +188,22 @@ class Bound(Call):
         finally:
             STATE.depth -= 1
         return _owned(outs, xs)
+
+    def write_into(self, xs, out) -> bool:
+        """Write the op's one output over ``out`` (a contiguous tensor of the output's shape and dtype), the
+        kernel reading ``xs`` (which may include ``out`` itself: elementwise plans read an element before writing
+        it); False where the plan cannot (see ``Plan.writer``)."""
+        w = self._write
+        if w == 0:
+            w = self._write = self.plan.writer() if len(self.desc.outputs) == 1 else None
+        if w is None:
+            return False
+        STATE.depth += 1
+        try:
+            w(xs, [out])
+        finally:
+            STATE.depth -= 1
+        return True
 
     # backward -----------------------------------------------------------------------------------------------
     def backward_plan(self, needs: tuple | None = None) -> BackwardPlan:
@@ -375,11 +392,11 @@ class _Eager(torch.autograd.Function):
     @staticmethod
     def backward(ctx, *grads):
         b = ctx.bc
-        if ctx.lay is not None:
-            grads = ctx.lay.grads(grads)
         # the kernel directly unless a graph of the backward is being built (create_graph, a dispatch mode)
         direct = not _grad_enabled() and not _dispatch_depth()
         if not direct or RECORDERS or not b.diff:
+            if ctx.lay is not None:
+                grads = ctx.lay.grads(grads)
             return (None, None, *b.input_grads(grads, ctx.saved_tensors, direct, ctx.needs_input_grad[2:]))
         for g in grads:         # (the common case, input_grads' direct path inlined: the backward's host cost)
             if g is not None:
@@ -389,6 +406,8 @@ class _Eager(torch.autograd.Function):
         bw = b.backward_plan(ctx.needs_input_grad[2:])
         saved = ctx.saved_tensors   # (before own_calls: see its docstring)
         with own_calls():
+            if ctx.lay is not None:
+                grads = ctx.lay.grads(grads)
             res = bw.replay_tape(grads, saved)
         return (None, None, *[r if k else None for r, k in zip(res, b.gets_grad)])
 
@@ -581,3 +600,110 @@ def _run_bound(b: Bound, xs, lay: Layout | None):
     if lay is not None:
         outs = lay.outs(outs)
     return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+# -- in-place forms of pointwise ops ------------------------------------------------------------------------------
+_bump_version = torch.autograd.graph.increment_version
+
+
+def _shares_memory(x, target) -> bool:
+    return x is not target and x.untyped_storage().data_ptr() == target.untyped_storage().data_ptr()
+
+
+def run_into(name: str, xs, attrs: dict):
+    """The in-place form of layout-free (pointwise) op ``name`` on ``xs``, whose first operand is the tensor written:
+    the kernel writes the result over ``xs[0]`` directly (no result buffer, no copy), with torch's in-place autograd
+    (``mark_dirty``) where a gradient is wanted.  Returns ``xs[0]``, or None where this path does not apply and the
+    caller computes out of place, then copies (see ``bt.mode()``'s ``_Route._in_place``): a tracer, a plan that
+    cannot write into a given buffer (the NumPy reference backend), a result of another shape or dtype (torch's
+    errors come from that path), another operand sharing ``xs[0]``'s memory, operands with no common dense memory
+    order, and -- with a gradient wanted -- a view written (its base's history is torch's CopySlices) or a backward
+    that reads ``xs[0]``'s overwritten value."""
+    if _traced() or RECORDERS:
+        return None
+    target = xs[0]
+    sig = []
+    for x in xs:
+        if type(x) not in _PLAIN or not (x.is_cuda or x.is_cpu):
+            return None
+        sig.append((x.shape, x.dtype, x.get_device()))
+    try:
+        b = _bound(name, _attr_key(attrs) if attrs else (), tuple(sig), _preference(), -1)
+    except TypeError:
+        return None
+    if type(b) is _Refused or not b.layout_free:
+        return None
+    o = b.desc.outputs[0]
+    if target.shape != o.shape or b.plan._out_tdt is None or b.plan._out_tdt[0] is not target.dtype:
+        return None
+    for x in xs[1:]:
+        if _shares_memory(x, target):
+            return None
+    fb, perm = b, None
+    if not target.is_contiguous():
+        order = _order_of(b, name, xs, attrs)
+        if order is None:
+            return None
+        perm, _, fb = order
+    grad = b.float_out and _grad_enabled() and any(x.requires_grad for x in xs)
+    if not grad:
+        if not fb.write_into(xs if perm is None else _permute_all(xs, perm),
+                             target if perm is None else target.permute(perm)):
+            return None
+        _bump_version(target)
+        return target
+    if target._base is not None or any(not is_out and xs[i] is target for is_out, i in b.recipe):
+        return None
+    if STATE.grad_check:
+        b.check_grad(xs)
+    if fb._write == 0:
+        fb._write = fb.plan.writer()
+    if fb._write is None:
+        return None
+    return _Into.apply(b, (fb, perm), *xs)
+
+
+class _Into(torch.autograd.Function):
+    """One in-place pointwise call under eager autograd: the kernel of ``fb`` (the bound call of the operands in
+    dim order ``perm``, or None: as given) writes over ``xs[0]``; the backward runs ``fb``'s backward plan in the
+    same dim order, so channels-last operands get channels-last gradients (views of the plan's contiguous ones)."""
+
+    @staticmethod
+    def forward(ctx, b, how, *xs):
+        fb, perm = how
+        target = xs[0]
+        fb.write_into(xs if perm is None else _permute_all(xs, perm),
+                      target if perm is None else target.permute(perm))
+        ctx.mark_dirty(target)
+        ctx.bc, ctx.perm = fb, perm
+        ctx.shapes = None if perm is None else [x.shape for x in xs]
+        ctx.set_materialize_grads(False)
+        ctx.save_for_backward(*fb.saved(xs, [target]))
+        return target
+
+    @staticmethod
+    def backward(ctx, grad):
+        b, perm = ctx.bc, ctx.perm
+        if grad is None:
+            return (None,) * (b.n_in + 2)
+        saved = ctx.saved_tensors   # (before own_calls: see its docstring)
+        needs = ctx.needs_input_grad[2:]
+        if _grad_enabled() or _dispatch_depth() or RECORDERS:   # a graph of the backward: the custom op
+            if perm is not None:
+                grad, saved = grad.permute(perm), _permute_all(saved, perm)
+            res = b.input_grads((grad,), saved, not _grad_enabled() and not _dispatch_depth(), needs)
+            return (None, None, *_unpermuted(res, perm, ctx.shapes))
+        with own_calls():
+            if perm is not None:
+                grad, saved = grad.permute(perm), _permute_all(saved, perm)
+            res = b.backward_plan(needs).replay_tape((grad,), saved)
+            res = _unpermuted([r if k else None for r, k in zip(res, b.gets_grad)], perm, ctx.shapes)
+        return (None, None, *res)
+
+
+def _unpermuted(res, perm, shapes):
+    """Gradients computed in dim order ``perm`` (None: as given), viewed back in the operands' own (``shapes``)."""
+    if perm is None:
+        return res
+    inv = tuple(sorted(range(len(perm)), key=perm.__getitem__))
+    return [None if r is None else r.permute(inv).reshape(shape) for r, shape in zip(res, shapes)]

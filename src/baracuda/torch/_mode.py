@@ -46,7 +46,7 @@ from torch.overrides import TorchFunctionMode
 
 from .._core.errors import BaracudaError, UnsupportedError
 from . import _indexing
-from ._call import STATE
+from ._call import STATE, layout_free_ops, run_into
 
 # Python's operator protocol: the dunder stem -> the torch function it means.  Binary stems also have the
 # reflected ``__r<stem>__`` (operands swapped) and in-place ``__i<stem>__`` forms.
@@ -142,6 +142,7 @@ class _Route:
     pack: bool = False        # a method whose sole int-list argument may come spread out (see _sizes_varargs)
     flag_at: int | None = None   # where torch's ``inplace=`` flag sits (F.relu(x, inplace=True) is relu_(x))
     accept: Callable | None = None   # a call this says False to is not routed (x[1:] is a view, torch's own)
+    into: Callable | None = None     # an in-place form written by the kernel itself (None: compute, then copy)
 
     def run(self, args, kwargs):
         if self.flag_at is not None:
@@ -174,9 +175,14 @@ class _Route:
         target = args[0]
         if not isinstance(target, torch.Tensor):
             raise TypeError(f"{self.name}: the first argument must be a tensor")
-        if torch.is_grad_enabled() and target.requires_grad:
-            if target.is_leaf:   # torch raises its own error for this: let it
-                raise UnsupportedError(self.name, "in-place on a leaf tensor that requires grad")
+        grad = torch.is_grad_enabled() and target.requires_grad
+        if grad and target.is_leaf:   # torch raises its own error for this: let it
+            raise UnsupportedError(self.name, "in-place on a leaf tensor that requires grad")
+        if self.into is not None:
+            res = self.into(args, kwargs)
+            if res is not None:
+                return res
+        if grad:
             res = _saving_copies_of(target, self.fn, args, kwargs)
         else:
             res = self.fn(*args, **kwargs)
@@ -188,6 +194,22 @@ class _Route:
         if torch.is_grad_enabled() and (target.requires_grad or res.requires_grad) and target._base is None:
             return _Overwrite.apply(target, res)   # (a view's write keeps torch's copy_: its base's CopySlices)
         return target.copy_(res)
+
+
+def _written_in_place(fn):
+    """For the drop-in ``fn`` of a pointwise op: ``into(args, kwargs)``, its in-place form with the kernel writing
+    over ``args[0]`` (``_call.run_into``; None where that does not apply: the caller computes, then copies), or
+    None for an op of another kind."""
+    op, adapter = getattr(fn, "_bt_op", None), getattr(fn, "_bt_adapter", None)
+    if adapter is None or op not in layout_free_ops():
+        return None
+
+    def into(args, kwargs):
+        res = adapter(*args, **kwargs)
+        if res is None or (len(res) > 2 and res[2] is not None) or not res[0] or res[0][0] is not args[0]:
+            return None
+        return run_into(op, res[0], res[1])
+    return into
 
 
 def _saving_copies_of(target, fn, args, kwargs):
@@ -288,7 +310,9 @@ def build_routes(ns, published: dict) -> dict:
         fn, tobj = _resolve(ns, name), _resolve(torch, name)   # (tobj None: a Tensor-only method, bt.repeat)
         if fn is None or _is_view(short):
             continue
-        add(tobj, _Route("torch." + name, fn, flag_at=_flag_at(tobj) if tobj is not None else None))
+        flag = _flag_at(tobj) if tobj is not None else None
+        add(tobj, _Route("torch." + name, fn, flag_at=flag,
+                         into=_written_in_place(fn) if flag is not None else None))
         if name in top:   # torch.X and Tensor.X share the ATen schema: arguments pass as given
             tensor_methods[name] = fn
             at = _self_at(name)
@@ -297,7 +321,8 @@ def build_routes(ns, published: dict) -> dict:
                                                               pack=_sizes_varargs(name)))
             if at == 0 and name not in _OTHER_IN_PLACE:
                 for owner, prefix in ((torch.Tensor, "Tensor."), (torch, "torch.")):
-                    add(getattr(owner, name + "_", None), _Route(prefix + name + "_", fn, inplace=True))
+                    add(getattr(owner, name + "_", None), _Route(prefix + name + "_", fn, inplace=True,
+                                                                 into=_written_in_place(fn)))
         elif short not in top and tobj is not None:   # F.X: the method / torch.X of that name, arguments named
             kw = _keyword_names(short, tobj)
             if kw:
@@ -308,7 +333,8 @@ def build_routes(ns, published: dict) -> dict:
         if fn is not None:
             add(getattr(torch.Tensor, f"__{stem}__", None), _Route(f"Tensor.__{stem}__", fn))
             add(getattr(torch.Tensor, f"__r{stem}__", None), _Route(f"Tensor.__r{stem}__", fn, swap=True))
-            add(getattr(torch.Tensor, f"__i{stem}__", None), _Route(f"Tensor.__i{stem}__", fn, inplace=True))
+            add(getattr(torch.Tensor, f"__i{stem}__", None), _Route(f"Tensor.__i{stem}__", fn, inplace=True,
+                                                                   into=_written_in_place(fn)))
     for stem, tname in _PLAIN.items():
         if tname in tensor_methods:
             add(getattr(torch.Tensor, f"__{stem}__", None), _Route(f"Tensor.__{stem}__", tensor_methods[tname]))

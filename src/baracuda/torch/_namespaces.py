@@ -54,6 +54,8 @@ def _make(spec, torch_name, translate=None):
             out = res[2](out)                     # into the buffers; creation: out=, requires_grad, strides)
         return out if result is None else result(out)
 
+    # what bt.mode()'s in-place forms run directly (the op and its operands, then written over the first one)
+    dropin._bt_op, dropin._bt_adapter = name, (adapter if translate is None and not fused else None)
     dropin.__name__ = torch_name.rsplit(".", 1)[-1]
     dropin.__qualname__ = dropin.__name__
     dropin.__doc__ = (f"baracuda drop-in for ``{torch_name}`` (op ``{spec.name}``).\n\n"
