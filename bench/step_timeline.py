@@ -6,7 +6,9 @@ One profiled step (torch.profiler, CPU + CUDA) after warm-up, per variant; from 
     time is charged to the phase (forward / backward, record_function ranges) and to the next kernel's name;
   * launches per phase.
     python bench/step_timeline.py OUT.json [--model llama] [--variants eager,patch] [--demo]
-``--demo``: the `baracuda demo` block (baracuda vs plain torch) instead of a HF model.
+                                  [--resnet resnet50 --batch 256]
+``--demo``: the `baracuda demo` block (baracuda vs plain torch) instead of a HF model; ``--resnet NAME``: a
+torchvision ResNet train step (bf16, channels-last, 224^2, batch ``--batch``), eager and under ``bt.mode()``.
 """
 from __future__ import annotations
 
@@ -127,10 +129,37 @@ def main(argv=None) -> int:
     ap.add_argument("--model", default="llama")
     ap.add_argument("--variants", default="eager,patch")
     ap.add_argument("--demo", action="store_true")
+    ap.add_argument("--resnet", default=None)
+    ap.add_argument("--batch", type=int, default=256)
     args = ap.parse_args(argv)
     rf = torch.profiler.record_function
     res = {"device": torch.cuda.get_device_name()}
-    if args.demo:
+    if args.resnet:
+        import contextlib
+
+        import torchvision
+
+        import baracuda.torch as bt
+
+        torch.manual_seed(0)
+        cl = torch.channels_last
+        model = getattr(torchvision.models, args.resnet)().cuda().to(torch.bfloat16).to(memory_format=cl).train()
+        x = torch.randn(args.batch, 3, 224, 224, device="cuda", dtype=torch.bfloat16).to(memory_format=cl)
+        y = torch.randint(0, 1000, (args.batch,), device="cuda")
+        res["config"] = {"model": args.resnet, "batch": args.batch}
+        for name, ctx in (("eager", contextlib.nullcontext), ("mode", bt.mode)):
+            def step():
+                model.zero_grad(set_to_none=True)
+                with rf("forward"):
+                    loss = torch.nn.functional.cross_entropy(model(x), y)
+                mark("forward")
+                with rf("backward"):
+                    loss.backward()
+            with ctx():
+                res[name] = profile(step)
+            print(name, {k: res[name][k] for k in ("wall_ms", "gpu_busy_ms", "idle_host_ms", "launches")},
+                  flush=True)
+    elif args.demo:
         import baracuda.torch as bt
         from baracuda import demo
 
