@@ -274,29 +274,42 @@ def _bn_tile(q, nsb, cc, cm, S, sN, sC, sS, BS: tl.constexpr):
     return off, mask, n, ss
 
 
+@triton.jit
+def _welford_combine(c1, m1, q1, c2, m2, q2):
+    tot = c1 + c2
+    d = m2 - m1
+    f = c2 / tl.maximum(tot, 1.0)
+    return tot, m1 + d * f, q1 + q2 + d * d * c1 * f
+
+
 @fast_kernel
 def _bn_stats(x_ptr, ws_ptr, C, S, NQ, QPP, nsb, sN, sC, sS, P, F64: tl.constexpr, BC: tl.constexpr,
               BS: tl.constexpr):
+    # each lane of the [BC, BS] tile keeps its own Welford moments over the program's tiles (no cross-lane work
+    # per tile); the lanes of a channel are merged once at the end (Chan's formula, a tree)
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     cc = tl.program_id(0) * BC + tl.arange(0, BC)
     cm = cc < C
     p = tl.program_id(1)
-    cnt = tl.zeros([BC], CT)
-    mean = tl.zeros([BC], CT)
-    m2 = tl.zeros([BC], CT)
+    cnt = tl.zeros([BC, BS], CT)
+    mean = tl.zeros([BC, BS], CT)
+    m2 = tl.zeros([BC, BS], CT)
     q = p * QPP
     end = tl.minimum(q + QPP, NQ)
     while q < end:
         off, mask, _n, _s = _bn_tile(q, nsb, cc, cm, S, sN, sC, sS, BS)
         x = tl.load(x_ptr + off, mask=mask, other=0.0).to(CT)
-        n_t = tl.where(cm, tl.minimum(S - (q % nsb) * BS, BS), 0).to(CT)
-        mt = tl.sum(x, 1) / tl.maximum(n_t, 1.0)
-        d = tl.where(mask, x - mt[:, None], 0.0)
-        cnt, mean, m2 = _merge(cnt, mean, m2, n_t, mt, tl.sum(d * d, 1))
+        c1 = cnt + mask.to(CT)
+        d = x - mean
+        mean = mean + tl.where(mask, d / tl.maximum(c1, 1.0), 0.0)
+        m2 = m2 + tl.where(mask, d * (x - mean), 0.0)
+        cnt = c1
         q += 1
-    tl.store(ws_ptr + p * C + cc, cnt, mask=cm)
-    tl.store(ws_ptr + (P + p) * C + cc, mean, mask=cm)
-    tl.store(ws_ptr + (2 * P + p) * C + cc, m2, mask=cm)
+    # (a lane that saw nothing has count 0: the merge gives it no weight)
+    cnt_c, mean_c, m2_c = tl.reduce((cnt, mean, m2), 1, _welford_combine)
+    tl.store(ws_ptr + p * C + cc, cnt_c, mask=cm)
+    tl.store(ws_ptr + (P + p) * C + cc, mean_c, mask=cm)
+    tl.store(ws_ptr + (2 * P + p) * C + cc, m2_c, mask=cm)
 
 
 @fast_kernel
@@ -361,26 +374,27 @@ def _bn_apply(x_ptr, w_ptr, b_ptr, y_ptr, st_ptr, C, S, NQ, QPP, nsb, sN, sC, sS
 @fast_kernel
 def _bn_bw_sums(g_ptr, x_ptr, mean_ptr, rstd_ptr, ws_ptr, C, S, NQ, QPP, nsb, sgN, sgC, sgS, sN, sC, sS, P,
                 F64: tl.constexpr, BC: tl.constexpr, BS: tl.constexpr):
+    # per-lane sums over the program's tiles, reduced across the lanes once at the end
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     cc = tl.program_id(0) * BC + tl.arange(0, BC)
     cm = cc < C
     p = tl.program_id(1)
     mean = tl.load(mean_ptr + cc, mask=cm, other=0.0).to(CT)
     rstd = tl.load(rstd_ptr + cc, mask=cm, other=0.0).to(CT)
-    sg = tl.zeros([BC], CT)
-    sgx = tl.zeros([BC], CT)
+    sg = tl.zeros([BC, BS], CT)
+    sgx = tl.zeros([BC, BS], CT)
     q = p * QPP
     end = tl.minimum(q + QPP, NQ)
     while q < end:
         off, mask, _n, _s = _bn_tile(q, nsb, cc, cm, S, sN, sC, sS, BS)
         goff, _m, _n2, _s2 = _bn_tile(q, nsb, cc, cm, S, sgN, sgC, sgS, BS)
         g = tl.load(g_ptr + goff, mask=mask, other=0.0).to(CT)
-        xh = tl.where(mask, (tl.load(x_ptr + off, mask=mask, other=0.0).to(CT) - mean[:, None]) * rstd[:, None], 0.0)
-        sg += tl.sum(g, 1)
-        sgx += tl.sum(g * xh, 1)
+        x = tl.load(x_ptr + off, mask=mask, other=0.0).to(CT)
+        sg += g
+        sgx += g * (x - mean[:, None])      # (masked lanes: g = 0, nothing added)
         q += 1
-    tl.store(ws_ptr + p * C + cc, sgx, mask=cm)
-    tl.store(ws_ptr + (P + p) * C + cc, sg, mask=cm)
+    tl.store(ws_ptr + p * C + cc, rstd * tl.sum(sgx, 1), mask=cm)
+    tl.store(ws_ptr + (P + p) * C + cc, tl.sum(sg, 1), mask=cm)
 
 
 @fast_kernel
