@@ -12,7 +12,8 @@ __all__ = ["Backend", "Arch", "MathPrecision", "PrecisionGuarantee", "KernelSku"
 class Backend(enum.Enum):
     REFERENCE = "reference"   # NumPy, float64 accumulation: the oracle, runs anywhere
     TRITON = "triton"         # bespoke Triton kernels (GPU, or CPU under TRITON_INTERPRET=1)
-    CUBLAS = "cublas"         # NVIDIA cuBLAS / cuBLASLt
+    CUBLAS = "cublas"         # NVIDIA cuBLAS / cuBLASLt through torch's matmul entry points
+    CUBLASLT = "cublaslt"     # NVIDIA cuBLASLt through nvmath-python's bindings (nvmath.bindings.cublasLt): epilogues
     CUDNN = "cudnn"           # NVIDIA cuDNN graphs through the nvidia-cudnn-frontend Python package (module cudnn)
     CUFFT = "cufft"           # NVIDIA cuFFT through nvmath-python (nvmath.fft)
     CUSOLVER = "cusolver"     # NVIDIA cuSOLVER (dense) through nvmath-python's bindings (nvmath.bindings.cusolverDn)

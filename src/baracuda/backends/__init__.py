@@ -129,13 +129,13 @@ def library_versions() -> dict[str, str]:
 
 # nvmath-python's parts: (the library behind the bindings, the pip wheel that brings it)
 _NVMATH_LIBS = {"fft": ("libcufft", "nvidia-cufft"), "cusolverDn": ("libcusolver", "nvidia-cusolver"),
-                "curand": ("libcurand", "nvidia-curand")}
+                "curand": ("libcurand", "nvidia-curand"), "cublasLt": ("libcublasLt", "nvidia-cublas")}
 
 
 @functools.lru_cache(maxsize=None)
 def nvmath_import_error(part: str) -> str | None:
     """Why nvmath-python's ``part`` (``"fft"``: the cuFFT host API; ``"cusolverDn"``: the dense cuSOLVER bindings;
-    ``"curand"``: the cuRAND host-API bindings) cannot be used in this process, or None.  Asked at plan time only:
+    ``"curand"``: the cuRAND host-API bindings; ``"cublasLt"``: the cuBLASLt bindings) cannot be used in this process, or None.  Asked at plan time only:
     torch first (its CUDA wheels bring libcufft / libcusolver / libcurand, which nvmath's loader finds), then the
     package (pip nvmath-python, in baracuda's 'gpu' extra), then the library behind it (the bindings import without
     it and fail at their first call: ``get_version()``)."""
@@ -149,6 +149,8 @@ def nvmath_import_error(part: str) -> str | None:
             from nvmath.bindings import cufft as lib
         elif part == "curand":
             from nvmath.bindings import curand as lib
+        elif part == "cublasLt":
+            from nvmath.bindings import cublasLt as lib
         else:
             from nvmath.bindings import cusolver as lib
             from nvmath.bindings import cusolverDn  # noqa: F401
@@ -171,6 +173,7 @@ register_backend(Backend.CUDNN, _nvidia_library("cuDNN", cudnn_import_error))
 register_backend(Backend.CUFFT, _nvidia_library("cuFFT", lambda: nvmath_import_error("fft")))
 register_backend(Backend.CUSOLVER, _nvidia_library("cuSOLVER", lambda: nvmath_import_error("cusolverDn")))
 register_backend(Backend.CURAND, _nvidia_library("cuRAND", lambda: nvmath_import_error("curand")))
+register_backend(Backend.CUBLASLT, _nvidia_library("cuBLASLt", lambda: nvmath_import_error("cublasLt")))
 
 from . import reference  # noqa: E402,F401
 from . import nvidia  # noqa: E402,F401

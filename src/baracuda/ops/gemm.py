@@ -433,7 +433,9 @@ def _gemm_samples(cases):
 
 # (x shape, weight shape, bias?)
 _LINEAR_CASES = [((5, 7), (3, 7), True), ((2, 3, 7), (4, 7), False), ((7,), (3, 7), True),
-                 ((33, 20), (40, 20), True), ((0, 4), (3, 4), True), ((3, 0), (2, 0), True)]
+                 ((33, 20), (40, 20), True), ((0, 4), (3, 4), True), ((3, 0), (2, 0), True),
+                 # 16-byte columns (in/out features multiples of 8): what the cuBLASLt epilogue plans take
+                 ((2, 5, 16), (24, 16), True), ((6, 16), (8, 16), False)]
 
 
 def _linear_samples(rng):
@@ -450,7 +452,10 @@ _LINEAR_ACT_CASES = [((4, 6), (3, 6), True, "gelu_tanh", False), ((2, 3, 5), (4,
                      ((7,), (3, 7), True, "relu", True), ((0, 4), (3, 4), True, "silu", False),
                      ((3, 0), (2, 0), True, "gelu_tanh", True),
                      # save_preact left to its default (None: resolved to True for gelu_tanh, False for relu)
-                     ((9, 6), (5, 6), True, "gelu_tanh", None), ((2, 9, 6), (5, 6), False, "relu", None)]
+                     ((9, 6), (5, 6), True, "gelu_tanh", None), ((2, 9, 6), (5, 6), False, "relu", None),
+                     # 16-byte columns: the cuBLASLt epilogues (GELU_AUX_BIAS, RELU, GELU_BIAS)
+                     ((2, 5, 16), (24, 16), True, "gelu_tanh", True), ((5, 16), (8, 16), False, "relu", False),
+                     ((5, 16), (8, 16), True, "gelu_tanh", False)]
 
 
 def _linear_act_samples(rng):
