@@ -25,7 +25,10 @@ def test_order_and_refusals():
     cuda = type("D", (), {"type": "cuda"})()
     impls = {i.backend: i for i in implementations("linear_act")}
     d = _desc("linear_act", (5, 16), (8, 16), (8,), activation="gelu_tanh", save_preact=True)
-    assert impls[Backend.CUBLAS].prio(d, cuda) > impls[Backend.CUBLASLT].prio(d, cuda)   # preferred explicitly
+    plain = _desc("linear_act", (5, 16), (8, 16), (8,), activation="gelu_tanh", save_preact=False)
+    # first where its epilogue writes the saved pre-activation (one kernel for the route's two), else when preferred
+    assert impls[Backend.CUBLASLT].prio(d, cuda) > impls[Backend.CUBLAS].prio(d, cuda)
+    assert impls[Backend.CUBLAS].prio(plain, cuda) > impls[Backend.CUBLASLT].prio(plain, cuda)
     assert "GELU_AUX_BIAS" in impls[Backend.CUBLASLT].route_of(d, None)
     text = str(bc.explain(d, "cpu", bc.PlanPreference()))
     assert "cublaslt" in text and "cuBLASLt needs a CUDA device" in text

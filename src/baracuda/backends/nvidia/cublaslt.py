@@ -27,8 +27,12 @@ accumulation), and the heuristic's best algorithm.  A call sets the bias / aux p
 stream with the plan's workspace.  Precision as cuBLAS's (``cublas_precision``): deterministic for a fixed
 algorithm, not bit-stable across installs.
 
-Priority 45: below the torch route (50), which has the same kernels for the plain and bias forms at a lower host
-cost; ``PlanPreference(prefer=(Backend.CUBLASLT,))`` selects this one (bench/cublaslt_bench.py compares them).
+Priority, measured on the H100 (bf16, M = 8192, K = 4096; bench/cublaslt_bench.py, session 10 runs G and H): with
+``save_preact`` (GELU_AUX(_BIAS): one kernel writes y and the pre-activation) 1.667 ms against the torch route's
+1.743 ms (GEMM, then a Triton pass): 55, above the route's 50.  Every other form runs the same kind of GEMM as the
+torch route, which was faster with its own algorithm choice (plain / bias 0.42 vs 0.37 ms, relu 1.82 vs 1.65,
+gelu_tanh 1.68 vs 1.53) and cheaper on the host (33 vs 23 us a call): 45, below it;
+``PlanPreference(prefer=(Backend.CUBLASLT,))`` selects it there.
 """
 from __future__ import annotations
 
@@ -43,14 +47,15 @@ from ...ops.gemm import epilogue_tag, layout_tag, linear_dims
 from .cublas import _allow, cublas_precision
 
 WORKSPACE = 32 * 1024 * 1024      # bytes offered to cuBLASLt's heuristic (its recommendation on Hopper)
-PRIORITY = 45.0
+PRIORITY = 45.0            # below the torch route (50) ...
+PRIORITY_AUX = 55.0        # ... except where the epilogue writes the saved pre-activation (above it)
 _CUDA_T = {DType.bf16: 14, DType.f16: 2, DType.f32: 0}     # cudaDataType_t: CUDA_R_16BF, CUDA_R_16F, CUDA_R_32F
 _CUDA_R_32F = 0
 _OP_T = 1                                                   # cublasOperation_t CUBLAS_OP_T
 _ALGO_BYTES = 64                                            # sizeof(cublasLtMatmulAlgo_t): the result's first field
 _REDUCE_COMPUTE_TYPE = 2                                    # CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE
 _ACTS = ("relu", "gelu_tanh")
-_ALIGN = 16                                                 # bytes every operand address is made to have
+_ALIGN = 256                                                # bytes every operand address is made to have (as fresh allocations)
 
 _HANDLES: dict = {}
 _HANDLE_LOCK = threading.Lock()
@@ -194,10 +199,14 @@ def _bind(desc, pref=None):
 
 
 def _operand(t):
-    """``t`` contiguous at a 16-byte aligned address (a copy only where it is not)."""
+    """``t`` contiguous at a ``_ALIGN``-byte aligned address (a copy only where it is not: a view at an offset)."""
     if not t.is_contiguous():
         t = t.contiguous()
     return t if not t.data_ptr() % _ALIGN else t.clone()
+
+
+def _priority(desc, dev) -> float:
+    return PRIORITY_AUX if _parts(desc)[2] else PRIORITY
 
 
 def _run_default(desc, inputs, outputs, ws):
@@ -212,5 +221,5 @@ def _route(desc, pref):
 for _op in ("linear", "linear_act"):
     register(Impl(op=_op, backend=Backend.CUBLASLT, run=_run_default, bind=_bind, precision=cublas_precision,
                   dtypes=frozenset(_CUDA_T), dtypes_note="f64 and integer products run on the torch route / Triton",
-                  devices=frozenset({"cuda"}), priority=PRIORITY, route=_route, supports=_supports,
+                  devices=frozenset({"cuda"}), priority=_priority, route=_route, supports=_supports,
                   workspace=lambda desc: WORKSPACE, layout=layout_tag, epilogue=epilogue_tag, array_api="torch"))
