@@ -13,18 +13,11 @@ import torch
 import baracuda as bc
 from baracuda._core.sku import Backend
 from baracuda.bench.timing import median_ms
+from mode_host_ops import queue_us
 
 
 def host_us(fn, n=200):
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        fn()
-    t = (time.perf_counter() - t0) / n * 1e6
-    torch.cuda.synchronize()
-    return t
+    return queue_us(fn, False, n)
 
 
 CASES = [  # (name, M, K, N, bias, activation, save_preact)

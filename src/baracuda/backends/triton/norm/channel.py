@@ -274,14 +274,6 @@ def _bn_tile(q, nsb, cc, cm, S, sN, sC, sS, BS: tl.constexpr):
     return off, mask, n, ss
 
 
-@triton.jit
-def _welford_combine(c1, m1, q1, c2, m2, q2):
-    tot = c1 + c2
-    d = m2 - m1
-    f = c2 / tl.maximum(tot, 1.0)
-    return tot, m1 + d * f, q1 + q2 + d * d * c1 * f
-
-
 @fast_kernel
 def _bn_stats(x_ptr, ws_ptr, C, S, NQ, QPP, nsb, sN, sC, sS, P, F64: tl.constexpr, BC: tl.constexpr,
               BS: tl.constexpr):
@@ -306,7 +298,7 @@ def _bn_stats(x_ptr, ws_ptr, C, S, NQ, QPP, nsb, sN, sC, sS, P, F64: tl.constexp
         cnt = c1
         q += 1
     # (a lane that saw nothing has count 0: the merge gives it no weight)
-    cnt_c, mean_c, m2_c = tl.reduce((cnt, mean, m2), 1, _welford_combine)
+    cnt_c, mean_c, m2_c = tl.reduce((cnt, mean, m2), 1, _merge)
     tl.store(ws_ptr + p * C + cc, cnt_c, mask=cm)
     tl.store(ws_ptr + (P + p) * C + cc, mean_c, mask=cm)
     tl.store(ws_ptr + (2 * P + p) * C + cc, m2_c, mask=cm)
