@@ -270,7 +270,8 @@ def test_in_place_pointwise_written_by_the_kernel(channels_last, monkeypatch):
 
     writes = []
     write_into = _call.Bound.write_into
-    monkeypatch.setattr(_call.Bound, "write_into", lambda b, xs, out: writes.append(out.shape) or write_into(b, xs, out))
+    monkeypatch.setattr(_call.Bound, "write_into",
+                        lambda b, xs, out: writes.append(out.shape) or write_into(b, xs, out))
     copies = []
     monkeypatch.setattr(_call, "_owned", lambda outs, xs: copies.append(len(outs)) or outs)
 

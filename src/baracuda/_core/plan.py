@@ -382,7 +382,6 @@ class Plan:
 
         return go
 
-
     def writer(self):
         """``write(xs, outs)``: launch into the given outputs (torch tensors matching this plan, contiguous), for a
         caller that writes an op's result over one of its operands (``bt.mode()``'s in-place forms of elementwise

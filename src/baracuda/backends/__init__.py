@@ -135,7 +135,8 @@ _NVMATH_LIBS = {"fft": ("libcufft", "nvidia-cufft"), "cusolverDn": ("libcusolver
 @functools.lru_cache(maxsize=None)
 def nvmath_import_error(part: str) -> str | None:
     """Why nvmath-python's ``part`` (``"fft"``: the cuFFT host API; ``"cusolverDn"``: the dense cuSOLVER bindings;
-    ``"curand"``: the cuRAND host-API bindings; ``"cublasLt"``: the cuBLASLt bindings) cannot be used in this process, or None.  Asked at plan time only:
+    ``"curand"``: the cuRAND host-API bindings; ``"cublasLt"``: the cuBLASLt bindings) cannot be used in this
+    process, or None.  Asked at plan time only:
     torch first (its CUDA wheels bring libcufft / libcusolver / libcurand, which nvmath's loader finds), then the
     package (pip nvmath-python, in baracuda's 'gpu' extra), then the library behind it (the bindings import without
     it and fail at their first call: ``get_version()``)."""

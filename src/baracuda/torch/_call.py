@@ -189,15 +189,19 @@ class Bound(Call):
             STATE.depth -= 1
         return _owned(outs, xs)
 
+    def writes(self) -> bool:
+        """Whether ``write_into`` can run: the plan launches its one output into a given buffer (``Plan.writer``)."""
+        if self._write == 0:
+            self._write = self.plan.writer() if len(self.desc.outputs) == 1 else None
+        return self._write is not None
+
     def write_into(self, xs, out) -> bool:
         """Write the op's one output over ``out`` (a contiguous tensor of the output's shape and dtype), the
         kernel reading ``xs`` (which may include ``out`` itself: elementwise plans read an element before writing
-        it); False where the plan cannot (see ``Plan.writer``)."""
-        w = self._write
-        if w == 0:
-            w = self._write = self.plan.writer() if len(self.desc.outputs) == 1 else None
-        if w is None:
+        it); False where the plan cannot (``writes``)."""
+        if not self.writes():
             return False
+        w = self._write
         STATE.depth += 1
         try:
             w(xs, [out])
@@ -622,16 +626,14 @@ def run_into(name: str, xs, attrs: dict):
     if _traced() or RECORDERS:
         return None
     target = xs[0]
-    sig = []
     for x in xs:
-        if type(x) not in _PLAIN or not (x.is_cuda or x.is_cpu):
+        if not _plain_tensor(x):
             return None
-        sig.append((x.shape, x.dtype, x.get_device()))
     try:
-        b = _bound(name, _attr_key(attrs) if attrs else (), tuple(sig), _preference(), -1)
-    except TypeError:
+        b = bound(name, attrs, xs)
+    except (BaracudaError, TypeError, ValueError):     # (the caller's path raises the call's error)
         return None
-    if type(b) is _Refused or not b.layout_free:
+    if not b.layout_free:
         return None
     o = b.desc.outputs[0]
     if target.shape != o.shape or b.plan._out_tdt is None or b.plan._out_tdt[0] is not target.dtype:
@@ -656,9 +658,7 @@ def run_into(name: str, xs, attrs: dict):
         return None
     if STATE.grad_check:
         b.check_grad(xs)
-    if fb._write == 0:
-        fb._write = fb.plan.writer()
-    if fb._write is None:
+    if not fb.writes():
         return None
     return _Into.apply(b, (fb, perm), *xs)
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import weakref
 
 from ..._core.dtypes import DType
 from ..._core.errors import UnsupportedError
@@ -55,7 +56,7 @@ _OP_T = 1                                                   # cublasOperation_t 
 _ALGO_BYTES = 64                                            # sizeof(cublasLtMatmulAlgo_t): the result's first field
 _REDUCE_COMPUTE_TYPE = 2                                    # CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE
 _ACTS = ("relu", "gelu_tanh")
-_ALIGN = 256                                                # bytes every operand address is made to have (as fresh allocations)
+_ALIGN = 256                                                # every operand's address (as torch's fresh allocations)
 
 _HANDLES: dict = {}
 _HANDLE_LOCK = threading.Lock()
@@ -161,7 +162,9 @@ def _bind(desc, pref=None):
     with torch.cuda.device(index):
         lib.matmul_algo_get_heuristic(handle, mdesc, a_lay, b_lay, d_lay, d_lay, mpref, 1, heur.ptr,
                                       count.ctypes.data)
+    lib.matmul_preference_destroy(mpref)
     if int(count[0]) == 0:
+        _destroy(lib, mdesc, (a_lay, b_lay, d_lay))
         raise UnsupportedError(desc.op, f"cuBLASLt's heuristic found no algorithm for {_epilogue_name(desc)} "
                                         f"(M={m}, K={k}, N={n}, {desc.dtype})")
     ws_needed = ctypes.c_size_t.from_address(heur.ptr + _ALGO_BYTES).value
@@ -171,7 +174,7 @@ def _bind(desc, pref=None):
     lock = threading.Lock()
     set_desc, matmul = lib.matmul_desc_set_attribute, lib.matmul
     bias_attr, aux_attr = A.BIAS_POINTER, A.EPILOGUE_AUX_POINTER
-    keep = (heur, scalars, ptr, mpref)     # (alive as long as the plan's run)
+    keep = (heur, scalars, ptr)     # (alive as long as the plan's run)
 
     def run(d, inputs, outputs, ws):
         x, w = _operand(inputs[0]), _operand(inputs[1])
@@ -195,7 +198,14 @@ def _bind(desc, pref=None):
             if o is not t:
                 o.copy_(t)
     run.keep = keep
+    weakref.finalize(run, _destroy, lib, mdesc, (a_lay, b_lay, d_lay))   # (the plan's descriptor and layouts)
     return run
+
+
+def _destroy(lib, mdesc, layouts) -> None:
+    lib.matmul_desc_destroy(mdesc)
+    for lay in layouts:
+        lib.matrix_layout_destroy(lay)
 
 
 def _operand(t):
