@@ -2,7 +2,7 @@
 run E measured rotate_half 255 us under the mode against 34 in eager, sdpa 181 against 45): per case, the time to
 queue one call in eager and under ``bt.mode()`` (inputs that need grad, and without grad), then a cProfile of N
 mode calls, the top functions by own time.
-    python bench/mode_op_probe.py OUT.txt [--n 200] [--only NAME,...]"""
+    python bench/mode_op_probe.py OUT.txt [--n 200] [--only NAME,...] [--backward]"""
 from __future__ import annotations
 
 import argparse
@@ -36,6 +36,29 @@ def cases():
         "pow(2)": lambda: xf.pow(2),
         "x * y": lambda: xf * xf,
         "mul nograd": lambda: qc * qc,
+        **resnet_cases(dev, dt),
+    }
+
+
+def resnet_cases(dev, dt):
+    """A ResNet block's calls (bf16 channels-last, batch 2 at 14 x 14: the host's time, not the GPU's)."""
+    cl = torch.channels_last
+    xi = torch.randn(2, 64, 14, 14, device=dev, dtype=dt).to(memory_format=cl).requires_grad_()
+    xc = xi.detach()
+    w = torch.randn(64, 64, 3, 3, device=dev, dtype=dt).to(memory_format=cl).requires_grad_()
+    bn = torch.nn.BatchNorm2d(64).to(dev, dt).train()
+    F = torch.nn.functional
+    y = F.relu(xc * 1.0)
+
+    def relu_inplace():
+        return F.relu(xi * 1.0, inplace=True)
+
+    return {
+        "conv2d": lambda: F.conv2d(xi, w, padding=1),
+        "conv2d nograd": lambda: F.conv2d(xc, w.detach(), padding=1),
+        "batch_norm": lambda: bn(xi),
+        "relu_ (after mul)": relu_inplace,
+        "add_ (residual)": lambda: (xi * 1.0).add_(y),
     }
 
 
@@ -46,31 +69,43 @@ def main(argv=None) -> int:
     ap.add_argument("out")
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--only", default="")
+    ap.add_argument("--backward", action="store_true", help="also time (and profile) forward + backward")
     args = ap.parse_args(argv)
     out = io.StringIO()
     cs = cases()
     only = [s for s in args.only.split(",") if s]
-    print(f"{'op':20s} {'eager':>8s} {'mode':>8s}  (us/call queued)", file=out)
+    cs = {k: v for k, v in cs.items() if not only or k in only}
+    bw = (False, True) if args.backward else (False,)
+    print(f"{'op':20s} " + " ".join(f"{'eager' + t:>12s} {'mode' + t:>12s}" for t in ("", " fw+bw")[:len(bw)])
+          + "  (us/call queued)", file=out)
     for name, fn in cs.items():
-        e = queue_us(fn, False, args.n)
-        with bt.mode():
-            m = queue_us(fn, False, args.n)
-        print(f"{name:20s} {e:8.1f} {m:8.1f}", file=out, flush=True)
+        row = []
+        for b in bw:
+            if b and "nograd" in name:
+                row += [float("nan")] * 2
+                continue
+            row.append(queue_us(fn, b, args.n))
+            with bt.mode():
+                row.append(queue_us(fn, b, args.n))
+        print(f"{name:20s} " + " ".join(f"{v:12.1f}" for v in row), file=out, flush=True)
     print(out.getvalue(), flush=True)
     for name, fn in cs.items():
-        if only and name not in only:
-            continue
+        def once(fn=fn, b=args.backward and "nograd" not in name):
+            r = fn()
+            if b:
+                r.float().sum().backward()
         with bt.mode() as md:
-            fn()
+            once()
             torch.cuda.synchronize()
             pr = cProfile.Profile()
             pr.enable()
             for _ in range(args.n):
-                fn()
+                once()
             pr.disable()
             torch.cuda.synchronize()
         s = io.StringIO()
-        print(f"\n===== {name}: cProfile of {args.n} mode calls; routed {dict(md.routed)} =====", file=s)
+        print(f"\n===== {name}: cProfile of {args.n} mode calls{' + backward' if args.backward else ''}; "
+              f"routed {dict(md.routed)} =====", file=s)
         pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(22)
         out.write(s.getvalue())
     with open(args.out, "w") as fh:

@@ -1,7 +1,7 @@
 """CPU proxy of a torchvision ResNet step's host cost under ``bt.mode()`` (every baracuda kernel stubbed:
 bench/_host.stub_kernels): a tiny input (batch 2, 32 x 32, channels-last, f32) so torch's own CPU kernels cost
 little; eager and mode step times, then the mode's cProfile by own time.
-    python bench/resnet_host_proxy.py [--model resnet50] [--profile N]"""
+    python bench/resnet_host_proxy.py [--model resnet50] [--profile N] [--sort cumulative] [--lines 40]"""
 import argparse
 import cProfile
 import pstats
@@ -18,6 +18,8 @@ import baracuda.torch as bt  # noqa: E402
 ap = argparse.ArgumentParser()
 ap.add_argument("--model", default="resnet50")
 ap.add_argument("--profile", type=int, default=30)
+ap.add_argument("--sort", default="tottime", help="pstats order: tottime, cumulative")
+ap.add_argument("--lines", type=int, default=40)
 a = ap.parse_args()
 torch.manual_seed(0)
 cl = torch.channels_last
@@ -44,19 +46,19 @@ def step():
     torch.nn.functional.cross_entropy(model(x), y).backward()
 
 
-def t(n=10):
+def t(n=2, rounds=25):
     for _ in range(3):
         step()
     rs = []
-    for _ in range(5):
+    for _ in range(rounds):
         t0 = time.perf_counter()
         for _ in range(n):
             step()
         rs.append((time.perf_counter() - t0) / n * 1e3)
-    return statistics.median(rs)
+    return min(rs)     # (the least: the host cost without the noise of a shared machine)
 
 
-print(f"{a.model} eager step {t():.2f} ms")
+print(f"{a.model} eager step {t(1, 5):.2f} ms")
 with bt.mode():
     print(f"{a.model} mode step {t():.2f} ms")
     if a.profile:
@@ -66,4 +68,4 @@ with bt.mode():
             step()
         pr.disable()
 if a.profile:
-    pstats.Stats(pr).sort_stats("tottime").print_stats(40)
+    pstats.Stats(pr).sort_stats(a.sort).print_stats(a.lines)

@@ -9,16 +9,7 @@ timeout 200 python -m pytest -q -p no:warnings tests/norm_group tests/torch/test
 timeout 200 python -m pytest -q -p no:warnings tests/generic -k batch_norm -x --tb=line -rf 2>&1 | f | tail -3
 timeout 150 python -m baracuda.cli bench --op batch_norm --json "$out/bench_bn.json" > "$out/bench_bn.txt" 2>&1; f "$out/bench_bn.txt" | grep -v "^#" | tail -14 | cut -c1-170
 timeout 200 python bench/step_timeline.py "$out/timeline_resnet50.json" --resnet resnet50 --batch 256 2>&1 | f | tail -2 | cut -c1-600
-python - "$out/timeline_resnet50.json" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-a, b = d["eager"], d["mode"]
-print("marks eager", a["marks"], "\nmarks mode", b["marks"])
-for tag, k in (("E", a["kernels_ms"]), ("M", b["kernels_ms"])):
-    print(tag, "total", round(sum(k.values()), 2))
-    for n, v in sorted(k.items(), key=lambda t: -t[1])[:8]:
-        print(f"{tag} {v:8.3f}  {n[:100]}")
-PY
+python bench/timeline_summary.py "$out/timeline_resnet50.json" 8
 timeout 200 python bench/resnet_mode.py "$out/resnet_b256.json" --batch 256 2>&1 | f | grep -E "^resnet|Error" | cut -c1-300
 timeout 120 python bench/resnet_host_profile.py "$out/resnet50_host.txt" --model resnet50 --batch 32 2>&1 | f | tail -3
 head -70 "$out/resnet50_host.txt" | cut -c1-160

@@ -121,3 +121,33 @@ def test_graph_cache_builds_a_shape_once():
         for _ in range(3):
             bt.nn.functional.conv2d(x.clone(), w, padding=1)
         assert C.cache_info()["built"] == before
+
+
+@gpu
+@pytest.mark.parametrize("fn,xs,ws,kw,cl", _CASES[:3] + _CASES[-1:])
+def test_raw_execute_is_the_public_execute(fn, xs, ws, kw, cl):
+    """The backend's direct execute (the lowered graph's own, bound to the built plan: cudnn_graph._raw_execute)
+    runs the same plan as the frontend's public execute: bit-identical forward and gradients; it is what runs."""
+    from baracuda.backends.nvidia import cudnn_graph as G
+
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(xs, generator=g).to("cuda", torch.bfloat16)
+    w = torch.randn(ws, generator=g).to("cuda", torch.bfloat16)
+    if cl:
+        x, w = x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last)
+    x.requires_grad_(), w.requires_grad_()
+
+    def run():
+        y = getattr(bt.nn.functional, fn)(x, w, **kw)
+        return (y, *torch.autograd.grad(y, (x, w), torch.ones_like(y)))
+
+    with bc.preference(bc.PlanPreference(prefer=(Backend.CUDNN,))):
+        raw = run()
+        assert any(b.raw for b in C._CACHE.graphs.values())
+        G.RAW[0] = False
+        try:
+            public = run()
+        finally:
+            G.RAW[0] = True
+    for a, b in zip(raw, public):
+        assert torch.equal(a, b), fn

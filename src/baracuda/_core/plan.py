@@ -568,7 +568,7 @@ class _Tape:
     __slots__ = ("slot", "keep", "steps", "ok", "result", "_run")
 
     def __init__(self, leaves: list):
-        self.slot = {id(x): i for i, x in enumerate(leaves)}
+        self.slot = {id(x): i for i, x in enumerate(leaves) if x is not None}   # (None: an absent gradient)
         self.keep = list(leaves)        # (alive while tracing: ids stay unique)
         self.steps: list = []           # (plan, operand slots) or (None, slot, shape) for a reshape
         self.ok = True
@@ -640,17 +640,26 @@ class BackwardPlan:
         self.saves = tuple(saved_names(desc))
         self._plans: dict = {}
         self._by_key: dict = {}     # run-time lookup of _plans (see _Ctx.op)
-        # trace once on shapes: selects every sub-plan and validates the rule against the descriptor
-        # (fresh spec objects: the tape tells values apart by identity, and a saved output is its gradient's twin)
-        grads = tuple(TensorSpec(t.shape, t.dtype) for t in desc.outputs)
+        # trace once on shapes with every output's gradient: selects every sub-plan and validates the rule against
+        # the descriptor; a call where some outputs have no gradient (batch_norm's statistics) gets its own tape,
+        # traced on first use
+        self._tape = self._trace((True,) * len(desc.outputs))
+        self._tapes = {(True,) * len(desc.outputs): self._tape}
+
+    def _trace(self, present: tuple) -> "_Tape | None":
+        """The rule traced on shapes, with a gradient for the outputs ``present`` marks (None for the others); its
+        tape (None: a rule the tape cannot follow).  Fresh spec objects: the tape tells values apart by identity,
+        and a saved output is its gradient's twin."""
+        desc = self.desc
+        grads = tuple(TensorSpec(t.shape, t.dtype) if p else None for t, p in zip(desc.outputs, present))
         saved = {n: TensorSpec(self._spec_for(n).shape, self._spec_for(n).dtype) for n in self.saves}
         tape = _Tape(list(grads) + [saved[n] for n in self.saves])
-        res = spec.grad(_Ctx(self, True, tape=tape), desc, grads, saved)
+        res = desc.spec.grad(_Ctx(self, True, tape=tape), desc, grads, saved)
         for i, (r, t) in enumerate(zip(res, desc.inputs)):
             if r is not None and (tuple(r.shape) != t.shape):
                 raise AssertionError(f"{desc.op} backward rule: grad {i} has shape {r.shape}, input is {t.shape}")
         self.workspace_size = max((p.workspace_size for p in self._plans.values()), default=0)
-        self._tape = tape.finish(res)
+        return tape.finish(res)
 
     @classmethod
     def select(cls, desc: Descriptor, device=None, pref: PlanPreference | None = None) -> "BackwardPlan":
@@ -704,9 +713,20 @@ class BackwardPlan:
         """``replay`` for torch tensors (the drop-ins' autograd): the rule's sub-ops as recorded while tracing, each
         relaunched through its plan's launcher with no rule code, key or check in between (``_Tape``); ``saved`` in
         ``saves`` order.  Falls back to the rule where the trace recorded nothing (a rule the tape cannot follow)
-        or an output has no gradient (the trace assumed every one)."""
+        or the rule run on these gradients could not be traced)."""
         tape = self._tape
-        if tape is None or any(g is None for g in grads):
+        for g in grads:
+            if g is None:      # some outputs have no gradient: the tape traced for that pattern
+                present = tuple([g is not None for g in grads])
+                tape = self._tapes.get(present, False)
+                if tape is False:
+                    try:
+                        tape = self._trace(present)
+                    except Exception:   # (a rule that reads an absent gradient's spec: it runs, and says why)
+                        tape = None
+                    self._tapes[present] = tape
+                break
+        if tape is None:
             return self.replay(grads, dict(zip(self.saves, saved)))
         return tape.run(grads, saved)
 

@@ -8,8 +8,9 @@ create_execution_plans([A, FALLBACK]) -> check_support -> build_plans`` (``graph
 directory, where the frontend's serialization supports the engine.  A graph cuDNN refuses becomes an
 ``UnsupportedError`` naming the op and cuDNN's reason.
 
-Execution passes the buffers in uid order with the frontend's ordered form (``tensor_uids=``: metadata cached by value
-inside the frontend, no per-call variant-pack dictionaries), falling back to the mapping form on a frontend without it.
+Execution hands the lowered graph's own execute a {uid: pointer} map and the plan index the build chose
+(``_raw_execute``: the call the frontend's ``execute`` ends in, without its Python); where the frontend's internals
+differ, the buffers go in uid order through its public ordered form (``tensor_uids=``), else its mapping form.
 cuDNN forbids sharing a handle across threads: one handle per (thread, device), bound to torch's current stream
 before each execute (the frontend skips cudnnSetStream when the stream did not change).
 """
@@ -31,10 +32,11 @@ PLAN_DIR_ENV = "BARACUDA_CUDNN_PLAN_DIR"
 
 
 class Built:
-    __slots__ = ("graph", "workspace")
+    __slots__ = ("graph", "workspace", "raw")
 
     def __init__(self, graph, workspace: int):
         self.graph, self.workspace = graph, int(workspace)
+        self.raw = None     # (the backend's execute, its plan index) or False: see _raw_execute
 
 
 class GraphCache:
@@ -140,14 +142,40 @@ def handle(device_index: int):
     return h
 
 
-def stream_handle(device_index: int):
-    """The handle of ``device_index`` bound to torch's current stream there."""
-    import cudnn
+def _raw_stream(device_index: int) -> int:
     import torch
 
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)   # (no Stream object a call: ~5 us less)
+    return raw(device_index) if raw is not None else torch.cuda.current_stream(device_index).cuda_stream
+
+
+def stream_handle(device_index: int, stream: int | None = None):
+    """The handle of ``device_index`` bound to torch's current stream there (``stream``: its raw value, if known)."""
+    import cudnn
+
     h = handle(device_index)
-    cudnn.set_stream(h, torch.cuda.current_stream(device_index).cuda_stream)
+    cudnn.set_stream(h, _raw_stream(device_index) if stream is None else stream)
     return h
+
+
+_WS_KEEP = 256 << 20    # workspaces up to this size are kept per (thread, device, stream) and reused
+
+
+def _workspace(nbytes: int, device_index: int, stream: int, like):
+    """A workspace of at least ``nbytes`` on the device: this thread's buffer for the stream (calls on one stream run in
+    order, so consecutive graphs may share it), allocated afresh while a CUDA graph is being captured (a kept buffer
+    could be replaced later, under the captured graph) or past ``_WS_KEEP``."""
+    import torch
+
+    if nbytes > _WS_KEEP or torch.cuda.is_current_stream_capturing():
+        return torch.empty(nbytes, dtype=torch.uint8, device=like.device)
+    kept = getattr(_TLS, "ws", None)
+    if kept is None:
+        kept = _TLS.ws = {}
+    ws = kept.get((device_index, stream))
+    if ws is None or ws.numel() < nbytes:
+        ws = kept[(device_index, stream)] = torch.empty(max(nbytes, 1 << 20), dtype=torch.uint8, device=like.device)
+    return ws
 
 
 def compute_capability(device_index: int) -> tuple:
@@ -166,6 +194,25 @@ def current_device() -> int:
 
 
 _ORDERED = [True]
+RAW = [True]    # [False]: every call through the frontend's public execute (the A/B of bench/cudnn_host.py)
+
+
+def _raw_execute(g):
+    """The lowered (C++) graph's execute for a built graph the cuDNN backend runs, bound to the plan the build
+    selected: ``(fn, cpp_index)``; ``fn(var_pack, workspace_ptr, [cpp_index,] backend_handle, None, None, None)``
+    with ``var_pack`` {uid: device pointer}.  This is the call the frontend's ``execute`` ends in for such a graph,
+    without its ~50 us of Python a call (its variant-pack normalisation, plan materialisation and engine dispatch,
+    which for a built backend graph answer the same every time).  False where the graph is not of that kind (a
+    Python engine) or this frontend lacks those members (then its public execute)."""
+    try:
+        if g.selected_engine is not None or not g._is_built:
+            return False
+        lowered = g._lowered_graph
+        cfg = g._materialize_backend_plan(g._plan_index) if g._plans else None
+        cpp = cfg.cpp_index if cfg is not None else None
+        return (lowered._execute, None) if cpp is None else (lowered._execute_plan_at_index, cpp)
+    except Exception:   # noqa: BLE001  (another frontend's internals: its public execute)
+        return False
 
 
 def execute(b: Built, tensors: dict, ws, device_index: int, like) -> None:
@@ -173,9 +220,25 @@ def execute(b: Built, tensors: dict, ws, device_index: int, like) -> None:
     ``b.workspace`` bytes or None (then one is allocated like ``like``'s device)."""
     import torch
 
+    stream = _raw_stream(device_index)
     if b.workspace and (ws is None or ws.numel() < b.workspace):   # strides other than the planned ones
-        ws = torch.empty(b.workspace, dtype=torch.uint8, device=like.device)
-    ws, h = ws if b.workspace else None, stream_handle(device_index)
+        ws = _workspace(b.workspace, device_index, stream, like)
+    ws, h = ws if b.workspace else None, stream_handle(device_index, stream)
+    raw = b.raw
+    if raw is None:
+        raw = b.raw = _raw_execute(b.graph) if RAW[0] else None
+    if raw and RAW[0]:
+        fn, cpp = raw
+        pack = {u: t.data_ptr() for u, t in tensors.items()}
+        wp = ws.data_ptr() if ws is not None else 0
+        try:
+            if cpp is None:
+                fn(pack, wp, h.backend_handle, None, None, None)
+            else:
+                fn(pack, wp, cpp, h.backend_handle, None, None, None)
+            return
+        except TypeError:   # the bindings' signature differs (another frontend): its public execute from now on
+            b.raw = False
     if _ORDERED[0]:
         # the frontend's ordered form (buffers + their uids; its metadata cached by value): no per-call variant-pack
         # dictionaries in Python (~0.1 ms of host time per call with the mapping form)

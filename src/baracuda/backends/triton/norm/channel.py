@@ -1,4 +1,5 @@
-"""Triton kernels of group_norm / instance_norm, batch_norm, local_response_norm and normalize (+ backward).
+"""Triton kernels of group_norm / instance_norm and batch_norm (+ backward); local_response_norm and normalize are in
+local.py.
 
 Statistics are accumulated in f32 (f64 for f64) as exact per-tile moments merged with Chan's formula
 (count, mean, M2): one read of x for the statistics, no E[x^2] - E[x]^2 cancellation.  Every reduction that
@@ -18,12 +19,6 @@ batch_norm (training): per-channel statistics over N x S.  Stage 1 (grid channel
   1) normalizes: 2 reads + 1 write of x-sized tensors, like cuDNN's two-pass kernel (bf16 [64,256,56,56]:
   ~100 MB per pass, ~100 us expected).  Eval: stage 2 turns the running stats into (mean, rstd), stage 3.
   Backward: stage 1 partial sums of g and g*xhat, stage 2 folds them (dweight, dbias), stage 3 writes dx.
-local_response_norm: tiles [BC, BS] of one sample; the channel window is re-read per offset (size loads per
-  element, L1/L2 hits: HBM traffic stays 1 read + 1 write); the backward recomputes each window's
-  denominator (size^2 loads per element from cache; compute-bound for size > ~8).
-normalize: x viewed as (outer, R, inner) with its strides (no copies); tile [lanes, BR] where lanes are rows
-  (inner == 1) or inner positions (inner > 1, coalesced along inner); pass 1 the norm, pass 2 the write
-  (the second read hits L1/L2 for rows up to a few KB per lane).
 """
 from __future__ import annotations
 
@@ -36,15 +31,14 @@ import triton.language as tl
 from ...._core.dtypes import DType
 from .._lib.register import register_triton
 from .._lib.config import num_sms, overrides
-from .._lib.math import pow as _pow
 from .._lib.math import sqrt as _sqrt
 from .._lib.binding import contiguous_outputs as _guarded
 from .._lib.binding import run_of as _run_of
-from .._lib.geometry import lanes_view, outer_r_inner
 from .._lib.scalars import join_f64 as _f2
 from .._lib.scalars import split_f64 as _split
 from .layer import _col_sum
-from .._lib.launch import fast_kernel
+from .._lib.launch import bind_kernel, fast_kernel, meta
+from .._lib.strided import all_contiguous
 from .._lib.geometry import cdiv, next_power_of_2
 
 _FORCE, forced = overrides("""Force ``splits`` (batch_norm partial programs) or tile sizes ``bs`` / ``br`` (tests).""")
@@ -499,8 +493,29 @@ def _bind_bn(desc, pref=None):
     bcf = min(256, next_power_of_2(max(c, 1)))
     eps, mom = desc.attr("eps"), desc.attr("momentum")
     m = n * s
+    fast = None
+    if nq and c:
+        # every operand contiguous (the common call): strides fixed here, the three launches bound once (a call
+        # then costs a data_ptr per tensor and the C launch, not Triton's ~20-argument specialization, 3x a call)
+        geo = (c, s, nq, qpp, nsb, *_x3(meta(desc.inputs[0].shape), n, c, s, rows)[1:])
+        fast = (bind_kernel(_bn_stats, (ncb, splits), geo + (splits,), F64=f64, BC=bc, BS=bs, num_warps=warps)
+                if train else None,
+                bind_kernel(_bn_finalize, (cdiv(c, bcf),), (c, splits, m, *_split(eps), *_split(mom)), TRAIN=train,
+                            RUN=run_stats and train, F64=f64, BC=bcf, num_warps=4),
+                bind_kernel(_bn_apply, (ncb, splits), geo + geo[5:], HAS_W=naff > 0, HAS_B=naff > 1, F64=f64, BC=bc,
+                            BS=bs, num_warps=warps))
 
     def run(desc_, inputs, outputs, ws):
+        if fast is not None and all_contiguous(inputs):     # (outputs: contiguous, _guarded)
+            x, wsv = inputs[0], ws.view(ct)
+            rm, rv = (inputs[3], inputs[4]) if run_stats else (x, x)
+            y, mean, rstd = outputs[:3]
+            nrm, nrv = (outputs[3], outputs[4]) if len(outputs) == 5 else (mean, rstd)
+            if train:
+                fast[0](x, wsv)
+            fast[1](wsv, rm, rv, mean, rstd, nrm, nrv)
+            fast[2](x, inputs[1] if naff > 0 else x, inputs[2] if naff > 1 else x, y, wsv[3 * splits * c:])
+            return
         x, sN, sC, sS = _x3(inputs[0], n, c, s, rows)
         w = inputs[1].contiguous() if naff > 0 else x
         b = inputs[2].contiguous() if naff > 1 else x
@@ -529,8 +544,31 @@ def _bind_bn_bw(desc, pref=None):
     train = desc.attr("training")
     want_w, want_b = len(desc.outputs) >= 2, len(desc.outputs) == 3
     bcf = min(256, next_power_of_2(max(c, 1)))
+    fast = None
+    if nq and c:     # every operand contiguous: bound once (as the forward's)
+        st = _x3(meta(desc.inputs[0].shape), n, c, s, rows)[1:]
+        sums = train or want_w
+        fast = (bind_kernel(_bn_bw_sums, (ncb, splits), (c, s, nq, qpp, nsb, *st, *st, splits), F64=f64, BC=bc, BS=bs,
+                            num_warps=warps) if sums else None,
+                bind_kernel(_bn_bw_fold, (cdiv(c, bcf),), (c, splits), WANT_W=want_w, WANT_B=want_b, F64=f64, BC=bcf,
+                            num_warps=4) if sums else None,
+                bind_kernel(_bn_bw_dx, (ncb, splits), (c, s, nq, qpp, nsb, *st, *st, *st, max(n * s, 1)), TRAIN=train,
+                            HAS_W=has_w, EXTRA=extra, F64=f64, BC=bc, BS=bs, num_warps=warps))
 
     def run(desc_, inputs, outputs, ws):
+        if fast is not None and all_contiguous(inputs):     # (outputs: contiguous, _guarded)
+            g, x, mean, rstd = inputs[:4]
+            w = inputs[4] if has_w else x
+            c0, c1 = (inputs[-2], inputs[-1]) if extra else (x, x)
+            dx = outputs[0]
+            dw = outputs[1] if want_w else dx
+            db = outputs[2] if want_b else dx
+            wsv = ws.view(ct)
+            if fast[0] is not None:
+                fast[0](g, x, mean, rstd, wsv)
+                fast[1](wsv, dw, db)
+            fast[2](g, x, mean, rstd, w, c0, c1, dx, wsv[2 * splits * c:])
+            return
         g, sgN, sgC, sgS = _x3(inputs[0], n, c, s, rows)
         x, sN, sC, sS = _x3(inputs[1], n, c, s, rows)
         mean, rstd = inputs[2].contiguous(), inputs[3].contiguous()
@@ -558,204 +596,7 @@ def _bind_bn_bw(desc, pref=None):
     return run
 
 
-# -- local_response_norm --------------------------------------------------------------------------------
-@triton.jit
-def _lrn_den(x_ptr, base, cc, ss, sm, C, S, size, lo, alpha, k, CT: tl.constexpr, BC: tl.constexpr,
-             BS: tl.constexpr, FLOOR: tl.constexpr = False):
-    acc = tl.zeros([BC, BS], CT)
-    j = 0
-    while j < size:
-        cj = cc - lo + j
-        m = ((cj >= 0) & (cj < C))[:, None] & sm[None, :]
-        v = tl.load(x_ptr + base + cj[:, None] * S + ss[None, :], mask=m, other=0.0).to(CT)
-        acc += v * v
-        j += 1
-    if FLOOR:     # an integer input's window mean, rounded down (torch's integer avg_pool)
-        return k + alpha * tl.floor(acc / size)
-    return k + alpha / size * acc
-
-
-@fast_kernel
-def _lrn_kernel(g_ptr, x_ptr, y_ptr, C, S, size, alpha_hi, alpha_lo, beta_hi, beta_lo, k_hi, k_lo, BW: tl.constexpr, F64: tl.constexpr,
-                BC: tl.constexpr, BS: tl.constexpr, FLOOR: tl.constexpr):
-    CT: tl.constexpr = tl.float64 if F64 else tl.float32
-    alpha = _f2(alpha_hi, alpha_lo, F64)
-    beta = _f2(beta_hi, beta_lo, F64)
-    k = _f2(k_hi, k_lo, F64)
-    n = tl.program_id(0).to(tl.int64)
-    cc = tl.program_id(1) * BC + tl.arange(0, BC)
-    ss = tl.program_id(2) * BS + tl.arange(0, BS)
-    sm = ss < S
-    mask = (cc < C)[:, None] & sm[None, :]
-    base = n * C * S
-    off = base + cc[:, None] * S + ss[None, :]
-    x = tl.load(x_ptr + off, mask=mask, other=0.0).to(CT)
-    lo = size // 2
-    d = _lrn_den(x_ptr, base, cc, ss, sm, C, S, size, lo, alpha, k, CT, BC, BS, FLOOR)
-    if BW:
-        g = tl.load(g_ptr + off, mask=mask, other=0.0).to(CT)
-        # channels whose window holds c: [c - (size-1)//2, c + size//2]
-        t = tl.zeros([BC, BS], CT)
-        hi = (size - 1) // 2
-        i = 0
-        while i < size:
-            ci = cc - hi + i
-            mi = ((ci >= 0) & (ci < C))[:, None] & sm[None, :]
-            oi = base + ci[:, None] * S + ss[None, :]
-            gi = tl.load(g_ptr + oi, mask=mi, other=0.0).to(CT)
-            xi = tl.load(x_ptr + oi, mask=mi, other=0.0).to(CT)
-            di = _lrn_den(x_ptr, base, ci, ss, sm, C, S, size, lo, alpha, k, CT, BC, BS)
-            t += tl.where(mi, gi * xi * _pow(di, -beta - 1.0), 0.0)
-            i += 1
-        out = g * _pow(d, -beta) - (2.0 * alpha * beta / size) * x * t
-    else:
-        out = x * _pow(d, -beta)
-    tl.store(y_ptr + off, out.to(y_ptr.dtype.element_ty), mask=mask)
-
-
-def _bind_lrn(desc, pref=None):
-    shape = desc.inputs[0].shape
-    n, c = shape[0], shape[1]
-    s = math.prod(shape[2:])
-    f64 = desc.inputs[0].dtype == DType.f64
-    bs = min(next_power_of_2(max(s, 1)), 256)
-    bc = max(1, min(next_power_of_2(max(c, 1)), 1024 // bs))
-    bw = desc.op.endswith("_backward")
-    a = desc.attr_dict
-
-    def run(desc_, inputs, outputs, ws):
-        ts = [t.contiguous() for t in inputs]
-        g, x = (ts[0], ts[1]) if bw else (ts[0], ts[0])
-        if n and c and s:
-            _lrn_kernel[(n, cdiv(c, bc), cdiv(s, bs))](g, x, outputs[0], c, s, a["size"], *_split(a["alpha"]),
-                                                                     *_split(a["beta"]), *_split(a["k"]), BW=bw, F64=f64, BC=bc, BS=bs,
-                                                                     FLOOR=a["floor_mean"],
-                                                                     num_warps=4)
-    return run
-
-
-# -- normalize --------------------------------------------------------------------------------------------
-@triton.jit
-def _nrm_step(x, mask, acc, KIND: tl.constexpr, p):
-    ax = tl.abs(x)
-    if KIND == 0:
-        return acc + tl.sum(x * x, 1)
-    elif KIND == 1:
-        return acc + tl.sum(ax, 1)
-    elif KIND == 2:
-        return tl.maximum(acc, tl.max(ax, 1))
-    elif KIND == 5:   # p = -inf: the smallest magnitude
-        return tl.minimum(acc, tl.min(tl.where(mask, ax, float("inf")), 1))
-    elif KIND == 3:   # any other p != 0: a zero entry adds 0 (p > 0) or inf (p < 0: the norm is then 0, as torch)
-        zero_term = tl.where(p < 0, float("inf"), 0.0)
-        return acc + tl.sum(tl.where(ax > 0, _pow(ax, p), tl.where(mask, zero_term, 0.0)), 1)
-    else:             # p = 0: the count of nonzeros
-        return acc + tl.sum(tl.where(ax != 0, 1.0, 0.0), 1)
-
-
-@triton.jit
-def _nrm_fin(acc, KIND: tl.constexpr, p):
-    if KIND == 0:
-        return _sqrt(acc)
-    elif KIND == 3:
-        return tl.where(acc > 0, _pow(acc, 1.0 / p), 0.0)
-    else:
-        return acc
-
-
-@fast_kernel
-def _normalize_kernel(g_ptr, x_ptr, y_ptr, L, R, sa, sl, sr, ga, gl, gr, ya, yl, yr, p_hi, p_lo, eps_hi, eps_lo, NLB,
-                      BW: tl.constexpr,
-                      KIND: tl.constexpr, F64: tl.constexpr, BL: tl.constexpr, BR: tl.constexpr):
-    CT: tl.constexpr = tl.float64 if F64 else tl.float32
-    p = _f2(p_hi, p_lo, F64)
-    eps = _f2(eps_hi, eps_lo, F64)
-    pid = tl.program_id(0).to(tl.int64)   # 1-D grid (axis 1 is limited to 65535 programs)
-    a = pid // NLB
-    lanes = (pid % NLB) * BL + tl.arange(0, BL)
-    lm = lanes < L
-    lanes = lanes.to(tl.int64)
-    acc = tl.zeros([BL], CT) + (float("inf") if KIND == 5 else 0.0)
-    gx = tl.zeros([BL], CT)
-    ri = 0
-    while ri * BR < R:
-        rr = ri * BR + tl.arange(0, BR)
-        mask = lm[:, None] & (rr < R)[None, :]
-        x = tl.load(x_ptr + a * sa + lanes[:, None] * sl + rr[None, :] * sr, mask=mask, other=0.0).to(CT)
-        acc = _nrm_step(x, mask, acc, KIND, p)
-        if BW:
-            g = tl.load(g_ptr + a * ga + lanes[:, None] * gl + rr[None, :] * gr, mask=mask, other=0.0).to(CT)
-            gx += tl.sum(g * x, 1)
-        ri += 1
-    nrm = _nrm_fin(acc, KIND, p)
-    den = tl.maximum(nrm, eps)
-    ties = tl.zeros([BL], CT)
-    if BW and (KIND == 2 or KIND == 5):
-        ri = 0
-        while ri * BR < R:
-            rr = ri * BR + tl.arange(0, BR)
-            mask = lm[:, None] & (rr < R)[None, :]
-            x = tl.load(x_ptr + a * sa + lanes[:, None] * sl + rr[None, :] * sr, mask=mask, other=0.0).to(CT)
-            ties += tl.sum(tl.where(mask & (tl.abs(x) == nrm[:, None]), 1.0, 0.0), 1)
-            ri += 1
-    coef = tl.where((nrm >= eps) & (nrm > 0), gx / (den * den), 0.0)
-    ri = 0
-    while ri * BR < R:
-        rr = ri * BR + tl.arange(0, BR)
-        mask = lm[:, None] & (rr < R)[None, :]
-        x = tl.load(x_ptr + a * sa + lanes[:, None] * sl + rr[None, :] * sr, mask=mask, other=0.0).to(CT)
-        if BW:
-            g = tl.load(g_ptr + a * ga + lanes[:, None] * gl + rr[None, :] * gr, mask=mask, other=0.0).to(CT)
-            sgn = tl.where(x > 0, 1.0, tl.where(x < 0, -1.0, 0.0))
-            nn = tl.where(nrm > 0, nrm, 1.0)[:, None]
-            if KIND == 0:
-                dn = x / nn
-            elif KIND == 1:
-                dn = sgn
-            elif KIND == 2 or KIND == 5:   # +-inf: the (tied) extreme entries share the gradient, as torch
-                dn = tl.where(tl.abs(x) == nrm[:, None], sgn, 0.0) / tl.maximum(ties, 1.0)[:, None]
-            elif KIND == 3:
-                dn = sgn * tl.where(x != 0, _pow(tl.abs(x) / nn, p - 1.0), 0.0)
-            else:         # p = 0: the count has no gradient
-                dn = x * 0.0
-            out = g / den[:, None] - coef[:, None] * dn
-        else:
-            out = x / den[:, None]
-        tl.store(y_ptr + a * ya + lanes[:, None] * yl + rr[None, :] * yr, out.to(y_ptr.dtype.element_ty), mask=mask)
-        ri += 1
-
-
-def _bind_normalize(desc, pref=None):
-    shape = desc.inputs[0].shape or (1,)     # a 0-d x: one 1-element row
-    dim = desc.attr("dim")
-    outer, r, inner = outer_r_inner(shape, dim)
-    p = desc.attr("p")
-    # kinds: 0 p = 2, 1 p = 1, 2 p = inf, 5 p = -inf, 4 p = 0 (a count), 3 any other p (a pow per entry)
-    kind = 0 if p == 2.0 else 1 if p == 1.0 else (2 if p > 0 else 5) if math.isinf(p) else 4 if p == 0 else 3
-    f64 = desc.inputs[0].dtype == DType.f64
-    br = _FORCE.get("br", min(next_power_of_2(max(r, 1)), 2048 if inner == 1 else 64))
-    bl = max(1, min(next_power_of_2(max(outer if inner == 1 else inner, 1)), 4096 // br))
-    bw = desc.op.endswith("_backward")
-
-    def run(desc_, inputs, outputs, ws):
-        if not desc.inputs[0].shape:
-            inputs, outputs = [t.reshape(1) for t in inputs], [t.reshape(1) for t in outputs]
-        xi = inputs[1] if bw else inputs[0]
-        x, ga, L, sa, sl, sr = lanes_view(xi, outer, r, inner)
-        g, _, _, gsa, gsl, gsr = lanes_view(inputs[0], outer, r, inner) if bw else (x, 0, 0, 0, 0, 0)
-        y, _, _, ya, yl, yr = lanes_view(outputs[0], outer, r, inner)
-        if x.numel():
-            nlb = cdiv(L, bl)
-            _normalize_kernel[(ga * nlb,)](g, x, y, L, r, sa, sl, sr, gsa, gsl, gsr, ya, yl, yr,
-                                           *_split(p if not math.isinf(p) else 0.0), *_split(desc.attr("eps")), nlb,
-                                           BW=bw, KIND=kind, F64=f64, BL=bl, BR=br,
-                                                        num_warps=4 if bl * br <= 1024 else 8)
-    return run
-
-
 for _op, _bind, _ws in (("group_norm", _bind_gn, None), ("instance_norm", _bind_gn, None),
                         ("group_norm_backward", _bind_gn_bw, _ws_gn_bw), ("batch_norm", _bind_bn, _ws_bn),
-                        ("batch_norm_backward", _bind_bn_bw, _ws_bn), ("local_response_norm", _bind_lrn, None),
-                        ("local_response_norm_backward", _bind_lrn, None), ("normalize", _bind_normalize, None),
-                        ("normalize_backward", _bind_normalize, None)):
+                        ("batch_norm_backward", _bind_bn_bw, _ws_bn)):
     register_triton(_op, _run_of(_guarded(_bind)), bind=_guarded(_bind), workspace=_ws, route=f"triton:{_op}")
