@@ -627,3 +627,31 @@ def test_bad_inputs_get_baracudas_errors(name, data):
         pytest.skip(f"{name}: no sample the reference backend plans on the CPU")
     mutate = data.draw(st.sampled_from(MUTATIONS), label="mutation")
     mutate(c, data)
+
+
+def test_backward_with_absent_output_gradients_replays_a_tape(monkeypatch):
+    """batch_norm's statistics get no gradient in a training step: the backward runs the tape traced for that pattern
+    of absent gradients (the rule is traced once per pattern, not re-run per call), with the rule's values."""
+    import baracuda.torch as bt
+    from baracuda._core import plan as P
+
+    x = torch.randn(4, 3, 5, dtype=torch.float64, requires_grad=True)
+    w = torch.rand(3, dtype=torch.float64, requires_grad=True)
+    rm, rv = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    g = torch.randn(4, 3, 5, dtype=torch.float64)
+
+    def grads():
+        y = bt.nn.functional.batch_norm(x, rm.clone(), rv.clone(), w, None, training=True)
+        return torch.autograd.grad(y, (x, w), g)
+
+    grads()                                  # (traces the pattern's tape)
+    replays = []
+    orig = P.BackwardPlan.replay
+    monkeypatch.setattr(P.BackwardPlan, "replay", lambda self, *a: replays.append(1) or orig(self, *a))
+    got = grads()
+    assert not replays, "the rule ran again: no tape for this pattern of absent gradients"
+    xr, wr = x.detach().requires_grad_(), w.detach().requires_grad_()
+    want = torch.autograd.grad(torch.nn.functional.batch_norm(xr, rm.clone(), rv.clone(), wr, None, training=True),
+                               (xr, wr), g)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b)
