@@ -38,7 +38,7 @@ def main(argv=None) -> int:
     for r in range(a.rounds):
         for cap in (32 << 20, 256 << 20, 0):
             G._WS_KEEP = cap
-            G._KEPT.clear()
+            G.drop_kept_workspaces()
             torch.cuda.synchronize()
             torch.cuda.empty_cache()
             torch.cuda.reset_peak_memory_stats()

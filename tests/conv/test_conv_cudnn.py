@@ -56,6 +56,30 @@ def test_cudnn_padding_reproduces_the_output_size(x, w, a):
         assert (image[2 + i] + pre[i] + post[i] - span) // stride[i] + 1 == resp[2 + i]
 
 
+def test_kept_workspace_reused_per_thread_and_stream_capped_and_dropped():
+    """cuDNN workspaces up to _WS_KEEP are kept per (thread, device, stream): reused when large enough, grown when not,
+    never kept past the cap (then one per call), per thread, and dropped on request (the next call allocates)."""
+    import threading
+
+    from baracuda.backends.nvidia import cudnn_graph as G
+
+    like = torch.empty(1)
+    G.drop_kept_workspaces()
+    a = G._workspace(1000, 0, 7, like)
+    assert a.numel() >= 1000 and G._workspace(500, 0, 7, like) is a
+    assert G._workspace(1000, 0, 8, like) is not a               # another stream: its own buffer
+    big = G._workspace(a.numel() + 1, 0, 7, like)                # grown
+    assert big.numel() > a.numel() and G._workspace(10, 0, 7, like) is big
+    past = G._workspace(G._WS_KEEP + 1, 0, 7, like)
+    assert past.numel() == G._WS_KEEP + 1 and G._workspace(G._WS_KEEP + 1, 0, 7, like) is not past
+    other = []
+    t = threading.Thread(target=lambda: other.append(G._workspace(10, 0, 7, like)))
+    t.start(), t.join()
+    assert other[0] is not big                                   # another thread: its own buffer
+    G.drop_kept_workspaces()
+    assert G._workspace(10, 0, 7, like) is not big
+
+
 gpu = pytest.mark.skipif(not torch.cuda.is_available() or cudnn_import_error() is not None,
                          reason="needs CUDA and the cuDNN frontend")
 

@@ -170,16 +170,25 @@ def _workspace(nbytes: int, device_index: int, stream: int, like):
     could be replaced later, under the captured graph) or past ``_WS_KEEP``."""
     import torch
 
-    if nbytes > _WS_KEEP or torch.cuda.is_current_stream_capturing():
+    if nbytes > _WS_KEEP or (like.is_cuda and torch.cuda.is_current_stream_capturing()):
         return torch.empty(nbytes, dtype=torch.uint8, device=like.device)
-    key = (threading.get_ident(), device_index, stream)
-    ws = _KEPT.get(key)
+    kept = getattr(_TLS, "ws", None)      # (thread-local: a thread's buffers go with it)
+    if kept is None or kept[0] != _KEPT_GEN[0]:
+        kept = _TLS.ws = (_KEPT_GEN[0], {})
+    ws = kept[1].get((device_index, stream))
     if ws is None or ws.numel() < nbytes:
-        ws = _KEPT[key] = torch.empty(min(max(nbytes, 1 << 20), _WS_KEEP), dtype=torch.uint8, device=like.device)
+        ws = kept[1][(device_index, stream)] = torch.empty(min(max(nbytes, 1 << 20), _WS_KEEP), dtype=torch.uint8,
+                                                           device=like.device)
     return ws
 
 
-_KEPT: dict = {}    # (thread, device, stream) -> the kept workspace (cleared: the next call allocates one)
+_KEPT_GEN = [0]
+
+
+def drop_kept_workspaces() -> None:
+    """Every thread's kept workspace is dropped at its next call (which allocates a new one): after ``_WS_KEEP``
+    changes, or to hand the memory back to torch's allocator."""
+    _KEPT_GEN[0] += 1
 
 
 def compute_capability(device_index: int) -> tuple:
