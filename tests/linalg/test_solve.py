@@ -222,3 +222,62 @@ def test_pivots_on_ties_and_singular_steps_are_getf2s():
                 np.testing.assert_allclose(g[ok], w[ok], rtol=1e-9, atol=1e-9, err_msg=op)
             else:
                 np.testing.assert_array_equal(g, w, err_msg=op)
+
+
+# -- torch.linalg.tensorinv / tensorsolve (twins of inv / solve: _linalg_twins.py) -----------------------------------
+@pytest.mark.parametrize("shape,ind", [((4, 6, 8, 3), 2), ((6, 4, 24), 2), ((5, 5), 1), ((6, 2, 3), 1)])
+def test_tensorinv_is_the_inverse_of_the_square_reshape_values_and_gradients(shape, ind):
+    g = torch.Generator().manual_seed(3)
+    A = torch.randn(shape, generator=g, dtype=torch.float64, requires_grad=True)
+    got = bt.linalg.tensorinv(A, ind=ind)
+    n = int(np.prod(shape[ind:]))
+    inv = np.linalg.inv(A.detach().numpy().reshape(n, n))             # float64 NumPy: the independent reference
+    assert got.shape == torch.Size(shape[ind:] + shape[:ind])
+    np.testing.assert_allclose(got.detach().numpy().reshape(n, n), inv, rtol=1e-10, atol=1e-10)
+    up = torch.randn(got.shape, generator=g, dtype=torch.float64)
+    (ga,) = torch.autograd.grad(got, A, up)
+    (want,) = torch.autograd.grad(torch.linalg.tensorinv(A, ind=ind), A, up)
+    torch.testing.assert_close(ga, want)
+    small = torch.randn((2, 3, 6), generator=g, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a: bt.linalg.tensorinv(a, ind=2), (small,))
+
+
+@pytest.mark.parametrize("ashape,bshape,dims", [((2, 3, 6), (2, 3), None), ((3, 2, 6), (2, 3), None),
+                                                ((6, 2, 3), (6,), (1, 2)), ((4, 4), (4,), None)])
+def test_tensorsolve_solves_the_tensor_system_values_and_gradients(ashape, bshape, dims):
+    g = torch.Generator().manual_seed(4)
+    A = torch.randn(ashape, generator=g, dtype=torch.float64, requires_grad=True)
+    B = torch.randn(bshape, generator=g, dtype=torch.float64, requires_grad=True)
+    x = bt.linalg.tensorsolve(A, B, dims=dims)
+    want = torch.linalg.tensorsolve(A, B, dims=dims)
+    assert x.shape == want.shape
+    # the system itself: A (dims moved last) contracted with x over x's dims gives B (element for element in
+    # order: A's leading dims need only hold B's count, as torch's reshape)
+    Am = A.detach().movedim(dims, tuple(range(A.dim() - len(dims), A.dim()))) if dims else A.detach()
+    lhs = np.tensordot(Am.numpy(), x.detach().numpy(), axes=x.dim())
+    np.testing.assert_allclose(lhs.reshape(-1), B.detach().numpy().reshape(-1), rtol=1e-10, atol=1e-10)
+    up = torch.randn(x.shape, generator=g, dtype=torch.float64)
+    got = torch.autograd.grad(x, (A, B), up)
+    ref = torch.autograd.grad(want, (A, B), up)
+    for a, b in zip(got, ref):
+        torch.testing.assert_close(a, b)
+
+
+def test_tensorinv_tensorsolve_errors_name_the_argument():
+    A = torch.randn(2, 3, 4)
+    with pytest.raises(bc.InvalidProblemError, match=r"tensorinv: argument 'ind': expected an int in \[1, 3\].*got 0"):
+        bt.linalg.tensorinv(A, ind=0)
+    with pytest.raises(bc.InvalidProblemError, match=r"tensorinv: argument 'ind'.*got 4"):
+        bt.linalg.tensorinv(A, ind=4)
+    with pytest.raises(TypeError, match=r"tensorinv: argument 'ind': expected an int, got float"):
+        bt.linalg.tensorinv(A, ind=2.0)
+    with pytest.raises(bc.InvalidProblemError, match=r"tensorinv: argument 'input'.*a square matrix.*\(2, 3, 4\)"):
+        bt.linalg.tensorinv(A)
+    with pytest.raises(TypeError, match=r"tensorsolve: argument 'other': expected a tensor, got list"):
+        bt.linalg.tensorsolve(A, [1.0])
+    with pytest.raises(bc.InvalidProblemError, match=r"tensorsolve: argument 'input'.*square system.*\(2, 3, 5\)"):
+        bt.linalg.tensorsolve(torch.randn(2, 3, 5), torch.randn(2, 3))
+    with pytest.raises(bc.InvalidProblemError, match=r"tensorsolve: argument 'other': expected at most input's number of dims"):
+        bt.linalg.tensorsolve(torch.randn(4), torch.randn(2, 2, 1))
+    with pytest.raises(LinAlgError):
+        bt.linalg.tensorinv(torch.zeros(2, 2, 4))          # singular: inv's error, as torch's

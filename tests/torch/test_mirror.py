@@ -356,6 +356,8 @@ def _twin_cases():
         ("cholesky", ((lambda a: a @ a.mT + 3 * torch.eye(3, device=DEVICE))(R(3, 3)),), {"upper": True}),
         ("lu", (R(4, 4),), {}), ("lu", (R(3, 3),), {"get_infos": True}),
         ("lu_solve", (R(3, 2), *torch.linalg.lu_factor(R(3, 3) + 3 * torch.eye(3, device=DEVICE))), {}),
+        ("linalg.tensorinv", (R(4, 6, 8, 3),), {}), ("linalg.tensorinv", (R(6, 2, 3),), {"ind": 1}),
+        ("linalg.tensorsolve", (R(2, 3, 6), R(2, 3)), {}), ("linalg.tensorsolve", (R(6, 2, 3), R(6)), {"dims": (1, 2)}),
         ("max_pool1d", (R(2, 3, 6), 2), {}), ("max_pool2d", (R(2, 3, 6, 5), 3, 2, 1), {}),
         ("max_pool3d", (R(1, 2, 4, 4, 3), 2), {}), ("max_pool1d_with_indices", (R(2, 3, 6), 3, 2, 1), {}),
         ("adaptive_max_pool1d", (R(2, 3, 7), 3), {}),

@@ -14,24 +14,35 @@
   torch.cholesky(input, upper=False)              linalg.cholesky(upper=upper)
   torch.lu(A, pivot=True, get_infos=False)        linalg.lu_factor_ex: (LU, pivots) or (LU, pivots, infos)
   torch.lu_solve(input, LU_data, LU_pivots)       linalg.lu_solve(LU_data, LU_pivots, input)
+  torch.linalg.tensorinv(input, ind=2)            linalg.inv of input as a (prod(shape[:ind]), prod(shape[ind:]))
+      matrix, shaped shape[ind:] + shape[:ind] (torch's composition; gradients through inv's backward)
+  torch.linalg.tensorsolve(input, other, dims=None)   linalg.solve of input (dims moved last) as a square matrix
+      against other flattened, shaped input.shape[other.ndim:]
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
-from .._core.errors import InvalidProblemError, UnsupportedError
+from .._core.errors import ArgumentTypeError, InvalidProblemError, UnsupportedError
 from .._core.spec import get_spec
 from ._namespaces import _make
 
 __all__ = ["OWNED", "publish"]
 
 OWNED = frozenset({"svd", "qr", "linalg.norm", "cross", "pinverse", "det", "slogdet", "inverse", "cholesky", "lu",
-                   "lu_solve"})
+                   "lu_solve", "linalg.tensorinv", "linalg.tensorsolve"})
 
 
 def _no_out(op, out):
     if out is not None:
         raise UnsupportedError(op, "argument 'out' (the drop-in returns new tensors)")
+
+
+def _tensor(op, arg, x):
+    if not isinstance(x, torch.Tensor):
+        raise ArgumentTypeError(op, arg, "a tensor", type(x).__name__)
 
 
 def publish(put, published: dict) -> None:
@@ -129,11 +140,53 @@ def publish(put, published: dict) -> None:
         _no_out("lu_solve", out)
         return linalg_lu_solve(LU_data, LU_pivots, input)
 
+    linalg_solve = _make(get_spec("solve"), "torch.linalg.solve")
+
+    def tensorinv(input, ind=2, *, out=None):
+        """baracuda drop-in for ``torch.linalg.tensorinv`` (op ``inv``): ``input`` as the square matrix of its first
+        ``ind`` dims by the rest, inverted, shaped ``input.shape[ind:] + input.shape[:ind]``."""
+        op, A = "tensorinv", input
+        _no_out(op, out)
+        _tensor(op, "input", A)
+        if isinstance(ind, bool) or not isinstance(ind, int):
+            raise ArgumentTypeError(op, "ind", "an int", type(ind).__name__)
+        if not 0 < ind <= A.dim():
+            raise InvalidProblemError(op, "ind", f"an int in [1, {A.dim()}] (input has {A.dim()} dims)", ind)
+        front, back = tuple(A.shape[:ind]), tuple(A.shape[ind:])
+        n = math.prod(back)
+        if math.prod(front) != n:
+            raise InvalidProblemError(op, "input", "prod(shape[ind:]) == prod(shape[:ind]) (a square matrix)",
+                                      f"shape {tuple(A.shape)} with ind={ind}: {n} != {math.prod(front)}")
+        return linalg_inv(A.reshape(n, n)).reshape(back + front)
+
+    def tensorsolve(input, other, dims=None, *, out=None):
+        """baracuda drop-in for ``torch.linalg.tensorsolve`` (op ``solve``): X with ``tensordot(input, X, X.ndim) ==
+        other``; ``dims``' dims of ``input`` moved last first; ``input`` as the square matrix other.numel() x
+        prod(input.shape[other.ndim:])."""
+        op, A, B = "tensorsolve", input, other
+        _no_out(op, out)
+        _tensor(op, "input", A)
+        _tensor(op, "other", B)
+        if dims is not None:
+            dims = tuple(dims)
+            A = A.movedim(dims, tuple(range(A.dim() - len(dims), A.dim())))
+        k = B.dim()
+        if k > A.dim():
+            raise InvalidProblemError(op, "other", f"at most input's number of dims ({A.dim()})", f"{k} dims")
+        shape = tuple(A.shape[k:])
+        n = math.prod(shape)
+        if n != B.numel() or A.numel() != n * n:
+            raise InvalidProblemError(op, "input", "prod(input.shape[other.ndim:]) == other.numel() == "
+                                      "prod(input.shape[:other.ndim]) (a square system)",
+                                      f"input of shape {tuple(A.shape)}, other of shape {tuple(B.shape)}")
+        return linalg_solve(A.reshape(n, n), B.reshape(-1)).reshape(shape)
+
     norm.__name__ = norm.__qualname__ = "norm"
     for key, fn, op in (("svd", svd, "svd"), ("qr", qr, "qr"), ("linalg.norm", norm, "matrix_norm"),
                         ("cross", cross, "cross"), ("pinverse", pinverse, "pinv"), ("det", det, "det"),
                         ("slogdet", slogdet, "slogdet"), ("inverse", inverse, "inv"),
                         ("cholesky", cholesky, "cholesky"), ("lu", lu, "lu_factor_ex"),
-                        ("lu_solve", lu_solve, "lu_solve")):
+                        ("lu_solve", lu_solve, "lu_solve"), ("linalg.tensorinv", tensorinv, "inv"),
+                        ("linalg.tensorsolve", tensorsolve, "solve")):
         put(key, fn)
         published[key] = op
