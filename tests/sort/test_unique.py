@@ -1,6 +1,6 @@
 """unique / unique_consecutive / mode beyond the generic suite: the block scan across blocks vs torch, slices along
-a dim, the one-program unique at its size limit and the refusal past it, mode's tie rule and index, the drop-ins'
-result shapes after the host read of the distinct count, Tensor.unique under bt.mode()."""
+a dim, the one-program unique at its size limit and the global-sort path past it, mode's tie rule and index, the
+drop-ins' result shapes after the host read of the distinct count, Tensor.unique under bt.mode()."""
 from __future__ import annotations
 
 import pytest
@@ -54,13 +54,45 @@ def test_unique_at_the_one_program_limit(backend, dtype):
     assert all(torch.equal(a, b) for a, b in zip(got, want))
 
 
-def test_triton_unique_says_why_it_refuses_long_inputs():
+def test_triton_unique_takes_long_inputs_and_says_so():
     from baracuda._core.spec import Descriptor
     from baracuda.testing import forced_plan
     from baracuda.testing.checks import DEVICE
 
-    why = forced_plan(Descriptor.like("unique", torch.zeros(4097, dtype=torch.int64)), DEVICE, Backend.TRITON)
-    assert isinstance(why, str) and "global sort" in why, why
+    plan = forced_plan(Descriptor.like("unique", torch.zeros(4097, dtype=torch.int64)), DEVICE, Backend.TRITON)
+    assert not isinstance(plan, str), plan
+    assert "sort" in str(plan.sku)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.float32, torch.bfloat16, torch.bool])
+def test_unique_past_one_program_sorts_globally_like_torch(dtype):
+    """Past the one-program limit: the sort family's global sort, then the runs of the sorted values, the inverse
+    scattered through the sort's positions.  The limits are forced small (16 elements in one program; the sort's
+    8-element register blocks and 64-element merge tiles), so 300 elements take several merge passes and scan
+    blocks under the interpreter; ties, -0.0 beside +0.0 and (floats) NaNs, each NaN its own value as torch's.
+    torch's CPU sort is not stable: which zero's sign and which NaN run a NaN element gets may differ from it."""
+    from baracuda.backends.triton.search import unique as U
+    from baracuda.backends.triton.sort import rows as S
+
+    g = torch.Generator().manual_seed(10)
+    x = torch.randint(-40, 40, (300,), generator=g).to(dtype)
+    if dtype.is_floating_point:
+        x[::37] = float("nan")
+        x[5], x[6] = -0.0, 0.0
+    with U.forced(small=16), S.forced(nmax=8, tile=64):
+        got = _trim(_run("unique", x, Backend.TRITON))
+    want = torch.unique(x, return_inverse=True, return_counts=True)
+    (v, inv, cnt), (wv, winv, wcnt) = got, want
+    assert v.shape == wv.shape and torch.equal(v.isnan(), wv.isnan())
+    assert torch.equal(v[~v.isnan()], wv[~wv.isnan()]) and torch.equal(cnt, wcnt)
+    if dtype.is_floating_point:     # -0.0 and +0.0 are one value: ours is the first in input order (a stable sort)
+        assert v[v == 0].signbit().item() == x[x == 0][0].signbit().item()
+    nan = x.isnan()
+    assert torch.equal(inv[~nan], winv[~nan])
+    # each NaN is its own value, as torch's; which NaN run a NaN element takes is torch's sort's business (its CPU
+    # sort is not stable): ours keep input order, the same set of runs
+    assert torch.equal(inv[nan].sort().values, winv[nan].sort().values)
+    assert torch.equal(inv[nan], inv[nan].sort().values)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

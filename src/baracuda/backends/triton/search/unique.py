@@ -11,8 +11,10 @@ unique_consecutive (any length, no host read: the distinct count is written on t
 unique, dim=None, up to 4096 elements: one program sorts the values in registers (tl.sort's bitonic network; the
 padding lanes hold the dtype's largest value), writes the first of each run of equal values, counts them
 (atomics), then finds each input's index by a binary search of the distinct values (a CTA barrier between the
-two).  Longer inputs need a global sort: that is the sort family's (backends/triton/sort, merged separately),
-and supports() says so.  NaN inputs: unspecified order in the sorting network (torch counts each NaN apart).
+two).  NaN inputs: unspecified order in that network (torch counts each NaN apart).
+unique, dim=None, longer inputs: the sort family's global sort (``sort_rows``: stable, every NaN after +inf), then
+the three unique_consecutive kernels on the sorted values, ``_emit_kernel`` scattering each run index to the input
+position the sort moved (PERM).  Each NaN is its own run there (NaN != NaN), as torch's.
 
 mode: one program per row; each element's count is a tiled all-pairs comparison (R^2 / 4096 tiles of 64 x 64);
 the best (count, then the smaller value) is kept in a fixed order, then the row's last position of that value.
@@ -24,16 +26,21 @@ import torch
 import triton
 import triton.language as tl
 
+from ...._core.dtypes import as_dtype
 from .._lib.atomics import red_add
+from .._lib.config import overrides
 from .._lib.geometry import cdiv, next_power_of_2
 from .._lib.launch import fast_kernel
 from .._lib.register import register_triton
 from ..layout.move import bits
+from ..sort.rows import sort_rows, sort_ws_bytes
 from .search import flat_block, lower_upper
 
 _BLOCK = 1024
 _SMALL = 4096
 _MODE_ROW = 16384
+_FORCE, forced = overrides("""Force ``small`` (the most elements unique sorts in one program; past it, the global sort
+path) in tests.""")
 
 
 @fast_kernel
@@ -47,6 +54,8 @@ def _new_kernel(new_ptr, cnt_ptr, x_ptr, n, L, BLOCK: tl.constexpr, LB: tl.const
         ok = pm[:, None] & (p > 0)[:, None] & (o < L)[None, :]
         a = tl.load(x_ptr + p[:, None] * L + o[None, :], mask=ok, other=0)
         b = tl.load(x_ptr + (p - 1)[:, None] * L + o[None, :], mask=ok, other=0)
+        if a.dtype.is_fp16() or a.dtype.is_bf16():   # (as floats: the interpreter compares half types' bits,
+            a, b = a.to(tl.float32), b.to(tl.float32)   # where NaN == NaN and -0.0 != 0.0)
         diff = tl.maximum(diff, tl.max((a != b).to(tl.int32), axis=1))
         j += LB
     new = tl.where(pm & ((p == 0) | (diff > 0)), 1, 0)
@@ -68,11 +77,17 @@ def _offsets_kernel(off_ptr, num_ptr, cnt_ptr, nb, BLOCK: tl.constexpr):
 
 
 @fast_kernel
-def _emit_kernel(vals_ptr, inv_ptr, counts_ptr, x_ptr, new_ptr, off_ptr, n, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+def _emit_kernel(vals_ptr, inv_ptr, counts_ptr, x_ptr, new_ptr, off_ptr, perm_ptr, n, ROWS: tl.constexpr,
+                 PERM: tl.constexpr, BLOCK: tl.constexpr):
+    """PERM: x is the input sorted and perm its sort's positions (each in [0, n)): the run index of sorted element p
+    is the inverse of input element perm[p]."""
     p, pm = flat_block(n, BLOCK)
     new = tl.load(new_ptr + p, mask=pm, other=0).to(tl.int64)
     run = tl.load(off_ptr + tl.program_id(0)) + tl.cumsum(new, axis=0) - 1
-    tl.store(inv_ptr + p, run, mask=pm)
+    if PERM:
+        tl.store(inv_ptr + tl.load(perm_ptr + p, mask=pm, other=0), run, mask=pm)
+    else:
+        tl.store(inv_ptr + p, run, mask=pm)
     red_add(counts_ptr + run, tl.full([BLOCK], 1, tl.int64), mask=pm)
     first = pm & (new != 0)
     if ROWS:                  # the slice index of each run's first slice
@@ -191,7 +206,19 @@ def _run_unique(desc, pref):
         x = _raw(x.contiguous())
         n = x.shape[0] if dim is not None else x.numel()
         if n:
-            if consecutive:
+            perm = None
+            if not consecutive and n > _FORCE.get("small", _SMALL):
+                # a global sort (the sort family's: stable, NaN last), then the runs of the sorted values as
+                # unique_consecutive finds them (each NaN its own run: NaN != NaN, as torch), the inverse scattered
+                # back through the sort's positions
+                flat = x.reshape(1, n)
+                srt = torch.empty_like(flat)
+                perm = torch.empty((1, n), dtype=torch.int64, device=x.device)
+                ws = torch.empty(max(sort_ws_bytes(1, n, as_dtype(flat.dtype)), 1), dtype=torch.uint8,
+                                 device=x.device)
+                sort_rows(flat, srt, perm, n, False, ws)
+                x = srt.reshape(n)
+            if consecutive or perm is not None:
                 L = x.numel() // n if dim is not None else 1
                 nb = cdiv(n, _BLOCK)
                 new = torch.empty(n, dtype=torch.int8, device=x.device)
@@ -199,8 +226,9 @@ def _run_unique(desc, pref):
                 _new_kernel[(nb,)](new, cnt, x, n, L, BLOCK=_BLOCK, LB=min(next_power_of_2(L), 16), num_warps=4)
                 _offsets_kernel[(1,)](cnt[nb:], num, cnt, nb, BLOCK=1024, num_warps=4)
                 starts = torch.empty(n, dtype=torch.int64, device=x.device) if dim is not None else None
-                _emit_kernel[(nb,)](starts if dim is not None else _raw(vals), inv, counts, x, new, cnt[nb:], n,
-                                    ROWS=dim is not None, BLOCK=_BLOCK, num_warps=4)
+                _emit_kernel[(nb,)](starts if dim is not None else _raw(vals), inv, counts, x, new, cnt[nb:],
+                                    perm if perm is not None else new, n, ROWS=dim is not None, PERM=perm is not None,
+                                    BLOCK=_BLOCK, num_warps=4)
                 if dim is not None:
                     moved = torch.empty((n,) + tuple(x.shape[1:]), dtype=x.dtype, device=x.device)
                     _rows_kernel[(cdiv(n * L, _BLOCK),)](moved, x, starts, num, n, L, BLOCK=_BLOCK, num_warps=4)
@@ -220,9 +248,6 @@ def _supports_unique(desc):
     if desc.op == "unique" and desc.attr("dim") is not None:
         return "unique along a dim sorts slices lexicographically: the sort family's (unique_consecutive along a " \
                "dim runs here)"
-    n = desc.inputs[0].numel
-    if desc.op == "unique" and n > _SMALL:
-        return f"unique of more than {_SMALL} elements needs a global sort (the sort family's); got {n}"
     return None
 
 
