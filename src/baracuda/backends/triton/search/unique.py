@@ -275,5 +275,5 @@ def _supports_mode(desc):
 
 for _op in ("unique", "unique_consecutive"):
     register_triton(_op, bind=_run_unique, supports=_supports_unique,
-                    route=f"triton:{_op}:" + ("block-scan" if _op == "unique_consecutive" else "one-program-sort"))
+                    route=f"triton:{_op}:" + ("block-scan" if _op == "unique_consecutive" else "sort+block-scan"))
 register_triton("mode", bind=_run_mode, supports=_supports_mode, route="triton:mode:all-pairs")
