@@ -172,6 +172,24 @@ def test_in_place_methods_and_operators():
     assert {"Tensor.exp_", "Tensor.add_", "Tensor.mul_", "Tensor.clamp_", "Tensor.sub_"} <= set(m.routed)
 
 
+def test_counters_are_left_to_torch_and_native():
+    """A one-element integer (or bool) tensor updated in place is a counter (BatchNorm's num_batches_tracked):
+    torch's own kernel keeps it, reported as native; a float one, or an integer tensor of more elements, is routed."""
+    bn = torch.nn.BatchNorm2d(3).train()
+    x = torch.randn(2, 3, 4, 4, **F64).float()
+    step, ints, one = torch.zeros((), dtype=torch.int64), torch.arange(4), torch.zeros(1)
+    with bt.mode(coverage=True) as m:
+        bn(x)
+        step += 1
+        step.add_(2)
+        ints += 1
+        one.add_(1)
+    assert int(bn.num_batches_tracked) == 1 and int(step) == 3 and ints.tolist() == [1, 2, 3, 4] and one.item() == 1
+    # (torch dispatches ``t += 1`` as Tensor.add_): ints and one routed; num_batches_tracked and step's two native
+    assert m.routed["Tensor.add_"] == 2 and not m.fell_through, m.summary()
+    assert m.native["Tensor.add_"] == 3, dict(m.native)
+
+
 def test_in_place_rules_and_autograd():
     w = torch.randn(3, 4, **F64, requires_grad=True)
     y = torch.randn(4, **F64)

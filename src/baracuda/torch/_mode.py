@@ -21,6 +21,8 @@ and any op whose ATen schema returns a view of an input) are not routed: torch r
 through a view relies on the aliasing.  Nothing routed returns a copy where torch returns a view or the input
 itself (``tests/torch/test_mirror.py`` checks the table).  Twins with another signature (``torch.softmax``,
 ``torch.kl_div``'s integer reduction) are published drop-ins of their own (``_aliases.py``) and routed as such.
+In-place add / sub of a one-element integer or bool tensor (counters: BatchNorm's ``num_batches_tracked += 1``) are
+not routed either: torch keeps them in its own one-element kernel (``_counter``); they count as native.
 
 The mode counts what it routed (``routed``) and the routed calls a drop-in handed back (``fell_through``, with
 ``reasons``); with ``coverage=True`` it also classifies every call it does not route: computing calls baracuda
@@ -322,7 +324,8 @@ def build_routes(ns, published: dict) -> dict:
             if at == 0 and name not in _OTHER_IN_PLACE:
                 for owner, prefix in ((torch.Tensor, "Tensor."), (torch, "torch.")):
                     add(getattr(owner, name + "_", None), _Route(prefix + name + "_", fn, inplace=True,
-                                                                 into=_written_in_place(fn)))
+                                                                 into=_written_in_place(fn),
+                                                                 accept=_not_a_counter if name in _COUNTS else None))
         elif short not in top and tobj is not None:   # F.X: the method / torch.X of that name, arguments named
             kw = _keyword_names(short, tobj)
             if kw:
@@ -334,7 +337,8 @@ def build_routes(ns, published: dict) -> dict:
             add(getattr(torch.Tensor, f"__{stem}__", None), _Route(f"Tensor.__{stem}__", fn))
             add(getattr(torch.Tensor, f"__r{stem}__", None), _Route(f"Tensor.__r{stem}__", fn, swap=True))
             add(getattr(torch.Tensor, f"__i{stem}__", None), _Route(f"Tensor.__i{stem}__", fn, inplace=True,
-                                                                   into=_written_in_place(fn)))
+                                                                   into=_written_in_place(fn),
+                                                                   accept=_not_a_counter if tname in _COUNTS else None))
     for stem, tname in _PLAIN.items():
         if tname in tensor_methods:
             add(getattr(torch.Tensor, f"__{stem}__", None), _Route(f"Tensor.__{stem}__", tensor_methods[tname]))
@@ -352,6 +356,21 @@ def build_routes(ns, published: dict) -> dict:
 
 def _advanced_key(args, kwargs) -> bool:
     return len(args) >= 2 and not kwargs and _indexing.has_advanced(args[1])
+
+
+_COUNTS = frozenset({"add", "sub"})     # the in-place forms a counter steps with
+
+
+def _counter(args) -> bool:
+    """The in-place add / sub updates a one-element integer or bool tensor: a counter (BatchNorm's
+    ``num_batches_tracked += 1``, a step count), bookkeeping that torch's own one-element kernel keeps; routed, it
+    cost a Triton launch and ~50 us of host time per call on the GPU host (53 a ResNet-50 step), for no GPU work."""
+    t = args[0] if args else None
+    return isinstance(t, torch.Tensor) and not t.is_floating_point() and not t.is_complex() and t.numel() == 1
+
+
+def _not_a_counter(args, kwargs) -> bool:
+    return not _counter(args)
 
 
 _ROUTES: list = []
@@ -425,7 +444,8 @@ def _gap(func, args, kwargs, result) -> str | None:
         return None   # factories; conversions and copies
     inplace = (name.endswith("_") and not name.endswith("__")) or (name.startswith("__i") and name[3:-2] in _BINARY)
     if inplace:
-        return None if name in _STATE else "no baracuda drop-in for this in-place op"
+        return None if name in _STATE or (name.strip("_").lstrip("i") in _COUNTS and _counter(args)) else \
+            "no baracuda drop-in for this in-place op"
     held = {_storage(t) for t in inputs}
     if any(_storage(o) not in held for o in _tensors(result)):
         return "no baracuda drop-in"
