@@ -96,6 +96,33 @@ def test_unique_past_one_program_sorts_globally_like_torch(dtype):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+@pytest.mark.parametrize("dtype", [torch.int64, torch.float32, torch.bool])
+def test_unique_along_a_dim_sorts_slices_lexicographically(backend, dim, dtype):
+    """Distinct slices along ``dim`` in lexicographic order, each slice's index among them and their counts, as
+    torch's: repeated slices, slices equal but for their last or first element (the order is decided by every
+    element), -0.0 beside +0.0; on Triton one stable sort per slice element, the last first.  The sort's register
+    blocks are forced small (8 positions) so 40 slices take its merge passes under the interpreter."""
+    from baracuda.backends.triton.sort import rows as S
+
+    g = torch.Generator().manual_seed(11)
+    base = torch.randint(0, 3 if dtype != torch.bool else 2, (40, 3, 2), generator=g)
+    base[5] = base[7]
+    base[9], base[10] = base[11].clone(), base[11].clone()
+    base[9, -1, -1] += 1
+    base[10, 0, 0] += 1
+    x = base.to(dtype) if dtype != torch.float32 else base.to(dtype) - 1.0
+    if dtype == torch.float32:
+        x[3] = torch.where(x[4] == 0, -0.0, x[4])       # x[4] with -0.0 for its zeros: the same slice
+    x = x.movedim(0, dim)
+    with S.forced(nmax=8, tile=64):
+        got = _trim(_run("unique", x, backend, dim=dim), dim)
+    want = torch.unique(x, return_inverse=True, return_counts=True, dim=dim)
+    for a, b in zip(got, want):
+        assert a.shape == b.shape and torch.equal(a, b), (a, b)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_mode_smallest_most_frequent_value_and_its_last_index(backend):
     x = torch.tensor([[3.0, 1.0, 1.0, 2.0, 3.0, 0.0, 3.0, 1.0],      # 1 and 3 three times: 1, last at 7
                       [5.0, 4.0, 4.0, 5.0, 6.0, 6.0, 9.0, 9.0],      # four pairs: 4, last at 2

@@ -1,4 +1,4 @@
-"""Triton unique_consecutive, unique (inputs that fit one program) and mode.
+"""Triton unique_consecutive, unique and mode.
 
 unique_consecutive (any length, no host read: the distinct count is written on the device):
 1. ``_new_kernel``: new[i] = 1 where element (or slice along ``dim``) i differs from i - 1 (i == 0 always new),
@@ -15,6 +15,9 @@ two).  NaN inputs: unspecified order in that network (torch counts each NaN apar
 unique, dim=None, longer inputs: the sort family's global sort (``sort_rows``: stable, every NaN after +inf), then
 the three unique_consecutive kernels on the sorted values, ``_emit_kernel`` scattering each run index to the input
 position the sort moved (PERM).  Each NaN is its own run there (NaN != NaN), as torch's.
+unique along a dim: the slices' lexicographic order by one stable sort per slice element, the last first
+(``_lexicographic``: L sorts of n keys for n slices of L elements), the slices gathered in that order, then the
+same three kernels on the slices and ``_rows_kernel`` for the distinct ones.  NaN inside slices: unspecified.
 
 mode: one program per row; each element's count is a tiled all-pairs comparison (R^2 / 4096 tiles of 64 x 64);
 the best (count, then the smaller value) is kept in a fixed order, then the row's last position of that value.
@@ -94,6 +97,21 @@ def _emit_kernel(vals_ptr, inv_ptr, counts_ptr, x_ptr, new_ptr, off_ptr, perm_pt
         tl.store(vals_ptr + run, p, mask=first)
     else:
         tl.store(vals_ptr + run, tl.load(x_ptr + p, mask=first, other=0), mask=first)
+
+
+@fast_kernel
+def _column_kernel(out_ptr, x_ptr, perm_ptr, n, L, j, PERM: tl.constexpr, BLOCK: tl.constexpr):
+    """out[p] = element j of slice perm[p] (PERM) or of slice p, of ``n`` slices of ``L`` contiguous elements."""
+    p, pm = flat_block(n, BLOCK)
+    r = tl.load(perm_ptr + p, mask=pm, other=0) if PERM else p
+    tl.store(out_ptr + p, tl.load(x_ptr + r * L + j, mask=pm, other=0), mask=pm)
+
+
+@fast_kernel
+def _compose_kernel(out_ptr, perm_ptr, order_ptr, n, BLOCK: tl.constexpr):
+    """out[p] = perm[order[p]] (both permutations of [0, n))."""
+    p, pm = flat_block(n, BLOCK)
+    tl.store(out_ptr + p, tl.load(perm_ptr + tl.load(order_ptr + p, mask=pm, other=0), mask=pm, other=0), mask=pm)
 
 
 @fast_kernel
@@ -207,7 +225,17 @@ def _run_unique(desc, pref):
         n = x.shape[0] if dim is not None else x.numel()
         if n:
             perm = None
-            if not consecutive and n > _FORCE.get("small", _SMALL):
+            if not consecutive and dim is not None:
+                # slices in lexicographic order: stable sorts by each column, the last first (least significant
+                # digit first), each permuting the order the previous ones left; then the slices gathered in that
+                # order, whose runs the block scan finds as unique_consecutive's
+                L = x.numel() // n
+                perm = _lexicographic(x, n, L)
+                flat_n = torch.full((1,), n, dtype=torch.int64, device=x.device)
+                srt = torch.empty_like(x)
+                _rows_kernel[(cdiv(n * L, _BLOCK),)](srt, x, perm, flat_n, n, L, BLOCK=_BLOCK, num_warps=4)
+                x = srt
+            elif not consecutive and n > _FORCE.get("small", _SMALL):
                 # a global sort (the sort family's: stable, NaN last), then the runs of the sorted values as
                 # unique_consecutive finds them (each NaN its own run: NaN != NaN, as torch), the inverse scattered
                 # back through the sort's positions
@@ -244,11 +272,25 @@ def _run_unique(desc, pref):
     return run
 
 
-def _supports_unique(desc):
-    if desc.op == "unique" and desc.attr("dim") is not None:
-        return "unique along a dim sorts slices lexicographically: the sort family's (unique_consecutive along a " \
-               "dim runs here)"
-    return None
+def _lexicographic(x, n: int, L: int):
+    """The positions of ``n`` slices of ``L`` contiguous elements (``x``) in lexicographic order, ties in input order:
+    an int64 [1, n] tensor."""
+    col = torch.empty((1, n), dtype=x.dtype, device=x.device)
+    order = torch.empty((1, n), dtype=torch.int64, device=x.device)
+    ws = torch.empty(max(sort_ws_bytes(1, n, as_dtype(x.dtype)), 1), dtype=torch.uint8, device=x.device)
+    perm = None
+    grid = (cdiv(n, _BLOCK),)
+    for j in range(L - 1, -1, -1):
+        _column_kernel[grid](col, x, perm if perm is not None else order, n, L, j, PERM=perm is not None,
+                             BLOCK=_BLOCK, num_warps=4)
+        sort_rows(col, None, order, n, False, ws)
+        if perm is None:
+            perm = order.clone()
+        else:
+            nxt = torch.empty_like(perm)
+            _compose_kernel[grid](nxt, perm, order, n, BLOCK=_BLOCK, num_warps=4)
+            perm = nxt
+    return perm
 
 
 def _run_mode(desc, pref):
@@ -274,6 +316,6 @@ def _supports_mode(desc):
 
 
 for _op in ("unique", "unique_consecutive"):
-    register_triton(_op, bind=_run_unique, supports=_supports_unique,
+    register_triton(_op, bind=_run_unique,
                     route=f"triton:{_op}:" + ("block-scan" if _op == "unique_consecutive" else "sort+block-scan"))
 register_triton("mode", bind=_run_mode, supports=_supports_mode, route="triton:mode:all-pairs")
