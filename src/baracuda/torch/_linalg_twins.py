@@ -27,6 +27,7 @@ import torch
 
 from .._core.errors import ArgumentTypeError, InvalidProblemError, UnsupportedError
 from .._core.spec import get_spec
+from .._core.tensors import given
 from ._namespaces import _make
 
 __all__ = ["OWNED", "publish"]
@@ -42,7 +43,7 @@ def _no_out(op, out):
 
 def _tensor(op, arg, x):
     if not isinstance(x, torch.Tensor):
-        raise ArgumentTypeError(op, arg, "a tensor", type(x).__name__)
+        raise ArgumentTypeError(op, arg, "a tensor", given(x))
 
 
 def publish(put, published: dict) -> None:
@@ -149,7 +150,7 @@ def publish(put, published: dict) -> None:
         _no_out(op, out)
         _tensor(op, "input", A)
         if isinstance(ind, bool) or not isinstance(ind, int):
-            raise ArgumentTypeError(op, "ind", "an int", type(ind).__name__)
+            raise ArgumentTypeError(op, "ind", "an int", given(ind))
         if not 0 < ind <= A.dim():
             raise InvalidProblemError(op, "ind", f"an int in [1, {A.dim()}] (input has {A.dim()} dims)", ind)
         front, back = tuple(A.shape[:ind]), tuple(A.shape[ind:])

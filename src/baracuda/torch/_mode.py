@@ -358,7 +358,8 @@ def _advanced_key(args, kwargs) -> bool:
     return len(args) >= 2 and not kwargs and _indexing.has_advanced(args[1])
 
 
-_COUNTS = frozenset({"add", "sub"})     # the in-place forms a counter steps with
+_COUNTS = frozenset({"add", "sub"})     # the in-place forms a counter steps with, and their torch names
+_COUNT_NAMES = frozenset([f"{n}_" for n in _COUNTS] + [f"__i{n}__" for n in _COUNTS])
 
 
 def _counter(args) -> bool:
@@ -444,7 +445,7 @@ def _gap(func, args, kwargs, result) -> str | None:
         return None   # factories; conversions and copies
     inplace = (name.endswith("_") and not name.endswith("__")) or (name.startswith("__i") and name[3:-2] in _BINARY)
     if inplace:
-        return None if name in _STATE or (name.strip("_").lstrip("i") in _COUNTS and _counter(args)) else \
+        return None if name in _STATE or (name in _COUNT_NAMES and _counter(args)) else \
             "no baracuda drop-in for this in-place op"
     held = {_storage(t) for t in inputs}
     if any(_storage(o) not in held for o in _tensors(result)):

@@ -46,6 +46,7 @@ from ..._core.registry import Impl, register
 from ..._core.sku import Backend
 from ...ops.gemm import epilogue_tag, layout_tag, linear_dims
 from .cublas import _allow, cublas_precision
+from .streams import raw_stream
 
 WORKSPACE = 32 * 1024 * 1024      # bytes offered to cuBLASLt's heuristic (its recommendation on Hopper)
 PRIORITY = 45.0            # below the torch route (50) ...
@@ -181,7 +182,7 @@ def _bind(desc, pref=None):
         outs = [o if o.is_contiguous() and not o.data_ptr() % _ALIGN else
                 torch.empty(o.shape, dtype=o.dtype, device=o.device) for o in outputs]
         y = outs[0]
-        stream = torch.cuda.current_stream(x.device).cuda_stream
+        stream = raw_stream(x.device.index)
         wsp = ws.data_ptr() if ws is not None else 0
         b = _operand(inputs[2]) if bias else None      # (held until the launch)
         with lock:

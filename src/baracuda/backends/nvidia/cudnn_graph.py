@@ -23,6 +23,7 @@ from collections import OrderedDict
 from typing import Callable
 
 from ..._core.errors import UnsupportedError
+from .streams import raw_stream
 
 __all__ = ["PLAN_DIR_ENV", "Built", "GraphCache", "handle", "stream_handle", "compute_capability", "current_device",
            "execute"]
@@ -142,19 +143,12 @@ def handle(device_index: int):
     return h
 
 
-def _raw_stream(device_index: int) -> int:
-    import torch
-
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)   # (no Stream object a call: ~5 us less)
-    return raw(device_index) if raw is not None else torch.cuda.current_stream(device_index).cuda_stream
-
-
 def stream_handle(device_index: int, stream: int | None = None):
     """The handle of ``device_index`` bound to torch's current stream there (``stream``: its raw value, if known)."""
     import cudnn
 
     h = handle(device_index)
-    cudnn.set_stream(h, _raw_stream(device_index) if stream is None else stream)
+    cudnn.set_stream(h, raw_stream(device_index) if stream is None else stream)
     return h
 
 
@@ -233,14 +227,17 @@ def execute(b: Built, tensors: dict, ws, device_index: int, like) -> None:
     ``b.workspace`` bytes or None (then one is allocated like ``like``'s device)."""
     import torch
 
-    stream = _raw_stream(device_index)
+    stream = raw_stream(device_index)
     if b.workspace and (ws is None or ws.numel() < b.workspace):   # strides other than the planned ones
         ws = _workspace(b.workspace, device_index, stream, like)
     ws, h = ws if b.workspace else None, stream_handle(device_index, stream)
-    raw = b.raw
-    if raw is None:
-        raw = b.raw = _raw_execute(b.graph) if RAW[0] else None
-    if raw and RAW[0]:
+    if RAW[0]:
+        if b.raw is None:
+            b.raw = _raw_execute(b.graph)
+        raw = b.raw
+    else:
+        raw = False
+    if raw:
         fn, cpp = raw
         pack = {u: t.data_ptr() for u, t in tensors.items()}
         wp = ws.data_ptr() if ws is not None else 0

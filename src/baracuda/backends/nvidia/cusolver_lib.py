@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 
 from ..._core.dtypes import DType
+from .streams import raw_stream
 
 __all__ = ["dn", "handle", "stream_handle", "prefix", "routine", "fill_mode", "workspace", "UPPER", "LOWER", "cublas",
            "cublas_handle", "cublas_routine", "pointers", "colmajor", "BATCHED_MAX_N"]
@@ -66,7 +67,7 @@ def stream_handle(lib, device_index: int | None = None) -> int:
     if entry is None:
         with torch.cuda.device(device_index):
             entry = hs[(lib.__name__, device_index)] = [lib.create(), None]
-    stream = torch.cuda.current_stream(device_index).cuda_stream
+    stream = raw_stream(device_index)
     if entry[1] != stream:
         lib.set_stream(entry[0], stream)
         entry[1] = stream

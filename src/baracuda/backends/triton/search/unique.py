@@ -16,7 +16,7 @@ unique, dim=None, longer inputs: the sort family's global sort (``sort_rows``: s
 the three unique_consecutive kernels on the sorted values, ``_emit_kernel`` scattering each run index to the input
 position the sort moved (PERM).  Each NaN is its own run there (NaN != NaN), as torch's.
 unique along a dim: the slices' lexicographic order by one stable sort per slice element, the last first
-(``_lexicographic``: L sorts of n keys for n slices of L elements), the slices gathered in that order, then the
+(``_sorted_slices``: L sorts of n keys for n slices of L elements), the slices gathered in that order, then the
 same three kernels on the slices and ``_rows_kernel`` for the distinct ones.  NaN inside slices: unspecified.
 
 mode: one program per row; each element's count is a tiled all-pairs comparison (R^2 / 4096 tiles of 64 x 64);
@@ -225,27 +225,11 @@ def _run_unique(desc, pref):
         n = x.shape[0] if dim is not None else x.numel()
         if n:
             perm = None
-            if not consecutive and dim is not None:
-                # slices in lexicographic order: stable sorts by each column, the last first (least significant
-                # digit first), each permuting the order the previous ones left; then the slices gathered in that
-                # order, whose runs the block scan finds as unique_consecutive's
-                L = x.numel() // n
-                perm = _lexicographic(x, n, L)
-                flat_n = torch.full((1,), n, dtype=torch.int64, device=x.device)
-                srt = torch.empty_like(x)
-                _rows_kernel[(cdiv(n * L, _BLOCK),)](srt, x, perm, flat_n, n, L, BLOCK=_BLOCK, num_warps=4)
-                x = srt
-            elif not consecutive and n > _FORCE.get("small", _SMALL):
-                # a global sort (the sort family's: stable, NaN last), then the runs of the sorted values as
-                # unique_consecutive finds them (each NaN its own run: NaN != NaN, as torch), the inverse scattered
-                # back through the sort's positions
-                flat = x.reshape(1, n)
-                srt = torch.empty_like(flat)
-                perm = torch.empty((1, n), dtype=torch.int64, device=x.device)
-                ws = torch.empty(max(sort_ws_bytes(1, n, as_dtype(flat.dtype)), 1), dtype=torch.uint8,
-                                 device=x.device)
-                sort_rows(flat, srt, perm, n, False, ws)
-                x = srt.reshape(n)
+            if not consecutive and (dim is not None or n > _FORCE.get("small", _SMALL)):
+                # the slices (elements) in sorted order, whose runs the block scan below finds as
+                # unique_consecutive's (each NaN its own run: NaN != NaN, as torch's); the inverse is scattered back
+                # through the sort's positions
+                x, perm = _sorted_slices(x, n, x.numel() // n)
             if consecutive or perm is not None:
                 L = x.numel() // n if dim is not None else 1
                 nb = cdiv(n, _BLOCK)
@@ -272,25 +256,32 @@ def _run_unique(desc, pref):
     return run
 
 
-def _lexicographic(x, n: int, L: int):
-    """The positions of ``n`` slices of ``L`` contiguous elements (``x``) in lexicographic order, ties in input order:
-    an int64 [1, n] tensor."""
-    col = torch.empty((1, n), dtype=x.dtype, device=x.device)
-    order = torch.empty((1, n), dtype=torch.int64, device=x.device)
+def _sorted_slices(x, n: int, L: int):
+    """(the ``n`` slices of ``L`` contiguous elements of ``x`` in lexicographic order, ties in input order, as a
+    contiguous copy; the input position of each, an int64 [1, n] tensor).  The sort family's stable sort (NaN after
+    +inf) once per slice element, the last first, each permuting the order the previous ones left; slices of one
+    element: the values sorted as they are."""
     ws = torch.empty(max(sort_ws_bytes(1, n, as_dtype(x.dtype)), 1), dtype=torch.uint8, device=x.device)
-    perm = None
+    order = torch.empty((1, n), dtype=torch.int64, device=x.device)
+    srt = torch.empty_like(x)
+    if L == 1:
+        sort_rows(x.reshape(1, n), srt.reshape(1, n), order, n, False, ws)
+        return srt, order
+    col = torch.empty((1, n), dtype=x.dtype, device=x.device)
+    perm = spare = None
     grid = (cdiv(n, _BLOCK),)
     for j in range(L - 1, -1, -1):
-        _column_kernel[grid](col, x, perm if perm is not None else order, n, L, j, PERM=perm is not None,
+        _column_kernel[grid](col, x, order if perm is None else perm, n, L, j, PERM=perm is not None,
                              BLOCK=_BLOCK, num_warps=4)
         sort_rows(col, None, order, n, False, ws)
         if perm is None:
-            perm = order.clone()
+            perm, spare = order.clone(), torch.empty_like(order)
         else:
-            nxt = torch.empty_like(perm)
-            _compose_kernel[grid](nxt, perm, order, n, BLOCK=_BLOCK, num_warps=4)
-            perm = nxt
-    return perm
+            _compose_kernel[grid](spare, perm, order, n, BLOCK=_BLOCK, num_warps=4)
+            perm, spare = spare, perm
+    count = torch.full((1,), n, dtype=torch.int64, device=x.device)
+    _rows_kernel[(cdiv(n * L, _BLOCK),)](srt, x, perm, count, n, L, BLOCK=_BLOCK, num_warps=4)
+    return srt, perm
 
 
 def _run_mode(desc, pref):
