@@ -164,3 +164,27 @@ def test_max_min_with_a_tensor_other_are_elementwise(fn):
     with bt.mode():                                                                  # Tensor.max(other) routes too
         _same(a.max(b) if fn == "max" else a.min(b), theirs(a, b))
     assert bt.PUBLISHED[fn] == fn
+
+
+def test_repeated_positional_calls_take_the_remembered_route_with_their_own_values():
+    """A full positional call's route is remembered per kinds of its arguments: the next call of those kinds runs it
+    with its own values (an int then a float exponent, another bound), and kinds whose route converts an operand
+    (a number base, a 0-d weight cast to the input's dtype) keep the full path; every call agrees with torch."""
+    x = torch.rand(4, 6, **F64) + 0.5
+    lo, hi = torch.full((6,), 0.7, **F64), torch.full((4, 1), 1.2, **F64)
+    for _ in range(2):
+        for e in (2, 3, 0.5, -1.5):
+            _same(bt.pow(x, e), torch.pow(x, e))
+        _same(bt.pow(2.0, x), torch.pow(2.0, x))
+        _same(bt.pow(x, x), torch.pow(x, x))
+        _same(bt.clamp(x, 0.8, 1.1), torch.clamp(x, 0.8, 1.1))
+        _same(bt.clamp(x, lo, hi), torch.clamp(x, lo, hi))
+        _same(bt.clamp(x, None, hi), torch.clamp(x, None, hi))
+        w0 = torch.tensor(0.25, dtype=torch.float32, device=DEVICE)     # a 0-d weight takes the input's dtype
+        _same(bt.lerp(x, x.flip(0), w0), torch.lerp(x, x.flip(0), w0))
+        _same(bt.lerp(x, x.flip(0), 0.75), torch.lerp(x, x.flip(0), 0.75))
+    xi = torch.arange(1, 7, device=DEVICE)
+    _same(bt.pow(xi, 2), torch.pow(xi, 2))       # an int tensor with an int exponent, then a float one
+    _same(bt.pow(xi, 2.5), torch.pow(xi, 2.5))
+    with pytest.raises(RuntimeError):
+        bt.clamp(x, None, None)
