@@ -568,3 +568,53 @@ def test_broadcast_store_kernel(shape, dims, dt):
     bplan = forced_plan(b, DEVICE, Backend.TRITON)
     assert "expand" in bplan.sku.route
     torch.testing.assert_close(bplan.run(g.reshape(kd)), g.reshape(kd).double().expand(shape), rtol=0, atol=0)
+
+
+@pytest.fixture
+def flat(monkeypatch):
+    """Force the flat narrow-column path on small problems: loads of 64 elements, up to 8 splits."""
+    from baracuda.backends.triton.reduction import reduce as tri
+
+    monkeypatch.setattr(tri, "_SPLIT_MIN_BYTES", 0)
+    monkeypatch.setattr(tri, "_FLAT_LOAD", 64)
+    monkeypatch.setattr(tri, "_FLAT_SPLITS", 8)
+    monkeypatch.setattr(tri, "_FLAT_FOLD", 4)      # the fold loops over several blocks
+
+
+@pytest.mark.skipif(Backend.TRITON not in BACKENDS, reason="Triton not available")
+@pytest.mark.parametrize("shape,dims", [((203, 16), 0), ((50, 4, 8), (0,)), ((1000, 2), 0), ((3, 7, 32), (0, 1)),
+                                        ((37, 1, 4), 0)])
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16, torch.float16])
+def test_flat_narrow_columns(flat, shape, dims, dt):
+    """sum / mean / amax / amin over the leading dims of [R, C] (C a power of two <= 64) on the flat path: against
+    torch in float64 (the output rounded once: 2 ulps of the output dtype), NaN winning amax / amin in its column
+    only, the same bits on a second run, and a transposed (strided) input on the column path with the same
+    values."""
+    g = torch.Generator().manual_seed(7)
+    x = (torch.randn(shape, generator=g) * 3).to(dt)
+    tol = {torch.float32: 1e-5, torch.bfloat16: 2 ** -7, torch.float16: 2 ** -10}[dt]
+    for op in ("sum", "mean", "amax", "amin"):
+        desc = bc.Descriptor.like(op, x, dims=dims if isinstance(dims, tuple) else (dims,))
+        assert "flatcol" in forced_plan(desc, DEVICE, Backend.TRITON).sku.route, op
+        got = _run(op, x, Backend.TRITON, dims=dims)
+        want = getattr(torch, op)(x.double(), dims).to(dt)
+        assert got.dtype == dt and got.shape == want.shape
+        # f32 accumulation: |error| <= R u sum|x| (u = 2^-24, a worst-case bound for any summation order), then
+        # the rounding to dt (tol: its ulp relative to the value; 2 of them: under the interpreter the final cast
+        # truncates); the extrema are exact before that rounding
+        R = x.numel() // want.numel()
+        acc = R * 2 ** -24 * x.double().abs().sum(dims) / (R if op == "mean" else 1) if op in ("sum", "mean") else 0
+        err = (got.double() - want.double()).abs()
+        assert (err <= 2 * tol * want.double().abs() + acc).all(), (op, err.max())
+        assert torch.equal(got, _run(op, x, Backend.TRITON, dims=dims))     # deterministic
+    xn = x.clone()
+    xn.view(-1)[5] = float("nan")      # column 5 % C
+    col = 5 % shape[-1]
+    for op in ("amax", "amin"):
+        got = _run(op, xn, Backend.TRITON, dims=dims).reshape(-1)
+        want = getattr(torch, op)(xn, dims).reshape(-1)
+        assert torch.isnan(got).tolist() == torch.isnan(want).tolist(), op
+        assert torch.isnan(got[col]) and torch.equal(got[~torch.isnan(got)], want[~torch.isnan(want)])
+    if len(shape) == 2:        # a transposed input: the column path on its strides, same values
+        xt = x.t().contiguous().t()
+        _same(_run("sum", xt, Backend.TRITON, dims=dims), _run("sum", x, Backend.TRITON, dims=dims), tol, tol)

@@ -359,3 +359,64 @@ def _col_kernel(x_ptr, xi_ptr, out_ptr, oi_ptr, inner, R, chunk, sxo, sxr, sxi, 
         tl.store(out_ptr + oo, res.to(out_ptr.dtype.element_ty), mask=i_ok)
     if WRITE_IDX:
         tl.store(oi_ptr + oo, acc_i.to(oi_ptr.dtype.element_ty), mask=i_ok)
+
+
+# -- narrow columns read flat: reduce.py's "flatcol" path ---------------------------------------------------
+@fast_kernel
+def _flat_col_kernel(x_ptr, p_ptr, R, rows_per, S, C: tl.constexpr, BR: tl.constexpr, MODE: tl.constexpr,
+                     NEG: tl.constexpr):
+    """Stage 1 over a contiguous [R, C] input (C a power of two <= 64): program s folds rows
+    [s * rows_per, (s + 1) * rows_per) read as flat runs of BR * C contiguous elements (no 2-D index arithmetic,
+    no column mask: the loads vectorize whole), elementwise into a [BR * C] f32 accumulator reduced to C values
+    once at the end, stored transposed (p[c, s]: each column's S partials contiguous for the fold).
+    MODE 0: sum, 1: max with NaN winning (NEG: of -x)."""
+    s = tl.program_id(0)
+    r0 = s.to(tl.int64) * rows_per
+    offs = tl.arange(0, BR * C)
+    if MODE == 1:
+        acc = tl.full([BR * C], float("-inf"), tl.float32)
+    else:
+        acc = tl.zeros([BR * C], tl.float32)
+    for start in loop(0, rows_per, BR):
+        r = r0 + start
+        m = offs < (R - r) * C
+        v = tl.load(x_ptr + r * C + offs, mask=m, other=0, eviction_policy="evict_first").to(tl.float32)
+        if MODE == 1:
+            if NEG:
+                v = -v
+            acc = _max_nan(acc, tl.where(m, v, float("-inf")))
+        else:
+            acc += v
+    if MODE == 1:
+        part = tl.reduce(tl.reshape(acc, [BR, C]), 0, _max_nan)
+    else:
+        part = tl.sum(tl.reshape(acc, [BR, C]), axis=0)
+    tl.store(p_ptr + tl.arange(0, C) * S + s, part)
+
+
+@fast_kernel
+def _flat_fold_kernel(p_ptr, o_ptr, S, count, BS: tl.constexpr, MODE: tl.constexpr, NEG: tl.constexpr,
+                      DIV: tl.constexpr):
+    """Stage 2 of the flat path: program c folds column c's S partials in split order (deterministic); NEG
+    negates the result back (min-type ops), DIV divides it by ``count`` (mean)."""
+    c = tl.program_id(0)
+    if MODE == 1:
+        acc = tl.full([BS], float("-inf"), tl.float32)
+    else:
+        acc = tl.zeros([BS], tl.float32)
+    for s0 in loop(0, S, BS):
+        q = s0 + tl.arange(0, BS)
+        m = q < S
+        if MODE == 1:
+            acc = _max_nan(acc, tl.load(p_ptr + c * S + q, mask=m, other=float("-inf")))
+        else:
+            acc += tl.load(p_ptr + c * S + q, mask=m, other=0.0)
+    if MODE == 1:
+        out = tl.reduce(acc, 0, _max_nan)
+        if NEG:
+            out = -out
+    else:
+        out = tl.sum(acc, axis=0)
+        if DIV:
+            out = out / count
+    tl.store(o_ptr + c, out.to(o_ptr.dtype.element_ty))
