@@ -34,6 +34,11 @@ pairs instead, updated elementwise in the loop, and reduces across lanes once at
     chunks: stage 1 writes (outer, S, inner) partials (values; i64 indices for ARG, i64 non-NaN counts for
     nanmean) into the workspace, stage 2 reduces them with the same kernel.  The partials are combined in
     a fixed order, so the result is bit-identical run to run (no atomics).
+  * Narrow columns read flat (``flat_plan``: sum / mean / amax / amin over the leading dims of a float input whose
+    kept trailing dims hold 2-64 elements, a power of two, past the split threshold): ``_flat_col_kernel`` folds
+    runs of 1024 contiguous elements (whole rows) elementwise, 1024 splits, and stores each split's C partials
+    per column; ``_flat_fold_kernel`` folds a column's partials in split order, one program a column.  A strided
+    input takes the column kernel.
 """
 from __future__ import annotations
 
