@@ -236,3 +236,47 @@ _COMPILE_CHECK = textwrap.dedent("""
 @needs_sm90
 def test_kernels_compile_for_sm90_without_spills():
     run_sm90_script(_COMPILE_CHECK, timeout=900)
+
+
+@pytest.fixture
+def flat_moments(monkeypatch):
+    """The flat var paths on small problems: column loads of 64 elements, up to 8 splits, folds of 4 partials, rows
+    of 64 elements a program."""
+    from baracuda.backends.triton.reduction import reduce as tri
+    from baracuda.backends.triton.reduction import stats
+
+    monkeypatch.setattr(tri, "_SPLIT_MIN_BYTES", 0)
+    monkeypatch.setattr(stats, "_FLAT_LOAD", 64)
+    monkeypatch.setattr(stats, "_FLAT_SPLITS", 8)
+    monkeypatch.setattr(stats, "_FLAT_FOLD", 4)
+    monkeypatch.setattr(stats, "_FLAT_ROWS", 64)
+
+
+@pytest.mark.skipif("triton" not in {str(b) for b in BACKENDS}, reason="Triton not available")
+@pytest.mark.parametrize("shape,dims,kind", [((203, 16), (0,), "flatcol"), ((50, 4, 8), (0,), "flatcol"),
+                                             ((3, 7, 32), (0, 1), "flatcol"), ((37, 16), (1,), "flatrow"),
+                                             ((5, 6, 4), (2,), "flatrow"), ((9, 2, 8), (1, 2), "flatrow")])
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16, torch.float16])
+def test_flat_narrow_moments(flat_moments, shape, dims, kind, dt):
+    """var / std / var_mean / std_mean with corrections 0, 1 and 2.5 on the flat paths (narrow columns: shifted
+    sums per split merged with Chan's formula; short rows: two passes over the registers), on data centred at 100
+    (the shift keeps the moments accurate): against torch in float64, 2 ulps of the output dtype (f32: 1e-5, the
+    shifted sums' rounding), and the same bits twice."""
+    from baracuda._core.sku import Backend
+    from baracuda.testing import forced_plan
+
+    g = torch.Generator().manual_seed(3)
+    x = (torch.randn(shape, generator=g) * 2 + 100).to(dt)
+    tol = {torch.float32: 1e-5, torch.bfloat16: 2 ** -7, torch.float16: 2 ** -10}[dt]
+    for op in ("var", "std", "var_mean", "std_mean"):
+        for corr in (0.0, 1.0, 2.5):
+            desc = bc.Descriptor.like(op, x, dims=dims, correction=corr)
+            assert kind in forced_plan(desc, DEVICE, Backend.TRITON).sku.route
+            got = _run(op, x, backend=Backend.TRITON, dims=dims, correction=corr)
+            want = getattr(torch, op)(x.double(), dims, correction=corr)
+            for a, b in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+                assert a.dtype == dt and a.shape == b.shape
+                torch.testing.assert_close(a.double(), b, rtol=2 * tol, atol=0)
+            again = _run(op, x, backend=Backend.TRITON, dims=dims, correction=corr)
+            for a, b in zip(got if isinstance(got, tuple) else (got,), again if isinstance(again, tuple) else (again,)):
+                assert torch.equal(a, b)

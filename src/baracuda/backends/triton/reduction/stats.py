@@ -345,8 +345,136 @@ def run_stats(x, y, outs, dims, shape, ws, mode, pk=0, sqrt=False, p=2.0, corr=0
 PNORM_KIND = {0.0: 0, 1.0: 1, 2.0: 2, math.inf: 4, -math.inf: 5}
 
 
+# -- var / std of narrow rows and columns read flat (bench/var_narrow_probe.py, session 12 on an H200: [1M, 16]
+# bf16 over dim 0 61 -> 16 us (torch.compile 14.5), over dim 1 44 -> 9.6 us (compile 10.2); [262144, 64] 135 -> 19
+# and 28.5 -> 10 us (compile 42 / 108)) ------------------------------------------------------------------------
+_FLAT_LOAD = 1024       # columns: contiguous elements a load
+_FLAT_SPLITS = 1024     # columns: splits aimed at
+_FLAT_FOLD = 1024       # columns: partials a block of the fold
+_FLAT_ROWS = 2048       # rows: elements a program (2048 / C rows)
+_FLAT_MAX = 64          # the narrow extent: a power of two from 2 to this
+
+
+@fast_kernel
+def _var_cols_kernel(x_ptr, s1_ptr, s2_ptr, R, rows_per, S, C: tl.constexpr, BR: tl.constexpr):
+    """Stage 1 of var over the R rows of a contiguous [R, C]: split s's sums of d = x - K and d^2, K = the column's
+    first element (a shift that keeps d O(spread): the moments' cancellation stays small), over runs of BR * C
+    contiguous elements, stored per column (s1[c, s], s2[c, s])."""
+    s = tl.program_id(0)
+    r0 = s.to(tl.int64) * rows_per
+    offs = tl.arange(0, BR * C)
+    k = tl.load(x_ptr + offs % C).to(tl.float32)
+    a1 = tl.zeros([BR * C], tl.float32)
+    a2 = tl.zeros([BR * C], tl.float32)
+    for start in loop(0, rows_per, BR):
+        r = r0 + start
+        m = offs < (R - r) * C
+        v = tl.load(x_ptr + r * C + offs, mask=m, other=0, eviction_policy="evict_first").to(tl.float32)
+        d = tl.where(m, v - k, 0.0)
+        a1 += d
+        a2 += d * d
+    c = tl.arange(0, C)
+    tl.store(s1_ptr + c * S + s, tl.sum(tl.reshape(a1, [BR, C]), axis=0))
+    tl.store(s2_ptr + c * S + s, tl.sum(tl.reshape(a2, [BR, C]), axis=0))
+
+
+@fast_kernel
+def _var_cols_fold(x_ptr, s1_ptr, s2_ptr, v_ptr, m_ptr, R, rows_per, S, corr, BS: tl.constexpr,
+                   SQRT: tl.constexpr, WRITE1: tl.constexpr):
+    """Stage 2: column c's S (count, mean, M2) partials merged with Chan's formula (blocks of BS, then a tree), in a
+    fixed order; var = M2 / max(N - correction, 0) (std: its root), the mean K + mean(d)."""
+    c = tl.program_id(0)
+    n = tl.zeros([BS], tl.float32)
+    mu = tl.zeros([BS], tl.float32)
+    q = tl.zeros([BS], tl.float32)
+    for s0 in loop(0, S, BS):
+        sp = s0 + tl.arange(0, BS)
+        ok = sp < S
+        ns = tl.where(ok, tl.minimum(rows_per, R - sp.to(tl.int64) * rows_per), 0).to(tl.float32)
+        a1 = tl.load(s1_ptr + c * S + sp, mask=ok, other=0.0)
+        a2 = tl.load(s2_ptr + c * S + sp, mask=ok, other=0.0)
+        ms = tl.where(ns > 0, a1 / tl.where(ns > 0, ns, 1.0), 0.0)
+        n, mu, q = _chan(n, mu, q, ns, ms, tl.maximum(a2 - a1 * ms, 0.0))
+    N, MU, Q = tl.reduce((n, mu, q), 0, _chan)
+    r = Q / tl.maximum(N - corr, 0.0)
+    if SQRT:
+        r = _sqrt(r)
+    tl.store(v_ptr + c, r.to(v_ptr.dtype.element_ty))
+    if WRITE1:
+        tl.store(m_ptr + c, (tl.load(x_ptr + c).to(tl.float32) + MU).to(m_ptr.dtype.element_ty))
+
+
+@fast_kernel
+def _var_rows_kernel(x_ptr, v_ptr, m_ptr, n_rows, corr, C: tl.constexpr, BM: tl.constexpr, SQRT: tl.constexpr,
+                     WRITE1: tl.constexpr):
+    """var of BM rows of C contiguous elements read as one run: the mean, then M2 from the registers (two exact
+    passes)."""
+    r0 = tl.program_id(0).to(tl.int64) * BM
+    offs = tl.arange(0, BM * C)
+    m = offs < (n_rows - r0) * C
+    x = tl.reshape(tl.load(x_ptr + r0 * C + offs, mask=m, other=0, eviction_policy="evict_first").to(tl.float32),
+                   [BM, C])
+    mean = tl.sum(x, axis=1) / C
+    d = x - mean[:, None]
+    r = tl.sum(d * d, axis=1) / tl.maximum(C - corr, 0.0)
+    if SQRT:
+        r = _sqrt(r)
+    rows = r0 + tl.arange(0, BM)
+    tl.store(v_ptr + rows, r.to(v_ptr.dtype.element_ty), mask=rows < n_rows)
+    if WRITE1:
+        tl.store(m_ptr + rows, mean.to(m_ptr.dtype.element_ty), mask=rows < n_rows)
+
+
+def flat_moment(desc):
+    """("cols", BR, rows per split, S) / ("rows", BM) for var / std(_mean) of a real f32 / bf16 / f16 input whose
+    kept trailing dims (columns, past the split threshold) or reduced trailing dims (rows) hold 2-64 elements, a
+    power of two; else None (``run_stats``)."""
+    from .reduce import _SPLIT_MIN_BYTES
+
+    x = desc.inputs[0]
+    if x.dtype not in (DType.f32, DType.bf16, DType.f16) or desc.op not in MOMENT_OPS:
+        return None
+    outer, R, inner, perm = geometry(x.shape, desc.attr("dims"))
+    if perm is not None or outer * inner * R == 0:
+        return None
+
+    def narrow(n):
+        return 2 <= n <= _FLAT_MAX and not n & (n - 1)
+    if outer == 1 and narrow(inner) and R * inner * x.dtype.itemsize >= _SPLIT_MIN_BYTES:
+        br = _FLAT_LOAD // inner
+        rows = cdiv(cdiv(R, _FLAT_SPLITS), br) * br
+        return ("cols", br, rows, cdiv(R, rows))
+    if inner == 1 and narrow(R):
+        return ("rows", max(1, _FLAT_ROWS // R))
+    return None
+
+
+def _run_flat_moment(fl, desc, x, outputs, ws):
+    outer, R, inner, _ = geometry(desc.inputs[0].shape, desc.attr("dims"))
+    targets = [o if o.is_contiguous() else torch.empty(o.shape, dtype=o.dtype, device=o.device) for o in outputs]
+    v, m = targets[0], targets[-1]
+    kw = dict(SQRT=desc.op.startswith("std"), WRITE1=len(outputs) > 1)
+    corr = float(desc.attr("correction"))
+    if fl[0] == "cols":
+        _, br, rows, S = fl
+        s1 = ws[: S * inner * 4].view(torch.float32)
+        s2 = ws[(S * inner * 4 + 15) // 16 * 16:][: S * inner * 4].view(torch.float32)
+        _var_cols_kernel[(S,)](x, s1, s2, R, rows, S, C=inner, BR=br, num_warps=4)
+        _var_cols_fold[(inner,)](x, s1, s2, v, m, R, rows, S, corr, BS=_FLAT_FOLD, num_warps=4, **kw)
+    else:
+        bm = fl[1]
+        _var_rows_kernel[(cdiv(outer, bm),)](x, v, m, outer, corr, C=R, BM=bm, num_warps=4, **kw)
+    for o, t in zip(outputs, targets):
+        if t is not o:
+            o.copy_(t)
+
+
 def _run_moment(desc, inputs, outputs, ws):
     x = inputs[0]
+    fl = flat_moment(desc)
+    if fl is not None and x.is_contiguous():
+        _run_flat_moment(fl, desc, x, outputs, ws)
+        return
     run_stats(x, None, outputs, desc.attr("dims"), desc.inputs[0].shape, ws, VAR, sqrt=desc.op.startswith("std"),
               corr=desc.attr("correction"), acc=_acc(desc.dtype))
 
@@ -362,11 +490,19 @@ def _run_lse(desc, inputs, outputs, ws):
 
 
 def _ws(desc):
-    return stats_workspace(desc.inputs[0].shape, desc.attr("dims"), desc.inputs[0].dtype.itemsize,
+    need = stats_workspace(desc.inputs[0].shape, desc.attr("dims"), desc.inputs[0].dtype.itemsize,
                            _acc(desc.dtype, desc.outputs[0].dtype))
+    fl = flat_moment(desc) if desc.op in MOMENT_OPS else None
+    if fl is not None and fl[0] == "cols":     # two f32 [C, S] partial arrays (a strided input: run_stats' need)
+        n = fl[3] * geometry(desc.inputs[0].shape, desc.attr("dims"))[2] * 4
+        need = max(need, (n + 15) // 16 * 16 + n)
+    return need
 
 
 def _route(desc, pref):
+    fl = flat_moment(desc) if desc.op in MOMENT_OPS else None
+    if fl is not None:
+        return "triton:stats_flatcol_split%d" % fl[3] if fl[0] == "cols" else "triton:stats_flatrow"
     (_, _, _, perm), (kind, _, _, S, _) = plan_geometry(desc.inputs[0].shape, desc.attr("dims"),
                                                         desc.inputs[0].dtype.itemsize)
     return f"triton:stats_{kind}" + (f"_split{S}" if S > 1 else "") + ("+permute" if perm else "")
