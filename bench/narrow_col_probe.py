@@ -12,59 +12,12 @@ import triton.language as tl
 
 import baracuda as bc
 from baracuda.backends.triton._lib.interp import loop
+from baracuda.backends.triton.reduction.reduce_kernels import _flat_col_kernel, _flat_fold_kernel
 
 
 
-def timed(fn, n=24):
-    """GPU us per call: n calls captured in one CUDA graph, replayed (as bench/reduce_sweep.py)."""
-    for i in range(3):
-        fn(i)
-    torch.cuda.synchronize()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn(0)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for i in range(n):
-            fn(i)
-    g.replay()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(7):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        torch.cuda.synchronize()
-        ts.append(a.elapsed_time(b) / n * 1e3)
-    return sorted(ts)[3]
-
-
-@triton.jit
-def _flat_partial(x_ptr, p_ptr, R, rows_per, C: tl.constexpr, BR: tl.constexpr, MAX: tl.constexpr):
-    s = tl.program_id(0)
-    r0 = s.to(tl.int64) * rows_per
-    offs = tl.arange(0, BR * C)
-    if MAX:
-        acc = tl.full([BR * C], float("-inf"), tl.float32)
-    else:
-        acc = tl.zeros([BR * C], tl.float32)
-    for start in loop(0, rows_per, BR):
-        r = r0 + start
-        m = offs < (R - r) * C
-        v = tl.load(x_ptr + r * C + offs, mask=m, other=0.0 if not MAX else float("-inf")).to(tl.float32)
-        if MAX:
-            acc = tl.maximum(acc, v)
-        else:
-            acc += v
-    a2 = tl.reshape(acc, [BR, C])
-    if MAX:
-        part = tl.max(a2, axis=0)
-    else:
-        part = tl.sum(a2, axis=0)
-    tl.store(p_ptr + s * C + tl.arange(0, C), part)
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from _graph_timer import timed  # noqa: E402
 
 
 @triton.jit
@@ -87,53 +40,6 @@ def _fold(p_ptr, o_ptr, S, C: tl.constexpr, BS: tl.constexpr, MAX: tl.constexpr)
     else:
         out = tl.sum(acc, axis=0)
     tl.store(o_ptr + c, out.to(o_ptr.dtype.element_ty))
-
-
-@triton.jit
-def _one_launch(x_ptr, p_ptr, cnt_ptr, o_ptr, R, rows_per, S, C: tl.constexpr, BR: tl.constexpr, BS: tl.constexpr,
-                MAX: tl.constexpr):
-    s = tl.program_id(0)
-    r0 = s.to(tl.int64) * rows_per
-    offs = tl.arange(0, BR * C)
-    if MAX:
-        acc = tl.full([BR * C], float("-inf"), tl.float32)
-    else:
-        acc = tl.zeros([BR * C], tl.float32)
-    for start in loop(0, rows_per, BR):
-        r = r0 + start
-        m = offs < (R - r) * C
-        v = tl.load(x_ptr + r * C + offs, mask=m, other=0.0 if not MAX else float("-inf")).to(tl.float32)
-        if MAX:
-            acc = tl.maximum(acc, v)
-        else:
-            acc += v
-    a2 = tl.reshape(acc, [BR, C])
-    if MAX:
-        part = tl.max(a2, axis=0)
-    else:
-        part = tl.sum(a2, axis=0)
-    tl.store(p_ptr + s * C + tl.arange(0, C), part)
-    done = tl.atomic_add(cnt_ptr, 1, sem="acq_rel")
-    if done == S - 1:
-        c = tl.arange(0, C)
-        if MAX:
-            tot = tl.full([BS, C], float("-inf"), tl.float32)
-        else:
-            tot = tl.zeros([BS, C], tl.float32)
-        for q0 in loop(0, S, BS):
-            q = q0 + tl.arange(0, BS)
-            v = tl.load(p_ptr + q[:, None] * C + c[None, :], mask=(q < S)[:, None],
-                        other=0.0 if not MAX else float("-inf"), cache_modifier=".cg")
-            if MAX:
-                tot = tl.maximum(tot, v)
-            else:
-                tot += v
-        if MAX:
-            out = tl.max(tot, axis=0)
-        else:
-            out = tl.sum(tot, axis=0)
-        tl.store(o_ptr + c, out.to(o_ptr.dtype.element_ty))
-        tl.store(cnt_ptr, 0)
 
 
 @triton.jit
@@ -188,55 +94,6 @@ def _one_unrolled(x_ptr, p_ptr, cnt_ptr, o_ptr, R, rows_per, S, C: tl.constexpr,
         tl.store(cnt_ptr, 0)
 
 
-@triton.jit
-def _stage1_t(x_ptr, p_ptr, R, rows_per, S, C: tl.constexpr, BR: tl.constexpr, MAX: tl.constexpr, U: tl.constexpr):
-    """Partials transposed: p[c, s] (each column's S partials contiguous, for a fold of one program per column)."""
-    s = tl.program_id(0)
-    r0 = s.to(tl.int64) * rows_per
-    offs = tl.arange(0, BR * C)
-    fill = 0.0 if not MAX else float("-inf")
-    acc = tl.full([BR * C], fill, tl.float32)
-    acc2 = tl.full([BR * C], fill, tl.float32)
-    for start in loop(0, rows_per, U * BR):
-        r = r0 + start
-        v = tl.load(x_ptr + r * C + offs, mask=offs < (R - r) * C, other=fill, eviction_policy="evict_first").to(tl.float32)
-        if U == 2:
-            w = tl.load(x_ptr + (r + BR) * C + offs, mask=offs < (R - r - BR) * C, other=fill,
-                        eviction_policy="evict_first").to(tl.float32)
-        if MAX:
-            acc = tl.maximum(acc, v)
-            if U == 2:
-                acc2 = tl.maximum(acc2, w)
-        else:
-            acc += v
-            if U == 2:
-                acc2 += w
-    if MAX:
-        part = tl.max(tl.reshape(tl.maximum(acc, acc2), [BR, C]), axis=0)
-    else:
-        part = tl.sum(tl.reshape(acc + acc2, [BR, C]), axis=0)
-    tl.store(p_ptr + tl.arange(0, C) * S + s, part)
-
-
-@triton.jit
-def _fold_t(p_ptr, o_ptr, S, BS: tl.constexpr, MAX: tl.constexpr):
-    c = tl.program_id(0)
-    fill = 0.0 if not MAX else float("-inf")
-    acc = tl.full([BS], fill, tl.float32)
-    for s0 in loop(0, S, BS):
-        q = s0 + tl.arange(0, BS)
-        v = tl.load(p_ptr + c * S + q, mask=q < S, other=fill)
-        if MAX:
-            acc = tl.maximum(acc, v)
-        else:
-            acc += v
-    if MAX:
-        out = tl.max(acc, axis=0)
-    else:
-        out = tl.sum(acc, axis=0)
-    tl.store(o_ptr + c, out.to(o_ptr.dtype.element_ty))
-
-
 rows = []
 
 
@@ -274,10 +131,14 @@ def main(out):
                             for warps in (4, 8):
                                 part = torch.empty(C, S2, device="cuda", dtype=torch.float32)
 
+                                if U == 2:
+                                    continue      # (the library kernel reads one run an iteration)
+
                                 def tr(i):
-                                    _stage1_t[(S2,)](xs[i % len(xs)], part, R, rows_per, S2, C=C, BR=BR, MAX=MAX, U=U,
-                                                     num_warps=warps)
-                                    _fold_t[(C,)](part, o, S2, BS=1024, MAX=MAX, num_warps=4)
+                                    _flat_col_kernel[(S2,)](xs[i % len(xs)], part, R, rows_per, S2, C=C, BR=BR,
+                                                            MODE=int(MAX), NEG=False, num_warps=warps)
+                                    _flat_fold_kernel[(C,)](part, o, S2, float(R), BS=1024, MODE=int(MAX), NEG=False,
+                                                            DIV=False, num_warps=4)
                                 o.zero_()
                                 tr(0)
                                 torch.cuda.synchronize()
@@ -327,13 +188,13 @@ def main(out):
                         cnt = torch.zeros(1, device="cuda", dtype=torch.int32)
 
                         def two(i):
-                            _flat_partial[(S2,)](xs[i % len(xs)], part, R, rows_per, C=C, BR=BR, MAX=MAX,
-                                                 num_warps=warps)
+                            _one_unrolled[(S2,)](xs[i % len(xs)], part, cnt, o, R, rows_per, S2, C=C, BR=BR,
+                                                 BS=max(1, 2048 // C), MAX=MAX, U=1, LAST=False, num_warps=warps)
                             _fold[(1,)](part, o, S2, C=C, BS=max(1, 2048 // C), MAX=MAX, num_warps=4)
 
                         def one(i):
-                            _one_launch[(S2,)](xs[i % len(xs)], part, cnt, o, R, rows_per, S2, C=C, BR=BR,
-                                               BS=max(1, 2048 // C), MAX=MAX, num_warps=warps)
+                            _one_unrolled[(S2,)](xs[i % len(xs)], part, cnt, o, R, rows_per, S2, C=C, BR=BR,
+                                                 BS=max(1, 2048 // C), MAX=MAX, U=1, LAST=True, num_warps=warps)
                         for name, fn in (("two", two), ("one", one)):
                             fn(0)
                             torch.cuda.synchronize()
@@ -343,7 +204,7 @@ def main(out):
 
 
 SECOND = "--unrolled" in sys.argv or "--small" in sys.argv
-FOURTH = "--transposed" in sys.argv   # partials [C, S], folded by one program per column
+FOURTH = "--transposed" in sys.argv   # the library's flat kernels (reduce_kernels.py: partials [C, S], one fold a column)
 THIRD = "--small" in sys.argv     # many programs of small tiles (torch.compile's split: 1024 x 1024 rows)
 
 if __name__ == "__main__":

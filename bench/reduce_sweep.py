@@ -10,33 +10,9 @@ import torch
 import baracuda as bc
 from baracuda.backends.triton.reduction import reduce as R
 
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from _graph_timer import timed  # noqa: E402
 
-def timed(fn, n=24):
-    """GPU us per call: ``n`` calls captured in one CUDA graph, replayed (the launches' host cost out of the timing:
-    a loop of plain calls is host-bound at these sizes, ~150 us a split reduction's two launches on the H100 host)."""
-    for i in range(3):
-        fn(i)
-    torch.cuda.synchronize()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn(0)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for i in range(n):
-            fn(i)
-    g.replay()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(7):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        torch.cuda.synchronize()
-        ts.append(a.elapsed_time(b) / n * 1e3)
-    return sorted(ts)[3]   # us, median of 7
 
 
 rows = []

@@ -1,0 +1,33 @@
+"""The GPU timer the kernel probes share (bench/reduce_sweep.py, narrow_col_probe.py, var_narrow_probe.py)."""
+from __future__ import annotations
+
+import torch
+
+
+def timed(fn, n=24):
+    """GPU us per call of ``fn(i)``: ``n`` calls captured in one CUDA graph, replayed (the launches' host cost out of
+    the timing: a loop of plain calls is host-bound at these sizes, ~150 us a split reduction's two launches on the
+    H100 host); the median of 7 replays."""
+    for i in range(3):
+        fn(i)
+    torch.cuda.synchronize()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn(0)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for i in range(n):
+            fn(i)
+    g.replay()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(7):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        torch.cuda.synchronize()
+        ts.append(a.elapsed_time(b) / n * 1e3)
+    return sorted(ts)[3]
