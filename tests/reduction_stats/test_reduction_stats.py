@@ -280,3 +280,27 @@ def test_flat_narrow_moments(flat_moments, shape, dims, kind, dt):
             again = _run(op, x, backend=Backend.TRITON, dims=dims, correction=corr)
             for a, b in zip(got if isinstance(got, tuple) else (got,), again if isinstance(again, tuple) else (again,)):
                 assert torch.equal(a, b)
+
+
+@pytest.mark.skipif("triton" not in {str(b) for b in BACKENDS}, reason="Triton not available")
+@pytest.mark.parametrize("shape,dims", [((40, 200), (0,)), ((3, 9, 130), (0, 1))])
+def test_wide_column_moments(flat_moments, monkeypatch, shape, dims):
+    """var / std_mean over the leading dims of rows wider than 64 (the reduction family's column tiles, several
+    splits and column blocks, a ragged last block): against torch in float64, data centred at 100."""
+    from baracuda._core.sku import Backend
+    from baracuda.backends.triton.reduction import reduce as tri
+    from baracuda.testing import forced_plan
+
+    monkeypatch.setattr(tri, "_MIN_CHUNK", 4)
+    monkeypatch.setattr(tri, "_TARGET_PROGRAMS", 16)
+    g = torch.Generator().manual_seed(5)
+    for dt, tol in ((torch.float32, 1e-5), (torch.bfloat16, 2 ** -7)):
+        x = (torch.randn(shape, generator=g) * 2 + 100).to(dt)
+        for op in ("var", "std_mean"):
+            desc = bc.Descriptor.like(op, x, dims=dims, correction=1.0)
+            assert "widecol_split" in forced_plan(desc, DEVICE, Backend.TRITON).sku.route
+            got = _run(op, x, backend=Backend.TRITON, dims=dims, correction=1.0)
+            want = getattr(torch, op)(x.double(), dims, correction=1.0)
+            for a, b in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+                assert a.dtype == dt and a.shape == b.shape
+                torch.testing.assert_close(a.double(), b, rtol=2 * tol, atol=0)

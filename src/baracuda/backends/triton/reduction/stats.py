@@ -379,6 +379,31 @@ def _var_cols_kernel(x_ptr, s1_ptr, s2_ptr, R, rows_per, S, C: tl.constexpr, BR:
 
 
 @fast_kernel
+def _var_wide_kernel(x_ptr, s1_ptr, s2_ptr, R, C, rows_per, S, BR: tl.constexpr, BC: tl.constexpr):
+    """Stage 1 of var over the R rows of a contiguous [R, C] of wide rows (C > 64): the reduction family's column
+    tiles ([BR, BC], BC contiguous columns, 16 B a thread), each tile's shifted sums reduced over its rows at once
+    and added to a per-column running pair (no per-element accumulators, no division per tile), stored per column as
+    _var_cols_kernel's (s1[c, s], s2[c, s]) for the same fold."""
+    c = tl.program_id(0) * BC + tl.arange(0, BC)
+    s = tl.program_id(1)
+    cm = c < C
+    k = tl.load(x_ptr + c, mask=cm, other=0).to(tl.float32)
+    a1 = tl.zeros([BC], tl.float32)
+    a2 = tl.zeros([BC], tl.float32)
+    rr = tl.arange(0, BR)
+    r0 = s.to(tl.int64) * rows_per
+    for start in loop(0, rows_per, BR):
+        r = r0 + start + rr
+        m = (r < R)[:, None] & cm[None, :]
+        v = tl.load(x_ptr + r[:, None] * C + c[None, :], mask=m, other=0, eviction_policy="evict_first")
+        d = tl.where(m, v.to(tl.float32) - k[None, :], 0.0)
+        a1 += tl.sum(d, axis=0)
+        a2 += tl.sum(d * d, axis=0)
+    tl.store(s1_ptr + c * S + s, a1, mask=cm)
+    tl.store(s2_ptr + c * S + s, a2, mask=cm)
+
+
+@fast_kernel
 def _var_cols_fold(x_ptr, s1_ptr, s2_ptr, v_ptr, m_ptr, R, rows_per, S, corr, BS: tl.constexpr,
                    SQRT: tl.constexpr, WRITE1: tl.constexpr):
     """Stage 2: column c's S (count, mean, M2) partials merged with Chan's formula (blocks of BS, then a tree), in a
@@ -428,7 +453,9 @@ def _var_rows_kernel(x_ptr, v_ptr, m_ptr, n_rows, corr, C: tl.constexpr, BM: tl.
 def flat_moment(desc):
     """("cols", BR, rows per split, S) / ("rows", BM) for var / std(_mean) of a real f32 / bf16 / f16 input whose
     kept trailing dims (columns, past the split threshold) or reduced trailing dims (rows) hold 2-64 elements, a
-    power of two; else None (``run_stats``)."""
+    power of two; ("wide", BR, rows per split, S, BC) for columns of more than 64 (the reduction family's column
+    tiles and split, past the split threshold: var over dim 0 of [16384, 4096] bf16 took 215 us in run_stats'
+    per-tile Chan merges, 0.20x torch.compile on an H200); else None (``run_stats``)."""
     from .reduce import _SPLIT_MIN_BYTES
 
     x = desc.inputs[0]
@@ -444,6 +471,9 @@ def flat_moment(desc):
         br = _FLAT_LOAD // inner
         rows = cdiv(cdiv(R, _FLAT_SPLITS), br) * br
         return ("cols", br, rows, cdiv(R, rows))
+    if outer == 1 and inner > _FLAT_MAX and R * inner * x.dtype.itemsize >= _SPLIT_MIN_BYTES:
+        _, br, bc, _, S, chunk = _blocks(outer, R, inner, x.dtype.itemsize)    # (the sum's column tiles)
+        return ("wide", br, chunk, S, bc)
     if inner == 1 and narrow(R):
         return ("rows", max(1, _FLAT_ROWS // R))
     return None
@@ -455,11 +485,14 @@ def _run_flat_moment(fl, desc, x, outputs, ws):
     v, m = targets[0], targets[-1]
     kw = dict(SQRT=desc.op.startswith("std"), WRITE1=len(outputs) > 1)
     corr = float(desc.attr("correction"))
-    if fl[0] == "cols":
-        _, br, rows, S = fl
+    if fl[0] in ("cols", "wide"):
+        _, br, rows, S = fl[:4]
         s1 = ws[: S * inner * 4].view(torch.float32)
         s2 = ws[(S * inner * 4 + 15) // 16 * 16:][: S * inner * 4].view(torch.float32)
-        _var_cols_kernel[(S,)](x, s1, s2, R, rows, S, C=inner, BR=br, num_warps=4)
+        if fl[0] == "cols":
+            _var_cols_kernel[(S,)](x, s1, s2, R, rows, S, C=inner, BR=br, num_warps=4)
+        else:
+            _var_wide_kernel[(cdiv(inner, fl[4]), S)](x, s1, s2, R, inner, rows, S, BR=br, BC=fl[4], num_warps=4)
         _var_cols_fold[(inner,)](x, s1, s2, v, m, R, rows, S, corr, BS=_FLAT_FOLD, num_warps=4, **kw)
     else:
         bm = fl[1]
@@ -493,7 +526,7 @@ def _ws(desc):
     need = stats_workspace(desc.inputs[0].shape, desc.attr("dims"), desc.inputs[0].dtype.itemsize,
                            _acc(desc.dtype, desc.outputs[0].dtype))
     fl = flat_moment(desc) if desc.op in MOMENT_OPS else None
-    if fl is not None and fl[0] == "cols":     # two f32 [C, S] partial arrays (a strided input: run_stats' need)
+    if fl is not None and fl[0] != "rows":     # two f32 [C, S] partial arrays (a strided input: run_stats' need)
         n = fl[3] * geometry(desc.inputs[0].shape, desc.attr("dims"))[2] * 4
         need = max(need, (n + 15) // 16 * 16 + n)
     return need
@@ -502,7 +535,8 @@ def _ws(desc):
 def _route(desc, pref):
     fl = flat_moment(desc) if desc.op in MOMENT_OPS else None
     if fl is not None:
-        return "triton:stats_flatcol_split%d" % fl[3] if fl[0] == "cols" else "triton:stats_flatrow"
+        return {"cols": "triton:stats_flatcol_split%d", "wide": "triton:stats_widecol_split%d"}.get(
+            fl[0], "triton:stats_flatrow%d") % fl[3 if fl[0] != "rows" else 1]
     (_, _, _, perm), (kind, _, _, S, _) = plan_geometry(desc.inputs[0].shape, desc.attr("dims"),
                                                         desc.inputs[0].dtype.itemsize)
     return f"triton:stats_{kind}" + (f"_split{S}" if S > 1 else "") + ("+permute" if perm else "")
