@@ -22,7 +22,7 @@ for dt in (torch.bfloat16, torch.float32):
                          ("sel4096w8", dict(select_chunk=4096, select_warps=8)),
                          ("sel4096w16", dict(select_chunk=4096, select_warps=16)),
                          ("sel1024w4", dict(select_chunk=1024, select_warps=4))]:
-            with forced(**kw):
+            with forced(filter=False, **kw):      # (the select / chunked paths themselves: topk_filter_probe.py)
                 res[f"{key}_{name}_ms"] = time_cuda([lambda x=x: topk_rows(x, v, i, k, True, None) for x in xs]).ms
                 topk_rows(xs[0], v, i, k, True, None)
                 tv, ti = torch.topk(xs[0], k)

@@ -1,6 +1,6 @@
 """Order-statistic checks the generic suite does not make: torch's NaN rules (median propagates and points at
 the first NaN, nanmedian skips NaNs, kthvalue counts NaN as the largest), quantile's five interpolations
-against torch with q lists and NaN rows, the long-row sort path under every statistic, gradients against
+against torch with q lists and NaN rows, the long-row sort paths (merge, radix) under them, gradients against
 torch.autograd (evenly split for median() without dim, lerp weights for quantile) and the drop-ins."""
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from baracuda.testing.checks import DEVICE, grad_pair, run_on as _run  # noqa: E
 
 BACKENDS = backends_for("median", DEVICE)
 INTERPS = ("linear", "lower", "higher", "midpoint", "nearest")
-# the register sort, and blocks of 4 + merge passes under every statistic
-PATHS = {"registers": {}, "merge": {"nmax": 4, "tile": 8}}
+# the register sort, and blocks of 4 + merge passes under every statistic (the radix path: test_..._radix_path)
+PATHS = {"registers": {}, "merge": {"nmax": 4, "tile": 8, "radix": False}}
 
 
 def _same(got, want, tol=0.0):
@@ -57,6 +57,30 @@ def test_median_nanmedian_kthvalue_nan_rules(backend, path, dt):
             _same(i, si[:, k - 1])
         _same(_run("median", x, backend=backend), torch.median(x))
         _same(_run("nanmedian", x[:4], backend=backend), torch.nanmedian(x[:4]))
+
+
+def test_statistics_on_the_radix_path():
+    """The order statistics on the long-row radix path (forced: rows of 11 in blocks of 8; bf16: two digit passes, the
+    quantiles' f32: four): NaN rules, kthvalue's stable ties, quantiles, median() over the flattened 55 elements."""
+    g = torch.Generator().manual_seed(6)
+    x = _nan_rows(g, torch.bfloat16)
+    with forced(radix=True, nmax=4, radix_block=8):
+        v, i = _run("median", x, dim=1)
+        tv, ti = torch.median(x, 1)
+        _same(v, tv)
+        _same(i[:4], ti[:4])
+        v, i = _run("nanmedian", x, dim=1)
+        tv, ti = torch.nanmedian(x, 1)
+        _same(v, tv)
+        _same(i[:4], ti[:4])
+        v, i = _run("kthvalue", x[:4], k=6, dim=1)
+        sv, si = torch.sort(x[:4], dim=1, stable=True)
+        _same(v, sv[:, 5])
+        _same(i, si[:, 5])
+        _same(_run("median", x), torch.median(x))
+        y = x.float()
+        q = torch.tensor([0.0, 0.3, 0.5, 1.0])
+        _same(_run("nanquantile", y, q=tuple(q.tolist()), dim=1), torch.nanquantile(y, q, dim=1), 2e-6)
 
 
 @pytest.mark.parametrize("backend", BACKENDS, ids=str)

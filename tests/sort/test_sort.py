@@ -1,7 +1,8 @@
 """Sort-family checks the generic suite does not make: torch's order (stable ties, NaN largest, -0.0 == +0.0,
-descending stability) on every dtype, the long-row path (block sort + merge passes), the chunked topk and the radix-select topk
-forced at small sizes, topk's large-k path, sort_backward's out-of-range index error, gradients through
-the saved indices against torch.autograd, and the drop-ins."""
+descending stability) on every dtype, the long-row path (block sort + merge passes), the chunked topk, the radix-select topk
+and the threshold-filter topk (with its per-row fallback to the select) forced at small sizes, topk's large-k path,
+sort_backward's out-of-range index error, gradients through the saved indices against torch.autograd, and the
+drop-ins."""
 from __future__ import annotations
 
 import pytest
@@ -12,16 +13,19 @@ import baracuda as bc  # noqa: E402
 import baracuda.torch as bt  # noqa: E402
 from baracuda._core.errors import InvalidProblemError  # noqa: E402
 from baracuda._core.sku import Backend  # noqa: E402
+from baracuda._core.dtypes import as_dtype  # noqa: E402
+from baracuda.backends.triton.sort import rows  # noqa: E402
 from baracuda.backends.triton.sort.rows import forced  # noqa: E402
-from baracuda.testing import backends_for  # noqa: E402
+from baracuda.testing import backends_for, forced_plan  # noqa: E402
 from baracuda.testing.checks import DEVICE, grad_pair, needs_sm90, run_sm90_script, run_on as _run  # noqa: E402
 
 BACKENDS = backends_for("sort", DEVICE)
 TRITON = [b for b in BACKENDS if b == Backend.TRITON]
 DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.float64, torch.int64, torch.int32, torch.int8,
           torch.uint8]
-# register sort (rows <= nmax), and the block sort + merge path with blocks of 4 and merge tiles of 8
-PATHS = {"registers": {}, "merge": {"nmax": 4, "tile": 8}}
+# register sort (rows <= nmax), and the block sort + merge path (the long rows' default) with blocks of 4 and merge
+# tiles of 8 (the radix path, forced: test_radix_path_*)
+PATHS = {"registers": {}, "merge": {"nmax": 4, "tile": 8, "radix": False}}
 
 
 def _data(dt, shape, g):
@@ -82,7 +86,7 @@ def test_long_row_merge_path_many_passes(backend):
     g = torch.Generator().manual_seed(3)
     x = torch.randint(-50, 50, (2, 1000), generator=g).float()
     x[0, 17] = float("nan")
-    with forced(nmax=8, tile=64):
+    with forced(nmax=8, tile=64, radix=False):
         for desc in (False, True):
             v, i = _run("sort", x, backend=backend, descending=desc)
             tv, ti = torch.sort(x, descending=desc, stable=True)
@@ -93,10 +97,107 @@ def test_long_row_merge_path_many_passes(backend):
         _same(_run("sort", xd, backend=backend)[1], torch.sort(xd, stable=True)[1])
 
 
-# topk's paths at small sizes: the chunked bitonic walk (chunks of 8, and k above kmax=4 through the full sort), and
-# the radix select (chunks of 8 positions: a row of 45 is six chunks, one partial; keys of <= 32 bits)
-TOPK_PATHS = {"chunked": dict(chunk=8, kmax=4, nmax=16, tile=8, select=False),
-              "select": dict(select=True, select_chunk=8)}
+# the LSD radix path forced at small sizes: a register limit of 4 and blocks of 16 positions (the interpreter runs the
+# block's bitonic ranking slowly: few blocks keep these tests at a few seconds)
+RADIX = dict(radix=True, nmax=4, radix_block=16)
+
+
+def _wide(dt, n, g):
+    """A row whose keys differ in every 8-bit digit (each radix pass decides some order), with ties; floats: random
+    magnitudes over many binades of both signs, NaN (two payloads), +-inf and -0.0 beside +0.0."""
+    if dt == torch.bool:
+        return torch.randint(0, 2, (n,), generator=g).bool()
+    if not dt.is_floating_point:
+        info = torch.iinfo(dt)
+        x = torch.randint(info.min, info.max, (n,), generator=g, dtype=torch.int64).to(dt)
+        x[n // 2:n // 2 + 3] = x[1]
+        return x
+    x = torch.randn(n, generator=g, dtype=torch.float64) * torch.exp2(torch.randint(-20, 20, (n,), generator=g))
+    x = x.to(dt)
+    x[n // 2:n // 2 + 3] = x[1]
+    x[2], x[5], x[7], x[9] = -0.0, 0.0, float("inf"), float("-inf")
+    x[3] = float("nan")
+    bits = {torch.float64: torch.int64, torch.float32: torch.int32}.get(dt, torch.int16)
+    x.view(bits)[4] = x[3:4].view(bits)[0] | 1            # another NaN payload, kept bit for bit
+    return x
+
+
+@pytest.mark.parametrize("dt", DTYPES + [torch.int16, torch.bool], ids=str)
+def test_radix_path_is_torchs_stable_sort(dt):
+    """The LSD radix path (one pass per 8-bit digit: 1 for bool / 8-bit keys, 2 for 16-bit, 4 for 32-bit, 8 for
+    64-bit) on a row of 48 in three blocks of 16: small integers (ties) then wide values: torch's stable indices and
+    bit-identical values (NaN payloads, -0.0 beside +0.0 in input order), ascending sort and descending argsort; the
+    route names the passes."""
+    g = torch.Generator().manual_seed(12)
+    x = torch.cat([_data(dt, (24,), g) if dt != torch.bool else _wide(dt, 24, g), _wide(dt, 24, g)])[None]
+    with forced(**RADIX):
+        plan = forced_plan(bc.Descriptor.like("sort", x), DEVICE, Backend.TRITON)
+        assert f"block16+radix{x.element_size()}x8bit" in str(plan.sku), plan.sku
+        v, i = _run("sort", x)
+        tv, ti = torch.sort(x, stable=True)
+        _same(i, ti)
+        bits = {8: torch.int64, 4: torch.int32, 2: torch.int16}.get(x.element_size())
+        assert torch.equal(v.view(bits), tv.view(bits)) if bits else torch.equal(v, tv)
+        _same(_run("argsort", x, descending=True), torch.sort(x, descending=True, stable=True)[1])
+
+
+@pytest.mark.parametrize("n, force, dts, rows", [
+    (1, dict(nmax=0, radix_block=1), (torch.float32, torch.bfloat16), 3),
+    (2, dict(nmax=0, radix_block=2), (torch.float32, torch.bfloat16), 3),
+    (37, dict(nmax=16, radix_block=16), (torch.bfloat16,), 3),
+    (300, dict(nmax=64, radix_block=64), (torch.bfloat16,), 1),
+    (4097, dict(nmax=512, radix_block=128), (torch.int8,), 1)], ids=lambda v: str(v) if isinstance(v, int) else "")
+def test_radix_path_row_lengths(n, force, dts, rows):
+    """Rows of 1 and 2 (a register limit of 0: every row is long; f32 and bf16), 37 (three rows) and 300 in three and
+    five blocks, ascending and descending; 4097 int8 keys in 33 blocks of 128 (the last of one position)."""
+    g = torch.Generator().manual_seed(13)
+    x = torch.stack([_wide(torch.float32, n, g) if n > 9 else torch.randn(n, generator=g) for _ in range(rows)])
+    with forced(radix=True, **force):
+        for dt in dts:
+            xd = x.to(dt) if dt.is_floating_point else torch.randint(-128, 128, x.shape, generator=g).to(dt)
+            for desc in (False, True) if n < 4097 else (True,):
+                v, i = _run("sort", xd, descending=desc)
+                tv, ti = torch.sort(xd, descending=desc, stable=True)
+                _same(i, ti)
+                _same(v, tv)
+
+
+def test_radix_path_zero_rows_and_empty_rows():
+    with forced(radix=True, nmax=0):
+        for shape in ((0, 50), (3, 0)):
+            x = torch.randn(shape)
+            v, i = _run("sort", x, descending=True)
+            assert v.shape == shape and i.shape == shape
+
+
+def test_radix_path_first_k_entries_and_workspace():
+    """topk past kmax runs the full sort and keeps the first k entries of each row (the last pass writes only
+    those); the workspace: the count tables + (value, int32 position) ping-pong buffers, one for 16-bit keys, none
+    for 8-bit keys (their one pass reads x and writes the outputs)."""
+    g = torch.Generator().manual_seed(14)
+    x = torch.stack([_wide(torch.float32, 45, g), _data(torch.float32, (45,), g)])
+    with forced(**RADIX, kmax=4, select=False, filter=False):
+        for k, largest in ((7, True), (20, False)):
+            v, i = _run("topk", x, k=k, largest=largest)
+            tv, ti = torch.sort(x, descending=largest, stable=True)
+            _same(i, ti[:, :k])
+            _same(v, tv[:, :k])
+    with forced(radix=True, nmax=8192, radix_block=4096):
+        for dt, buffers in ((torch.float32, 2), (torch.bfloat16, 1), (torch.int8, 0), (torch.float64, 2)):
+            plan = forced_plan(bc.Descriptor.like("sort", torch.zeros(3, 20000, dtype=dt)), DEVICE, Backend.TRITON)
+            tables = 3 * 256 * 5 * 4 + 3 * 256 * 4              # counts of 5 blocks a row, totals
+            def aligned(b):
+                return -(-b // 256) * 256
+            want = tables + buffers * (aligned(dt.itemsize * 60000) + aligned(4 * 60000))
+            assert plan.workspace_size == want, (dt, plan.workspace_size, want)
+
+
+# topk's paths at small sizes: the chunked bitonic walk (chunks of 8, and k above kmax=4 through the full sort), the
+# radix select (chunks of 8 positions: a row of 45 is six chunks, one partial; keys of <= 32 bits), and the threshold
+# filter (8 chunks of ~6 positions, 16 survivor slots: the rows of many ties overflow into the select, others not)
+TOPK_PATHS = {"chunked": dict(chunk=8, kmax=4, nmax=16, tile=8, select=False, radix=False),
+              "select": dict(select=True, select_chunk=8),
+              "filter": dict(filter=True, filter_chunks=8, filter_cap=16, select_chunk=8)}
 
 
 @pytest.mark.parametrize("backend", BACKENDS, ids=str)
@@ -108,6 +209,8 @@ def test_topk_nan_largest_ties_lowest_index(backend, path, dt):
     lowest position, every 8-bit digit pass of the select."""
     if backend != Backend.TRITON and path != "chunked":
         pytest.skip("the forced path is Triton's")
+    if path == "filter" and dt not in (torch.float32, torch.bfloat16, torch.int16, torch.uint8):
+        pytest.skip("the filter takes keys of <= 32 bits; the other dtypes: test_topk_threshold_filter_is_exact...")
     g = torch.Generator().manual_seed(4)
     x = _data(dt, (3, 45), g)
     if dt.is_floating_point:      # wide values too (every digit of the key matters), and ties
@@ -120,6 +223,116 @@ def test_topk_nan_largest_ties_lowest_index(backend, path, dt):
                 tv, ti = torch.sort(x, descending=largest, stable=True)
                 _same(i, ti[:, :k])
                 _same(v, tv[:, :k])
+
+
+def _filter_rows(dt, n, g):
+    """Rows for the threshold filter: wide random values (few survivors), a constant row and a row of small integers
+    (ties: overflow once the row is longer than the cap), ascending and descending rows (one survivor per chunk:
+    no overflow), random values with NaN, +-0.0 and +-inf."""
+    wide = torch.randn(n, generator=g) * 1e3 if dt.is_floating_point else torch.randint(-2000, 2000, (n,), generator=g)
+    special = torch.randn(n, generator=g).double() * 10
+    for j, s in zip(torch.randperm(n, generator=g)[:6].tolist(), [float("nan"), -0.0, 0.0, float("inf"),
+                                                                  float("-inf"), float("nan")]):
+        special[j] = s
+    x = torch.stack([wide, torch.full((n,), 3.0), torch.randint(-2, 3, (n,), generator=g).double(),
+                     torch.arange(n).double(), -torch.arange(n).double(), special])
+    if dt == torch.uint8:
+        x = x.abs()
+    elif not dt.is_floating_point:
+        x = x.nan_to_num(0, 99, -99)
+    if dt in (torch.int8, torch.uint8):
+        x = x.remainder(100)
+    return x.to(dt)
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16, torch.float16, torch.int32, torch.int8, torch.uint8],
+                         ids=str)
+def test_topk_threshold_filter_is_exact_with_and_without_its_fallback(dt):
+    """The threshold filter (forced: 64 chunks, a cap of 2 next_pow2(k) survivors, at least 16) on rows of 1 / 45 / 700
+    gives torch.topk's values and the stable sort's first k indices (the select path's, checked directly on one case);
+    the long rows of ties overflow in the same call as the rows the filter finishes."""
+    g = torch.Generator().manual_seed(7)
+    cases = {1: ((1, True), (1, False)), 45: ((1, False), (7, True), (45, False)),
+             700: ((1, True), (20, True), (20, False), (100, False))}
+    for n, kl in cases.items():
+        x = _filter_rows(dt, n, g)
+        for k, largest in kl:
+            with forced(filter=True, filter_chunks=64, filter_cap=max(2 * rows.next_power_of_2(k), 16)):
+                v, i = _run("topk", x, k=k, largest=largest)
+            tv, ti = torch.sort(x, descending=largest, stable=True)
+            _same(i, ti[:, :k])
+            _same(v, tv[:, :k])
+            _same(v, torch.topk(x, k, largest=largest).values)
+            if n == 700 and k == 20:
+                with forced(filter=False, select=True):
+                    _same(i, _run("topk", x, k=k, largest=largest)[1])
+
+
+def test_topk_threshold_filter_flags_only_rows_past_the_cap(monkeypatch):
+    """White box, one call: the filter alone (select stubbed out) writes exactly the rows it did not flag; the gated
+    select alone (filter stubbed to set the flags) writes exactly the flagged rows; both together are exact.  The
+    constant row and the row of ties overflow at the chunks (every chunk's best is the threshold), the last row
+    (its 22 best values in one chunk of the 32) at the survivors."""
+    g = torch.Generator().manual_seed(8)
+    x = _filter_rows(torch.float32, 700, g)
+    last = torch.randn(700, generator=g)
+    last[::32] = 100.0 + torch.arange(22.0)
+    x = torch.cat([x, last[None]])
+    R, n, k = x.shape[0], x.shape[1], 5
+    kw = dict(filter=True, filter_chunks=32, filter_cap=16, filter_gather=64)    # pass 2: steps of 64 lanes
+    want_v, want_i = (t[:, :k] for t in torch.sort(x, descending=True, stable=True))
+    with forced(**kw):
+        M, C = rows.filter_shape(n, k)
+        assert (M, C) == (32, 16)
+
+        def call():
+            ws = torch.zeros(rows.topk_ws_bytes(R, n, k, as_dtype(x.dtype)), dtype=torch.uint8)
+            v, i = torch.full((R, k), -5.0), torch.full((R, k), -1, dtype=torch.int64)
+            rows.topk_rows(x, v, i, k, True, ws)
+            return v, i, rows._filter_bufs(ws, R, C)[1]
+
+        with monkeypatch.context() as mp:
+            no_launch = type("NoLaunch", (), {"__getitem__": lambda s, grid: lambda *a, **kw: None})()
+            mp.setattr(rows, "_select_kernel", no_launch)
+            v, i, flags = call()
+        assert flags.tolist() == [0, 1, 1, 0, 0, 0, 1]
+        done = flags == 0
+        _same(v[done], want_v[done])
+        _same(i[done], want_i[done])
+        assert (i[~done] == -1).all()
+        with monkeypatch.context() as mp:
+            pattern = torch.tensor([1, 0, 1, 0, 0, 1, 0])
+            mp.setattr(rows, "threshold_filter", lambda xb, vb, ii, buf, fl, *a: fl.copy_(pattern))
+            v, i, flags = call()
+        picked = flags == 1
+        _same(i[picked], want_i[picked])
+        assert (i[~picked] == -1).all()
+        v, i, flags = call()
+        _same(v, want_v)
+        _same(i, want_i)
+
+
+def test_topk_routes_and_workspace():
+    """Long rows of 16- and 32-bit keys take the threshold filter by default (a workspace of C int32 slots + one flag
+    per row); 8-bit keys and 64-bit keys keep the radix select / chunked path; zero rows and k = 0 still run."""
+    def plan(x, k):
+        p = forced_plan(bc.Descriptor.like("topk", x, k=k), DEVICE, Backend.TRITON)
+        assert not isinstance(p, str), p
+        return p
+    for dt in (torch.bfloat16, torch.float32, torch.int16):
+        p = plan(torch.zeros(3, 4096, dtype=dt), 8)
+        assert "threshold-filter" in str(p.sku), p.sku
+        assert p.workspace_size == 3 * 256 * 4 + 256      # 3 rows x 256 int32 slots + 3 flags (aligned to 256 B)
+    assert "radix-select" in str(plan(torch.zeros(3, 4096, dtype=torch.int8), 8).sku)
+    assert "threshold-filter" not in str(plan(torch.zeros(3, 4096, dtype=torch.float64), 8).sku)
+    assert "threshold-filter" not in str(plan(torch.zeros(3, 100), 8).sku)
+    with forced(filter=False):
+        assert "radix-select" in str(plan(torch.zeros(3, 4096), 8).sku)
+    with forced(filter=True):
+        for shape, k in (((0, 50), 3), ((4, 50), 0)):
+            x = torch.randn(shape)
+            v, i = _run("topk", x, k=k)
+            assert v.shape == (shape[0], k) and i.shape == (shape[0], k)
 
 
 def test_topk_values_match_torch_topk():
@@ -168,23 +381,31 @@ def test_dropins_return_torch_types():
 
 @needs_sm90
 def test_workload_kernels_compile_for_sm90_without_spills():
-    """The bench workloads' configurations (rows of 8192 f32 / 4096 f64 in registers, the block + merge path, topk
-    chunks of 1024 and 4096, the order statistics' pick) compile for sm_90 with no stack (no spills)."""
+    """The bench workloads' configurations (rows of 8192 f32 / 4096 f64 in registers, the radix path on f32 and f64
+    (4096-position blocks at 8 warps: 114-128 registers), the block + merge path (the default; f64's 4096-pair
+    blocks take 40 B of stack there, not a bench workload), topk's threshold filter and its
+    gated radix select (bf16 rows of 32768, k = 1024 / 8: 125 / 63 registers), the order statistics' pick) compile
+    for sm_90 with no stack (no spills)."""
     run_sm90_script('''
 import torch
 import baracuda as bc
 from baracuda._core.registry import implementations
+from baracuda.backends.triton.sort.rows import forced
 from baracuda.testing.sm90 import offline_launches, resources
 cases = [("sort", torch.zeros(2, 8192), {}), ("sort", torch.zeros(2, 4096, dtype=torch.float64), {}),
-         ("sort", torch.zeros(1, 20000), {}), ("topk", torch.zeros(2, 32768, dtype=torch.bfloat16), {"k": 1024}),
+         ("sort", torch.zeros(1, 20000), {"radix": True}),
+         ("sort", torch.zeros(1, 20000, dtype=torch.float64), {"radix": True}), ("sort", torch.zeros(1, 20000), {}),
+         ("topk", torch.zeros(2, 32768, dtype=torch.bfloat16), {"k": 1024}),
          ("topk", torch.zeros(2, 32768, dtype=torch.bfloat16), {"k": 8}), ("median", torch.zeros(2, 8192), {"dim": 1})]
 for op, x, a in cases:
+    force = {"radix": a.pop("radix")} if "radix" in a else {}
     d = bc.Descriptor.like(op, x, **a)
     impl = [i for i in implementations(op) if "triton" in str(i.backend).lower()][0]
     outs = [torch.empty(t.shape, dtype=t.dtype.torch) for t in d.outputs]
-    ws = torch.empty(max(impl.workspace(d), 8), dtype=torch.uint8)
-    with offline_launches() as launches:
-        impl.run(d, [x], outs, ws)
+    with forced(**force):
+        ws = torch.empty(max(impl.workspace(d), 8), dtype=torch.uint8)
+        with offline_launches() as launches:
+            impl.run(d, [x], outs, ws)
     for ln in launches:
         regs, stack = resources(ln.compiled)
         print(op, tuple(x.shape), ln.name, regs, stack, flush=True)

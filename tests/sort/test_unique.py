@@ -64,12 +64,19 @@ def test_triton_unique_takes_long_inputs_and_says_so():
     assert "sort" in str(plan.sku)
 
 
-@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.float32, torch.bfloat16, torch.bool])
-def test_unique_past_one_program_sorts_globally_like_torch(dtype):
+# the sort family's two long-row paths, forced at small sizes: 8-element register blocks + merge passes over 64-element
+# tiles, or radix passes over 32-element blocks (the interpreter runs its bitonic ranking slowly: a few dtypes only)
+SORTS = {"merge": dict(nmax=8, tile=64, radix=False), "radix": dict(radix=True, nmax=8, radix_block=32)}
+
+
+@pytest.mark.parametrize("dtype, sort", [(dt, "merge") for dt in (torch.int64, torch.int32, torch.float32,
+                                                                   torch.bfloat16, torch.bool)] +
+                         [(dt, "radix") for dt in (torch.float32, torch.bfloat16, torch.bool)], ids=str)
+def test_unique_past_one_program_sorts_globally_like_torch(dtype, sort):
     """Past the one-program limit: the sort family's global sort, then the runs of the sorted values, the inverse
     scattered through the sort's positions.  The limits are forced small (16 elements in one program; the sort's
-    8-element register blocks and 64-element merge tiles), so 300 elements take several merge passes and scan
-    blocks under the interpreter; ties, -0.0 beside +0.0 and (floats) NaNs, each NaN its own value as torch's.
+    paths as SORTS), so 300 elements take several merge or radix passes and scan blocks under the interpreter; ties,
+    -0.0 beside +0.0 and (floats) NaNs, each NaN its own value as torch's.
     torch's CPU sort is not stable: which zero's sign and which NaN run a NaN element gets may differ from it."""
     from baracuda.backends.triton.search import unique as U
     from baracuda.backends.triton.sort import rows as S
@@ -79,7 +86,7 @@ def test_unique_past_one_program_sorts_globally_like_torch(dtype):
     if dtype.is_floating_point:
         x[::37] = float("nan")
         x[5], x[6] = -0.0, 0.0
-    with U.forced(small=16), S.forced(nmax=8, tile=64):
+    with U.forced(small=16), S.forced(**SORTS[sort]):
         got = _trim(_run("unique", x, Backend.TRITON))
     want = torch.unique(x, return_inverse=True, return_counts=True)
     (v, inv, cnt), (wv, winv, wcnt) = got, want
@@ -95,14 +102,14 @@ def test_unique_past_one_program_sorts_globally_like_torch(dtype):
     assert torch.equal(inv[nan], inv[nan].sort().values)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("dim", [0, 1, -1])
-@pytest.mark.parametrize("dtype", [torch.int64, torch.float32, torch.bool])
-def test_unique_along_a_dim_sorts_slices_lexicographically(backend, dim, dtype):
+@pytest.mark.parametrize("backend, dim, dtype, sort", [
+    (b, dim, dt, "merge") for b in BACKENDS for dim in (0, 1, -1) for dt in (torch.int64, torch.float32, torch.bool)] +
+    [(Backend.TRITON, 1, torch.float32, "radix"), (Backend.TRITON, 0, torch.bool, "radix")], ids=str)
+def test_unique_along_a_dim_sorts_slices_lexicographically(backend, dim, dtype, sort):
     """Distinct slices along ``dim`` in lexicographic order, each slice's index among them and their counts, as
     torch's: repeated slices, slices equal but for their last or first element (the order is decided by every
     element), -0.0 beside +0.0; on Triton one stable sort per slice element, the last first.  The sort's register
-    blocks are forced small (8 positions) so 40 slices take its merge passes under the interpreter."""
+    blocks are forced small (8 positions) so 40 slices take its merge or radix passes (SORTS) under the interpreter."""
     from baracuda.backends.triton.sort import rows as S
 
     g = torch.Generator().manual_seed(11)
@@ -115,7 +122,7 @@ def test_unique_along_a_dim_sorts_slices_lexicographically(backend, dim, dtype):
     if dtype == torch.float32:
         x[3] = torch.where(x[4] == 0, -0.0, x[4])       # x[4] with -0.0 for its zeros: the same slice
     x = x.movedim(0, dim)
-    with S.forced(nmax=8, tile=64):
+    with S.forced(**SORTS[sort]):
         got = _trim(_run("unique", x, backend, dim=dim), dim)
     want = torch.unique(x, return_inverse=True, return_counts=True, dim=dim)
     for a, b in zip(got, want):

@@ -1,22 +1,32 @@
-"""Triton kernels of the sort family (the host side is rows.py / stats.py).
+"""Triton kernels of the sort family (the host side is rows.py / stats.py; the radix passes: radix.py).
 
-Rows are contiguous [R, n] (the host moves the sort axis last).  Three sort paths:
+Rows are contiguous [R, n] (the host moves the sort axis last).  The paths (three for sorts, three for topk):
 
 * short rows (next_pow2(n) <= NMAX: 8192 packed keys, 4096 (key, index) pairs): ``_rows_kernel`` sorts BR
   rows x N positions in registers in one program (network.sort_tile) and writes the first K sorted
   entries of each row: the values (gathered from x at the sorted positions: exact, -0.0 and NaN payloads
   kept) and/or the int64 indices.  Rows of 8192 f32: one program per row, 64 KB of packed keys in flight.
-* long rows (up to 2^24 and beyond): block sort + merge passes.  ``_rows_kernel`` with BLOCK=True sorts
-  blocks of NMAX positions into a workspace of (key int64, index int32) pairs; then log2(n / NMAX) passes of
-  ``_merge_kernel`` each merge pairs of sorted runs of L into runs of 2L: every element finds its rank in
-  the other run by a binary search (log2(L) + 1 probes, lexicographic on (key, index): all pairs distinct,
-  so the ranks are a permutation) and is written to run start + own rank + that count.  The last pass
-  writes the outputs (values gathered from x, int64 indices) directly.  Chosen over a radix sort for
-  its simplicity under the interpreter; 1 x 2^24 f32: 11 passes of 12 B read + 12 B written per element
-  (the probes of a pass hit L2 for the runs' upper levels); not measured (no GPU in this session).
-* topk of keys of <= 32 bits with k <= 1024 on rows of >= 4 next_pow2(k) positions: ``_select_kernel``, a radix
-  select, one program per row.  BITS / 8 passes over the row (chunks of CH positions; the row stays in L1 / L2)
-  build a 256-bin histogram (tl.histogram) of one 8-bit digit of the order keys, high digit first, among the keys
+* long rows (up to 2^24 and beyond): block sort + merge passes.  ``_rows_kernel`` with
+  BLOCK=True sorts blocks of NMAX positions into a workspace of (key int64, index int32) pairs; then
+  log2(n / NMAX) passes of ``_merge_kernel`` each merge pairs of sorted runs of L into runs of 2L: every element
+  finds its rank in the other run by a binary search (log2(L) + 1 probes, lexicographic on (key, index): all pairs
+  distinct, so the ranks are a permutation) and is written to run start + own rank + that count.  The last pass
+  writes the outputs (values gathered from x, int64 indices) directly.  1 x 2^24 f32: 11 passes of 12 B read +
+  12 B written per element (the probes of a pass hit L2 for the runs' upper levels); 8x slower than torch's
+  (CUB's radix) sort on the H200 (issue #17).  ``forced(radix=True)``: the LSD radix sort of radix.py instead, BITS /
+  8 passes of 8-bit digits (a block histogram, a scan of the counts, a stable scatter of (value, int32 position)
+  ranked in registers by a bitonic sort of (digit, position)); 80 B moved per element of an f32 row, but its
+  in-block ranking is compute-bound: 7.9 ms on one 2^24 f32 row of the H200, the merge passes 7.8 (rows.py).
+* topk of 16- and 32-bit keys with k <= 1024 on rows of >= max(4 next_pow2(k), 2048) positions: the threshold
+  filter (topk_filter.py: ``_filter_kernel``), one program per row: one streaming read keeps the best key of each
+  of M = 4096 strided chunks; the k-th best of those bounds the top k (at least k elements are as good); only the
+  chunks holding survivors are re-read, their survivors compacted (in position order, at most C = max(2
+  next_pow2(k), 256) per row), the exact k-th key among them found by a bitwise search, and the k taken sorted by
+  ``sort_collected`` below.  Rows with more than C survivors (ties at the threshold: constant rows, periodic rows)
+  are flagged on the device and finished by ``_select_kernel`` launched GATED (unflagged rows exit at once).
+* topk of keys of <= 32 bits with k <= 1024 on rows of >= 4 next_pow2(k) positions not taken by the filter (8-bit
+  keys; forced) and the filter's flagged rows: ``_select_kernel``, a radix select, one program per row.  BITS / 8
+  passes over the row (chunks of CH positions; the row stays in L1 / L2) build a 256-bin histogram (tl.histogram) of one 8-bit digit of the order keys, high digit first, among the keys
   that share the digits found so far: the bin holding the k-th smallest key, and how many keys sort before it,
   give that key T digit by digit and the number r of its ties that belong in.  One more pass stores the
   positions of the keys below T and of the first r ties (by position: torch's stable order) into the index
@@ -154,11 +164,16 @@ def _topk_kernel(x_ptr, v_ptr, i_ptr, R, n, K, NCH, sxr, svr, sir, C: tl.constex
 
 
 @fast_kernel
-def _select_kernel(x_ptr, v_ptr, i_ptr, R, n, K, NCH, sxr, svr, sir, LO, CH: tl.constexpr, KP: tl.constexpr,
-                   LKP: tl.constexpr, KIND: tl.constexpr, BITS: tl.constexpr, DESC: tl.constexpr):
+def _select_kernel(x_ptr, v_ptr, i_ptr, flag_ptr, R, n, K, NCH, sxr, svr, sir, LO, CH: tl.constexpr,
+                   KP: tl.constexpr, LKP: tl.constexpr, KIND: tl.constexpr, BITS: tl.constexpr, DESC: tl.constexpr,
+                   GATED: tl.constexpr):
     """The K (<= KP) first entries of each row's sort by a radix select (module doc), one program per row; LO: the
-    smallest order key, so that key - LO is an unsigned BITS-bit number."""
+    smallest order key, so that key - LO is an unsigned BITS-bit number.  GATED: only the rows whose int32 flag is
+    set (the threshold filter's overflowed rows, topk_filter.py); the others exit at once."""
     row = tl.program_id(0).to(tl.int64)
+    if GATED:
+        if tl.load(flag_ptr + row) == 0:
+            return
     bins = tl.arange(0, 256)
     prefix = tl.full((), 0, tl.int64)       # the digits of the K-th key found so far
     kr = tl.full((), 0, tl.int32) + K       # how many of the keys sharing them belong in
@@ -187,6 +202,14 @@ def _select_kernel(x_ptr, v_ptr, i_ptr, R, n, K, NCH, sxr, svr, sir, LO, CH: tl.
         tl.store(i_ptr + row * sir + slot, cols.to(tl.int64), mask=take)
         filled += tl.sum(take.to(tl.int32), 0)
         ties += tl.sum(eq.to(tl.int32), 0)
+    sort_collected(x_ptr, v_ptr, i_ptr, row, K, sxr, svr, sir, KP, LKP, KIND, BITS, DESC)
+
+
+@triton.jit
+def sort_collected(x_ptr, v_ptr, i_ptr, row, K, sxr, svr, sir, KP: tl.constexpr, LKP: tl.constexpr,
+                   KIND: tl.constexpr, BITS: tl.constexpr, DESC: tl.constexpr):
+    """The K (<= KP) positions the program stored in row's index output (any order) sorted as packed (key,
+    position) pairs and written as the row's values and indices (K = 0 writes nothing); topk_filter.py shares it."""
     tl.debug_barrier()
     rows = row + tl.arange(0, 1).to(tl.int64)
     j = tl.arange(0, KP)[None, :]

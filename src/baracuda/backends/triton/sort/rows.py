@@ -2,7 +2,12 @@
 
 The sort axis is moved last (a copy when it is not already the contiguous axis); results land in the
 outputs directly when they are contiguous along it, else in a temporary copied back.  ``sort_rows`` is the one
-entry the order statistics (stats.py) share.  Paths and their costs: kernels.py's docstring.
+entry the order statistics (stats.py), unique (search/unique.py) and nms share.  Rows past the register limit take
+the block sort + merge passes; ``forced(radix=True)`` sends them to the LSD radix sort (radix.py: BITS / 8 passes of
+8-bit digits, every dtype), exact and tested but not faster on an H200 (session 12 run G, bench/sort_ab.py: one
+2^24 f32 row 7.91 ms against the merge path's 7.76, torch 0.81; unique of 16M int64 17.7 against 11.0 ms): its
+in-block ranking is a 78-round bitonic sort of (digit, position) per pass, compute-bound.  Paths and their costs:
+kernels.py's docstring.
 """
 from __future__ import annotations
 
@@ -21,13 +26,21 @@ from .._lib.geometry import cdiv, next_power_of_2
 from .._lib.launch import fast_kernel
 from .._lib.register import register_triton
 from .kernels import _merge_kernel, _rows_kernel, _select_kernel, _topk_kernel
+from .radix import DIGITS, _radix_hist_kernel, _radix_scan_kernel, _radix_scatter_kernel
+from .topk_filter import threshold_filter
 
-_FORCE, forced = overrides("""Force ``nmax`` (the register-sort limit), ``kmax`` / ``chunk`` (topk), ``tile`` (short
-rows' minimum tile) in :func:`row_config`, ``select`` (True / False: topk's radix select where its keys allow it,
-or never) and ``select_chunk`` / ``select_warps`` (its positions per chunk, warps per program); tests run every
-path at small sizes.""")
+_FORCE, forced = overrides("""Force ``nmax`` (the register-sort limit; 0: every row takes a long-row path), ``radix``
+(True / False: long rows by the LSD radix sort, or by the block sort + merge passes), ``radix_block`` (the radix passes'
+positions per program, a power of 2; default min(4096, nmax)), ``kmax`` / ``chunk`` (topk), ``tile`` (short rows'
+minimum tile, the merge passes' tile) in :func:`row_config`, ``select`` (True / False: topk's radix select where its
+keys allow it, or never) and ``select_chunk`` / ``select_warps`` (its positions per chunk, warps per program),
+``filter`` (True / False: topk's threshold filter where its keys allow it, or never) and ``filter_chunks`` /
+``filter_cap`` / ``filter_warps`` / ``filter_gather`` (its chunks per row M, survivor slots per row C, warps per
+program, pass 2's lanes per step); tests run every path at small sizes.""")
 
 _SELECT_KMAX = 1024
+
+_RADIX_BLOCK = 4096     # 78 bitonic rounds of int32s, 16 per thread at 8 warps; 1 KB of counts per block (radix.py)
 
 _WS_ALIGN = 256
 
@@ -41,6 +54,7 @@ class RowConfig:
     n_pow: int       # positions per program (short: the padded row; long: the block)
     br: int          # rows per program (short)
     warps: int
+    radix: bool = False     # long rows: LSD radix passes (else block sort + merge passes)
 
 
 def _kind(dt: DType) -> int:
@@ -55,20 +69,35 @@ def row_config(R: int, n: int, dt: DType) -> RowConfig:
     nmax = _FORCE.get("nmax", 4096 if pair else 8192)
     np2 = next_power_of_2(max(n, 1))
     short = np2 <= nmax
+    radix = not short and _FORCE.get("radix", False)    # (module doc: measured slower than the merge passes)
     if short:
         tile = _FORCE.get("tile", 1024)
         br = max(1, min(next_power_of_2(max(R, 1)), tile // np2))
-        elems = np2 * br
-    else:
-        br, np2, elems = 1, nmax, nmax
-    return RowConfig(_kind(dt), bits, pair, short, np2, br, 8 if elems >= 4096 else 4)
+    else:       # a block of the radix passes or of the block sort
+        br, np2 = 1, _FORCE.get("radix_block", min(_RADIX_BLOCK, max(nmax, 1))) if radix else max(nmax, 1)
+    return RowConfig(_kind(dt), bits, pair, short, np2, br, 8 if np2 * br >= 4096 else 4, radix)
 
 
 def sort_ws_bytes(R: int, n: int, dt: DType) -> int:
-    """Workspace of a long-row sort: two ping-pong buffers of (int64 key, int32 position) per element."""
-    if row_config(R, n, dt).short:
+    """Workspace of a long-row sort: the radix path's count tables and (value, int32 position) ping-pong buffers
+    (:func:`_radix_layout`), or the merge path's two buffers of (int64 key, int32 position) per element."""
+    c = row_config(R, n, dt)
+    if c.short:
         return 0
+    if c.radix:
+        return sum(_radix_layout(R, n, c))
     return 2 * sum(_ws_half(R * n))
+
+
+def _radix_layout(R: int, n: int, c: RowConfig) -> list[int]:
+    """Bytes of the radix path's workspace regions (each aligned): counts (int32 [R, 256, blocks]), totals (int32
+    [R, 256]), then per ping-pong buffer the values (x's dtype) and positions (int32); passes - 1 buffers, at most 2.
+    f32 rows: 16 B per element + 1 KB per 4096-element block; bf16: 6 B; uint8 / int8 / bool: the tables only."""
+    nb = cdiv(n, c.n_pow)
+    parts = [_align(R * DIGITS * nb * 4), _align(R * DIGITS * 4)]
+    for _ in range(min(c.bits // 8 - 1, 2)):
+        parts += [_align(R * n * (c.bits // 8)), _align(R * n * 4)]
+    return parts
 
 
 def _align(b: int) -> int:
@@ -93,6 +122,9 @@ def sort_rows(x2, v, i, K: int, descending: bool, ws) -> None:
     dt = as_dtype(x2.dtype)
     c = row_config(R, n, dt)
     x2, v = _bits_view(x2), _bits_view(v)
+    if c.radix:
+        _radix_rows(x2, v, i, K, descending, ws, c)
+        return
     sv = v.stride(0) if v is not None else 0
     si = i.stride(0) if i is not None else 0
     vv = v if v is not None else x2
@@ -124,8 +156,43 @@ def sort_rows(x2, v, i, K: int, descending: bool, ws) -> None:
         L *= 2
 
 
+def _radix_rows(x2, v, i, K: int, descending: bool, ws, c: RowConfig) -> None:
+    """The LSD radix sort of x2's rows (radix.py): per 8-bit digit, least significant first, a block histogram, a
+    scan of the counts and a stable scatter; the first pass reads x2, the last writes v / i (first K entries)."""
+    R, n = x2.shape
+    B = c.n_pow
+    nb = cdiv(n, B)
+    regions, at = [], 0
+    for b in _radix_layout(R, n, c):
+        regions.append(ws.reshape(-1)[at:at + b])
+        at += b
+    cnt = regions[0][:R * DIGITS * nb * 4].view(torch.int32)
+    tot = regions[1][:R * DIGITS * 4].view(torch.int32)
+    bufs = [(regions[r][:R * n * x2.element_size()].view(x2.dtype), regions[r + 1][:R * n * 4].view(torch.int32))
+            for r in range(2, len(regions), 2)]
+    ch = min(next_power_of_2(nb), 1024)
+    dg = min(DIGITS, 4096 // ch)          # the scan's [digits, blocks] tile: 4096 counts
+    vv = v if v is not None else x2
+    ii = i if i is not None else x2
+    keys = dict(KIND=c.kind, BITS=c.bits, DESC=descending)
+    src, spos, ssr = x2, cnt, x2.stride(0)
+    passes = c.bits // 8
+    for p in range(passes):
+        last = p == passes - 1
+        dv, dpos = (x2, cnt) if last else bufs[p % 2]
+        _radix_hist_kernel[(R * nb,)](src, cnt, n, nb, ssr, 8 * p, B=B, **keys, num_warps=c.warps)
+        _radix_scan_kernel[(R * (DIGITS // dg),)](cnt, tot, nb, cdiv(nb, ch), DG=dg, CH=ch, num_warps=4)
+        _radix_scatter_kernel[(R * nb,)](src, spos, dv, dpos, vv, ii, cnt, tot, n, K, nb, ssr,
+                                         v.stride(0) if v is not None else 0, i.stride(0) if i is not None else 0,
+                                         8 * p, B=B, LB=B.bit_length() - 1, **keys, FIRST=p == 0, LAST=last,
+                                         STORE_V=v is not None, STORE_I=i is not None, num_warps=c.warps)
+        src, spos, ssr = dv, dpos, n
+
+
 def topk_rows(x2, v, i, k: int, largest: bool, ws) -> None:
-    """The k first entries of each row's sort (descending when largest) into v / i ([R, >= k])."""
+    """The k first entries of each row's sort (descending when largest) into v / i ([R, >= k]).  Paths: the
+    threshold filter (+ the radix select gated to the rows it flags; ws: topk_ws_bytes, allocated here when None),
+    the radix select, the chunked walk; k > kmax: the full sort (kernels.py's docstring)."""
     R, n = x2.shape
     if R == 0 or k == 0:
         return
@@ -136,13 +203,22 @@ def topk_rows(x2, v, i, k: int, largest: bool, ws) -> None:
     dt = as_dtype(x2.dtype)
     c = row_config(R, n, dt)
     xb, vb = _bits_view(x2), _bits_view(v)
-    if uses_select(n, k, dt):
+    filt = uses_filter(n, k, dt)
+    if filt or uses_select(n, k, dt):
         kp = next_power_of_2(k)
         ch = _FORCE.get("select_chunk", 2048)
         lo = -(1 << c.bits) if (c.kind == 2 and largest) else 0 if c.kind == 2 else -(1 << (c.bits - 1))
-        _select_kernel[(R,)](xb, vb, i, R, n, k, cdiv(n, ch), xb.stride(0), vb.stride(0), i.stride(0), lo, CH=ch,
-                             KP=kp, LKP=kp.bit_length() - 1, KIND=c.kind, BITS=c.bits, DESC=largest,
-                             num_warps=_FORCE.get("select_warps", 4))
+        flags = xb
+        if filt:        # the filter, then the radix select for the rows it flagged (on the device: no host sync)
+            M, C = filter_shape(n, k)
+            if ws is None:      # (direct callers: bench probes)
+                ws = torch.empty(topk_ws_bytes(R, n, k, dt), dtype=torch.uint8, device=x2.device)
+            buf, flags = _filter_bufs(ws, R, C)
+            threshold_filter(xb, vb, i, buf, flags, k, lo, M, C, c.kind, c.bits, largest,
+                             _FORCE.get("filter_warps", 8 if M >= 2048 else 4), _FORCE.get("filter_gather", 1024))
+        _select_kernel[(R,)](xb, vb, i, flags, R, n, k, cdiv(n, ch), xb.stride(0), vb.stride(0), i.stride(0), lo,
+                             CH=ch, KP=kp, LKP=kp.bit_length() - 1, KIND=c.kind, BITS=c.bits, DESC=largest,
+                             GATED=filt, num_warps=_FORCE.get("select_warps", 4))
         return
     C = max(next_power_of_2(k), min(next_power_of_2(n), _FORCE.get("chunk", 1024)))
     _topk_kernel[(R,)](xb, vb, i, R, n, k, cdiv(n, C), xb.stride(0), vb.stride(0), i.stride(0), C=C,
@@ -155,6 +231,36 @@ def uses_select(n: int, k: int, dt: DType) -> bool:
     positions (a shorter row sorts whole at about the cost of sorting the k candidates)."""
     ok = dt.itemsize <= 4 and 0 < k <= _SELECT_KMAX
     return ok and _FORCE.get("select", n >= max(4 * next_power_of_2(k), 2048))
+
+
+def uses_filter(n: int, k: int, dt: DType) -> bool:
+    """topk's threshold filter (topk_filter.py; the radix select finishes the rows it flags): by default where the
+    select would run, on 16- and 32-bit keys (8-bit keys have 256 values: a long row ties ~n / 256 elements at the
+    threshold and overflows the survivor slots; their select is one histogram pass)."""
+    ok = dt.itemsize <= 4 and 0 < k <= min(_SELECT_KMAX, _FORCE.get("kmax", 4096))
+    return ok and _FORCE.get("filter", dt.itemsize >= 2 and n >= max(4 * next_power_of_2(k), 2048))
+
+
+def filter_shape(n: int, k: int) -> tuple[int, int]:
+    """(M chunks, C survivor slots) per row of the threshold filter, powers of 2: M = 4096 (or the row's next_pow2,
+    at least next_pow2(k)); C = max(2 next_pow2(k), 256): random rows of 32768 keep ~1.15 k survivors at M = 4096
+    (a chunk of 8 holds a survivor with probability p: M (1 - (1 - p)^8) = k; survivors 8 M p ~ 1.15 k at k = M / 4)."""
+    kp = next_power_of_2(k)
+    M = max(kp, min(next_power_of_2(n), _FORCE.get("filter_chunks", 4096)))
+    return M, _FORCE.get("filter_cap", max(2 * kp, 256))
+
+
+def topk_ws_bytes(R: int, n: int, k: int, dt: DType) -> int:
+    """Workspace of a topk of k <= kmax: the threshold filter's C int32 survivor slots and one int32 flag per row."""
+    if R == 0 or not uses_filter(n, k, dt):
+        return 0
+    return _align(R * filter_shape(n, k)[1] * 4) + _align(R * 4)
+
+
+def _filter_bufs(ws, R: int, C: int):
+    base = ws.reshape(-1)
+    slots = _align(R * C * 4)
+    return base[:R * C * 4].view(torch.int32), base[slots:slots + R * 4].view(torch.int32)
 
 
 def moved(t, dim):
@@ -183,7 +289,7 @@ def _workspace(desc) -> int:
     x = desc.inputs[0]
     R, n = row_geometry(x.shape, _dim(desc))
     if desc.op == "topk" and desc.attr("k") <= _FORCE.get("kmax", 4096):
-        return 0
+        return topk_ws_bytes(R, n, desc.attr("k"), x.dtype)
     return sort_ws_bytes(R, n, x.dtype)
 
 
@@ -254,10 +360,14 @@ def _route(desc, pref=None):
     R, n = row_geometry(x.shape, _dim(desc))
     c = row_config(R, n, x.dtype)
     key = "pairs" if c.pair else "packed"
+    if desc.op == "topk" and uses_filter(n, desc.attr("k"), x.dtype):
+        return "triton:topk:threshold-filter"
     if desc.op == "topk" and uses_select(n, desc.attr("k"), x.dtype):
         return f"triton:topk:radix-select-{x.dtype.itemsize}x8bit"
     if desc.op == "topk" and desc.attr("k") <= _FORCE.get("kmax", 4096):
         return f"triton:topk:chunked-bitonic-{key}"
+    if c.radix:
+        return f"triton:{desc.op}:block{c.n_pow}+radix{c.bits // 8}x8bit"
     path = f"registers{c.br}x{c.n_pow}" if c.short else f"block{c.n_pow}+merge"
     return f"triton:{desc.op}:{path}-{key}"
 

@@ -1,0 +1,147 @@
+"""topk by a threshold filter (issue #17): one streaming read of each row instead of the radix select's digit
+histograms, exact for every input (rows it cannot finish go to the radix select).
+
+One program per row (``_filter_kernel``), order keys u (network.to_key, DESC = largest: the best key is the
+smallest), M chunks per row (chunk j: the positions = j mod M; M >= next_pow2(k)), C survivor slots:
+
+1. Pass 1 streams the row in tiles of M positions and keeps each chunk's best key (an elementwise min: no
+   reduction, no scan).  T = the k-th smallest of the M chunk bests, found by a bitwise search (BITS steps, each
+   counting the bests below a candidate: one tl.sum).  At least k elements of the row (k chunk bests) have u <= T,
+   so the k-th smallest key of the row is <= T: every element of the top k is a survivor (u <= T).
+2. Only chunks whose best is <= T hold survivors.  Their ids are compacted in ascending order (one prefix sum
+   over M) into the row's buffer; if more than C, the row overflows.  Pass 2 then gathers just those chunks,
+   tile r holding positions r M + id (G / next_pow2(#chunks) tiles per step, G = max(C, 1024) lanes: one step
+   for a row of 32768 at k <= 64): ascending positions, so survivors are compacted by a prefix sum per step in
+   position order into the buffer (positions int32), counted; more than C: overflow.  On random data a row of
+   32768 with M = 4096 has about 1.15 k survivors in about k chunks: pass 2 reads k n / M elements (from L1 / L2),
+   not the row.
+3. The exact k-th key among the survivors (the same bitwise search over C keys) and its r ties that belong in
+   (the lowest positions: a prefix sum in position order) give exactly k positions, stored in the row's index
+   output; kernels.sort_collected sorts them as packed (key, position) pairs and writes values (gathered from x:
+   exact, NaN payloads and -0.0 kept) and indices: the same result as the radix select.
+4. Each row writes its overflow flag (int32, 0 / 1: no memset needed); ``_select_kernel`` with GATED then runs
+   the radix select for the flagged rows only (the others read their flag and exit): sorted rows, constant rows
+   and rows with more than C - k ties at the threshold stay exact at the select's cost plus pass 1.
+
+Bytes per element (typical data): one read of the row from HBM (2 B bf16), pass 2's k n / M gathered elements
+and the C survivor slots (int32, written and read back: L2).  The row walks of the radix select (BITS / 8
+histogram passes + one collect pass over the row, each with a prefix sum or a histogram per element) are gone.
+"""
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from .._lib.geometry import cdiv, next_power_of_2
+from .._lib.interp import loop
+from .._lib.launch import fast_kernel
+from .kernels import sort_collected
+
+I32_MAX = tl.constexpr(2 ** 31 - 1)
+
+# pass 2's lanes per step: a row of 32768 with k <= 64 takes one step (one prefix sum), not 8; sm_90 at 8 warps: 64
+# registers (4 programs per SM) for k <= 256, where 2048 lanes took 80-115
+_GATHER = 1024
+
+
+@triton.jit
+def _key32(x, KIND: tl.constexpr, BITS: tl.constexpr, DESC: tl.constexpr):
+    """network.to_key(x, KIND, BITS, DESC) as int32 (keys of <= 32 bits fit), computed in 32 bits: one register
+    and 32-bit integer ops per element in the streaming passes (the final sort uses to_key itself)."""
+    if KIND == 0:
+        if BITS == 32:
+            s = x.to(tl.int32, bitcast=True)
+        else:
+            s = x.to(tl.int16, bitcast=True).to(tl.int32)
+        mag: tl.constexpr = (1 << (BITS - 1)) - 1
+        k = tl.where(s < 0, s ^ mag, s)
+        xc = x
+        if BITS == 16:       # compare half types in f32 (as to_key: the interpreter compares them as bit patterns)
+            xc = x.to(tl.float32)
+        k = tl.where(xc == 0, 0, k)
+        k = tl.where(xc != xc, mag, k)
+    else:
+        k = x.to(tl.int32)
+    if DESC:
+        k = ~k
+    return k
+
+
+@triton.jit
+def _kth(u, K, LO, BITS: tl.constexpr):
+    """The K-th smallest of the int32 keys u (all in [LO, LO + 2^BITS) but padding I32_MAX, which is never counted;
+    at least K of them real): the largest t with fewer than K keys below it, bit by bit from the top (BITS counts)."""
+    t = tl.full((), 0, tl.int64) + LO
+    for b in tl.static_range(BITS):
+        cand = t + tl.full((), 1 << (BITS - 1 - b), tl.int64)      # <= LO + 2^BITS - 1: an int32
+        below = tl.sum((u < cand.to(tl.int32)).to(tl.int32), 0)
+        t = tl.where(below < K, cand, t)
+    return t.to(tl.int32)
+
+
+@fast_kernel
+def _filter_kernel(x_ptr, v_ptr, i_ptr, buf_ptr, flag_ptr, n, K, NT, sxr, svr, sir, LO, M: tl.constexpr,
+                   C: tl.constexpr, LC: tl.constexpr, G: tl.constexpr, KP: tl.constexpr, LKP: tl.constexpr,
+                   KIND: tl.constexpr, BITS: tl.constexpr, DESC: tl.constexpr):
+    """The K (<= KP) first entries of each row's sort by the threshold filter (module doc); NT = cdiv(n, M) tiles;
+    buf: C (= 2^LC) int32 slots per row; flag: one int32 per row (1: overflowed, left to the radix select).  Pass 2
+    gathers G / ns tiles per step (ns = next_pow2 of the chunks holding survivors, <= C <= G): lane l reads chunk id
+    l % ns of tile l // ns (row-major: still position order)."""
+    row = tl.program_id(0).to(tl.int64)
+    xr = x_ptr + row * sxr
+    br = buf_ptr + row * C
+    lanes = tl.arange(0, M)
+    best = tl.full([M], I32_MAX, tl.int32)        # pass 1: each chunk's best key
+    for c in loop(0, NT):
+        cols = c * M + lanes
+        m = cols < n
+        u = _key32(tl.load(xr + cols, mask=m, other=0), KIND, BITS, DESC)
+        best = tl.minimum(best, tl.where(m, u, I32_MAX))
+    t = _kth(best, K, LO, BITS)
+    sel = (best <= t).to(tl.int32)                # the chunks holding survivors, ids ascending into the buffer
+    nsel = tl.sum(sel, 0)
+    ok = nsel <= C
+    tl.store(br + tl.cumsum(sel, 0) - 1, lanes, mask=(sel != 0) & ok)
+    tl.debug_barrier()
+    lg = tl.full((), 0, tl.int32)                # ns = 2^lg = next_pow2(nsel) <= C <= G: lanes per tile
+    for _ in tl.static_range(LC):
+        lg += ((1 << lg) < nsel).to(tl.int32)
+    L = tl.arange(0, G)
+    slot = L & ((1 << lg) - 1)
+    gm = (slot < nsel) & ok
+    ids = tl.load(br + slot, mask=gm, other=0)
+    tl.debug_barrier()                            # (every id read before the survivors overwrite them)
+    cnt = tl.full((), 0, tl.int32)
+    for c in loop(0, NT, G >> lg):                # pass 2: survivors of those chunks, in position order
+        cols = (c + (L >> lg)) * M + ids
+        m = gm & (cols < n)
+        s = m & (_key32(tl.load(xr + cols, mask=m, other=0), KIND, BITS, DESC) <= t)
+        slot = cnt + tl.cumsum(s.to(tl.int32), 0) - 1
+        tl.store(br + slot, cols, mask=s & (slot < C))
+        cnt += tl.sum(s.to(tl.int32), 0)
+    ok = ok & (cnt <= C)
+    tl.store(flag_ptr + row, tl.where(ok, 0, 1).to(tl.int32))
+    tl.debug_barrier()
+    g = tl.arange(0, C)
+    jm = (g < cnt) & ok                           # the exact K-th key among the survivors, its ties by position
+    pos = tl.load(br + g, mask=jm, other=0)
+    u = tl.where(jm, _key32(tl.load(xr + pos, mask=jm, other=0), KIND, BITS, DESC), I32_MAX)
+    t = _kth(u, K, LO, BITS)
+    lt = jm & (u < t)
+    eq = (jm & (u == t)).to(tl.int32)
+    take = lt | ((eq != 0) & (tl.cumsum(eq, 0) <= K - tl.sum(lt.to(tl.int32), 0)))
+    dst = tl.cumsum(take.to(tl.int32), 0) - 1
+    tl.store(i_ptr + row * sir + dst, pos.to(tl.int64), mask=take)
+    sort_collected(x_ptr, v_ptr, i_ptr, row, tl.where(ok, K, 0), sxr, svr, sir, KP, LKP, KIND, BITS, DESC)
+
+
+def threshold_filter(xb, vb, i, buf, flags, k: int, lo: int, M: int, C: int, kind: int, bits: int, desc: bool,
+                     warps: int, gather: int = _GATHER) -> None:
+    """Launch the filter over the rows of xb ([R, n], contiguous rows): buf holds R * C int32, flags R int32 (set
+    per row, no zeroing needed); gather: pass 2's lanes per step (a power of 2; at least C are used).  The caller
+    then runs the gated radix select for the flagged rows."""
+    R, n = xb.shape
+    kp = next_power_of_2(k)
+    _filter_kernel[(R,)](xb, vb, i, buf, flags, n, k, cdiv(n, M), xb.stride(0), vb.stride(0), i.stride(0), lo, M=M,
+                         C=C, LC=C.bit_length() - 1, G=max(C, gather), KP=kp, LKP=kp.bit_length() - 1, KIND=kind,
+                         BITS=bits, DESC=desc, num_warps=warps)
