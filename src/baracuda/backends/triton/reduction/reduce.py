@@ -211,8 +211,8 @@ def _flat_parts(fp: FlatPlan, R: int, C: int, k):
     """(stage 1, stage 2) as bind_kernel's arguments: (kernel, grid, tail, constexprs and options)."""
     mode = 1 if k.mode == _MAX else 0
     return ((_flat_col_kernel, (fp.S,), (R, fp.rows, fp.S), dict(C=C, BR=fp.br, MODE=mode, NEG=k.neg, num_warps=8)),
-            (_flat_fold_kernel, (C,), (fp.S, float(R)), dict(BS=_FLAT_FOLD, MODE=mode, NEG=k.neg,
-                                                           DIV=k.post == _P_DIV, num_warps=4)))
+            (_flat_fold_kernel, (C,), (fp.S, float(R)), dict(BS=min(_FLAT_FOLD, next_power_of_2(fp.S)), MODE=mode,
+                                                           NEG=k.neg, DIV=k.post == _P_DIV, num_warps=4)))
 
 
 # -- op table ----------------------------------------------------------------------------------------

@@ -493,7 +493,8 @@ def _run_flat_moment(fl, desc, x, outputs, ws):
             _var_cols_kernel[(S,)](x, s1, s2, R, rows, S, C=inner, BR=br, num_warps=4)
         else:
             _var_wide_kernel[(cdiv(inner, fl[4]), S)](x, s1, s2, R, inner, rows, S, BR=br, BC=fl[4], num_warps=4)
-        _var_cols_fold[(inner,)](x, s1, s2, v, m, R, rows, S, corr, BS=_FLAT_FOLD, num_warps=4, **kw)
+        _var_cols_fold[(inner,)](x, s1, s2, v, m, R, rows, S, corr, BS=min(_FLAT_FOLD, next_power_of_2(S)),
+                                 num_warps=4, **kw)
     else:
         bm = fl[1]
         _var_rows_kernel[(cdiv(outer, bm),)](x, v, m, outer, corr, C=R, BM=bm, num_warps=4, **kw)
