@@ -1,4 +1,5 @@
-"""The GPU timer the kernel probes share (bench/reduce_sweep.py, narrow_col_probe.py, var_narrow_probe.py)."""
+"""The GPU timers the kernel probes share (bench/reduce_sweep.py, narrow_col_probe.py, var_narrow_probe.py,
+sort_ab.py, ce_bw_sweep.py)."""
 from __future__ import annotations
 
 import torch
@@ -31,3 +32,18 @@ def timed(fn, n=24):
         torch.cuda.synchronize()
         ts.append(a.elapsed_time(b) / n * 1e3)
     return sorted(ts)[3]
+
+
+def event_us(fn, n=10, warm=1):
+    """us per call of ``fn()`` between two CUDA events around ``n`` calls, without a graph (calls that size outputs on
+    the host, like unique, are not capturable; the host's gaps are in the time)."""
+    for _ in range(warm):
+        fn()
+    torch.cuda.synchronize()
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    for _ in range(n):
+        fn()
+    b.record()
+    torch.cuda.synchronize()
+    return a.elapsed_time(b) / n * 1e3

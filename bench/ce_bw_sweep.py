@@ -2,6 +2,10 @@
 import torch
 import baracuda as bc
 from baracuda.backends.triton.loss import ce_kernels
+import sys
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from _graph_timer import event_us  # noqa: E402
 
 x = torch.randn(4096, 128256, device="cuda", dtype=torch.bfloat16)
 t = torch.randint(0, 128256, (4096,), device="cuda")
@@ -25,16 +29,7 @@ for force in ({}, {"split": 2}, {"split": 4}, {"split": 8}, {"tile": 2048}, {"ti
 
 
 def timed(fn, n=10):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record()
-    for _ in range(n):
-        fn()
-    b.record()
-    torch.cuda.synchronize()
-    return a.elapsed_time(b) / n
+    return event_us(fn, n, warm=3) / 1e3     # ms
 
 
 desc = bc.Descriptor.like("cross_entropy", x, t)

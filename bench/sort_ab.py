@@ -12,7 +12,7 @@ import baracuda as bc
 from baracuda.backends.triton.sort.rows import forced
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from _graph_timer import timed  # noqa: E402
+from _graph_timer import event_us, timed  # noqa: E402
 
 rows = []
 
@@ -20,19 +20,6 @@ rows = []
 def row(**r):
     rows.append(r)
     print(json.dumps(r), flush=True)
-
-
-def event_us(fn, n=10):
-    """GPU-inclusive us per call without a graph (unique's outputs are sized on the host: not capturable)."""
-    fn()
-    torch.cuda.synchronize()
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record()
-    for _ in range(n):
-        fn()
-    b.record()
-    torch.cuda.synchronize()
-    return a.elapsed_time(b) / n * 1e3
 
 
 def plan_us(desc, xs, force, graph):

@@ -11,6 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import baracuda as bc  # noqa: E402
+from baracuda._core.sku import Backend  # noqa: E402
 import baracuda.torch as bt  # noqa: E402
 from baracuda.testing import backends_for  # noqa: E402
 from baracuda.testing.checks import DEVICE, TDEV, force_reduction_split, grad_pair, needs_sm90, run_sm90_script  # noqa: E402
@@ -252,7 +253,7 @@ def flat_moments(monkeypatch):
     monkeypatch.setattr(stats, "_FLAT_ROWS", 64)
 
 
-@pytest.mark.skipif("triton" not in {str(b) for b in BACKENDS}, reason="Triton not available")
+@pytest.mark.skipif(Backend.TRITON not in BACKENDS, reason="Triton not available")
 @pytest.mark.parametrize("shape,dims,kind", [((203, 16), (0,), "flatcol"), ((50, 4, 8), (0,), "flatcol"),
                                              ((3, 7, 32), (0, 1), "flatcol"), ((37, 16), (1,), "flatrow"),
                                              ((5, 6, 4), (2,), "flatrow"), ((9, 2, 8), (1, 2), "flatrow")])
@@ -262,7 +263,6 @@ def test_flat_narrow_moments(flat_moments, shape, dims, kind, dt):
     sums per split merged with Chan's formula; short rows: two passes over the registers), on data centred at 100
     (the shift keeps the moments accurate): against torch in float64, 2 ulps of the output dtype (f32: 1e-5, the
     shifted sums' rounding), and the same bits twice."""
-    from baracuda._core.sku import Backend
     from baracuda.testing import forced_plan
 
     g = torch.Generator().manual_seed(3)
@@ -282,12 +282,11 @@ def test_flat_narrow_moments(flat_moments, shape, dims, kind, dt):
                 assert torch.equal(a, b)
 
 
-@pytest.mark.skipif("triton" not in {str(b) for b in BACKENDS}, reason="Triton not available")
+@pytest.mark.skipif(Backend.TRITON not in BACKENDS, reason="Triton not available")
 @pytest.mark.parametrize("shape,dims", [((40, 200), (0,)), ((3, 9, 130), (0, 1))])
 def test_wide_column_moments(flat_moments, monkeypatch, shape, dims):
     """var / std_mean over the leading dims of rows wider than 64 (the reduction family's column tiles, several
     splits and column blocks, a ragged last block): against torch in float64, data centred at 100."""
-    from baracuda._core.sku import Backend
     from baracuda.backends.triton.reduction import reduce as tri
     from baracuda.testing import forced_plan
 

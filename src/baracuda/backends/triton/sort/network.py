@@ -29,13 +29,20 @@ I64_MAX = tl.constexpr(2 ** 63 - 1)
 @triton.jit
 def to_key(x, KIND: tl.constexpr, BITS: tl.constexpr, DESC: tl.constexpr):
     """The int64 order key of x (KIND 0: float, 1: signed int, 2: unsigned / bool) of BITS bits."""
+    return order_key(x, KIND, BITS, DESC, tl.int64)
+
+
+@triton.jit
+def order_key(x, KIND: tl.constexpr, BITS: tl.constexpr, DESC: tl.constexpr, KT: tl.constexpr):
+    """to_key's order key as integer type KT: int64, or int32 for keys of <= 32 bits (one register and 32-bit
+    integer ops per element: the threshold filter's streaming passes)."""
     if KIND == 0:
         if BITS == 64:
             s = x.to(tl.int64, bitcast=True)
         elif BITS == 32:
-            s = x.to(tl.int32, bitcast=True).to(tl.int64)
+            s = x.to(tl.int32, bitcast=True).to(KT)
         else:
-            s = x.to(tl.int16, bitcast=True).to(tl.int64)
+            s = x.to(tl.int16, bitcast=True).to(KT)
         mag = (1 << (BITS - 1)) - 1
         k = tl.where(s < 0, s ^ mag, s)
         xc = x
@@ -44,7 +51,7 @@ def to_key(x, KIND: tl.constexpr, BITS: tl.constexpr, DESC: tl.constexpr):
         k = tl.where(xc == 0, 0, k)
         k = tl.where(xc != xc, mag, k)
     else:
-        k = x.to(tl.int64)
+        k = x.to(KT)
     if DESC:
         k = ~k
     return k

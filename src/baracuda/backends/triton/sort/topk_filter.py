@@ -36,35 +36,13 @@ from .._lib.geometry import cdiv, next_power_of_2
 from .._lib.interp import loop
 from .._lib.launch import fast_kernel
 from .kernels import sort_collected
+from .network import order_key
 
 I32_MAX = tl.constexpr(2 ** 31 - 1)
 
 # pass 2's lanes per step: a row of 32768 with k <= 64 takes one step (one prefix sum), not 8; sm_90 at 8 warps: 64
 # registers (4 programs per SM) for k <= 256, where 2048 lanes took 80-115
 _GATHER = 1024
-
-
-@triton.jit
-def _key32(x, KIND: tl.constexpr, BITS: tl.constexpr, DESC: tl.constexpr):
-    """network.to_key(x, KIND, BITS, DESC) as int32 (keys of <= 32 bits fit), computed in 32 bits: one register
-    and 32-bit integer ops per element in the streaming passes (the final sort uses to_key itself)."""
-    if KIND == 0:
-        if BITS == 32:
-            s = x.to(tl.int32, bitcast=True)
-        else:
-            s = x.to(tl.int16, bitcast=True).to(tl.int32)
-        mag: tl.constexpr = (1 << (BITS - 1)) - 1
-        k = tl.where(s < 0, s ^ mag, s)
-        xc = x
-        if BITS == 16:       # compare half types in f32 (as to_key: the interpreter compares them as bit patterns)
-            xc = x.to(tl.float32)
-        k = tl.where(xc == 0, 0, k)
-        k = tl.where(xc != xc, mag, k)
-    else:
-        k = x.to(tl.int32)
-    if DESC:
-        k = ~k
-    return k
 
 
 @triton.jit
@@ -95,7 +73,7 @@ def _filter_kernel(x_ptr, v_ptr, i_ptr, buf_ptr, flag_ptr, n, K, NT, sxr, svr, s
     for c in loop(0, NT):
         cols = c * M + lanes
         m = cols < n
-        u = _key32(tl.load(xr + cols, mask=m, other=0), KIND, BITS, DESC)
+        u = order_key(tl.load(xr + cols, mask=m, other=0), KIND, BITS, DESC, tl.int32)
         best = tl.minimum(best, tl.where(m, u, I32_MAX))
     t = _kth(best, K, LO, BITS)
     sel = (best <= t).to(tl.int32)                # the chunks holding survivors, ids ascending into the buffer
@@ -115,7 +93,7 @@ def _filter_kernel(x_ptr, v_ptr, i_ptr, buf_ptr, flag_ptr, n, K, NT, sxr, svr, s
     for c in loop(0, NT, G >> lg):                # pass 2: survivors of those chunks, in position order
         cols = (c + (L >> lg)) * M + ids
         m = gm & (cols < n)
-        s = m & (_key32(tl.load(xr + cols, mask=m, other=0), KIND, BITS, DESC) <= t)
+        s = m & (order_key(tl.load(xr + cols, mask=m, other=0), KIND, BITS, DESC, tl.int32) <= t)
         slot = cnt + tl.cumsum(s.to(tl.int32), 0) - 1
         tl.store(br + slot, cols, mask=s & (slot < C))
         cnt += tl.sum(s.to(tl.int32), 0)
@@ -125,7 +103,7 @@ def _filter_kernel(x_ptr, v_ptr, i_ptr, buf_ptr, flag_ptr, n, K, NT, sxr, svr, s
     g = tl.arange(0, C)
     jm = (g < cnt) & ok                           # the exact K-th key among the survivors, its ties by position
     pos = tl.load(br + g, mask=jm, other=0)
-    u = tl.where(jm, _key32(tl.load(xr + pos, mask=jm, other=0), KIND, BITS, DESC), I32_MAX)
+    u = tl.where(jm, order_key(tl.load(xr + pos, mask=jm, other=0), KIND, BITS, DESC, tl.int32), I32_MAX)
     t = _kth(u, K, LO, BITS)
     lt = jm & (u < t)
     eq = (jm & (u == t)).to(tl.int32)
