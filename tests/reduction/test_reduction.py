@@ -4,6 +4,7 @@ gradient, the drop-in signatures, and an offline sm_90 compile (registers, spill
 from __future__ import annotations
 
 import math
+import os
 import textwrap
 
 import pytest
@@ -55,6 +56,37 @@ def test_ties_first_index(backend):
         _same(_run("argmin", x, backend, dim=dim), torch.argmin(x, dim=dim))
     y = torch.full((3, 300), float("-inf"))   # every element is -inf: index 0, as torch
     _same(_run("argmax", y, backend, dim=1), torch.argmax(y, dim=1))
+
+
+@pytest.mark.skipif(Backend.TRITON not in BACKENDS, reason="Triton not available")
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16, torch.float16])
+def test_packed_argmax_matches_torch(monkeypatch, dt):
+    """argmax / argmin of 16/32-bit floats as one int64 max of (order key, ~column) per tile: signed zeros tie
+    (the first wins), the first NaN of either sign wins, -inf-only rows give 0, subnormals order, rows of several
+    tiles; the same indices as torch and as the (value, index) tile path (pack off)."""
+    from baracuda.backends.triton.reduction import reduce as tri
+
+    g = torch.Generator().manual_seed(11)
+    x = torch.randn(7, 9000, generator=g).to(dt)
+    x[0, :] = 0.0
+    x[0, 5] = -0.0
+    x[0, 2] = -0.0               # ties of signed zeros: index 0 for both
+    x[1, 8000] = float("nan")
+    x[1, 6000] = -float("nan")   # the first NaN, whatever its sign
+    x[2, :] = float("-inf")
+    sub = 1.0 if dt == torch.bfloat16 and os.environ.get("TRITON_INTERPRET") == "1" else 0.25
+    x[3, :] = torch.finfo(dt).tiny * sub    # subnormals (the interpreter's bf16 loads flush them: normals there)
+    x[3, 4444] = torch.finfo(dt).tiny * 2 * sub
+    x[3, 111] = -torch.finfo(dt).tiny * 2 * sub
+    x[4, 8999] = float("inf")
+    x[5, 3] = x[5].max()         # a tie with the later maximum
+    for op in ("argmax", "argmin"):
+        want = getattr(torch, op)(x, dim=1)
+        got = _run(op, x, Backend.TRITON, dim=1)
+        _same(got, want)
+        monkeypatch.setitem(tri._FORCE, "pack", False)
+        _same(_run(op, x, Backend.TRITON, dim=1), want)
+        monkeypatch.delitem(tri._FORCE, "pack")
 
 
 @pytest.mark.parametrize("backend", BACKENDS, ids=str)
@@ -181,7 +213,7 @@ _COMPILE_CHECK = textwrap.dedent("""
     import triton, triton.language as tl
     from baracuda.backends.triton.reduction import reduce as r
     from baracuda.testing.checks import compile_sm90
-    def build(outer, R, inner, ptr, item, mode, acc=tl.float32, out="*fp32"):
+    def build(outer, R, inner, ptr, item, mode, acc=tl.float32, out="*fp32", pack=True):
         kind, b0, b1, n, S, chunk = r._blocks(outer, R, inner, item, mode in (r._ARG, r._MINMAX))
         flt = acc in (tl.float32, tl.float64)
         sec = "*fp32" if mode == r._MINMAX else "*i64"
@@ -192,7 +224,7 @@ _COMPILE_CHECK = textwrap.dedent("""
                   SEC=acc if mode == r._MINMAX else tl.int64, HIGH=float("inf") if flt else 2 ** 63 - 1, I64=False)
         if kind == "row":
             k, ints = r._row_kernel, ["M", "R", "chunk", "sxm", "S", "count"]
-            ce.update(sxr=1, BLOCK_M=b0, BLOCK_N=b1)
+            ce.update(sxr=1, BLOCK_M=b0, BLOCK_N=b1, PACK=pack and mode == r._ARG and acc == tl.float32)
             per = r._ARG_THREAD_BYTES if mode == r._ARG else r._THREAD_BYTES
             warps = min(8, max(1, triton.next_power_of_2(b0 * b1 * item // (32 * per))))
         else:
@@ -214,6 +246,7 @@ _COMPILE_CHECK = textwrap.dedent("""
         build(1, 16384, 4096, "*bf16", 2, mode)
     build(16384, 4096, 1, "*i1", 1, r._COUNT, tl.int64, "*i1")          # any/all over bool rows
     build(16384, 4096, 1, "*i32", 4, r._ARG, tl.int64, "*i32")          # integer argmax
+    build(16384, 4096, 1, "*bf16", 2, r._ARG, pack=False)                # max(dim)'s values and indices
     print("ok")
 """)
 
@@ -579,6 +612,41 @@ def flat(monkeypatch):
     monkeypatch.setattr(tri, "_FLAT_LOAD", 64)
     monkeypatch.setattr(tri, "_FLAT_SPLITS", 8)
     monkeypatch.setattr(tri, "_FLAT_FOLD", 4)      # the fold loops over several blocks
+    monkeypatch.setattr(tri, "_FLAT_ROW_LOAD", 64)  # narrow rows: 64 / C rows a program
+
+
+@pytest.mark.skipif(Backend.TRITON not in BACKENDS, reason="Triton not available")
+@pytest.mark.parametrize("shape,dims", [((203, 16), (1,)), ((5, 7, 8), (2,)), ((9, 4, 8), (1, 2)), ((100, 2), (1,)),
+                                        ((37, 64), (1,))])
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16, torch.float16])
+def test_flat_narrow_rows(flat, shape, dims, dt):
+    """sum / mean / amax / amin over trailing dims of 2-64 elements (a power of two) on the flat-rows path (a
+    ragged last program): against torch in float64 (2 ulps of the output dtype), NaN only in its row, the same
+    bits twice, and a transposed input (the row kernel) with the same values."""
+    g = torch.Generator().manual_seed(8)
+    x = (torch.randn(shape, generator=g) * 3).to(dt)
+    tol = {torch.float32: 1e-5, torch.bfloat16: 2 ** -7, torch.float16: 2 ** -10}[dt]
+    C = math.prod(shape[d] for d in dims)
+    for op in ("sum", "mean", "amax", "amin"):
+        desc = bc.Descriptor.like(op, x, dims=dims)
+        assert "flatrow" in forced_plan(desc, DEVICE, Backend.TRITON).sku.route, op
+        got = _run(op, x, Backend.TRITON, dims=dims)
+        want = getattr(torch, op)(x.double(), dims)
+        assert got.dtype == dt and got.shape == want.shape
+        acc = C * 2 ** -24 * x.double().abs().sum(dims) / (C if op == "mean" else 1) if op in ("sum", "mean") else 0
+        err = (got.double() - want).abs()
+        assert (err <= 2 * tol * want.abs() + acc).all(), (op, err.max())
+        assert torch.equal(got, _run(op, x, Backend.TRITON, dims=dims))
+    xn = x.clone()
+    xn.view(-1)[C + 1] = float("nan")      # row 1 of the flattened [M, C]
+    for op in ("amax", "amin"):
+        got = _run(op, xn, Backend.TRITON, dims=dims).reshape(-1)
+        want = getattr(torch, op)(xn, dims).reshape(-1)
+        assert torch.isnan(got).tolist() == torch.isnan(want).tolist() and torch.isnan(got[1]), op
+        assert torch.equal(got[~torch.isnan(got)], want[~torch.isnan(want)])
+    if len(shape) == 2:
+        xt = x.t().contiguous().t()
+        _same(_run("sum", xt, Backend.TRITON, dims=dims), _run("sum", x, Backend.TRITON, dims=dims), tol, tol)
 
 
 @pytest.mark.skipif(Backend.TRITON not in BACKENDS, reason="Triton not available")

@@ -283,10 +283,11 @@ def test_flat_narrow_moments(flat_moments, shape, dims, kind, dt):
 
 
 @pytest.mark.skipif(Backend.TRITON not in BACKENDS, reason="Triton not available")
-@pytest.mark.parametrize("shape,dims", [((40, 200), (0,)), ((3, 9, 130), (0, 1))])
+@pytest.mark.parametrize("shape,dims", [((40, 200), (0,)), ((3, 9, 130), (0, 1)), ((6, 1500), (0,))])
 def test_wide_column_moments(flat_moments, monkeypatch, shape, dims):
     """var / std_mean over the leading dims of rows wider than 64 (the reduction family's column tiles, several
-    splits and column blocks, a ragged last block): against torch in float64, data centred at 100."""
+    splits and column blocks, a ragged last block; [6, 1500]: one split, the results written by the first stage):
+    against torch in float64, data centred at 100."""
     from baracuda.backends.triton.reduction import reduce as tri
     from baracuda.testing import forced_plan
 

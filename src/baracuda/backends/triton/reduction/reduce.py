@@ -60,7 +60,7 @@ from ..elementwise import bound_broadcast, launch
 from .._lib.launch import bind_kernel, meta
 from .._lib.geometry import cdiv, next_power_of_2
 from .expand import expand_pattern, launch_expand
-from .reduce_kernels import _col_kernel, _flat_col_kernel, _flat_fold_kernel, _row_kernel
+from .reduce_kernels import _col_kernel, _flat_col_kernel, _flat_fold_kernel, _flat_row_kernel, _row_kernel
 
 _SUM, _MAX, _ARG, _PROD, _NANSUM, _COUNT, _MINMAX = 0, 1, 2, 3, 4, 5, 6
 _P_NONE, _P_DIV, _P_DIV_CNT, _P_ANY, _P_ALL = 0, 1, 2, 3, 4   # finishing step, applied by the last stage
@@ -83,6 +83,7 @@ _FLAT_LOAD = 1024
 _FLAT_SPLITS = 1024
 _FLAT_FOLD = 1024
 _FLAT_MAX_COLS = 64
+_FLAT_ROW_LOAD = 2048   # narrow rows: elements a program (var's flat rows: session 12)
 
 
 # -- geometry (from the descriptor's shape only) --------------------------------------------------------
@@ -175,11 +176,19 @@ def _blocks(outer, R, inner, itemsize, arg=False, stage2=False):
 
 @dataclass(frozen=True)
 class FlatPlan:
-    """The flat path of a narrow-column reduction: [R, C] contiguous, reduced over R in S splits of ``rows``
-    rows (a multiple of ``br``), each split's C partials folded by one program per column."""
+    """The flat path of a narrow reduction.  "cols": [R, C] contiguous, reduced over R in S splits of ``rows``
+    rows (a multiple of ``br``), each split's C partials folded by one program per column.  "rows": [M, C]
+    contiguous reduced over its C, ``br`` rows (one flat run of br * C elements) a program, one launch."""
+    kind: str
     br: int
     rows: int
     S: int
+
+    def fits(self, strides, R: int, inner: int) -> bool:
+        """Whether the canonical (outer, R, inner) strides are the contiguous ones this plan reads."""
+        if self.kind == "rows":
+            return strides[1] == 1 and strides[0] == R
+        return strides[1] == inner and strides[2] == 1
 
 
 def flat_plan(outer, R, inner, itemsize, k, acc, pre) -> FlatPlan | None:
@@ -189,14 +198,22 @@ def flat_plan(outer, R, inner, itemsize, k, acc, pre) -> FlatPlan | None:
     tiles read such rows at ~1.8 of HBM's ~4.5 TB/s on an H200 (0.69-0.78x torch.compile): loads of C
     elements a row under a 2-D index and a column mask.  Read flat, 1024 contiguous elements a load, 1024
     splits, the same rows run at 0.92-1.0x torch.compile ([1M, 16] bf16 / f32) and 1.9x ([262144, 64], [4M, 4]):
-    bench/results/2026-11-28-h200/session12/."""
-    if outer != 1 or not (2 <= inner <= min(_FLAT_MAX_COLS, _FLAT_LOAD // 2)) or inner & (inner - 1) or \
-            k.mode not in (_SUM, _MAX) or k.mode2 != k.mode or acc != DType.f32 or pre is not None or \
-            R * inner * itemsize < _SPLIT_MIN_BYTES or not _FORCE.get("flat", True):
+    bench/results/2026-11-28-h200/session12/.  The same ops over trailing dims of 2-64 elements (a power of
+    two; "rows", ``_flat_row_kernel``): the row kernel's [BLOCK_M, C] tiles ran [1M, 16] bf16 at 0.92-0.95x
+    torch.compile (session 13 run A), where var's flat rows (one run of 2048 elements a program) ran 1.04x."""
+    def narrow(n, load):
+        return 2 <= n <= min(_FLAT_MAX_COLS, load) and not n & (n - 1)
+    if k.mode not in (_SUM, _MAX) or k.mode2 != k.mode or acc != DType.f32 or pre is not None or \
+            outer * R * inner * itemsize < _SPLIT_MIN_BYTES or not _FORCE.get("flat", True):
         return None
-    br = _FLAT_LOAD // inner
-    rows = cdiv(cdiv(R, _FORCE.get("flat_splits", _FLAT_SPLITS)), br) * br
-    return FlatPlan(br, rows, cdiv(R, rows))
+    if outer == 1 and narrow(inner, _FLAT_LOAD // 2):
+        br = _FLAT_LOAD // inner
+        rows = cdiv(cdiv(R, _FORCE.get("flat_splits", _FLAT_SPLITS)), br) * br
+        return FlatPlan("cols", br, rows, cdiv(R, rows))
+    if inner == 1 and narrow(R, _FLAT_ROW_LOAD) and _FORCE.get("flat_rows", True):
+        br = max(1, _FLAT_ROW_LOAD // R)
+        return FlatPlan("rows", br, br, cdiv(outer, br))
+    return None
 
 
 def _flat_of(desc, k):
@@ -208,11 +225,21 @@ def _flat_of(desc, k):
 
 
 def _flat_parts(fp: FlatPlan, R: int, C: int, k):
-    """(stage 1, stage 2) as bind_kernel's arguments: (kernel, grid, tail, constexprs and options)."""
+    """The launches as bind_kernel's arguments: [(kernel, grid, tail, constexprs and options)], each taking
+    (input, output) tensors first: "cols" (x, partials) then (partials, out); "rows" (x, out).  For "rows" R is
+    the number of rows and C their length."""
     mode = 1 if k.mode == _MAX else 0
-    return ((_flat_col_kernel, (fp.S,), (R, fp.rows, fp.S), dict(C=C, BR=fp.br, MODE=mode, NEG=k.neg, num_warps=8)),
+    if fp.kind == "rows":
+        return [(_flat_row_kernel, (fp.S,), (R, float(C)), dict(C=C, BM=fp.br, MODE=mode, NEG=k.neg,
+                                                                 DIV=k.post == _P_DIV, num_warps=4))]
+    return [(_flat_col_kernel, (fp.S,), (R, fp.rows, fp.S), dict(C=C, BR=fp.br, MODE=mode, NEG=k.neg, num_warps=8)),
             (_flat_fold_kernel, (C,), (fp.S, float(R)), dict(BS=min(_FLAT_FOLD, next_power_of_2(fp.S)), MODE=mode,
-                                                           NEG=k.neg, DIV=k.post == _P_DIV, num_warps=4)))
+                                                           NEG=k.neg, DIV=k.post == _P_DIV, num_warps=4))]
+
+
+def _flat_shape(fp: FlatPlan, outer: int, R: int, inner: int):
+    """(rows, columns) as _flat_parts takes them."""
+    return (outer, R) if fp.kind == "rows" else (R, inner)
 
 
 # -- op table ----------------------------------------------------------------------------------------
@@ -286,7 +313,7 @@ def _workspace(desc):
     need = 0
     for k, _, _ in _passes(desc):
         fp = _flat_of(desc, k)
-        if fp is not None:
+        if fp is not None and fp.kind == "cols":
             need = max(need, fp.S * inner * 4)    # (the column path's own need below: strided inputs take it)
         *_, S, _ = _blocks(outer, R, inner, x.dtype.itemsize, _small(k))
         if S > 1:
@@ -345,8 +372,12 @@ def _launch_parts(kind, b0, b1, geom, strides, S, chunk, count, mode, neg_in, ne
                   SEC=_TL[acc] if mode == _MINMAX else tl.int64, HIGH=float("inf") if flt else 2 ** 63 - 1, I64=i64,
                   num_warps=warps)
     if kind == "row":
+        # PACK (reduce_kernels' note): argmax / argmin of 16/32-bit floats whose values are not returned (index
+        # outputs, or the split's partials); R < 2^32 (the column's word)
+        pack = (mode == _ARG and not idx_in and flt and acc.itemsize == 4 and (not write_val or S > 1)
+                and R < 2 ** 32 and _FORCE.get("pack", True))
         return (_row_kernel, (cdiv(outer, b0), S), (outer, R, chunk, strides[0], strides[1], S, count),
-                dict(BLOCK_M=b0, BLOCK_N=b1, **common))
+                dict(BLOCK_M=b0, BLOCK_N=b1, PACK=pack, **common))
     n_iblk = cdiv(inner, b1)
     common["ACC2D"] = mode in (_SUM, _MAX, _PROD, _COUNT) and _narrow(b1, itemsize)
     return (_col_kernel, (outer * n_iblk, S), (inner, R, chunk, strides[0], strides[1], strides[2], S, n_iblk, count),
@@ -374,8 +405,8 @@ def _run(desc, inputs, outputs, ws):
     pre = _pre_dtype(desc)
     for k, vo, io in _passes(desc):
         fp = _flat_of(desc, k)
-        if fp is not None and strides[1] == inner and strides[2] == 1:
-            _run_flat(fp, xv, outputs[vo], ws, R, inner, k)
+        if fp is not None and fp.fits(strides, R, inner):
+            _run_flat(fp, xv, outputs[vo], ws, *_flat_shape(fp, outer, R, inner), k)
             continue
         is_arg = _small(k)
         kind, b0, b1, _, S, chunk = _blocks(outer, R, inner, desc.inputs[0].dtype.itemsize, is_arg)
@@ -411,12 +442,12 @@ def _run(desc, inputs, outputs, ws):
 
 
 def _run_flat(fp: FlatPlan, x, out, ws, R: int, C: int, k) -> None:
-    """The flat path on ``x`` (R rows of C contiguous elements, row stride C) into ``out``."""
-    part = ws[: fp.S * C * 4].view(torch.float32)
+    """The flat path on ``x`` (contiguous; R and C as _flat_parts takes them) into ``out``."""
     tgt = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-    (k1, g1, t1, kw1), (k2, g2, t2, kw2) = _flat_parts(fp, R, C, k)
-    k1[g1](x, part, *t1, **kw1)
-    k2[g2](part, tgt, *t2, **kw2)
+    parts = _flat_parts(fp, R, C, k)
+    bufs = [x, ws[: fp.S * C * 4].view(torch.float32), tgt] if fp.kind == "cols" else [x, tgt]
+    for j, (kern, grid, tail, kw) in enumerate(parts):
+        kern[grid](bufs[j], bufs[j + 1], *tail, **kw)
     if tgt is not out:
         out.copy_(tgt)
 
@@ -454,7 +485,7 @@ def _route(desc, pref):
     for k, _, _ in _passes(desc):
         fp = _flat_of(desc, k)
         if fp is not None:
-            names.append(f"reduce_flatcol_split{fp.S}")
+            names.append(f"reduce_flatcol_split{fp.S}" if fp.kind == "cols" else f"reduce_flatrow{fp.br}")
             continue
         kind, *_, S, _ = _blocks(outer, R, inner, x.dtype.itemsize, _small(k))
         names.append(f"reduce_{kind}" + (f"_split{S}" if S > 1 else ""))
@@ -476,12 +507,15 @@ def _bind(desc, pref=None):
         return _run
     fp = _flat_of(desc, k)
     if fp is not None:
-        flat = [bind_kernel(*p[:3], **p[3]) for p in _flat_parts(fp, R, inner, k)]
+        flat = [bind_kernel(*p[:3], **p[3]) for p in _flat_parts(fp, *_flat_shape(fp, outer, R, inner), k)]
         nbytes = fp.S * inner * 4
 
         def run_flat(desc_, inputs, outputs, ws):
             xt, out = inputs[0], outputs[vo]
             if xt.is_contiguous() and out.is_contiguous():
+                if len(flat) == 1:
+                    flat[0](xt, out)
+                    return
                 part = ws[:nbytes].view(torch.float32)
                 flat[0](xt, part)
                 flat[1](part, out)

@@ -378,12 +378,27 @@ def _var_cols_kernel(x_ptr, s1_ptr, s2_ptr, R, rows_per, S, C: tl.constexpr, BR:
     tl.store(s2_ptr + c * S + s, tl.sum(tl.reshape(a2, [BR, C]), axis=0))
 
 
+@triton.jit
+def _moment_store(x_ptr, v_ptr, m_ptr, c, cm, n, mu, q, corr, SQRT: tl.constexpr, WRITE1: tl.constexpr):
+    """Columns c's results from their (count, mean of x - K, M2): var = M2 / max(N - correction, 0) (std: its
+    root), the mean K + mean(x - K), K = the column's first element."""
+    r = q / tl.maximum(n - corr, 0.0)
+    if SQRT:
+        r = _sqrt(r)
+    tl.store(v_ptr + c, r.to(v_ptr.dtype.element_ty), mask=cm)
+    if WRITE1:
+        tl.store(m_ptr + c, (tl.load(x_ptr + c, mask=cm, other=0).to(tl.float32) + mu).to(m_ptr.dtype.element_ty),
+                 mask=cm)
+
+
 @fast_kernel
-def _var_wide_kernel(x_ptr, s1_ptr, s2_ptr, R, C, rows_per, S, BR: tl.constexpr, BC: tl.constexpr):
+def _var_wide_kernel(x_ptr, s1_ptr, s2_ptr, v_ptr, m_ptr, R, C, rows_per, S, corr, BR: tl.constexpr,
+                     BC: tl.constexpr, FINAL: tl.constexpr, SQRT: tl.constexpr, WRITE1: tl.constexpr):
     """Stage 1 of var over the R rows of a contiguous [R, C] of wide rows (C > 64): the reduction family's column
     tiles ([BR, BC], BC contiguous columns, 16 B a thread), each tile's shifted sums reduced over its rows at once
     and added to a per-column running pair (no per-element accumulators, no division per tile), stored per column as
-    _var_cols_kernel's (s1[c, s], s2[c, s]) for the same fold."""
+    _var_cols_kernel's (s1[c, s], s2[c, s]) for the same fold.  FINAL (one split: the columns alone fill the GPU,
+    e.g. [16, 1M]): the results written here, no partials and no fold."""
     c = tl.program_id(0) * BC + tl.arange(0, BC)
     s = tl.program_id(1)
     cm = c < C
@@ -399,34 +414,38 @@ def _var_wide_kernel(x_ptr, s1_ptr, s2_ptr, R, C, rows_per, S, BR: tl.constexpr,
         d = tl.where(m, v.to(tl.float32) - k[None, :], 0.0)
         a1 += tl.sum(d, axis=0)
         a2 += tl.sum(d * d, axis=0)
-    tl.store(s1_ptr + c * S + s, a1, mask=cm)
-    tl.store(s2_ptr + c * S + s, a2, mask=cm)
+    if FINAL:
+        n = tl.zeros([BC], tl.float32) + R
+        mu = a1 / tl.maximum(n, 1.0)
+        _moment_store(x_ptr, v_ptr, m_ptr, c, cm, n, mu, tl.maximum(a2 - a1 * mu, 0.0), corr, SQRT, WRITE1)
+    else:
+        tl.store(s1_ptr + c * S + s, a1, mask=cm)
+        tl.store(s2_ptr + c * S + s, a2, mask=cm)
 
 
 @fast_kernel
-def _var_cols_fold(x_ptr, s1_ptr, s2_ptr, v_ptr, m_ptr, R, rows_per, S, corr, BS: tl.constexpr,
-                   SQRT: tl.constexpr, WRITE1: tl.constexpr):
-    """Stage 2: column c's S (count, mean, M2) partials merged with Chan's formula (blocks of BS, then a tree), in a
-    fixed order; var = M2 / max(N - correction, 0) (std: its root), the mean K + mean(d)."""
-    c = tl.program_id(0)
-    n = tl.zeros([BS], tl.float32)
-    mu = tl.zeros([BS], tl.float32)
-    q = tl.zeros([BS], tl.float32)
+def _var_cols_fold(x_ptr, s1_ptr, s2_ptr, v_ptr, m_ptr, R, C, rows_per, S, corr, BC: tl.constexpr,
+                   BS: tl.constexpr, SQRT: tl.constexpr, WRITE1: tl.constexpr):
+    """Stage 2: the S (count, mean, M2) partials of BC columns merged with Chan's formula (blocks of BS, then a
+    tree), in a fixed order (BC * BS <= _FLAT_FOLD: few partials a column take several columns a program; one
+    program a column gave [16, 1M] 1M programs of one partial: 0.65 ms, 0.03x eager)."""
+    c = tl.program_id(0) * BC + tl.arange(0, BC)
+    cm = c < C
+    n = tl.zeros([BC, BS], tl.float32)
+    mu = tl.zeros([BC, BS], tl.float32)
+    q = tl.zeros([BC, BS], tl.float32)
     for s0 in loop(0, S, BS):
         sp = s0 + tl.arange(0, BS)
         ok = sp < S
         ns = tl.where(ok, tl.minimum(rows_per, R - sp.to(tl.int64) * rows_per), 0).to(tl.float32)
-        a1 = tl.load(s1_ptr + c * S + sp, mask=ok, other=0.0)
-        a2 = tl.load(s2_ptr + c * S + sp, mask=ok, other=0.0)
+        ns = tl.broadcast_to(ns[None, :], [BC, BS])
+        mm = cm[:, None] & ok[None, :]
+        a1 = tl.load(s1_ptr + c[:, None] * S + sp[None, :], mask=mm, other=0.0)
+        a2 = tl.load(s2_ptr + c[:, None] * S + sp[None, :], mask=mm, other=0.0)
         ms = tl.where(ns > 0, a1 / tl.where(ns > 0, ns, 1.0), 0.0)
         n, mu, q = _chan(n, mu, q, ns, ms, tl.maximum(a2 - a1 * ms, 0.0))
-    N, MU, Q = tl.reduce((n, mu, q), 0, _chan)
-    r = Q / tl.maximum(N - corr, 0.0)
-    if SQRT:
-        r = _sqrt(r)
-    tl.store(v_ptr + c, r.to(v_ptr.dtype.element_ty))
-    if WRITE1:
-        tl.store(m_ptr + c, (tl.load(x_ptr + c).to(tl.float32) + MU).to(m_ptr.dtype.element_ty))
+    N, MU, Q = tl.reduce((n, mu, q), 1, _chan)
+    _moment_store(x_ptr, v_ptr, m_ptr, c, cm, N, MU, Q, corr, SQRT, WRITE1)
 
 
 @fast_kernel
@@ -487,14 +506,20 @@ def _run_flat_moment(fl, desc, x, outputs, ws):
     corr = float(desc.attr("correction"))
     if fl[0] in ("cols", "wide"):
         _, br, rows, S = fl[:4]
-        s1 = ws[: S * inner * 4].view(torch.float32)
-        s2 = ws[(S * inner * 4 + 15) // 16 * 16:][: S * inner * 4].view(torch.float32)
+        s1 = s2 = x                     # (wide, one split: no partials)
+        if fl[0] == "cols" or S > 1:
+            s1 = ws[: S * inner * 4].view(torch.float32)
+            s2 = ws[(S * inner * 4 + 15) // 16 * 16:][: S * inner * 4].view(torch.float32)
         if fl[0] == "cols":
             _var_cols_kernel[(S,)](x, s1, s2, R, rows, S, C=inner, BR=br, num_warps=4)
         else:
-            _var_wide_kernel[(cdiv(inner, fl[4]), S)](x, s1, s2, R, inner, rows, S, BR=br, BC=fl[4], num_warps=4)
-        _var_cols_fold[(inner,)](x, s1, s2, v, m, R, rows, S, corr, BS=min(_FLAT_FOLD, next_power_of_2(S)),
-                                 num_warps=4, **kw)
+            _var_wide_kernel[(cdiv(inner, fl[4]), S)](x, s1, s2, v, m, R, inner, rows, S, corr, BR=br, BC=fl[4],
+                                                      FINAL=S == 1, num_warps=4, **kw)
+        if fl[0] == "cols" or S > 1:
+            bs = min(_FLAT_FOLD, next_power_of_2(S))
+            bc = min(_FLAT_FOLD // bs, next_power_of_2(inner))
+            _var_cols_fold[(cdiv(inner, bc),)](x, s1, s2, v, m, R, inner, rows, S, corr, BC=bc, BS=bs, num_warps=4,
+                                               **kw)
     else:
         bm = fl[1]
         _var_rows_kernel[(cdiv(outer, bm),)](x, v, m, outer, corr, C=R, BM=bm, num_warps=4, **kw)
@@ -527,7 +552,7 @@ def _ws(desc):
     need = stats_workspace(desc.inputs[0].shape, desc.attr("dims"), desc.inputs[0].dtype.itemsize,
                            _acc(desc.dtype, desc.outputs[0].dtype))
     fl = flat_moment(desc) if desc.op in MOMENT_OPS else None
-    if fl is not None and fl[0] != "rows":     # two f32 [C, S] partial arrays (a strided input: run_stats' need)
+    if fl is not None and (fl[0] == "cols" or fl[0] == "wide" and fl[3] > 1):  # two f32 [C, S] partials
         n = fl[3] * geometry(desc.inputs[0].shape, desc.attr("dims"))[2] * 4
         need = max(need, (n + 15) // 16 * 16 + n)
     return need
