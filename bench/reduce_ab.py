@@ -3,7 +3,7 @@ max per tile (``_FORCE["pack"]``) against the (value, index) tile path; sum / me
 dims read flat (``_FORCE["flat_rows"]``) against the row kernel; var over wide and narrow leading dims (one split
 finished in the first stage, column-blocked fold) -- each beside torch eager and torch.compile.  Timed as the bench
 rows are: CUDA-graph replays over input copies rotated past 2x L2 (bench/_graph_timer.timed).
-    python bench/reduce_ab.py OUT.json"""
+    python bench/reduce_ab.py OUT.json [OPS]      (OPS: comma-separated, e.g. argmax,argmin; default all)"""
 import json
 import sys
 
@@ -20,6 +20,7 @@ CASES = [  # (op, shape, dims, dtype, knob): knob toggled off for the "before" r
     ("argmax", (16384, 4096), 1, torch.bfloat16, "pack"),
     ("argmax", (16384, 4096), 1, torch.float32, "pack"),
     ("argmin", (16384, 4096), 1, torch.bfloat16, "pack"),
+    ("argmax", (16384, 4096), 1, torch.float16, "pack"),
     ("argmax", (1, 16777216), 1, torch.bfloat16, "pack"),
     ("argmax", (1048576, 16), 1, torch.bfloat16, "pack"),
     ("sum", (1048576, 16), 1, torch.bfloat16, "flat_rows"),
@@ -40,8 +41,10 @@ def row(**r):
     print(json.dumps(r), flush=True)
 
 
-def main(out):
+def main(out, only=None):
     for op, shape, dim, dt, knob in CASES:
+        if only and op not in only:
+            continue
         x = torch.randn(shape, device="cuda", dtype=dt) * 2 + 3
         nbytes = x.numel() * x.element_size()
         xs = [x] + [x.clone() for _ in range(max(0, -(-(160 << 20) // nbytes) - 1))]
@@ -71,4 +74,4 @@ def main(out):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2].split(",") if len(sys.argv) > 2 else None)

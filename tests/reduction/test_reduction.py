@@ -60,8 +60,9 @@ def test_ties_first_index(backend):
 
 @pytest.mark.skipif(Backend.TRITON not in BACKENDS, reason="Triton not available")
 @pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16, torch.float16])
-def test_packed_argmax_matches_torch(monkeypatch, dt):
-    """argmax / argmin of 16/32-bit floats as one int64 max of (order key, ~column) per tile: signed zeros tie
+@pytest.mark.parametrize("split", [False, True])
+def test_packed_argmax_matches_torch(monkeypatch, dt, split):
+    """argmax / argmin of 16-bit floats as one int32 max of (order key, ~column) per tile: signed zeros tie
     (the first wins), the first NaN of either sign wins, -inf-only rows give 0, subnormals order, rows of several
     tiles; the same indices as torch and as the (value, index) tile path (pack off)."""
     from baracuda.backends.triton.reduction import reduce as tri
@@ -80,6 +81,9 @@ def test_packed_argmax_matches_torch(monkeypatch, dt):
     x[3, 111] = -torch.finfo(dt).tiny * 2 * sub
     x[4, 8999] = float("inf")
     x[5, 3] = x[5].max()         # a tie with the later maximum
+    if split:                    # packed partials (values from their keys), folded by the pair path
+        force_reduction_split(monkeypatch)
+        assert "split" in forced_plan(bc.Descriptor.like("argmax", x, dim=1), DEVICE, Backend.TRITON).sku.route
     for op in ("argmax", "argmin"):
         want = getattr(torch, op)(x, dim=1)
         got = _run(op, x, Backend.TRITON, dim=1)
@@ -224,7 +228,7 @@ _COMPILE_CHECK = textwrap.dedent("""
                   SEC=acc if mode == r._MINMAX else tl.int64, HIGH=float("inf") if flt else 2 ** 63 - 1, I64=False)
         if kind == "row":
             k, ints = r._row_kernel, ["M", "R", "chunk", "sxm", "S", "count"]
-            ce.update(sxr=1, BLOCK_M=b0, BLOCK_N=b1, PACK=pack and mode == r._ARG and acc == tl.float32)
+            ce.update(sxr=1, BLOCK_M=b0, BLOCK_N=b1, PACK=0x7F80 if pack and mode == r._ARG and ptr == "*bf16" else 0)
             per = r._ARG_THREAD_BYTES if mode == r._ARG else r._THREAD_BYTES
             warps = min(8, max(1, triton.next_power_of_2(b0 * b1 * item // (32 * per))))
         else:

@@ -353,8 +353,11 @@ _TL = {DType.f64: tl.float64, DType.f32: tl.float32, DType.f16: tl.float16, DTyp
        DType.bool: tl.int1}   # bool: amax/max/aminmax of bool inputs, dtype=bool (x != 0; 0/1 in the i64 accumulator)
 
 
+_PACK_INF = {DType.bf16: 0x7F80, DType.f16: 0x7C00}
+
+
 def _launch_parts(kind, b0, b1, geom, strides, S, chunk, count, mode, neg_in, neg_out, idx_in, write_val, write_idx,
-                  post, acc, pre, i64, itemsize):
+                  post, acc, pre, i64, itemsize, in_dtype=None):
     """(kernel, grid, scalar arguments after the 4 tensors (x, xi, out, oi), constexprs and options) of one
     launch."""
     outer, R, inner = geom
@@ -372,10 +375,10 @@ def _launch_parts(kind, b0, b1, geom, strides, S, chunk, count, mode, neg_in, ne
                   SEC=_TL[acc] if mode == _MINMAX else tl.int64, HIGH=float("inf") if flt else 2 ** 63 - 1, I64=i64,
                   num_warps=warps)
     if kind == "row":
-        # PACK (reduce_kernels' note): argmax / argmin of 16/32-bit floats whose values are not returned (index
-        # outputs, or the split's partials); R < 2^32 (the column's word)
-        pack = (mode == _ARG and not idx_in and flt and acc.itemsize == 4 and (not write_val or S > 1)
-                and R < 2 ** 32 and _FORCE.get("pack", True))
+        # PACK (reduce_kernels' note): argmax / argmin of bf16 / f16 whose values are not returned (index outputs,
+        # or the split's partials): +inf's bits, else 0
+        pack = _PACK_INF.get(in_dtype, 0) if (mode == _ARG and not idx_in and (not write_val or S > 1)
+                                               and not pre and _FORCE.get("pack", True)) else 0
         return (_row_kernel, (cdiv(outer, b0), S), (outer, R, chunk, strides[0], strides[1], S, count),
                 dict(BLOCK_M=b0, BLOCK_N=b1, PACK=pack, **common))
     n_iblk = cdiv(inner, b1)
@@ -385,9 +388,10 @@ def _launch_parts(kind, b0, b1, geom, strides, S, chunk, count, mode, neg_in, ne
 
 
 def _launch(kind, b0, b1, x, xi, out, oi, geom, strides, S, chunk, count, mode, neg_in, neg_out, idx_in,
-            write_val, write_idx, post, acc, pre, i64):
+            write_val, write_idx, post, acc, pre, i64, in_dtype=None):
     kernel, grid, tail, kw = _launch_parts(kind, b0, b1, geom, strides, S, chunk, count, mode, neg_in, neg_out,
-                                           idx_in, write_val, write_idx, post, acc, pre, i64, x.element_size())
+                                           idx_in, write_val, write_idx, post, acc, pre, i64, x.element_size(),
+                                           in_dtype)
     kernel[grid](x, xi, out, oi, *tail, **kw)
 
 
@@ -421,7 +425,7 @@ def _run(desc, inputs, outputs, ws):
         ti_ = ti if ti is not None else tv_
         if S == 1:
             _launch(kind, b0, b1, xv, xv, tv_, ti_, geom, strides, 1, chunk, R, k.mode, k.neg, k.neg, False,
-                    tv is not None, ti is not None, k.post, acc_dt, pre, i64)
+                    tv is not None, ti is not None, k.post, acc_dt, pre, i64, desc.inputs[0].dtype)
         else:
             n = outer * S * inner
             vals = ws[: n * acc_dt.itemsize].view(acc_dt.torch)
@@ -430,7 +434,7 @@ def _run(desc, inputs, outputs, ws):
             idx = ws[off: off + n * sec.itemsize].view(sec.torch) if k.second else vals
             # stage 1: (outer, S, inner) partials, in the negated space for min-type ops
             _launch(kind, b0, b1, xv, xv, vals, idx, geom, strides, S, chunk, R, k.mode, k.neg, False, False,
-                    True, k.second, _P_NONE, acc_dt, pre, i64)
+                    True, k.second, _P_NONE, acc_dt, pre, i64, desc.inputs[0].dtype)
             # stage 2: reduce the S partials of each output, in split order (deterministic)
             k2, c0, c1, _, _, _ = _blocks(outer, S, inner, acc_dt.itemsize, is_arg, stage2=True)
             st2 = (S, 1, 0) if inner == 1 else (S * inner, inner, 1)
@@ -527,11 +531,11 @@ def _bind(desc, pref=None):
     i64 = max(_span(xm), outer * S * inner) >= 2 ** 31 - 65536
     if S == 1:
         p1 = _launch_parts(kind, b0, b1, geom, strides, 1, chunk, R, k.mode, k.neg, k.neg, False, vo is not None,
-                           io is not None, k.post, acc, _pre_dtype(desc), i64, x.dtype.itemsize)
+                           io is not None, k.post, acc, _pre_dtype(desc), i64, x.dtype.itemsize, x.dtype)
         stages = [bind_kernel(*p1[:3], **p1[3])]
     else:   # as _run's two stages: (outer, S, inner) partials in the workspace, then their fold in split order
         p1 = _launch_parts(kind, b0, b1, geom, strides, S, chunk, R, k.mode, k.neg, False, False, True, k.second,
-                           _P_NONE, acc, _pre_dtype(desc), i64, x.dtype.itemsize)
+                           _P_NONE, acc, _pre_dtype(desc), i64, x.dtype.itemsize, x.dtype)
         k2, c0, c1, _, _, _ = _blocks(outer, S, inner, acc.itemsize, is_arg, stage2=True)
         st2 = (S, 1, 0) if inner == 1 else (S * inner, inner, 1)
         p2 = _launch_parts(k2, c0, c1, (outer, S, inner), st2, 1, S, R, k.mode2, False, k.neg, k.second,

@@ -158,40 +158,35 @@ def _tile_arg(v, c, m, IBIG: tl.constexpr, FLT: tl.constexpr):
     return t, j
 
 
-# -- PACK: argmax / argmin of 16/32-bit floats as ONE int64 max per tile ------------------------------------
+# -- PACK: argmax / argmin of bf16 / f16 as ONE int32 max per tile ------------------------------------------
 # Why: _tile_arg is two reductions per tile (a (value, index) max, then the first NaN's column): bf16 [16384,
-# 4096] argmax ran at 1.55 TB/s on an H200 (0.88x torch eager; amax, one reduction, 4.2 TB/s).  The value's
-# order-preserving int32 key (NaN above +inf, -0 = +0) in the high word and ~column in the low word make the
-# first maximum (or the first NaN) the plain int64 maximum.  Values come back from the key: exact but for
-# -0 (as +0) and NaN payloads, so it serves index-only outputs and the split's partials (compared, never
-# returned); torch.max(dim)'s values take _tile_arg.
+# 4096] argmax ran at 1.55 TB/s on an H200 (0.88x torch eager; amax, one reduction, 4.2 TB/s).  The 16-bit
+# value's order-preserving key (every NaN above +inf, -0 = +0) in the high half and 65535 - the column within
+# the tile in the low half make the tile's first maximum (or first NaN) the plain int32 maximum.  (The same in
+# int64 for f32 keys ran slower than _tile_arg: 108 against 87 us, session 13 run B.)  Values come back from the
+# key: exact but for -0 (as +0) and NaN payloads, so it serves index-only outputs and the split's partials
+# (compared, never returned); torch.max(dim)'s values take _tile_arg.
 @triton.jit
-def _order_key(v, m):
-    """int32 key of float32 v, ordered as the values with every NaN above +inf (one key) and -0 = +0; masked
-    lanes the lowest key (-2^31, below -inf's)."""
-    b = v.to(tl.int32, bitcast=True)
-    k = b ^ ((b >> 31) & 0x7FFFFFFF)
-    k = tl.where(v != v, 0x7FFFFFFF, k)
-    k = tl.where(v == 0, 0, k)
-    return tl.where(m, k, -2147483648)
-
-
-@triton.jit
-def _packed_best(v, c, m):
-    """Per row of a [rows, cols] tile: max of (key << 32 | 2^32 - 1 - column) (the first of equal keys)."""
-    p = (_order_key(v.to(tl.float32), m).to(tl.int64) << 32) | (4294967295 - c.to(tl.int64))
-    return tl.max(p, 1)
+def _packed_tile(x_ptr, off, m, c0, NEG: tl.constexpr, INF: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Per row of a [rows, BLOCK_N] tile of 16-bit floats (INF: +inf's bits, 0x7F80 bf16 / 0x7C00 f16; NEG:
+    of -x) starting at column c0: (key, column) of its first maximum; key -32768 where no lane is valid."""
+    b = tl.load(x_ptr + off, mask=m, other=0).to(tl.int16, bitcast=True).to(tl.int32)
+    if NEG:
+        b = b ^ -32768                     # the sign bit of the 16-bit value (b is sign-extended)
+    mag = b & 0x7FFF
+    k = b ^ ((b >> 15) & 0x7FFF)           # two's-complement order = the values' order
+    k = tl.where(mag > INF, 0x7FFF, tl.where(mag == 0, 0, k))
+    k = tl.where(m, k, -32768)
+    best = tl.max((k << 16) | (65535 - tl.arange(0, BLOCK_N))[None, :], 1)
+    return best >> 16, c0 + 65535 - (best & 65535)
 
 
 @triton.jit
-def _unpack_best(best, LOW: tl.constexpr, IBIG: tl.constexpr, IDXT: tl.constexpr, ACC: tl.constexpr):
-    """(value, index) of a packed maximum; (LOW, IBIG) where no element was valid."""
-    k = (best >> 32).to(tl.int32)
-    b = k ^ ((k >> 31) & 0x7FFFFFFF)
-    empty = k == -2147483648
-    val = tl.where(empty, LOW, b.to(tl.float32, bitcast=True)).to(ACC)
-    idx = tl.where(empty, IBIG, 4294967295 - (best & 4294967295)).to(IDXT)
-    return val, idx
+def _unpack_key(key, x_ptr, LOW: tl.constexpr, ACC: tl.constexpr):
+    """The value of a 16-bit key (x_ptr's element type), in ACC; LOW for the empty key."""
+    b = (key ^ ((key >> 15) & 0x7FFF)).to(tl.int16)
+    val = b.to(x_ptr.dtype.element_ty, bitcast=True).to(ACC)
+    return tl.where(key == -32768, LOW, val)
 
 
 @triton.jit
@@ -242,15 +237,18 @@ def _row_kernel(x_ptr, xi_ptr, out_ptr, oi_ptr, M, R, chunk, sxm, sxr, S, count,
     if I64:
         r0 = r0.to(tl.int64)
     cols = tl.arange(0, BLOCK_N)
-    if MODE == 2 and not IDX_IN and PACK:
-        best = tl.full([BLOCK_M], -9223372036854775807 - 1, tl.int64)
+    if MODE == 2 and not IDX_IN and PACK != 0:
+        kacc = tl.full([BLOCK_M], -32768, tl.int32)
+        acc_i = tl.full([BLOCK_M], IBIG, IDXT)
         for start in loop(0, chunk, BLOCK_N):
             c = r0 + start + cols
             m = row_ok[:, None] & (c < R)[None, :]
-            off = rows[:, None] * sxm + c[None, :] * sxr
-            v = _load(x_ptr, off, m, MODE, NEG_IN, ACC, PRE, HAS_PRE, FLT)
-            best = tl.maximum(best, _packed_best(v, c, m))
-        acc, acc_i = _unpack_best(best, LOW, IBIG, IDXT, ACC)
+            tk, tc = _packed_tile(x_ptr, rows[:, None] * sxm + c[None, :] * sxr, m, r0 + start, NEG_IN, PACK,
+                                  BLOCK_N)
+            take = tk > kacc                   # strictly: an equal key in a later tile keeps the first
+            kacc = tl.where(take, tk, kacc)
+            acc_i = tl.where(take, tc.to(IDXT), acc_i)
+        acc = _unpack_key(kacc, x_ptr, LOW, ACC)
     elif MODE == 2 and not IDX_IN:
         # per tile: the first NaN's column (tl.min) and the first maximum (tl.max with tie-break-left
         # indices, a built-in (value, index) reduction); tiles fold in index order.  [16384, 4096] bf16 on
