@@ -1,0 +1,12 @@
+import time, torch, baracuda as bc, sys
+x = (torch.rand(4096, 4096, device="cuda") * 0.2 + 0.9).to(torch.bfloat16)
+t = time.time()
+p = bc.Plan.select(bc.Descriptor.like("cumprod", x, dim=1), "cuda")
+print("route", p.sku.route, flush=True)
+y = p.run(x); torch.cuda.synchronize(); print("ours first call s", time.time() - t, flush=True)
+t = time.time()
+for _ in range(10): p.run(x)
+torch.cuda.synchronize(); print("ours 10 calls ms", (time.time() - t) * 100, flush=True)
+print("maxerr", ((y.double() - torch.cumprod(x.double(), 1)).abs().max()).item(), flush=True)
+t = time.time(); cf = torch.compile(lambda a: torch.cumprod(a, 1)); cf(x); torch.cuda.synchronize()
+print("compile first call s", time.time() - t, flush=True)
