@@ -454,15 +454,22 @@ def _flat_fold_kernel(p_ptr, o_ptr, S, count, BS: tl.constexpr, MODE: tl.constex
             acc = _max_nan(acc, tl.load(p_ptr + c * S + q, mask=m, other=float("-inf")))
         else:
             acc += tl.load(p_ptr + c * S + q, mask=m, other=0.0)
+    tl.store(o_ptr + c, _flat_out(acc, 0, MODE, NEG, DIV, count).to(o_ptr.dtype.element_ty))
+
+
+@triton.jit
+def _flat_out(acc, AXIS: tl.constexpr, MODE: tl.constexpr, NEG: tl.constexpr, DIV: tl.constexpr, count):
+    """The flat paths' last step: acc reduced along AXIS (MODE 1: max with NaN winning, of negated values for
+    NEG, negated back; 0: sum, DIV: / count)."""
     if MODE == 1:
-        out = tl.reduce(acc, 0, _max_nan)
+        out = tl.reduce(acc, AXIS, _max_nan)
         if NEG:
             out = -out
     else:
-        out = tl.sum(acc, axis=0)
+        out = tl.sum(acc, axis=AXIS)
         if DIV:
             out = out / count
-    tl.store(o_ptr + c, out.to(o_ptr.dtype.element_ty))
+    return out
 
 
 @fast_kernel
@@ -475,15 +482,7 @@ def _flat_row_kernel(x_ptr, o_ptr, M, count, C: tl.constexpr, BM: tl.constexpr, 
     m = offs < (M - r0) * C
     v = tl.reshape(tl.load(x_ptr + r0 * C + offs, mask=m, other=0, eviction_policy="evict_first").to(tl.float32),
                    [BM, C])
-    if MODE == 1:
-        if NEG:
-            v = -v
-        out = tl.reduce(v, 1, _max_nan)
-        if NEG:
-            out = -out
-    else:
-        out = tl.sum(v, axis=1)
-        if DIV:
-            out = out / count
+    if MODE == 1 and NEG:
+        v = -v
     rows = r0 + tl.arange(0, BM)
-    tl.store(o_ptr + rows, out.to(o_ptr.dtype.element_ty), mask=rows < M)
+    tl.store(o_ptr + rows, _flat_out(v, 1, MODE, NEG, DIV, count).to(o_ptr.dtype.element_ty), mask=rows < M)
