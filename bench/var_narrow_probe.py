@@ -14,7 +14,7 @@ import baracuda as bc
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _graph_timer import timed  # noqa: E402
-from baracuda.backends.triton.reduction.stats import _var_cols_fold, _var_cols_kernel, _var_rows_kernel  # noqa: E402
+from baracuda.backends.triton.reduction.stats_flat import _var_cols_fold, _var_cols_kernel, _var_rows_kernel  # noqa: E402
 
 
 rows = []
@@ -52,7 +52,7 @@ def main(out):
                             def fn(i):
                                 xi = xs[i % len(xs)]
                                 _var_cols_kernel[(S2,)](xi, s1, s2, R, rows_per, S2, C=C, BR=BR, num_warps=warps)
-                                _var_cols_fold[(C,)](xi, s1, s2, v, mu, R, rows_per, S2, 1.0, BS=1024, SQRT=False,
+                                _var_cols_fold[(C,)](xi, s1, s2, v, mu, R, C, rows_per, S2, 1.0, BC=1, BS=1024, SQRT=False,
                                                      WRITE1=True, num_warps=4)
                             fn(0)
                             torch.cuda.synchronize()

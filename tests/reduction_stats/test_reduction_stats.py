@@ -244,13 +244,13 @@ def flat_moments(monkeypatch):
     """The flat var paths on small problems: column loads of 64 elements, up to 8 splits, folds of 4 partials, rows
     of 64 elements a program."""
     from baracuda.backends.triton.reduction import reduce as tri
-    from baracuda.backends.triton.reduction import stats
+    from baracuda.backends.triton.reduction import stats_flat
 
     monkeypatch.setattr(tri, "_SPLIT_MIN_BYTES", 0)
-    monkeypatch.setattr(stats, "_FLAT_LOAD", 64)
-    monkeypatch.setattr(stats, "_FLAT_SPLITS", 8)
-    monkeypatch.setattr(stats, "_FLAT_FOLD", 4)
-    monkeypatch.setattr(stats, "_FLAT_ROWS", 64)
+    monkeypatch.setattr(stats_flat, "_FLAT_LOAD", 64)
+    monkeypatch.setattr(stats_flat, "_FLAT_SPLITS", 8)
+    monkeypatch.setattr(stats_flat, "_FLAT_FOLD", 4)
+    monkeypatch.setattr(stats_flat, "_FLAT_ROWS", 64)
 
 
 @pytest.mark.skipif(Backend.TRITON not in BACKENDS, reason="Triton not available")

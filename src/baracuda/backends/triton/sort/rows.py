@@ -210,7 +210,7 @@ def topk_rows(x2, v, i, k: int, largest: bool, ws) -> None:
         lo = -(1 << c.bits) if (c.kind == 2 and largest) else 0 if c.kind == 2 else -(1 << (c.bits - 1))
         flags = xb
         if filt:        # the filter, then the radix select for the rows it flagged (on the device: no host sync)
-            M, C = filter_shape(n, k)
+            M, C = filter_shape(n, k, c.bits)
             if ws is None:      # (direct callers: bench probes)
                 ws = torch.empty(topk_ws_bytes(R, n, k, dt), dtype=torch.uint8, device=x2.device)
             buf, flags = _filter_bufs(ws, R, C)
@@ -241,12 +241,23 @@ def uses_filter(n: int, k: int, dt: DType) -> bool:
     return ok and _FORCE.get("filter", dt.itemsize >= 2 and n >= max(4 * next_power_of_2(k), 2048))
 
 
-def filter_shape(n: int, k: int) -> tuple[int, int]:
-    """(M chunks, C survivor slots) per row of the threshold filter, powers of 2: M = 4096 (or the row's next_pow2,
-    at least next_pow2(k)); C = max(2 next_pow2(k), 256): random rows of 32768 keep ~1.15 k survivors at M = 4096
-    (a chunk of 8 holds a survivor with probability p: M (1 - (1 - p)^8) = k; survivors 8 M p ~ 1.15 k at k = M / 4)."""
+# the threshold filter's chunks M per row by next_pow2(k), for 16-bit and 32-bit keys: the fastest of 2048 / 4096 /
+# 8192 on [8192, 32768] random rows (H200, bench/topk_m_sweep.py, session 13 run E; ms at M = 2048 / 4096 / 8192:
+# bf16 k = 8 0.37 / 0.43 / 0.67, k = 1024 2.29 / 1.79 / 1.61; f32 k = 8 0.49 / 0.62 / 0.95, k = 512 1.21 / 1.42 /
+# 1.94, k = 1024 2.13 / 2.20 / 2.99).  Fewer chunks read the chunk bests faster; more keep fewer survivors.  bf16
+# k = 1024 stays at 4096: at 8192 the kernel takes 16 B of stack on 8 warps (tests/sort's no-spill check) and the
+# 16-warp form (93 registers, no stack) was not measured.
+_FILTER_M = {16: ((128, 2048), (1024, 4096)), 32: ((128, 2048), (256, 4096), (1024, 2048))}
+
+
+def filter_shape(n: int, k: int, bits: int = 16) -> tuple[int, int]:
+    """(M chunks, C survivor slots) per row of the threshold filter, powers of 2: M from _FILTER_M by next_pow2(k)
+    and the key's bits (at most the row's next_pow2, at least next_pow2(k)); C = max(2 next_pow2(k), 256): random
+    rows of 32768 keep ~1.15 k survivors at M = 4096 (a chunk of 8 holds a survivor with probability p:
+    M (1 - (1 - p)^8) = k; survivors 8 M p ~ 1.15 k at k = M / 4)."""
     kp = next_power_of_2(k)
-    M = max(kp, min(next_power_of_2(n), _FORCE.get("filter_chunks", 4096)))
+    m = next((m for top, m in _FILTER_M[16 if bits <= 16 else 32] if kp <= top), 8192)
+    M = max(kp, min(next_power_of_2(n), _FORCE.get("filter_chunks", m)))
     return M, _FORCE.get("filter_cap", max(2 * kp, 256))
 
 
