@@ -5,6 +5,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import baracuda as bc  # noqa: E402
 import baracuda.torch as bt  # noqa: E402
 from baracuda.testing import test_device as _test_device  # noqa: E402
 
@@ -188,3 +189,43 @@ def test_repeated_positional_calls_take_the_remembered_route_with_their_own_valu
     _same(bt.pow(xi, 2.5), torch.pow(xi, 2.5))
     with pytest.raises(RuntimeError):
         bt.clamp(x, None, None)
+
+
+def test_pow_with_bool_operands_follows_torch():
+    """torch.pow with a bool number or tensor (the pow ops take no bool): torch's values and dtypes -- x ** True is
+    x, True ** x is 1 ** x, b ** 2 int64, b ** 2.0 the default float, b ** True bool, x_f32 ** b f32, int ** b
+    int64 -- also with out= and under bt.mode() (x.pow(True), x ** b); bool ** bool tensors raise as in torch."""
+    x = torch.rand(3, 4, device=DEVICE) + 0.5
+    b = torch.rand(3, 4, device=DEVICE) > 0.5
+    i = torch.arange(1, 13, device=DEVICE).reshape(3, 4)
+    cases = [(True, x), (False, x), (b, True), (b, False), (b, 2), (b, 2.0), (i, True), (x, True), (x, False),
+             (True, i), (x, b), (b, x), (i, b)]
+    for a, e in cases:
+        want = torch.pow(a, e)
+        got = bt.pow(a, e)
+        assert got.dtype == want.dtype and got.shape == want.shape, (type(a), type(e))
+        assert torch.equal(got, want), (a, e)
+    out = torch.empty(3, 4, device=DEVICE)
+    assert bt.pow(x, True, out=out) is out and torch.equal(out, x)
+    with bt.mode():
+        assert torch.equal(x.pow(True), x) and torch.equal(x ** b, torch.pow(x, b.to(x.dtype)))
+    with pytest.raises((RuntimeError, bc.BaracudaError)):
+        bt.pow(b, b)
+    xg = x.clone().requires_grad_()
+    bt.pow(xg, b).sum().backward()      # (torch's own backward raises here: it subtracts 1 from the bool exponent)
+    torch.testing.assert_close(xg.grad, torch.where(b, 1.0, 0.0))
+
+
+def test_clamp_and_lerp_with_bool_operands_follow_torch():
+    """A bool bound or weight is 1 or 0 and a bool input takes torch's result dtype (clamp(b, 0, 1): int64,
+    clamp(b, 0.5): the default float); an all-bool clamp raises as torch's does."""
+    x = torch.rand(3, 4, device=DEVICE) * 3
+    b = torch.rand(3, 4, device=DEVICE) > 0.5
+    i = torch.arange(-5, 7, device=DEVICE).reshape(3, 4)
+    for fn, args in (("clamp", (x, True)), ("clamp", (x, False, True)), ("clamp", (b, 0, 1)), ("clamp", (b, 0.5)),
+                     ("clamp", (i, True)), ("clip", (b, 0, 1)), ("lerp", (x, x * 2, True)),
+                     ("lerp", (x, x * 2, False))):
+        want, got = getattr(torch, fn)(*args), getattr(bt, fn)(*args)
+        assert got.dtype == want.dtype and torch.equal(got, want), (fn, args)
+    with pytest.raises((RuntimeError, bc.BaracudaError)):
+        bt.clamp(b, False, True)

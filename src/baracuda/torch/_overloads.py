@@ -58,26 +58,72 @@ class Overload:
     scalar_like: dict = field(default_factory=dict)
     # the calls no route takes go to the drop-in published before under the same name (else: torch's TypeError)
     otherwise: bool = False
+    # (vals) -> (vals, finish or None): the call's values rewritten before routing where a bool operand is present
+    # (a bool number or tensor; the ops take none), and the step that gives the result torch's dtype; "promote":
+    # _promote_bools
+    bools: object = None
 
 
 _LERP = Overload(("torch.lerp",), ("input", "end", "weight"), {}, (
     Route("lerp", {"weight": "N"}, ("input", "end"), ("weight",)),
     Route("lerp_tensor", {"weight": "T"}, ("input", "end", "weight")),
-), scalar_like={"weight": "input"})
+), scalar_like={"weight": "input"}, bools="promote")
 
 _CLAMP = Overload(("torch.clamp", "torch.clip"), ("input", "min", "max"), {"min": None, "max": None}, (
     Route("clamp", {"min": "N-", "max": "N-"}, ("input",), ("min", "max")),
     Route("clamp_min", {"min": "T", "max": "-"}, ("input", "min")),
     Route("clamp_max", {"min": "-", "max": "T"}, ("input", "max")),
     Route("clamp_tensor", {"min": "T", "max": "T"}, ("input", "min", "max")),
-), none_error="torch.clamp: At least one of 'min' or 'max' must not be None")
+), none_error="torch.clamp: At least one of 'min' or 'max' must not be None", bools="promote")
+
+def _is_bool(v) -> bool:
+    return type(v) is bool or (isinstance(v, torch.Tensor) and v.dtype == torch.bool)
+
+
+def _to(t: torch.Tensor, dt: torch.dtype) -> torch.Tensor:
+    return call("to_dtype", (t,), {"dtype": dt})
+
+
+def _result_dtype(values) -> torch.dtype:
+    """torch's result dtype of the operands (tensors and numbers, None skipped), folded pair by pair with a stand-in
+    tensor that keeps the category (dimensioned or 0-d) of what it stands for."""
+    vals = [v for v in values if isinstance(v, torch.Tensor)] + [v for v in values
+                                                                  if v is not None and not isinstance(v, torch.Tensor)]
+    rep = vals[0]
+    for v in vals[1:]:
+        dim = rep.dim() > 0 or (isinstance(v, torch.Tensor) and v.dim() > 0)
+        rep = torch.empty((1,) if dim else (), dtype=torch.result_type(rep, v), device="meta")
+    return rep.dtype
+
+
+def _promote_bools(vals: dict):
+    """A call with a bool operand in torch's dtypes (the ops take no bool): where torch's result dtype is not bool, a
+    bool number is 1 or 0 and a bool tensor is converted to that dtype first (clamp(b, 0, 1): int64; clamp(x, True):
+    x's dtype; lerp(x, y, True): weight 1); an all-bool call is left to the op's error (torch: not implemented for
+    bool)."""
+    want = _result_dtype(vals.values())
+    if want == torch.bool:
+        return vals, None
+    return {p: int(v) if type(v) is bool else _to(v, want) if isinstance(v, torch.Tensor) and v.dtype == torch.bool
+            else v for p, v in vals.items()}, None
+
+
+def _pow_bools(vals: dict):
+    """torch.pow with a bool operand: as _promote_bools (x ** True is x, True ** x is 1 ** x, b ** 2 int64, b ** 2.0
+    the default float, x_f32 ** b f32), and a bool tensor to a bool number stays bool (b ** True is b, b ** False
+    all True: through int64), which torch computes while it refuses bool ** bool tensors."""
+    x, e = vals["input"], vals["exponent"]
+    if isinstance(x, torch.Tensor) and x.dtype == torch.bool and type(e) is bool:
+        return dict(vals, input=_to(x, torch.int64), exponent=int(e)), (lambda r: _to(r, torch.bool))
+    return _promote_bools(vals)
+
 
 # torch.pow(x, 2): a Python exponent is an attribute of ``pow_scalar`` (no 0-d operand, and its backward needs no
 # gradient for an integer exponent); torch.pow(2, x): a number base is a weak-scalar operand of ``pow``
 _POW = Overload(("torch.pow",), ("input", "exponent"), {}, (
     Route("pow_scalar", {"input": "T", "exponent": "N"}, ("input",), ("exponent",)),
     Route("pow", {"input": "TN", "exponent": "T"}, ("input", "exponent")),
-))
+), bools=_pow_bools)
 
 # torch.max(input, other) / torch.min(input, other): the elementwise maximum / minimum (torch's binary overload);
 # max(input), max(input, dim, keepdim) stay the reduction (the spec's drop-in, returning torch.return_types.max)
@@ -122,6 +168,8 @@ def _make(ov: Overload, torch_name: str, otherwise=None):
     direct: dict = {}
 
     def dropin(*args, **kwargs):
+        if ov.bools is not None and (any(map(_is_bool, args)) or any(map(_is_bool, kwargs.values()))):
+            return _with_bools(*args, **kwargs)
         if not kwargs and len(args) == n_params:
             hit = direct.get(tuple([_kind(a) for a in args]))
             if hit is not None:
@@ -150,6 +198,28 @@ def _make(ov: Overload, torch_name: str, otherwise=None):
         optional = [p for p in ov.params if p in ov.defaults]
         if ov.none_error and all(vals[p] is None for p in optional):
             raise RuntimeError(ov.none_error)
+        return _routed(vals, out, args, kwargs)
+
+    def _with_bools(*args, **kwargs):
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{fn_name}(): {e}") from None
+        bound.apply_defaults()
+        vals = dict(bound.arguments)
+        out = vals.pop("out")
+        if not any(isinstance(vals[p], torch.Tensor) for p in ov.params):
+            raise TypeError(f"{fn_name}(): argument '{ov.params[0]}' must be a Tensor, not "
+                            f"{type(vals[ov.params[0]]).__name__}")
+        vals, finish = (_promote_bools if ov.bools == "promote" else ov.bools)(vals)
+        if finish is None:
+            return _routed(vals, out, args, kwargs, memo=False)
+        res = finish(_routed(vals, None, args, kwargs, memo=False))
+        return res if out is None else write_out(f"{fn_name}()", res, out)
+
+    def _routed(vals, out, args, kwargs, memo=True):
+        """The route of the call's values (its positional ``args`` / ``kwargs`` as given: the direct memo's key,
+        ``otherwise``'s arguments; ``memo``: the kinds may be remembered)."""
         kinds = {p: _kind(v) for p, v in vals.items()}
         route = next((r for r in ov.routes if all(kinds[p] in ks for p, ks in r.when.items())), None)
         if route is None and otherwise is not None:
@@ -167,7 +237,7 @@ def _make(ov: Overload, torch_name: str, otherwise=None):
         ins = tuple(_operand(vals[p], tensors[0], tdts, any_dim) for p in route.operands)
         attrs = {p: vals[p] for p in route.attrs}
         if out is None:
-            if not kwargs and len(args) == n_params and all(kinds[p] == "T" for p in route.operands) and \
+            if memo and not kwargs and len(args) == n_params and all(kinds[p] == "T" for p in route.operands) and \
                     not any(p in route.operands for p in ov.scalar_like):
                 pos = {p: i for i, p in enumerate(ov.params)}
                 direct[tuple(kinds[p] for p in ov.params)] = (

@@ -39,6 +39,10 @@ pairs instead, updated elementwise in the loop, and reduces across lanes once at
     runs of 1024 contiguous elements (whole rows) elementwise, 1024 splits, and stores each split's C partials
     per column; ``_flat_fold_kernel`` folds a column's partials in split order, one program a column.  A strided
     input takes the column kernel.
+  * Narrow rows read flat (the same ops over trailing dims of 2-64 elements, a power of two, contiguous):
+    ``_flat_row_kernel`` loads 2048 contiguous elements a program as [BM, C] and reduces over C, one launch.
+  * argmax / argmin of bf16 / f16 rows whose values are not returned (index outputs, split partials): one int32
+    max per tile of (16-bit order key << 16 | 65535 - column) (``reduce_kernels._packed_tile``).
 """
 from __future__ import annotations
 
