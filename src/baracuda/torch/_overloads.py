@@ -183,34 +183,40 @@ def _make(ov: Overload, torch_name: str, otherwise=None):
                 vals[p] = ov.defaults[p]
             out = None
         else:
-            try:
-                bound = sig.bind(*args, **kwargs)
-            except TypeError as e:
-                if otherwise is not None:
-                    return otherwise(*args, **kwargs)
-                raise TypeError(f"{fn_name}(): {e}") from None
-            bound.apply_defaults()
-            vals = dict(bound.arguments)
-            out = vals.pop("out")
-        if not any(isinstance(vals[p], torch.Tensor) for p in ov.params):
-            raise TypeError(f"{fn_name}(): argument '{ov.params[0]}' must be a Tensor, not "
-                            f"{type(vals[ov.params[0]]).__name__}")
+            b = _bind(args, kwargs)
+            if b is None:
+                return otherwise(*args, **kwargs)
+            vals, out = b
+        _need_tensor(vals)
         optional = [p for p in ov.params if p in ov.defaults]
         if ov.none_error and all(vals[p] is None for p in optional):
             raise RuntimeError(ov.none_error)
         return _routed(vals, out, args, kwargs)
 
-    def _with_bools(*args, **kwargs):
+    def _bind(args, kwargs):
+        """(values, out) of a call bound to the signature; None where the arguments do not bind and ``otherwise``
+        takes them (torch's TypeError where nothing does)."""
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as e:
+            if otherwise is not None:
+                return None
             raise TypeError(f"{fn_name}(): {e}") from None
         bound.apply_defaults()
         vals = dict(bound.arguments)
-        out = vals.pop("out")
+        return vals, vals.pop("out")
+
+    def _need_tensor(vals):
         if not any(isinstance(vals[p], torch.Tensor) for p in ov.params):
             raise TypeError(f"{fn_name}(): argument '{ov.params[0]}' must be a Tensor, not "
                             f"{type(vals[ov.params[0]]).__name__}")
+
+    def _with_bools(*args, **kwargs):
+        b = _bind(args, kwargs)
+        if b is None:
+            return otherwise(*args, **kwargs)
+        vals, out = b
+        _need_tensor(vals)
         vals, finish = (_promote_bools if ov.bools == "promote" else ov.bools)(vals)
         if finish is None:
             return _routed(vals, out, args, kwargs, memo=False)
