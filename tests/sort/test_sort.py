@@ -64,7 +64,8 @@ def test_sort_is_torchs_stable_sort(backend, path, dt):
                 # -0.0 and +0.0 are one key: the stable order keeps their input order, and the values keep their sign
                 if dt.is_floating_point:
                     assert torch.equal(torch.signbit(v), torch.signbit(tv))
-                _same(_run("argsort", x, backend=backend, dim=dim, descending=desc), ti)
+                if shape == (3, 37):     # (argsort runs sort's kernels: one shape, both orders)
+                    _same(_run("argsort", x, backend=backend, dim=dim, descending=desc), ti)
 
 
 @pytest.mark.parametrize("backend", BACKENDS, ids=str)
@@ -217,12 +218,13 @@ def test_topk_nan_largest_ties_lowest_index(backend, path, dt):
         x[1] = (torch.randn(45, generator=g) * 1e3).to(dt)
         x[1, 5:9] = x[1, 30]
     with forced(**TOPK_PATHS[path]):
-        for k in (1, 3, 4, 7, 16, 45):
-            for largest in (True, False):
-                v, i = _run("topk", x, backend=backend, k=k, largest=largest)
-                tv, ti = torch.sort(x, descending=largest, stable=True)
-                _same(i, ti[:, :k])
-                _same(v, tv[:, :k])
+        # (k = 1, a power of two, others, the whole row; each order with small and large k: the interpreter runs
+        # each call for about half a second, so not every k x order pair)
+        for k, largest in ((1, True), (1, False), (3, True), (4, False), (7, False), (16, True), (45, False)):
+            v, i = _run("topk", x, backend=backend, k=k, largest=largest)
+            tv, ti = torch.sort(x, descending=largest, stable=True)
+            _same(i, ti[:, :k])
+            _same(v, tv[:, :k])
 
 
 def _filter_rows(dt, n, g):

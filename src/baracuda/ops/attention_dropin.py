@@ -19,6 +19,7 @@ import math
 
 from .._core.errors import ArgumentTypeError, DTypeMismatchError, InvalidProblemError
 from ._common import broadcast_shapes
+from .random import draw_seed, graph_safe_draw
 
 _OP = "sdpa"
 _NAMES = ("query", "key", "value")
@@ -97,13 +98,6 @@ def _mask_4d(mask, batch, hq, L, S):
     return m.expand(full).reshape(math.prod(batch), hq, L, S)
 
 
-def draw_seed() -> int:
-    """A dropout seed for the op's Philox stream from torch's CPU generator (torch.manual_seed reproduces it)."""
-    import torch
-
-    return int(torch.randint(0, 2 ** 62, (), dtype=torch.int64))
-
-
 def sdpa_dropin(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     import torch
 
@@ -115,6 +109,8 @@ def sdpa_dropin(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=Fals
     if (attn_mask is not None and attn_mask.dtype != torch.bool and attn_mask.requires_grad
             and torch.is_grad_enabled()):
         return None     # torch's math path differentiates the mask: the composition does (_composed.py)
+    if dropout_p > 0 and graph_safe_draw(query.device):
+        return None     # traced / captured: the kernels take an int seed, the composition's dropout a device state
     L, S, Ev = query.shape[-2], key.shape[-2], value.shape[-1]
     batch, hq, hk = _batch_shape(query, key, value, enable_gqa)
     if hq == 1 < hk:   # one query head against several kv heads: torch broadcasts the query (a stride-0 view)

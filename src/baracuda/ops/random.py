@@ -36,9 +36,15 @@ dropout & co.               element (or channel) m is kept iff U(offset + m) >= 
                             c0 = alpha a (p - 1)); the channel masks span the dims torch's feature dropout does.
                             Backward: dropout_backward regenerates the mask from (seed, offset): g * s where kept.
 
-The drop-ins take torch's signatures and draw ``seed`` from torch's CPU generator (``draw_seed``, the one the
-attention family uses), so ``torch.manual_seed`` makes a run reproducible; the values differ from torch's own
-stream (torch's Philox offsets and transforms are not reproduced), the distributions are the same.
+The drop-ins take torch's signatures and draw their stream from torch's generators (``drop_in_stream``), so
+``torch.manual_seed`` makes a run reproducible; the values differ from torch's own stream (torch's Philox offsets
+and transforms are not reproduced), the distributions are the same.  Eager calls draw ``seed`` from torch's CPU
+generator (``draw_seed``, an int: the cheapest call).  Under torch.compile's tracing and under CUDA-graph capture
+an int would be baked into the graph (every call or replay would draw the same numbers; dynamo also breaks the
+graph at the int), so there the drop-in draws a ``state`` operand instead: [seed, 0] drawn by torch's own
+generator on the input's device, an op of the graph, so each call of the compiled function and each replay of
+the captured graph draws fresh numbers, and a forward and its backward share them (the backward regenerates the
+mask from the saved state).
 """
 from __future__ import annotations
 
@@ -51,11 +57,10 @@ from .._core.derive import declare_rule_ops
 from .._core.errors import InvalidProblemError, UnsupportedError
 from .._core.spec import REQUIRED, Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
 from ._common import check_nonneg
-from .attention_dropin import draw_seed
 
 __all__ = ["ALPHA_SELU", "DROPOUT_OPS", "draws", "affine_of", "mask_inner", "multinomial_keys", "randint_range",
            "consumed",
-           "stream_check", "has_state", "new_state", "advance"]
+           "stream_check", "has_state", "new_state", "advance", "draw_seed", "graph_safe_draw", "drop_in_stream"]
 
 ALPHA_SELU = 1.7580993408473766      # SELU's scale * alpha: the negative saturation value alpha_dropout keeps
 DROPOUT_OPS = ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout")
@@ -163,6 +168,40 @@ def advance(state, desc) -> None:
     state[1] += (n + 3) // 4 * 4
 
 
+# -- the drop-ins' streams (eager, torch.compile, CUDA graphs) ----------------------------------------------------
+def draw_seed() -> int:
+    """A seed for an op's Philox stream from torch's CPU generator (torch.manual_seed reproduces it)."""
+    import torch
+
+    return int(torch.randint(0, 2 ** 62, (), dtype=torch.int64))
+
+
+def graph_safe_draw(device) -> bool:
+    """Whether a drop-in on ``device`` must draw its stream as a device tensor: while torch.compile traces (an int
+    seed would be a constant of the compiled graph) or while the current CUDA stream is being captured (a replay
+    would repeat the captured seed)."""
+    import torch
+
+    if torch.compiler.is_compiling():
+        return True
+    return device.type == "cuda" and torch.cuda.is_current_stream_capturing()
+
+
+def drop_in_stream(x) -> tuple:
+    """(extra operands, attributes) of a drop-in's draw on ``x``'s device: ``((), {"seed": int})`` eagerly, or
+    ``((state,), {"seed": None})`` where ``graph_safe_draw`` says so, the state [seed, 0] drawn by torch's generator
+    of that device (an op of the traced / captured graph; the base 0 keeps the kernels' four-word blocks aligned).
+    Its torch calls skip torch-function modes: ``bt.mode()`` must not route them to baracuda's own random ops."""
+    import torch
+
+    if not graph_safe_draw(x.device):
+        return (), {"seed": draw_seed()}
+    with torch._C.DisableTorchFunction():
+        st = torch.randint(0, 2 ** 62, (2,), dtype=torch.int64, device=x.device)
+        st[1] = 0
+    return (st,), {"seed": None}
+
+
 # -- checks ------------------------------------------------------------------------------------------------------
 def _dtype_in(op, dt, allowed):
     if dt not in allowed:
@@ -259,7 +298,11 @@ def _dropout_dropin(op):
             raise UnsupportedError(op, "argument 'inplace=True' of the torch signature is not supported")
         if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
             raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-        return (input,), {"p": float(p), "training": bool(training), "seed": draw_seed() if training else 0}
+        attrs = {"p": float(p), "training": bool(training)}
+        if not training:
+            return (input,), dict(attrs, seed=0)
+        extra, seed = drop_in_stream(input)
+        return (input,) + extra, dict(attrs, **seed)
     return adapter
 
 
@@ -268,13 +311,15 @@ def _bernoulli_dropin(input, p=None, *, generator=None, out=None):
         raise UnsupportedError("bernoulli", "arguments 'generator' / 'out' of the torch signature are not supported")
     if p is not None and (isinstance(p, bool) or not isinstance(p, (int, float))):
         raise UnsupportedError("bernoulli", f"a p of type {type(p).__name__} (torch.bernoulli's p is a float)")
-    return (input,), {"p": None if p is None else float(p), "seed": draw_seed()}
+    extra, seed = drop_in_stream(input)
+    return (input,) + extra, {"p": None if p is None else float(p), **seed}
 
 
 def _multinomial_dropin(input, num_samples, replacement=False, *, generator=None, out=None):
     if generator is not None or out is not None:
         raise UnsupportedError("multinomial", "arguments 'generator' / 'out' of the torch signature are not supported")
-    return (input,), {"num_samples": int(num_samples), "replacement": bool(replacement), "seed": draw_seed()}
+    extra, seed = drop_in_stream(input)
+    return (input,) + extra, {"num_samples": int(num_samples), "replacement": bool(replacement), **seed}
 
 
 # -- samples, errors, workloads ----------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from . import _composed  # noqa: F401  (fills the compositions: forms of a torch
 from ._call import call
 from ._record import record
 from ._mode import mode
+from ._mode import routes as _mode_routes
 from ._patch import (PatchReport, patch, patch_gemma, patch_gemma2, patch_gpt2, patch_llama, patch_mistral,
                      patch_qwen2, unpatch)
 from ._namespaces import build as _build
@@ -52,6 +53,7 @@ _aliases.publish(_PUT, PUBLISHED)              # twins (torch.softmax, torch.spe
 _publish_overloads(globals(), PUBLISHED)       # lerp, clamp/clip, clamp_min/clamp_max: a number or a tensor operand
 _serving.publish(_PUT)                         # flash_attn_varlen, attention_decode, PagedAttention (no torch twin)
 _set_all(_SPACES, list(PUBLISHED) + list(VIEWS))
+_mode_routes()   # (the routing table, ~60 ms, built now: a bt.mode() made inside a compiled function reads it)
 
 __all__ = ["call", "record", "preference", "get_preference", "mode", "patch", "unpatch", "PatchReport",
            "patch_llama", "patch_mistral", "patch_qwen2", "patch_gemma", "patch_gemma2", "patch_gpt2", "nn", "linalg",

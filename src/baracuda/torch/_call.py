@@ -142,15 +142,15 @@ class Call:
         if direct:
             res = self.run_backward(args, needs=needs)
         else:
-            res = torch.ops.baracuda.op_backward(self.name, self.encoded_attrs(), self.sig_string(), args)
-        return [r if k else None for r, k in zip(res, self.gets_grad)]
+            res = torch.ops.baracuda.op_backward(self.name, self.encoded_attrs(), *self.sig_string(), args)
+        return _per_input(res, self.gets_grad)
 
     def encoded_attrs(self) -> str:
         if self._enc is None:
             self._enc = encode_attrs(self.desc.attr_dict)
         return self._enc
 
-    def sig_string(self) -> str:
+    def sig_string(self) -> tuple:
         if self._sig is None:
             self._sig = sig_string(self.desc)
         return self._sig
@@ -272,6 +272,19 @@ class Bound(Call):
         if wanted:
             self.backward_plan()
         self._grad_ok.add(mask)
+
+
+def _check_differentiable(name: str, xs) -> None:
+    """check_grad's rule from the spec alone (no descriptor, no plan: what Dynamo can trace): an op with a gradient
+    refuses an operand that requires grad and gets none.  A backward plan that no backend offers is not foreseen
+    here; it raises when the compiled backward runs."""
+    diff = get_spec(name).differentiable
+    if not diff:
+        return
+    for i, x in enumerate(xs):
+        if x.requires_grad and i not in diff:
+            raise UnsupportedError(name, f"not differentiable with respect to argument "
+                                   f"'{get_spec(name).arg_name(i)}'")
 
 
 class _Refused:
@@ -413,7 +426,16 @@ class _Eager(torch.autograd.Function):
             if ctx.lay is not None:
                 grads = ctx.lay.grads(grads)
             res = bw.replay_tape(grads, saved)
-        return (None, None, *[r if k else None for r, k in zip(res, b.gets_grad)])
+        return (None, None, *_per_input(res, b.gets_grad))
+
+
+def _per_input(res, gets_grad) -> list:
+    """One gradient per input (None where autograd receives none); a rule may leave out trailing operands that
+    take no gradient (the random ops' optional ``state``)."""
+    out = [r if k else None for r, k in zip(res, gets_grad)]
+    if len(out) < len(gets_grad):
+        out += [None] * (len(gets_grad) - len(out))
+    return out
 
 
 # Function.apply without its Python prologue (functorch's dead-wrapper unwrapping: call() takes this path only when no
@@ -458,7 +480,10 @@ def _through_custom_op(name: str, xs, attrs: dict, device: int = -1):
                                          else torch.device("cpu"))
         return outs[0] if len(outs) == 1 else tuple(outs)
     if STATE.grad_check and _grad_enabled():
-        bound(name, attrs, xs).check_grad(xs)
+        if _is_compiling():     # (no plan selection while Dynamo traces: it would break the graph)
+            _check_differentiable(name, xs)
+        else:
+            bound(name, attrs, xs).check_grad(xs)
     outs = torch.ops.baracuda.op(name, encode_attrs(attrs), list(xs))
     return outs[0] if len(outs) == 1 else tuple(outs)
 

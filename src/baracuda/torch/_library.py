@@ -1,10 +1,11 @@
 """Two generic torch.library custom ops carry every baracuda op into PyTorch's tracers:
 
     baracuda::op(str name, str attrs, Tensor[] xs) -> Tensor[]
-    baracuda::op_backward(str name, str attrs, str sig, Tensor?[] args) -> Tensor[]
+    baracuda::op_backward(str name, str attrs, str sig, SymInt[] dims, Tensor?[] args) -> Tensor[]
     baracuda::create(str name, str attrs, Device device) -> Tensor[]     (creation ops: no tensor operand)
 
-``attrs`` is the descriptor's attributes as a Python literal, ``sig`` the forward operands' shapes and dtypes.
+``attrs`` is the descriptor's attributes as a Python literal, ``sig`` the forward operands' ranks and dtypes and
+``dims`` their sizes (SymInts under dynamic shapes: a compiled function called at a second shape traces them).
 Each has a fake (meta) implementation computed from the op's shape rule, so torch.compile(fullgraph=True) traces
 models that call baracuda ops without graph breaks; autograd is registered once, generically, from each spec's
 backward rule (through BackwardPlan), so every differentiable op is differentiable in torch.  Their real
@@ -16,20 +17,20 @@ from __future__ import annotations
 import torch
 
 from .._core.dtypes import as_dtype
-from .._core.spec import Descriptor, TensorSpec
+from .._core.spec import Descriptor, TensorSpec, get_spec
 from ._call import Call, Operand, _check_devices, bound
 from ._schema import decode_attrs, parse_sig
 
 _lib = torch.library.Library("baracuda", "DEF")
 _lib.define("op(str name, str attrs, Tensor[] xs) -> Tensor[]")
-_lib.define("op_backward(str name, str attrs, str sig, Tensor?[] args) -> Tensor[]")
+_lib.define("op_backward(str name, str attrs, str sig, SymInt[] dims, Tensor?[] args) -> Tensor[]")
 _lib.define("create(str name, str attrs, Device device) -> Tensor[]")
 
 
-def _operands(sig: str, args) -> list:
+def _operands(sig: str, dims, args) -> list:
     dev = next(a for a in args if a is not None)
     index = dev.get_device()
-    return [Operand(s, d.torch, index) for s, d in parse_sig(sig)]
+    return [Operand(s, d.torch, index) for s, d in parse_sig(sig, dims)]
 
 
 # -- forward -----------------------------------------------------------------------------------
@@ -71,8 +72,8 @@ torch.library.register_fake("baracuda::create", _create_fake, lib=_lib)
 
 
 # -- backward ----------------------------------------------------------------------------------
-def _bw_impl(name: str, attrs: str, sig: str, args):
-    res = bound(name, decode_attrs(attrs), _operands(sig, args)).run_backward(args, as_tensors=True)
+def _bw_impl(name: str, attrs: str, sig: str, dims, args):
+    res = bound(name, decode_attrs(attrs), _operands(sig, dims, args)).run_backward(args, as_tensors=True)
     # a custom op's outputs may not alias its inputs: a rule's view of a gradient (sum's expanded upstream) is
     # materialized here, for the compiler; eager autograd keeps the view
     storages = {a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor) and a.numel()}
@@ -81,14 +82,12 @@ def _bw_impl(name: str, attrs: str, sig: str, args):
             for r in res]
 
 
-def _bw_fake(name: str, attrs: str, sig: str, args):
-    desc = Descriptor(name, tuple(TensorSpec(s, d) for s, d in parse_sig(sig)),
-                      tuple(sorted(decode_attrs(attrs).items())))
+def _bw_fake(name: str, attrs: str, sig: str, dims, args):
+    # (the gradients take the forward operands' shapes: no descriptor, whose checks would run on symbolic sizes)
     dev = next(a for a in args if a is not None).device
-    spec = desc.spec
-    return [torch.empty(t.shape, dtype=t.dtype.torch, device=dev) if i in spec.differentiable
-                and (t.dtype.is_floating or t.dtype.is_complex)
-            else torch.empty(0, device=dev) for i, t in enumerate(desc.inputs)]
+    diff = get_spec(name).differentiable
+    return [torch.empty(s, dtype=d.torch, device=dev) if i in diff and (d.is_floating or d.is_complex)
+            else torch.empty(0, device=dev) for i, (s, d) in enumerate(parse_sig(sig, dims))]
 
 
 _lib.impl("op_backward", _bw_impl, "CPU")

@@ -1,7 +1,10 @@
 """The custom ops' schema strings: a descriptor's attributes and operand signature as strings.
 
-``baracuda::op(str name, str attrs, Tensor[] xs)`` and ``baracuda::op_backward(str name, str attrs, str sig, ...)``
-carry them (``_library.py``); the eager path (``_call.py``) makes them only when a call goes through a custom op.
+``baracuda::op(str name, str attrs, Tensor[] xs)`` and ``baracuda::op_backward(str name, str attrs, str sig,
+SymInt[] dims, ...)`` carry them (``_library.py``); the eager path (``_call.py``) makes them only when a call goes
+through a custom op.  The forward operands' signature is split in two: ``sig``, their ranks and dtypes (a string:
+a constant of the graph), and ``dims``, their sizes flattened (SymInts: under torch.compile's dynamic shapes a
+size is a symbol, which no string can carry).
 """
 from __future__ import annotations
 
@@ -18,8 +21,10 @@ __all__ = ["encode_attrs", "decode_attrs", "plain_attr", "sig_string", "parse_si
 
 # -- attribute encoding ------------------------------------------------------------------------
 # attrs travel as a Python literal (repr) so that Dynamo can constant-fold the encoding while tracing
-# (it cannot trace json); DTypes (ours or torch's) become ("__dtype__", "bf16"); non-finite floats (repr 'inf' /
-# 'nan' are not literals: vector_norm's ord=inf, cdist's p=inf) become ("__float__", "inf").
+# (it cannot trace json); DTypes (ours or torch's) become ("__dtype__", "bf16"); floats become ("__float__",
+# float.hex(v)): exact, non-finite ones included (repr 'inf' / 'nan' are not literals: vector_norm's ord=inf), and
+# what Dynamo can evaluate on a float it traces as a symbol (with dynamic=True a float default argument is one;
+# repr of it breaks the graph, .hex() specializes it to its value).
 _DT_TAG = "__dtype__"
 _FL_TAG = "__float__"
 
@@ -31,8 +36,8 @@ def _enc(v):
         return tuple(_enc(x) for x in v)
     if isinstance(v, torch.dtype):     # by torch's name: no lookup keyed by a dtype object while Dynamo traces
         return (_DT_TAG, dtype_named(str(v)[6:]).short)
-    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
-        return (_FL_TAG, repr(v))
+    if isinstance(v, float):
+        return (_FL_TAG, v.hex())
     return v
 
 
@@ -41,7 +46,7 @@ def _dec(v):
         if len(v) == 2 and v[0] == _DT_TAG:
             return dtype_named(v[1])
         if len(v) == 2 and v[0] == _FL_TAG:
-            return float(v[1])
+            return float.fromhex(v[1])
         return tuple(_dec(x) for x in v)
     return v
 
@@ -62,12 +67,25 @@ def decode_attrs(s: str) -> dict:
     return {k: _dec(v) for k, v in ast.literal_eval(s)}
 
 
-def sig_string(desc: Descriptor) -> str:
-    return json.dumps([[list(t.shape), t.dtype.short] for t in desc.inputs], separators=(",", ":"))
+def sig_string(desc: Descriptor) -> tuple:
+    """(sig, dims) of the descriptor's operands: ranks and dtypes as a string, the sizes as one flat list."""
+    sig = json.dumps([[len(t.shape), t.dtype.short] for t in desc.inputs], separators=(",", ":"))
+    return sig, [d for t in desc.inputs for d in t.shape]
 
 
 @functools.lru_cache(maxsize=1024)
-def parse_sig(sig: str) -> tuple:
-    return tuple((tuple(s), as_dtype(d)) for s, d in json.loads(sig))
+def _kinds(sig: str) -> tuple:
+    return tuple((r, as_dtype(d)) for r, d in json.loads(sig))
+
+
+def parse_sig(sig: str, dims) -> tuple:
+    """((shape, DType), ...) of the operands, from ``sig_string``'s pair."""
+    out, at = [], 0
+    for r, dt in _kinds(sig):
+        out.append((tuple(dims[at:at + r]), dt))
+        at += r
+    if at != len(dims):
+        raise ValueError(f"baracuda::op_backward: {len(dims)} sizes for operands of ranks summing to {at}")
+    return tuple(out)
 
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import torch
 
-from .._core.errors import ArgumentTypeError, InvalidProblemError
+from .._core.errors import ArgumentTypeError, InvalidProblemError, UnsupportedError
 from .._core.options import current_preference
 from .._core.plan import plan_for
 from .._core.spec import Descriptor
-from ..ops.attention_dropin import draw_seed
+from ..ops.random import draw_seed, graph_safe_draw
 from .._core.device import as_device
 from ._call import call
 
@@ -36,9 +36,13 @@ def _window(op: str, window_size) -> tuple:
     return (None if left < 0 else left), (None if right < 0 else right)
 
 
-def _seed(dropout_p: float, seed) -> int:
+def _seed(op: str, dropout_p: float, seed, device) -> int:
     if dropout_p <= 0:
         return 0
+    if seed is None and graph_safe_draw(device):
+        raise UnsupportedError(op, "dropout_p > 0 with no seed under torch.compile or CUDA-graph capture: the kernel's "
+                               "seed is an int, which the graph would repeat on every call; pass seed= (one mask "
+                               "for every call) or run it eagerly")
     return draw_seed() if seed is None else int(seed)
 
 
@@ -55,7 +59,7 @@ def flash_attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seq
     ins = (q, k, v, cu_seqlens_q, cu_seqlens_k) + (() if alibi_slopes is None else (alibi_slopes,))
     attrs = {"max_seqlen_q": max_seqlen_q, "max_seqlen_k": max_seqlen_k, "scale": softmax_scale,
              "causal": "bottom_right" if causal else "none", "window_left": left, "window_right": right,
-             "softcap": softcap, "dropout_p": dropout_p, "seed": _seed(dropout_p, seed),
+             "softcap": softcap, "dropout_p": dropout_p, "seed": _seed(op, dropout_p, seed, q.device),
              "has_alibi": alibi_slopes is not None}
     out, lse = call(op, ins, attrs)
     return (out, lse) if return_lse else out
