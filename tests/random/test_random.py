@@ -37,6 +37,10 @@ def _fill(op, pref=TRITON, device=None, **attrs):
     return y.cpu().numpy() if isinstance(y, torch.Tensor) else np.asarray(y)
 
 
+def _host(y) -> np.ndarray:
+    return y.cpu().numpy() if isinstance(y, torch.Tensor) else np.asarray(y)
+
+
 def _ks(sample: np.ndarray, cdf) -> float:
     """The Kolmogorov-Smirnov statistic of ``sample`` against ``cdf`` (scipy is not a dependency)."""
     x = np.sort(sample.astype(np.float64))
@@ -174,12 +178,31 @@ def test_randperm_is_a_permutation_and_positions_are_uniform():
     assert chi2 < 15.1, chi2       # 1% critical value, 5 degrees of freedom
 
 
-def test_randperm_over_the_one_program_cap_is_refused_with_a_reason():
-    from baracuda._core.errors import UnsupportedError
+@pytest.mark.parametrize("dtype", [None, "i32", "f32"])
+def test_randperm_past_the_one_program_cap_is_the_same_permutation(monkeypatch, dtype):
+    """Past the one-program cap the words go through the sort family's long-row sort (forced here to blocks of 8
+    and a cap of 64, so the interpreter runs merge passes): the reference's permutation, bit for bit, at every
+    output dtype, with a seed and with a state operand."""
+    from baracuda.backends.triton.random import sampling
+    from baracuda.backends.triton.sort.rows import forced
 
-    with pytest.raises(UnsupportedError, match="randperm of 20000"):
-        bc.Plan.select(bc.Descriptor.make("randperm", n=20000, seed=1), DEVICE, bc.PlanPreference(
-            prefer=(Backend.TRITON,), forbid=(Backend.REFERENCE,)))
+    monkeypatch.setattr(sampling, "RANDPERM_CAP", 64)
+    extra = {} if dtype is None else {"dtype": dtype}
+    with forced(nmax=8, tile=64):
+        for n, seed in ((65, 3), (300, 11), (1000, 2 ** 40 + 5)):
+            want = _fill("randperm", REF, n=n, seed=seed, **extra)
+            d = bc.Descriptor.make("randperm", n=n, seed=seed, **extra)
+            plan = bc.Plan.select(d, DEVICE, TRITON)
+            assert plan.sku.route == "triton:randperm_sorted" and plan.workspace_size > 0
+            got = _host(plan.run())
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+        st = torch.tensor([77, 40], dtype=torch.int64)
+        d = bc.Descriptor.like("randperm", st, n=200, offset=3, **extra)
+        got = bc.Plan.select(d, DEVICE, TRITON).run(st.cuda() if DEVICE.type == "cuda" else st)
+        want = bc.Plan.select(d, "cpu", REF).run(st)
+        np.testing.assert_array_equal(_host(got), _host(want))
+        np.testing.assert_array_equal(_host(want), _fill("randperm", REF, n=200, seed=77, offset=43, **extra))
 
 
 def test_multinomial_frequencies_follow_the_weights():

@@ -338,6 +338,9 @@ def _twin_cases():
         # (the drawing forms: tests/random/test_dropout.py; torch's stream is not ours)
         ("dropout", (x, 0.5, False), {}), ("dropout", (x, 0.0, True), {}), ("alpha_dropout", (x, 0.3, False), {}),
         ("feature_alpha_dropout", (R(2, 3, 4), 0.3, False), {}),
+        # the random factories' _like forms draw from baracuda's stream: compared by shape, dtype and range
+        ("rand_like", (R(3, 4),), {}), ("randn_like", (R(2, 5),), {"dtype": torch.float64}),
+        ("randint_like", (R(3, 2), 7), {}), ("randint_like", (R(4, 3), 2, 9), {"dtype": torch.int32}),
         ("nn.functional.upsample", (R(1, 2, 3, 4), None, 1.5, "bilinear"), {}),
         ("nn.functional.upsample_bilinear", (R(1, 2, 3, 4),), {"size": (5, 2)}),
         ("nn.functional.upsample_nearest", (R(1, 2, 3), None, 2), {}),
@@ -379,6 +382,9 @@ _ROUTED_AS = {"nn.functional.sigmoid": "Tensor.sigmoid", "nn.functional.tanh": "
               **{f"nn.functional.{f}{n}d": f"torch.{f}{n}d" for f in ("conv", "conv_transpose") for n in (1, 2, 3)}}
 
 
+_DRAWING = {"rand_like", "randn_like", "randint_like"}
+
+
 def _clones(args):
     return tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
 
@@ -399,7 +405,12 @@ def test_twin_matches_torch_and_is_routed(name, args, kwargs):
     for res, a in ((got, a_b), (routed, a_m)):   # (the same op as the published drop-in: torch's tolerances
         # per dtype, assert_close's defaults); a (values, indices) result (the *_with_indices forms) per element
         for r, w in zip(res, want) if isinstance(want, tuple) else ((res, want),):
-            assert r.shape == w.shape and r.dtype == w.dtype
+            assert r.shape == w.shape and r.dtype == w.dtype and r.device == w.device
+            if name in _DRAWING:   # (another stream: the range torch's draws have)
+                lo, hi = (0.0, 1.0) if name == "rand_like" else (args[1:] if len(args) == 3 else (0, args[1])) \
+                    if name == "randint_like" else (-10.0, 10.0)
+                assert bool(((r >= lo) & (r < hi)).all()) and not torch.equal(r, want), name
+                continue
             torch.testing.assert_close(r, w)
         for u, v in zip(a, a_t):   # buffers written in place (batch_norm's running statistics) as torch's
             if isinstance(u, torch.Tensor):
@@ -492,6 +503,8 @@ def test_twin_and_join_signatures_are_torchs(key):
     rename = {"axis": "dim"}   # torch's argument parser takes numpy's axis for every dim (torch.concatenate's doc)
     pos = [rename.get(n, n) for n, p in ours.items() if p.kind is p.POSITIONAL_OR_KEYWORD]
     kw = {n for n, p in ours.items() if p.kind is p.KEYWORD_ONLY} - {"out"}
+    if "requires_grad=" in (getattr(theirs, "__doc__", None) or ""):
+        kw -= {"requires_grad"}      # (a factory's Python-binding argument, not in its ATen schema)
     overloads, has_out = _aten_overloads(key)
     fits = [o for o in overloads if o[0] == pos]
     assert fits, f"{key}: ours {pos} vs torch's {[o[0] for o in overloads]}"

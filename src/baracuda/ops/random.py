@@ -56,7 +56,8 @@ from .._core.dtypes import FLOAT_TYPES, DType
 from .._core.derive import declare_rule_ops
 from .._core.errors import InvalidProblemError, UnsupportedError
 from .._core.spec import REQUIRED, Attr, ErrorCase, OpSpec, Sample, TensorSpec, Workload, register_spec
-from ._common import check_nonneg
+from . import _factory
+from ._common import check_nonneg, no_out
 
 __all__ = ["ALPHA_SELU", "DROPOUT_OPS", "draws", "affine_of", "mask_inner", "multinomial_keys", "randint_range",
            "consumed",
@@ -169,11 +170,14 @@ def advance(state, desc) -> None:
 
 
 # -- the drop-ins' streams (eager, torch.compile, CUDA graphs) ----------------------------------------------------
-def draw_seed() -> int:
-    """A seed for an op's Philox stream from torch's CPU generator (torch.manual_seed reproduces it)."""
+def draw_seed(generator=None) -> int:
+    """A seed for an op's Philox stream from torch's CPU generator (torch.manual_seed reproduces it), or from
+    ``generator`` (a torch.Generator: one draw on its device)."""
     import torch
 
-    return int(torch.randint(0, 2 ** 62, (), dtype=torch.int64))
+    if generator is None:
+        return int(torch.randint(0, 2 ** 62, (), dtype=torch.int64))
+    return int(torch.randint(0, 2 ** 62, (), dtype=torch.int64, generator=generator, device=generator.device))
 
 
 def graph_safe_draw(device) -> bool:
@@ -187,17 +191,26 @@ def graph_safe_draw(device) -> bool:
     return device.type == "cuda" and torch.cuda.is_current_stream_capturing()
 
 
-def drop_in_stream(x) -> tuple:
-    """(extra operands, attributes) of a drop-in's draw on ``x``'s device: ``((), {"seed": int})`` eagerly, or
-    ``((state,), {"seed": None})`` where ``graph_safe_draw`` says so, the state [seed, 0] drawn by torch's generator
-    of that device (an op of the traced / captured graph; the base 0 keeps the kernels' four-word blocks aligned).
-    Its torch calls skip torch-function modes: ``bt.mode()`` must not route them to baracuda's own random ops."""
+def drop_in_stream(op: str, device, generator=None) -> tuple:
+    """(extra operands, attributes) of a drop-in's draw on ``device`` (a torch.device): ``((), {"seed": int})``
+    eagerly, or ``((state,), {"seed": None})`` where ``graph_safe_draw`` says so, the state [seed, 0] drawn by
+    torch's generator of that device, or by ``generator`` (an op of the traced / captured graph; the base 0 keeps
+    the kernels' four-word blocks aligned).  A ``generator`` must be on ``device``'s type, as torch requires.  Its
+    torch calls skip torch-function modes: ``bt.mode()`` must not route them to baracuda's own random ops."""
     import torch
 
-    if not graph_safe_draw(x.device):
-        return (), {"seed": draw_seed()}
+    if generator is not None:
+        if not isinstance(generator, torch.Generator):
+            raise TypeError(f"{op}(): argument 'generator' must be torch.Generator, not {type(generator).__name__}")
+        if generator.device.type != device.type:
+            from .._core.errors import DeviceMismatchError
+
+            raise DeviceMismatchError(op, "generator", f"a '{device.type}' generator", generator.device.type)
+    if not graph_safe_draw(device):
+        return (), {"seed": draw_seed(generator)}
+    g = {} if generator is None else {"generator": generator}
     with torch._C.DisableTorchFunction():
-        st = torch.randint(0, 2 ** 62, (2,), dtype=torch.int64, device=x.device)
+        st = torch.randint(0, 2 ** 62, (2,), dtype=torch.int64, device=device, **g)
         st[1] = 0
     return (st,), {"seed": None}
 
@@ -301,25 +314,91 @@ def _dropout_dropin(op):
         attrs = {"p": float(p), "training": bool(training)}
         if not training:
             return (input,), dict(attrs, seed=0)
-        extra, seed = drop_in_stream(input)
+        extra, seed = drop_in_stream(op, input.device)
         return (input,) + extra, dict(attrs, **seed)
     return adapter
 
 
 def _bernoulli_dropin(input, p=None, *, generator=None, out=None):
-    if generator is not None or out is not None:
-        raise UnsupportedError("bernoulli", "arguments 'generator' / 'out' of the torch signature are not supported")
+    no_out("bernoulli", out)
     if p is not None and (isinstance(p, bool) or not isinstance(p, (int, float))):
         raise UnsupportedError("bernoulli", f"a p of type {type(p).__name__} (torch.bernoulli's p is a float)")
-    extra, seed = drop_in_stream(input)
+    extra, seed = drop_in_stream("bernoulli", input.device, generator)
     return (input,) + extra, {"p": None if p is None else float(p), **seed}
 
 
 def _multinomial_dropin(input, num_samples, replacement=False, *, generator=None, out=None):
-    if generator is not None or out is not None:
-        raise UnsupportedError("multinomial", "arguments 'generator' / 'out' of the torch signature are not supported")
-    extra, seed = drop_in_stream(input)
+    no_out("multinomial", out)
+    extra, seed = drop_in_stream("multinomial", input.device, generator)
     return (input,) + extra, {"num_samples": int(num_samples), "replacement": bool(replacement), **seed}
+
+
+def _int64():
+    import torch
+
+    return torch.int64
+
+
+def _device_of(index: int):
+    import torch
+
+    return torch.device("cuda", index) if index >= 0 else torch.device("cpu")
+
+
+def _factory_result(op: str, made, generator) -> tuple:
+    """A factory drop-in's (operands, attrs, finisher, device) from ``_factory.made``'s, with the stream's draw."""
+    ins, attrs, finish, dev = made
+    extra, seed = drop_in_stream(op, _device_of(dev), generator)
+    return ins + extra, dict(attrs, **seed), finish, dev
+
+
+def _fill_dropin(op: str, torch_op: str):
+    """torch.rand (the uniform fill on [0, 1)) / torch.randn (the standard normal fill)."""
+    def factory(*size, generator=None, out=None, dtype=None, layout=None, device=None, pin_memory=False,
+                requires_grad=False, **kw):
+        shape = _factory.sizes(torch_op, size, kw)
+        made = _factory.made(op, {"shape": shape}, dtype, _factory.default_float(), out=out, layout=layout,
+                             device=device, pin_memory=pin_memory, requires_grad=requires_grad)
+        return _factory_result(torch_op, made, generator)
+    factory.__name__ = torch_op
+    return factory
+
+
+def _randint_dropin(*args, generator=None, out=None, dtype=None, layout=None, device=None, pin_memory=False,
+                    requires_grad=False, **kw):
+    """torch.randint(high, size) / randint(low, high, size): int64 unless ``dtype`` says otherwise."""
+    op = "randint"
+    names = ("high", "size") if len(args) + len({"low", "high", "size"} & set(kw)) == 2 and "low" not in kw \
+        else ("low", "high", "size")
+    if len(args) > len(names) or set(kw) - {"low", "high", "size"}:
+        raise TypeError(f"{op}() received an invalid combination of arguments")
+    bound = dict(zip(names, args))
+    for k, v in kw.items():
+        if k in bound:
+            raise TypeError(f"{op}() got multiple values for argument '{k}'")
+        bound[k] = v
+    if "high" not in bound or "size" not in bound:
+        raise TypeError(f"{op}() missing required arguments 'high' and 'size'")
+    low, high = (_factory.scalar(op, bound.get(k, 0), k) for k in ("low", "high"))
+    for k, v in (("low", low), ("high", high)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError(f"{op}(): argument '{k}' must be int, not {type(v).__name__}")
+    made = _factory.made(op, {"shape": _factory.sequence(op, bound["size"]), "low": low, "high": high}, dtype,
+                         _int64(), out=out, layout=layout, device=device,
+                         pin_memory=pin_memory, requires_grad=requires_grad)
+    return _factory_result(op, made, generator)
+
+
+def _randperm_dropin(n, *, generator=None, out=None, dtype=None, layout=None, device=None, pin_memory=False,
+                     requires_grad=False):
+    """torch.randperm(n): int64 unless ``dtype`` says otherwise."""
+    op = "randperm"
+    n = _factory.scalar(op, n, "n")
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"{op}(): argument 'n' must be int, not {type(n).__name__}")
+    made = _factory.made(op, {"n": n}, dtype, _int64(), out=out, layout=layout,
+                         device=device, pin_memory=pin_memory, requires_grad=requires_grad)
+    return _factory_result(op, made, generator)
 
 
 # -- samples, errors, workloads ----------------------------------------------------------------------------------
@@ -372,11 +451,17 @@ _FILL = {"uniform": ((Attr("low", "float", 0.0), Attr("high", "float", 1.0)), {"
                          "Exponential(lambd) fill: -log(U') / lambd (Tensor.exponential_)."),
          "randint": ((Attr("low", "int", 0), Attr("high", "int", REQUIRED)), {"low": -3, "high": 10},
                      "Integers uniform in [low, high) (torch.randint; a range up to 2**32).")}
+# the fills torch has as factory functions: their drop-ins (torch.rand / randn / randint); exponential is a
+# Tensor method only (exponential_)
+_FILL_DROPINS = {"uniform": ("torch.rand", _fill_dropin("uniform", "rand")),
+                 "normal": ("torch.randn", _fill_dropin("normal", "randn")),
+                 "randint": ("torch.randint", _randint_dropin)}
 for _op, (_a, _ex, _doc) in _FILL.items():
+    _tn, _di = _FILL_DROPINS.get(_op, (None, None))
     _reg(_op, _check_fill(_op), (_SHAPE,) + _a + (_DTYPE, _SEED, _OFFSET),
          FLOAT_TYPES + (INT_OUT if _op == "randint" else ()), _fill_samples(_op, _ex), _fill_errors(_op, _ex),
          [Workload(f"{_op}-64M-f32", (), DType.f32, {"shape": (64 * 2 ** 20,), "dtype": DType.f32, "seed": 7, **_ex})],
-         _doc, cost=_out_cost)
+         _doc, cost=_out_cost, torch_name=_tn, dropin=_di)
 
 
 def _x_samples(attrs_of, domain=(-2.0, 2.0), shapes=((3, 5), (7,), (), (2, 3, 4), (0, 3), (4, 6, 3, 2))):
@@ -459,7 +544,8 @@ _reg("randperm", _check_randperm, (Attr("n", "int", REQUIRED, ge=0), _DTYPE, _SE
      lambda: iter([ErrorCase((), {"n": -1, "seed": 1}, InvalidProblemError, r"randperm: argument 'n'", "neg"),
                    ErrorCase((), {"n": 4, "seed": 1, "dtype": "u8"}, UnsupportedError, r"dtype u8", "dtype")]),
      [Workload("randperm-16384-i64", (), DType.i64, {"n": 16384, "seed": 7})],
-     "A random permutation of 0 .. n - 1: the stable argsort of n stream words (torch.randperm).", cost=_out_cost)
+     "A random permutation of 0 .. n - 1: the stable argsort of n stream words (torch.randperm).", cost=_out_cost,
+     torch_name="torch.randperm", dropin=_randperm_dropin)
 
 
 def _multinomial_samples(rng):

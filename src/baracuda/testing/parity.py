@@ -129,6 +129,7 @@ RANDOM_SAMPLES = {
                                                  "feature_alpha_dropout")},
     "bernoulli": lambda s: True,
     "multinomial": lambda s: True,
+    **{n: lambda s: True for n in ("randn", "randint", "rand_like", "randn_like", "randint_like")},
 }
 
 

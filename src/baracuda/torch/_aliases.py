@@ -197,7 +197,39 @@ def _fractional_idx(input, kernel_size, output_size=None, output_ratio=None, ret
 
 _F = "nn.functional."
 # torch name (relative to torch) -> (the published drop-in it runs, translator from its torch signature or None)
+def _like_kwargs(torch_op, input, generator, dtype, layout, device, pin_memory, memory_format, requires_grad, out):
+    if not isinstance(input, torch.Tensor):
+        raise TypeError(f"{torch_op}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    _no_out(torch_op, out)
+    if memory_format not in (None, torch.preserve_format, torch.contiguous_format):
+        raise UnsupportedError(torch_op, f"memory_format={memory_format} (the result is contiguous)")
+    return {"generator": generator, "dtype": input.dtype if dtype is None else dtype, "layout": layout,
+            "device": input.device if device is None else device, "pin_memory": bool(pin_memory),
+            "requires_grad": requires_grad}
+
+
+def _random_like(torch_op: str):
+    """torch.rand_like / randn_like(input): the input's shape, dtype and device, drawn by torch.rand / randn (the
+    result is contiguous: the values are random in any memory order)."""
+    def translate(input, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None,
+                  memory_format=None, out=None, requires_grad=False):
+        return (tuple(input.shape),) if isinstance(input, torch.Tensor) else (), _like_kwargs(
+            torch_op, input, generator, dtype, layout, device, pin_memory, memory_format, requires_grad, out)
+    return translate
+
+
+def _randint_like(input, low, high=None, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None,
+                  memory_format=None, out=None, requires_grad=False):
+    """torch.randint_like(input, high) / (input, low, high): torch.randint over the input's shape, dtype, device."""
+    kw = _like_kwargs("randint_like", input, generator, dtype, layout, device, pin_memory, memory_format,
+                      requires_grad, out)
+    low, high = (0, low) if high is None else (low, high)
+    return (low, high, tuple(input.shape)), kw
+
+
 TWINS = {
+    "rand_like": ("rand", _random_like("rand_like")), "randn_like": ("randn", _random_like("randn_like")),
+    "randint_like": ("randint", _randint_like),
     "softmax": (_F + "softmax", _dim_dtype("softmax")), "log_softmax": (_F + "log_softmax", _dim_dtype("log_softmax")),
     "special.softmax": (_F + "softmax", _dim_dtype_no_out), "special.log_softmax": (_F + "log_softmax", _dim_kw_dtype),
     "special.logsumexp": ("logsumexp", None), "linalg.matmul": ("matmul", None),

@@ -1,9 +1,12 @@
 """randperm and multinomial on the Philox stream (stream.py's element words).
 
-randperm(n): one program sorts the n keys (word << 32 | index) with tl.sort (a bitonic network in registers) and
-writes the low halves: the stable argsort of the words, as the reference.  Up to 8192 elements (16 warps, 116
-registers a thread, no spill on sm_90; 16384 keys spill 384 B): longer permutations are refused (a multi-block
-sort of the keys is what remains).
+randperm(n): up to 8192 elements (16 warps, 116 registers a thread, no spill on sm_90; 16384 keys spill 384 B)
+one program sorts the n keys (word << 32 | index) with tl.sort (a bitonic network in registers) and writes the low
+halves: the stable argsort of the words, as the reference.  Longer permutations write the n words to the
+workspace as int32s whose order is the words' unsigned order (word ^ 2^31, two's complement), then the sort
+family's long-row sort (``sort_rows``: block sort + merge passes, stable) writes their argsort: the same
+permutation, bit for bit, for any n (4 + 24 bytes of workspace per element, and 8 more when the output is not
+int64: the indices are converted at the end).
 
 multinomial(x, num_samples, replacement): one program per row, the row streamed in chunks of up to 2048
 categories.  With replacement: the row sum, then per block of samples t = U * sum and index = #{k : cumsum_k <= t}
@@ -14,6 +17,7 @@ reference computes them in float64: an index differs only where two keys agree t
 """
 from __future__ import annotations
 
+import torch
 import triton
 import triton.language as tl
 
@@ -25,6 +29,7 @@ from .._lib.interp import loop
 from .._lib.launch import fast_kernel
 from .._lib.math import log
 from .._lib.register import register_triton
+from ..sort.rows import sort_rows, sort_ws_bytes
 from .stream import element_words, int_out, stream_args, stream_base, unit, unit_open
 
 __all__ = ["RANDPERM_CAP"]
@@ -41,6 +46,15 @@ def _randperm_kernel(y_ptr, st_ptr, n, seed, offset, HAS_STATE: tl.constexpr, BL
     key = tl.where(i < n, key, 0xFFFFFFFFFFFFFFFF)      # padding sorts last
     key = tl.sort(key, 0)
     tl.store(y_ptr + i, int_out((key & 0xFFFFFFFF).to(tl.int64), y_ptr).to(y_ptr.dtype.element_ty), mask=i < n)
+
+
+@fast_kernel
+def _words_kernel(w_ptr, st_ptr, n, seed, offset, HAS_STATE: tl.constexpr, BLOCK: tl.constexpr):
+    """The stream words of elements offset .. offset + n - 1 as int32s in the words' unsigned order."""
+    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
+    key0, off = stream_base(st_ptr, seed, offset, HAS_STATE)
+    own, _f, _s, _o = element_words(key0, off + i)
+    tl.store(w_ptr + i, (own ^ 0x80000000).to(tl.int32, bitcast=True), mask=i < n)
 
 
 @triton.jit
@@ -97,16 +111,48 @@ def _multinomial_kernel(x_ptr, y_ptr, st_ptr, K, ns, seed0, offset0, REPLACE: tl
             tl.store(yr + j, pi)
 
 
+_WORDS_BLOCK = 1024
+_ALIGN = 256
+
+
+def _aligned(b: int) -> int:
+    return -(-b // _ALIGN) * _ALIGN
+
+
+def _randperm_ws(desc) -> int:
+    """Long permutations: the int32 words, the int64 indices when the output is another dtype, the sort's own."""
+    n = desc.attr("n")
+    if n <= RANDPERM_CAP:
+        return 0
+    return _aligned(4 * n) + (0 if desc.outputs[0].dtype == DType.i64 else _aligned(8 * n)) + \
+        sort_ws_bytes(1, n, DType.i32)
+
+
 def _bind_randperm(desc, pref=None):
     n = desc.attr("n")
     block = max(next_power_of_2(max(n, 1)), 16)
 
     def run(desc_, inputs, outputs, ws):
-        if n:
-            st, seed, off, has_state = stream_args(desc, inputs)
-            y = outputs[0]
+        if not n:
+            return
+        st, seed, off, has_state = stream_args(desc, inputs)
+        y = outputs[0]
+        if n <= RANDPERM_CAP:
             _randperm_kernel[(1,)](y, y if st is None else st, n, seed, off, HAS_STATE=has_state, BLOCK=block,
                                    num_warps=16 if block >= 4096 else 4)
+            return
+        words = ws[:4 * n].view(torch.int32).view(1, n)
+        at = _aligned(4 * n)
+        direct = y.dtype == torch.int64
+        idx = y.view(1, n)
+        if not direct:
+            idx = ws[at:at + 8 * n].view(torch.int64).view(1, n)
+            at += _aligned(8 * n)
+        _words_kernel[(triton.cdiv(n, _WORDS_BLOCK),)](words, words if st is None else st, n, seed, off,
+                                                        HAS_STATE=has_state, BLOCK=_WORDS_BLOCK, num_warps=4)
+        sort_rows(words, None, idx, n, False, ws[at:])
+        if not direct:
+            y.copy_(idx.view(n))      # (f32 / f64 / bf16 / f16 / i32 outputs: exact below their integer limits)
     return run
 
 
@@ -129,14 +175,11 @@ def _bind_multinomial(desc, pref=None):
     return run
 
 
-def _randperm_supports(desc):
-    n = desc.attr("n")
-    if n > RANDPERM_CAP:
-        return f"randperm of {n} > {RANDPERM_CAP} elements: one program sorts the keys (no multi-block sort yet)"
-    return None
+def _randperm_route(desc, pref=None) -> str:
+    return "triton:randperm" if desc.attr("n") <= RANDPERM_CAP else "triton:randperm_sorted"
 
 
 register_triton("randperm", _run_of(_guarded(_bind_randperm)), bind=_guarded(_bind_randperm),
-                supports=_randperm_supports, route="triton:randperm")
+                workspace=_randperm_ws, route=_randperm_route)
 register_triton("multinomial", _run_of(_guarded(_bind_multinomial)), bind=_guarded(_bind_multinomial),
                 route="triton:multinomial")
