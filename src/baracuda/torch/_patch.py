@@ -319,8 +319,24 @@ class _GatedAct(torch.autograd.Function):
         return up, gate, None
 
 
+# -- per-call switches of the dispatchers -------------------------------------------------------------------------
+class _Scope:
+    """On during a patched module's forward: a ContextVar eagerly (per thread and task); while Dynamo traces, a
+    counter instead (it cannot trace ContextVar.get / set and would break the graph at every patched module; its
+    side-effect tracking replays the counter's increments, and the dispatcher's answer is baked into the graph)."""
+
+    def __init__(self, name: str):
+        self.var = contextvars.ContextVar(name, default=False)
+        self.depth = 0
+
+    def on(self) -> bool:
+        if torch.compiler.is_compiling():
+            return self.depth > 0
+        return self.var.get()
+
+
 # -- RoPE: the modeling module's apply_rotary_pos_emb, dispatched per patched attention instance -------------------
-_ROPE_ON = contextvars.ContextVar("baracuda_patch_rope", default=False)
+_ROPE_ON = _Scope("baracuda_patch_rope")
 
 
 def _rope_fits(q, k, cos, sin, unsqueeze_dim) -> bool:
@@ -343,7 +359,7 @@ def _rope_like(x, c, s):
 def _rope_dispatcher(original):
     @functools.wraps(original)
     def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
-        if not _ROPE_ON.get() or not _rope_fits(q, k, cos, sin, unsqueeze_dim):
+        if not _ROPE_ON.on() or not _rope_fits(q, k, cos, sin, unsqueeze_dim):
             return original(q, k, cos, sin, unsqueeze_dim)
         half = cos.shape[-1] // 2
         c, s = cos[..., :half], sin[..., :half]       # HF's tables are cat(freqs, freqs): the halves are equal
@@ -388,14 +404,21 @@ def _set_forward(module: nn.Module, forward):
     return undo
 
 
-def _scoped_forward(module: nn.Module, var: contextvars.ContextVar, when=None):
-    """``module``'s forward with ``var`` set to True during the call (when ``when(args, kwargs)`` says so)."""
+def _scoped_forward(module: nn.Module, scope: _Scope, when=None):
+    """``module``'s forward with ``scope`` on during the call (when ``when(args, kwargs)`` says so)."""
     inner = module.forward
+    var = scope.var
 
     @functools.wraps(inner)
     def forward(*args, **kwargs):
         if when is not None and not when(args, kwargs):
             return inner(*args, **kwargs)
+        if torch.compiler.is_compiling():
+            scope.depth += 1
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                scope.depth -= 1
         token = var.set(True)
         try:
             return inner(*args, **kwargs)
@@ -410,13 +433,13 @@ def _scoped_forward(module: nn.Module, var: contextvars.ContextVar, when=None):
 # training forward with no attention mask, which drains the GPU's queue (the Llama 4L/2048 step measured ~2.7 ms of
 # GPU idle after it on the H100, session 9 run B).  When the caller passes no position_ids the model builds them as
 # one arange per row (plus the cache length), which is never packed: the scan's answer is None without looking.
-_OWN_POSITIONS = contextvars.ContextVar("baracuda_patch_own_positions", default=False)
+_OWN_POSITIONS = _Scope("baracuda_patch_own_positions")
 
 
 def _packed_dispatcher(original):
     @functools.wraps(original)
     def find_packed_sequence_indices(position_ids, *args, **kwargs):
-        if _OWN_POSITIONS.get():
+        if _OWN_POSITIONS.on():
             return None
         return original(position_ids, *args, **kwargs)
     find_packed_sequence_indices.__baracuda_original__ = original
