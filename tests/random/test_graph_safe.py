@@ -80,7 +80,7 @@ def test_the_state_path_matches_the_op_with_that_state(monkeypatch):
     monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
     x = torch.randn(7, 300, device=DEVICE, requires_grad=True)
     torch.manual_seed(5)
-    extra, attrs = R.drop_in_stream(x)
+    extra, attrs = R.drop_in_stream("dropout", x.device)
     (st,) = extra
     assert attrs == {"seed": None} and st.dtype == torch.int64 and st.shape == (2,) and st[1].item() == 0
     assert st.device == x.device
@@ -96,7 +96,7 @@ def test_the_state_path_matches_the_op_with_that_state(monkeypatch):
 def test_eager_calls_keep_the_int_seed():
     x = torch.randn(4, 4, device=DEVICE)
     assert not R.graph_safe_draw(x.device)
-    extra, attrs = R.drop_in_stream(x)
+    extra, attrs = R.drop_in_stream("dropout", x.device)
     assert extra == () and isinstance(attrs["seed"], int) and 0 <= attrs["seed"] < 2 ** 62
 
 

@@ -53,3 +53,44 @@ def test_compiled_function_at_several_shapes_matches_eager(fn, dynamic):
             assert (g is None) == (w is None)
             if g is not None:
                 torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_call_state_is_an_instance_attribute_on_every_thread():
+    """bt.mode's per-thread call state starts in the instance's __dict__ on every thread: Dynamo guards on that
+    dict, and a first write of a class default inside a traced frame failed its own guard (an AssertionError out of
+    torch.compile: GPT-2's loss under a bt.mode() entered inside the compiled function, on a fresh thread)."""
+    import threading
+
+    from baracuda.torch._call import STATE
+
+    seen = {}
+    t = threading.Thread(target=lambda: seen.update(vars(STATE)))
+    t.start()
+    t.join()
+    assert seen == {"depth": 0, "grad_check": False}
+
+
+def test_mode_inside_a_compiled_function_on_a_fresh_thread():
+    import threading
+
+    errors = []
+
+    def run():
+        try:
+            torch._dynamo.reset()
+            x = torch.randn(6, 16, device=DEVICE, requires_grad=True)
+            t = torch.arange(6, device=DEVICE) % 4
+            f = torch.compile(lambda a: _ce_under_mode(a, t), backend="aot_eager", fullgraph=True)
+            torch.testing.assert_close(f(x), F.cross_entropy(F.linear(x, _W[:4]), t), rtol=1e-5, atol=1e-6)
+        except BaseException as e:      # (reported on the main thread)
+            errors.append(e)
+
+    th = threading.Thread(target=run)
+    th.start()
+    th.join()
+    assert not errors, errors
+
+
+def _ce_under_mode(a, t):
+    with bt.mode():
+        return F.cross_entropy(F.linear(a, _W[:4]), t)

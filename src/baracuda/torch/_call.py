@@ -43,8 +43,11 @@ CACHE_SIZE = 4096       # bound calls kept (least recently used dropped first); 
 
 
 class _State(threading.local):
-    depth = 0              # > 0 while baracuda's own code runs (bt.mode leaves those torch calls alone)
-    grad_check = False     # bt.mode: a call it routes must be differentiable where torch's would be
+    # (set per thread in __init__, not read from class defaults: Dynamo guards on the instance's __dict__, and a
+    # first write while it traces would fail the guard on the frame that made it)
+    def __init__(self):
+        self.depth = 0              # > 0 while baracuda's own code runs (bt.mode leaves those torch calls alone)
+        self.grad_check = False     # bt.mode: a call it routes must be differentiable where torch's would be
 
 
 STATE = _State()
