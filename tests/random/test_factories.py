@@ -1,7 +1,7 @@
 """The random factory drop-ins: torch.rand / randn / randint / randperm and rand_like / randn_like / randint_like,
 on baracuda's Philox stream (the uniform / normal / randint / randperm ops).  torch's signatures, dtypes and
-ranges; torch.manual_seed and a generator reproduce a draw; bt.mode() routes torch's calls; compiled functions
-draw fresh numbers per call."""
+ranges; torch.manual_seed and a generator reproduce a draw; bt.mode() leaves torch's own factories alone; compiled
+functions draw fresh numbers per call."""
 from __future__ import annotations
 
 import pytest
@@ -79,16 +79,19 @@ def test_bad_arguments_raise_torchs_kinds_of_error():
             bt.rand(3, device="cuda", generator=torch.Generator())
 
 
-def test_mode_routes_torchs_random_factories():
+def test_mode_leaves_torchs_random_factories_to_torch():
+    """bt.mode() does not route torch.rand & co. (torch's own are graph-safe; seeded code keeps torch's values)."""
     ones = torch.ones(2)
-    with bt.mode() as m:
-        torch.rand(2, 3)
-        torch.randn(4, dtype=torch.float64)
-        torch.randint(0, 9, (3,))
-        torch.randperm(5)
-        torch.rand_like(ones)
-    assert set(m.routed) == {"torch.rand", "torch.randn", "torch.randint", "torch.randperm", "torch.rand_like"}
-    assert not m.fell_through, m.summary()
+    torch.manual_seed(3)
+    want = [torch.rand(2, 3), torch.randn(4, dtype=torch.float64), torch.randint(0, 9, (3,)), torch.randperm(5),
+            torch.rand_like(ones)]
+    torch.manual_seed(3)
+    with bt.mode(coverage=True) as m:
+        got = [torch.rand(2, 3), torch.randn(4, dtype=torch.float64), torch.randint(0, 9, (3,)), torch.randperm(5),
+               torch.rand_like(ones)]
+    assert not m.routed and not m.fell_through, m.summary()
+    for g, w in zip(got, want):
+        assert torch.equal(g, w)
 
 
 def test_compiled_factories_draw_per_call():

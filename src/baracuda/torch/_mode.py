@@ -294,6 +294,13 @@ def _resolve(root, dotted: str):
     return obj
 
 
+# published drop-ins the mode leaves to torch: torch's random factories.  torch's own are already graph-safe and
+# traceable, and seeded code under the mode (test data, noise, initialization) keeps torch's values; baracuda's
+# stream is another one (docs/parity.md), so routing them would change results for no gain.  bt.rand & co. remain
+# for direct calls (and run on a device state under torch.compile and CUDA-graph capture)
+NOT_ROUTED = frozenset({"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like"})
+
+
 def build_routes(ns, published: dict) -> dict:
     """torch function object -> _Route, from the published drop-ins (``ns`` is ``baracuda.torch``)."""
     routes: dict = {}
@@ -308,6 +315,8 @@ def build_routes(ns, published: dict) -> dict:
 
     top = {n for n in published if "." not in n}
     for name in sorted(published):
+        if name in NOT_ROUTED:
+            continue
         short = name.rsplit(".", 1)[-1]
         fn, tobj = _resolve(ns, name), _resolve(torch, name)   # (tobj None: a Tensor-only method, bt.repeat)
         if fn is None or _is_view(short):
