@@ -57,14 +57,24 @@ def plain_attr(v):
     return _dec(_enc(v))
 
 
+# The custom ops' schema version, leading every attribute string.  The string is a constant of the compiled forward
+# graph, so a change of the ops' signatures (v2: op_backward's sizes as SymInt[]) also changes the key under which
+# inductor / AOT autograd cache that graph with its backward: an entry compiled against an older schema is never
+# replayed against this one.
+_VERSION = "v2:"
+
+
 def encode_attrs(attrs: dict) -> str:
-    return repr(tuple((k, _enc(attrs[k])) for k in sorted(attrs)))
+    return _VERSION + repr(tuple((k, _enc(attrs[k])) for k in sorted(attrs)))
 
 
 # (the schema's strings are parsed once per distinct string: a compiled graph calls with the same few)
 @functools.lru_cache(maxsize=1024)
 def decode_attrs(s: str) -> dict:
-    return {k: _dec(v) for k, v in ast.literal_eval(s)}
+    if not s.startswith(_VERSION):
+        raise ValueError(f"baracuda custom op: attributes {s[:40]!r} are not of schema {_VERSION[:-1]} (a graph "
+                         "compiled by another baracuda version: clear torch.compile's caches)")
+    return {k: _dec(v) for k, v in ast.literal_eval(s[len(_VERSION):])}
 
 
 def sig_string(desc: Descriptor) -> tuple:
