@@ -313,17 +313,24 @@ def like_dropin(op: str):
 _RANGE = ("start", "end", "step")
 
 
-def arange_dropin(*args, out=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False,
-                  **kw):
-    """torch.arange(end) / arange(start, end, step=1)."""
-    op = "arange"
-    if len(args) > 3 or set(kw) - set(_RANGE):
+def bind(op: str, names: tuple, args: tuple, kw: dict, known: tuple) -> dict:
+    """A factory's arguments by name, torch's way: ``args`` bound to ``names`` in order, then ``kw`` (each of
+    ``known``, none given twice)."""
+    if len(args) > len(names) or set(kw) - set(known):
         raise TypeError(f"{op}() received an invalid combination of arguments")
-    bound = {"end": args[0]} if len(args) == 1 and not kw else dict(zip(_RANGE, args))
+    bound = dict(zip(names, args))
     for k, v in kw.items():
         if k in bound:
             raise TypeError(f"{op}() got multiple values for argument '{k}'")
         bound[k] = v
+    return bound
+
+
+def arange_dropin(*args, out=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False,
+                  **kw):
+    """torch.arange(end) / arange(start, end, step=1)."""
+    op = "arange"
+    bound = bind(op, ("end",) if len(args) == 1 and not kw else _RANGE, args, kw, _RANGE)
     if "end" not in bound:
         raise TypeError(f'{op}() missing 1 required positional arguments: "end"')
     vals = {k: scalar(op, bound.get(k, d), k) for k, d in zip(_RANGE, (0, None, 1))}

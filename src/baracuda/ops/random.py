@@ -368,15 +368,9 @@ def _randint_dropin(*args, generator=None, out=None, dtype=None, layout=None, de
                     requires_grad=False, **kw):
     """torch.randint(high, size) / randint(low, high, size): int64 unless ``dtype`` says otherwise."""
     op = "randint"
-    names = ("high", "size") if len(args) + len({"low", "high", "size"} & set(kw)) == 2 and "low" not in kw \
-        else ("low", "high", "size")
-    if len(args) > len(names) or set(kw) - {"low", "high", "size"}:
-        raise TypeError(f"{op}() received an invalid combination of arguments")
-    bound = dict(zip(names, args))
-    for k, v in kw.items():
-        if k in bound:
-            raise TypeError(f"{op}() got multiple values for argument '{k}'")
-        bound[k] = v
+    known = ("low", "high", "size")
+    names = ("high", "size") if len(args) + len(set(known) & set(kw)) == 2 and "low" not in kw else known
+    bound = _factory.bind(op, names, args, kw, known)
     if "high" not in bound or "size" not in bound:
         raise TypeError(f"{op}() missing required arguments 'high' and 'size'")
     low, high = (_factory.scalar(op, bound.get(k, 0), k) for k in ("low", "high"))

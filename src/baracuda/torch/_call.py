@@ -267,27 +267,31 @@ class Bound(Call):
         mask = tuple([x.requires_grad for x in xs])
         if mask in self._grad_ok:       # (checked before: the answer depends on the mask only)
             return
-        wanted = [i for i, x in enumerate(xs) if x.requires_grad]
-        bad = [i for i in wanted if i not in self.diff]
-        if bad:
-            raise UnsupportedError(self.name, f"not differentiable with respect to argument "
-                                   f"'{self.desc.spec.arg_name(bad[0])}'")
-        if wanted:
+        if _refuse_undifferentiable(self.name, self.diff, xs):
             self.backward_plan()
         self._grad_ok.add(mask)
 
 
-def _check_differentiable(name: str, xs) -> None:
-    """check_grad's rule from the spec alone (no descriptor, no plan: what Dynamo can trace): an op with a gradient
-    refuses an operand that requires grad and gets none.  A backward plan that no backend offers is not foreseen
-    here; it raises when the compiled backward runs."""
-    diff = get_spec(name).differentiable
-    if not diff:
-        return
+def _refuse_undifferentiable(name: str, diff, xs) -> bool:
+    """check_grad's rule on the operands: an operand that requires grad and is not in ``diff`` (the op's
+    differentiable operands) is refused; returns whether any operand requires grad."""
+    wanted = False
     for i, x in enumerate(xs):
-        if x.requires_grad and i not in diff:
-            raise UnsupportedError(name, f"not differentiable with respect to argument "
-                                   f"'{get_spec(name).arg_name(i)}'")
+        if x.requires_grad:
+            if i not in diff:
+                raise UnsupportedError(name, f"not differentiable with respect to argument "
+                                       f"'{get_spec(name).arg_name(i)}'")
+            wanted = True
+    return wanted
+
+
+def _check_differentiable(name: str, xs) -> None:
+    """check_grad's rule from the spec alone (no descriptor, no plan: what Dynamo can trace).  An op with no
+    gradient at all is let through (its outputs may be integers: argmax of logits that require grad); a backward
+    plan that no backend offers is not foreseen here, it raises when the compiled backward runs."""
+    spec = get_spec(name)
+    if spec.is_differentiable:
+        _refuse_undifferentiable(name, frozenset(spec.differentiable), xs)
 
 
 class _Refused:

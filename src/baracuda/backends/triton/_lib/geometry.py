@@ -50,6 +50,14 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+WS_ALIGN = 256     # workspace regions start on 256-byte boundaries (any dtype's view of them is aligned)
+
+
+def ws_align(b: int) -> int:
+    """``b`` bytes rounded up to the workspace region alignment."""
+    return -(-b // WS_ALIGN) * WS_ALIGN
+
+
 def next_power_of_2(n: int) -> int:
     """The smallest power of two >= n, 0 for 0 (triton.next_power_of_2)."""
     return 0 if n == 0 else 1 << (int(n) - 1).bit_length()

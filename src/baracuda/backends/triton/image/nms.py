@@ -20,13 +20,13 @@ import triton.language as tl
 
 from ...._core.dtypes import DType
 from .._lib.geometry import cdiv
+from .._lib.geometry import ws_align as _align
 from .._lib.interp import INTERPRETING, loop
 from .._lib.register import register_triton
 from .._lib.scalars import join_f64, split_f64
 from ..sort.rows import sort_rows, sort_ws_bytes
 
 _WORD = 64       # boxes per mask word (and per block)
-_ALIGN = 256
 
 
 @triton.jit
@@ -105,10 +105,6 @@ def _nms_reduce_kernel(mask, order, keep, count, remv, K, NB, CH: tl.constexpr, 
 
 
 # -- host ----------------------------------------------------------------------------------------------------------
-def _align(b: int) -> int:
-    return -(-b // _ALIGN) * _ALIGN
-
-
 def _parts(desc) -> list[int]:
     """Byte sizes of the workspace parts: order (K int64), mask (K x NB int64), remv (NB int64), the sort's."""
     k = desc.inputs[0].shape[0]

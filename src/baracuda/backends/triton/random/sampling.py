@@ -25,6 +25,7 @@ from ...._core.dtypes import DType
 from .._lib.binding import contiguous_outputs as _guarded
 from .._lib.binding import run_of as _run_of
 from .._lib.geometry import next_power_of_2
+from .._lib.geometry import ws_align as _aligned
 from .._lib.interp import loop
 from .._lib.launch import fast_kernel
 from .._lib.math import log
@@ -112,11 +113,6 @@ def _multinomial_kernel(x_ptr, y_ptr, st_ptr, K, ns, seed0, offset0, REPLACE: tl
 
 
 _WORDS_BLOCK = 1024
-_ALIGN = 256
-
-
-def _aligned(b: int) -> int:
-    return -(-b // _ALIGN) * _ALIGN
 
 
 def _randperm_ws(desc) -> int:

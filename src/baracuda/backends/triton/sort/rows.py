@@ -23,6 +23,7 @@ from ...._core.errors import InvalidProblemError
 from ....ops.sort import row_geometry
 from .._lib.config import overrides
 from .._lib.geometry import cdiv, next_power_of_2
+from .._lib.geometry import ws_align as _align
 from .._lib.launch import fast_kernel
 from .._lib.register import register_triton
 from .kernels import _merge_kernel, _rows_kernel, _select_kernel, _topk_kernel
@@ -42,7 +43,6 @@ _SELECT_KMAX = 1024
 
 _RADIX_BLOCK = 4096     # 78 bitonic rounds of int32s, 16 per thread at 8 warps; 1 KB of counts per block (radix.py)
 
-_WS_ALIGN = 256
 
 
 @dataclass(frozen=True)
@@ -98,10 +98,6 @@ def _radix_layout(R: int, n: int, c: RowConfig) -> list[int]:
     for _ in range(min(c.bits // 8 - 1, 2)):
         parts += [_align(R * n * (c.bits // 8)), _align(R * n * 4)]
     return parts
-
-
-def _align(b: int) -> int:
-    return -(-b // _WS_ALIGN) * _WS_ALIGN
 
 
 def _ws_half(count: int) -> tuple[int, int]:
