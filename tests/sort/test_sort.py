@@ -98,6 +98,37 @@ def test_long_row_merge_path_many_passes(backend):
         _same(_run("sort", xd, backend=backend)[1], torch.sort(xd, stable=True)[1])
 
 
+def test_cube_order_puts_register_bits_first_and_lanes_first_inverts():
+    """cube_order (network bits low to high: register bits, lane bits, warp bits) on 8192 keys loaded as 4-element
+    vectors by 8 warps, identity below one layout repetition; lanes_first's inverse undoes its permutation."""
+    from baracuda.backends.triton.sort.network import cube_order, lanes_first
+    order = cube_order.fn(13, 2, 3).value
+    assert order == [3, 4, 5, 6, 7, 8, 9, 10, 0, 1, 2, 11, 12]     # cube axis a holds network bit 12 - a
+    assert cube_order.fn(9, 2, 3).value == list(range(9))
+    perm, inv, ax = lanes_first.fn(13, 10, 11).value
+    assert sorted(perm) == list(range(13)) and [perm[i] for i in inv] == list(range(13))
+    assert perm[ax] == 13 - 1 - 11
+    assert perm[8:] == [3, 4, 5, 6, 7]          # lane bits (network 5-9: axes 3-7) innermost
+
+
+@pytest.mark.parametrize("lv", [0, 1, -1])
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16, torch.int64], ids=str)
+def test_register_network_permutations_are_torchs_stable_sort(lv, dt):
+    """The register network with its cube permuted (forced(lv=...): the load-vector bits cube_order assumes) and
+    its cross-warp exchanges through tl.gather: one-row tiles (the permutation's scope) of 128 / 512 / 1024 at 4
+    warps reach past one layout repetition (7 / 8 bits), so both run; any permutation must give torch's stable sort,
+    ascending and descending; -1: no permutation.  Integer-valued data gives ties."""
+    g = torch.Generator().manual_seed(5)
+    for r, n in ((1, 128), (1, 300), (3, 1000)):
+        x = (torch.randn(r, n, generator=g) * 6).round().to(dt)
+        for desc in (False, True):
+            with forced(lv=lv):
+                v, i = _run("sort", x, dim=-1, descending=desc, stable=True)
+            tv, ti = torch.sort(x, dim=-1, descending=desc, stable=True)
+            _same(v, tv)
+            _same(i, ti)
+
+
 # the LSD radix path forced at small sizes: a register limit of 4 and blocks of 16 positions (the interpreter runs the
 # block's bitonic ranking slowly: few blocks keep these tests at a few seconds)
 RADIX = dict(radix=True, nmax=4, radix_block=16)
@@ -304,7 +335,7 @@ def test_topk_threshold_filter_flags_only_rows_past_the_cap(monkeypatch):
         assert (i[~done] == -1).all()
         with monkeypatch.context() as mp:
             pattern = torch.tensor([1, 0, 1, 0, 0, 1, 0])
-            mp.setattr(rows, "threshold_filter", lambda xb, vb, ii, buf, fl, *a: fl.copy_(pattern))
+            mp.setattr(rows, "threshold_filter", lambda xb, vb, ii, buf, fl, *a, **kw: fl.copy_(pattern))
             v, i, flags = call()
         picked = flags == 1
         _same(i[picked], want_i[picked])
@@ -383,9 +414,10 @@ def test_dropins_return_torch_types():
 
 @needs_sm90
 def test_workload_kernels_compile_for_sm90_without_spills():
-    """The bench workloads' configurations (rows of 8192 f32 / 4096 f64 in registers, the radix path on f32 and f64
-    (4096-position blocks at 8 warps: 114-128 registers), the block + merge path (the default; f64's 4096-pair
-    blocks take 40 B of stack there, not a bench workload), topk's threshold filter and its
+    """The bench workloads' configurations (rows of 8192 f32 / 4096 f64 in registers, the radix path on f32 (the
+    default) and f64 (4096-position blocks at 8 warps: 114-128 registers); not the block + merge path (64-bit keys'
+    default, f32 when forced: its 8192-key blocks take 24-56 B of stack, f64's 4096-pair blocks 40 B; not bench
+    workloads), topk's threshold filter and its
     gated radix select (bf16 rows of 32768, k = 1024 / 8: 125 / 63 registers), the order statistics' pick) compile
     for sm_90 with no stack (no spills)."""
     run_sm90_script('''
@@ -395,8 +427,7 @@ from baracuda._core.registry import implementations
 from baracuda.backends.triton.sort.rows import forced
 from baracuda.testing.sm90 import offline_launches, resources
 cases = [("sort", torch.zeros(2, 8192), {}), ("sort", torch.zeros(2, 4096, dtype=torch.float64), {}),
-         ("sort", torch.zeros(1, 20000), {"radix": True}),
-         ("sort", torch.zeros(1, 20000, dtype=torch.float64), {"radix": True}), ("sort", torch.zeros(1, 20000), {}),
+         ("sort", torch.zeros(1, 20000), {}), ("sort", torch.zeros(1, 20000, dtype=torch.float64), {"radix": True}),
          ("topk", torch.zeros(2, 32768, dtype=torch.bfloat16), {"k": 1024}),
          ("topk", torch.zeros(2, 32768, dtype=torch.bfloat16), {"k": 8}), ("median", torch.zeros(2, 8192), {"dim": 1})]
 for op, x, a in cases:

@@ -6,17 +6,17 @@ Rows are contiguous [R, n] (the host moves the sort axis last).  The paths (thre
   rows x N positions in registers in one program (network.sort_tile) and writes the first K sorted
   entries of each row: the values (gathered from x at the sorted positions: exact, -0.0 and NaN payloads
   kept) and/or the int64 indices.  Rows of 8192 f32: one program per row, 64 KB of packed keys in flight.
-* long rows (up to 2^24 and beyond): block sort + merge passes.  ``_rows_kernel`` with
+* long rows (up to 2^24 and beyond), keys of <= 32 bits: the LSD radix sort of radix.py, BITS / 8 passes of 8-bit
+  digits (a block histogram, a scan of the counts, a stable scatter of (value, int32 position) ranked in registers
+  by a bitonic sort of 4096 (digit, position) int32s); 80 B moved per element of an f32 row: 1 x 2^24 f32 in
+  3.19 ms on the H200, 4x torch's CUB radix sort's time (session 15).
+* long rows of 64-bit keys (and ``forced(radix=False)``): block sort + merge passes.  ``_rows_kernel`` with
   BLOCK=True sorts blocks of NMAX positions into a workspace of (key int64, index int32) pairs; then
   log2(n / NMAX) passes of ``_merge_kernel`` each merge pairs of sorted runs of L into runs of 2L: every element
   finds its rank in the other run by a binary search (log2(L) + 1 probes, lexicographic on (key, index): all pairs
   distinct, so the ranks are a permutation) and is written to run start + own rank + that count.  The last pass
   writes the outputs (values gathered from x, int64 indices) directly.  1 x 2^24 f32: 11 passes of 12 B read +
-  12 B written per element (the probes of a pass hit L2 for the runs' upper levels); 8x slower than torch's
-  (CUB's radix) sort on the H200 (issue #17).  ``forced(radix=True)``: the LSD radix sort of radix.py instead, BITS /
-  8 passes of 8-bit digits (a block histogram, a scan of the counts, a stable scatter of (value, int32 position)
-  ranked in registers by a bitonic sort of (digit, position)); 80 B moved per element of an f32 row, but its
-  in-block ranking is compute-bound: 7.9 ms on one 2^24 f32 row of the H200, the merge passes 7.8 (rows.py).
+  12 B written per element (the probes of a pass hit L2 for the runs' upper levels), 6.5 ms on the H200.
 * topk of 16- and 32-bit keys with k <= 1024 on rows of >= max(4 next_pow2(k), 2048) positions: the threshold
   filter (topk_filter.py: ``_filter_kernel``), one program per row: one streaming read keeps the best key of each
   of M = 4096 strided chunks; the k-th best of those bounds the top k (at least k elements are as good); only the
@@ -87,7 +87,8 @@ def _emit(x_ptr, v_ptr, i_ptr, rows, pos, dest, m, sxr, svr, sir, STORE_V: tl.co
 def _rows_kernel(x_ptr, v_ptr, i_ptr, wk_ptr, wi_ptr, R, n, K, sxr, svr, sir,
                  N: tl.constexpr, LN: tl.constexpr, BR: tl.constexpr, LR: tl.constexpr, KIND: tl.constexpr,
                  BITS: tl.constexpr, DESC: tl.constexpr, PAIR: tl.constexpr, BLOCK: tl.constexpr,
-                 STORE_V: tl.constexpr, STORE_I: tl.constexpr):
+                 STORE_V: tl.constexpr, STORE_I: tl.constexpr, LV: tl.constexpr = -1, LW: tl.constexpr = 0,
+                 XW: tl.constexpr = True):
     """Short rows: sort BR rows of <= N in registers and write their first K entries.  BLOCK: sort the
     N-position block program_id(1) of one row into the workspace (global positions, key + index)."""
     if BLOCK:
@@ -98,7 +99,7 @@ def _rows_kernel(x_ptr, v_ptr, i_ptr, wk_ptr, wi_ptr, R, n, K, sxr, svr, sir,
         base = 0
     cols = base + tl.arange(0, N)
     k, i = _keys(x_ptr, rows, cols, R, n, sxr, KIND, BITS, DESC, PAIR)
-    k, i = sort_tile(k, i, LN, LN + LR, 0, PAIR)
+    k, i = sort_tile(k, i, LN, LN + LR, 0, PAIR, LV, LW, XW)
     pos = _positions(k, i, PAIR)
     r2 = rows[:, None]
     if BLOCK:
@@ -146,7 +147,8 @@ def _merge_kernel(x_ptr, v_ptr, i_ptr, ik_ptr, ii_ptr, ok_ptr, oi_ptr, R, n, K, 
 
 @fast_kernel
 def _topk_kernel(x_ptr, v_ptr, i_ptr, R, n, K, NCH, sxr, svr, sir, C: tl.constexpr, LC: tl.constexpr,
-                 KIND: tl.constexpr, BITS: tl.constexpr, DESC: tl.constexpr, PAIR: tl.constexpr):
+                 KIND: tl.constexpr, BITS: tl.constexpr, DESC: tl.constexpr, PAIR: tl.constexpr,
+                 LV: tl.constexpr = -1, LW: tl.constexpr = 0):
     """The K first entries of each row's sort (K <= C), one program per row, chunks of C positions."""
     rows = (tl.program_id(0) + tl.arange(0, 1)).to(tl.int64)
     bk = tl.full([1, C], I64_MAX, tl.int64)
@@ -154,7 +156,7 @@ def _topk_kernel(x_ptr, v_ptr, i_ptr, R, n, K, NCH, sxr, svr, sir, C: tl.constex
     for c in loop(0, NCH):
         cols = c * C + tl.arange(0, C)
         k, i = _keys(x_ptr, rows, cols, R, n, sxr, KIND, BITS, DESC, PAIR)
-        k, i = sort_tile(k, i, LC, LC, 1, PAIR)
+        k, i = sort_tile(k, i, LC, LC, 1, PAIR, LV, LW)
         bk, bi = pair_min(bk, bi, k, i, PAIR)
         bk, bi = merge_tile(bk, bi, LC, LC, PAIR)
     pos = _positions(bk, bi, PAIR)
@@ -166,7 +168,7 @@ def _topk_kernel(x_ptr, v_ptr, i_ptr, R, n, K, NCH, sxr, svr, sir, C: tl.constex
 @fast_kernel
 def _select_kernel(x_ptr, v_ptr, i_ptr, flag_ptr, R, n, K, NCH, sxr, svr, sir, LO, CH: tl.constexpr,
                    KP: tl.constexpr, LKP: tl.constexpr, KIND: tl.constexpr, BITS: tl.constexpr, DESC: tl.constexpr,
-                   GATED: tl.constexpr):
+                   GATED: tl.constexpr, LV: tl.constexpr = -1, LW: tl.constexpr = 0):
     """The K (<= KP) first entries of each row's sort by a radix select (module doc), one program per row; LO: the
     smallest order key, so that key - LO is an unsigned BITS-bit number.  GATED: only the rows whose int32 flag is
     set (the threshold filter's overflowed rows, topk_filter.py); the others exit at once."""
@@ -202,14 +204,15 @@ def _select_kernel(x_ptr, v_ptr, i_ptr, flag_ptr, R, n, K, NCH, sxr, svr, sir, L
         tl.store(i_ptr + row * sir + slot, cols.to(tl.int64), mask=take)
         filled += tl.sum(take.to(tl.int32), 0)
         ties += tl.sum(eq.to(tl.int32), 0)
-    sort_collected(x_ptr, v_ptr, i_ptr, row, K, sxr, svr, sir, KP, LKP, KIND, BITS, DESC)
+    sort_collected(x_ptr, v_ptr, i_ptr, row, K, sxr, svr, sir, KP, LKP, KIND, BITS, DESC, LV, LW)
 
 
 @triton.jit
 def sort_collected(x_ptr, v_ptr, i_ptr, row, K, sxr, svr, sir, KP: tl.constexpr, LKP: tl.constexpr,
-                   KIND: tl.constexpr, BITS: tl.constexpr, DESC: tl.constexpr):
+                   KIND: tl.constexpr, BITS: tl.constexpr, DESC: tl.constexpr, LV: tl.constexpr, LW: tl.constexpr):
     """The K (<= KP) positions the program stored in row's index output (any order) sorted as packed (key,
-    position) pairs and written as the row's values and indices (K = 0 writes nothing); topk_filter.py shares it."""
+    position) pairs and written as the row's values and indices (K = 0 writes nothing); topk_filter.py shares it.
+    LV / LW: the index row's load vector bits and the warps (network.cube_order)."""
     tl.debug_barrier()
     rows = row + tl.arange(0, 1).to(tl.int64)
     j = tl.arange(0, KP)[None, :]
@@ -217,6 +220,6 @@ def sort_collected(x_ptr, v_ptr, i_ptr, row, K, sxr, svr, sir, KP: tl.constexpr,
     pos = tl.load(i_ptr + rows[:, None] * sir + j, mask=jm, other=0).to(tl.int32)
     k = to_key(tl.load(x_ptr + rows[:, None] * sxr + pos, mask=jm, other=0), KIND, BITS, DESC)
     k = tl.where(jm, (k << 32) | pos.to(tl.int64), I64_MAX)
-    k, pos = sort_tile(k, pos, LKP, LKP, 0, False)
+    k, pos = sort_tile(k, pos, LKP, LKP, 0, False, LV, LW)
     tl.debug_barrier()
     _emit(x_ptr, v_ptr, i_ptr, rows[:, None], _positions(k, pos, False), j, jm, sxr, svr, sir, True, True)

@@ -113,7 +113,8 @@ def _radix_scan_kernel(cnt_ptr, tot_ptr, NB, NCH, DG: tl.constexpr, CH: tl.const
 def _radix_scatter_kernel(src_ptr, spos_ptr, dv_ptr, dpos_ptr, v_ptr, i_ptr, cnt_ptr, tot_ptr, n, K, NB, ssr, svr,
                           sir, SHIFT, B: tl.constexpr, LB: tl.constexpr, KIND: tl.constexpr, BITS: tl.constexpr,
                           DESC: tl.constexpr, FIRST: tl.constexpr, LAST: tl.constexpr, STORE_V: tl.constexpr,
-                          STORE_I: tl.constexpr):
+                          STORE_I: tl.constexpr, LV: tl.constexpr = -1, LW: tl.constexpr = 0,
+                          XW: tl.constexpr = True):
     """One pass's stable scatter of a block (module doc): (value, position) pairs from src / spos (FIRST: x and
     the column) to their digit's place in dv / dpos (rows of n), or (LAST) the first K of each row to v / i."""
     pid = tl.program_id(0)
@@ -126,7 +127,7 @@ def _radix_scatter_kernel(src_ptr, spos_ptr, dv_ptr, dpos_ptr, v_ptr, i_ptr, cnt
     d = _digit(x, SHIFT, KIND, BITS, DESC)
     h = tl.histogram(d, DIGITS, mask=m)
     p = tl.where(m, (d << LB) | j, DIGITS << LB)        # padding sorts last
-    p, _ = sort_tile(p, p, LB, LB, 0, False)
+    p, _ = sort_tile(p, p, LB, LB, 0, False, LV, LW, XW)
     at = p & (B - 1)                                    # the block position of sorted slot j
     digits = tl.arange(0, DIGITS)
     tot = tl.load(tot_ptr + row * DIGITS + digits)

@@ -3,11 +3,10 @@
 The sort axis is moved last (a copy when it is not already the contiguous axis); results land in the
 outputs directly when they are contiguous along it, else in a temporary copied back.  ``sort_rows`` is the one
 entry the order statistics (stats.py), unique (search/unique.py) and nms share.  Rows past the register limit take
-the block sort + merge passes; ``forced(radix=True)`` sends them to the LSD radix sort (radix.py: BITS / 8 passes of
-8-bit digits, every dtype), exact and tested but not faster on an H200 (session 12 run G, bench/sort_ab.py: one
-2^24 f32 row 7.91 ms against the merge path's 7.76, torch 0.81; unique of 16M int64 17.7 against 11.0 ms): its
-in-block ranking is a 78-round bitonic sort of (digit, position) per pass, compute-bound.  Paths and their costs:
-kernels.py's docstring.
+the LSD radix sort for keys of <= 32 bits (radix.py: BITS / 8 passes of 8-bit digits) and the block sort + merge
+passes for 64-bit keys (``forced(radix=...)`` picks either for any dtype).  H200, one 2^24 f32 row
+(bench/sort_net_ab.py, session 15): radix 3.19 ms, merge passes 6.47, torch 0.81; unique of 16M int64: merge 10.8 ms,
+radix 18.6 (8 passes of (int64 value, int32 position)).  Paths and their costs: kernels.py's docstring.
 """
 from __future__ import annotations
 
@@ -37,7 +36,8 @@ minimum tile, the merge passes' tile) in :func:`row_config`, ``select`` (True / 
 keys allow it, or never) and ``select_chunk`` / ``select_warps`` (its positions per chunk, warps per program),
 ``filter`` (True / False: topk's threshold filter where its keys allow it, or never) and ``filter_chunks`` /
 ``filter_cap`` / ``filter_warps`` / ``filter_gather`` (its chunks per row M, survivor slots per row C, warps per
-program, pass 2's lanes per step); tests run every path at small sizes.""")
+program, pass 2's lanes per step), ``lv`` (the register sorts' load vector bits, network.cube_order; -1: no
+permutation); tests run every path at small sizes.""")
 
 _SELECT_KMAX = 1024
 
@@ -69,7 +69,7 @@ def row_config(R: int, n: int, dt: DType) -> RowConfig:
     nmax = _FORCE.get("nmax", 4096 if pair else 8192)
     np2 = next_power_of_2(max(n, 1))
     short = np2 <= nmax
-    radix = not short and _FORCE.get("radix", False)    # (module doc: measured slower than the merge passes)
+    radix = not short and _FORCE.get("radix", bits <= 32)     # (module doc: 64-bit keys keep the merge passes)
     if short:
         tile = _FORCE.get("tile", 1024)
         br = max(1, min(next_power_of_2(max(R, 1)), tile // np2))
@@ -105,6 +105,18 @@ def _ws_half(count: int) -> tuple[int, int]:
     return _align(count * 8), _align(count * 4)
 
 
+def _vector_bits(t, stride: int) -> int:
+    """log2 of the elements per vector in which Triton loads a row tile of t (rows ``stride`` elements apart): 16
+    bytes when the base pointer and the row stride are 16-aligned (Triton's divisibility specialisation), else one
+    element.  The network permutes its hypercube by it (network.cube_order): speed only, any value sorts correctly;
+    forced(lv=-1) turns the permutation off."""
+    if "lv" in _FORCE:
+        return _FORCE["lv"]
+    if t.data_ptr() % 16 or stride % 16:
+        return 0
+    return (16 // t.element_size()).bit_length() - 1
+
+
 def _bits_view(t):
     return t.view(torch.uint8) if t is not None and t.dtype == torch.bool else t
 
@@ -125,7 +137,8 @@ def sort_rows(x2, v, i, K: int, descending: bool, ws) -> None:
     si = i.stride(0) if i is not None else 0
     vv = v if v is not None else x2
     ii = i if i is not None else x2
-    flags = dict(KIND=c.kind, BITS=c.bits, DESC=descending, PAIR=c.pair, num_warps=c.warps)
+    flags = dict(KIND=c.kind, BITS=c.bits, DESC=descending, PAIR=c.pair, num_warps=c.warps,
+                 LV=_vector_bits(x2, x2.stride(0)), LW=c.warps.bit_length() - 1, XW=_FORCE.get("xw", True))
     if c.short:
         _rows_kernel[(cdiv(R, c.br), 1)](x2, vv, ii, x2, x2, R, n, K, x2.stride(0), sv, si, N=c.n_pow,
                                          LN=c.n_pow.bit_length() - 1, BR=c.br, LR=c.br.bit_length() - 1,
@@ -181,7 +194,9 @@ def _radix_rows(x2, v, i, K: int, descending: bool, ws, c: RowConfig) -> None:
         _radix_scatter_kernel[(R * nb,)](src, spos, dv, dpos, vv, ii, cnt, tot, n, K, nb, ssr,
                                          v.stride(0) if v is not None else 0, i.stride(0) if i is not None else 0,
                                          8 * p, B=B, LB=B.bit_length() - 1, **keys, FIRST=p == 0, LAST=last,
-                                         STORE_V=v is not None, STORE_I=i is not None, num_warps=c.warps)
+                                         STORE_V=v is not None, STORE_I=i is not None, num_warps=c.warps,
+                                         LV=_vector_bits(src, ssr), LW=c.warps.bit_length() - 1,
+                                         XW=_FORCE.get("xw", True))
         src, spos, ssr = dv, dpos, n
 
 
@@ -211,15 +226,18 @@ def topk_rows(x2, v, i, k: int, largest: bool, ws) -> None:
                 ws = torch.empty(topk_ws_bytes(R, n, k, dt), dtype=torch.uint8, device=x2.device)
             buf, flags = _filter_bufs(ws, R, C)
             threshold_filter(xb, vb, i, buf, flags, k, lo, M, C, c.kind, c.bits, largest,
-                             _FORCE.get("filter_warps", 8 if M >= 2048 else 4), _FORCE.get("filter_gather", 1024))
+                             _FORCE.get("filter_warps", 8 if M >= 2048 else 4), _FORCE.get("filter_gather", 1024),
+                             lv=_vector_bits(i, i.stride(0)))
+        sw = _FORCE.get("select_warps", 4)
         _select_kernel[(R,)](xb, vb, i, flags, R, n, k, cdiv(n, ch), xb.stride(0), vb.stride(0), i.stride(0), lo,
                              CH=ch, KP=kp, LKP=kp.bit_length() - 1, KIND=c.kind, BITS=c.bits, DESC=largest,
-                             GATED=filt, num_warps=_FORCE.get("select_warps", 4))
+                             GATED=filt, num_warps=sw, LV=_vector_bits(i, i.stride(0)), LW=sw.bit_length() - 1)
         return
     C = max(next_power_of_2(k), min(next_power_of_2(n), _FORCE.get("chunk", 1024)))
+    warps = 8 if C >= 1024 else 4     # (C = 1024 at 4 warps: 8 B of stack on sm_90)
     _topk_kernel[(R,)](xb, vb, i, R, n, k, cdiv(n, C), xb.stride(0), vb.stride(0), i.stride(0), C=C,
                        LC=C.bit_length() - 1, KIND=c.kind, BITS=c.bits, DESC=largest, PAIR=c.pair,
-                       num_warps=8 if C >= 1024 else 4)   # (C = 1024 at 4 warps: 8 B of stack on sm_90)
+                       num_warps=warps, LV=-1 if c.pair else _vector_bits(xb, xb.stride(0)), LW=warps.bit_length() - 1)
 
 
 def uses_select(n: int, k: int, dt: DType) -> bool:
