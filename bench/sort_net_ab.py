@@ -21,6 +21,9 @@ rows = []
 def row(**r):
     rows.append(r)
     print(json.dumps(r), flush=True)
+    if len(sys.argv) > 1:
+        with open(sys.argv[1] + "l", "a") as f:     # OUT.jsonl, row by row (a run cut short keeps its rows)
+            f.write(json.dumps(r) + "\n")
 
 
 def run(desc, x, force, graph):
@@ -38,7 +41,9 @@ def main(out):
     cases = [("sort", (8192, 8192), torch.float32, {}, ab), ("sort", (16384, 4096), torch.float32, {}, ab),
              ("sort", (65536, 1024), torch.float32, {}, ab), ("sort", (8192, 8192), torch.bfloat16, {}, ab),
              ("sort", (8192, 8192), torch.int32, {}, ab), ("sort", (8192, 4096), torch.float64, {}, ab),
-             ("sort", (1, 1 << 24), torch.float32, {}, ab + [dict(radix=True)]),
+             ("sort", (1, 1 << 24), torch.float32, {}, [dict(radix=False), dict(), dict(radix_block=8192)]),
+             ("sort", (1, 1 << 24), torch.bfloat16, {}, [dict(radix=False), dict()]),
+             ("sort", (64, 1 << 18), torch.float32, {}, [dict(radix=False), dict()]),
              ("argsort", (1, 1 << 24), torch.float32, {}, [dict()]),
              ("unique", (1 << 24,), torch.int64, None, [dict(), dict(radix=True)])]
     cases += [("topk", (8192, 32768), torch.bfloat16, dict(k=k, dim=-1, largest=True, sorted=True), ab)
@@ -50,6 +55,11 @@ def main(out):
         cases = [("sort", (8192, 8192), torch.float32, {}, xw), ("sort", (8192, 8192), torch.bfloat16, {}, xw),
                  ("sort", (65536, 1024), torch.float32, {}, xw), ("sort", (8192, 4096), torch.float64, {}, xw),
                  ("sort", (1, 1 << 24), torch.float32, {}, [dict(radix=True, xw=False), dict(radix=True)])]
+    if len(sys.argv) > 2 and sys.argv[2] == "table":   # issue #17's sort / topk rows, default paths only
+        cases = [("sort", (8192, 8192), torch.float32, {}, [dict()]),
+                 ("sort", (1, 1 << 24), torch.float32, {}, [dict()])]
+        cases += [("topk", (8192, 32768), torch.bfloat16, dict(k=k, dim=-1, largest=True, sorted=True), [dict()])
+                  for k in (8, 64, 1024)]
     peers = dict(sort=lambda x: torch.sort(x, dim=-1, stable=True),
                  argsort=lambda x: torch.argsort(x, dim=-1, stable=True),
                  unique=lambda x: torch.unique(x, sorted=True), topk=None)

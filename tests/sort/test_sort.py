@@ -17,7 +17,7 @@ from baracuda._core.dtypes import as_dtype  # noqa: E402
 from baracuda.backends.triton.sort import rows  # noqa: E402
 from baracuda.backends.triton.sort.rows import forced  # noqa: E402
 from baracuda.testing import backends_for, forced_plan  # noqa: E402
-from baracuda.testing.checks import DEVICE, grad_pair, needs_sm90, run_sm90_script, run_on as _run  # noqa: E402
+from baracuda.testing.checks import DEVICE, TDEV, grad_pair, needs_sm90, run_sm90_script, run_on as _run  # noqa: E402
 
 BACKENDS = backends_for("sort", DEVICE)
 TRITON = [b for b in BACKENDS if b == Backend.TRITON]
@@ -318,11 +318,12 @@ def test_topk_threshold_filter_flags_only_rows_past_the_cap(monkeypatch):
         M, C = rows.filter_shape(n, k)
         assert (M, C) == (32, 16)
 
-        def call():
-            ws = torch.zeros(rows.topk_ws_bytes(R, n, k, as_dtype(x.dtype)), dtype=torch.uint8)
-            v, i = torch.full((R, k), -5.0), torch.full((R, k), -1, dtype=torch.int64)
-            rows.topk_rows(x, v, i, k, True, ws)
-            return v, i, rows._filter_bufs(ws, R, C)[1]
+        def call():     # (on the test device: the kernels launch for real on a GPU)
+            ws = torch.zeros(rows.topk_ws_bytes(R, n, k, as_dtype(x.dtype)), dtype=torch.uint8, device=TDEV)
+            v = torch.full((R, k), -5.0, device=TDEV)
+            i = torch.full((R, k), -1, dtype=torch.int64, device=TDEV)
+            rows.topk_rows(x.to(TDEV), v, i, k, True, ws)
+            return v.cpu(), i.cpu(), rows._filter_bufs(ws, R, C)[1].cpu()
 
         with monkeypatch.context() as mp:
             no_launch = type("NoLaunch", (), {"__getitem__": lambda s, grid: lambda *a, **kw: None})()
@@ -334,7 +335,7 @@ def test_topk_threshold_filter_flags_only_rows_past_the_cap(monkeypatch):
         _same(i[done], want_i[done])
         assert (i[~done] == -1).all()
         with monkeypatch.context() as mp:
-            pattern = torch.tensor([1, 0, 1, 0, 0, 1, 0])
+            pattern = torch.tensor([1, 0, 1, 0, 0, 1, 0], device=TDEV)
             mp.setattr(rows, "threshold_filter", lambda xb, vb, ii, buf, fl, *a, **kw: fl.copy_(pattern))
             v, i, flags = call()
         picked = flags == 1
