@@ -89,10 +89,9 @@ def cube_order(ND, LV, LW):
 def lanes_first(ND, WB, j):
     """For a cube permuted by cube_order with its warp bits from WB up (lanes: the five below): the permutation
     that makes the lane bits the innermost (then the register bits, then the warp bits), its inverse, and the axis
-    of network bit j in the permuted cube.  An
-    exchange across warps goes through shared memory indexed in the cube's logical order; with lanes innermost
-    the 32 lanes touch consecutive words (no bank conflicts) where cube_order's registers-first order strides
-    them 32 elements apart."""
+    of network bit j in the permuted cube.  tl.gather across warps stores and loads the tile through shared memory
+    by the cube's logical index: lanes innermost put the 32 lanes on consecutive words, where cube_order's
+    registers-first order strides them 32 elements apart."""
     ND, WB, j = int(ND), int(WB), int(j)
     bits = list(range(WB - 5, WB)) + list(range(WB - 5)) + list(range(WB, ND))     # new low -> high
     perm = [ND - 1 - bits[ND - 1 - a] for a in range(ND)]
@@ -152,15 +151,16 @@ def _merge(k, i, stage: tl.constexpr, ORDER: tl.constexpr, ND: tl.constexpr, PAI
 
 @triton.jit
 def sort_tile(k, i, LN: tl.constexpr, ND: tl.constexpr, ORDER: tl.constexpr, PAIR: tl.constexpr,
-              LV: tl.constexpr = -1, LW: tl.constexpr = 0, WB_ON: tl.constexpr = True):
+              LV: tl.constexpr = -1, LW: tl.constexpr = 0, XW: tl.constexpr = True):
     """Sort each row (the innermost LN of ND hypercube axes) of the tile k (with i when PAIR) by (k, i);
     ORDER 0 ascending, 1 descending.  LV >= 0: the tile was loaded as 2^LV-element vectors by 2^LW warps, and the
-    network runs on the cube permuted by cube_order (one row per tile only)."""
+    network runs on the cube permuted by cube_order (one row per tile only), exchanging across warps by tl.gather
+    unless XW is off (rows.net_layout gives all three)."""
     shape: tl.constexpr = k.shape
     if ND > 0:
         h = tl.reshape(k, [2] * ND)
         hi = tl.reshape(i, [2] * ND) if PAIR else h
-        WB: tl.constexpr = ND - LW if (LV >= 0 and LN == ND and ND >= LV + 5 + LW and WB_ON) else 64
+        WB: tl.constexpr = ND - LW if (LV >= 0 and LN == ND and ND >= LV + 5 + LW and XW) else 64
         if LV >= 0 and LN == ND:
             order: tl.constexpr = cube_order(ND, LV, LW)
             h = tl.permute(h, order.value)

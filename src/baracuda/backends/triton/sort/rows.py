@@ -36,8 +36,8 @@ minimum tile, the merge passes' tile) in :func:`row_config`, ``select`` (True / 
 keys allow it, or never) and ``select_chunk`` / ``select_warps`` (its positions per chunk, warps per program),
 ``filter`` (True / False: topk's threshold filter where its keys allow it, or never) and ``filter_chunks`` /
 ``filter_cap`` / ``filter_warps`` / ``filter_gather`` (its chunks per row M, survivor slots per row C, warps per
-program, pass 2's lanes per step), ``lv`` (the register sorts' load vector bits, network.cube_order; -1: no
-permutation); tests run every path at small sizes.""")
+program, pass 2's lanes per step), ``lv`` / ``xw`` (the register network's load vector bits, -1: no permutation;
+cross-warp exchanges by tl.gather, False: by xor_sum: :func:`net_layout`); tests run every path at small sizes.""")
 
 _SELECT_KMAX = 1024
 
@@ -105,16 +105,22 @@ def _ws_half(count: int) -> tuple[int, int]:
     return _align(count * 8), _align(count * 4)
 
 
-def _vector_bits(t, stride: int) -> int:
-    """log2 of the elements per vector in which Triton loads a row tile of t (rows ``stride`` elements apart): 16
-    bytes when the base pointer and the row stride are 16-aligned (Triton's divisibility specialisation), else one
-    element.  The network permutes its hypercube by it (network.cube_order): speed only, any value sorts correctly;
-    forced(lv=-1) turns the permutation off."""
-    if "lv" in _FORCE:
-        return _FORCE["lv"]
-    if t.data_ptr() % 16 or stride % 16:
-        return 0
-    return (16 // t.element_size()).bit_length() - 1
+def net_layout(t, stride: int, warps: int, permute: bool = True) -> dict:
+    """The register network's layout constants for a kernel at ``warps`` warps whose tile is loaded from t (rows
+    ``stride`` elements apart): LV, log2 of the elements per load vector (16 bytes when the base pointer and the
+    row stride are 16-aligned: Triton's divisibility specialisation; else one element), by which the network
+    permutes its hypercube (network.cube_order; -1: no permutation, also when not ``permute``); LW = log2(warps);
+    XW, cross-warp exchanges by tl.gather.  Speed only: any value sorts correctly.  forced(lv=...) / forced(xw=False)
+    override them for A/B runs."""
+    if not permute:
+        lv = -1
+    elif "lv" in _FORCE:
+        lv = _FORCE["lv"]
+    elif t.data_ptr() % 16 or stride % 16:
+        lv = 0
+    else:
+        lv = (16 // t.element_size()).bit_length() - 1
+    return dict(LV=lv, LW=warps.bit_length() - 1, XW=_FORCE.get("xw", True))
 
 
 def _bits_view(t):
@@ -138,7 +144,7 @@ def sort_rows(x2, v, i, K: int, descending: bool, ws) -> None:
     vv = v if v is not None else x2
     ii = i if i is not None else x2
     flags = dict(KIND=c.kind, BITS=c.bits, DESC=descending, PAIR=c.pair, num_warps=c.warps,
-                 LV=_vector_bits(x2, x2.stride(0)), LW=c.warps.bit_length() - 1, XW=_FORCE.get("xw", True))
+                 **net_layout(x2, x2.stride(0), c.warps))
     if c.short:
         _rows_kernel[(cdiv(R, c.br), 1)](x2, vv, ii, x2, x2, R, n, K, x2.stride(0), sv, si, N=c.n_pow,
                                          LN=c.n_pow.bit_length() - 1, BR=c.br, LR=c.br.bit_length() - 1,
@@ -195,8 +201,7 @@ def _radix_rows(x2, v, i, K: int, descending: bool, ws, c: RowConfig) -> None:
                                          v.stride(0) if v is not None else 0, i.stride(0) if i is not None else 0,
                                          8 * p, B=B, LB=B.bit_length() - 1, **keys, FIRST=p == 0, LAST=last,
                                          STORE_V=v is not None, STORE_I=i is not None, num_warps=c.warps,
-                                         LV=_vector_bits(src, ssr), LW=c.warps.bit_length() - 1,
-                                         XW=_FORCE.get("xw", True))
+                                         **net_layout(src, ssr, c.warps))
         src, spos, ssr = dv, dpos, n
 
 
@@ -225,19 +230,19 @@ def topk_rows(x2, v, i, k: int, largest: bool, ws) -> None:
             if ws is None:      # (direct callers: bench probes)
                 ws = torch.empty(topk_ws_bytes(R, n, k, dt), dtype=torch.uint8, device=x2.device)
             buf, flags = _filter_bufs(ws, R, C)
+            fw = _FORCE.get("filter_warps", 8 if M >= 2048 else 4)
             threshold_filter(xb, vb, i, buf, flags, k, lo, M, C, c.kind, c.bits, largest,
-                             _FORCE.get("filter_warps", 8 if M >= 2048 else 4), _FORCE.get("filter_gather", 1024),
-                             lv=_vector_bits(i, i.stride(0)))
+                             fw, _FORCE.get("filter_gather", 1024), net_layout(i, i.stride(0), fw))
         sw = _FORCE.get("select_warps", 4)
         _select_kernel[(R,)](xb, vb, i, flags, R, n, k, cdiv(n, ch), xb.stride(0), vb.stride(0), i.stride(0), lo,
                              CH=ch, KP=kp, LKP=kp.bit_length() - 1, KIND=c.kind, BITS=c.bits, DESC=largest,
-                             GATED=filt, num_warps=sw, LV=_vector_bits(i, i.stride(0)), LW=sw.bit_length() - 1)
+                             GATED=filt, num_warps=sw, **net_layout(i, i.stride(0), sw))
         return
     C = max(next_power_of_2(k), min(next_power_of_2(n), _FORCE.get("chunk", 1024)))
     warps = 8 if C >= 1024 else 4     # (C = 1024 at 4 warps: 8 B of stack on sm_90)
     _topk_kernel[(R,)](xb, vb, i, R, n, k, cdiv(n, C), xb.stride(0), vb.stride(0), i.stride(0), C=C,
                        LC=C.bit_length() - 1, KIND=c.kind, BITS=c.bits, DESC=largest, PAIR=c.pair,
-                       num_warps=warps, LV=-1 if c.pair else _vector_bits(xb, xb.stride(0)), LW=warps.bit_length() - 1)
+                       num_warps=warps, **net_layout(xb, xb.stride(0), warps, permute=not c.pair))   # (pairs: spills)
 
 
 def uses_select(n: int, k: int, dt: DType) -> bool:

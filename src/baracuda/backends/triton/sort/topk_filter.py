@@ -61,7 +61,7 @@ def _kth(u, K, LO, BITS: tl.constexpr):
 def _filter_kernel(x_ptr, v_ptr, i_ptr, buf_ptr, flag_ptr, n, K, NT, sxr, svr, sir, LO, M: tl.constexpr,
                    C: tl.constexpr, LC: tl.constexpr, G: tl.constexpr, KP: tl.constexpr, LKP: tl.constexpr,
                    KIND: tl.constexpr, BITS: tl.constexpr, DESC: tl.constexpr, LV: tl.constexpr = -1,
-                   LW: tl.constexpr = 0):
+                   LW: tl.constexpr = 0, XW: tl.constexpr = True):
     """The K (<= KP) first entries of each row's sort by the threshold filter (module doc); NT = cdiv(n, M) tiles;
     buf: C (= 2^LC) int32 slots per row; flag: one int32 per row (1: overflowed, left to the radix select).  Pass 2
     gathers G / ns tiles per step (ns = next_pow2 of the chunks holding survivors, <= C <= G): lane l reads chunk id
@@ -112,17 +112,17 @@ def _filter_kernel(x_ptr, v_ptr, i_ptr, buf_ptr, flag_ptr, n, K, NT, sxr, svr, s
     dst = tl.cumsum(take.to(tl.int32), 0) - 1
     tl.store(i_ptr + row * sir + dst, pos.to(tl.int64), mask=take)
     sort_collected(x_ptr, v_ptr, i_ptr, row, tl.where(ok, K, 0), sxr, svr, sir, KP, LKP, KIND, BITS, DESC, LV,
-                   LW)
+                   LW, XW)
 
 
 def threshold_filter(xb, vb, i, buf, flags, k: int, lo: int, M: int, C: int, kind: int, bits: int, desc: bool,
-                     warps: int, gather: int = _GATHER, lv: int = -1) -> None:
+                     warps: int, gather: int = _GATHER, net=None) -> None:
     """Launch the filter over the rows of xb ([R, n], contiguous rows): buf holds R * C int32, flags R int32 (set
     per row, no zeroing needed); gather: pass 2's lanes per step (a power of 2; at least C are used).  The caller
-    then runs the gated radix select for the flagged rows.  lv: the index rows' load vector bits (network.cube_order;
-    -1: none)."""
+    then runs the gated radix select for the flagged rows.  net: the register network's layout constants
+    (rows.net_layout; none: unpermuted)."""
     R, n = xb.shape
     kp = next_power_of_2(k)
     _filter_kernel[(R,)](xb, vb, i, buf, flags, n, k, cdiv(n, M), xb.stride(0), vb.stride(0), i.stride(0), lo, M=M,
                          C=C, LC=C.bit_length() - 1, G=max(C, gather), KP=kp, LKP=kp.bit_length() - 1, KIND=kind,
-                         BITS=bits, DESC=desc, num_warps=warps, LV=lv, LW=warps.bit_length() - 1)
+                         BITS=bits, DESC=desc, num_warps=warps, **(net or {}))
