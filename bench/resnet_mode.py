@@ -27,6 +27,19 @@ def _step_fn(model, x, y):
     return step
 
 
+def _cpu_control_ms() -> float:
+    """This process's host speed, as a control for step times that are host-bound: the best of 5 timings of a
+    fixed loop of Python calls and small CPU tensor ops (no GPU)."""
+    a = torch.ones(4)
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for i in range(20000):
+            a.add(i).sum()
+        best = min(best, (time.perf_counter() - t0) * 1e3)
+    return best
+
+
 def main(argv=None) -> int:
     import torchvision
 
@@ -39,7 +52,8 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=5)
     args = ap.parse_args(argv)
     res = {"device": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d"),
-           "command": "python bench/resnet_mode.py " + " ".join(argv or sys.argv[1:]), "models": {}}
+           "command": "python bench/resnet_mode.py " + " ".join(argv or sys.argv[1:]), "models": {},
+           "cpu_control_ms": _cpu_control_ms()}
     for name in args.model.split(","):
         torch.manual_seed(0)
         model = getattr(torchvision.models, name)(num_classes=1000).cuda().to(torch.bfloat16)
@@ -67,7 +81,8 @@ def main(argv=None) -> int:
         r["conv1_grad_rel_diff"] = ((g_m - g_e).abs().max() / g_e.abs().max()).item()
         r["report"] = rep.summary()[:3000]
         res["models"][name] = r
-        print(name, json.dumps({k: v for k, v in r.items() if k != "report"}), flush=True)
+        print(name, json.dumps({k: v for k, v in r.items() if k != "report"}), "cpu_control_ms",
+              round(res["cpu_control_ms"], 1), flush=True)
         print(r["report"][:1500], flush=True)
     json.dump(res, open(args.out, "w"), indent=1)
     return 0

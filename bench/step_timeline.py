@@ -63,6 +63,11 @@ def analyse(trace_path: str) -> dict:
         busy += max(0.0, s + d - max(s, end if end is not None else s))
         end = max(end or 0.0, s + d)
     wall = (end - first) if kernels else 0.0
+    api_ms, api_n = collections.Counter(), collections.Counter()    # runtime / driver calls: a sync or an allocation
+    for e in ev:                                                    # shows here as a long call
+        if e.get("cat") in ("cuda_runtime", "cuda_driver"):
+            api_ms[e["name"]] += e.get("dur", 0)
+            api_n[e["name"]] += 1
     host = {n: (b - a) / 1e3 for a, b, n in phases}
     gpu = {n: {"start_ms": (v[0] - first) / 1e3, "end_ms": (v[1] - first) / 1e3, "kernel_ms": v[2] / 1e3}
            for n, v in span.items()}
@@ -71,7 +76,8 @@ def analyse(trace_path: str) -> dict:
             "gpu_busy_ms": busy / 1e3, "idle_host_ms": {k: v / 1e3 for k, v in idle_host.items()},
             "idle_other_ms": idle_other / 1e3, "launches": dict(n_launch),
             "kernels_ms": {f"{n} (x{k_count[n]})": round(v / 1e3, 3) for n, v in k_total.most_common(40)},
-            "idle_before_kernel_ms": {k: round(v / 1e3, 3) for k, v in by_kernel.most_common(25)}}
+            "idle_before_kernel_ms": {k: round(v / 1e3, 3) for k, v in by_kernel.most_common(25)},
+            "api_ms": {f"{n} (x{api_n[n]})": round(v / 1e3, 3) for n, v in api_ms.most_common(15)}}
 
 
 MARKS: list = []

@@ -420,7 +420,8 @@ def test_workload_kernels_compile_for_sm90_without_spills():
     default, f32 when forced: its 8192-key blocks take 24-56 B of stack, f64's 4096-pair blocks 40 B; not bench
     workloads), topk's threshold filter and its
     gated radix select (bf16 rows of 32768, k = 1024 / 8: 125 / 63 registers), the order statistics' pick) compile
-    for sm_90 with no stack (no spills)."""
+    for sm_90 with no stack (no spills) -- except topk's filter at bf16 k = 1024 (8192 chunks a row), which keeps
+    16 B and measured faster than the spill-free 4096 chunks (1.375 vs 1.551 ms, session 16 run F): at most that."""
     run_sm90_script('''
 import torch
 import baracuda as bc
@@ -443,6 +444,7 @@ for op, x, a in cases:
     for ln in launches:
         regs, stack = resources(ln.compiled)
         print(op, tuple(x.shape), ln.name, regs, stack, flush=True)
-        assert stack == 0, (op, ln.name, regs, stack)
+        allowed = 16 if op == "topk" and a.get("k") == 1024 and "filter" in ln.name else 0
+        assert stack <= allowed, (op, ln.name, regs, stack)
 print("ok")
 ''')

@@ -300,9 +300,12 @@ def _bn_stats(x_ptr, ws_ptr, C, S, NQ, QPP, nsb, sN, sC, sS, P, F64: tl.constexp
 
 @fast_kernel
 def _bn_finalize(ws_ptr, rm_ptr, rv_ptr, mean_ptr, rstd_ptr, nrm_ptr, nrv_ptr, C, P, M, eps_hi, eps_lo, mom_hi,
-                 mom_lo, TRAIN: tl.constexpr, RUN: tl.constexpr, F64: tl.constexpr, BC: tl.constexpr):
-    # folds the P partial moments of each channel in program order (deterministic); writes mean/rstd (dtype)
-    # and the f32 (mean, rstd) the normalize stage reads at ws[3P*C:]
+                 mom_lo, TRAIN: tl.constexpr, RUN: tl.constexpr, F64: tl.constexpr, BC: tl.constexpr,
+                 PB: tl.constexpr):
+    # folds the P partial moments of each channel, PB partials a step: a [PB, BC] tile of each loaded at once and
+    # merged as a tree, the steps in order (a fixed order: deterministic; one partial a step was a chain of P
+    # dependent loads, ~30 us at P = 132); writes mean/rstd (dtype) and the f32 (mean, rstd) the normalize stage
+    # reads at ws[3P*C:]
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     eps = _f2(eps_hi, eps_lo, F64)
     mom = _f2(mom_hi, mom_lo, F64)
@@ -312,12 +315,18 @@ def _bn_finalize(ws_ptr, rm_ptr, rv_ptr, mean_ptr, rstd_ptr, nrm_ptr, nrv_ptr, C
         cnt = tl.zeros([BC], CT)
         mean = tl.zeros([BC], CT)
         m2 = tl.zeros([BC], CT)
+        pp = tl.arange(0, PB)
         p = 0
         while p < P:
-            cnt, mean, m2 = _merge(cnt, mean, m2, tl.load(ws_ptr + p * C + cc, mask=cm, other=0.0),
-                                   tl.load(ws_ptr + (P + p) * C + cc, mask=cm, other=0.0),
-                                   tl.load(ws_ptr + (2 * P + p) * C + cc, mask=cm, other=0.0))
-            p += 1
+            rows = p + pp
+            msk = (rows < P)[:, None] & cm[None, :]
+            off = rows[:, None] * C + cc[None, :]
+            # (a masked partial has count 0: the merge gives it no weight)
+            n_c, m_c, q_c = tl.reduce((tl.load(ws_ptr + off, mask=msk, other=0.0),
+                                       tl.load(ws_ptr + P * C + off, mask=msk, other=0.0),
+                                       tl.load(ws_ptr + 2 * P * C + off, mask=msk, other=0.0)), 0, _merge)
+            cnt, mean, m2 = _merge(cnt, mean, m2, n_c, m_c, q_c)
+            p += PB
         var = m2 / M
         if RUN:
             rm = tl.load(rm_ptr + cc, mask=cm, other=0.0).to(CT)
@@ -385,17 +394,22 @@ def _bn_bw_sums(g_ptr, x_ptr, mean_ptr, rstd_ptr, ws_ptr, C, S, NQ, QPP, nsb, sg
 
 @fast_kernel
 def _bn_bw_fold(ws_ptr, dw_ptr, db_ptr, C, P, WANT_W: tl.constexpr, WANT_B: tl.constexpr, F64: tl.constexpr,
-                BC: tl.constexpr):
+                BC: tl.constexpr, PB: tl.constexpr):
+    # the P partial sums of each channel, a [PB, BC] tile a step (as _bn_finalize)
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     cc = tl.program_id(0) * BC + tl.arange(0, BC)
     cm = cc < C
     sgx = tl.zeros([BC], CT)
     sg = tl.zeros([BC], CT)
+    pp = tl.arange(0, PB)
     p = 0
     while p < P:
-        sgx += tl.load(ws_ptr + p * C + cc, mask=cm, other=0.0)
-        sg += tl.load(ws_ptr + (P + p) * C + cc, mask=cm, other=0.0)
-        p += 1
+        rows = p + pp
+        msk = (rows < P)[:, None] & cm[None, :]
+        off = rows[:, None] * C + cc[None, :]
+        sgx += tl.sum(tl.load(ws_ptr + off, mask=msk, other=0.0), 0)
+        sg += tl.sum(tl.load(ws_ptr + P * C + off, mask=msk, other=0.0), 0)
+        p += PB
     tl.store(ws_ptr + 2 * P * C + cc, sgx, mask=cm)
     tl.store(ws_ptr + 2 * P * C + C + cc, sg, mask=cm)
     if WANT_W:
@@ -469,6 +483,12 @@ def _bn_geom(desc):
     return n, c, s, f64, bc, bs, ncb, nsb, nq, splits, qpp, warps, rows
 
 
+def _fold_block(c, splits):
+    """(BC, PB) of the kernels folding the per-split partials of each channel (_bn_finalize, _bn_bw_fold): 64
+    channels a program (C / 64 programs, not one for C <= 256), [16, 64] tiles of partials a step."""
+    return min(64, next_power_of_2(max(c, 1))), min(16, next_power_of_2(max(splits, 1)))
+
+
 def _x3(t, n, c, s, rows=False):
     """``t`` as the [n, c, s] view the kernels walk, and its strides (``rows``: an [s, c] matrix, transposed)."""
     v = t.reshape(s, c).t().unsqueeze(0) if rows else t.reshape(n, c, s)
@@ -490,7 +510,7 @@ def _bind_bn(desc, pref=None):
     naff = min(ins - 1, 2)
     train = desc.attr("training")
     run_stats = ins == 5
-    bcf = min(256, next_power_of_2(max(c, 1)))
+    bcf, pb = _fold_block(c, splits)
     eps, mom = desc.attr("eps"), desc.attr("momentum")
     m = n * s
     fast = None
@@ -501,7 +521,7 @@ def _bind_bn(desc, pref=None):
         fast = (bind_kernel(_bn_stats, (ncb, splits), geo + (splits,), F64=f64, BC=bc, BS=bs, num_warps=warps)
                 if train else None,
                 bind_kernel(_bn_finalize, (cdiv(c, bcf),), (c, splits, m, *_split(eps), *_split(mom)), TRAIN=train,
-                            RUN=run_stats and train, F64=f64, BC=bcf, num_warps=4),
+                            RUN=run_stats and train, F64=f64, BC=bcf, PB=pb, num_warps=4),
                 bind_kernel(_bn_apply, (ncb, splits), geo + geo[5:], HAS_W=naff > 0, HAS_B=naff > 1, F64=f64, BC=bc,
                             BS=bs, num_warps=warps))
 
@@ -528,7 +548,8 @@ def _bind_bn(desc, pref=None):
                                      num_warps=warps)
         if c:
             _bn_finalize[(cdiv(c, bcf),)](wsv, rm, rv, mean, rstd, nrm, nrv, c, splits, m, *_split(eps), *_split(mom),
-                                                 TRAIN=train, RUN=run_stats and train, F64=f64, BC=bcf, num_warps=4)
+                                                 TRAIN=train, RUN=run_stats and train, F64=f64, BC=bcf, PB=pb,
+                                                 num_warps=4)
         if nq:
             _, *so = _x3(y, n, c, s, rows)
             _bn_apply[(ncb, splits)](x, w, b, y, wsv[3 * splits * c:], c, s, nq, qpp, nsb, sN, sC, sS, *so,
@@ -543,7 +564,7 @@ def _bind_bn_bw(desc, pref=None):
     has_w = len(desc.inputs) - 2 * extra == 5
     train = desc.attr("training")
     want_w, want_b = len(desc.outputs) >= 2, len(desc.outputs) == 3
-    bcf = min(256, next_power_of_2(max(c, 1)))
+    bcf, pb = _fold_block(c, splits)
     fast = None
     if nq and c:     # every operand contiguous: bound once (as the forward's)
         st = _x3(meta(desc.inputs[0].shape), n, c, s, rows)[1:]
@@ -551,7 +572,7 @@ def _bind_bn_bw(desc, pref=None):
         fast = (bind_kernel(_bn_bw_sums, (ncb, splits), (c, s, nq, qpp, nsb, *st, *st, splits), F64=f64, BC=bc, BS=bs,
                             num_warps=warps) if sums else None,
                 bind_kernel(_bn_bw_fold, (cdiv(c, bcf),), (c, splits), WANT_W=want_w, WANT_B=want_b, F64=f64, BC=bcf,
-                            num_warps=4) if sums else None,
+                            PB=pb, num_warps=4) if sums else None,
                 bind_kernel(_bn_bw_dx, (ncb, splits), (c, s, nq, qpp, nsb, *st, *st, *st, max(n * s, 1)), TRAIN=train,
                             HAS_W=has_w, EXTRA=extra, F64=f64, BC=bc, BS=bs, num_warps=warps))
 
@@ -584,7 +605,7 @@ def _bind_bn_bw(desc, pref=None):
         if c and (train or want_w):
             if nq:
                 _bn_bw_fold[(cdiv(c, bcf),)](wsv, dw, db, c, splits, WANT_W=want_w, WANT_B=want_b, F64=f64,
-                                                    BC=bcf, num_warps=4)
+                                                    BC=bcf, PB=pb, num_warps=4)
             else:
                 for o in outputs[1:]:
                     o.zero_()

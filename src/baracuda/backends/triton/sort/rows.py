@@ -264,9 +264,10 @@ def uses_filter(n: int, k: int, dt: DType) -> bool:
 # 8192 on [8192, 32768] random rows (H200, bench/topk_m_sweep.py, session 13 run E; ms at M = 2048 / 4096 / 8192:
 # bf16 k = 8 0.37 / 0.43 / 0.67, k = 1024 2.29 / 1.79 / 1.61; f32 k = 8 0.49 / 0.62 / 0.95, k = 512 1.21 / 1.42 /
 # 1.94, k = 1024 2.13 / 2.20 / 2.99).  Fewer chunks read the chunk bests faster; more keep fewer survivors.  bf16
-# k = 1024 stays at 4096: at 8192 the kernel takes 16 B of stack on 8 warps (tests/sort's no-spill check) and the
-# 16-warp form (93 registers, no stack) was not measured.
-_FILTER_M = {16: ((128, 2048), (1024, 4096)), 32: ((128, 2048), (256, 4096), (1024, 2048))}
+# k = 1024 takes 8192 although its kernel then keeps 16 B of stack on 8 warps: 1.375 ms against 1.551 at 4096 in
+# three alternating rounds (H200, bench/topk_m_ab.py, session 16 run F; torch.topk 2.231); the 16-warp form (93
+# registers, no stack) took 2.02 ms (bench/topk_warps_ab.py, run A).
+_FILTER_M = {16: ((128, 2048), (512, 4096), (1024, 8192)), 32: ((128, 2048), (256, 4096), (1024, 2048))}
 
 
 def filter_shape(n: int, k: int, bits: int = 16) -> tuple[int, int]:
