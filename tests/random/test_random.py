@@ -257,7 +257,8 @@ def test_a_state_operand_draws_the_stream_of_its_seed_and_base_plus_offset():
         want = _fill("normal", shape=(4, 77), seed=2 ** 41 + 9, offset=base + off)
         for pref in (TRITON, REF):
             got = _state_run("normal", np.array([2 ** 41 + 9, base], np.int64), pref, shape=(4, 77), offset=off)
-            np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)
+            # (the GPU's f32 normal takes the hardware sin / cos, ~2^-20.5 absolute, times r <= 5.8: ~5e-6)
+            np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-5)
     x = np.random.default_rng(0).standard_normal((6, 50)).astype(np.float32)
     want = bc.Plan.select(bc.Descriptor.like("dropout", x, p=0.3, seed=5, offset=12), "cpu", REF).run(x)
     got = _state_run("dropout", np.array([5, 12], np.int64), xs=(x,), p=0.3)

@@ -22,7 +22,9 @@ captured drop-in replays its seed; the state operand is the Plan API's graph-saf
 From a word u: U = (u >> 8) * 2^-24 in [0, 1) (exact in float32); U' = U + 2^-24 in (0, 1] (a log's argument).
 uniform(shape, low, high)   low + (high - low) U (a float64 output: U = u * 2^-32).
 normal(shape, mean, std)    Box-Muller on the element's pair (words 0, 1 or 2, 3 of its Philox block):
-                            r = sqrt(-2 log U'_first), z = r cos(2 pi U_second) (first of the pair) or r sin(...).
+                            r = sqrt(-2 log U'_first), z = r cos(2 pi U_second) (first of the pair) or r sin(...)
+                            (the Triton kernel's float32 takes the hardware sin / cos: within ~5e-6 of the
+                            reference's float64 values).
 exponential(shape, lambd)   -log(U') / lambd.
 randint(shape, low, high)   low + floor(u (high - low) / 2^32) (high - low <= 2^32).
 bernoulli(x, p)             1 where U < p (p: the attribute, or each element of x), else 0, in x's dtype.

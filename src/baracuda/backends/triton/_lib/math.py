@@ -26,6 +26,8 @@ _HOST = {
     "lgamma": None, "cyl_bessel_i0": np.i0, "cyl_bessel_i1": None, "rint": np.rint, "trunc": np.trunc,
     "atan2": np.arctan2, "hypot": np.hypot, "copysign": np.copysign, "pow": np.power, "sinpi": None,
     "cospi": None, "erf": None, "fmod": np.fmod,
+    # the hardware approximations (MUFU; ~2^-21 absolute on [-pi, pi] for sin / cos): the interpreter's are exact
+    "fast_sinf": np.sin, "fast_cosf": np.cos,
     # the interpreter's fma: exact product of two f32 in f64, then one f64 rounding before the f32 one
     "fma": lambda a, b, c: a * b + c,
 }
@@ -90,6 +92,7 @@ sinh, cosh, asinh, acosh, atanh, erf, erfc, erfinv = (_F[n] for n in ("sinh", "c
 lgamma, i0, i1, rint, trunc, atan2, hypot, copysign = (_F[n] for n in ("lgamma", "cyl_bessel_i0", "cyl_bessel_i1",
                                                                         "rint", "trunc", "atan2", "hypot", "copysign"))
 pow, sinpi, cospi, fmod, fma = _F["pow"], _F["sinpi"], _F["cospi"], _F["fmod"], _F["fma"]
+fast_sin, fast_cos = _F["fast_sinf"], _F["fast_cosf"]
 
 
 @triton.jit
