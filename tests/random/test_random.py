@@ -182,14 +182,15 @@ def test_randperm_is_a_permutation_and_positions_are_uniform():
 def test_randperm_past_the_one_program_cap_is_the_same_permutation(monkeypatch, dtype):
     """Past the one-program cap the words go through the sort family's long-row sort (forced here to blocks of 8
     and a cap of 64, so the interpreter runs merge passes): the reference's permutation, bit for bit, at every
-    output dtype, with a seed and with a state operand."""
+    output dtype, with a seed and with a state operand.  The other output dtypes cast the same permutation: they run
+    one of the lengths (each length takes the interpreter ~10 s)."""
     from baracuda.backends.triton.random import sampling
     from baracuda.backends.triton.sort.rows import forced
 
     monkeypatch.setattr(sampling, "RANDPERM_CAP", 64)
     extra = {} if dtype is None else {"dtype": dtype}
     with forced(nmax=8, tile=64):
-        for n, seed in ((65, 3), (300, 11), (1000, 2 ** 40 + 5)):
+        for n, seed in ((65, 3), (300, 11), (1000, 2 ** 40 + 5)) if dtype is None else ((300, 11),):
             want = _fill("randperm", REF, n=n, seed=seed, **extra)
             d = bc.Descriptor.make("randperm", n=n, seed=seed, **extra)
             plan = bc.Plan.select(d, DEVICE, TRITON)
