@@ -125,9 +125,9 @@ def _box_muller(w_r, w_t, F64: tl.constexpr):
     ~1e-7 absolute error near U' = 1 becomes ~1e-5 in r = sqrt(...) where r is small), the hardware sin / cos on
     the angle moved into [-pi, pi), where they hold ~2^-20.5 absolute (cos(pi t) = -cos(pi (t - 1)), same for sin):
     a sample is within ~5e-6 of the exact Box-Muller of its words (r <= 5.8), a draw of the same distribution.
-    libdevice's sinpi / cospi took most of the f32 kernel (544 -> 264 SASS instructions a thread of 8 elements,
+    libdevice's sinpi / cospi took most of the f32 kernel (544 -> 360 SASS instructions a thread of 8 elements,
     offline sm_90 compile) and made the fill compute-bound (1.66 TB/s on an H200 against a 3.0 TB/s copy, session
-    16 run J)."""
+    16 run J; this form not yet timed on a GPU)."""
     if F64:
         r = sqrt(-2.0 * log(unit_open(w_r).to(tl.float64)))
         t = 2.0 * unit(w_t).to(tl.float64)
