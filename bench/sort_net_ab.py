@@ -2,8 +2,10 @@
 keys: 21k SASS instructions, 335 KB, far past the instruction caches) against the stages as a runtime loop
 (``forced(loop=1)``: direction from a position tensor; ``loop=2``: every round ascending, descending blocks held
 complemented), at 8 and 16 warps (run A); then (run B) the hypercube axes permuted so the most exchanged bits sit in
-registers (``forced(lv=log2 of the load's vector width)``), over row lengths and dtypes, torch.sort in the same process; every variant's result
-compared with the unrolled one.  python bench/sort_net_ab.py OUT.json"""
+registers (``forced(lv=log2 of the load's vector width)``), over row lengths and dtypes, torch.sort in the same
+process; every variant's result compared with the unrolled one.  python bench/sort_net_ab.py OUT.json [xw | fc |
+filter | table] (xw: the cross-warp exchange; fc: int32 carriers for keys of <= 16 bits against the int64 network;
+filter: topk's threshold filter variants; table: issue #17's rows, default paths)"""
 import json
 import sys
 
@@ -55,6 +57,18 @@ def main(out):
         cases = [("sort", (8192, 8192), torch.float32, {}, xw), ("sort", (8192, 8192), torch.bfloat16, {}, xw),
                  ("sort", (65536, 1024), torch.float32, {}, xw), ("sort", (8192, 4096), torch.float64, {}, xw),
                  ("sort", (1, 1 << 24), torch.float32, {}, [dict(radix=True, xw=False), dict(radix=True)])]
+    if len(sys.argv) > 2 and sys.argv[2] == "fc":      # keys of <= 16 bits: int32 carriers vs the int64 network
+        fc = [dict(fc=False), dict()]
+        cases = [("sort", (8192, 8192), torch.bfloat16, {}, fc), ("sort", (65536, 1024), torch.bfloat16, {}, fc),
+                 ("sort", (8192, 8192), torch.float16, {}, fc), ("sort", (16384, 4096), torch.bfloat16, {}, fc)]
+        cases += [("topk", (8192, 32768), torch.bfloat16, dict(k=k, dim=-1, largest=True, sorted=True), fc)
+                  for k in (8, 64, 1024)]
+    if len(sys.argv) > 2 and sys.argv[2] == "filter":  # the threshold filter's shape at large k
+        vs = [dict(), dict(filter_gather=4096), dict(filter_warps=16)]
+        cases = [("topk", (8192, 32768), torch.bfloat16, dict(k=k, dim=-1, largest=True, sorted=True), vs)
+                 for k in (1024, 256)]
+        cases += [("topk", (8192, 32768), torch.float32, dict(k=k, dim=-1, largest=True, sorted=True), vs[:2])
+                  for k in (1024, 8)]
     if len(sys.argv) > 2 and sys.argv[2] == "table":   # issue #17's sort / topk rows, default paths only
         cases = [("sort", (8192, 8192), torch.float32, {}, [dict()]),
                  ("sort", (1, 1 << 24), torch.float32, {}, [dict()])]

@@ -372,10 +372,11 @@ _ROW_FORMS = [("scatter_add", {}), ("scatter", {}), ("scatter_reduce", {"reduce"
 @pytest.mark.parametrize("dt", ["bf16", "f32", "i32", "bool"])
 @pytest.mark.parametrize("op,attrs", _ROW_FORMS, ids=lambda v: v if isinstance(v, str) else "-".join(map(str, v.values())))
 @pytest.mark.parametrize("dim", [0, 1])
-def test_scatter_of_whole_rows_runs_the_segment_fold(op, attrs, dt, dim):
+def test_scatter_of_whole_rows_runs_the_row_kernels(op, attrs, dt, dim):
     """A row index (one index per position along dim, broadcast over the other dims: gather's backward) runs the
-    sorted-segment fold: the same values as the reference for every mode (duplicates, untouched rows, a source
-    larger than the index, a broadcast-zero input), bit-identical run to run, and a bad row index raises."""
+    row kernels -- index_add's atomic rows for an f32 sum, the sorted-segment fold otherwise: the same values as the
+    reference for every mode (duplicates, untouched rows, a source larger than the index, a broadcast-zero input),
+    bit-identical run to run where the plan says deterministic, and a bad row index raises."""
     from baracuda.testing import assert_close, cast, reference_f64
 
     if dt == "bool" and "mean" in attrs.values():
@@ -394,8 +395,20 @@ def test_scatter_of_whole_rows_runs_the_segment_fold(op, attrs, dt, dim):
     want = reference_f64(desc, [x, idx.copy(), src])[0]
     it = _t(np.ascontiguousarray(col)).expand(ishape)      # stride 0 off dim
     p = _plan(desc, bc.Backend.TRITON, check_values="sync")
-    got = p.run(_t(x), it, _t(src))
-    assert torch.equal(got, p.run(_t(x), it, _t(src)))
+    from baracuda.backends.triton.indexing import scatter as S
+
+    kinds, apply = [], S.apply_rows
+    S.apply_rows = lambda kind, *a: (kinds.append(kind), apply(kind, *a))[1]
+    try:
+        got = p.run(_t(x), it, _t(src))
+    finally:
+        S.apply_rows = apply
+    atomic = dt == "f32" and op != "scatter" and attrs.get("reduce", "sum") == "sum"
+    reduce = None if op == "scatter" else attrs.get("reduce", "sum")
+    int_mean = reduce == "mean" and dt in ("i32", "bool")     # (torch's wrapping narrow sum: the atomic path)
+    assert kinds == ([] if int_mean else ["add" if atomic else S._SEGMENTS[reduce]]), kinds
+    if not atomic:
+        assert torch.equal(got, p.run(_t(x), it, _t(src)))
     tol = {"bf16": 1.6e-2}.get(dt, 1e-6 if dt == "f32" else 0.0)
     assert_close(got.float().cpu() if got.dtype == torch.bfloat16 else got.cpu(), want, tol, tol, f"{op} {attrs}")
     zero = torch.zeros((), dtype=got.dtype, device=DT).expand(shape)

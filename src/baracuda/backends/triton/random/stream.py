@@ -32,7 +32,7 @@ from .._lib.scalars import join_f64, split_f64
 __all__ = ["unit", "unit_open", "element_words", "block_words", "int_out", "stream_base", "stream_args", "forced",
            "MODES"]
 
-_FORCE, forced = overrides("""Force ``block`` (elements per program) or ``aligned=False`` (the per-element path).""")
+_FORCE, forced = overrides("""Force ``block`` (elements per program), ``warps`` or ``aligned=False`` (the per-element path).""")
 MODES = {"uniform": 0, "normal": 1, "exponential": 2, "randint": 3, "bernoulli_p": 4, "bernoulli": 5, "affine": 6}
 _U24 = 5.9604644775390625e-08     # 2^-24
 
@@ -126,8 +126,8 @@ def _box_muller(w_r, w_t, F64: tl.constexpr):
     the angle moved into [-pi, pi), where they hold ~2^-20.5 absolute (cos(pi t) = -cos(pi (t - 1)), same for sin):
     a sample is within ~5e-6 of the exact Box-Muller of its words (r <= 5.8), a draw of the same distribution.
     libdevice's sinpi / cospi took most of the f32 kernel (544 -> 360 SASS instructions a thread of 8 elements,
-    offline sm_90 compile) and made the fill compute-bound (1.66 TB/s on an H200 against a 3.0 TB/s copy, session
-    16 run J; this form not yet timed on a GPU)."""
+    offline sm_90 compile) and made the fill compute-bound: 2^28 f32 0.649 -> 0.438 ms on an H200 (1.66 -> 2.45
+    TB/s; torch.randn 1.80; a constant fill 4.6), session 17 run A."""
     if F64:
         r = sqrt(-2.0 * log(unit_open(w_r).to(tl.float64)))
         t = 2.0 * unit(w_t).to(tl.float64)
@@ -249,6 +249,9 @@ def _bind(desc, pref=None):
     offset = desc.attr("offset")
     aligned = inner == 1 and offset % 4 == 0 and _FORCE.get("aligned", True)
     block = _FORCE.get("block", 2048)
+    # (the normal fill is instruction-bound: 16 elements a thread, four Philox calls in flight, 2.44 -> 2.54 TB/s f32
+    # at 2^28 on an H200, session 17 run B; the memory-bound modes keep 8 warps)
+    warps = _FORCE.get("warps", 4 if block < 2048 or mode == MODES["normal"] else 8)
     f64 = out.dtype == DType.f64 or (has_x and desc.inputs[0].dtype == DType.f64)
     identity = desc.op in DROPOUT_OPS + ("dropout_backward",) and not draws(desc.attr("training"), desc.attr("p"))
     pairs = [v for x in abc for v in split_f64(x)]
@@ -264,7 +267,7 @@ def _bind(desc, pref=None):
         st, seed, off, has_state = stream_args(desc, inputs)
         _stream_kernel[(cdiv(n, block),)](x, y, y if st is None else st, n, seed, off, max(inner, 1), *pairs, pk,
                                           lo_i, rng_i, MODE=mode, HAS_X=has_x, F64=f64, ALIGNED=aligned,
-                                          HAS_STATE=has_state, BLOCK=block, num_warps=8 if block >= 2048 else 4)
+                                          HAS_STATE=has_state, BLOCK=block, num_warps=warps)
     return run
 
 

@@ -88,7 +88,7 @@ def _rows_kernel(x_ptr, v_ptr, i_ptr, wk_ptr, wi_ptr, R, n, K, sxr, svr, sir,
                  N: tl.constexpr, LN: tl.constexpr, BR: tl.constexpr, LR: tl.constexpr, KIND: tl.constexpr,
                  BITS: tl.constexpr, DESC: tl.constexpr, PAIR: tl.constexpr, BLOCK: tl.constexpr,
                  STORE_V: tl.constexpr, STORE_I: tl.constexpr, LV: tl.constexpr = -1, LW: tl.constexpr = 0,
-                 XW: tl.constexpr = True):
+                 XW: tl.constexpr = True, FC: tl.constexpr = False):
     """Short rows: sort BR rows of <= N in registers and write their first K entries.  BLOCK: sort the
     N-position block program_id(1) of one row into the workspace (global positions, key + index)."""
     if BLOCK:
@@ -99,7 +99,7 @@ def _rows_kernel(x_ptr, v_ptr, i_ptr, wk_ptr, wi_ptr, R, n, K, sxr, svr, sir,
         base = 0
     cols = base + tl.arange(0, N)
     k, i = _keys(x_ptr, rows, cols, R, n, sxr, KIND, BITS, DESC, PAIR)
-    k, i = sort_tile(k, i, LN, LN + LR, 0, PAIR, LV, LW, XW)
+    k, i = sort_tile(k, i, LN, LN + LR, 0, PAIR, LV, LW, XW, FC)
     pos = _positions(k, i, PAIR)
     r2 = rows[:, None]
     if BLOCK:
@@ -148,7 +148,7 @@ def _merge_kernel(x_ptr, v_ptr, i_ptr, ik_ptr, ii_ptr, ok_ptr, oi_ptr, R, n, K, 
 @fast_kernel
 def _topk_kernel(x_ptr, v_ptr, i_ptr, R, n, K, NCH, sxr, svr, sir, C: tl.constexpr, LC: tl.constexpr,
                  KIND: tl.constexpr, BITS: tl.constexpr, DESC: tl.constexpr, PAIR: tl.constexpr,
-                 LV: tl.constexpr = -1, LW: tl.constexpr = 0, XW: tl.constexpr = True):
+                 LV: tl.constexpr = -1, LW: tl.constexpr = 0, XW: tl.constexpr = True, FC: tl.constexpr = False):
     """The K first entries of each row's sort (K <= C), one program per row, chunks of C positions."""
     rows = (tl.program_id(0) + tl.arange(0, 1)).to(tl.int64)
     bk = tl.full([1, C], I64_MAX, tl.int64)
@@ -156,9 +156,9 @@ def _topk_kernel(x_ptr, v_ptr, i_ptr, R, n, K, NCH, sxr, svr, sir, C: tl.constex
     for c in loop(0, NCH):
         cols = c * C + tl.arange(0, C)
         k, i = _keys(x_ptr, rows, cols, R, n, sxr, KIND, BITS, DESC, PAIR)
-        k, i = sort_tile(k, i, LC, LC, 1, PAIR, LV, LW, XW)
+        k, i = sort_tile(k, i, LC, LC, 1, PAIR, LV, LW, XW, FC)
         bk, bi = pair_min(bk, bi, k, i, PAIR)
-        bk, bi = merge_tile(bk, bi, LC, LC, PAIR)
+        bk, bi = merge_tile(bk, bi, LC, LC, PAIR, FC)
     pos = _positions(bk, bi, PAIR)
     dest = tl.arange(0, C)[None, :]
     r2 = rows[:, None]
@@ -168,7 +168,8 @@ def _topk_kernel(x_ptr, v_ptr, i_ptr, R, n, K, NCH, sxr, svr, sir, C: tl.constex
 @fast_kernel
 def _select_kernel(x_ptr, v_ptr, i_ptr, flag_ptr, R, n, K, NCH, sxr, svr, sir, LO, CH: tl.constexpr,
                    KP: tl.constexpr, LKP: tl.constexpr, KIND: tl.constexpr, BITS: tl.constexpr, DESC: tl.constexpr,
-                   GATED: tl.constexpr, LV: tl.constexpr = -1, LW: tl.constexpr = 0, XW: tl.constexpr = True):
+                   GATED: tl.constexpr, LV: tl.constexpr = -1, LW: tl.constexpr = 0, XW: tl.constexpr = True,
+                   FC: tl.constexpr = False):
     """The K (<= KP) first entries of each row's sort by a radix select (module doc), one program per row; LO: the
     smallest order key, so that key - LO is an unsigned BITS-bit number.  GATED: only the rows whose int32 flag is
     set (the threshold filter's overflowed rows, topk_filter.py); the others exit at once."""
@@ -204,16 +205,16 @@ def _select_kernel(x_ptr, v_ptr, i_ptr, flag_ptr, R, n, K, NCH, sxr, svr, sir, L
         tl.store(i_ptr + row * sir + slot, cols.to(tl.int64), mask=take)
         filled += tl.sum(take.to(tl.int32), 0)
         ties += tl.sum(eq.to(tl.int32), 0)
-    sort_collected(x_ptr, v_ptr, i_ptr, row, K, sxr, svr, sir, KP, LKP, KIND, BITS, DESC, LV, LW, XW)
+    sort_collected(x_ptr, v_ptr, i_ptr, row, K, sxr, svr, sir, KP, LKP, KIND, BITS, DESC, LV, LW, XW, FC)
 
 
 @triton.jit
 def sort_collected(x_ptr, v_ptr, i_ptr, row, K, sxr, svr, sir, KP: tl.constexpr, LKP: tl.constexpr,
                    KIND: tl.constexpr, BITS: tl.constexpr, DESC: tl.constexpr, LV: tl.constexpr, LW: tl.constexpr,
-                   XW: tl.constexpr):
+                   XW: tl.constexpr, FC: tl.constexpr = False):
     """The K (<= KP) positions the program stored in row's index output (any order) sorted as packed (key,
     position) pairs and written as the row's values and indices (K = 0 writes nothing); topk_filter.py shares it.
-    LV / LW / XW: the network's layout (network.sort_tile) for the index row's loads."""
+    LV / LW / XW / FC: the network's layout (network.sort_tile) for the index row's loads."""
     tl.debug_barrier()
     rows = row + tl.arange(0, 1).to(tl.int64)
     j = tl.arange(0, KP)[None, :]
@@ -221,6 +222,6 @@ def sort_collected(x_ptr, v_ptr, i_ptr, row, K, sxr, svr, sir, KP: tl.constexpr,
     pos = tl.load(i_ptr + rows[:, None] * sir + j, mask=jm, other=0).to(tl.int32)
     k = to_key(tl.load(x_ptr + rows[:, None] * sxr + pos, mask=jm, other=0), KIND, BITS, DESC)
     k = tl.where(jm, (k << 32) | pos.to(tl.int64), I64_MAX)
-    k, pos = sort_tile(k, pos, LKP, LKP, 0, False, LV, LW, XW)
+    k, pos = sort_tile(k, pos, LKP, LKP, 0, False, LV, LW, XW, FC)
     tl.debug_barrier()
     _emit(x_ptr, v_ptr, i_ptr, rows[:, None], _positions(k, pos, False), j, jm, sxr, svr, sir, True, True)

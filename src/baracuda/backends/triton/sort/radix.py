@@ -114,7 +114,7 @@ def _radix_scatter_kernel(src_ptr, spos_ptr, dv_ptr, dpos_ptr, v_ptr, i_ptr, cnt
                           sir, SHIFT, B: tl.constexpr, LB: tl.constexpr, KIND: tl.constexpr, BITS: tl.constexpr,
                           DESC: tl.constexpr, FIRST: tl.constexpr, LAST: tl.constexpr, STORE_V: tl.constexpr,
                           STORE_I: tl.constexpr, LV: tl.constexpr = -1, LW: tl.constexpr = 0,
-                          XW: tl.constexpr = True):
+                          XW: tl.constexpr = True, FC: tl.constexpr = False):
     """One pass's stable scatter of a block (module doc): (value, position) pairs from src / spos (FIRST: x and
     the column) to their digit's place in dv / dpos (rows of n), or (LAST) the first K of each row to v / i."""
     pid = tl.program_id(0)

@@ -37,7 +37,8 @@ keys allow it, or never) and ``select_chunk`` / ``select_warps`` (its positions 
 ``filter`` (True / False: topk's threshold filter where its keys allow it, or never) and ``filter_chunks`` /
 ``filter_cap`` / ``filter_warps`` / ``filter_gather`` (its chunks per row M, survivor slots per row C, warps per
 program, pass 2's lanes per step), ``lv`` / ``xw`` (the register network's load vector bits, -1: no permutation;
-cross-warp exchanges by tl.gather, False: by xor_sum: :func:`net_layout`); tests run every path at small sizes.""")
+cross-warp exchanges by tl.gather, False: by xor_sum: :func:`net_layout`), ``fc`` (False: packed keys compared as
+int64, not as int32 carriers); tests run every path at small sizes.""")
 
 _SELECT_KMAX = 1024
 
@@ -105,13 +106,14 @@ def _ws_half(count: int) -> tuple[int, int]:
     return _align(count * 8), _align(count * 4)
 
 
-def net_layout(t, stride: int, warps: int, permute: bool = True) -> dict:
+def net_layout(t, stride: int, warps: int, permute: bool = True, n: int | None = None, bits: int = 64) -> dict:
     """The register network's layout constants for a kernel at ``warps`` warps whose tile is loaded from t (rows
     ``stride`` elements apart): LV, log2 of the elements per load vector (16 bytes when the base pointer and the
     row stride are 16-aligned: Triton's divisibility specialisation; else one element), by which the network
     permutes its hypercube (network.cube_order; -1: no permutation, also when not ``permute``); LW = log2(warps);
-    XW, cross-warp exchanges by tl.gather.  Speed only: any value sorts correctly.  forced(lv=...) / forced(xw=False)
-    override them for A/B runs."""
+    XW, cross-warp exchanges by tl.gather; FC, packed keys as int32 carriers (network.to_carrier: keys of ``bits``
+    <= 16 in rows of ``n`` < 2^16 positions, so that no real key is the padding; n None: off).  Speed only: any
+    value sorts correctly.  forced(lv=...) / forced(xw=False) / forced(fc=False) override them for A/B runs."""
     if not permute:
         lv = -1
     elif "lv" in _FORCE:
@@ -120,7 +122,8 @@ def net_layout(t, stride: int, warps: int, permute: bool = True) -> dict:
         lv = 0
     else:
         lv = (16 // t.element_size()).bit_length() - 1
-    return dict(LV=lv, LW=warps.bit_length() - 1, XW=_FORCE.get("xw", True))
+    fc = n is not None and n < 2 ** 16 and bits <= 16 and _FORCE.get("fc", True)
+    return dict(LV=lv, LW=warps.bit_length() - 1, XW=_FORCE.get("xw", True), FC=fc)
 
 
 def _bits_view(t):
@@ -144,7 +147,7 @@ def sort_rows(x2, v, i, K: int, descending: bool, ws) -> None:
     vv = v if v is not None else x2
     ii = i if i is not None else x2
     flags = dict(KIND=c.kind, BITS=c.bits, DESC=descending, PAIR=c.pair, num_warps=c.warps,
-                 **net_layout(x2, x2.stride(0), c.warps))
+                 **net_layout(x2, x2.stride(0), c.warps, n=n, bits=c.bits))
     if c.short:
         _rows_kernel[(cdiv(R, c.br), 1)](x2, vv, ii, x2, x2, R, n, K, x2.stride(0), sv, si, N=c.n_pow,
                                          LN=c.n_pow.bit_length() - 1, BR=c.br, LR=c.br.bit_length() - 1,
@@ -232,17 +235,17 @@ def topk_rows(x2, v, i, k: int, largest: bool, ws) -> None:
             buf, flags = _filter_bufs(ws, R, C)
             fw = _FORCE.get("filter_warps", 8 if M >= 2048 else 4)
             threshold_filter(xb, vb, i, buf, flags, k, lo, M, C, c.kind, c.bits, largest,
-                             fw, _FORCE.get("filter_gather", 1024), net_layout(i, i.stride(0), fw))
+                             fw, _FORCE.get("filter_gather", 1024), net_layout(i, i.stride(0), fw, n=n, bits=c.bits))
         sw = _FORCE.get("select_warps", 4)
         _select_kernel[(R,)](xb, vb, i, flags, R, n, k, cdiv(n, ch), xb.stride(0), vb.stride(0), i.stride(0), lo,
                              CH=ch, KP=kp, LKP=kp.bit_length() - 1, KIND=c.kind, BITS=c.bits, DESC=largest,
-                             GATED=filt, num_warps=sw, **net_layout(i, i.stride(0), sw))
+                             GATED=filt, num_warps=sw, **net_layout(i, i.stride(0), sw, n=n, bits=c.bits))
         return
     C = max(next_power_of_2(k), min(next_power_of_2(n), _FORCE.get("chunk", 1024)))
     warps = 8 if C >= 1024 else 4     # (C = 1024 at 4 warps: 8 B of stack on sm_90)
     _topk_kernel[(R,)](xb, vb, i, R, n, k, cdiv(n, C), xb.stride(0), vb.stride(0), i.stride(0), C=C,
                        LC=C.bit_length() - 1, KIND=c.kind, BITS=c.bits, DESC=largest, PAIR=c.pair,
-                       num_warps=warps, **net_layout(xb, xb.stride(0), warps, permute=not c.pair))   # (pairs: spills)
+                       num_warps=warps, **net_layout(xb, xb.stride(0), warps, permute=not c.pair, n=n, bits=c.bits))   # (pairs: spills)
 
 
 def uses_select(n: int, k: int, dt: DType) -> bool:

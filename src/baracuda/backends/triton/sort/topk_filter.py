@@ -61,7 +61,7 @@ def _kth(u, K, LO, BITS: tl.constexpr):
 def _filter_kernel(x_ptr, v_ptr, i_ptr, buf_ptr, flag_ptr, n, K, NT, sxr, svr, sir, LO, M: tl.constexpr,
                    C: tl.constexpr, LC: tl.constexpr, G: tl.constexpr, KP: tl.constexpr, LKP: tl.constexpr,
                    KIND: tl.constexpr, BITS: tl.constexpr, DESC: tl.constexpr, LV: tl.constexpr = -1,
-                   LW: tl.constexpr = 0, XW: tl.constexpr = True):
+                   LW: tl.constexpr = 0, XW: tl.constexpr = True, FC: tl.constexpr = False):
     """The K (<= KP) first entries of each row's sort by the threshold filter (module doc); NT = cdiv(n, M) tiles;
     buf: C (= 2^LC) int32 slots per row; flag: one int32 per row (1: overflowed, left to the radix select).  Pass 2
     gathers G / ns tiles per step (ns = next_pow2 of the chunks holding survivors, <= C <= G): lane l reads chunk id
@@ -112,7 +112,7 @@ def _filter_kernel(x_ptr, v_ptr, i_ptr, buf_ptr, flag_ptr, n, K, NT, sxr, svr, s
     dst = tl.cumsum(take.to(tl.int32), 0) - 1
     tl.store(i_ptr + row * sir + dst, pos.to(tl.int64), mask=take)
     sort_collected(x_ptr, v_ptr, i_ptr, row, tl.where(ok, K, 0), sxr, svr, sir, KP, LKP, KIND, BITS, DESC, LV,
-                   LW, XW)
+                   LW, XW, FC)
 
 
 def threshold_filter(xb, vb, i, buf, flags, k: int, lo: int, M: int, C: int, kind: int, bits: int, desc: bool,
