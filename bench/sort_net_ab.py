@@ -4,8 +4,9 @@ keys: 21k SASS instructions, 335 KB, far past the instruction caches) against th
 complemented), at 8 and 16 warps (run A); then (run B) the hypercube axes permuted so the most exchanged bits sit in
 registers (``forced(lv=log2 of the load's vector width)``), over row lengths and dtypes, torch.sort in the same
 process; every variant's result compared with the unrolled one.  python bench/sort_net_ab.py OUT.json [xw | fc |
-filter | table] (xw: the cross-warp exchange; fc: int32 carriers for keys of <= 16 bits against the int64 network;
-filter: topk's threshold filter variants; table: issue #17's rows, default paths)"""
+filter | warps | half | table] (xw: the cross-warp exchange; fc: int32 carriers for keys of <= 16 bits against the
+int64 network; filter: topk's threshold filter variants; warps: the row sort at 8 / 16 warps; half: 16-bit rows,
+default paths; table: issue #17's rows, default paths)"""
 import json
 import sys
 
@@ -63,12 +64,20 @@ def main(out):
                  ("sort", (8192, 8192), torch.float16, {}, fc), ("sort", (16384, 4096), torch.bfloat16, {}, fc)]
         cases += [("topk", (8192, 32768), torch.bfloat16, dict(k=k, dim=-1, largest=True, sorted=True), fc)
                   for k in (8, 64, 1024)]
+    if len(sys.argv) > 2 and sys.argv[2] == "warps":   # the row sort at 8 vs 16 warps (the carriers' registers)
+        w = [dict(), dict(warps=16)]
+        cases = [("sort", (8192, 8192), torch.bfloat16, {}, w), ("sort", (8192, 8192), torch.float32, {}, w),
+                 ("sort", (16384, 4096), torch.bfloat16, {}, w)]
     if len(sys.argv) > 2 and sys.argv[2] == "filter":  # the threshold filter's shape at large k
         vs = [dict(), dict(filter_gather=4096), dict(filter_warps=16)]
         cases = [("topk", (8192, 32768), torch.bfloat16, dict(k=k, dim=-1, largest=True, sorted=True), vs)
                  for k in (1024, 256)]
         cases += [("topk", (8192, 32768), torch.float32, dict(k=k, dim=-1, largest=True, sorted=True), vs[:2])
                   for k in (1024, 8)]
+    if len(sys.argv) > 2 and sys.argv[2] == "half":    # 16-bit keys' rows, default paths only
+        cases = [("sort", shape, torch.bfloat16, {}, [dict()]) for shape in ((8192, 8192), (16384, 4096), (65536, 1024))]
+        cases += [("topk", (8192, 32768), torch.bfloat16, dict(k=k, dim=-1, largest=True, sorted=True), [dict()])
+                  for k in (8, 64, 1024)]
     if len(sys.argv) > 2 and sys.argv[2] == "table":   # issue #17's sort / topk rows, default paths only
         cases = [("sort", (8192, 8192), torch.float32, {}, [dict()]),
                  ("sort", (1, 1 << 24), torch.float32, {}, [dict()])]

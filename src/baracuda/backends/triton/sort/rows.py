@@ -32,7 +32,7 @@ from .topk_filter import threshold_filter
 _FORCE, forced = overrides("""Force ``nmax`` (the register-sort limit; 0: every row takes a long-row path), ``radix``
 (True / False: long rows by the LSD radix sort, or by the block sort + merge passes), ``radix_block`` (the radix passes'
 positions per program, a power of 2; default min(4096, nmax)), ``kmax`` / ``chunk`` (topk), ``tile`` (short rows'
-minimum tile, the merge passes' tile) in :func:`row_config`, ``select`` (True / False: topk's radix select where its
+minimum tile, the merge passes' tile), ``warps`` (the sort kernels' warps) in :func:`row_config`, ``select`` (True / False: topk's radix select where its
 keys allow it, or never) and ``select_chunk`` / ``select_warps`` (its positions per chunk, warps per program),
 ``filter`` (True / False: topk's threshold filter where its keys allow it, or never) and ``filter_chunks`` /
 ``filter_cap`` / ``filter_warps`` / ``filter_gather`` (its chunks per row M, survivor slots per row C, warps per
@@ -76,7 +76,7 @@ def row_config(R: int, n: int, dt: DType) -> RowConfig:
         br = max(1, min(next_power_of_2(max(R, 1)), tile // np2))
     else:       # a block of the radix passes or of the block sort
         br, np2 = 1, _FORCE.get("radix_block", min(_RADIX_BLOCK, max(nmax, 1))) if radix else max(nmax, 1)
-    return RowConfig(_kind(dt), bits, pair, short, np2, br, 8 if np2 * br >= 4096 else 4, radix)
+    return RowConfig(_kind(dt), bits, pair, short, np2, br, _FORCE.get("warps", 8 if np2 * br >= 4096 else 4), radix)
 
 
 def sort_ws_bytes(R: int, n: int, dt: DType) -> int:
