@@ -445,7 +445,8 @@ def test_workload_kernels_compile_for_sm90_without_spills():
     workloads), topk's threshold filter and its
     gated radix select (bf16 rows of 32768, k = 1024 / 8: 125 / 63 registers), the order statistics' pick) compile
     for sm_90 with no stack (no spills) -- except topk's filter at bf16 k = 1024 (8192 chunks a row), which keeps
-    16 B and measured faster than the spill-free 4096 chunks (1.375 vs 1.551 ms, session 16 run F): at most that."""
+    8 B (16 B before its pass 2 took 4096 lanes a step) and measured faster than the spill-free 4096 chunks (1.375
+    vs 1.551 ms, session 16 run F): at most 16."""
     run_sm90_script('''
 import torch
 import baracuda as bc

@@ -235,7 +235,8 @@ def topk_rows(x2, v, i, k: int, largest: bool, ws) -> None:
             buf, flags = _filter_bufs(ws, R, C)
             fw = _FORCE.get("filter_warps", 8 if M >= 2048 else 4)
             threshold_filter(xb, vb, i, buf, flags, k, lo, M, C, c.kind, c.bits, largest,
-                             fw, _FORCE.get("filter_gather", 1024), net_layout(i, i.stride(0), fw, n=n, bits=c.bits))
+                             fw, _FORCE.get("filter_gather", _FILTER_GATHER.get((c.bits, C), 1024)),
+                             net_layout(i, i.stride(0), fw, n=n, bits=c.bits))
         sw = _FORCE.get("select_warps", 4)
         _select_kernel[(R,)](xb, vb, i, flags, R, n, k, cdiv(n, ch), xb.stride(0), vb.stride(0), i.stride(0), lo,
                              CH=ch, KP=kp, LKP=kp.bit_length() - 1, KIND=c.kind, BITS=c.bits, DESC=largest,
@@ -271,6 +272,11 @@ def uses_filter(n: int, k: int, dt: DType) -> bool:
 # three alternating rounds (H200, bench/topk_m_ab.py, session 16 run F; torch.topk 2.231); the 16-warp form (93
 # registers, no stack) took 2.02 ms (bench/topk_warps_ab.py, run A).
 _FILTER_M = {16: ((128, 2048), (512, 4096), (1024, 8192)), 32: ((128, 2048), (256, 4096), (1024, 2048))}
+# pass 2's lanes per step where not 1024: 16-bit keys with 2048 survivor slots (512 < k <= 1024), whose rows hold
+# 1025-2048 survivor chunks (bf16 ties at the bound): 2 steps of 2 tiles instead of 4 of 1, 1240 -> 1199 us at
+# [8192, 32768] k = 1024, and 8 B of stack on sm_90 instead of 16 (H200, session 17 run D; 32-bit keys went
+# 1889 -> 2862 us that way, and k = 256 527 -> 1194 with more lanes than slots)
+_FILTER_GATHER = {(16, 2048): 4096}
 
 
 def filter_shape(n: int, k: int, bits: int = 16) -> tuple[int, int]:
