@@ -156,11 +156,10 @@ def _cas(k, i, flip, j: tl.constexpr, ND: tl.constexpr, PAIR: tl.constexpr, WB: 
     """Compare-and-swap across the j-th innermost axis: the lower half keeps the smaller pair unless flip.
     CARRIER: k holds int32 carriers (to_carrier), ordered by min / max."""
     right = _axis_bit(ND, j)
+    pk = _partner(k, j, ND, WB)
     if CARRIER:
-        pk = _partner(k, j, ND, WB)
         k = tl.where((flip ^ right) != 0, tl.maximum(k, pk), tl.minimum(k, pk))
     else:
-        pk = _partner(k, j, ND, WB)
         if PAIR:
             pi = _partner(i, j, ND, WB)
             gt = (k > pk) | ((k == pk) & (i > pi))
