@@ -32,7 +32,8 @@ from .._lib.scalars import join_f64, split_f64
 __all__ = ["unit", "unit_open", "element_words", "block_words", "int_out", "stream_base", "stream_args", "forced",
            "MODES"]
 
-_FORCE, forced = overrides("""Force ``block`` (elements per program), ``warps`` or ``aligned=False`` (the per-element path).""")
+_FORCE, forced = overrides("""Force ``block`` (elements per program), ``warps`` or ``aligned=False`` (the
+per-element path).""")
 MODES = {"uniform": 0, "normal": 1, "exponential": 2, "randint": 3, "bernoulli_p": 4, "bernoulli": 5, "affine": 6}
 _U24 = 5.9604644775390625e-08     # 2^-24
 

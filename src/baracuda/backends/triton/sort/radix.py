@@ -127,7 +127,7 @@ def _radix_scatter_kernel(src_ptr, spos_ptr, dv_ptr, dpos_ptr, v_ptr, i_ptr, cnt
     d = _digit(x, SHIFT, KIND, BITS, DESC)
     h = tl.histogram(d, DIGITS, mask=m)
     p = tl.where(m, (d << LB) | j, DIGITS << LB)        # padding sorts last
-    p, _ = sort_tile(p, p, LB, LB, 0, False, LV, LW, XW)
+    p, _ = sort_tile(p, p, LB, LB, 0, False, LV, LW, XW, FC)    # (int32 keys: FC changes nothing)
     at = p & (B - 1)                                    # the block position of sorted slot j
     digits = tl.arange(0, DIGITS)
     tot = tl.load(tot_ptr + row * DIGITS + digits)

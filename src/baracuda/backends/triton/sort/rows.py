@@ -32,13 +32,13 @@ from .topk_filter import threshold_filter
 _FORCE, forced = overrides("""Force ``nmax`` (the register-sort limit; 0: every row takes a long-row path), ``radix``
 (True / False: long rows by the LSD radix sort, or by the block sort + merge passes), ``radix_block`` (the radix passes'
 positions per program, a power of 2; default min(4096, nmax)), ``kmax`` / ``chunk`` (topk), ``tile`` (short rows'
-minimum tile, the merge passes' tile), ``warps`` (the sort kernels' warps) in :func:`row_config`, ``select`` (True / False: topk's radix select where its
-keys allow it, or never) and ``select_chunk`` / ``select_warps`` (its positions per chunk, warps per program),
-``filter`` (True / False: topk's threshold filter where its keys allow it, or never) and ``filter_chunks`` /
-``filter_cap`` / ``filter_warps`` / ``filter_gather`` (its chunks per row M, survivor slots per row C, warps per
-program, pass 2's lanes per step), ``lv`` / ``xw`` (the register network's load vector bits, -1: no permutation;
-cross-warp exchanges by tl.gather, False: by xor_sum: :func:`net_layout`), ``fc`` (False: packed keys compared as
-int64, not as int32 carriers); tests run every path at small sizes.""")
+minimum tile, the merge passes' tile), ``warps`` (the sort kernels' warps) in :func:`row_config`, ``select`` (True /
+False: topk's radix select where its keys allow it, or never) and ``select_chunk`` / ``select_warps`` (its positions per
+chunk, warps per program), ``filter`` (True / False: topk's threshold filter where its keys allow it, or never) and
+``filter_chunks`` / ``filter_cap`` / ``filter_warps`` / ``filter_gather`` (its chunks per row M, survivor slots per row
+C, warps per program, pass 2's lanes per step), ``lv`` / ``xw`` (the register network's load vector bits, -1: no
+permutation; cross-warp exchanges by tl.gather, False: by xor_sum: :func:`net_layout`), ``fc`` (False: packed keys
+compared as int64, not as int32 carriers); tests run every path at small sizes.""")
 
 _SELECT_KMAX = 1024
 
@@ -246,7 +246,8 @@ def topk_rows(x2, v, i, k: int, largest: bool, ws) -> None:
     warps = 8 if C >= 1024 else 4     # (C = 1024 at 4 warps: 8 B of stack on sm_90)
     _topk_kernel[(R,)](xb, vb, i, R, n, k, cdiv(n, C), xb.stride(0), vb.stride(0), i.stride(0), C=C,
                        LC=C.bit_length() - 1, KIND=c.kind, BITS=c.bits, DESC=largest, PAIR=c.pair,
-                       num_warps=warps, **net_layout(xb, xb.stride(0), warps, permute=not c.pair, n=n, bits=c.bits))   # (pairs: spills)
+                       num_warps=warps,        # (pairs: spills when permuted)
+                       **net_layout(xb, xb.stride(0), warps, permute=not c.pair, n=n, bits=c.bits))
 
 
 def uses_select(n: int, k: int, dt: DType) -> bool:
