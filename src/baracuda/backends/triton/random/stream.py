@@ -4,7 +4,7 @@ bernoulli, the six dropout forms and dropout_backward.
 Element e of the stream (ops/random.py) is word e & 3 of tl.philox(seed, (e >> 2) lo, hi, 0, 0).  ALIGNED (the
 offset a multiple of 4 and one draw per element): a program of BLOCK elements evaluates Philox on BLOCK / 4
 counters and interleaves the four words (tl.join + reshape), so one Philox evaluation (~10 rounds of two 32x32
-multiplies) serves four elements; otherwise (an odd offset, a channel mask: element i draws e = offset +
+multiplies, each one widening multiply there: _lib/philox.py, the same bits) serves four elements; otherwise (an odd offset, a channel mask: element i draws e = offset +
 i // inner) every element evaluates the Philox of its own counter and keeps its word.  Both give the same bits, so
 an element's value never depends on BLOCK or the path (tests/random force both).
 
@@ -25,6 +25,7 @@ from .._lib.binding import run_of as _run_of
 from .._lib.config import overrides
 from .._lib.geometry import cdiv
 from .._lib.launch import fast_kernel
+from .._lib.philox import philox
 from .._lib.math import cospi, fast_cos, fast_sin, log, sinpi, sqrt
 from .._lib.register import register_triton
 from .._lib.scalars import join_f64, split_f64
@@ -106,7 +107,7 @@ def _quad_words(seed, pid, offset, BLOCK: tl.constexpr):
     lo = (c & 0xFFFFFFFF).to(tl.uint32)
     hi = (c >> 32).to(tl.uint32)
     z = tl.zeros_like(lo)
-    return tl.philox(seed, lo, hi, z, z)
+    return philox(seed, lo, hi, z, z)
 
 
 @triton.jit
