@@ -46,15 +46,73 @@ _GATHER = 1024
 
 
 @triton.jit
-def _kth(u, K, LO, BITS: tl.constexpr):
-    """The K-th smallest of the int32 keys u (all in [LO, LO + 2^BITS) but padding I32_MAX, which is never counted;
-    at least K of them real): the largest t with fewer than K keys below it, bit by bit from the top (BITS counts)."""
-    t = tl.full((), 0, tl.int64) + LO
-    for b in tl.static_range(BITS):
-        cand = t + tl.full((), 1 << (BITS - 1 - b), tl.int64)      # <= LO + 2^BITS - 1: an int32
-        below = tl.sum((u < cand.to(tl.int32)).to(tl.int32), 0)
+def _kth(u, K, LO, BITS: tl.constexpr, N: tl.constexpr):
+    """The K-th smallest of the N int32 keys u (all in [LO, LO + 2^BITS) but padding I32_MAX, which is never
+    counted; at least K of them real): the largest t with fewer than K keys below it, bit by bit from the top (BITS
+    counts).  16-bit keys: the top bit by one count, then _kth15 on two keys a word."""
+    if BITS == 16:
+        t = _kth15(u, K, _top_bit(u, K, LO), tl.full((), 15, tl.int32), N)
+    else:
+        t = tl.full((), 0, tl.int64) + LO
+        for b in tl.static_range(BITS):
+            cand = t + tl.full((), 1 << (BITS - 1 - b), tl.int64)      # <= LO + 2^BITS - 1: an int32
+            below = tl.sum((u < cand.to(tl.int32)).to(tl.int32), 0)
+            t = tl.where(below < K, cand, t)
+        t = t.to(tl.int32)
+    return t
+
+
+@triton.jit
+def _kth_at_most(u, K, LO, HI, BITS: tl.constexpr, N: tl.constexpr):
+    """_kth for a result known to be <= HI (the survivors' K-th key is <= pass 1's threshold).  16-bit keys: the
+    search runs from the smallest key over bit_length(HI - min) bits only (random bf16 rows: ~8 of 16)."""
+    if BITS == 16:
+        base = tl.min(u, 0)
+        span = HI - base
+        if span < 32768:
+            nb = tl.full((), 0, tl.int32)           # bit_length(span): span < 2^nb
+            for i in tl.static_range(15):
+                nb += ((1 << i) <= span).to(tl.int32)
+        else:
+            base = _top_bit(u, K, LO)
+            nb = tl.full((), 15, tl.int32)
+        t = _kth15(u, K, base, nb, N)
+    else:
+        t = _kth(u, K, LO, BITS, N)
+    return t
+
+
+@triton.jit
+def _top_bit(u, K, LO):
+    """The first step of _kth for 16-bit keys: LO + 2^15 if fewer than K keys lie below it, else LO."""
+    cand = LO + 32768
+    below = tl.sum((u < cand).to(tl.int32), 0)
+    return tl.where(below < K, cand, LO)
+
+
+@triton.jit
+def _kth15(u, K, base, nb, N: tl.constexpr):
+    """The largest t in [base, base + 2^nb) (nb <= 15; fewer than K keys below base) with fewer than K keys below
+    it, nb counts.  Each key as v = u - base clamped to [0, 2^15 - 1] (a key below base stays below every
+    candidate, one above (padding too) below none), two v a uint32 word.  Candidate base + c (c in [1, 2^15 - 1]):
+    v + 2^15 - c lies in [1, 2^16), so each 16-bit field of w + (2^15 - c) * 0x10001 carries nothing into the next,
+    and its top bit is set iff v >= c.  One add, shift and mask a word: half the integer work of a compare and
+    select a key, and half the lanes to sum."""
+    v = tl.maximum(tl.minimum(u, base + 32767) - base, 0).to(tl.uint32)     # (u - base can overflow: padding)
+    if N == 1:                                    # (a row of one chunk: the second field never below)
+        w = v | (32767 << 16)
+    else:
+        lo_v, hi_v = tl.split(tl.reshape(v, [N // 2, 2]))
+        w = lo_v | (hi_v << 16)
+    NF: tl.constexpr = max(N, 2)
+    t = tl.full((), 0, tl.uint32)
+    for b in loop(0, nb):
+        cand = t + (tl.full((), 1, tl.uint32) << (nb - 1 - b).to(tl.uint32))
+        ge = ((w + (32768 - cand) * 0x10001) >> 15) & 0x10001
+        s = tl.sum(ge, 0)
+        below = NF - ((s & 0xFFFF) + (s >> 16)).to(tl.int32)
         t = tl.where(below < K, cand, t)
-    return t.to(tl.int32)
+    return base + t.to(tl.int32)
 
 
 @fast_kernel
@@ -76,7 +134,7 @@ def _filter_kernel(x_ptr, v_ptr, i_ptr, buf_ptr, flag_ptr, n, K, NT, sxr, svr, s
         m = cols < n
         u = order_key(tl.load(xr + cols, mask=m, other=0), KIND, BITS, DESC, tl.int32)
         best = tl.minimum(best, tl.where(m, u, I32_MAX))
-    t = _kth(best, K, LO, BITS)
+    t = _kth(best, K, LO, BITS, M)
     sel = (best <= t).to(tl.int32)                # the chunks holding survivors, ids ascending into the buffer
     nsel = tl.sum(sel, 0)
     ok = nsel <= C
@@ -105,7 +163,7 @@ def _filter_kernel(x_ptr, v_ptr, i_ptr, buf_ptr, flag_ptr, n, K, NT, sxr, svr, s
     jm = (g < cnt) & ok                           # the exact K-th key among the survivors, its ties by position
     pos = tl.load(br + g, mask=jm, other=0)
     u = tl.where(jm, order_key(tl.load(xr + pos, mask=jm, other=0), KIND, BITS, DESC, tl.int32), I32_MAX)
-    t = _kth(u, K, LO, BITS)
+    t = _kth_at_most(u, K, LO, t, BITS, C)
     lt = jm & (u < t)
     eq = (jm & (u == t)).to(tl.int32)
     take = lt | ((eq != 0) & (tl.cumsum(eq, 0) <= K - tl.sum(lt.to(tl.int32), 0)))
