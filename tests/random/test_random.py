@@ -14,6 +14,8 @@ import torch
 import baracuda as bc
 from baracuda._core.sku import Backend
 from baracuda.backends.reference.random import philox4, stream_u32, unit_f32
+from baracuda.backends.triton._lib.philox import philox
+from baracuda.backends.triton.random.stream import _log_unit
 from baracuda.testing import test_device
 
 DEVICE = test_device()
@@ -54,17 +56,23 @@ def _ks_ok(sample, cdf):
     assert d < 1.63 / math.sqrt(sample.size), f"KS statistic {d:.4g} over the 1% critical value"
 
 
-def test_numpy_philox_is_tl_philox_bit_for_bit():
-    """tl.philox in a tiny kernel (interpreter on the CPU, compiled on a GPU) against philox4, all four words, with
-    a seed whose high half matters and counters whose high half is set."""
+@pytest.mark.parametrize("wide", [False, True], ids=["tl.philox", "wide"])
+def test_numpy_philox_is_tl_philox_bit_for_bit(wide):
+    """tl.philox and the widening-multiply form (_lib/philox.py, the fills' aligned path) in a tiny kernel
+    (interpreter on the CPU, compiled on a GPU) against philox4, all four words, with a seed whose high half matters
+    and counters whose high half is set."""
     import triton
     import triton.language as tl
 
+
     @triton.jit
-    def k(out, seed, base, N: tl.constexpr):
+    def k(out, seed, base, N: tl.constexpr, WIDE: tl.constexpr):
         c = base + tl.arange(0, N).to(tl.int64)
         z = tl.zeros([N], dtype=tl.uint32)
-        w0, w1, w2, w3 = tl.philox(seed, (c & 0xFFFFFFFF).to(tl.uint32), (c >> 32).to(tl.uint32), z, z)
+        if WIDE:
+            w0, w1, w2, w3 = philox(seed, (c & 0xFFFFFFFF).to(tl.uint32), (c >> 32).to(tl.uint32), z, z)
+        else:
+            w0, w1, w2, w3 = tl.philox(seed, (c & 0xFFFFFFFF).to(tl.uint32), (c >> 32).to(tl.uint32), z, z)
         i = tl.arange(0, N)
         tl.store(out + i, w0)
         tl.store(out + N + i, w1)
@@ -74,10 +82,35 @@ def test_numpy_philox_is_tl_philox_bit_for_bit():
     dev = "cuda" if DEVICE.type == "cuda" else "cpu"
     for seed, base in ((0, 0), (123456789, 5), (2 ** 40 + 7, 2 ** 33 + 11)):
         out = torch.zeros(4 * 64, dtype=torch.int32, device=dev)
-        k[(1,)](out, seed, base, N=64)
+        k[(1,)](out, seed, base, N=64, WIDE=wide)
         got = out.cpu().numpy().view(np.uint32).reshape(4, 64)
         want = np.stack(philox4(seed, base + np.arange(64, dtype=np.uint64)))
         np.testing.assert_array_equal(got, want)
+
+
+def test_the_normal_fills_log_is_within_one_ulp():
+    """stream._log_unit (the f32 normal fill's log of U' = (k + 1) 2^-24) against float64 log, in ulps of the f32
+    result: every 61st of the 2^24 values U' takes, and both ends and the sqrt(1/2) boundary of its reduction."""
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def k(x_ptr, y_ptr, N: tl.constexpr):
+        i = tl.arange(0, N)
+        tl.store(y_ptr + i, _log_unit(tl.load(x_ptr + i)))
+
+    n = np.unique(np.concatenate([np.arange(1, 1 << 24, 61), [1, 2, 3, (1 << 24) - 1, 1 << 24],
+                                  np.arange(11863280, 11863290)]))     # (sqrt(1/2) 2^24 = 11863283.2)
+    n = np.concatenate([n, np.full((1 << 19) - n.size, 1 << 24)])
+    x = (n.astype(np.float64) * 2.0 ** -24).astype(np.float32)
+    dev = "cuda" if DEVICE.type == "cuda" else "cpu"
+    y = torch.empty(x.size, dtype=torch.float32, device=dev)
+    k[(1,)](torch.as_tensor(x, device=dev), y, N=x.size)
+    got, want = y.cpu().numpy().astype(np.float64), np.log(x.astype(np.float64))
+    ulps = np.abs(got - want) / np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+    assert got[x == 1.0].tolist() == [0.0] * int(np.sum(x == 1.0))
+    assert np.nanmax(np.where(want == 0, 0, ulps)) <= 1.0
 
 
 @pytest.mark.parametrize("op,attrs", [("uniform", {}), ("normal", {"mean": 0.5, "std": 2.0}),

@@ -26,7 +26,7 @@ from .._lib.config import overrides
 from .._lib.geometry import cdiv
 from .._lib.launch import fast_kernel
 from .._lib.philox import philox
-from .._lib.math import cospi, fast_cos, fast_sin, log, sinpi, sqrt
+from .._lib.math import cospi, fast_cos, fast_sin, fma, log, sinpi, sqrt
 from .._lib.register import register_triton
 from .._lib.scalars import join_f64, split_f64
 
@@ -120,23 +120,54 @@ def block_words(seed, pid, offset, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def _log_unit(x):
+    """ln x for f32 x in [2^-24, 1] (normal, finite, positive: no special cases to test).  x = 2^k m with m in
+    [sqrt(1/2), sqrt(2)) from the bits, f = m - 1 exact, ln x = k ln2 + f + f^2 P(f) (ln2 in two parts, the high one
+    exact times k).  P's coefficients (c8 first below): a weighted least-squares fit of (log1p(f) - f) / f^2 on
+    [sqrt(1/2) - 1, sqrt(2) - 1] iterated towards minimax (0.07 ulp of log1p there), rounded to f32.  Within 0.87
+    ulp of ln x at each of the 2^24 values U' takes (f64 emulation of this evaluation order; the CPU test checks
+    the kernel's).  libdevice's logf spends ~8 more instructions a call on zero, denormal and infinite inputs, which
+    this domain cannot hold."""
+    ix = x.to(tl.int32, bitcast=True)
+    k = (ix - 0x3F3504F3) >> 23
+    f = (ix - (k << 23)).to(tl.float32, bitcast=True) - 1.0
+    p = fma(f, -0.07621848583221436, 0.1290375292301178)
+    p = fma(f, p, -0.13242603838443756)
+    p = fma(f, p, 0.1418187916278839)
+    p = fma(f, p, -0.16609129309654236)
+    p = fma(f, p, 0.2000197470188141)
+    p = fma(f, p, -0.25001582503318787)
+    p = fma(f, p, 0.33333325386047363)
+    p = fma(f, p, -0.49999988079071045)
+    r = fma(f * f, p, f)
+    kf = k.to(tl.float32)
+    return fma(kf, 0.693359375, fma(kf, -2.1219444e-4, r))
+
+
+@triton.jit
 def _box_muller(w_r, w_t, F64: tl.constexpr):
     """(r cos(pi t), r sin(pi t)) of one pair of words: r = sqrt(-2 log U'(w_r)), t = 2 U(w_t).
 
-    float64: libdevice's accurate log, sqrt, cospi and sinpi.  float32: the accurate log (an approximate one's
-    ~1e-7 absolute error near U' = 1 becomes ~1e-5 in r = sqrt(...) where r is small), the hardware sin / cos on
+    float64: libdevice's accurate log, sqrt, cospi and sinpi.  float32: an accurate log (_log_unit, < 1 ulp; an
+    approximate one's ~1e-7 absolute error near U' = 1 becomes ~1e-5 in r = sqrt(...) where r is small), the
+    hardware sin / cos on
     the angle moved into [-pi, pi), where they hold ~2^-20.5 absolute (cos(pi t) = -cos(pi (t - 1)), same for sin):
     a sample is within ~5e-6 of the exact Box-Muller of its words (r <= 5.8), a draw of the same distribution.
     libdevice's sinpi / cospi took most of the f32 kernel (544 -> 360 SASS instructions a thread of 8 elements,
     offline sm_90 compile) and made the fill compute-bound: 2^28 f32 0.649 -> 0.438 ms on an H200 (1.66 -> 2.45
-    TB/s; torch.randn 1.80; a constant fill 4.6), session 17 run A."""
+    TB/s; torch.randn 1.80; a constant fill 4.6), session 17 run A.  Session 18: the Philox products as widening
+    multiplies, U' and the angle as one fma each, _log_unit for libdevice's logf: 652 -> 507 instructions a thread
+    of 16 elements."""
     if F64:
         r = sqrt(-2.0 * log(unit_open(w_r).to(tl.float64)))
         t = 2.0 * unit(w_t).to(tl.float64)
         zc, zs = r * cospi(t), r * sinpi(t)
     else:
-        r = tl.sqrt(-2.0 * log(unit_open(w_r)))
-        x = 3.141592653589793 * (2.0 * unit(w_t) - 1.0)
+        # U' = (k + 1) 2^-24 and x = pi (2 U - 1) as one fma each, with the same bits: k 2^-24 + 2^-24 is exact,
+        # and k (2 pi 2^-24) - pi is exactly pi (2 k 2^-24 - 1), rounded once as the product with pi was
+        # (2^-24; 2 float32(pi) 2^-24, exact in f32; float32(pi))
+        r = tl.sqrt(-2.0 * _log_unit(fma((w_r >> 8).to(tl.float32), 5.9604644775390625e-08, 5.9604644775390625e-08)))
+        x = fma((w_t >> 8).to(tl.float32), 3.7450703871400037e-07, -3.1415927410125732)
         zc, zs = -r * fast_cos(x), -r * fast_sin(x)
     return zc, zs
 
