@@ -4,8 +4,9 @@ bernoulli, the six dropout forms and dropout_backward.
 Element e of the stream (ops/random.py) is word e & 3 of tl.philox(seed, (e >> 2) lo, hi, 0, 0).  ALIGNED (the
 offset a multiple of 4 and one draw per element): a program of BLOCK elements evaluates Philox on BLOCK / 4
 counters and interleaves the four words (tl.join + reshape), so one Philox evaluation (~10 rounds of two 32x32
-multiplies, each one widening multiply there: _lib/philox.py, the same bits) serves four elements; otherwise (an odd offset, a channel mask: element i draws e = offset +
-i // inner) every element evaluates the Philox of its own counter and keeps its word.  Both give the same bits, so
+multiplies, each one widening multiply there: _lib/philox.py, the same bits) serves four elements; otherwise (an
+odd offset, a channel mask: element i draws e = offset + i // inner) every element evaluates the Philox of its own
+counter and keeps its word.  Both give the same bits, so
 an element's value never depends on BLOCK or the path (tests/random force both).
 
 The float attributes reach the kernel as (f32 hi, f32 lo) pairs (``_lib.scalars``): Triton passes Python floats
