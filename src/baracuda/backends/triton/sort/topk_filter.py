@@ -164,13 +164,26 @@ def _filter_kernel(x_ptr, v_ptr, i_ptr, buf_ptr, flag_ptr, n, K, NT, sxr, svr, s
     pos = tl.load(br + g, mask=jm, other=0)
     u = tl.where(jm, order_key(tl.load(xr + pos, mask=jm, other=0), KIND, BITS, DESC, tl.int32), I32_MAX)
     t = _kth_at_most(u, K, LO, t, BITS, C)
-    lt = jm & (u < t)
-    eq = (jm & (u == t)).to(tl.int32)
-    take = lt | ((eq != 0) & (tl.cumsum(eq, 0) <= K - tl.sum(lt.to(tl.int32), 0)))
-    dst = tl.cumsum(take.to(tl.int32), 0) - 1
+    lt = (jm & (u < t)).to(tl.int32)
+    eq = jm & (u == t)
+    r = K - tl.sum(lt, 0)                         # the ties taken: the first r by position
+    tl.static_assert(C < 65536)
+    ps = tl.cumsum(lt | (eq.to(tl.int32) << 16), 0)          # both running counts from one scan
+    c_eq = ps >> 16
+    take = (lt != 0) | (eq & (c_eq <= r))
+    dst = (ps & 0xFFFF) + tl.minimum(c_eq, r) - 1
     tl.store(i_ptr + row * sir + dst, pos.to(tl.int64), mask=take)
     sort_collected(x_ptr, v_ptr, i_ptr, row, tl.where(ok, K, 0), sxr, svr, sir, KP, LKP, KIND, BITS, DESC, LV,
                    LW, XW, FC)
+
+
+def _cap(kp: int, warps: int) -> dict:
+    """The register cap of the filter at 8 warps, where ptxas's own choice costs a program per SM (sm_90, offline):
+    k > 512 (2048 survivor slots): 166 registers uncapped, 125 and no stack at 128 (two programs per SM); f32 k = 512:
+    89 uncapped (two programs), 80 at 80 (three).  Elsewhere a cap raised the count (k = 256: 64 -> 88)."""
+    if warps != 8:
+        return {}
+    return {"maxnreg": 128} if kp > 512 else {"maxnreg": 80} if kp == 512 else {}
 
 
 def threshold_filter(xb, vb, i, buf, flags, k: int, lo: int, M: int, C: int, kind: int, bits: int, desc: bool,
@@ -183,4 +196,4 @@ def threshold_filter(xb, vb, i, buf, flags, k: int, lo: int, M: int, C: int, kin
     kp = next_power_of_2(k)
     _filter_kernel[(R,)](xb, vb, i, buf, flags, n, k, cdiv(n, M), xb.stride(0), vb.stride(0), i.stride(0), lo, M=M,
                          C=C, LC=C.bit_length() - 1, G=max(C, gather), KP=kp, LKP=kp.bit_length() - 1, KIND=kind,
-                         BITS=bits, DESC=desc, num_warps=warps, **(net or {}))
+                         BITS=bits, DESC=desc, num_warps=warps, **_cap(kp, warps), **(net or {}))
