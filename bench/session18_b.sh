@@ -14,6 +14,6 @@ for rep in 1 2; do
 done
 for rep in 1 2; do
   echo "== topk new $rep"
-  timeout 200 python bench/sort_net_ab.py "$out/topk_new_$rep.json" topk 2>&1 | f | python bench/sort_rows_brief.py
+  timeout 200 python bench/sort_net_ab.py "$out/topk_new_$rep.json" topk-shapes 2>&1 | f | python bench/sort_rows_brief.py
 done
 timeout 280 python -m pytest -q -p no:warnings -n 8 tests/random tests/sort --tb=short -rf > "$out/tests.txt" 2>&1; f "$out/tests.txt" | tail -4

@@ -4,9 +4,10 @@ keys: 21k SASS instructions, 335 KB, far past the instruction caches) against th
 complemented), at 8 and 16 warps (run A); then (run B) the hypercube axes permuted so the most exchanged bits sit in
 registers (``forced(lv=log2 of the load's vector width)``), over row lengths and dtypes, torch.sort in the same
 process; every variant's result compared with the unrolled one.  python bench/sort_net_ab.py OUT.json [xw | fc |
-filter | warps | half | table | topk] (xw: the cross-warp exchange; fc: int32 carriers for keys of <= 16 bits against the
+filter | warps | half | table | topk | topk-shapes] (xw: the cross-warp exchange; fc: int32 carriers for keys of <= 16 bits against the
 int64 network; filter: topk's threshold filter variants; warps: the row sort at 8 / 16 warps; half: 16-bit rows,
-default paths; table: issue #17's rows, default paths; topk: the topk rows, k = 1024's chunks and pass-2 lanes)"""
+default paths; table: issue #17's rows, default paths; topk: the topk rows; topk-shapes: with k = 1024's chunks and
+pass-2 lanes)"""
 import json
 import sys
 
@@ -83,13 +84,14 @@ def main(out):
                  ("sort", (1, 1 << 24), torch.float32, {}, [dict()])]
         cases += [("topk", (8192, 32768), torch.bfloat16, dict(k=k, dim=-1, largest=True, sorted=True), [dict()])
                   for k in (8, 64, 1024)]
-    if len(sys.argv) > 2 and sys.argv[2] == "topk":    # topk's rows (16-bit keys: the paired k-th search) and k = 1024's
-        k1024 = [dict(), dict(filter_chunks=4096), dict(filter_gather=2048), dict(filter_gather=8192)]  # shapes
+    if len(sys.argv) > 2 and sys.argv[2] in ("topk", "topk-shapes"):   # topk's rows; k = 1024's shapes (run B)
+        k1024 = [dict(), dict(filter_chunks=4096), dict(filter_gather=2048), dict(filter_gather=8192)]
+        shapes = sys.argv[2] == "topk-shapes"
         cases = [("topk", (8192, 32768), dt, dict(k=k, dim=-1, largest=True, sorted=True),
-                  k1024 if k == 1024 else [dict()])
-                 for dt in (torch.bfloat16, torch.float16) for k in (8, 64, 1024)]
+                  k1024 if k == 1024 and shapes else [dict()])
+                 for dt in (torch.bfloat16, torch.float16) for k in (8, 64, 256, 512, 1024)]
         cases += [("topk", (8192, 32768), torch.float32, dict(k=k, dim=-1, largest=True, sorted=True), [dict()])
-                  for k in (8, 1024)]
+                  for k in (8, 256, 512, 1024)]
     peers = dict(sort=lambda x: torch.sort(x, dim=-1, stable=True),
                  argsort=lambda x: torch.argsort(x, dim=-1, stable=True),
                  unique=lambda x: torch.unique(x, sorted=True), topk=None)
