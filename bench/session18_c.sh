@@ -2,11 +2,11 @@
 # Session 18, run C: the session's end against its start (ab_old/src: session 17's tree) in alternating processes --
 # topk (k = 8 ... 1024, bf16 / f16 / f32: the packed scan and the register caps) and the normal fill; then the sort
 # and random GPU tests.
-#   bash bench/session18_c.sh OUTDIR
+#   bash bench/session18_c.sh OUTDIR [bench | tests]
 source "$(dirname "$0")/device_env.sh" "$@"
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv > "$out/gpu.txt" 2>&1; cat "$out/gpu.txt"
-for rep in 1 2; do
+[ "${2:-bench}" = bench ] && for rep in 1 2; do
   for tree in old new; do
     src=$PWD/src; [ $tree = old ] && src=$PWD/ab_old/src
     echo "== $tree $rep"
@@ -14,4 +14,5 @@ for rep in 1 2; do
     PYTHONPATH=$src timeout 200 python bench/sort_net_ab.py "$out/topk_${tree}_$rep.json" topk 2>&1 | f | python bench/sort_rows_brief.py
   done
 done
-timeout 420 python -m pytest -q -p no:warnings -n 12 tests/random tests/sort --tb=short -rf > "$out/tests.txt" 2>&1; f "$out/tests.txt" | tail -4
+[ "${2:-bench}" = tests ] || exit 0
+timeout 500 python -m pytest -q -p no:warnings -n 16 tests/random tests/sort --tb=short -rf > "$out/tests.txt" 2>&1; f "$out/tests.txt" | tail -4
