@@ -167,7 +167,7 @@ def _filter_kernel(x_ptr, v_ptr, i_ptr, buf_ptr, flag_ptr, n, K, NT, sxr, svr, s
     lt = (jm & (u < t)).to(tl.int32)
     eq = jm & (u == t)
     r = K - tl.sum(lt, 0)                         # the ties taken: the first r by position
-    tl.static_assert(C < 65536)
+    tl.static_assert(C < 32768)                   # (both counts fit their int32 halves, the high one positive)
     ps = tl.cumsum(lt | (eq.to(tl.int32) << 16), 0)          # both running counts from one scan
     c_eq = ps >> 16
     take = (lt != 0) | (eq & (c_eq <= r))
