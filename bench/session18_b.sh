@@ -4,14 +4,7 @@
 # tests.
 #   bash bench/session18_b.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv > "$out/gpu.txt" 2>&1; cat "$out/gpu.txt"
-for rep in 1 2; do
-  for tree in old new; do
-    src=$PWD/src; [ $tree = old ] && src=$PWD/ab_old/src
-    PYTHONPATH=$src timeout 90 python bench/normal_fill.py "$out/normal_${tree}_$rep.json" 2>&1 | f | grep -v "^{\"moments" | cut -c1-160
-  done
-done
+ab 'timeout 90 python bench/normal_fill.py "$out/normal_${tree}_$rep.json" 2>&1 | f | grep -v "^{\"moments" | cut -c1-160'
 for rep in 1 2; do
   echo "== topk new $rep"
   timeout 200 python bench/sort_net_ab.py "$out/topk_new_$rep.json" topk-shapes 2>&1 | f | python bench/sort_rows_brief.py

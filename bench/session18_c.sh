@@ -4,15 +4,8 @@
 # and random GPU tests.
 #   bash bench/session18_c.sh OUTDIR [bench | tests]
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv > "$out/gpu.txt" 2>&1; cat "$out/gpu.txt"
-[ "${2:-bench}" = bench ] && for rep in 1 2; do
-  for tree in old new; do
-    src=$PWD/src; [ $tree = old ] && src=$PWD/ab_old/src
-    echo "== $tree $rep"
-    PYTHONPATH=$src timeout 90 python bench/normal_fill.py "$out/normal_${tree}_$rep.json" 2>&1 | f | grep float32 | cut -c1-160
-    PYTHONPATH=$src timeout 200 python bench/sort_net_ab.py "$out/topk_${tree}_$rep.json" topk 2>&1 | f | python bench/sort_rows_brief.py
-  done
-done
+[ "${2:-bench}" = bench ] && ab 'echo "== $tree $rep"
+    timeout 90 python bench/normal_fill.py "$out/normal_${tree}_$rep.json" 2>&1 | f | grep float32 | cut -c1-160
+    timeout 200 python bench/sort_net_ab.py "$out/topk_${tree}_$rep.json" topk 2>&1 | f | python bench/sort_rows_brief.py'
 [ "${2:-bench}" = tests ] || exit 0
 timeout 500 python -m pytest -q -p no:warnings -n 16 tests/random tests/sort --tb=short -rf > "$out/tests.txt" 2>&1; f "$out/tests.txt" | tail -4
