@@ -6,8 +6,8 @@ offset a multiple of 4 and one draw per element): a program of BLOCK elements ev
 counters and interleaves the four words (tl.join + reshape), so one Philox evaluation (~10 rounds of two 32x32
 multiplies, each one widening multiply there: _lib/philox.py, the same bits) serves four elements; otherwise (an
 odd offset, a channel mask: element i draws e = offset + i // inner) every element evaluates the Philox of its own
-counter and keeps its word.  Both give the same bits, so
-an element's value never depends on BLOCK or the path (tests/random force both).
+counter and keeps its word.  Both give the same bits, so an element's value never depends on BLOCK or the path
+(tests/random force both).
 
 The float attributes reach the kernel as (f32 hi, f32 lo) pairs (``_lib.scalars``): Triton passes Python floats
 as f32, and a float64 output needs the full value.  The keep test of the dropout forms compares the 24-bit
@@ -26,8 +26,8 @@ from .._lib.binding import run_of as _run_of
 from .._lib.config import overrides
 from .._lib.geometry import cdiv
 from .._lib.launch import fast_kernel
-from .._lib.philox import philox
 from .._lib.math import cospi, fast_cos, fast_sin, fma, log, sinpi, sqrt
+from .._lib.philox import philox
 from .._lib.register import register_triton
 from .._lib.scalars import join_f64, split_f64
 
@@ -37,7 +37,6 @@ __all__ = ["unit", "unit_open", "element_words", "block_words", "int_out", "stre
 _FORCE, forced = overrides("""Force ``block`` (elements per program), ``warps`` or ``aligned=False`` (the
 per-element path).""")
 MODES = {"uniform": 0, "normal": 1, "exponential": 2, "randint": 3, "bernoulli_p": 4, "bernoulli": 5, "affine": 6}
-_U24 = 5.9604644775390625e-08     # 2^-24
 
 
 @triton.jit
@@ -151,9 +150,9 @@ def _box_muller(w_r, w_t, F64: tl.constexpr):
 
     float64: libdevice's accurate log, sqrt, cospi and sinpi.  float32: an accurate log (_log_unit, < 1 ulp; an
     approximate one's ~1e-7 absolute error near U' = 1 becomes ~1e-5 in r = sqrt(...) where r is small), the
-    hardware sin / cos on
-    the angle moved into [-pi, pi), where they hold ~2^-20.5 absolute (cos(pi t) = -cos(pi (t - 1)), same for sin):
-    a sample is within ~5e-6 of the exact Box-Muller of its words (r <= 5.8), a draw of the same distribution.
+    hardware sin / cos on the angle moved into [-pi, pi), where they hold ~2^-20.5 absolute (cos(pi t) =
+    -cos(pi (t - 1)), same for sin): a sample is within ~5e-6 of the exact Box-Muller of its words (r <= 5.8), a
+    draw of the same distribution.
     libdevice's sinpi / cospi took most of the f32 kernel (544 -> 360 SASS instructions a thread of 8 elements,
     offline sm_90 compile) and made the fill compute-bound: 2^28 f32 0.649 -> 0.438 ms on an H200 (1.66 -> 2.45
     TB/s; torch.randn 1.80; a constant fill 4.6), session 17 run A.  Session 18: the Philox products as widening
