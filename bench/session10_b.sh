@@ -4,7 +4,6 @@
 # eager / mode rows again (run A's 1.04x, once more).
 #   bash bench/session10_b.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
 timeout 240 python -m pytest -q -p no:warnings tests/torch/test_mode.py tests/torch/test_memory_order.py -x --tb=line -rf 2>&1 | f | tail -4
 timeout 150 python bench/resnet_mode.py "$out/resnet_b32.json" --batch 32 2>&1 | f | grep -E "^resnet|Error" | cut -c1-400
 timeout 200 python bench/resnet_mode.py "$out/resnet_b256.json" --batch 256 2>&1 | f | grep -E "^resnet|Error" | cut -c1-400

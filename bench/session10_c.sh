@@ -3,7 +3,6 @@
 # against bt.mode() (bench/step_timeline.py --resnet): wall, busy, host-caused idle, kernels by GPU time.
 #   bash bench/session10_c.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
 for m in resnet50 resnet18; do
 timeout 200 python bench/step_timeline.py "$out/timeline_$m.json" --resnet $m --batch 256 2>&1 | f | tail -2 | cut -c1-600
 python - "$out/timeline_$m.json" <<'PY'

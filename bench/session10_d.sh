@@ -4,7 +4,6 @@
 # cProfile of the ResNet-50 step under the mode (host time by function).
 #   bash bench/session10_d.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
 timeout 200 python -m pytest -q -p no:warnings tests/norm_group tests/torch/test_memory_order.py -x --tb=line -rf 2>&1 | f | tail -3
 timeout 200 python -m pytest -q -p no:warnings tests/generic -k batch_norm -x --tb=line -rf 2>&1 | f | tail -3
 timeout 150 python -m baracuda.cli bench --op batch_norm --json "$out/bench_bn.json" > "$out/bench_bn.txt" 2>&1; f "$out/bench_bn.txt" | grep -v "^#" | tail -14 | cut -c1-170

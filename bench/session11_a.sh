@@ -5,7 +5,6 @@
 # start (.whl/base11: git archive of the previous commit's src) and this tree, in the same run.
 #   bash bench/session11_a.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
 timeout 200 python -m pytest -q -p no:warnings tests/conv/test_conv_cudnn.py tests/norm_group tests/torch/test_mode.py -x --tb=short -rf > "$out/tests.txt" 2>&1; f "$out/tests.txt" | tail -4
 (cd bench && timeout 60 python cudnn_host.py "$out/cudnn_host.json" 2>&1 | f | tail -3)
 for b in 256 32; do

@@ -4,7 +4,6 @@
 # ResNet steps at batch 256 / 32 (this tree).
 #   bash bench/session11_c.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
 timeout 150 python -m pytest -q -p no:warnings tests/conv/test_conv_cudnn.py tests/attention/test_sdpa_cudnn.py -x --tb=short -rf > "$out/tests.txt" 2>&1; f "$out/tests.txt" | tail -3
 (cd bench && timeout 60 python call_layers.py "$out/call_layers.json" 2>&1 | f | tail -9)
 (cd bench && timeout 60 python cudnn_host.py "$out/cudnn_host.json" 2>&1 | f | tail -2)

@@ -3,7 +3,6 @@
 # GPU tests of what the session touched; the Llama step (eager / mode / patch) and the demo on this tree.
 #   bash bench/session11_d.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
 timeout 200 python -m pytest -q -p no:warnings tests/core/test_bad_inputs.py tests/norm_group tests/conv/test_conv_cudnn.py tests/attention/test_sdpa_cudnn.py -x --tb=short -rf > "$out/tests.txt" 2>&1; f "$out/tests.txt" | tail -3
 for i in 1 2; do
   for tree in base work; do

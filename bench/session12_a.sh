@@ -4,8 +4,6 @@
 # per-kernel totals, per-op host cost).
 #   bash bench/session12_a.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv > "$out/gpu.txt" 2>&1
 timeout 150 python -m pytest -q -p no:warnings tests/torch/test_mode.py tests/sort/test_unique.py tests/linalg/test_solve.py -x --tb=short -rf > "$out/tests.txt" 2>&1; f "$out/tests.txt" | tail -3
 timeout 90 python -m baracuda.cli bench --host --json "$out/host.json" > "$out/host.txt" 2>&1; f "$out/host.txt" | tail -25
 timeout 150 python -m baracuda.cli bench --model llama --variant eager,mode --json "$out/model_llama.json" > "$out/model_llama.txt" 2>&1; f "$out/model_llama.txt" | tail -4

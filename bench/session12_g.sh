@@ -3,7 +3,6 @@
 # wide var paths on the GPU: tests, then A/B against the old paths and torch in one process, then the var bench rows.
 #   bash bench/session12_g.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
 timeout 170 python -m pytest -q -p no:warnings tests/sort tests/reduction_stats -x --tb=short -rf > "$out/tests.txt" 2>&1; f "$out/tests.txt" | tail -3
 timeout 150 python bench/sort_ab.py "$out/sort_ab.json" > "$out/sort_ab.txt" 2>&1; echo "sort_ab rc $?"; cut -c1-230 "$out/sort_ab.txt" | grep -v "^\[" | tail -30
 timeout 150 python bench/topk_filter_probe.py "$out/topk_filter_probe.json" > "$out/topk_filter_probe.txt" 2>&1; echo "topk probe rc $?"; tail -c 1500 "$out/topk_filter_probe.txt"

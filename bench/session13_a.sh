@@ -3,6 +3,4 @@
 # compile caches warmed in parallel first), as the baseline for the rows still below target.
 #   bash bench/session13_a.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv > "$out/gpu.txt" 2>&1
 bash bench/item4_gpu.sh "$out" 170 330

@@ -4,8 +4,6 @@
 # torch.compile, one process).
 #   bash bench/session13_b.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv > "$out/gpu.txt" 2>&1
 timeout 170 python -m pytest -q -p no:warnings tests/reduction/test_reduction.py tests/reduction_stats -x --tb=short -rf \
   -k "packed or flat_narrow or wide_column or sm90 or nan_prop or ties or split or large_mean" > "$out/tests.txt" 2>&1
 f "$out/tests.txt" | tail -4

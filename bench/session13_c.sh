@@ -3,8 +3,6 @@
 # issue #16 item 4's full table again with every change of the session (bench/item4_gpu.sh).
 #   bash bench/session13_c.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv > "$out/gpu.txt" 2>&1
 timeout 60 python -m pytest -q -p no:warnings tests/reduction/test_reduction.py -x --tb=short -rf -k "packed or sm90" \
   > "$out/tests.txt" 2>&1; f "$out/tests.txt" | tail -3
 timeout 100 python bench/reduce_ab.py "$out/reduce_ab.json" argmax,argmin > "$out/reduce_ab.txt" 2>&1; echo "ab exit $?"

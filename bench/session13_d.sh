@@ -3,7 +3,6 @@
 # the item-4 rows beside torch eager and torch.compile, and the reduction tests on the GPU once more.
 #   bash bench/session13_d.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
 timeout 120 python -m pytest -q -p no:warnings tests/reduction/test_reduction.py -x --tb=short -rf > "$out/tests.txt" 2>&1
 f "$out/tests.txt" | tail -3
 timeout 200 python -m baracuda.cli bench --op mean,broadcast_to --workload 'last-\[16384,4096\]|first-\[16384,4096\]' \

@@ -5,8 +5,6 @@
 # filter at 8 vs 16 warps.
 #   bash bench/session16_a.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv > "$out/gpu.txt" 2>&1; cat "$out/gpu.txt"
 timeout 90 python -m baracuda.cli bench --host --json "$out/host.json" > "$out/host.txt" 2>&1; f "$out/host.txt" | tail -25
 timeout 150 python -m baracuda.cli bench --model llama --variant eager,mode,patch --json "$out/model_llama.json" > "$out/model_llama.txt" 2>&1; f "$out/model_llama.txt" | tail -5
 (cd bench && timeout 120 python mode_host_ops.py "$out/mode_host_ops.txt" --n 30 2>&1 | f | head -16)

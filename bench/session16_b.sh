@@ -3,7 +3,6 @@
 # (a synchronisation or an allocation shows as a long call); the random family's CUDA-graph test after the fix.
 #   bash bench/session16_b.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
 timeout 80 python -m pytest -q -p no:warnings tests/random/test_graph_safe.py --tb=short -rf > "$out/graph_safe.txt" 2>&1; f "$out/graph_safe.txt" | tail -3
 timeout 240 python bench/step_timeline.py "$out/resnet50_timeline.json" --resnet resnet50 --batch 256 --variants eager,mode > "$out/resnet50_timeline.txt" 2>&1; tail -c 300 "$out/resnet50_timeline.txt"
 python - "$out/resnet50_timeline.json" <<'PY'

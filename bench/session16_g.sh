@@ -4,7 +4,6 @@
 # cross_entropy's host cost; GPU tests of sort (topk's 8192 chunks) and random.
 #   bash bench/session16_g.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
 for r in 1 2; do
   for tree in base new; do
     src=$PWD/src; [ $tree = base ] && src=$PWD/.whl/base/src

@@ -3,7 +3,6 @@
 # this one alternating in separate processes: kernel totals, GPU busy / host-caused idle, the unprofiled marks.
 #   bash bench/session16_h.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
 for r in 1 2; do
 for tree in base new; do
   src=$PWD/src; [ $tree = base ] && src=$PWD/.whl/base/src

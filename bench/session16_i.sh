@@ -4,7 +4,6 @@
 # the host-bound mode step depends on).
 #   bash bench/session16_i.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
 for pair in "base new" "new base" "base new"; do
   for tree in $pair; do
     r=$(( $(ls "$out" | grep -c "^resnet50_${tree}") + 1 ))

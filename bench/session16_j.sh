@@ -3,7 +3,6 @@
 # separate processes (GPU-bound: the process's host speed does not enter); the random family's GPU tests.
 #   bash bench/session16_j.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
 for tree in base new; do
   src=$PWD/src; [ $tree = base ] && src=$PWD/.whl/base/src
   PYTHONPATH=$src timeout 40 python bench/normal_fill.py "$out/normal_fill_$tree.json" 2>&1 | f | sed "s/^/$tree /" | cut -c1-160

@@ -4,8 +4,6 @@
 # and torch.compile; where topk's time goes by kernel.
 #   bash bench/session17_a.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv > "$out/gpu.txt" 2>&1; cat "$out/gpu.txt"
 timeout 60 python bench/normal_fill.py "$out/normal_fill.json" 2>&1 | f | cut -c1-160
 timeout 120 python -m pytest -q -p no:warnings -n 8 tests/random --tb=short -rf > "$out/tests_random.txt" 2>&1; f "$out/tests_random.txt" | tail -3
 timeout 150 python bench/scatter_rows.py "$out/scatter_rows.json" 2>&1 | f | cut -c1-400

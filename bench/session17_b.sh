@@ -4,7 +4,6 @@
 # instruction) of topk's filter (k = 1024 bf16) and of the 8192-key row sort; the indexing scatter tests on the GPU.
 #   bash bench/session17_b.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
 timeout 150 python bench/scatter_rows.py "$out/scatter_rows.json" 2>&1 | f | cut -c1-400
 timeout 100 python bench/normal_sweep.py "$out/normal_sweep.json" 2>&1 | f | cut -c1-200
 timeout 150 python -m pytest -q -p no:warnings -n 8 tests/indexing/test_gather_scatter.py --tb=short -rf > "$out/tests_scatter.txt" 2>&1; f "$out/tests_scatter.txt" | tail -3

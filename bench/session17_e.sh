@@ -4,7 +4,6 @@
 # at 4096 vs 8192 chunks a row with the carriers.
 #   bash bench/session17_e.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
 timeout 150 ncu --import-source yes --launch-skip 1 --launch-count 1 -k regex:_filter_kernel --section SourceCounters \
   --section WarpStateStats --section SchedulerStats --section Occupancy -o "$out/ncu_topk" python bench/sort_ncu.py topk > "$out/ncu_topk.log" 2>&1
 tail -2 "$out/ncu_topk.log"

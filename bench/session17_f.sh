@@ -3,6 +3,5 @@
 # program an SM; 64 at 16), outputs compared bit for bit, torch in the same process.
 #   bash bench/session17_f.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
 timeout 240 python bench/sort_net_ab.py "$out/sort_warps.json" warps 2>&1 | f | python bench/sort_rows_brief.py
 rm -f "$out/sort_warps.jsonl"

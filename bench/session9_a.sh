@@ -3,7 +3,6 @@
 # the `baracuda demo` block), `baracuda demo`, and the drop-ins' number-operand host cost after session 8's review.
 #   bash bench/session9_a.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
 timeout 200 python bench/step_timeline.py "$out/timeline_llama.json" --variants eager,patch 2>&1 | f | tail -8 | cut -c1-900
 timeout 120 python bench/step_timeline.py "$out/timeline_demo.json" --demo 2>&1 | f | tail -6 | cut -c1-900
 timeout 120 python -m baracuda.cli demo > "$out/demo.txt" 2>&1; tail -3 "$out/demo.txt"

@@ -4,7 +4,6 @@
 # Llama step on the GPU host.
 #   bash bench/session9_b.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
 timeout 200 python bench/step_timeline.py "$out/timeline_llama.json" --variants eager,patch 2>&1 | f | grep -v Warn | tail -4 | cut -c1-1500
 timeout 120 python bench/step_timeline.py "$out/timeline_demo.json" --demo 2>&1 | f | grep -v Warn | tail -4 | cut -c1-1500
 (cd bench && timeout 90 python demo_host.py --device cuda --n 50 --profile > "$out/demo_host_profile.txt" 2>&1; head -3 "$out/demo_host_profile.txt")

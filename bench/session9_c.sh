@@ -3,7 +3,6 @@
 # host sync) for the model's own position ids; the patched step's timeline; the demo block's per-op host cost.
 #   bash bench/session9_c.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
 timeout 330 python -m baracuda.cli bench --model llama --variant eager,mode,patch,compile,compile+patch,liger \
   --json "$out/model_llama.json" > "$out/model_llama.txt" 2>&1; f "$out/model_llama.txt" | tail -10
 timeout 100 python bench/step_timeline.py "$out/timeline_llama_patch.json" --variants patch 2>&1 | f | grep -v Warn \

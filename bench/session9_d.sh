@@ -4,7 +4,6 @@
 # order, and each tree's per-kernel GPU time under the mode (bench/step_timeline.py).
 #   bash bench/session9_d.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
 for v in base6 new; do
   src=$PWD/src; [ $v = base6 ] && src=$PWD/.whl/base6/src
   PYTHONPATH=$src timeout 150 python -m baracuda.cli bench --model llama --variant eager,mode \

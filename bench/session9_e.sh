@@ -3,5 +3,4 @@
 # and a cProfile of the mode's forward at the 4L/2048 configuration.
 #   bash bench/session9_e.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
 (cd bench && timeout 200 python mode_llama_ops.py "$out/mode_llama_ops.txt" 2>&1 | f | head -22)

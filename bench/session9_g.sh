@@ -4,7 +4,6 @@
 # (second run after the scan change) and the Llama-3-8B-shaped stack (eager, mode, patch, Liger).
 #   bash bench/session9_g.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
 timeout 150 python -m pytest -q -p no:warnings -n 14 -v --tb=line -rf tests/torch/test_patch.py tests/indexing/test_masked.py \
   tests/torch/test_overloads.py tests/models > "$out/gpu_tests.txt" 2>&1
 grep -E "FAILED|ERROR|passed|failed" "$out/gpu_tests.txt" | tail -8 | cut -c1-300

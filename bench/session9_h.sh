@@ -3,7 +3,6 @@
 # after the transformers-version fix; `baracuda demo` at the default size and at a GPU-sized bf16 block.
 #   bash bench/session9_h.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
 timeout 100 python -m pytest -q -p no:warnings -n 14 -v --tb=line -rf tests/torch/test_patch.py tests/indexing/test_masked.py \
   > "$out/gpu_tests.txt" 2>&1
 grep -E "FAILED|ERROR|passed|failed" "$out/gpu_tests.txt" | tail -6 | cut -c1-300

@@ -4,7 +4,6 @@
 # the random / bincount bench rows, and masked_fill's (block, iters, warps) sweep against torch / torch.compile.
 #   bash bench/session9_i.sh OUTDIR
 source "$(dirname "$0")/device_env.sh" "$@"
-export PYTHONUNBUFFERED=1
 timeout 110 python -m pytest -q -p no:warnings -n 14 -v --tb=line -rf tests/random tests/indexing/test_masked.py \
   > "$out/gpu_tests.txt" 2>&1
 grep -E "FAILED|ERROR|passed|failed" "$out/gpu_tests.txt" | tail -8 | cut -c1-300
