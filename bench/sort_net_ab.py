@@ -4,10 +4,10 @@ keys: 21k SASS instructions, 335 KB, far past the instruction caches) against th
 complemented), at 8 and 16 warps (run A); then (run B) the hypercube axes permuted so the most exchanged bits sit in
 registers (``forced(lv=log2 of the load's vector width)``), over row lengths and dtypes, torch.sort in the same
 process; every variant's result compared with the unrolled one.  python bench/sort_net_ab.py OUT.json [xw | fc |
-filter | warps | half | table | topk | topk-shapes] (xw: the cross-warp exchange; fc: int32 carriers for keys of <= 16 bits against the
-int64 network; filter: topk's threshold filter variants; warps: the row sort at 8 / 16 warps; half: 16-bit rows,
-default paths; table: issue #17's rows, default paths; topk: the topk rows; topk-shapes: with k = 1024's chunks and
-pass-2 lanes)"""
+filter | warps | half | table | topk | topk-shapes] (xw: the cross-warp exchange; fc: int32 carriers for keys of
+<= 16 bits against the int64 network; filter: topk's threshold filter variants; warps: the row sort at 8 / 16
+warps; half: 16-bit rows, default paths; table: issue #17's rows, default paths; topk: the topk rows; topk-shapes:
+with k = 1024's chunks and pass-2 lanes)"""
 import json
 import sys
 
@@ -39,6 +39,11 @@ def run(desc, x, force, graph):
     return p.sku.route, us, outs
 
 
+def topk_case(dt, k, variants):
+    """A case of issue #17's topk row: [8192, 32768] rows of dt, the k largest, sorted; variants: forced options."""
+    return ("topk", (8192, 32768), dt, dict(k=k, dim=-1, largest=True, sorted=True), variants)
+
+
 def main(out):
     torch.manual_seed(0)
     ab = [dict(lv=-1), dict()]      # no permutation, then the default (the permutation by the load's vector)
@@ -50,10 +55,8 @@ def main(out):
              ("sort", (64, 1 << 18), torch.float32, {}, [dict(radix=False), dict()]),
              ("argsort", (1, 1 << 24), torch.float32, {}, [dict()]),
              ("unique", (1 << 24,), torch.int64, None, [dict(), dict(radix=True)])]
-    cases += [("topk", (8192, 32768), torch.bfloat16, dict(k=k, dim=-1, largest=True, sorted=True), ab)
-              for k in (8, 64, 1024)]
-    cases += [("topk", (8192, 32768), torch.float32, dict(k=k, dim=-1, largest=True, sorted=True), ab)
-              for k in (8, 1024)]
+    cases += [topk_case(torch.bfloat16, k, ab) for k in (8, 64, 1024)]
+    cases += [topk_case(torch.float32, k, ab) for k in (8, 1024)]
     if len(sys.argv) > 2 and sys.argv[2] == "xw":      # the cross-warp exchange: xor_sum (reduce) vs gather
         xw = [dict(xw=False), dict()]
         cases = [("sort", (8192, 8192), torch.float32, {}, xw), ("sort", (8192, 8192), torch.bfloat16, {}, xw),
@@ -63,35 +66,28 @@ def main(out):
         fc = [dict(fc=False), dict()]
         cases = [("sort", (8192, 8192), torch.bfloat16, {}, fc), ("sort", (65536, 1024), torch.bfloat16, {}, fc),
                  ("sort", (8192, 8192), torch.float16, {}, fc), ("sort", (16384, 4096), torch.bfloat16, {}, fc)]
-        cases += [("topk", (8192, 32768), torch.bfloat16, dict(k=k, dim=-1, largest=True, sorted=True), fc)
-                  for k in (8, 64, 1024)]
+        cases += [topk_case(torch.bfloat16, k, fc) for k in (8, 64, 1024)]
     if len(sys.argv) > 2 and sys.argv[2] == "warps":   # the row sort at 8 vs 16 warps (the carriers' registers)
         w = [dict(), dict(warps=16)]
         cases = [("sort", (8192, 8192), torch.bfloat16, {}, w), ("sort", (8192, 8192), torch.float32, {}, w),
                  ("sort", (16384, 4096), torch.bfloat16, {}, w)]
     if len(sys.argv) > 2 and sys.argv[2] == "filter":  # the threshold filter's shape at large k
         vs = [dict(), dict(filter_gather=4096), dict(filter_warps=16)]
-        cases = [("topk", (8192, 32768), torch.bfloat16, dict(k=k, dim=-1, largest=True, sorted=True), vs)
-                 for k in (1024, 256)]
-        cases += [("topk", (8192, 32768), torch.float32, dict(k=k, dim=-1, largest=True, sorted=True), vs[:2])
-                  for k in (1024, 8)]
+        cases = [topk_case(torch.bfloat16, k, vs) for k in (1024, 256)]
+        cases += [topk_case(torch.float32, k, vs[:2]) for k in (1024, 8)]
     if len(sys.argv) > 2 and sys.argv[2] == "half":    # 16-bit keys' rows, default paths only
         cases = [("sort", shape, torch.bfloat16, {}, [dict()]) for shape in ((8192, 8192), (16384, 4096), (65536, 1024))]
-        cases += [("topk", (8192, 32768), torch.bfloat16, dict(k=k, dim=-1, largest=True, sorted=True), [dict()])
-                  for k in (8, 64, 1024)]
+        cases += [topk_case(torch.bfloat16, k, [dict()]) for k in (8, 64, 1024)]
     if len(sys.argv) > 2 and sys.argv[2] == "table":   # issue #17's sort / topk rows, default paths only
         cases = [("sort", (8192, 8192), torch.float32, {}, [dict()]),
                  ("sort", (1, 1 << 24), torch.float32, {}, [dict()])]
-        cases += [("topk", (8192, 32768), torch.bfloat16, dict(k=k, dim=-1, largest=True, sorted=True), [dict()])
-                  for k in (8, 64, 1024)]
+        cases += [topk_case(torch.bfloat16, k, [dict()]) for k in (8, 64, 1024)]
     if len(sys.argv) > 2 and sys.argv[2] in ("topk", "topk-shapes"):   # topk's rows; k = 1024's shapes (run B)
         k1024 = [dict(), dict(filter_chunks=4096), dict(filter_gather=2048), dict(filter_gather=8192)]
         shapes = sys.argv[2] == "topk-shapes"
-        cases = [("topk", (8192, 32768), dt, dict(k=k, dim=-1, largest=True, sorted=True),
-                  k1024 if k == 1024 and shapes else [dict()])
+        cases = [topk_case(dt, k, k1024 if k == 1024 and shapes else [dict()])
                  for dt in (torch.bfloat16, torch.float16) for k in (8, 64, 256, 512, 1024)]
-        cases += [("topk", (8192, 32768), torch.float32, dict(k=k, dim=-1, largest=True, sorted=True), [dict()])
-                  for k in (8, 256, 512, 1024)]
+        cases += [topk_case(torch.float32, k, [dict()]) for k in (8, 256, 512, 1024)]
     peers = dict(sort=lambda x: torch.sort(x, dim=-1, stable=True),
                  argsort=lambda x: torch.argsort(x, dim=-1, stable=True),
                  unique=lambda x: torch.unique(x, sorted=True), topk=None)
