@@ -64,7 +64,6 @@ def test_numpy_philox_is_tl_philox_bit_for_bit(wide):
     import triton
     import triton.language as tl
 
-
     @triton.jit
     def k(out, seed, base, N: tl.constexpr, WIDE: tl.constexpr):
         c = base + tl.arange(0, N).to(tl.int64)
@@ -93,7 +92,6 @@ def test_the_normal_fills_log_is_within_one_ulp():
     result: every 61st of the 2^24 values U' takes, and both ends and the sqrt(1/2) boundary of its reduction."""
     import triton
     import triton.language as tl
-
 
     @triton.jit
     def k(x_ptr, y_ptr, N: tl.constexpr):
