@@ -24,6 +24,7 @@ from .._lib.register import register_triton
 from .._lib.scalars import split_f64
 from ..reduction import reduce as _reduce
 from .kernels import pool_bw, pool_bw_taps, pool_fw, pool_fw_taps, unpool
+from .tile import pool2d_bw, pool2d_fw
 
 _BLOCK = 256
 _UNROLL = 64          # taps up to which a forward window is unrolled (3x3 = 9, 3x3x3 = 27, a 7x7 -> 1 global average = 49)
@@ -55,9 +56,29 @@ def _i64(*ts) -> bool:
     return any(t.numel() > _I32 or sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride())) > _I32 for t in ts)
 
 
+def _window(desc, sp, out):
+    """The descriptor's window, an adaptive one that divides its input (every L % O == 0, 28 -> 7) as the sliding
+    window it is (k = s = L / O, no padding: the same taps, indices and divisors), which the tile kernel runs."""
+    w = window_of(desc)
+    if w.kind == "adaptive" and all(O and L % O == 0 for L, O in zip(sp[3 - w.nd:], out[3 - w.nd:])):
+        k = tuple(L // O for L, O in zip(sp[3 - w.nd:], out[3 - w.nd:]))
+        w = type(w)((w.nd, "sliding", k, k, (0,) * w.nd, (1,) * w.nd))
+    return w
+
+
+def _tile(sizes, elems: int):
+    """(rows, BA, BB, grid) of the channels-last tile kernels (tile.py) writing a (N, C, 1, H, W) tensor: rows over
+    (n, h, w), channels along the lanes; ``elems`` elements a program (8 a thread at 4 warps; fewer where f64 or lp's
+    pow would spill)."""
+    n, c, _, h, w = sizes
+    bb = min(next_power_of_2(max(c, 1)), 64, elems)
+    ba = max(1, elems // bb)
+    return n * h * w, ba, bb, (cdiv(n * h * w, ba), cdiv(c, bb))
+
+
 def _geometry(desc, sp, out):
     """Kernel taps / stride / padding / dilation per (D, H, W) and the loop counts of the forward (KD, KH, KW)."""
-    w = window_of(desc)
+    w = _window(desc, sp, out)
     nd = w.nd
     k, s, p, d = (_pad3(v, nd, f) for v, f in ((w.k, 1), (w.s, 1), (w.p, 0), (w.d, 1)))
     if w.kind == "adaptive":
@@ -138,6 +159,8 @@ def _bind_fw(desc, pref=None):
     sp = _pad3(x_spec.shape[-nd:], nd, 1)
     out = _pad3(desc.outputs[0].shape[-nd:], nd, 1)
     k, s, p, d, loops = _geometry(desc, sp, out)
+    w = _window(desc, sp, out)      # (an adaptive window that divides its input runs as the sliding one)
+    tile = w.kind == "sliding" and nd <= 2
     ui = [(frac_sample_index(nd, j)) for j in range(nd)]
     low = float("-inf") if floating else int(np.iinfo(x_spec.dtype.numpy).min)
     block, tb = _tiles(math.prod(loops))
@@ -153,6 +176,15 @@ def _bind_fw(desc, pref=None):
         _, jst = _dims(ix, nd)
         total = y.numel()
         if total == 0:
+            return
+        if tile and _cl(ys_, yst):
+            rows, ba, bb, grid = _tile(ys_, 256 if f64 and OP == 2 else 512 if f64 else 1024)
+            pool2d_fw[grid](
+                x, y, ix, rows, ys_[1], *sp[1:], *out[1:], xst[0], xst[1], *xst[3:], yst[0], yst[1],
+                *yst[3:], jst[0], jst[1], *jst[3:], *p[1:], div or 1, p_hi, p_lo, KH=k[1], KW=k[2], SH=s[1],
+                SW=s[2], DH=d[1], DW=d[2], OP=OP, COUNT_PAD=a.get("count_include_pad", True),
+                HAS_DIV=div is not None, FLOAT=floating, F64=f64, I64=_i64(x, y, ix), LOW=low, BA=ba, BB=bb,
+                num_warps=4)
             return
         if taps:
             pool_fw_taps[(cdiv(total, _TAPS_BLOCK),)](
@@ -191,6 +223,8 @@ def _bind_bw(desc, pref=None):
     sp = _pad3(desc.inputs[1].shape[-nd:], nd, 1)
     out = _pad3(desc.inputs[0].shape[-nd:], nd, 1)
     k, s, p, d, _ = _geometry(desc, sp, out)
+    w = _window(desc, sp, out)
+    tile = w.kind == "sliding" and nd <= 2
     if w.kind == "adaptive":
         cand = tuple(min(cdiv(O, L) + 1, O) for L, O in zip(sp, out))
     else:
@@ -208,6 +242,15 @@ def _bind_bw(desc, pref=None):
         xs_, xst = _dims(dx, nd)
         _, gst = _dims(g, nd)
         _, jst = _dims(ix, nd)
+        if tile and _cl(xs_, xst):
+            rows, ba, bb, grid = _tile(xs_, 512 if f64 else 1024)
+            pool2d_bw[grid](
+                g, ix, dx, rows, xs_[1], *sp[1:], *out[1:], gst[0], gst[1], *gst[3:], jst[0], jst[1],
+                *jst[3:], xst[0], xst[1], *xst[3:], *p[1:], div or 1, KH=k[1], KW=k[2], SH=s[1], SW=s[2],
+                DH=d[1], DW=d[2], CH=cand[1], CW=cand[2], OP=0 if is_max else 1,
+                COUNT_PAD=a.get("count_include_pad", True), HAS_DIV=div is not None, F64=f64,
+                I64=_i64(g, dx, ix), BA=ba, BB=bb, num_warps=4)
+            return
         if taps:
             pool_bw_taps[(cdiv(total, _TAPS_BLOCK),)](
                 g, ix, dx, total, xs_[1], *sp, *out, *gst, *jst, *xst, *k, *s, *p, *d, div or 1,
