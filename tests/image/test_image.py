@@ -137,6 +137,74 @@ def test_grid_sample_grads_match_torch_autograd():
 
 
 @needs_interp
+@pytest.mark.parametrize("cl", [False, True])
+def test_grid_sample_through_the_channels_last_copy_matches_torch(cl):
+    # C >= 8 and more points x taps than x has positions: the kernel reads a channels-last copy of an NCHW x (the
+    # workspace) and accumulates dx channels-last; a channels-last x is read in place
+    g = _gen()
+    for mode, pad, ac, xs, gs in [("bilinear", "zeros", False, (2, 9, 5, 6), (2, 4, 7, 2)),
+                                  ("bicubic", "reflection", True, (1, 8, 4, 5), (1, 6, 5, 2)),
+                                  ("nearest", "border", False, (1, 8, 3, 4), (1, 5, 5, 2)),
+                                  ("bilinear", "reflection", False, (1, 8, 3, 4, 3), (1, 2, 3, 4, 3))]:
+        x = torch.randn(xs, generator=g, dtype=torch.float64)
+        if cl:
+            x = x.to(memory_format=torch.channels_last if len(xs) == 4 else torch.channels_last_3d)
+        grid = torch.rand(gs, generator=g, dtype=torch.float64) * 2.4 - 1.2
+        ts = [t.clone().requires_grad_() for t in (x, grid)]
+        bs = [t.clone().requires_grad_() for t in (x, grid)]
+        yt = TF.grid_sample(*ts, mode=mode, padding_mode=pad, align_corners=ac)
+        gy = torch.randn(yt.shape, generator=g, dtype=torch.float64)
+        yt.backward(gy)
+        with bt.preference(TRITON):
+            yb = F.grid_sample(*bs, mode=mode, padding_mode=pad, align_corners=ac)
+            yb.backward(gy)
+        assert_close(yb, yt.detach().numpy(), 1e-10, 1e-10, f"grid_sample {mode} {pad} y")
+        for a, b, n in zip(bs, ts, ("input", "grid")):
+            assert_close(a.grad, b.grad.numpy(), 1e-10, 1e-10, f"grid_sample {mode} {pad} d{n} cl={cl}")
+
+
+@needs_interp
+def test_grid_sample_bf16_accumulates_dx_in_f32():
+    g = _gen()
+    x = torch.randn(2, 16, 6, 7, generator=g)
+    grid = torch.rand(2, 5, 6, 2, generator=g) * 2.2 - 1.1
+    gy = torch.randn(2, 16, 5, 6, generator=g)
+    xt, gt = x.double().requires_grad_(), grid.double().requires_grad_()
+    TF.grid_sample(xt, gt, align_corners=False).backward(gy.double())
+    xb, gb = x.bfloat16().requires_grad_(), grid.bfloat16().requires_grad_()
+    with bt.preference(TRITON):
+        F.grid_sample(xb, gb, align_corners=False).backward(gy.bfloat16())
+    assert xb.grad.dtype == torch.bfloat16
+    assert_close(xb.grad.double(), xt.grad.numpy(), 5e-2, 5e-2, "bf16 dx")
+
+
+@needs_interp
+@pytest.mark.parametrize("mode,shape,size", [("bilinear", (3, 5, 7, 9), (13, 300)),       # 2 column blocks + tail
+                                             ("bicubic", (2, 3, 9, 8), (4, 21)),
+                                             ("nearest", (3, 7, 5, 4), (9, 10)),
+                                             ("linear", (3, 5, 9), (20,))])
+def test_interpolate_tile_kernel_tails_strides_and_layouts(mode, shape, size):
+    # the 1-d / 2-d tile kernel: tail planes and columns, a strided (non-mergeable planes) input, channels-last,
+    # forward and the gather backward, against torch in f64
+    g = _gen()
+    base = torch.randn(shape[:1] + (shape[1] * 2,) + shape[2:], generator=g, dtype=torch.float64)
+    views = [base[:, : shape[1]].contiguous(), base[:, ::2]]
+    if len(shape) == 4:
+        views.append(views[0].to(memory_format=torch.channels_last))
+    ac = None if mode == "nearest" else False
+    for x in views:
+        xt, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+        yt = TF.interpolate(xt, size=size, mode=mode, align_corners=ac)
+        gy = torch.randn(yt.shape, generator=g, dtype=torch.float64)
+        yt.backward(gy)
+        with bt.preference(TRITON):
+            yb = F.interpolate(xb, size=size, mode=mode, align_corners=ac)
+            yb.backward(gy)
+        assert_close(yb, yt.detach().numpy(), 1e-10, 1e-10, f"{mode} {tuple(x.stride())} y")
+        assert_close(xb.grad, xt.grad.numpy(), 1e-10, 1e-10, f"{mode} {tuple(x.stride())} dx")
+
+
+@needs_interp
 def test_grid_sample_backward_is_atomic_and_refused_when_determinism_is_required():
     d = bc.Descriptor.make("grid_sample_backward", ((1, 2, 3, 3), "f32"), ((1, 2, 3, 3), "f32"),
                            ((1, 3, 3, 2), "f32"))

@@ -5,11 +5,14 @@ bilinear, 1 nearest, 2 bicubic) and padding (PAD 0 zeros, 1 border, 2 reflection
 points x a loop over channel blocks of BC: the coordinates and the T taps of each dim are computed once per
 program (``_tap``: torch's unnormalize / clamp / reflect arithmetic in f32, f64 for f64), then every tap reads a
 [BP, BC] tile of x with its own strides (NCHW or channels-last in place) and the output tile is written along
-the points (coalesced for the contiguous NCHW output torch returns).  bf16 [8, 64, 128, 128] with a 128 x 128
-grid: 8 MB written, ~4 taps x 8 MB gathered mostly from L2: ~10-15 us expected.
+the points (coalesced for the contiguous NCHW output torch returns).  An NCHW x with C >= 8 and enough points
+(``_staged``) is first copied channels-last into the workspace: a tap's channels become one contiguous vector
+instead of C sectors H*W apart (sm_90: the bilinear bf16 channel-block loop 500 -> 336 SASS instructions for
+64 x 32 outputs).
 Backward: the same walk; dgrid is a channel sum per point (registers: deterministic), dx is scattered with
-atomic adds (as torch's CUDA kernel; f32 workspace for half types, cast once): deterministic=False, said by the
-plan's precision (require_deterministic refuses it).
+atomic adds (as torch's CUDA kernel) into an f32 (f64) workspace, channels-last when staged (a tap's adds hit
+C contiguous words), cast / permuted into dx once: deterministic=False, said by the plan's precision
+(require_deterministic refuses it).
 affine_grid: one lane per output coordinate (theta row . (x, y[, z], 1)); backward: one program per (n, row) of
 theta folds its grid points in a fixed order (deterministic).
 """
@@ -255,6 +258,43 @@ def _strides5(t, k):
     return tuple(st[:k]) + _pad_front(st[k:k + t.dim() - k], 3, 0)
 
 
+def _staged(desc) -> bool:
+    """Whether the kernel reads (and the backward accumulates dx into) a channels-last copy of x instead of x.
+
+    An NCHW x puts a point's channels H*W apart: every (point, channel, tap) is its own 32-byte sector, ~4 KB of
+    L2 -> SM traffic per bilinear point at C = 64 (537 MB for [8, 64, 128, 128] with a random 128^2 grid), and the
+    backward's dx atomics land one per sector the same way.  A channels-last copy makes a tap's channels one
+    contiguous vector (C x 2 bytes bf16): ~8x fewer sectors for a copy of 2 x x.nbytes of plain traffic.  Worth it
+    where the taps' gathers outweigh the copy: C >= 8 and at least as many points x taps as x has positions.  (A
+    channels-last x is read in place: the run skips the copy, the workspace is sized for it anyway.)"""
+    x, grid = desc.inputs[:2] if desc.op == "grid_sample" else desc.inputs[1:3]
+    if x.shape[1] < 8:
+        return False
+    taps = {"bilinear": 2, "nearest": 1, "bicubic": 4}[desc.attr("mode")] ** (len(x.shape) - 2)
+    return math.prod(grid.shape[1:-1]) * taps >= math.prod(x.shape[2:])
+
+
+def _stage_x(x, ws):
+    """x itself when channels-last, else its channels-last copy in ws; and the first free byte of ws."""
+    if x.stride(1) == 1:
+        return x, 0
+    xs, off = _ws_view(ws, 0, x.shape, x.dtype)
+    xs.copy_(x)
+    return xs, off
+
+
+def _cl_perm(r):
+    return (0,) + tuple(range(2, r)) + (1,)
+
+
+def _ws_view(ws, offset, shape, dtype):
+    """A (N, *spatial, C) buffer at ``offset`` bytes of ws, returned as the (N, C, *spatial) channels-last view."""
+    n = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+    cl = ws[offset: offset + n].view(dtype).view([shape[i] for i in _cl_perm(len(shape))])
+    inv = [0, len(shape) - 1] + list(range(1, len(shape) - 1))
+    return cl.permute(inv), offset + -(-n // 256) * 256
+
+
 def _run_gs(desc, inputs, outputs, ws):
     x, grid = inputs
     y = outputs[0]
@@ -264,6 +304,8 @@ def _run_gs(desc, inputs, outputs, ws):
     P = math.prod(pts)
     if y.numel() == 0:
         return
+    if _staged(desc):
+        x, _ = _stage_x(x, ws)
     sp = _pad_front(x.shape[2:], 3, 1)
     p3 = _pad_front(pts, 3, 1)
     gs = grid.stride()
@@ -273,6 +315,11 @@ def _run_gs(desc, inputs, outputs, ws):
                                     num_warps=4, **kw)
 
 
+def _ws_gs(desc):
+    x = desc.inputs[0]
+    return x.nbytes if _staged(desc) else 0
+
+
 def _run_gs_bw(desc, inputs, outputs, ws):
     g, x, grid = inputs
     dx, dgrid = outputs
@@ -280,12 +327,21 @@ def _run_gs_bw(desc, inputs, outputs, ws):
     n = x.shape[0]
     pts = tuple(grid.shape[1:-1])
     P = math.prod(pts)
-    half = dx.dtype in (torch.float16, torch.bfloat16)
-    acc = ws[: dx.numel() * 4].view(torch.float32).view(dx.shape) if half and dx.numel() else dx
+    staged = _staged(desc)
+    off = 0
+    if staged and dx.numel():
+        x, off = _stage_x(x, ws)
+    # dx accumulates in f32 (half types) and, staged, channels-last: a workspace, cast / permuted into dx once
+    wide = torch.float64 if dx.dtype == torch.float64 else torch.float32
+    if dx.numel() and (staged or dx.dtype != wide):
+        acc, _ = _ws_view(ws, off, dx.shape, wide) if staged else (
+            ws[: dx.numel() * 4].view(torch.float32).view(dx.shape), 0)
+    else:
+        acc = dx
     acc.zero_()
     if dgrid.numel() == 0 or x.shape[1] == 0:
         dgrid.zero_()
-        if half:
+        if acc is not dx:
             dx.copy_(acc)
         return
     sp = _pad_front(x.shape[2:], 3, 1)
@@ -297,12 +353,15 @@ def _run_gs_bw(desc, inputs, outputs, ws):
                                     *_strides5(g, 2), p3[1], p3[2], *_strides5(acc, 2), *dgst, BACKWARD=True,
                                     I64=_i64(x, grid, g, acc),
                                     BP=_BP, BC=bc, num_warps=4, **kw)
-    if half:
+    if acc is not dx:
         dx.copy_(acc)
 
 
 def _ws_gs_bw(desc):
     x = desc.inputs[1]
+    wide = 8 if x.dtype == DType.f64 else 4
+    if _staged(desc):
+        return -(-x.nbytes // 256) * 256 + wide * x.numel
     return 4 * x.numel if x.dtype in (DType.f16, DType.bf16) else 0
 
 
@@ -312,7 +371,7 @@ def _atomic_precision(desc, pref=None):
                               False, False)
 
 
-register_triton("grid_sample", _run_gs, route="triton:grid_sample:taps")
+register_triton("grid_sample", _run_gs, workspace=_ws_gs, route="triton:grid_sample:taps")
 register_triton("grid_sample_backward", _run_gs_bw, workspace=_ws_gs_bw, precision=_atomic_precision,
                 route="triton:grid_sample_backward:taps(atomic dx)")
 
