@@ -19,7 +19,7 @@ from ...._core.sku import MathPrecision, PrecisionGuarantee
 from ....ops.conv import geometry_of
 from ... import with_produce
 from .._lib.register import register_triton
-from .depthwise import dw_configs, dw_launch, dw_workspace, is_depthwise
+from .depthwise import dw_configs, dw_launch, dw_workspace, is_depthwise, unrolled
 from .implicit_gemm import CORR, MODE_NAMES, SCATTER, WCORR, as5, choose, launch, partial_dtype
 
 
@@ -53,15 +53,16 @@ def _passes(desc):
     return geom, out
 
 
-def _dw_configs(geom, passes):
+def _dw_configs(geom, passes, dtype):
     """The depthwise route's (NCHW, channels-last) tile pair per pass (picked at run time by the operands' strides)."""
-    return [dw_configs(mode == WCORR, geom) for mode, _ in passes]
+    return [dw_configs(mode == WCORR, geom, dtype) for mode, _ in passes]
 
 
 def _workspace(desc) -> int:
     geom, passes = _passes(desc)
     if is_depthwise(geom):
-        return max([dw_workspace(geom, c, desc.dtype.torch) for c in _dw_configs(geom, passes)] + [0])
+        dt = desc.dtype.torch
+        return max([dw_workspace(geom, c, dt) for c in _dw_configs(geom, passes, dt)] + [0])
     for mode, what in passes:
         if mode == WCORR:
             cfg = choose(WCORR, geom, desc.dtype.torch, False)
@@ -75,7 +76,7 @@ def _bind(desc, pref=None):
     prec = "tf32" if _tf32(desc, pref) else "ieee"
     depthwise = is_depthwise(geom)
     if depthwise:
-        cfgs = _dw_configs(geom, passes)
+        cfgs = _dw_configs(geom, passes, desc.dtype.torch)
     else:
         cfgs = [choose(mode, geom, desc.dtype.torch, prec == "tf32") for mode, _ in passes]
 
@@ -136,8 +137,9 @@ def _route(desc, pref):
     geom, passes = _passes(desc)
     if is_depthwise(geom):
         # the tile of the descriptor's layout (channels_last: torch returns channels-last for channels-last inputs)
-        cfgs = [pair[geom.channels_last] for pair in _dw_configs(geom, passes)]
-        return f"triton:conv-depthwise-direct[{geom.nd}d," + ",".join(
+        cfgs = [pair[geom.channels_last] for pair in _dw_configs(geom, passes, desc.dtype.torch)]
+        head = f"triton:conv-depthwise-direct[{geom.nd}d," + ("taps-unrolled," if unrolled(geom) else "")
+        return head + ",".join(
             f"{what}={MODE_NAMES[mode]}[{c.bp}x{c.bc},w{c.warps}" + (f",split{c.split}" if c.split > 1 else "") + "]"
             for (mode, what), c in zip(passes, cfgs)) + "]"
     parts = []
@@ -164,8 +166,14 @@ def _supports(desc):
 
 def _priority(desc, dev) -> float:
     # a library backend (cuDNN) registers its own priority (20: it stays first where it serves); on the CPU the
-    # interpreter is a correctness tool only.  The depthwise route is not measured yet: the same rank
-    return 10.0 if dev.type == "cuda" else -200.0
+    # interpreter is a correctness tool only.  Channels-last 1-d / 2-d depthwise problems (the tap-unrolled kernels)
+    # rank above cuDNN (30): on the H200 (session 19, bench/depthwise_ab.py, bf16) cuDNN's graph for them took
+    # 4-13x the Triton kernels' time (144ch 56^2 3x3: 0.69 vs 0.10 ms forward, 0.80 vs 0.43 backward).  NCHW
+    # depthwise stays with cuDNN, 2-4x faster there (0.094 vs 0.204 ms forward)
+    if dev.type != "cuda":
+        return -200.0
+    geom = geometry_of(desc)
+    return 30.0 if is_depthwise(geom) and geom.channels_last and unrolled(geom) else 10.0
 
 
 for _op in ("convolution", "convolution_backward"):
