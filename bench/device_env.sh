@@ -11,8 +11,8 @@ f() { grep -v "leaked\|nanobind\|See https\|skipped rem\|^ - \|^\[" "$@"; }
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv > "$out/gpu.txt" 2>&1; cat "$out/gpu.txt"
 # ab 'CMD': CMD twice for each tree, alternating processes -- session 17's (ab_old/src, `git archive REV src` carried
-# for the A/B), then this one; CMD reads $tree (old / new) and $rep (1 / 2)
+# for the A/B), then this one (src, or $AB_NEW: a snapshot of it); CMD reads $tree (old / new) and $rep (1 / 2)
 ab() { local src; for rep in 1 2; do for tree in old new; do
-    src=$PWD/src; [ "$tree" = old ] && src=$PWD/ab_old/src
+    src=${AB_NEW:-$PWD/src}; [ "$tree" = old ] && src=$PWD/ab_old/src
     PYTHONPATH=$src eval "$1"
 done; done; }
