@@ -234,11 +234,14 @@ class _FastCall:
         return self.k.launch(self.grid, args, kwargs)
 
 
-def fast_kernel(fn) -> FastKernel:
+def fast_kernel(fn=None, **jit):
     """``@fast_kernel`` instead of ``@triton.jit`` on a kernel that is launched (``kernel[grid](...)``): the JIT
-    function, relaunched through :class:`FastKernel`.  Never on a ``@triton.jit`` helper that kernels call."""
+    function, relaunched through :class:`FastKernel`.  Never on a ``@triton.jit`` helper that kernels call.
+    ``@fast_kernel(do_not_specialize=[...])`` passes ``triton.jit``'s options."""
     import triton
 
+    if fn is None:
+        return lambda f: FastKernel(triton.jit(f, **jit))
     return FastKernel(triton.jit(fn))
 
 

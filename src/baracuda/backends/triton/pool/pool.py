@@ -24,7 +24,7 @@ from .._lib.register import register_triton
 from .._lib.scalars import split_f64
 from ..reduction import reduce as _reduce
 from .kernels import pool_bw, pool_bw_taps, pool_fw, pool_fw_taps, unpool
-from .tile import pool2d_bw, pool2d_fw
+from .tile import pool2d_bw, pool2d_bw_wl, pool2d_fw, pool2d_fw_wl
 
 _BLOCK = 256
 _UNROLL = 64          # taps up to which a forward window is unrolled (3x3 = 9, 3x3x3 = 27, a 7x7 -> 1 global average = 49)
@@ -66,14 +66,20 @@ def _window(desc, sp, out):
     return w
 
 
-def _tile(sizes, elems: int):
-    """(rows, BA, BB, grid) of the channels-last tile kernels (tile.py) writing a (N, C, 1, H, W) tensor: rows over
-    (n, h, w), channels along the lanes; ``elems`` elements a program (8 a thread at 4 warps; fewer where f64 or lp's
-    pow would spill)."""
+def _tile(sizes, strides, elems: int):
+    """(W-lanes, rows, BA, BB, grid) of the 2-d tile kernels (tile.py) writing a (N, C, 1, H, W) tensor:
+    channels-last, rows (n, h, w) x BB channels; else W-lanes, BA of the width x rows (n, c, h).  ``elems``
+    elements a program channels-last (8 a thread at 4 warps; fewer where f64 or lp's pow would spill), half that
+    W-lanes."""
     n, c, _, h, w = sizes
-    bb = min(next_power_of_2(max(c, 1)), 64, elems)
-    ba = max(1, elems // bb)
-    return n * h * w, ba, bb, (cdiv(n * h * w, ba), cdiv(c, bb))
+    if _cl(sizes, strides):
+        bb = min(next_power_of_2(max(c, 1)), 64, elems)
+        ba = max(1, elems // bb)
+        return False, n * h * w, ba, bb, (cdiv(n * h * w, ba), cdiv(c, bb))
+    elems //= 2         # (4 a thread: 8 took 114-128 registers, a quarter of the SM's warps)
+    ba = min(next_power_of_2(max(w, 1)), 128, elems)
+    bb = max(1, elems // ba)
+    return True, n * c * h, ba, bb, (cdiv(n * c * h, bb), cdiv(w, ba))
 
 
 def _geometry(desc, sp, out):
@@ -177,12 +183,12 @@ def _bind_fw(desc, pref=None):
         total = y.numel()
         if total == 0:
             return
-        if tile and _cl(ys_, yst):
-            rows, ba, bb, grid = _tile(ys_, 256 if f64 and OP == 2 else 512 if f64 else 1024)
-            pool2d_fw[grid](
+        if tile:
+            wl, rows, ba, bb, grid = _tile(ys_, yst, 256 if f64 and OP == 2 else 512 if f64 else 1024)
+            (pool2d_fw_wl if wl else pool2d_fw)[grid](
                 x, y, ix, rows, ys_[1], *sp[1:], *out[1:], xst[0], xst[1], *xst[3:], yst[0], yst[1],
                 *yst[3:], jst[0], jst[1], *jst[3:], *p[1:], div or 1, p_hi, p_lo, KH=k[1], KW=k[2], SH=s[1],
-                SW=s[2], DH=d[1], DW=d[2], OP=OP, COUNT_PAD=a.get("count_include_pad", True),
+                SW=s[2], DH=d[1], DW=d[2], OP=OP, WL=wl, COUNT_PAD=a.get("count_include_pad", True),
                 HAS_DIV=div is not None, FLOAT=floating, F64=f64, I64=_i64(x, y, ix), LOW=low, BA=ba, BB=bb,
                 num_warps=4)
             return
@@ -242,12 +248,12 @@ def _bind_bw(desc, pref=None):
         xs_, xst = _dims(dx, nd)
         _, gst = _dims(g, nd)
         _, jst = _dims(ix, nd)
-        if tile and _cl(xs_, xst):
-            rows, ba, bb, grid = _tile(xs_, 512 if f64 else 1024)
-            pool2d_bw[grid](
+        if tile:
+            wl, rows, ba, bb, grid = _tile(xs_, xst, 512 if f64 else 1024)
+            (pool2d_bw_wl if wl else pool2d_bw)[grid](
                 g, ix, dx, rows, xs_[1], *sp[1:], *out[1:], gst[0], gst[1], *gst[3:], jst[0], jst[1],
                 *jst[3:], xst[0], xst[1], *xst[3:], *p[1:], div or 1, KH=k[1], KW=k[2], SH=s[1], SW=s[2],
-                DH=d[1], DW=d[2], CH=cand[1], CW=cand[2], OP=0 if is_max else 1,
+                DH=d[1], DW=d[2], CH=cand[1], CW=cand[2], OP=0 if is_max else 1, WL=wl,
                 COUNT_PAD=a.get("count_include_pad", True), HAS_DIV=div is not None, F64=f64,
                 I64=_i64(g, dx, ix), BA=ba, BB=bb, num_warps=4)
             return

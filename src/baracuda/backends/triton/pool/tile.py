@@ -1,14 +1,16 @@
-"""2-d sliding-window pooling of channels-last tensors on [positions, channels] tiles, the window at compile time.
+"""2-d sliding-window pooling on tiles, the window geometry at compile time.
 
-The N-d kernels (kernels.py) give every lane one output and unravel it on its own, and check each tap against
-runtime strides.  Here a program owns a [BA, BB] tile: BA (n, h, w) positions, unravelled once a row, by BB channels
-along the lanes, so every tap loads a contiguous channel vector (8 bf16 a thread); the kernel size, stride and
-dilation are constexprs (a 3x3 s2 window compiles to shifts and immediates) and each tap's mask and offset are a
-row part plus a channel part.  Measured on the H200 (session 19, bf16 [64, 64, 112, 112] channels-last): max / avg
-pool 3x3 s2 backward 211 -> 142 / 188 -> 102 us, forward 89 -> 90 / 48 -> 41 us.  NCHW stays on the N-d kernels:
-this tile with the width along the lanes ran 1.3-1.7x slower there (a thread's adjacent outputs read stride-2
-addresses: 8x the L1 sectors a load instruction).  Sliding windows only (an adaptive window that divides its input
-is the sliding window k = s = L / O: pool.py rewrites it before it gets here); 1-d pooling runs as H = 1.
+The N-d kernels (kernels.py) give every lane one output, unravel it on its own (three divisions) and check each
+tap against runtime strides: ~240 SASS instructions an output of a 3x3 s2 max pool (sm_90, offline).  Here a
+program owns a [BA, BB] tile:
+    C-lanes (channels-last): BA (n, h, w) positions, unravelled once a row, x BB channels along the lanes: every
+             tap loads a contiguous channel vector;
+    W-lanes (any other layout): BA of the width along dim 0, one output a lane, x BB rows (n, c, h) unravelled once
+             each (see the note on the kernels' two instances at the end).
+The kernel size, stride and dilation are constexprs (a 3x3 s2 window compiles to shifts and immediates) and each
+tap's mask and offset are a row part plus a lane part.  Sliding windows only (an adaptive window that divides its
+input is the sliding window k = s = L / O: pool.py rewrites it before it gets here); 1-d pooling runs as H = 1.
+H200 (session 19, bf16 [64, 64, 112, 112] channels-last): max / avg 3x3 s2 backward 211 -> 145 / 188 -> 102 us.
 
 Forward (OP 0 max with torch's flat in-plane index, 1 average with torch's divisors, 2 lp) and the gather-form
 backward (max: the gradients whose index names the element; average: grad / divisor), both deterministic, no
@@ -26,27 +28,37 @@ from .kernels import _div
 
 
 @triton.jit
-def _tile(R, C, P, Q, IT: tl.constexpr, BA: tl.constexpr, BB: tl.constexpr):
-    """The program's tile: row mask, rows (n, p, q) over the P x Q positions of a batch element ([BA, 1] each),
-    channels ([1, BB]) and the [BA, BB] mask."""
-    a = tl.program_id(0).to(IT) * BA + tl.arange(0, BA).to(IT)
-    c = tl.program_id(1).to(IT) * BB + tl.arange(0, BB).to(IT)
-    q = a % Q
-    t = a // Q
-    ok = (a < R)[:, None] & (c < C)[None, :]
-    return ok, (t // P)[:, None].to(tl.int64), (t % P)[:, None], q[:, None], c[None, :].to(tl.int64)
+def _tile(R, C, P, Q, WL: tl.constexpr, IT: tl.constexpr, BA: tl.constexpr, BB: tl.constexpr):
+    """The program's tile and its mask: (ok, n, p, q, c), each broadcastable to the tile.  C-lanes ([BA, BB]): rows
+    (n, p, q) over the P x Q positions of a batch element down dim 0 (a [BA, 1] unravel), channels along dim 1.
+    W-lanes ([BA, BB], WL): the width q along dim 0, rows (n, c, p) along dim 1 ([1, BB]); grid axis 0 runs over the
+    rows in both (the longer one: past 65535 blocks), axis 1 over the lanes' blocks."""
+    r = tl.program_id(0).to(IT)
+    b = tl.program_id(1).to(IT)
+    if WL:          # (one return after the branches: a device function's returns must agree in type)
+        q = b * BA + tl.arange(0, BA).to(IT)
+        a = r * BB + tl.arange(0, BB).to(IT)
+        t = a // P
+        ok = (q < Q)[:, None] & (a < R)[None, :]
+        n, p, q, c = (t // C)[None, :], (a % P)[None, :], q[:, None], (t % C)[None, :]
+    else:
+        a = r * BA + tl.arange(0, BA).to(IT)
+        c = b * BB + tl.arange(0, BB).to(IT)
+        t = a // Q
+        ok = (a < R)[:, None] & (c < C)[None, :]
+        n, p, q, c = (t // P)[:, None], (t % P)[:, None], (a % Q)[:, None], c[None, :]
+    return ok, n.to(tl.int64), p, q, c.to(tl.int64)
 
 
-@fast_kernel
-def pool2d_fw(x_ptr, y_ptr, i_ptr, R, C, H, W, OH, OW, xn, xc, xh, xw, yn, yc, yh, yw, jn, jc, jh, jw,
+def _pool2d_fw(x_ptr, y_ptr, i_ptr, R, C, H, W, OH, OW, xn, xc, xh, xw, yn, yc, yh, yw, jn, jc, jh, jw,
               PH, PW, divisor, p_hi, p_lo,
               KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr, DH: tl.constexpr,
-              DW: tl.constexpr, OP: tl.constexpr, COUNT_PAD: tl.constexpr, HAS_DIV: tl.constexpr,
+              DW: tl.constexpr, OP: tl.constexpr, WL: tl.constexpr, COUNT_PAD: tl.constexpr, HAS_DIV: tl.constexpr,
               FLOAT: tl.constexpr, F64: tl.constexpr, I64: tl.constexpr, LOW: tl.constexpr, BA: tl.constexpr,
               BB: tl.constexpr):
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     IT: tl.constexpr = tl.int64 if I64 else tl.int32
-    ok, n, oh, ow, c = _tile(R, C, OH, OW, IT, BA, BB)
+    ok, n, oh, ow, c = _tile(R, C, OH, OW, WL, IT, BA, BB)
     h0 = oh * SH - PH
     w0 = ow * SW - PW
     xb = x_ptr + n * xn + c * xc
@@ -107,17 +119,16 @@ def _hits(i, o, L, P, O, K: tl.constexpr, S: tl.constexpr, D: tl.constexpr, COUN
     return ((o < O) & (off >= 0) & (off % D == 0) & (off // D < K)), _div(o * S - P, K, L, K, P, 0, COUNT_PAD)
 
 
-@fast_kernel
-def pool2d_bw(g_ptr, i_ptr, dx_ptr, R, C, H, W, OH, OW, gn, gc, gh, gw, jn, jc, jh, jw, xn, xc, xh, xw,
+def _pool2d_bw(g_ptr, i_ptr, dx_ptr, R, C, H, W, OH, OW, gn, gc, gh, gw, jn, jc, jh, jw, xn, xc, xh, xw,
               PH, PW, divisor,
               KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr, DH: tl.constexpr,
-              DW: tl.constexpr, CH: tl.constexpr, CW: tl.constexpr, OP: tl.constexpr,
+              DW: tl.constexpr, CH: tl.constexpr, CW: tl.constexpr, OP: tl.constexpr, WL: tl.constexpr,
               COUNT_PAD: tl.constexpr, HAS_DIV: tl.constexpr, F64: tl.constexpr, I64: tl.constexpr,
               BA: tl.constexpr, BB: tl.constexpr):
     """Tiles of dx (positions x channels, as the forward's); CH x CW candidate outputs an element."""
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     IT: tl.constexpr = tl.int64 if I64 else tl.int32
-    ok, n, hi, wi, c = _tile(R, C, H, W, IT, BA, BB)
+    ok, n, hi, wi, c = _tile(R, C, H, W, WL, IT, BA, BB)
     oh0 = _cands(hi, PH, KH, SH, DH)
     ow0 = _cands(wi, PW, KW, SW, DW)
     me = hi * W + wi
@@ -143,3 +154,14 @@ def pool2d_bw(g_ptr, i_ptr, dx_ptr, R, C, H, W, OH, OW, gn, gc, gh, gw, jn, jc, 
         acc = acc / divisor
     xo = n * xn + c * xc + hi * xh + wi * xw
     tl.store(dx_ptr + xo, acc.to(dx_ptr.dtype.element_ty), mask=ok)
+
+
+# Each kernel twice: C-lanes as Triton specializes it, W-lanes with the width strides never specialized.  A unit
+# width stride tells the compiler a W-lanes store is contiguous: it gives each thread 8 adjacent outputs, whose
+# stride-2 window loads spread a warp's request over 8x the sectors (1.3-1.7x slower on the H200).  Unspecialized,
+# no dim is known contiguous and a warp's lanes run down dim 0, the width: one output a lane.  (C-lanes keep the
+# specialization: its divisibility-by-16 hints are what vectorize the channel loads.)
+pool2d_fw = fast_kernel(_pool2d_fw)
+pool2d_fw_wl = fast_kernel(do_not_specialize=["xw", "yw", "jw"])(_pool2d_fw)
+pool2d_bw = fast_kernel(_pool2d_bw)
+pool2d_bw_wl = fast_kernel(do_not_specialize=["gw", "jw", "xw"])(_pool2d_bw)
