@@ -65,7 +65,6 @@ def _sep_kernel(x_ptr, y_ptr, i0_ptr, w0_ptr, i1_ptr, w1_ptr, i2_ptr, w2_ptr, to
     tl.store(y_ptr + n * yn + c * yc + o0 * y0 + o1 * y1 + o2 * y2, acc.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-@fast_kernel
 def _tile2_kernel(x_ptr, y_ptr, ih_ptr, wh_ptr, iw_ptr, ww_ptr, NP, C, OH, OW, n_pb, n_cb,
                   xn, xc, xh, xw, yn, yc, yh, yw,
                   TH: tl.constexpr, TW: tl.constexpr, SPLIT: tl.constexpr, I64: tl.constexpr,
@@ -88,33 +87,48 @@ def _tile2_kernel(x_ptr, y_ptr, ih_ptr, wh_ptr, iw_ptr, ww_ptr, NP, C, OH, OW, n
         ow = ow.to(tl.int64)
         g = g.to(tl.int64)
         oh = oh.to(tl.int64)
-    # the gathers need no mask: a tail plane reads the last plane, a tail column tap index 0 (the table's other)
-    q = tl.minimum(p, NP - 1)
+    # NCHW gathers need no mask: a tail plane reads the last plane, a tail column tap index 0 (the table's other).
+    # Channels-last ones mask the tail planes instead: an unclamped p keeps its contiguity, which gives the
+    # channels-last gathers their layout (a warp's lanes along the channels, vector loads)
     if SPLIT:       # NCHW: planes are the flattened (n, c) pairs; one division per plane, not per element
+        q = tl.minimum(p, NP - 1)
         n = q // C
         xb = n * xn + (q - n * C) * xc
         n = p // C
         yb = n * yn + (p - n * C) * yc
     else:           # channels-last: planes are the channels of sample g
-        xb = g * xn + q * xc
+        xb = g * xn + p * xc
         yb = g * yn + p * yc
-    acc = tl.zeros([BP, BW], wh_ptr.dtype.element_ty)
+    acc = tl.zeros([BW, BP], wh_ptr.dtype.element_ty)
     for th in tl.static_range(TH):
         jh = tl.load(ih_ptr + oh * TH + th).to(ow.dtype)      # scalars: the row's taps once per program
         vh = tl.load(wh_ptr + oh * TH + th)
-        row = tl.zeros([BP, BW], wh_ptr.dtype.element_ty)
+        row = tl.zeros([BW, BP], wh_ptr.dtype.element_ty)
         for tw in tl.static_range(TW):
             # (TW, OW) table: a column tap's indices / weights are a contiguous [BW] vector shared by the BP
             # planes.  The same loads and broadcasts in every th pass: the compiler keeps one (CSE), so the
             # [BW] -> [BP, BW] layout conversion happens TW times a program, not TH x TW
             jw = tl.load(iw_ptr + tw * OW + ow, mask=wm, other=0).to(ow.dtype)
             vw = tl.load(ww_ptr + tw * OW + ow, mask=wm, other=0.0)
-            col = xb[:, None] + (jw * xw)[None, :]
-            xv = tl.load(x_ptr + jh * xh + col)
-            row += vw[None, :] * xv.to(acc.dtype)
+            col = xb[None, :] + (jw * xw)[:, None]
+            if SPLIT:
+                xv = tl.load(x_ptr + jh * xh + col)
+            else:
+                xv = tl.load(x_ptr + jh * xh + col, mask=pm[None, :], other=0.0)
+            row += vw[:, None] * xv.to(acc.dtype)
         acc += vh * row
-    tl.store(y_ptr + yb[:, None] + (oh * yh + ow * yw)[None, :], acc.to(y_ptr.dtype.element_ty),
-             mask=pm[:, None] & wm[None, :])
+    tl.store(y_ptr + yb[None, :] + (oh * yh + ow * yw)[:, None], acc.to(y_ptr.dtype.element_ty),
+             mask=wm[:, None] & pm[None, :])
+
+
+# The kernel twice.  The tile is [columns, planes]; NCHW's yw is never specialized: with a unit yw the compiler
+# sees the store as contiguous along the columns and gives each thread 8 adjacent outputs, whose gathers then
+# spread a warp's load over ~8 sectors, with the result moved through shared memory to the store's layout (Nsight
+# Compute, H200: bilinear x2 up 8.4 sectors a load request, the L1 96 % busy).  Unspecialized, no dim is known
+# contiguous and a warp's lanes run down dim 0, the columns: one output a lane.  Channels-last keeps Triton's
+# specialization (its divisibility hints vectorize the channel gathers, contiguous along dim 1).
+_tile2_nc = fast_kernel(do_not_specialize=["yw"])(_tile2_kernel)
+_tile2_cl = fast_kernel(_tile2_kernel)
 
 
 def _pad3(t, fill):
@@ -196,7 +210,7 @@ def _bind(desc, pref=None):
             n_pb, n_cb = cdiv(planes, bp), cdiv(ow, bw)
             xh, xw = _pad3(xs[2:], 0)[1:]
             yh, yw = _pad3(ys[2:], 0)[1:]
-            _tile2_kernel[(groups * n_pb * oh * n_cb,)](
+            (_tile2_nc if split else _tile2_cl)[(groups * n_pb * oh * n_cb,)](
                 x, y, rows[2], rows[3], *cols, planes, y.shape[1], oh, ow, n_pb, n_cb, xs[0], xs[1], xh, xw,
                 ys[0], ys[1], yh, yw, TH=widths[1], TW=widths[2], SPLIT=split, I64=i64, BP=bp, BW=bw,
                 num_warps=4)
