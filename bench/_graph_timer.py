@@ -1,5 +1,5 @@
 """The GPU timers the kernel probes share (bench/reduce_sweep.py, narrow_col_probe.py, var_narrow_probe.py,
-sort_ab.py, ce_bw_sweep.py)."""
+sort_ab.py, ce_bw_sweep.py, image_ab.py, depthwise_ab.py)."""
 from __future__ import annotations
 
 import torch
@@ -47,3 +47,15 @@ def event_us(fn, n=10, warm=1):
     b.record()
     torch.cuda.synchronize()
     return a.elapsed_time(b) / n * 1e3
+
+
+def gpu_ms(fn):
+    """(ms per call of ``fn()``, how): "graph" -- ``timed``'s CUDA-graph replays -- where the calls capture, else
+    "events" -- baracuda.bench.timing.median_ms, per-call events (the host's gaps before each launch in the time)."""
+    try:
+        return timed(lambda i: fn()) / 1e3, "graph"
+    except Exception:       # noqa: BLE001  (not capturable)
+        torch.cuda.synchronize()
+        from baracuda.bench.timing import median_ms
+
+        return median_ms(fn, reps=25), "events"

@@ -7,11 +7,11 @@ result checked against torch eager (max |ours - torch| / max |torch|).  GPU only
     python bench/depthwise_ab.py OUT.json sweep      # the Triton route under tile overrides (forced(bp=, bc=, warps=))
     python bench/depthwise_ab.py OUT.json default    # the table with torch's default cudnn.benchmark = False
 
-Timing: a CUDA graph of 10 calls replayed 25 times between CUDA events, the median replay / 10 (launch host cost out:
-the plans' host path is ~10-30 us, as long as some of these kernels); eager events where a route does not capture.
+Timing: bench/_graph_timer.gpu_ms, 24 calls in a CUDA graph, the median of 7 replays (launch host cost out: the plans'
+host path is ~10-30 us, as long as some of these kernels); per-call events where a route does not capture.  (Runs C,
+D and F of session 19 used the script's own graph timer, 10 calls replayed 25 times: the same method.)
 """
 import json
-import statistics
 import sys
 
 import torch
@@ -20,6 +20,9 @@ import torch.nn.functional as F
 import baracuda as bc
 from baracuda._core.sku import Backend
 from baracuda.backends.triton.conv.depthwise import forced
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from _graph_timer import gpu_ms  # noqa: E402
 
 # (N, C, H, kernel, stride, channels_last): src/baracuda/ops/conv.py's depthwise workloads
 WORKLOADS = [(64, 144, 56, 3, 1, True), (64, 384, 14, 3, 1, True), (64, 96, 112, 3, 2, True), (64, 96, 56, 7, 1, True),
@@ -38,36 +41,10 @@ def row(**r):
     print(json.dumps(r), flush=True)
 
 
-def median_ms(fn, calls=10, reps=25):
-    """Median ms per call of ``fn()`` (see the module docstring)."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    try:
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            fn()
-        torch.cuda.current_stream().wait_stream(s)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for _ in range(calls):
-                fn()
-        run, per = g.replay, calls
-    except Exception:   # not capturable: plain calls (their host gaps included)
-        torch.cuda.synchronize()
-        run, per = fn, 1
-    run()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        run()
-        b.record()
-        torch.cuda.synchronize()
-        ts.append(a.elapsed_time(b) / per)
-    return statistics.median(ts)
+def median_ms(fn):
+    """ms per call of ``fn()`` (bench/_graph_timer.gpu_ms: CUDA-graph replays, per-call events where a route does
+    not capture)."""
+    return gpu_ms(fn)[0]
 
 
 def rel_err(got, want):

@@ -2,11 +2,10 @@
 grid_sample (bilinear / bicubic 2-d), forward and backward, torch eager vs torch.compile vs baracuda (the drop-in
 ``baracuda.torch.nn.functional`` preferring Triton).  GPU time per call: 24 calls captured in a CUDA graph and
 replayed (bench/_graph_timer.timed: the host's launch cost out of the timing), or, where a capture fails, CUDA
-events around each call after a warm-up, the median of REPS (the row says which); the max relative error of each forward output and input gradient against torch eager.  One printed line per
+events around each call after a warm-up, the median of 25 (the row says which); the max relative error of each forward output and input gradient against torch eager.  One printed line per
 row; JSON rows to argv[1].   python bench/image_ab.py OUT.json"""
 import contextlib
 import json
-import statistics
 import sys
 
 import torch
@@ -17,7 +16,6 @@ import baracuda.torch as bt
 import baracuda.torch.nn.functional as BF
 from baracuda._core.sku import Backend
 
-REPS, WARM = 30, 5
 TRITON = bc.PlanPreference(prefer=(Backend.TRITON,))
 B = torch.bfloat16
 
@@ -39,32 +37,16 @@ ROWS = [("interpolate [8,64,128,128] bilinear x2 up", (8, 64, 128, 128), B, "int
 
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from _graph_timer import timed  # noqa: E402
+from _graph_timer import gpu_ms  # noqa: E402
 
 HOW = []
 WHO = [""]
 
 
 def median_ms(fn):
-    try:
-        ms = timed(lambda i: fn()) / 1e3
-        HOW.append(f"{WHO[0]}:graph")
-        return ms
-    except Exception:       # noqa: BLE001  (not capturable: per-call events)
-        torch.cuda.synchronize()
-        HOW.append(f"{WHO[0]}:events")
-    for _ in range(WARM):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(REPS):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        torch.cuda.synchronize()
-        ts.append(a.elapsed_time(b))
-    return statistics.median(ts)
+    ms, how = gpu_ms(fn)
+    HOW.append(f"{WHO[0]}:{how}")
+    return ms
 
 
 def rel(a, b):

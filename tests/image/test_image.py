@@ -117,38 +117,13 @@ def test_interpolate_backward_gathers_the_adjoint(dt, tol):
         assert_close(xb.grad, xt.grad.double().numpy(), tol, tol, f"{mode} {dt} dx")
 
 
-@needs_interp
-def test_grid_sample_grads_match_torch_autograd():
-    g = _gen()
-    for mode, pad, ac, xs, gs in [("bilinear", "reflection", False, (1, 3, 4, 5), (1, 3, 2, 2)),
-                                  ("bicubic", "border", True, (1, 2, 5, 4), (1, 2, 3, 2)),
-                                  ("bilinear", "zeros", True, (1, 2, 3, 4, 3), (1, 2, 2, 2, 3))]:
+def _grid_sample_vs_torch(cases, g, memory_format=None):
+    """grid_sample on the Triton route against torch's autograd in float64: output, dx and dgrid, each case
+    (mode, padding, align_corners, x shape, grid shape); x in ``memory_format(ndim)`` when given."""
+    for mode, pad, ac, xs, gs in cases:
         x = torch.randn(xs, generator=g, dtype=torch.float64)
-        grid = torch.rand(gs, generator=g, dtype=torch.float64) * 2.4 - 1.2
-        ts = [t.clone().requires_grad_() for t in (x, grid)]
-        bs = [t.clone().requires_grad_() for t in (x, grid)]
-        yt = TF.grid_sample(*ts, mode=mode, padding_mode=pad, align_corners=ac)
-        gy = torch.randn(yt.shape, generator=g, dtype=torch.float64)
-        yt.backward(gy)
-        with bt.preference(TRITON):
-            F.grid_sample(*bs, mode=mode, padding_mode=pad, align_corners=ac).backward(gy)
-        for a, b, n in zip(bs, ts, ("input", "grid")):
-            assert_close(a.grad, b.grad.numpy(), 1e-10, 1e-10, f"grid_sample {mode} {pad} d{n}")
-
-
-@needs_interp
-@pytest.mark.parametrize("cl", [False, True])
-def test_grid_sample_through_the_channels_last_copy_matches_torch(cl):
-    # C >= 8 and more points x taps than x has positions: the kernel reads a channels-last copy of an NCHW x (the
-    # workspace) and accumulates dx channels-last; a channels-last x is read in place
-    g = _gen()
-    for mode, pad, ac, xs, gs in [("bilinear", "zeros", False, (2, 9, 5, 6), (2, 4, 7, 2)),
-                                  ("bicubic", "reflection", True, (1, 8, 4, 5), (1, 6, 5, 2)),
-                                  ("nearest", "border", False, (1, 8, 3, 4), (1, 5, 5, 2)),
-                                  ("bilinear", "reflection", False, (1, 8, 3, 4, 3), (1, 2, 3, 4, 3))]:
-        x = torch.randn(xs, generator=g, dtype=torch.float64)
-        if cl:
-            x = x.to(memory_format=torch.channels_last if len(xs) == 4 else torch.channels_last_3d)
+        if memory_format is not None:
+            x = x.to(memory_format=memory_format(len(xs)))
         grid = torch.rand(gs, generator=g, dtype=torch.float64) * 2.4 - 1.2
         ts = [t.clone().requires_grad_() for t in (x, grid)]
         bs = [t.clone().requires_grad_() for t in (x, grid)]
@@ -160,7 +135,26 @@ def test_grid_sample_through_the_channels_last_copy_matches_torch(cl):
             yb.backward(gy)
         assert_close(yb, yt.detach().numpy(), 1e-10, 1e-10, f"grid_sample {mode} {pad} y")
         for a, b, n in zip(bs, ts, ("input", "grid")):
-            assert_close(a.grad, b.grad.numpy(), 1e-10, 1e-10, f"grid_sample {mode} {pad} d{n} cl={cl}")
+            assert_close(a.grad, b.grad.numpy(), 1e-10, 1e-10, f"grid_sample {mode} {pad} d{n} {memory_format}")
+
+
+@needs_interp
+def test_grid_sample_grads_match_torch_autograd():
+    _grid_sample_vs_torch([("bilinear", "reflection", False, (1, 3, 4, 5), (1, 3, 2, 2)),
+                           ("bicubic", "border", True, (1, 2, 5, 4), (1, 2, 3, 2)),
+                           ("bilinear", "zeros", True, (1, 2, 3, 4, 3), (1, 2, 2, 2, 3))], _gen())
+
+
+@needs_interp
+@pytest.mark.parametrize("cl", [False, True])
+def test_grid_sample_through_the_channels_last_copy_matches_torch(cl):
+    # C >= 8 and more points x taps than x has positions: the kernel reads a channels-last copy of an NCHW x (the
+    # workspace) and accumulates dx channels-last; a channels-last x is read in place
+    fmt = (lambda nd: torch.channels_last if nd == 4 else torch.channels_last_3d) if cl else None
+    _grid_sample_vs_torch([("bilinear", "zeros", False, (2, 9, 5, 6), (2, 4, 7, 2)),
+                           ("bicubic", "reflection", True, (1, 8, 4, 5), (1, 6, 5, 2)),
+                           ("nearest", "border", False, (1, 8, 3, 4), (1, 5, 5, 2)),
+                           ("bilinear", "reflection", False, (1, 8, 3, 4, 3), (1, 2, 3, 4, 3))], _gen(), fmt)
 
 
 @needs_interp
