@@ -157,3 +157,24 @@ def test_global_average_head_is_the_spatial_mean(nd, channels_last):
     xr = x.clone().requires_grad_()
     getattr(F, op)(xr, 1).backward(up)
     torch.testing.assert_close(bplan.run(up, x), xr.grad, rtol=1e-12, atol=1e-12)
+
+
+@TRITON
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("op", ["max_pool2d", "avg_pool2d"])
+def test_windows_past_the_tile_kernels_unroll_take_the_nd_kernels(op, channels_last):
+    """A 9 x 9 window (81 taps, past the 64 the 2-d tile kernels unroll; 9 backward candidates a dim squared, past
+    27) runs on the N-d kernels, in both layouts; values and gradients as torch's (float64)."""
+    g = torch.Generator().manual_seed(9)
+    x = torch.randn(1, 3, 20, 19, generator=g, dtype=torch.float64)
+    if channels_last:
+        x = x.to(memory_format=torch.channels_last)
+    kw = dict(kernel_size=9, stride=1, padding=4)
+    xb, xt = x.clone().requires_grad_(), x.clone().requires_grad_()
+    with bc.preference(bc.PlanPreference(prefer=["triton"])):
+        y = getattr(bt.nn.functional, op)(xb, **kw)
+        y.backward(torch.ones_like(y))
+    ref = getattr(F, op)(xt, **kw)
+    ref.backward(torch.ones_like(ref))
+    torch.testing.assert_close(y, ref, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(xb.grad, xt.grad, rtol=1e-12, atol=1e-12)
