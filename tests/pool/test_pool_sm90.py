@@ -1,6 +1,6 @@
 """Offline sm_90 compile of the pooling plans with their own host code and launch specialisation: max / avg / lp
 forward and the max / avg backward, bf16 / f32 / f64, the ResNet stem's 3x3 s2 window and an adaptive 28 -> 7 window
-(run as the sliding 4 x 4 s4), NCHW (width lanes) and channels-last (channel lanes): each launches a 2-d tile kernel
+(run as the sliding 4 x 4 s4) and the channels-last global head 7 x 7 -> 1, NCHW (width lanes) and channels-last (channel lanes): each launches a 2-d tile kernel
 (tile.py), and no kernel spills."""
 from __future__ import annotations
 
@@ -31,6 +31,11 @@ for dt in (torch.bfloat16, torch.float32, torch.float64):
         g = torch.empty(64, 512, 7, 7, dtype=dt).to(memory_format=fmt)
         cases += [("adaptive_avg_pool2d", [x], dict(output_size=(7, 7))),
                   ("avg_pool_backward", [g, x], dict(nd=2, window="adaptive"))]
+    # ResNet's global-average head, channels-last: 49 unrolled taps (NCHW takes the spatial mean instead)
+    x = torch.empty(64, 2048, 7, 7, dtype=dt).to(memory_format=CL)
+    cases += [("adaptive_avg_pool2d", [x], dict(output_size=(1, 1))),
+              ("avg_pool_backward", [torch.empty(64, 2048, 1, 1, dtype=dt).to(memory_format=CL), x],
+               dict(nd=2, window="adaptive"))]
 bad = []
 for op, xs, attrs in cases:
     desc = bc.Descriptor.like(op, *xs, **attrs)
