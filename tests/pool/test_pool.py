@@ -178,3 +178,26 @@ def test_windows_past_the_tile_kernels_unroll_take_the_nd_kernels(op, channels_l
     ref.backward(torch.ones_like(ref))
     torch.testing.assert_close(y, ref, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(xb.grad, xt.grad, rtol=1e-12, atol=1e-12)
+
+
+@TRITON
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_tile_kernels_int64_offsets(monkeypatch, channels_last):
+    """The tile kernels' int64 index path (taken past 2^31 elements) on a small problem, forced: max pooling's values,
+    indices and gradient as torch's."""
+    from baracuda.backends.triton.pool import pool as P
+
+    monkeypatch.setattr(P, "_i64", lambda *ts: True)
+    g = torch.Generator().manual_seed(64)
+    x = torch.randn(2, 3, 9, 8, generator=g, dtype=torch.float64)
+    if channels_last:
+        x = x.to(memory_format=torch.channels_last)
+    xb, xt = x.clone().requires_grad_(), x.clone().requires_grad_()
+    with bc.preference(bc.PlanPreference(prefer=["triton"])):
+        y, i = bt.nn.functional.max_pool2d(xb, 3, 2, 1, return_indices=True)
+        y.backward(torch.ones_like(y))
+    yt, it = F.max_pool2d(xt, 3, 2, 1, return_indices=True)
+    yt.backward(torch.ones_like(yt))
+    torch.testing.assert_close(y, yt)
+    assert torch.equal(i, it)
+    torch.testing.assert_close(xb.grad, xt.grad)
