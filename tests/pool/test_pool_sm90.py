@@ -1,7 +1,8 @@
 """Offline sm_90 compile of the pooling plans with their own host code and launch specialisation: max / avg / lp
-forward and the max / avg backward, bf16 / f32 / f64, the ResNet stem's 3x3 s2 window and an adaptive 28 -> 7 window
-(run as the sliding 4 x 4 s4) and the channels-last global head 7 x 7 -> 1, NCHW (width lanes) and channels-last (channel lanes): each launches a 2-d tile kernel
-(tile.py), and no kernel spills."""
+forward and the max / avg backward, bf16 / f32 / f64, the ResNet stem's 3x3 s2 window, an adaptive 28 -> 7 window
+(run as the sliding 4 x 4 s4) and the channels-last global head 7 x 7 -> 1, NCHW (width lanes) and channels-last
+(channel lanes): each launches a 2-d tile kernel (tile.py), and no kernel spills; the NCHW global head stays the
+reduction family's mean."""
 from __future__ import annotations
 
 import pytest
@@ -50,6 +51,17 @@ for op, xs, attrs in cases:
     print(op, xs[0].dtype, xs[0].is_contiguous(), "regs", regs, "stack", stack, flush=True)
     bad += [(op, xs[0].dtype, regs, stack)] if stack else []
 assert not bad, bad
+# the NCHW global head stays the reduction family's spatial mean and its broadcast backward
+x = torch.empty(64, 2048, 7, 7, dtype=torch.bfloat16)
+for op, xs, attrs, want in (("adaptive_avg_pool2d", [x], dict(output_size=(1, 1)), "_row_kernel"),
+                            ("avg_pool_backward", [torch.empty(64, 2048, 1, 1, dtype=torch.bfloat16), x],
+                             dict(nd=2, window="adaptive"), "_expand_kernel")):
+    desc = bc.Descriptor.like(op, *xs, **attrs)
+    impl = next(i for i in implementations(op) if i.backend == Backend.TRITON)
+    outs = [torch.empty(o.shape, dtype=o.dtype.torch) for o in desc.outputs]
+    with offline_launches() as launches:
+        impl.bind(desc)(desc, xs, outs, torch.empty(max(impl.workspace(desc), 8), dtype=torch.uint8))
+    assert [k.name for k in launches] == [want], (op, launches)
 print("ok")
 '''
 

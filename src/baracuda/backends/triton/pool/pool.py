@@ -230,7 +230,7 @@ def _bind_fw(desc, pref=None):
             div or 1, p_hi, p_lo, MODE=_MODE[w.kind], OP=OP, CL=_cl(ys_, yst), COUNT_PAD=a.get("count_include_pad", True),
             HAS_DIV=div is not None, FLOAT=floating, F64=f64, I64=_i64(x, y, ix), LOW=low, BLOCK=block, TB=tb,
             num_warps=4)
-    return _with_produce(run, desc)
+    return _global_or(desc, run, tile, like=0)
 
 
 def _bind_bw(desc, pref=None):
