@@ -87,9 +87,9 @@ def _div(start, taps, L, k, p, MODE: tl.constexpr, COUNT_PAD: tl.constexpr):
 @triton.jit
 def _fw_store(y_ptr, i_ptr, m, arg, acc, mask, n, c, od, oh, ow, yn, yc, yd, yh, yw, jn, jc, jd, jh, jw,
               d0, td, h0, th, w0, tw, D, H, W, kd, kh, kw, pd, ph, pw, divisor, p, MODE: tl.constexpr,
-              OP: tl.constexpr, COUNT_PAD: tl.constexpr, HAS_DIV: tl.constexpr, CT: tl.constexpr,
-              BLOCK: tl.constexpr):
-    """Both forward kernels' results: max's value and flat index, or the sum over torch's divisor (lp: to the 1/p)."""
+              OP: tl.constexpr, COUNT_PAD: tl.constexpr, HAS_DIV: tl.constexpr, CT: tl.constexpr):
+    """The forward kernels' results (kernels.py's and tile.py's, any shape): max's value and flat index, or the sum
+    over torch's divisor (lp: to the 1/p)."""
     yo = n.to(tl.int64) * yn + c.to(tl.int64) * yc + od * yd + oh * yh + ow * yw
     if OP == 0:
         tl.store(y_ptr + yo, m.to(y_ptr.dtype.element_ty), mask=mask)
@@ -97,7 +97,7 @@ def _fw_store(y_ptr, i_ptr, m, arg, acc, mask, n, c, od, oh, ow, yn, yc, yd, yh,
         tl.store(i_ptr + jo, arg.to(tl.int64), mask=mask)
     else:
         if HAS_DIV:
-            div = tl.full([BLOCK], divisor, tl.int32).to(CT)
+            div = divisor
         else:
             div = _divs(d0, td, h0, th, w0, tw, D, H, W, kd, kh, kw, pd, ph, pw, MODE, COUNT_PAD).to(CT)
         r = acc / div
@@ -200,8 +200,7 @@ def pool_fw(x_ptr, u_ptr, y_ptr, i_ptr, total, C, D, H, W, OD, OH, OW,
         else:
             acc += tl.sum(tl.where(valid, _pow(v, p), 0.0), 1)
     _fw_store(y_ptr, i_ptr, m, arg, acc, mask, n, c, od, oh, ow, yn, yc, yd, yh, yw, jn, jc, jd, jh, jw,
-              d0, td, h0, th, w0, tw, D, H, W, kd, kh, kw, pd, ph, pw, divisor, p, MODE, OP, COUNT_PAD, HAS_DIV, CT,
-              BLOCK)
+              d0, td, h0, th, w0, tw, D, H, W, kd, kh, kw, pd, ph, pw, divisor, p, MODE, OP, COUNT_PAD, HAS_DIV, CT)
 
 
 @fast_kernel
@@ -264,8 +263,7 @@ def pool_fw_taps(x_ptr, y_ptr, i_ptr, total, C, D, H, W, OD, OH, OW,
                 else:
                     acc += tl.where(valid, _pow(v.to(CT), p), 0.0)
     _fw_store(y_ptr, i_ptr, m, arg, acc, mask, n, c, od, oh, ow, yn, yc, yd, yh, yw, jn, jc, jd, jh, jw,
-              d0, td, h0, th, w0, tw, D, H, W, KD, KH, KW, pd, ph, pw, divisor, p, MODE, OP, COUNT_PAD, HAS_DIV, CT,
-              BLOCK)
+              d0, td, h0, th, w0, tw, D, H, W, KD, KH, KW, pd, ph, pw, divisor, p, MODE, OP, COUNT_PAD, HAS_DIV, CT)
 
 
 @triton.jit

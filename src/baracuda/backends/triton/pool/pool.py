@@ -10,6 +10,7 @@ beyond the first) and writes y (+ int64 indices for max); the backward reads gra
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -82,17 +83,36 @@ def _tile(sizes, strides, elems: int):
     return True, n * c * h, ba, bb, (cdiv(n * c * h, bb), cdiv(w, ba))
 
 
-def _geometry(desc, sp, out):
-    """Kernel taps / stride / padding / dilation per (D, H, W) and the loop counts of the forward (KD, KH, KW)."""
+class _Problem(NamedTuple):
+    w: object        # the window (an adaptive one that divides its input: the sliding one, _window)
+    sp: tuple        # input spatial sizes as (D, H, W)
+    out: tuple       # output spatial sizes as (D, H, W)
+    k: tuple         # taps / stride / padding / dilation per (D, H, W)
+    s: tuple
+    p: tuple
+    d: tuple
+    loops: tuple     # the forward's tap loop counts (KD, KH, KW)
+    cand: tuple      # the backward's candidate outputs per dim
+    tile: bool       # the 2-d tile kernels run it (sliding, <= 2 dims, within their unroll)
+
+
+def _problem(desc) -> _Problem:
+    """The geometry of a window pooling op or of its backward, computed once per plan (bind and route)."""
+    bw = desc.op.endswith("_backward")
+    nd = window_of(desc).nd
+    x, y = (desc.inputs[1], desc.inputs[0]) if bw else (desc.inputs[0], desc.outputs[0])
+    sp, out = _pad3(x.shape[-nd:], nd, 1), _pad3(y.shape[-nd:], nd, 1)
     w = _window(desc, sp, out)
-    nd = w.nd
     k, s, p, d = (_pad3(v, nd, f) for v, f in ((w.k, 1), (w.s, 1), (w.p, 0), (w.d, 1)))
     if w.kind == "adaptive":
         loops = tuple(max(((o + 1) * L + O - 1) // O - (o * L) // O for o in range(O)) if O else 1
                       for L, O in zip(sp, out))
+        cand = tuple(min(cdiv(O, L) + 1, O) for L, O in zip(sp, out))
     else:
         loops = k
-    return k, s, p, d, loops
+        cand = tuple(min(((kk - 1) * dd) // ss + 1, O) for kk, ss, dd, O in zip(k, s, d, out))
+    unrolls = cand[1] * cand[2] <= _UNROLL_BW if bw else k[1] * k[2] <= _UNROLL
+    return _Problem(w, sp, out, k, s, p, d, loops, cand, w.kind == "sliding" and nd <= 2 and unrolls)
 
 
 def _tiles(taps: int):
@@ -164,12 +184,12 @@ def _route(desc, pref):
     if m is None:
         return f"triton:{desc.op}"
     inner = (_reduce._route if m.op == "mean" else _reduce._route_broadcast)(m, pref)
-    return f"triton:{desc.op}(global mean: {inner.removeprefix('triton:')}; channels-last: the 2-d tile)"
+    tiled = "; channels-last: the 2-d tile" if _problem(desc).tile else ""
+    return f"triton:{desc.op}(global mean: {inner.removeprefix('triton:')}{tiled})"
 
 
 def _bind_fw(desc, pref=None):
-    w = window_of(desc)
-    nd = w.nd
+    nd = window_of(desc).nd
     op = desc.op
     x_spec = desc.inputs[0]
     is_max = "max" in op
@@ -179,11 +199,7 @@ def _bind_fw(desc, pref=None):
     floating = x_spec.dtype.is_floating
     div = a.get("divisor_override")
     p_hi, p_lo = split_f64(a["norm_type"]) if OP == 2 else (0.0, 0.0)
-    sp = _pad3(x_spec.shape[-nd:], nd, 1)
-    out = _pad3(desc.outputs[0].shape[-nd:], nd, 1)
-    k, s, p, d, loops = _geometry(desc, sp, out)
-    w = _window(desc, sp, out)      # (an adaptive window that divides its input runs as the sliding one)
-    tile = w.kind == "sliding" and nd <= 2 and k[1] * k[2] <= _UNROLL
+    w, sp, out, k, s, p, d, loops, _, tile = _problem(desc)
     ui = [(frac_sample_index(nd, j)) for j in range(nd)]
     low = float("-inf") if floating else int(np.iinfo(x_spec.dtype.numpy).min)
     block, tb = _tiles(math.prod(loops))
@@ -234,23 +250,14 @@ def _bind_fw(desc, pref=None):
 
 
 def _bind_bw(desc, pref=None):
-    w = window_of(desc)
-    nd = w.nd
+    nd = window_of(desc).nd
     a = desc.attr_dict
     is_max = desc.op == "max_pool_backward"
     f64 = desc.inputs[1].dtype == DType.f64
     div = a.get("divisor_override")
-    sp = _pad3(desc.inputs[1].shape[-nd:], nd, 1)
-    out = _pad3(desc.inputs[0].shape[-nd:], nd, 1)
-    k, s, p, d, _ = _geometry(desc, sp, out)
-    w = _window(desc, sp, out)
-    if w.kind == "adaptive":
-        cand = tuple(min(cdiv(O, L) + 1, O) for L, O in zip(sp, out))
-    else:
-        cand = tuple(min(((kk - 1) * dd) // ss + 1, O) for kk, ss, dd, O in zip(k, s, d, out))
+    w, sp, out, k, s, p, d, _, cand, tile = _problem(desc)
     block, tb = _tiles(math.prod(cand))
     taps = w.kind in ("sliding", "adaptive") and math.prod(cand) <= _UNROLL_BW
-    tile = w.kind == "sliding" and nd <= 2 and cand[1] * cand[2] <= _UNROLL_BW
 
     def run(desc_, inputs, outputs, ws):
         g = inputs[0]      # (inputs[1], x, gives the shapes only: they are in the descriptor)

@@ -24,7 +24,7 @@ import triton.language as tl
 from .._lib.launch import fast_kernel
 from .._lib.math import pow as _pow
 from .._lib.scalars import join_f64
-from .kernels import _div
+from .kernels import _bw_store, _bw_term, _covers, _first, _fw_store
 
 
 @triton.jit
@@ -88,35 +88,10 @@ def _pool2d_fw(x_ptr, y_ptr, i_ptr, R, C, H, W, OH, OW, xn, xc, xh, xw, yn, yc, 
                 acc += tl.where(valid, v.to(CT), 0.0)
             else:
                 acc += tl.where(valid, _pow(v.to(CT), pw_), 0.0)
-    yo = n * yn + c * yc + oh * yh + ow * yw
-    if OP == 0:
-        tl.store(y_ptr + yo, m.to(y_ptr.dtype.element_ty), mask=ok)
-        th = arg // KW
-        flat = (h0 + th * DH) * W + (w0 + (arg - th * KW) * DW)
-        jo = n * jn + c * jc + oh * jh + ow * jw
-        tl.store(i_ptr + jo, tl.where(arg < 0, -1, flat).to(tl.int64), mask=ok)
-    else:
-        if HAS_DIV:
-            r = acc / divisor
-        else:
-            r = acc / (_div(h0, KH, H, KH, PH, 0, COUNT_PAD) * _div(w0, KW, W, KW, PW, 0, COUNT_PAD)).to(CT)
-        if OP == 2:
-            r = _pow(r * (KH * KW), 1.0 / pw_)
-        tl.store(y_ptr + yo, r.to(y_ptr.dtype.element_ty), mask=ok)
-
-
-@triton.jit
-def _cands(i, P, K: tl.constexpr, S: tl.constexpr, D: tl.constexpr):
-    """The first output whose window may hold input position i along one dim (the candidates follow it)."""
-    num = i + P - (K - 1) * D
-    return tl.where(num > 0, (num + S - 1) // S, 0)
-
-
-@triton.jit
-def _hits(i, o, L, P, O, K: tl.constexpr, S: tl.constexpr, D: tl.constexpr, COUNT_PAD: tl.constexpr):
-    """(whether output o's window holds input position i, o's divisor factor along this dim)."""
-    off = i + P - o * S
-    return ((o < O) & (off >= 0) & (off % D == 0) & (off // D < K)), _div(o * S - P, K, L, K, P, 0, COUNT_PAD)
+    th = arg // KW      # (the winner's flat in-plane index, torch's; -1 where no tap was inside the input)
+    flat = tl.where(arg < 0, -1, (h0 + th * DH) * W + (w0 + (arg - th * KW) * DW))
+    _fw_store(y_ptr, i_ptr, m, flat, acc, ok, n, c, 0, oh, ow, yn, yc, 0, yh, yw, jn, jc, 0, jh, jw,
+              0, 1, h0, KH, w0, KW, 1, H, W, 1, KH, KW, 0, PH, PW, divisor, pw_, 0, OP, COUNT_PAD, HAS_DIV, CT)
 
 
 def _pool2d_bw(g_ptr, i_ptr, dx_ptr, R, C, H, W, OH, OW, gn, gc, gh, gw, jn, jc, jh, jw, xn, xc, xh, xw,
@@ -129,31 +104,20 @@ def _pool2d_bw(g_ptr, i_ptr, dx_ptr, R, C, H, W, OH, OW, gn, gc, gh, gw, jn, jc,
     CT: tl.constexpr = tl.float64 if F64 else tl.float32
     IT: tl.constexpr = tl.int64 if I64 else tl.int32
     ok, n, hi, wi, c = _tile(R, C, H, W, WL, IT, BA, BB)
-    oh0 = _cands(hi, PH, KH, SH, DH)
-    ow0 = _cands(wi, PW, KW, SW, DW)
+    oh0 = _first(hi, H, OH, KH, SH, PH, DH, 0)
+    ow0 = _first(wi, W, OW, KW, SW, PW, DW, 0)
     me = hi * W + wi
     gb = g_ptr + n * gn + c * gc
     jb = i_ptr + n * jn + c * jc
     acc = tl.zeros([BA, BB], CT)
     for a in tl.static_range(CH):
         oh = oh0 + a
-        vh, fh = _hits(hi, oh, H, PH, OH, KH, SH, DH, COUNT_PAD)
+        vh, fh = _covers(hi, oh, H, OH, KH, SH, PH, DH, 0, COUNT_PAD)
         for e in tl.static_range(CW):
             ow = ow0 + e
-            vw, fw = _hits(wi, ow, W, PW, OW, KW, SW, DW, COUNT_PAD)
-            valid = ok & vh & vw
-            g = tl.load(gb + oh * gh + ow * gw, mask=valid, other=0.0).to(CT)
-            if OP == 0:
-                j = tl.load(jb + oh * jh + ow * jw, mask=valid, other=-1)
-                acc += tl.where(valid & (j == me), g, 0.0)
-            elif HAS_DIV:
-                acc += g
-            else:   # (a candidate outside the window may have a zero divisor factor: masked after the division)
-                acc += tl.where(valid, g / (fh * fw).to(CT), 0.0)
-    if OP == 1 and HAS_DIV:
-        acc = acc / divisor
-    xo = n * xn + c * xc + hi * xh + wi * xw
-    tl.store(dx_ptr + xo, acc.to(dx_ptr.dtype.element_ty), mask=ok)
+            vw, fw = _covers(wi, ow, W, OW, KW, SW, PW, DW, 0, COUNT_PAD)
+            acc += _bw_term(gb, jb, 0, oh, ow, 0, gh, gw, 0, jh, jw, me, ok & vh & vw, fh * fw, OP, HAS_DIV, CT)
+    _bw_store(dx_ptr, acc, ok, n, c, 0, hi, wi, xn, xc, 0, xh, xw, divisor, OP, HAS_DIV)
 
 
 # Each kernel twice: C-lanes as Triton specializes it, W-lanes with the width strides never specialized.  A unit
