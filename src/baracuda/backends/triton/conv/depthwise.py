@@ -285,8 +285,9 @@ def dw_choose(wgrad: bool, geom, channels_last: bool, dtype: torch.dtype = torch
     [BP, BC] = 2048 channels-last (16 f32 accumulators a thread: 72-142 registers on sm_90 for the bench shapes; 4096
     cut the instructions per tap by 15% at 136-212 registers, 2 blocks an SM), 1024 x 1 NCHW (95 registers);
     tap-unrolled weight gradient: KT * BP * BC = 4096 (77-124 registers), its output rows split over enough slots for
-    ~8 programs an SM.  Generic kernels: [BP, BC] = 2048 channels-last, 512 x 1 NCHW (2048 NCHW spilled: each position carries
-    its own int64 (n, d, h, w) split); the weight gradient's positions split over two waves, >= 16 tiles a slot."""
+    ~8 programs an SM.  Generic kernels: [BP, BC] = 2048 channels-last, 512 x 1 NCHW (2048 NCHW spilled: each
+    position carries its own int64 (n, d, h, w) split); the weight gradient's positions split over two waves, >= 16
+    tiles a slot."""
     c = geom.groups
     bc = _channel_block(c, channels_last)
     fast = unrolled(geom)

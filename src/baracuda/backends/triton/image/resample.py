@@ -107,7 +107,7 @@ def _tile2_kernel(x_ptr, y_ptr, ih_ptr, wh_ptr, iw_ptr, ww_ptr, NP, C, OH, OW, n
         for tw in tl.static_range(TW):
             # (TW, OW) table: a column tap's indices / weights are a contiguous [BW] vector shared by the BP
             # planes.  The same loads and broadcasts in every th pass: the compiler keeps one (CSE), so the
-            # [BW] -> [BP, BW] layout conversion happens TW times a program, not TH x TW
+            # [BW] -> [BW, BP] layout conversion happens TW times a program, not TH x TW
             jw = tl.load(iw_ptr + tw * OW + ow, mask=wm, other=0).to(ow.dtype)
             vw = tl.load(ww_ptr + tw * OW + ow, mask=wm, other=0.0)
             col = xb[None, :] + (jw * xw)[:, None]
@@ -156,7 +156,7 @@ def _channels_last(t) -> bool:
 _MAX_TAPS, _MAX_TW = 64, 16
 # outputs per program on 4 warps: 16 a thread where an output has <= 4 taps (the program's ~170 fixed SASS
 # instructions -- the program id's and the planes' divisions, the tap tables -- over more outputs), 8 up to 16
-# taps, 4 above (each column tap keeps its [BP, BW] offsets and weights live: at 8 a thread bicubic's backward
+# taps, 4 above (each column tap keeps its [BW, BP] offsets and weights live: at 8 a thread bicubic's backward
 # x2 up, 8 column taps, took 240 registers on sm_90)
 _TILE = 8192 if INTERPRETING else 2048
 
