@@ -237,7 +237,12 @@ class _FastCall:
 def fast_kernel(fn=None, **jit):
     """``@fast_kernel`` instead of ``@triton.jit`` on a kernel that is launched (``kernel[grid](...)``): the JIT
     function, relaunched through :class:`FastKernel`.  Never on a ``@triton.jit`` helper that kernels call.
-    ``@fast_kernel(do_not_specialize=[...])`` passes ``triton.jit``'s options."""
+    ``@fast_kernel(do_not_specialize=[...])`` passes ``triton.jit``'s options.  A use: a gather kernel whose store is
+    contiguous along one dim when a stride there is 1.  Triton then gives each thread several adjacent outputs (its
+    vector width), and their gathered inputs spread each warp's load request over that many more sectors (pooling's
+    stride-2 windows, interpolate's taps: 8x, the L1 saturated).  With that stride never specialized, no dim is known
+    contiguous and a lane holds one output.  The same function with specialization serves layouts whose gathers are
+    contiguous (channels-last), which its divisibility hints vectorize."""
     import triton
 
     if fn is None:
