@@ -71,7 +71,7 @@ def offline_launches(capability: int = 90):
     kernels were created without TRITON_INTERPRET (see ``run_isolated``)."""
     import triton
     from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource, make_backend
+    from triton.compiler import make_backend
     from triton.runtime.jit import JITFunction, create_function_from_signature
 
     target = GPUTarget("cuda", capability, 32)
@@ -86,7 +86,7 @@ def offline_launches(capability: int = 90):
             binder = binders[id(self)] = create_function_from_signature(self.signature, self.params, backend)
         bound, specialization, options = binder(*args, **kwargs)
         options, signature, constexprs, attrs = self._pack_args(backend, kwargs, bound, specialization, options)
-        compiled = triton.compile(ASTSource(self, signature, constexprs, attrs), target=target,
+        compiled = triton.compile(_source(self)(self, signature, constexprs, attrs), target=target,
                                   options=options.__dict__)
         names = [p.name for p in self.params]
         launches.append(Launch(self.fn.__name__, {names[k[0]]: v for k, v in constexprs.items()},
@@ -98,6 +98,16 @@ def offline_launches(capability: int = 90):
         yield launches
     finally:
         JITFunction.run = original
+
+
+def _source(fn):
+    """The compiler front end of a JITFunction: Gluon kernels (explicit layouts) build their IR with the module's
+    warp count already set, which their layouts are verified against."""
+    if getattr(fn, "is_gluon", lambda: False)():
+        from triton.experimental.gluon._runtime import GluonASTSource
+        return GluonASTSource
+    from triton.compiler import ASTSource
+    return ASTSource
 
 
 def resources(compiled) -> tuple[int, int]:

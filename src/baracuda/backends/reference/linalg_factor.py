@@ -83,7 +83,12 @@ def lu_factor_np(a, pivot=True):
         pv = A[..., j, j]
         zero = pv == 0
         info[zero & (info == 0)] = j + 1
-        A[..., j + 1:, j] /= np.where(zero, 1.0, pv)[..., None]
+        # LAPACK's getf2 / getrf2 rule: the column times the pivot's reciprocal, divided only by a pivot below the
+        # smallest normal number (whose reciprocal would overflow); the rounding decides later pivots' ties
+        tiny = np.abs(pv) < np.finfo(A.dtype).tiny
+        col = A[..., j + 1:, j]
+        A[..., j + 1:, j] = np.where(tiny[..., None], col / np.where(zero, 1.0, pv)[..., None],
+                                     col * (1.0 / np.where(zero, 1.0, pv))[..., None])
         A[..., j + 1:, j + 1:] -= A[..., j + 1:, j, None] * A[..., j, None, j + 1:]
     return A, piv, info
 

@@ -16,11 +16,21 @@ from ...._core.dtypes import DType
 from ....ops.linalg_factor import check_info
 from ....ops.linalg_solve import is_vector_rhs
 from .._lib.geometry import cdiv
+from .._lib.interp import INTERPRETING
 from .._lib.register import register_triton
 from .small import _chol_kernel, _lu_kernel, _solve_kernel
 from .unpack import run_lu_unpack, unpack_into
 
+try:   # the one-warp kernels are Gluon (explicit layouts): compiled only, Triton >= 3.5
+    from . import warp as _W
+except ImportError:   # pragma: no cover - depends on the Triton build
+    _W = None
+
 MAX_N = 64
+WARP_N = 32
+WARP_BK = 16         # right-hand-side columns an lu_solve warp program carries (<= 128 registers)
+WARP_FUSED_K = 8     # solve fuses the LU and the solve up to this many right-hand sides (16 spills at 168 registers);
+                     # more take the LU kernel and then lu_solve's, rather than an LU per column block
 _REAL = frozenset({DType.f32, DType.f64})
 _NOTE = "complex matrices: the cuSOLVER backend (the register kernels are real)"
 
@@ -54,14 +64,33 @@ def _prio(desc, dev):
     return 20.0 if dev.type == "cuda" else -200.0
 
 
+_LU_OPS = frozenset({"lu", "lu_factor", "lu_factor_ex"})
+
+
+def _warp(desc) -> bool:
+    """Whether warp.py's one-warp kernels run ``desc``: f32, n <= 32, pivoting, compiled (Gluon has no interpreter:
+    under TRITON_INTERPRET small.py's kernels run the same ops)."""
+    if _W is None or INTERPRETING or desc.dtype != DType.f32:
+        return False
+    a = desc.inputs[1] if desc.op == "cholesky_solve" else desc.inputs[0]
+    return a.shape[-1] <= WARP_N and (desc.op not in _LU_OPS or desc.attr("pivot"))
+
+
 def _prio_pivoted(desc, dev):
     """The partial-pivoting kernels (LU and what is built on it) rank below cuSOLVER / cuBLAS on the GPU: on the H100
     (2026-11-27, bench/results/2026-11-27-h100/session6) a batch of 65536 32x32 f32 matrices took 3.04 ms through
     lu_small against 1.43 ms through cuBLAS getrfBatched (torch 0.86), solve 4.09 against 1.91 (torch 1.70); after
     session 8's one-warp, no-row-move kernels lu_small takes 1.93 ms and solve 2.80 (session8/runH_*): still behind.
     The Cholesky kernel (1.02 ms; torch 2.13, potrfBatched 2.54) and the inverse (Gauss-Jordan, 1.72 ms; getrf +
-    getrs 9.09, torch 5.56) keep _prio."""
-    return 5.0 if dev.type == "cuda" else -200.0
+    getrs 9.09, torch 5.56) keep _prio.  warp.py's one-warp kernels (f32, n <= 32) rank above cuSOLVER: see _warp's
+    measurements in bench/results/2026-11-29-h200/session20."""
+    if dev.type != "cuda":
+        return -200.0
+    return 20.0 if _warp(desc) else 5.0
+
+
+def _route(small, warp):
+    return lambda desc, pref: warp if _warp(desc) else small
 
 
 def _register(op, bind, route, supports=_small, priority=_prio):
@@ -81,13 +110,16 @@ def _bind_chol(desc, pref):
     n = desc.inputs[0].shape[-1]
     batch = desc.inputs[0].shape[:-2]
     N, warps = _tile(n)
+    warp = _warp(desc)
 
     def run(d, inputs, outputs, ws):
         a, out = inputs[0], outputs[0]
         av, sa = _mat(a, batch, n, n, up)      # upper: A^T's lower triangle is A's upper
         lv, sl = _mat(out, batch, n, n, up)    # ... and U = L^T is stored through the same transpose
         info = outputs[1] if ex else torch.zeros(batch, dtype=torch.int32, device=a.device)
-        if av.shape[0]:
+        if av.shape[0] and warp:
+            _W._chol_warp_kernel[(av.shape[0],)](av, lv, info, n, *sa, *sl, num_warps=1)
+        elif av.shape[0]:
             _chol_kernel[(av.shape[0],)](av, lv, info, n, *sa, *sl, HAS_INFO=True, N=N, num_warps=warps)
         if not ex:
             check_info(d.op, "chol", info, pref)
@@ -98,11 +130,13 @@ def _bind_chol(desc, pref):
 _DET_OUT = {"det": 1, "slogdet": 2, "logdet": 3}
 
 
-def _lu_into(av, sa, lu, piv, info, n, tile, pivot=True):
+def _lu_into(av, sa, lu, piv, info, n, tile, pivot=True, warp=False):
     """The packed LU of the (B, n, n) matrices ``av`` (strides ``sa``) into ``lu`` / ``piv`` (1-based) / ``info``;
-    ``tile``: the bind's ``_tile(n)``."""
+    ``tile``: the bind's ``_tile(n)``; ``warp``: warp.py's kernel (the bind's ``_warp(desc)``)."""
     N, warps = tile
-    if av.shape[0]:
+    if av.shape[0] and warp:
+        _W._lu_warp_kernel[(av.shape[0],)](av, lu, piv, info, n, *sa, *lu.stride(), piv.stride(0), num_warps=1)
+    elif av.shape[0]:
         _lu_kernel[(av.shape[0],)](av, lu, piv, info, lu, n, *sa, *lu.stride(), piv.stride(0), PIVOT=pivot, OUT=0,
                                    HAS_INFO=True, N=N, num_warps=warps)
 
@@ -115,6 +149,7 @@ def _bind_lu(desc, pref):
     op = desc.op
     mode = _DET_OUT.get(op, 0)
     pivot = desc.attr("pivot") if mode == 0 else True
+    warp = mode == 0 and _warp(desc)
 
     def run(d, inputs, outputs, ws):
         x = inputs[0]
@@ -131,7 +166,7 @@ def _bind_lu(desc, pref):
         lu = torch.empty_like(av) if unpack else outputs[0].reshape(av.shape)
         piv = torch.empty((nb, n), dtype=torch.int32, device=x.device) if unpack else outputs[1].reshape(nb, n)
         info = outputs[2].reshape(-1) if op == "lu_factor_ex" else torch.zeros(nb, dtype=torch.int32, device=x.device)
-        _lu_into(av, sa, lu, piv, info, n, (N, warps), pivot)
+        _lu_into(av, sa, lu, piv, info, n, (N, warps), pivot, warp)
         if unpack:
             unpack_into(lu, piv, *(o.reshape((nb,) + o.shape[-2:]) for o in outputs))
         elif op == "lu_factor":
@@ -148,6 +183,16 @@ def _rhs_view(t, batch, n, left, vector):
     if left:
         return _mat(t, batch, rows, cols) + (cols,)
     return _mat(t, batch, rows, cols, True) + (rows,)
+
+
+def _launch_lu_solve_warp(lu, sl, piv, sp, b, sb, x, sx, n, k, nb, adj):
+    """warp.py's lu_solve: A X = B (``adj``: A^T X = B) from the packed LU (strides ``sl``) and 1-based pivots."""
+    bk = min(max(1, triton.next_power_of_2(max(k, 1))), WARP_BK)
+    if adj:
+        sl = (sl[0], sl[2], sl[1])
+    if nb and k:
+        _W._lu_solve_warp_kernel[(nb, cdiv(k, bk))](lu, piv, b, x, n, k, *sl, sp, *sb, *sx, ADJ=adj, BK=bk,
+                                                    num_warps=1)
 
 
 def _launch_solve(a, sa, piv, sp, b, sb, x, sx, info, n, k, nb, **cx):
@@ -178,6 +223,7 @@ def _bind_solve(desc, pref):
     cx = dict(_CX)
     trans_a = not left
     tile = _tile(n)
+    warp = _warp(desc)
     if op in ("solve", "solve_ex"):
         cx.update(FACT=0, HAS_INFO=True)
     elif op == "solve_triangular":
@@ -210,9 +256,17 @@ def _bind_solve(desc, pref):
             av, sa = _mat(a, batch, n, n)
             nb = av.shape[0]
             info = torch.zeros(nb, dtype=torch.int32, device=a.device)
-            _lu_into(av, sa, lu, piv, info, n, tile)
-            _launch_solve(lu, tuple(lu.stride()), piv, n, bv, sb, xv, sx, info, n, k, nb,
-                          **dict(cx, FACT=3, HAS_INFO=False, ADJ=not left))
+            if warp and left and 0 < k <= WARP_FUSED_K:   # one kernel: the LU with B's rows eliminated alongside
+                if nb:
+                    _W._solve_warp_kernel[(nb, 1)](av, bv, xv, lu, piv, info, n, k, *sa, *sb, *sx, *lu.stride(), n,
+                                                   BK=triton.next_power_of_2(k), num_warps=1)
+            elif warp:
+                _lu_into(av, sa, lu, piv, info, n, tile, warp=True)
+                _launch_lu_solve_warp(lu, tuple(lu.stride()), piv, n, bv, sb, xv, sx, n, k, nb, not left)
+            else:
+                _lu_into(av, sa, lu, piv, info, n, tile)
+                _launch_solve(lu, tuple(lu.stride()), piv, n, bv, sb, xv, sx, info, n, k, nb,
+                              **dict(cx, FACT=3, HAS_INFO=False, ADJ=not left))
             for o, t in ((lu_o, lu), (piv_o, piv)):
                 if not o.is_contiguous():
                     o.copy_(t.view(o.shape))
@@ -222,7 +276,10 @@ def _bind_solve(desc, pref):
             sp = n if op == "lu_solve" else 0
             nb = av.shape[0]
             info = torch.zeros(nb, dtype=torch.int32, device=a.device) if cx["HAS_INFO"] else av
-            _launch_solve(av, sa, pv, sp, bv, sb, xv, sx, info, n, k, nb, **cx)
+            if warp and op == "lu_solve":
+                _launch_lu_solve_warp(av, sa, pv, sp, bv, sb, xv, sx, n, k, nb, cx["ADJ"])
+            else:
+                _launch_solve(av, sa, pv, sp, bv, sb, xv, sx, info, n, k, nb, **cx)
         if cx["HAS_INFO"]:
             info = _info_of_a(info, batch, aspec.shape[:-2])
             if op == "solve_ex":
@@ -248,6 +305,7 @@ def _bind_inv(desc, pref):
     batch = a.shape[:-2]
     chol = op == "cholesky_inverse"
     cx = dict(_CX, EYE=True, FACT=1 if chol else 0, HAS_INFO=not chol)
+    warp = not chol and _warp(desc)
 
     def run(d, inputs, outputs, ws):
         av, sa = _mat(inputs[0], batch, n, n, chol and desc.attr("upper"))
@@ -256,20 +314,33 @@ def _bind_inv(desc, pref):
         info = (outputs[1].reshape(-1) if op == "inv_ex" else torch.zeros(nb, dtype=torch.int32, device=av.device))
         if n == 0:
             info.zero_()   # (no launch for empty matrices: their info is 0)
-        _launch_solve(av, sa, av, 0, av, (0, 0, 0), xv, sx, info, n, n, nb, **cx)
+        if warp:   # the LU, then lu_solve on the identity (a broadcast view: never materialized)
+            lu = torch.empty((nb, n, n), dtype=av.dtype, device=av.device)
+            piv = torch.empty((nb, n), dtype=torch.int32, device=av.device)
+            _lu_into(av, sa, lu, piv, info, n, (n, 1), warp=True)
+            eye = torch.eye(n, dtype=av.dtype, device=av.device).expand(nb, n, n)
+            _launch_lu_solve_warp(lu, tuple(lu.stride()), piv, n, eye, tuple(eye.stride()), xv, sx, n, n, nb, False)
+        else:
+            _launch_solve(av, sa, av, 0, av, (0, 0, 0), xv, sx, info, n, n, nb, **cx)
         if op == "inv":
             check_info(op, "inv", info, pref)
     return run
 
 
 for _op in ("cholesky", "cholesky_ex"):
-    _register(_op, _bind_chol, "triton:chol_small")
-for _op in ("lu_factor", "lu_factor_ex", "det", "slogdet", "logdet"):
+    _register(_op, _bind_chol, _route("triton:chol_small", "triton:chol_warp"))
+for _op in ("lu_factor", "lu_factor_ex"):
+    _register(_op, _bind_lu, _route("triton:lu_small", "triton:lu_warp"), priority=_prio_pivoted)
+for _op in ("det", "slogdet", "logdet"):
     _register(_op, _bind_lu, "triton:lu_small", priority=_prio_pivoted)
-_register("lu", _bind_lu, "triton:lu_small+unpack", priority=_prio_pivoted)
-for _op in ("solve", "solve_ex", "solve_triangular", "cholesky_solve", "lu_solve"):
-    _register(_op, _bind_solve, f"triton:solve_small({_op})",
-              priority=_prio_pivoted if _op in ("solve", "solve_ex") else _prio)
-for _op in ("inv", "inv_ex", "cholesky_inverse"):
-    _register(_op, _bind_inv, f"triton:solve_small({_op}, identity)")
+_register("lu", _bind_lu, _route("triton:lu_small+unpack", "triton:lu_warp+unpack"), priority=_prio_pivoted)
+for _op in ("solve", "solve_ex"):
+    _register(_op, _bind_solve, _route(f"triton:solve_small({_op})", f"triton:solve_warp({_op})"),
+              priority=_prio_pivoted)
+for _op in ("solve_triangular", "cholesky_solve"):
+    _register(_op, _bind_solve, f"triton:solve_small({_op})")
+_register("lu_solve", _bind_solve, _route("triton:solve_small(lu_solve)", "triton:lu_solve_warp"))
+for _op in ("inv", "inv_ex"):
+    _register(_op, _bind_inv, _route(f"triton:solve_small({_op}, identity)", "triton:lu_warp+lu_solve_warp(identity)"))
+_register("cholesky_inverse", _bind_inv, "triton:solve_small(cholesky_inverse, identity)")
 register_triton("lu_unpack", run_lu_unpack, route="triton:lu_unpack", priority=_prio)   # (complex: two planes)

@@ -12,6 +12,11 @@ B over p_k's pivot.  Five masked passes over the tiles a column (column k, the p
 rank-1 updates) where the LU step with its row swaps, B's swaps and the two triangular solves took about
 seventeen.
 
+The multipliers are the column scaled by the pivot's reciprocal, as LAPACK's getf2 / getrf2 scale it (they divide
+only by a subnormal pivot, which these kernels do not single out); a zero pivot scales nothing and sets info.  The
+rounding matters beyond the last bit: the next pivot is a comparison of |a|, and exact ties in the arithmetic can
+break either way with it.
+
 Layouts are the caller's strides: a transposed operand (upper-triangle reads, right-side solves X A = B as
 A^T X^T = B^T) is the same kernel on swapped strides.  Real dtypes only (f32, f64): complex matrices go to cuSOLVER.
 
@@ -136,7 +141,7 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, o2_ptr, n, sab, sar, sac, slb, 
     for k in loop(0, n):
         c, p, q, pv = _pivot(A, done, at, r, cols, k, N, PIVOT)
         below = (~done) & (r != p)
-        l = tl.where(below, c / tl.where(pv == 0, 1.0, pv), 0.0)    # (a zero pivot is not divided by: LAPACK)
+        l = tl.where(below, c * (1.0 / tl.where(pv == 0, 1.0, pv)), 0.0)   # (by the reciprocal: module doc)
         A = A - tl.where(cols > k, l[:, None] * _row(A, rows, p)[None, :], 0.0)
         A = tl.where((cols == k) & below[:, None], l[:, None], A)
         piv = tl.where(r == k, q + 1, piv)
@@ -194,7 +199,7 @@ def _solve_kernel(a_ptr, piv_ptr, b_ptr, x_ptr, info_ptr, n, k_cols,
         for k in loop(0, n):
             c, p, q, pv = _pivot(A, done, at, r, cols, k, N, True)
             info = tl.where((pv == 0) & (info == 0), k + 1, info)
-            l = tl.where(r == p, 0.0, tl.where(pv == 0, 0.0, c / tl.where(pv == 0, 1.0, pv)))
+            l = tl.where(r == p, 0.0, tl.where(pv == 0, 0.0, c * (1.0 / tl.where(pv == 0, 1.0, pv))))
             A = A - tl.where(cols > k, l[:, None] * _row(A, rows, p)[None, :], 0.0)
             B = B - l[:, None] * _row(B, rows, p)[None, :]
             pos = tl.where(r == p, k, pos)
