@@ -9,7 +9,8 @@ Every routine overwrites its matrix, so each gets a fresh copy.
 Routines (one small function per library call):
   qr                   geqrf + orgqr / ungqr per matrix (complete mode: orgqr on an m x m buffer)
   householder_product  orgqr / ungqr per matrix
-  svd / svdvals        gesvdj_batched for batches of matrices with m, n <= 32; Xgesvd (64-bit API) per matrix beyond
+  svd / svdvals        gesvdj_batched for batches of matrices with m, n <= 32; gesvdj per matrix beyond (torch's
+                       default driver), Xgesvd (64-bit API) for a matrix whose Jacobi sweeps do not converge
   eigh / eigvalsh      syevj_batched for batches of n <= 32; syevd per matrix beyond
   eig / eigvals        Xgeev per matrix on the complex matrix (a real A is converted: one code path for the
                        eigenvector layout; cuSOLVER's real-input form packs conjugate pairs into two real columns)
@@ -162,6 +163,22 @@ def _gesvdj_batched(h, dt, m, n, buf, s, u, v, info):
         d.destroy_gesvdj_info(params)
 
 
+def _gesvdj(h, dt, m, n, buf, s, u, v, info, vectors=True):
+    """Jacobi SVD of one column-major (m, n) matrix (buf: (n, m)), econ: U (m, k) and V (n, k) column-major
+    (u: (k, m), v: (k, n); not written without ``vectors``); cuSOLVER's default tolerance (machine epsilon) and sweep
+    limit.  info > 0: it did not converge."""
+    d = lib.dn()
+    params = d.create_gesvdj_info()
+    try:
+        args = (h, _VECTOR if vectors else _NOVECTOR, 1, m, n, buf.data_ptr(), m, s.data_ptr(), u.data_ptr(), m,
+                v.data_ptr(), n)
+        lw = lib.routine("gesvdj_buffer_size", dt)(*args, params)
+        ws = lib.workspace(max(lw, 1) * buf.element_size(), buf.device)
+        lib.routine("gesvdj", dt)(*args, ws.data_ptr(), lw, info.data_ptr(), params)
+    finally:
+        d.destroy_gesvdj_info(params)
+
+
 def _xgesvd(h, dt, m, n, buf, s, u, vt, info):
     """Xgesvd of one column-major (m, n) matrix, m >= n, jobu = jobvt = 'S': U (m, n) and VT (n, n) column-major."""
     d = lib.dn()
@@ -208,6 +225,16 @@ def svd_factors(a, with_uv=True):
         else:
             info = _info(a.device)
             for i in range(bsz):
+                # gesvdj first, as torch's default driver (4096^2 f32 on the H200: 1049 ms against Xgesvd's 1239,
+                # bench/results/2026-11-29-h200/session20/runD_*); Xgesvd where it does not converge (a host read
+                # of info per matrix, as torch's fallback does)
+                buf = lib.colmajor(af[i])
+                ub = torch.empty((k, m), dtype=a.dtype, device=a.device)
+                vb = torch.empty((k, n), dtype=a.dtype, device=a.device)
+                _gesvdj(h, dt, m, n, buf, s[i], ub, vb, info, with_uv)
+                if int(info.item()) == 0:
+                    u[i], vh[i] = ub.transpose(-1, -2), vb.conj()
+                    continue
                 if m >= n:   # column-major A: U (m, k), VT (k, k) column-major
                     buf = lib.colmajor(af[i])
                     ub = torch.empty((k, m), dtype=a.dtype, device=a.device)
@@ -374,7 +401,7 @@ def _route(desc, pref=None) -> str:
     if op == "householder_product":
         return "cusolver:orgqr"
     if op in ("svd", "svdvals"):
-        return "cusolver:" + ("gesvdj_batched" if small else "Xgesvd") + (
+        return "cusolver:" + ("gesvdj_batched" if small else "gesvdj(Xgesvd unconverged)") + (
             "+geqrf+orgqr" if op == "svd" and desc.attr("full_matrices") and a.shape[-2] != n else "")
     if op in ("eigh", "eigvalsh"):
         return "cusolver:" + ("syevj_batched" if small else "syevd")
