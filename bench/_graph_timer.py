@@ -59,3 +59,19 @@ def gpu_ms(fn):
         from baracuda.bench.timing import median_ms
 
         return median_ms(fn, reps=25), "events"
+
+
+def wall_ms(fn, reps=3, best=False):
+    """Wall ms of one synchronized call of ``fn()`` after a warm-up: the median of ``reps`` (``best``: the minimum),
+    for calls long enough (a 4096^2 factorization) that the host and the sync are noise, or that sync themselves."""
+    import time
+
+    fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        ts.append((time.perf_counter() - t0) * 1e3)
+    return round(min(ts) if best else sorted(ts)[len(ts) // 2], 3)

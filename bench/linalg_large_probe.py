@@ -4,12 +4,12 @@ forward + backward, each under torch.profiler (the kernels by CUDA time); svd un
 and ours.   python bench/linalg_large_probe.py OUT.json"""
 import json
 import sys
-import time
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
 import baracuda.torch as bt
+from _graph_timer import wall_ms
 
 n = 4096
 g = torch.Generator(device="cuda").manual_seed(0)
@@ -17,18 +17,6 @@ A = torch.randn(n, n, device="cuda", generator=g) + n ** 0.5 * torch.eye(n, devi
 B = torch.randn(n, n, device="cuda", generator=g)
 G = torch.randn(n, n, device="cuda", generator=g)
 res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
-
-
-def wall(fn, reps=3):
-    fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        ts.append((time.perf_counter() - t0) * 1e3)
-    return round(sorted(ts)[len(ts) // 2], 3)
 
 
 def kernels(fn):
@@ -52,8 +40,8 @@ def fwbw(solve):
 
 
 for name, solve in (("torch", torch.linalg.solve), ("ours", bt.linalg.solve)):
-    res[f"solve_{name}_fw_ms"] = wall(lambda: solve(A, B))
-    res[f"solve_{name}_fwbw_ms"] = wall(fwbw(solve))
+    res[f"solve_{name}_fw_ms"] = wall_ms(lambda: solve(A, B))
+    res[f"solve_{name}_fwbw_ms"] = wall_ms(fwbw(solve))
     res[f"solve_{name}_fw_kernels"] = kernels(lambda: solve(A, B))
     res[f"solve_{name}_fwbw_kernels"] = kernels(fwbw(solve))
     print(name, res[f"solve_{name}_fw_ms"], res[f"solve_{name}_fwbw_ms"], flush=True)
@@ -63,11 +51,11 @@ for name, solve in (("torch", torch.linalg.solve), ("ours", bt.linalg.solve)):
 S = torch.randn(n, n, device="cuda", generator=g)
 for drv in (None, "gesvd", "gesvdj", "gesvda"):
     try:
-        res[f"svd_torch_{drv}_ms"] = wall(lambda: torch.linalg.svd(S, full_matrices=False, driver=drv), reps=2)
+        res[f"svd_torch_{drv}_ms"] = wall_ms(lambda: torch.linalg.svd(S, full_matrices=False, driver=drv), reps=2)
     except Exception as e:   # noqa: BLE001
         res[f"svd_torch_{drv}_ms"] = f"error: {type(e).__name__}: {str(e)[:100]}"
     print("svd", drv, res[f"svd_torch_{drv}_ms"], flush=True)
-res["svd_ours_ms"] = wall(lambda: bt.linalg.svd(S, full_matrices=False), reps=2)
+res["svd_ours_ms"] = wall_ms(lambda: bt.linalg.svd(S, full_matrices=False), reps=2)
 res["svd_torch_None_kernels"] = kernels(lambda: torch.linalg.svd(S, full_matrices=False))
 print("svd ours", res["svd_ours_ms"], res["svd_torch_None_kernels"][:6], flush=True)
 json.dump(res, open(sys.argv[1], "w"), indent=1)

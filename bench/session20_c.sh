@@ -1,11 +1,5 @@
 #!/usr/bin/env bash
-# Session 20, run C: run B after the two-redux pivot search, fma updates, cholesky's smem transpose and getf2's reciprocal; the linalg GPU tests that
-# route f32 n <= 32 to them, and issue #19's batched 65536 x 32x32 rows (bench/warp_linalg_ab.py).
+# Session 20, run C: bench/session20_a.sh again (run B after the warp Cholesky, inv as LU + lu_solve and the test
+# fixes; run C after the two-redux pivot search, the fma updates, Cholesky's transpose and getf2's reciprocal).
 #   bash bench/session20_c.sh OUTDIR
-source "$(dirname "$0")/device_env.sh" "$@"
-timeout 150 python -m pytest -p no:warnings -q --tb=short -rf tests/linalg/test_warp_gpu.py > "$out/gpu_tests_warp.txt" 2>&1
-tail -3 "$out/gpu_tests_warp.txt"; grep -E "^E  |^FAILED" "$out/gpu_tests_warp.txt" | cut -c1-250 | head -30
-timeout 170 python bench/warp_linalg_ab.py "$out/warp_linalg_ab.json" 2>&1 | f | tail -12
-timeout 200 python -m pytest -p no:warnings -q -n 14 --tb=line -rf tests/linalg tests/generic -k "solve or lu or det or inv or chol" \
-  > "$out/gpu_tests_linalg.txt" 2>&1
-grep -E "passed|failed" "$out/gpu_tests_linalg.txt" | tail -1; grep -E "^E  |^FAILED" "$out/gpu_tests_linalg.txt" | cut -c1-230 | sort | uniq | head -20
+exec bash "$(dirname "$0")/session20_a.sh" "$@"

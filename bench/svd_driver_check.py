@@ -4,34 +4,22 @@ error.
     python bench/svd_driver_check.py OUT.json"""
 import json
 import sys
-import time
 
 import torch
 
 import baracuda.torch as bt
+from _graph_timer import wall_ms
 
 g = torch.Generator(device="cuda").manual_seed(0)
 S = torch.randn(4096, 4096, device="cuda", generator=g)
 
 
-def wall(fn, reps=2):
-    fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        ts.append((time.perf_counter() - t0) * 1e3)
-    return round(min(ts), 2)
-
-
 res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
-res["svd_torch_default_ms"] = wall(lambda: torch.linalg.svd(S, full_matrices=False))
-res["svd_torch_gesvd_ms"] = wall(lambda: torch.linalg.svd(S, full_matrices=False, driver="gesvd"))
-res["svd_ours_ms"] = wall(lambda: bt.linalg.svd(S, full_matrices=False))
-res["svdvals_torch_ms"] = wall(lambda: torch.linalg.svdvals(S))
-res["svdvals_ours_ms"] = wall(lambda: bt.linalg.svdvals(S))
+res["svd_torch_default_ms"] = wall_ms(lambda: torch.linalg.svd(S, full_matrices=False), reps=2, best=True)
+res["svd_torch_gesvd_ms"] = wall_ms(lambda: torch.linalg.svd(S, full_matrices=False, driver="gesvd"), reps=2, best=True)
+res["svd_ours_ms"] = wall_ms(lambda: bt.linalg.svd(S, full_matrices=False), reps=2, best=True)
+res["svdvals_torch_ms"] = wall_ms(lambda: torch.linalg.svdvals(S), reps=2, best=True)
+res["svdvals_ours_ms"] = wall_ms(lambda: bt.linalg.svdvals(S), reps=2, best=True)
 u, s, vh = bt.linalg.svd(S, full_matrices=False)
 res["svd_ours_reconstruction_rel_err"] = ((u * s[None]) @ vh - S).abs().max().item() / S.abs().max().item()
 res["svd_ours_vs_torch_singular_values_rel"] = ((s - torch.linalg.svdvals(S)).abs().max() / s.max()).item()
