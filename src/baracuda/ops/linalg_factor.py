@@ -118,11 +118,11 @@ def operand_errors(op, n_ops=1, square_arg=0):
     return errors
 
 
-def _workloads(op, attrs=None):
+def _workloads(op, attrs=None, backward=False):
     a = attrs or {}
-    return (Workload(f"{op} 65536x32x32 f32", ((65536, 32, 32),), DType.f32, dict(a)),
-            Workload(f"{op} 4096^2 f32", ((4096, 4096),), DType.f32, dict(a)),
-            Workload(f"{op} 4096^2 f64", ((4096, 4096),), DType.f64, dict(a)))
+    return (Workload(f"{op} 65536x32x32 f32", ((65536, 32, 32),), DType.f32, dict(a), backward=backward),
+            Workload(f"{op} 4096^2 f32", ((4096, 4096),), DType.f32, dict(a), backward=backward),
+            Workload(f"{op} 4096^2 f64", ((4096, 4096),), DType.f64, dict(a), backward=backward))
 
 
 def _cost_cube(frac):
@@ -224,7 +224,8 @@ for _ex in (False, True):
                 dropin_result=(lambda o: __import__("torch").return_types.linalg_cholesky_ex(o)) if _ex else None,
                 grad=G.g_cholesky, differentiable=(0,), saves=("out0",) if _ex else ("out",),
                 grad_is_derivative=False,   # torch's gradient is Hermitian (both triangles), see linalg_grad.py
-                samples=_chol_samples, errors=_chol_errors(_n), workloads=_workloads(_n), cost=_cost_cube(1 / 3),
+                samples=_chol_samples, errors=_chol_errors(_n), workloads=_workloads(_n, backward=not _ex),
+                cost=_cost_cube(1 / 3),
                 doc="Cholesky factor of Hermitian positive-definite matrices (torch.linalg semantics).")
 
 
