@@ -1,8 +1,8 @@
 """Issue #19's batched small-matrix rows: 65536 x 32x32 f32 lu_factor / solve (forward, and its backward) /
-lu_solve / inv / cholesky.  Ours (the plan chosen: linalg/warp.py's one-warp kernels where they apply), small.py's
-kernels and the cuSOLVER / cuBLAS backend forced, torch eager and torch.compile -- all in this process, GPU time by
-CUDA-graph replays over two input sets (bench.timing.time_cuda).  A backward row is (forward + backward) minus the
-forward, each timed the same way, with autograd.grad on a fresh graph per call.
+lu_solve / inv / cholesky / det / slogdet.  Ours (the plan chosen: linalg/warp.py's one-warp kernels where they
+apply), small.py's kernels and the cuSOLVER / cuBLAS backend forced, torch eager and torch.compile -- all in this
+process, GPU time by CUDA-graph replays over two input sets (bench.timing.time_cuda).  A backward row is
+(forward + backward) minus the forward, each timed the same way, with autograd.grad on a fresh graph per call.
     python bench/warp_linalg_ab.py OUT.json [B]"""
 import json
 import sys
@@ -51,6 +51,8 @@ cases = {
     "lu_solve": (lambda i: (*LU[i], b[i]), lambda i: torch.linalg.lu_solve(*LU[i], b[i])),
     "inv": (lambda i: (A[i],), lambda i: torch.linalg.inv(A[i])),
     "cholesky": (lambda i: (S[i],), lambda i: torch.linalg.cholesky(S[i])),
+    "det": (lambda i: (A[i],), lambda i: torch.linalg.det(A[i])),
+    "slogdet": (lambda i: (A[i],), lambda i: torch.linalg.slogdet(A[i])),
 }
 for op, (args, peer) in cases.items():
     row = {"torch_ms": ms([lambda i=i: peer(i) for i in range(2)])}

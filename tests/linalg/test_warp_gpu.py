@@ -143,3 +143,19 @@ def test_inv_matches_float64_and_inv_ex_reports_singular(n):
     a[3, :, 0] = 0.0
     _, info = bt.linalg.inv_ex(a.float().cuda())
     assert info.cpu().tolist() == torch.linalg.inv_ex(a)[1].tolist() and info[3].item() == 1
+
+
+@pytest.mark.parametrize("n", [1, 5, 32])
+def test_det_slogdet_logdet_match_float64(n):
+    a = _mats((6,), n, 13)
+    a[1] = -a[1] if n % 2 else a[1].flip(0)          # (a negative determinant where a[1]'s was positive, or swapped)
+    a[2, :, 0] = 0.0                                   # singular: det 0, slogdet (0, -inf), logdet -inf
+    x = a.float().cuda()
+    torch.testing.assert_close(bt.linalg.det(x).cpu().double(), torch.linalg.det(a), rtol=1e-4, atol=1e-6)
+    sgn, la = bt.linalg.slogdet(x)
+    wsgn, wla = torch.linalg.slogdet(a)
+    assert torch.equal(sgn.cpu().double(), wsgn)
+    torch.testing.assert_close(la.cpu().double(), wla, rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(bt.logdet(x).cpu().double(), torch.logdet(a), rtol=1e-5, atol=1e-4, equal_nan=True)
+    for op in ("det", "slogdet", "logdet"):
+        _run(op, x)

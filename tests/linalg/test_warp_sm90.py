@@ -1,9 +1,9 @@
 """Offline sm_90 compile of the one-warp linalg kernels (linalg/warp.py, Gluon) through their plans' own host code:
-cholesky (both triangles), inv (LU + lu_solve on the identity), lu_factor, solve (left: the fused kernel up to 8
-right-hand sides, LU + lu_solve beyond; right: LU + the adjoint lu_solve), lu_solve (both adjoints), f32 at n = 32
-and at n = 7 (identity padding, n not specialized).  Each plan launches the warp kernels it names, none spills or
-uses shared memory (a lane's registers are its row; cholesky transposes its tile through it once), and f64 /
-n = 33 keep small.py's kernels."""
+cholesky (both triangles), inv (LU + lu_solve on the identity), lu_factor, det / slogdet / logdet, solve (left: the
+fused kernel up to 8 right-hand sides, LU + lu_solve beyond; right: LU + the adjoint lu_solve), lu_solve (both
+adjoints), f32 at n = 32 and at n = 7 (identity padding, n not specialized).  Each plan launches the warp kernels it
+names, none spills or uses shared memory (a lane's registers are its row; cholesky transposes its tile through it
+once), and f64 / n = 33 keep small.py's kernels."""
 from __future__ import annotations
 
 import pytest
@@ -33,6 +33,9 @@ cases = [("lu_factor_ex", [a], {}, ["_lu_warp_kernel"], "triton:lu_warp"),
          ("cholesky_ex", [a], dict(upper=False), ["_chol_warp_kernel"], "triton:chol_warp"),
          ("cholesky", [a], dict(upper=True), ["_chol_warp_kernel"], "triton:chol_warp"),
          ("inv_ex", [a], {}, split, "triton:lu_warp+lu_solve_warp(identity)"),
+         ("det", [a], {}, ["_lu_warp_kernel"], "triton:lu_warp(det)"),
+         ("slogdet", [a], {}, ["_lu_warp_kernel"], "triton:lu_warp(det)"),
+         ("logdet", [a], {}, ["_lu_warp_kernel"], "triton:lu_warp(det)"),
          ("solve", [a, b1], dict(left=True), ["_solve_warp_kernel"], "triton:solve_warp(solve)"),
          ("solve", [a, b8], dict(left=True), ["_solve_warp_kernel"], "triton:solve_warp(solve)"),
          ("solve", [a, b40], dict(left=True), split, "triton:solve_warp(solve)"),

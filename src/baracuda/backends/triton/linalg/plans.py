@@ -135,7 +135,8 @@ def _lu_into(av, sa, lu, piv, info, n, tile, pivot=True, warp=False):
     ``tile``: the bind's ``_tile(n)``; ``warp``: warp.py's kernel (the bind's ``_warp(desc)``)."""
     N, warps = tile
     if av.shape[0] and warp:
-        _W._lu_warp_kernel[(av.shape[0],)](av, lu, piv, info, n, *sa, *lu.stride(), piv.stride(0), num_warps=1)
+        _W._lu_warp_kernel[(av.shape[0],)](av, lu, piv, info, lu, n, *sa, *lu.stride(), piv.stride(0), OUT=0,
+                                           num_warps=1)
     elif av.shape[0]:
         _lu_kernel[(av.shape[0],)](av, lu, piv, info, lu, n, *sa, *lu.stride(), piv.stride(0), PIVOT=pivot, OUT=0,
                                    HAS_INFO=True, N=N, num_warps=warps)
@@ -149,7 +150,7 @@ def _bind_lu(desc, pref):
     op = desc.op
     mode = _DET_OUT.get(op, 0)
     pivot = desc.attr("pivot") if mode == 0 else True
-    warp = mode == 0 and _warp(desc)
+    warp = _warp(desc)
 
     def run(d, inputs, outputs, ws):
         x = inputs[0]
@@ -158,7 +159,9 @@ def _bind_lu(desc, pref):
         if mode:
             o1 = outputs[0].reshape(-1)
             o2 = outputs[1].reshape(-1) if op == "slogdet" else o1
-            if nb:
+            if nb and warp:
+                _W._lu_warp_kernel[(nb,)](av, o1, o1, o1, o2, n, *sa, 1, 0, 0, 0, OUT=mode, num_warps=1)
+            elif nb:
                 _lu_kernel[(nb,)](av, o1, o1, o1, o2, n, *sa, 1, 0, 0, 0, PIVOT=True, OUT=mode, HAS_INFO=False,
                                   N=N, num_warps=warps)
             return
@@ -332,7 +335,7 @@ for _op in ("cholesky", "cholesky_ex"):
 for _op in ("lu_factor", "lu_factor_ex"):
     _register(_op, _bind_lu, _route("triton:lu_small", "triton:lu_warp"), priority=_prio_pivoted)
 for _op in ("det", "slogdet", "logdet"):
-    _register(_op, _bind_lu, "triton:lu_small", priority=_prio_pivoted)
+    _register(_op, _bind_lu, _route("triton:lu_small", "triton:lu_warp(det)"), priority=_prio_pivoted)
 _register("lu", _bind_lu, _route("triton:lu_small+unpack", "triton:lu_warp+unpack"), priority=_prio_pivoted)
 for _op in ("solve", "solve_ex"):
     _register(_op, _bind_solve, _route(f"triton:solve_small({_op})", f"triton:solve_warp({_op})"),

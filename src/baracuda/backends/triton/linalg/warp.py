@@ -17,7 +17,8 @@ step n (their column entries are 0 and their positions come after every real row
 
 _chol_warp_kernel      cholesky of A's lower triangle (read as the whole symmetric matrix, so row k is column k: step k
                        broadcasts it from lane k) -> L, info (the first order whose pivot is not > 0)
-_lu_warp_kernel        A -> packed LU (rows stored at their final positions), 1-based int32 pivots, info
+_lu_warp_kernel        A -> packed LU (rows stored at their final positions), 1-based int32 pivots, info; OUT=1/2/3:
+                       det, (sign, log|det|), logdet instead, as small.py's _lu_kernel
 _solve_warp_kernel     A X = B: the LU of A as above with B's rows eliminated alongside, then back substitution;
                        stores X and (program column 0) the LU, pivots and info the backward's lu_solve reads
 _lu_solve_warp_kernel  A X = B (ADJ: A^T X = B) from a packed LU and its pivots: the pivots' row permutation as
@@ -114,7 +115,15 @@ def _eliminate(A, B, r, cols, n, NN: gl.constexpr, WITH_B: gl.constexpr, LB: gl.
 
 
 @gluon.jit
-def _lu_warp_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, n, sab, sar, sac, slb, slr, slc, spb):
+def _mul(a, b):
+    return a * b
+
+
+@gluon.jit
+def _lu_warp_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, o2_ptr, n, sab, sar, sac, slb, slr, slc, spb,
+                    OUT: gl.constexpr):
+    """OUT = 0: the factors; 1: det, 2: (sign, log|det|), 3: logdet (NaN for a negative det) instead, into
+    lu_ptr[b] (and o2_ptr[b]), as small.py's _lu_kernel: the product of the pivots, the sign of the interchanges."""
     L: gl.constexpr = gl.BlockedLayout([1, N], [32, 1], [1, 1], [1, 0])
     b = gl.program_id(0).to(gl.int64)
     r = gl.arange(0, N, layout=gl.SliceLayout(1, L))
@@ -122,10 +131,26 @@ def _lu_warp_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, n, sab, sar, sac, slb, slr
     cols = gl.expand_dims(gl.arange(0, N, layout=gl.SliceLayout(0, L)), 0)
     A = _load_square(a_ptr + b * sab, n, sar, sac, rows, cols)
     A, _, at, piv, info, _ = _eliminate(A, A, r, cols, n, N, False, L)
-    gl.store(lu_ptr + b * slb + gl.expand_dims(at, 1) * slr + cols * slc, A,
-             mask=gl.expand_dims(at < n, 1) & (cols < n))
-    gl.store(piv_ptr + b * spb + r, piv, mask=r < n)
-    gl.store(info_ptr + b + r * 0, info, mask=r == 0)
+    if OUT == 0:
+        gl.store(lu_ptr + b * slb + gl.expand_dims(at, 1) * slr + cols * slc, A,
+                 mask=gl.expand_dims(at < n, 1) & (cols < n))
+        gl.store(piv_ptr + b * spb + r, piv, mask=r < n)
+        gl.store(info_ptr + b + r * 0, info, mask=r == 0)
+    else:
+        # each real row's pivot is its register at its final position (padding rows: 1)
+        d = gl.where(r < n, gl.sum(gl.where(cols == gl.expand_dims(at, 1), A, -0.0), axis=1), 1.0)
+        flips = _warp_u32(gl.where((r < n) & (piv != r + 1), 1, 0), "add")
+        psign = gl.where(flips % 2 == 1, -1.0, 1.0)
+        if OUT == 1:
+            gl.store(lu_ptr + b * slb + r * 0, psign * gl.reduce(d, 0, _mul), mask=r == 0)
+        else:
+            sgn = psign * gl.reduce(gl.where(d > 0, 1.0, gl.where(d < 0, -1.0, 0.0)), 0, _mul)
+            logabs = gl.sum(gl.log(gl.abs(d)), axis=0)
+            if OUT == 2:
+                gl.store(lu_ptr + b * slb + r * 0, sgn, mask=r == 0)
+                gl.store(o2_ptr + b * slb + r * 0, logabs + gl.zeros_like(sgn), mask=r == 0)
+            else:
+                gl.store(lu_ptr + b * slb + r * 0, gl.where(sgn < 0, float("nan"), logabs), mask=r == 0)
 
 
 @gluon.jit
