@@ -1,5 +1,5 @@
 """Triton plans of the linalg solve family for batches of small matrices (n <= 64, f32 / f64): the host side of
-small.py's kernels, and lu_unpack (any size).
+small.py's and warp.py's kernels (warp.py: f32 with n <= 32 on a GPU, ``_warp``), and lu_unpack (any size).
 
 Batch dims broadcast by views (``broadcast_to`` then a flat batch: a copy only where the batch strides do not flatten);
 transposed reads are swapped strides.  Priority: above cuSOLVER for n <= 64 (one program per matrix against one
@@ -77,13 +77,11 @@ def _warp(desc) -> bool:
 
 
 def _prio_pivoted(desc, dev):
-    """The partial-pivoting kernels (LU and what is built on it) rank below cuSOLVER / cuBLAS on the GPU: on the H100
-    (2026-11-27, bench/results/2026-11-27-h100/session6) a batch of 65536 32x32 f32 matrices took 3.04 ms through
-    lu_small against 1.43 ms through cuBLAS getrfBatched (torch 0.86), solve 4.09 against 1.91 (torch 1.70); after
-    session 8's one-warp, no-row-move kernels lu_small takes 1.93 ms and solve 2.80 (session8/runH_*): still behind.
-    The Cholesky kernel (1.02 ms; torch 2.13, potrfBatched 2.54) and the inverse (Gauss-Jordan, 1.72 ms; getrf +
-    getrs 9.09, torch 5.56) keep _prio.  warp.py's one-warp kernels (f32, n <= 32) rank above cuSOLVER: see _warp's
-    measurements in bench/results/2026-11-29-h200/session20."""
+    """The partial-pivoting ops (LU and what is built on it: solve, det): warp.py's one-warp kernels where they apply
+    (f32, n <= 32) rank above cuSOLVER / cuBLAS; small.py's register kernels below them.  On the H200
+    (bench/results/2026-11-29-h200/session20, 65536 x 32x32 f32, ms): lu_factor warp 0.369 / small 1.810 / cuBLAS
+    getrfBatched 1.403 / torch 0.897; solve 0.456 / 2.685 / 2.117 / 1.736; det 0.251 / 1.661 / 1.188 / 0.797.  (The
+    Cholesky and Gauss-Jordan inverse kernels of small.py beat the libraries even there: they keep _prio.)"""
     if dev.type != "cuda":
         return -200.0
     return 20.0 if _warp(desc) else 5.0
