@@ -1,4 +1,4 @@
-"""Batched 32x32 f32 LU, solve and lu_solve with one warp per matrix and one matrix row per lane (Gluon).
+"""Batched f32 Cholesky, LU (and det), solve and lu_solve of n <= 32 with one warp a matrix, one row a lane (Gluon).
 
 small.py's kernels hold the matrix in whatever layout Triton picks, so every step reads column k and the pivot row as
 masked reductions over the whole tile: ~6 shuffle stages of 8 registers each, twice a step.  Here the layout is
@@ -56,7 +56,8 @@ def _lanes(like, lane):
 
 @gluon.jit
 def _warp_u32(x, OP: gl.constexpr):
-    """The warp's unsigned max / min of int32 ``x`` (one element a lane) in every lane: one ``redux.sync``."""
+    """The warp's unsigned max / min / sum (OP) of int32 ``x`` (one element a lane) in every lane: one
+    ``redux.sync``."""
     return gl.inline_asm_elementwise("redux.sync." + OP + ".u32 $0, $1, 0xffffffff;", "=r,r", [x], dtype=gl.int32,
                                      is_pure=True, pack=1)
 
