@@ -128,16 +128,24 @@ def _bind_chol(desc, pref):
 _DET_OUT = {"det": 1, "slogdet": 2, "logdet": 3}
 
 
+def _launch_lu(av, sa, out, piv, info, o2, so, sp, n, tile, mode=0, pivot=True, warp=False):
+    """small.py's or warp.py's LU kernel on the (B, n, n) matrices ``av`` (strides ``sa``): mode 0 writes the packed
+    LU into ``out`` (strides ``so``), 1-based pivots (row stride ``sp``) and info; 1 / 2 / 3 write det, (sign, log|det|)
+    into ``out`` / ``o2``, logdet.  ``tile``: the bind's ``_tile(n)``; ``warp``: the bind's ``_warp(desc)``."""
+    nb = av.shape[0]
+    if not nb:
+        return
+    if warp:
+        _W._lu_warp_kernel[(nb,)](av, out, piv, info, o2, n, *sa, *so, sp, OUT=mode, num_warps=1)
+    else:
+        N, warps = tile
+        _lu_kernel[(nb,)](av, out, piv, info, o2, n, *sa, *so, sp, PIVOT=pivot, OUT=mode, HAS_INFO=mode == 0, N=N,
+                          num_warps=warps)
+
+
 def _lu_into(av, sa, lu, piv, info, n, tile, pivot=True, warp=False):
-    """The packed LU of the (B, n, n) matrices ``av`` (strides ``sa``) into ``lu`` / ``piv`` (1-based) / ``info``;
-    ``tile``: the bind's ``_tile(n)``; ``warp``: warp.py's kernel (the bind's ``_warp(desc)``)."""
-    N, warps = tile
-    if av.shape[0] and warp:
-        _W._lu_warp_kernel[(av.shape[0],)](av, lu, piv, info, lu, n, *sa, *lu.stride(), piv.stride(0), OUT=0,
-                                           num_warps=1)
-    elif av.shape[0]:
-        _lu_kernel[(av.shape[0],)](av, lu, piv, info, lu, n, *sa, *lu.stride(), piv.stride(0), PIVOT=pivot, OUT=0,
-                                   HAS_INFO=True, N=N, num_warps=warps)
+    """The packed LU of the (B, n, n) matrices ``av`` (strides ``sa``) into ``lu`` / ``piv`` (1-based) / ``info``."""
+    _launch_lu(av, sa, lu, piv, info, lu, lu.stride(), piv.stride(0), n, tile, 0, pivot, warp)
 
 
 def _bind_lu(desc, pref):
@@ -157,11 +165,7 @@ def _bind_lu(desc, pref):
         if mode:
             o1 = outputs[0].reshape(-1)
             o2 = outputs[1].reshape(-1) if op == "slogdet" else o1
-            if nb and warp:
-                _W._lu_warp_kernel[(nb,)](av, o1, o1, o1, o2, n, *sa, 1, 0, 0, 0, OUT=mode, num_warps=1)
-            elif nb:
-                _lu_kernel[(nb,)](av, o1, o1, o1, o2, n, *sa, 1, 0, 0, 0, PIVOT=True, OUT=mode, HAS_INFO=False,
-                                  N=N, num_warps=warps)
+            _launch_lu(av, sa, o1, o1, o1, o2, (1, 0, 0), 0, n, (N, warps), mode, True, warp)
             return
         unpack = op == "lu"
         lu = torch.empty_like(av) if unpack else outputs[0].reshape(av.shape)
