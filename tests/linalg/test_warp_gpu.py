@@ -56,6 +56,7 @@ def test_pivots_info_on_ties_singular_steps_and_nan_are_getf2s():
         np.testing.assert_array_equal(got[1].cpu().numpy(), np.asarray(want[1]))
         np.testing.assert_array_equal(got[2].cpu().numpy(), np.asarray(want[2]))
         ok = np.isfinite(np.asarray(want[0])).all(axis=(-1, -2))     # (a NaN spreads through its matrix)
+        # (small integers: the eliminations are exact but for a few rounded fractions, f32 eps ~6e-8 each)
         np.testing.assert_allclose(got[0].cpu().double().numpy()[ok], np.asarray(want[0])[ok], rtol=1e-5, atol=1e-5)
 
 @pytest.mark.parametrize("n,k,left,vector", [(32, 1, True, True), (32, 1, True, False), (7, 3, True, False),
@@ -105,6 +106,7 @@ def test_solve_gradients_match_float64(left):
     got = torch.autograd.grad(bt.linalg.solve(a32, b32, left=left), (a32, b32), g.float().cuda())
     a64, b64 = a.clone().requires_grad_(), b.clone().requires_grad_()
     want = torch.autograd.grad(torch.linalg.solve(a64, b64, left=left), (a64, b64), g)
+    # (the gradients are two more f32 solves and an outer product: ~3x the forward's error at cond(A) ~ 10)
     for u, v in zip(got, want):
         torch.testing.assert_close(u.cpu().double(), v, rtol=1e-3, atol=1e-3)
 
@@ -151,6 +153,8 @@ def test_det_slogdet_logdet_match_float64(n):
     a[1] = -a[1] if n % 2 else a[1].flip(0)          # (a negative determinant where a[1]'s was positive, or swapped)
     a[2, :, 0] = 0.0                                   # singular: det 0, slogdet (0, -inf), logdet -inf
     x = a.float().cuda()
+    # det: the product of 32 f32 pivots, each within ~n * eps32 ~ 2e-6 relative -> 1e-4; log|det| is a sum of 32 logs
+    # of O(1..10): ~1e-5 relative, 1e-4 absolute near 0; the singular matrix's det is 0 to within f32 rounding (atol)
     torch.testing.assert_close(bt.linalg.det(x).cpu().double(), torch.linalg.det(a), rtol=1e-4, atol=1e-6)
     sgn, la = bt.linalg.slogdet(x)
     wsgn, wla = torch.linalg.slogdet(a)

@@ -233,7 +233,8 @@ def svd_factors(a, with_uv=True):
                 vb = torch.empty((k, n), dtype=a.dtype, device=a.device)
                 _gesvdj(h, dt, m, n, buf, s[i], ub, vb, info, with_uv)
                 if int(info.item()) == 0:
-                    u[i], vh[i] = ub.transpose(-1, -2), vb.conj()
+                    if with_uv:
+                        u[i], vh[i] = ub.transpose(-1, -2), vb.conj()
                     continue
                 if m >= n:   # column-major A: U (m, k), VT (k, k) column-major
                     buf = lib.colmajor(af[i])

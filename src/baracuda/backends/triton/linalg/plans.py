@@ -72,8 +72,7 @@ def _warp(desc) -> bool:
     under TRITON_INTERPRET small.py's kernels run the same ops)."""
     if _W is None or INTERPRETING or desc.dtype != DType.f32:
         return False
-    a = desc.inputs[1] if desc.op == "cholesky_solve" else desc.inputs[0]
-    return a.shape[-1] <= WARP_N and (desc.op not in _LU_OPS or desc.attr("pivot"))
+    return desc.inputs[0].shape[-1] <= WARP_N and (desc.op not in _LU_OPS or desc.attr("pivot"))
 
 
 def _prio_pivoted(desc, dev):
@@ -228,7 +227,7 @@ def _bind_solve(desc, pref):
     cx = dict(_CX)
     trans_a = not left
     tile = _tile(n)
-    warp = _warp(desc)
+    warp = op in ("solve", "solve_ex", "lu_solve") and _warp(desc)   # (the ops warp.py has a kernel for)
     if op in ("solve", "solve_ex"):
         cx.update(FACT=0, HAS_INFO=True)
     elif op == "solve_triangular":
@@ -311,6 +310,7 @@ def _bind_inv(desc, pref):
     chol = op == "cholesky_inverse"
     cx = dict(_CX, EYE=True, FACT=1 if chol else 0, HAS_INFO=not chol)
     warp = not chol and _warp(desc)
+    tile = _tile(n)
 
     def run(d, inputs, outputs, ws):
         av, sa = _mat(inputs[0], batch, n, n, chol and desc.attr("upper"))
@@ -322,7 +322,7 @@ def _bind_inv(desc, pref):
         if warp:   # the LU, then lu_solve on the identity (a broadcast view: never materialized)
             lu = torch.empty((nb, n, n), dtype=av.dtype, device=av.device)
             piv = torch.empty((nb, n), dtype=torch.int32, device=av.device)
-            _lu_into(av, sa, lu, piv, info, n, (n, 1), warp=True)
+            _lu_into(av, sa, lu, piv, info, n, tile, warp=True)
             eye = torch.eye(n, dtype=av.dtype, device=av.device).expand(nb, n, n)
             _launch_lu_solve_warp(lu, tuple(lu.stride()), piv, n, eye, tuple(eye.stride()), xv, sx, n, n, nb, False)
         else:

@@ -33,6 +33,8 @@ from __future__ import annotations
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
+from .small import _mul
+
 N = gl.constexpr(32)   # one matrix row per lane of a warp
 
 
@@ -72,6 +74,22 @@ def _pivot_lane(ck, at, done, r):
     top = _warp_u32(gl.where(done, 0, bits), "max")
     best = _warp_u32(gl.where((~done) & (bits == top), at * 32 + r, -1), "min")
     return best & 31, best >> 5
+
+
+@gluon.jit
+def _indices(L: gl.constexpr):
+    """(r, rows, cols) of the row-per-lane tile of layout L: each lane's row number, and the [N, 1] / [1, N] views."""
+    r = gl.arange(0, N, layout=gl.SliceLayout(1, L))
+    return r, gl.expand_dims(r, 1), gl.expand_dims(gl.arange(0, N, layout=gl.SliceLayout(0, L)), 0)
+
+
+@gluon.jit
+def _store_factors(lu_ptr, piv_ptr, info_ptr, b, slb, slr, slc, spb, A, at, piv, info, r, cols, n):
+    """The packed LU (each lane's row at its final position ``at``), the pivots (lane k: pivot k) and info."""
+    gl.store(lu_ptr + b * slb + gl.expand_dims(at, 1) * slr + cols * slc, A,
+             mask=gl.expand_dims(at < n, 1) & (cols < n))
+    gl.store(piv_ptr + b * spb + r, piv, mask=r < n)
+    gl.store(info_ptr + b + r * 0, info, mask=r == 0)
 
 
 @gluon.jit
@@ -116,27 +134,17 @@ def _eliminate(A, B, r, cols, n, NN: gl.constexpr, WITH_B: gl.constexpr, LB: gl.
 
 
 @gluon.jit
-def _mul(a, b):
-    return a * b
-
-
-@gluon.jit
 def _lu_warp_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, o2_ptr, n, sab, sar, sac, slb, slr, slc, spb,
                     OUT: gl.constexpr):
     """OUT = 0: the factors; 1: det, 2: (sign, log|det|), 3: logdet (NaN for a negative det) instead, into
     lu_ptr[b] (and o2_ptr[b]), as small.py's _lu_kernel: the product of the pivots, the sign of the interchanges."""
     L: gl.constexpr = gl.BlockedLayout([1, N], [32, 1], [1, 1], [1, 0])
     b = gl.program_id(0).to(gl.int64)
-    r = gl.arange(0, N, layout=gl.SliceLayout(1, L))
-    rows = gl.expand_dims(r, 1)
-    cols = gl.expand_dims(gl.arange(0, N, layout=gl.SliceLayout(0, L)), 0)
+    r, rows, cols = _indices(L)
     A = _load_square(a_ptr + b * sab, n, sar, sac, rows, cols)
     A, _, at, piv, info, _ = _eliminate(A, A, r, cols, n, N, False, L)
     if OUT == 0:
-        gl.store(lu_ptr + b * slb + gl.expand_dims(at, 1) * slr + cols * slc, A,
-                 mask=gl.expand_dims(at < n, 1) & (cols < n))
-        gl.store(piv_ptr + b * spb + r, piv, mask=r < n)
-        gl.store(info_ptr + b + r * 0, info, mask=r == 0)
+        _store_factors(lu_ptr, piv_ptr, info_ptr, b, slb, slr, slc, spb, A, at, piv, info, r, cols, n)
     else:
         # each real row's pivot is its register at its final position (padding rows: 1)
         d = gl.where(r < n, gl.sum(gl.where(cols == gl.expand_dims(at, 1), A, -0.0), axis=1), 1.0)
@@ -159,32 +167,28 @@ def _solve_warp_kernel(a_ptr, b_ptr, x_ptr, lu_ptr, piv_ptr, info_ptr, n, k_cols
                        sab, sar, sac, sbb, sbr, sbc, sxb, sxr, sxc, slb, slr, slc, spb, BK: gl.constexpr):
     L: gl.constexpr = gl.BlockedLayout([1, N], [32, 1], [1, 1], [1, 0])
     LB: gl.constexpr = gl.BlockedLayout([1, BK], [32, 1], [1, 1], [1, 0])
+    SB: gl.constexpr = gl.SliceLayout(1, LB)
     b = gl.program_id(0).to(gl.int64)
     cb = gl.program_id(1)
-    r = gl.arange(0, N, layout=gl.SliceLayout(1, L))
-    rows = gl.expand_dims(r, 1)
-    cols = gl.expand_dims(gl.arange(0, N, layout=gl.SliceLayout(0, L)), 0)
-    rb = gl.expand_dims(gl.arange(0, N, layout=gl.SliceLayout(1, LB)), 1)
+    r, rows, cols = _indices(L)
+    rb = gl.expand_dims(gl.arange(0, N, layout=SB), 1)
     kc = cb * BK + gl.expand_dims(gl.arange(0, BK, layout=gl.SliceLayout(0, LB)), 0)
     bmask = (rb < n) & (kc < k_cols)
     A = _load_square(a_ptr + b * sab, n, sar, sac, rows, cols)
     B = gl.load(b_ptr + b * sbb + rb * sbr + kc * sbc, mask=bmask, other=0.0)
     A, B, at, piv, info, lane_at = _eliminate(A, B, r, cols, n, N, True, LB)
     # back substitution: step k takes x_k = b / u_kk from the lane at position k; rows above it subtract
-    atb = gl.convert_layout(at, gl.SliceLayout(1, LB))
+    atb = gl.convert_layout(at, SB)
     for k in gl.static_range(N - 1, -1, -1):
         src = _from_lane(lane_at, _lanes(lane_at, k))                  # every lane: the lane at position k
         d = _reg(A, cols, k)
-        xk = _from_lane(B * gl.expand_dims(gl.convert_layout(1.0 / d, gl.SliceLayout(1, LB)), 1),
-                        _lanes(B, gl.expand_dims(gl.convert_layout(src, gl.SliceLayout(1, LB)), 1)))
-        uk = gl.expand_dims(gl.convert_layout(d, gl.SliceLayout(1, LB)), 1)
+        xk = _from_lane(B * gl.expand_dims(gl.convert_layout(1.0 / d, SB), 1),
+                        _lanes(B, gl.expand_dims(gl.convert_layout(src, SB), 1)))
+        uk = gl.expand_dims(gl.convert_layout(d, SB), 1)
         B = gl.where(gl.expand_dims(atb == k, 1), xk, gl.where(gl.expand_dims(atb < k, 1), gl.fma(xk, -uk, B), B))
     gl.store(x_ptr + b * sxb + gl.expand_dims(atb, 1) * sxr + kc * sxc, B, mask=bmask)
     if cb == 0:
-        gl.store(lu_ptr + b * slb + gl.expand_dims(at, 1) * slr + cols * slc, A,
-                 mask=gl.expand_dims(at < n, 1) & (cols < n))
-        gl.store(piv_ptr + b * spb + r, piv, mask=r < n)
-        gl.store(info_ptr + b + r * 0, info, mask=r == 0)
+        _store_factors(lu_ptr, piv_ptr, info_ptr, b, slb, slr, slc, spb, A, at, piv, info, r, cols, n)
 
 
 @gluon.jit
@@ -210,6 +214,18 @@ def _trsv_rows(T, B, r, cols, LOWER: gl.constexpr, UNIT: gl.constexpr, NN: gl.co
 
 
 @gluon.jit
+def _permuted(B, rb, pv, c, REVERSE: gl.constexpr):
+    """B's rows after the pivots' interchanges S_k (rows k and pv[k]): each lane's source row, the interchanges
+    composed in order (REVERSE: from the last), then one shuffle a register from it."""
+    src = rb
+    for i in gl.static_range(N):
+        k = N - 1 - i if REVERSE else i
+        pk = gl.sum(gl.where(c == k, pv, 0), axis=0)
+        src = gl.where(src == k, pk, gl.where(src == pk, k, src))
+    return _from_lane(B, _lanes(B, gl.expand_dims(src, 1)))
+
+
+@gluon.jit
 def _lu_solve_warp_kernel(lu_ptr, piv_ptr, b_ptr, x_ptr, n, k_cols, sab, sar, sac, spb, sbb, sbr, sbc,
                           sxb, sxr, sxc, ADJ: gl.constexpr, BK: gl.constexpr):
     """ADJ: the host passes the LU's strides transposed, so lane i holds row i of LU^T (U^T lower, L^T unit upper)."""
@@ -217,10 +233,8 @@ def _lu_solve_warp_kernel(lu_ptr, piv_ptr, b_ptr, x_ptr, n, k_cols, sab, sar, sa
     LB: gl.constexpr = gl.BlockedLayout([1, BK], [32, 1], [1, 1], [1, 0])
     b = gl.program_id(0).to(gl.int64)
     cb = gl.program_id(1)
-    r = gl.arange(0, N, layout=gl.SliceLayout(1, L))
+    r, rows, cols = _indices(L)
     c = gl.arange(0, N, layout=gl.SliceLayout(0, L))
-    rows = gl.expand_dims(r, 1)
-    cols = gl.expand_dims(c, 0)
     rb = gl.arange(0, N, layout=gl.SliceLayout(1, LB))
     kc = cb * BK + gl.expand_dims(gl.arange(0, BK, layout=gl.SliceLayout(0, LB)), 0)
     bmask = gl.expand_dims(rb < n, 1) & (kc < k_cols)
@@ -229,19 +243,12 @@ def _lu_solve_warp_kernel(lu_ptr, piv_ptr, b_ptr, x_ptr, n, k_cols, sab, sar, sa
     # every lane reads all pivots (0-based; padding: no interchange)
     pv = gl.load(piv_ptr + b * spb + c, mask=c < n, other=0) - 1
     pv = gl.where(c < n, pv, c)
-    src = rb
     if ADJ:   # A^T = U^T L^T P^T: solve, then X = P Z (the interchanges from the last)
         B = _trsv_rows(T, B, r, cols, True, False, N, LB)
         B = _trsv_rows(T, B, r, cols, False, True, N, LB)
-        for k in gl.static_range(N):   # X[i] = Z[src(i)], src = S_{n-1} o ... o S_0 (i)
-            pk = gl.sum(gl.where(c == k, pv, 0), axis=0)
-            src = gl.where(src == k, pk, gl.where(src == pk, k, src))
-        B = _from_lane(B, _lanes(B, gl.expand_dims(src, 1)))
-    else:     # P^T B first: row i of it is B's row S_0 o ... o S_{n-1} (i)
-        for k in gl.static_range(N - 1, -1, -1):
-            pk = gl.sum(gl.where(c == k, pv, 0), axis=0)
-            src = gl.where(src == k, pk, gl.where(src == pk, k, src))
-        B = _from_lane(B, _lanes(B, gl.expand_dims(src, 1)))
+        B = _permuted(B, rb, pv, c, False)    # X = P Z: row i is Z's row S_{n-1} o ... o S_0 (i)
+    else:
+        B = _permuted(B, rb, pv, c, True)     # P^T B first: row i is B's row S_0 o ... o S_{n-1} (i)
         B = _trsv_rows(T, B, r, cols, True, True, N, LB)
         B = _trsv_rows(T, B, r, cols, False, False, N, LB)
     gl.store(x_ptr + b * sxb + gl.expand_dims(rb, 1) * sxr + kc * sxc, B, mask=bmask)
@@ -255,9 +262,7 @@ def _chol_warp_kernel(a_ptr, l_ptr, info_ptr, n, sab, sar, sac, slb, slr, slc):
     continues with l_kk = 1 (the factor past it is unspecified, as torch documents)."""
     L: gl.constexpr = gl.BlockedLayout([1, N], [32, 1], [1, 1], [1, 0])
     b = gl.program_id(0).to(gl.int64)
-    r = gl.arange(0, N, layout=gl.SliceLayout(1, L))
-    rows = gl.expand_dims(r, 1)
-    cols = gl.expand_dims(gl.arange(0, N, layout=gl.SliceLayout(0, L)), 0)
+    r, rows, cols = _indices(L)
     inside = (rows < n) & (cols < n)
     lower = rows >= cols
     A = _load_square(a_ptr + b * sab, n, sar, sac, rows, cols)
